@@ -1,0 +1,169 @@
+// `orderwire encode` and `orderwire decode`: frames to and from JSON Lines.
+//
+// Both validate their whole input before writing anything, so a failure
+// never leaves a partial result that looks complete on standard output.
+#include <cstdio>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/io.h"
+#include "codec/datagram.h"
+#include "codec/frame.h"
+#include "codec/json.h"
+#include "codec/kind_table.h"
+
+namespace orderwire::cli {
+namespace {
+
+const CommandSpec kEncodeSpec{
+    .name = "encode",
+    .synopsis = "[--hex] < frames.jsonl > frames.bin",
+    .summary = "Encode JSON Lines (one frame per line) into binary frames.",
+    .details =
+        "Each line is one JSON object: \"kind\" (the PROTOCOL.md name, e.g.\n"
+        "\"NewLimit\"), \"sequence\", and every body field under its\n"
+        "PROTOCOL.md name, integers as JSON numbers. Blank lines are skipped.\n"
+        "The frames are written back to back to standard output. On the first\n"
+        "bad line nothing is written and the error names the line and column.",
+    .flags = {{"hex", "", "", "write one lower-case hex line per frame"}},
+};
+
+const CommandSpec kDecodeSpec{
+    .name = "decode",
+    .synopsis = "[--hex | --datagram] < input",
+    .summary =
+        "Decode binary frames into JSON Lines (the form 'encode' reads).",
+    .details =
+        "Reads frames back to back from standard input (or, with --hex, hex\n"
+        "text holding one or more whole frames per line). With --datagram,\n"
+        "each input line is the hex of one datagram: its header is printed as\n"
+        "a {\"kind\":\"Datagram\",...} line, then its frames. Input is "
+        "checked\n"
+        "in full before anything is printed; an error names the byte offset\n"
+        "(and line) and the reason, and the exit status is 1.",
+    .flags = {{"hex", "", "", "input is hex text, whole frames per line"},
+              {"datagram", "", "", "input is one hex datagram per line"}},
+};
+
+absl::Status FrameError(std::string_view where, std::size_t offset,
+                        codec::CodecError error,
+                        std::span<const std::byte> at) {
+  std::string detail;
+  if (error == codec::CodecError::kUnknownKind && at.size() > 8) {
+    detail = absl::StrFormat(" 0x%02x", static_cast<unsigned>(at[8]));
+  } else if (error == codec::CodecError::kTruncated && at.size() > 8 &&
+             codec::kKindTable[static_cast<std::uint8_t>(at[8])].frame_size) {
+    const auto& info = codec::kKindTable[static_cast<std::uint8_t>(at[8])];
+    detail = absl::StrFormat(" (%s needs %d bytes, %d left)", info.name,
+                             info.frame_size, at.size());
+  } else if (error == codec::CodecError::kTruncated) {
+    detail =
+        absl::StrFormat(" (%d bytes left, a frame header needs 9)", at.size());
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%sbyte offset %d: %s%s", where, offset, codec::Describe(error), detail));
+}
+
+// Appends the JSON lines of the frames in `bytes` to `out`.
+absl::Status DecodeFrames(std::span<const std::byte> bytes,
+                          std::string_view where, std::string& out) {
+  std::size_t pos = 0;
+  while (pos < bytes.size()) {
+    const auto frame = codec::FrameView::Parse(bytes.subspan(pos));
+    if (!frame.ok()) {
+      return FrameError(where, pos, frame.error(), bytes.subspan(pos));
+    }
+    absl::StrAppend(&out, codec::FrameToJson(*frame), "\n");
+    pos += frame->size();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Decode(const Args& args) {
+  if (args.Bool("hex") && args.Bool("datagram")) {
+    return absl::FailedPreconditionError(
+        "--hex and --datagram are exclusive (a datagram line is already hex)");
+  }
+  absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
+  if (!input.ok()) return input.status();
+  std::string out;
+  if (!args.Bool("hex") && !args.Bool("datagram")) {
+    if (absl::Status s = DecodeFrames(*input, "", out); !s.ok()) return s;
+    return WriteAll(stdout, out);
+  }
+  const std::string_view text(reinterpret_cast<const char*>(input->data()),
+                              input->size());
+  std::size_t line_number = 0;
+  for (std::string_view line : SplitLines(text)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    const std::string where = absl::StrFormat("line %d, ", line_number);
+    absl::StatusOr<std::vector<std::byte>> bytes = FromHex(line);
+    if (!bytes.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, bytes.status().message()));
+    }
+    if (!args.Bool("datagram")) {
+      if (absl::Status s = DecodeFrames(*bytes, where, out); !s.ok()) return s;
+      continue;
+    }
+    std::size_t error_offset = 0;
+    const auto datagram = codec::DatagramView::Parse(
+        *bytes, codec::FrameFilter::kAny, &error_offset);
+    if (!datagram.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%sbyte offset %d: datagram rejected: %s (%s)", where, error_offset,
+          codec::Name(datagram.error()), codec::Describe(datagram.error())));
+    }
+    absl::StrAppend(&out, codec::DatagramHeaderToJson(*datagram), "\n");
+    for (codec::FrameView frame : *datagram) {
+      absl::StrAppend(&out, codec::FrameToJson(frame), "\n");
+    }
+  }
+  return WriteAll(stdout, out);
+}
+
+absl::Status Encode(const Args& args) {
+  absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
+  if (!input.ok()) return input.status();
+  const std::string_view text(reinterpret_cast<const char*>(input->data()),
+                              input->size());
+  const bool hex = args.Bool("hex");
+  std::vector<std::byte> frames;
+  std::string hex_out;
+  std::byte frame[codec::kMaxFrameSize];
+  std::size_t line_number = 0;
+  for (std::string_view line : SplitLines(text)) {
+    ++line_number;
+    if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
+    absl::StatusOr<std::size_t> size = codec::JsonToFrame(line, frame);
+    if (!size.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("line %d: %s", line_number, size.status().message()));
+    }
+    if (hex) {
+      absl::StrAppend(&hex_out, ToHex({frame, *size}), "\n");
+    } else {
+      frames.insert(frames.end(), frame, frame + *size);
+    }
+  }
+  return hex ? WriteAll(stdout, hex_out) : WriteAll(stdout, frames);
+}
+
+}  // namespace
+
+int RunEncode(int argc, char** argv) {
+  return RunCommand(kEncodeSpec, argc, argv, Encode);
+}
+
+int RunDecode(int argc, char** argv) {
+  return RunCommand(kDecodeSpec, argc, argv, Decode);
+}
+
+}  // namespace orderwire::cli

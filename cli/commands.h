@@ -1,0 +1,15 @@
+// The orderwire subcommands. Each Run function takes the whole argv (argv[1]
+// is the subcommand's name) and returns the process exit status: 0 success,
+// 1 failure (bad input, I/O error), 2 usage error.
+#ifndef ORDERWIRE_CLI_COMMANDS_H_
+#define ORDERWIRE_CLI_COMMANDS_H_
+
+namespace orderwire::cli {
+
+int RunEncode(int argc, char** argv);
+int RunDecode(int argc, char** argv);
+int RunBenchDecode(int argc, char** argv);
+
+}  // namespace orderwire::cli
+
+#endif  // ORDERWIRE_CLI_COMMANDS_H_

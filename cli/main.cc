@@ -1,0 +1,56 @@
+// orderwire: the command-line entry point. Dispatches to a subcommand.
+#include <cstdio>
+#include <string_view>
+
+#include "cli/commands.h"
+
+namespace {
+
+struct Subcommand {
+  std::string_view name;
+  int (*run)(int argc, char** argv);
+  std::string_view summary;
+};
+
+constexpr Subcommand kSubcommands[] = {
+    {"encode", orderwire::cli::RunEncode,
+     "JSON Lines to binary frames (stdin to stdout)"},
+    {"decode", orderwire::cli::RunDecode,
+     "binary or hex frames, or hex datagrams, to JSON Lines"},
+    {"bench-decode", orderwire::cli::RunBenchDecode,
+     "decode a generated mix of command frames and print the figures"},
+};
+
+void PrintUsage(std::FILE* out) {
+  std::fputs(
+      "usage: orderwire <command> [flags]\n\n"
+      "orderwire: a matching-engine command codec and journal service.\n\n"
+      "commands:\n",
+      out);
+  for (const Subcommand& sub : kSubcommands) {
+    std::fprintf(out, "  %-14.*s %.*s\n", static_cast<int>(sub.name.size()),
+                 sub.name.data(), static_cast<int>(sub.summary.size()),
+                 sub.summary.data());
+  }
+  std::fputs("\n'orderwire <command> --help' describes a command.\n", out);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    PrintUsage(stderr);
+    return 2;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    PrintUsage(stdout);
+    return 0;
+  }
+  for (const Subcommand& sub : kSubcommands) {
+    if (sub.name == name) return sub.run(argc, argv);
+  }
+  std::fprintf(stderr, "orderwire: unknown command '%s'\n\n", argv[1]);
+  PrintUsage(stderr);
+  return 2;
+}

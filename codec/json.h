@@ -1,0 +1,42 @@
+// The JSON Lines form of frames, for the CLI, logs and tests. Cold path.
+//
+// One frame is one flat JSON object: "kind" with the PROTOCOL.md name, then
+// "sequence", then every body field under its PROTOCOL.md name in wire order.
+// Integers (enumerations included) are JSON numbers:
+//
+//   {"kind":"CancelByOrder","sequence":4,"account_id":7,"order_id":42}
+//
+// The reader accepts the keys in any order and whitespace anywhere JSON
+// allows it; it rejects a missing, unknown or repeated key, a value that is
+// not an integer or does not fit its field, and anything after the object.
+#ifndef ORDERWIRE_CODEC_JSON_H_
+#define ORDERWIRE_CODEC_JSON_H_
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "codec/datagram.h"
+#include "codec/frame.h"
+
+namespace orderwire::codec {
+
+// The JSON object of `frame`, without a trailing newline.
+[[nodiscard]] std::string FrameToJson(FrameView frame);
+
+// The JSON object of a datagram's header:
+// {"kind":"Datagram","magic":"OW","version":1,"flags":0,"session_id":...,
+//  "frame_count":...,"reserved":0,"size":...}
+[[nodiscard]] std::string DatagramHeaderToJson(const DatagramView& datagram);
+
+// Parses one JSON object and encodes its frame at the start of `out`.
+// Returns the frame size. Errors: InvalidArgument naming the column (0-based
+// byte offset in `line`) and the reason; OutOfRange if `out` is too small.
+[[nodiscard]] absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
+                                                      std::span<std::byte> out);
+
+}  // namespace orderwire::codec
+
+#endif  // ORDERWIRE_CODEC_JSON_H_

@@ -1,0 +1,366 @@
+// The frames of wire protocol version 1: one Model and one Layout per kind.
+//
+// Frame (PROTOCOL.md "Frame"), little-endian, packed, no alignment:
+//
+//   0       8    9                                   9+n
+//   +-------+----+-------------------------------------+
+//   | seq   |kind| body: n bytes, n fixed by the kind  |
+//   | u64   | u8 |                                     |
+//   +-------+----+-------------------------------------+
+//
+// Each kind has a Model, an ordinary trivially-copyable struct used to build
+// frames, in tests and for logging, and a `MessageTraits<Model>` that declares
+// the body layout once: the fields in wire order with their PROTOCOL.md names.
+// Every offset and size in orderwire is derived from these declarations; the
+// static_asserts at the end pin the derived sizes to PROTOCOL.md.
+#ifndef ORDERWIRE_CODEC_MESSAGES_H_
+#define ORDERWIRE_CODEC_MESSAGES_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+#include "codec/layout.h"
+#include "codec/types.h"
+
+namespace orderwire::codec {
+
+// ---------------------------------------------------------------------------
+// Models. Field order and types follow PROTOCOL.md; the layouts below are what
+// fixes the wire order.
+
+struct FrameHeader {
+  std::uint64_t sequence;
+  Kind kind;
+};
+
+// Commands.
+struct NewLimit {
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint32_t instrument_id;
+  Side side;
+  TimeInForce time_in_force;
+  std::int64_t price;
+  std::uint64_t quantity;
+};
+
+struct NewMarket {
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint32_t instrument_id;
+  Side side;
+  std::uint64_t quantity;
+};
+
+struct CancelByOrder {
+  std::uint64_t account_id;
+  std::uint64_t order_id;
+};
+
+struct CancelByClient {
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+};
+
+struct Replace {
+  std::uint64_t account_id;
+  std::uint64_t order_id;
+  std::uint64_t new_client_order_id;
+  std::int64_t price;
+  std::uint64_t quantity;
+};
+
+// Reports.
+struct Accepted {
+  std::uint64_t order_id;
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint32_t instrument_id;
+  Side side;
+  TimeInForce time_in_force;
+  std::int64_t price;  // 0 for a market order
+  std::uint64_t quantity;
+};
+
+struct Rejected {
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint64_t order_id;  // 0 where none
+  Kind command_kind;
+  RejectReason reason;
+};
+
+struct Filled {
+  std::uint64_t order_id;
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint64_t match_id;
+  std::uint32_t instrument_id;
+  Side side;
+  Liquidity liquidity;
+  std::int64_t price;
+  std::uint64_t quantity;  // this fill
+  std::uint64_t leaves_quantity;
+};
+
+struct Cancelled {
+  std::uint64_t order_id;
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint32_t instrument_id;
+  std::uint64_t cancelled_quantity;
+  CancelReason reason;
+};
+
+struct Replaced {
+  std::uint64_t order_id;
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;  // the new one
+  std::int64_t price;
+  std::uint64_t quantity;  // new leaves
+  PriorityKept priority_kept;
+};
+
+struct SequenceGap {
+  std::uint64_t expected_sequence;
+};
+
+// ---------------------------------------------------------------------------
+// Layouts: declared once per kind.
+
+template <typename Model>
+struct MessageTraits;  // Specialized for every frame body model below.
+
+template <>
+struct MessageTraits<FrameHeader> {
+  static constexpr auto kLayout =
+      MakeLayout(Field{"sequence", &FrameHeader::sequence},
+                 Field{"kind", &FrameHeader::kind});
+};
+
+template <>
+struct MessageTraits<NewLimit> {
+  static constexpr Kind kKind = Kind::kNewLimit;
+  static constexpr std::string_view kName = "NewLimit";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &NewLimit::account_id, CommandSlot::kAccountId},
+      Field{"client_order_id", &NewLimit::client_order_id,
+            CommandSlot::kClientOrderId},
+      Field{"instrument_id", &NewLimit::instrument_id,
+            CommandSlot::kInstrumentId},
+      Field{"side", &NewLimit::side, CommandSlot::kSide},
+      Field{"time_in_force", &NewLimit::time_in_force,
+            CommandSlot::kTimeInForce},
+      Field{"price", &NewLimit::price, CommandSlot::kPrice},
+      Field{"quantity", &NewLimit::quantity, CommandSlot::kQuantity});
+};
+
+template <>
+struct MessageTraits<NewMarket> {
+  static constexpr Kind kKind = Kind::kNewMarket;
+  static constexpr std::string_view kName = "NewMarket";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &NewMarket::account_id, CommandSlot::kAccountId},
+      Field{"client_order_id", &NewMarket::client_order_id,
+            CommandSlot::kClientOrderId},
+      Field{"instrument_id", &NewMarket::instrument_id,
+            CommandSlot::kInstrumentId},
+      Field{"side", &NewMarket::side, CommandSlot::kSide},
+      Field{"quantity", &NewMarket::quantity, CommandSlot::kQuantity});
+};
+
+template <>
+struct MessageTraits<CancelByOrder> {
+  static constexpr Kind kKind = Kind::kCancelByOrder;
+  static constexpr std::string_view kName = "CancelByOrder";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &CancelByOrder::account_id, CommandSlot::kAccountId},
+      Field{"order_id", &CancelByOrder::order_id, CommandSlot::kOrderId});
+};
+
+template <>
+struct MessageTraits<CancelByClient> {
+  static constexpr Kind kKind = Kind::kCancelByClient;
+  static constexpr std::string_view kName = "CancelByClient";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &CancelByClient::account_id, CommandSlot::kAccountId},
+      Field{"client_order_id", &CancelByClient::client_order_id,
+            CommandSlot::kClientOrderId});
+};
+
+template <>
+struct MessageTraits<Replace> {
+  static constexpr Kind kKind = Kind::kReplace;
+  static constexpr std::string_view kName = "Replace";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &Replace::account_id, CommandSlot::kAccountId},
+      Field{"order_id", &Replace::order_id, CommandSlot::kOrderId},
+      Field{"new_client_order_id", &Replace::new_client_order_id,
+            CommandSlot::kClientOrderId},
+      Field{"price", &Replace::price, CommandSlot::kPrice},
+      Field{"quantity", &Replace::quantity, CommandSlot::kQuantity});
+};
+
+template <>
+struct MessageTraits<Accepted> {
+  static constexpr Kind kKind = Kind::kAccepted;
+  static constexpr std::string_view kName = "Accepted";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"order_id", &Accepted::order_id},
+      Field{"account_id", &Accepted::account_id},
+      Field{"client_order_id", &Accepted::client_order_id},
+      Field{"instrument_id", &Accepted::instrument_id},
+      Field{"side", &Accepted::side},
+      Field{"time_in_force", &Accepted::time_in_force},
+      Field{"price", &Accepted::price}, Field{"quantity", &Accepted::quantity});
+};
+
+template <>
+struct MessageTraits<Rejected> {
+  static constexpr Kind kKind = Kind::kRejected;
+  static constexpr std::string_view kName = "Rejected";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"account_id", &Rejected::account_id},
+                 Field{"client_order_id", &Rejected::client_order_id},
+                 Field{"order_id", &Rejected::order_id},
+                 Field{"command_kind", &Rejected::command_kind},
+                 Field{"reason", &Rejected::reason});
+};
+
+template <>
+struct MessageTraits<Filled> {
+  static constexpr Kind kKind = Kind::kFilled;
+  static constexpr std::string_view kName = "Filled";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"order_id", &Filled::order_id},
+      Field{"account_id", &Filled::account_id},
+      Field{"client_order_id", &Filled::client_order_id},
+      Field{"match_id", &Filled::match_id},
+      Field{"instrument_id", &Filled::instrument_id},
+      Field{"side", &Filled::side}, Field{"liquidity", &Filled::liquidity},
+      Field{"price", &Filled::price}, Field{"quantity", &Filled::quantity},
+      Field{"leaves_quantity", &Filled::leaves_quantity});
+};
+
+template <>
+struct MessageTraits<Cancelled> {
+  static constexpr Kind kKind = Kind::kCancelled;
+  static constexpr std::string_view kName = "Cancelled";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"order_id", &Cancelled::order_id},
+                 Field{"account_id", &Cancelled::account_id},
+                 Field{"client_order_id", &Cancelled::client_order_id},
+                 Field{"instrument_id", &Cancelled::instrument_id},
+                 Field{"cancelled_quantity", &Cancelled::cancelled_quantity},
+                 Field{"reason", &Cancelled::reason});
+};
+
+template <>
+struct MessageTraits<Replaced> {
+  static constexpr Kind kKind = Kind::kReplaced;
+  static constexpr std::string_view kName = "Replaced";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"order_id", &Replaced::order_id},
+      Field{"account_id", &Replaced::account_id},
+      Field{"client_order_id", &Replaced::client_order_id},
+      Field{"price", &Replaced::price}, Field{"quantity", &Replaced::quantity},
+      Field{"priority_kept", &Replaced::priority_kept});
+};
+
+template <>
+struct MessageTraits<SequenceGap> {
+  static constexpr Kind kKind = Kind::kSequenceGap;
+  static constexpr std::string_view kName = "SequenceGap";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"expected_sequence", &SequenceGap::expected_sequence});
+};
+
+// ---------------------------------------------------------------------------
+// Derived sizes.
+
+inline constexpr std::size_t kFrameHeaderSize =
+    MessageTraits<FrameHeader>::kLayout.kSize;
+inline constexpr std::size_t kSequenceOffset =
+    OffsetOf<MessageTraits<FrameHeader>::kLayout, &FrameHeader::sequence>();
+inline constexpr std::size_t kKindOffset =
+    OffsetOf<MessageTraits<FrameHeader>::kLayout, &FrameHeader::kind>();
+
+template <typename Model>
+inline constexpr std::size_t kBodySize = MessageTraits<Model>::kLayout.kSize;
+
+template <typename Model>
+inline constexpr std::size_t kFrameSize = kFrameHeaderSize + kBodySize<Model>;
+
+// Offset of `Member` from the start of its frame (header included).
+template <auto Member>
+consteval std::size_t FrameOffsetOf() {
+  using Model =
+      typename internal::MemberPointerTraits<decltype(Member)>::ModelType;
+  return kFrameHeaderSize + OffsetOf<MessageTraits<Model>::kLayout, Member>();
+}
+
+// Pinned to PROTOCOL.md.
+static_assert(kFrameHeaderSize == 9 && kSequenceOffset == 0 &&
+              kKindOffset == 8);
+static_assert(kBodySize<NewLimit> == 38 && kFrameSize<NewLimit> == 47);
+static_assert(kBodySize<NewMarket> == 29 && kFrameSize<NewMarket> == 38);
+static_assert(kBodySize<CancelByOrder> == 16 &&
+              kFrameSize<CancelByOrder> == 25);
+static_assert(kBodySize<CancelByClient> == 16 &&
+              kFrameSize<CancelByClient> == 25);
+static_assert(kBodySize<Replace> == 40 && kFrameSize<Replace> == 49);
+static_assert(kBodySize<Accepted> == 46 && kFrameSize<Accepted> == 55);
+static_assert(kBodySize<Rejected> == 27 && kFrameSize<Rejected> == 36);
+static_assert(kBodySize<Filled> == 62 && kFrameSize<Filled> == 71);
+static_assert(kBodySize<Cancelled> == 37 && kFrameSize<Cancelled> == 46);
+static_assert(kBodySize<Replaced> == 41 && kFrameSize<Replaced> == 50);
+static_assert(kBodySize<SequenceGap> == 8 && kFrameSize<SequenceGap> == 17);
+// A few offsets PROTOCOL.md states outright, as a cross-check of the
+// declarations (the layouts, not these lines, are what the code uses).
+static_assert(FrameOffsetOf<&NewLimit::price>() == 9 + 22);
+static_assert(FrameOffsetOf<&NewMarket::quantity>() == 9 + 21);
+static_assert(FrameOffsetOf<&Replace::quantity>() == 9 + 32);
+static_assert(FrameOffsetOf<&Rejected::reason>() == 9 + 25);
+static_assert(FrameOffsetOf<&Filled::leaves_quantity>() == 9 + 54);
+static_assert(FrameOffsetOf<&Cancelled::reason>() == 9 + 36);
+static_assert(FrameOffsetOf<&Replaced::priority_kept>() == 9 + 40);
+
+// Models are plain values.
+static_assert(std::is_trivially_copyable_v<NewLimit>);
+static_assert(std::is_trivially_copyable_v<NewMarket>);
+static_assert(std::is_trivially_copyable_v<CancelByOrder>);
+static_assert(std::is_trivially_copyable_v<CancelByClient>);
+static_assert(std::is_trivially_copyable_v<Replace>);
+static_assert(std::is_trivially_copyable_v<Accepted>);
+static_assert(std::is_trivially_copyable_v<Rejected>);
+static_assert(std::is_trivially_copyable_v<Filled>);
+static_assert(std::is_trivially_copyable_v<Cancelled>);
+static_assert(std::is_trivially_copyable_v<Replaced>);
+static_assert(std::is_trivially_copyable_v<SequenceGap>);
+
+// Calls `fn(std::type_identity<Model>{})` for every frame body model, commands
+// first, in kind order. The one list of kinds the rest of the codec iterates.
+template <typename Fn>
+constexpr void ForEachMessage(Fn&& fn) {
+  fn(std::type_identity<NewLimit>{});
+  fn(std::type_identity<NewMarket>{});
+  fn(std::type_identity<CancelByOrder>{});
+  fn(std::type_identity<CancelByClient>{});
+  fn(std::type_identity<Replace>{});
+  fn(std::type_identity<Accepted>{});
+  fn(std::type_identity<Rejected>{});
+  fn(std::type_identity<Filled>{});
+  fn(std::type_identity<Cancelled>{});
+  fn(std::type_identity<Replaced>{});
+  fn(std::type_identity<SequenceGap>{});
+}
+
+template <typename Model>
+inline constexpr bool kIsCommand =
+    static_cast<std::uint8_t>(MessageTraits<Model>::kKind) < 0x40;
+
+}  // namespace orderwire::codec
+
+#endif  // ORDERWIRE_CODEC_MESSAGES_H_

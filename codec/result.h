@@ -1,0 +1,50 @@
+// Result<T>: a value or a CodecError, for the hot path.
+//
+// A tiny, trivially-copyable stand-in for std::expected (C++23): no exception,
+// no allocation, no message string. Cold-path code (CLI, configuration,
+// recovery) uses absl::Status instead and turns a CodecError into a message
+// with the byte offset where it was found.
+#ifndef ORDERWIRE_CODEC_RESULT_H_
+#define ORDERWIRE_CODEC_RESULT_H_
+
+#include <type_traits>
+
+#include "codec/error.h"
+
+namespace orderwire::codec {
+
+template <typename T>
+class [[nodiscard]] Result {
+  static_assert(std::is_trivially_copyable_v<T>);
+
+ public:
+  // Implicit from a value or an error, so functions can `return value;` and
+  // `return CodecError::kTruncated;`.
+  constexpr Result(T value) noexcept  // NOLINT(google-explicit-constructor)
+      : value_(value), error_(CodecError::kOk) {}
+  constexpr Result(CodecError error) noexcept  // NOLINT
+      : empty_{}, error_(error) {}
+
+  [[nodiscard]] constexpr bool ok() const noexcept {
+    return error_ == CodecError::kOk;
+  }
+  [[nodiscard]] constexpr CodecError error() const noexcept { return error_; }
+  // Precondition: ok().
+  [[nodiscard]] constexpr const T& value() const noexcept { return value_; }
+  [[nodiscard]] constexpr const T& operator*() const noexcept { return value_; }
+  [[nodiscard]] constexpr const T* operator->() const noexcept {
+    return &value_;
+  }
+
+ private:
+  struct Empty {};
+  union {
+    T value_;
+    Empty empty_;
+  };
+  CodecError error_;
+};
+
+}  // namespace orderwire::codec
+
+#endif  // ORDERWIRE_CODEC_RESULT_H_

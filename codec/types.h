@@ -1,0 +1,162 @@
+// Enumerations of wire protocol version 1 (PROTOCOL.md), with their names.
+//
+// Every enum has a fixed underlying type equal to its wire width, so any byte
+// that arrives can be held (an invalid side is decoded, and the engine rejects
+// it with InvalidSide). No valid value is 0: a zeroed buffer never decodes
+// into a plausible command. `Name()` returns the PROTOCOL.md spelling, or ""
+// for a value the protocol does not define.
+#ifndef ORDERWIRE_CODEC_TYPES_H_
+#define ORDERWIRE_CODEC_TYPES_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace orderwire::codec {
+
+// The kind byte of a frame.
+enum class Kind : std::uint8_t {
+  // Commands, client to engine.
+  kNewLimit = 0x01,
+  kNewMarket = 0x02,
+  kCancelByOrder = 0x03,
+  kCancelByClient = 0x04,
+  kReplace = 0x05,
+  // Reports, engine to client.
+  kAccepted = 0x41,
+  kRejected = 0x42,
+  kFilled = 0x43,
+  kCancelled = 0x44,
+  kReplaced = 0x45,
+  kSequenceGap = 0x46,
+};
+
+enum class Side : std::uint8_t { kBuy = 1, kSell = 2 };
+
+enum class TimeInForce : std::uint8_t {
+  kGoodTillCancel = 1,
+  kImmediateOrCancel = 2,
+  kFillOrKill = 3,
+  kPostOnly = 4,
+};
+
+enum class RejectReason : std::uint16_t {
+  kUnknownInstrument = 1,
+  kInvalidSide = 2,
+  kInvalidTimeInForce = 3,
+  kInvalidPrice = 4,
+  kInvalidQuantity = 5,
+  kDuplicateClientOrderId = 6,
+  kUnknownOrder = 7,
+  kNotOwner = 8,
+  kWouldCross = 9,
+  kBookFull = 10,
+  kUnauthorized = 11,
+};
+
+enum class CancelReason : std::uint8_t {
+  kRequested = 1,
+  kImmediateOrCancel = 2,
+  kFillOrKill = 3,
+  kSelfTrade = 4,
+  kNoLiquidity = 5,
+  kReplacedAway = 6,  // reserved by PROTOCOL.md; never emitted
+};
+
+enum class Liquidity : std::uint8_t { kMaker = 1, kTaker = 2 };
+
+// Replaced.priority_kept: 1 yes, 2 no.
+enum class PriorityKept : std::uint8_t { kYes = 1, kNo = 2 };
+
+[[nodiscard]] constexpr std::string_view Name(Side v) noexcept {
+  switch (v) {
+    case Side::kBuy:
+      return "Buy";
+    case Side::kSell:
+      return "Sell";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(TimeInForce v) noexcept {
+  switch (v) {
+    case TimeInForce::kGoodTillCancel:
+      return "GoodTillCancel";
+    case TimeInForce::kImmediateOrCancel:
+      return "ImmediateOrCancel";
+    case TimeInForce::kFillOrKill:
+      return "FillOrKill";
+    case TimeInForce::kPostOnly:
+      return "PostOnly";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(RejectReason v) noexcept {
+  switch (v) {
+    case RejectReason::kUnknownInstrument:
+      return "UnknownInstrument";
+    case RejectReason::kInvalidSide:
+      return "InvalidSide";
+    case RejectReason::kInvalidTimeInForce:
+      return "InvalidTimeInForce";
+    case RejectReason::kInvalidPrice:
+      return "InvalidPrice";
+    case RejectReason::kInvalidQuantity:
+      return "InvalidQuantity";
+    case RejectReason::kDuplicateClientOrderId:
+      return "DuplicateClientOrderId";
+    case RejectReason::kUnknownOrder:
+      return "UnknownOrder";
+    case RejectReason::kNotOwner:
+      return "NotOwner";
+    case RejectReason::kWouldCross:
+      return "WouldCross";
+    case RejectReason::kBookFull:
+      return "BookFull";
+    case RejectReason::kUnauthorized:
+      return "Unauthorized";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(CancelReason v) noexcept {
+  switch (v) {
+    case CancelReason::kRequested:
+      return "Requested";
+    case CancelReason::kImmediateOrCancel:
+      return "ImmediateOrCancel";
+    case CancelReason::kFillOrKill:
+      return "FillOrKill";
+    case CancelReason::kSelfTrade:
+      return "SelfTrade";
+    case CancelReason::kNoLiquidity:
+      return "NoLiquidity";
+    case CancelReason::kReplacedAway:
+      return "ReplacedAway";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(Liquidity v) noexcept {
+  switch (v) {
+    case Liquidity::kMaker:
+      return "Maker";
+    case Liquidity::kTaker:
+      return "Taker";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(PriorityKept v) noexcept {
+  switch (v) {
+    case PriorityKept::kYes:
+      return "Yes";
+    case PriorityKept::kNo:
+      return "No";
+  }
+  return "";
+}
+
+}  // namespace orderwire::codec
+
+#endif  // ORDERWIRE_CODEC_TYPES_H_
