@@ -168,7 +168,12 @@ absl::StatusOr<T> ParseInteger(std::string_view name, const JsonValue& value) {
   const char* const begin = value.text.data();
   const char* const end = begin + value.text.size();
   const auto [ptr, ec] = std::from_chars(begin, end, parsed);
-  if (ec == std::errc::result_out_of_range) {
+  // from_chars takes no minus sign for an unsigned type; a negative integer
+  // is an out-of-range value of an unsigned field, not a non-integer.
+  const bool negative_unsigned =
+      std::is_unsigned_v<I> && value.text.size() > 1 && value.text[0] == '-' &&
+      value.text.find_first_not_of("0123456789", 1) == std::string_view::npos;
+  if (ec == std::errc::result_out_of_range || negative_unsigned) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "column %d: field \"%s\" value %s does not fit in %d bytes%s",
         value.column, name, value.text, sizeof(I),

@@ -1,0 +1,51 @@
+// Fuzz target: the JSON reader on arbitrary text.
+//
+// JsonToFrame must never crash or read past the text. When it accepts a line
+// the frame it wrote must parse, and FrameToJson of that frame must read back
+// (JsonToFrame) to the same bytes and print the same JSON again. When it
+// rejects a line the status is InvalidArgument with a message (the output
+// buffer always has room for any frame, so OutOfRange cannot happen).
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec/frame.h"
+#include "codec/json.h"
+#include "codec/kind_table.h"
+#include "fuzz/fuzz_check.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {
+  namespace codec = orderwire::codec;
+  const std::string_view text(reinterpret_cast<const char*>(data), size);
+  std::array<std::byte, codec::kMaxFrameSize> out{};
+  const absl::StatusOr<std::size_t> written = codec::JsonToFrame(text, out);
+  if (!written.ok()) {
+    FUZZ_CHECK(written.status().code() == absl::StatusCode::kInvalidArgument);
+    FUZZ_CHECK(!written.status().message().empty());
+    return 0;
+  }
+  FUZZ_CHECK(*written <= out.size());
+  const std::span<const std::byte> frame_bytes = std::span(out).first(*written);
+  const auto frame = codec::FrameView::Parse(frame_bytes);
+  FUZZ_CHECK(frame.ok());
+  FUZZ_CHECK(frame->size() == *written);
+
+  const std::string json = codec::FrameToJson(*frame);
+  std::array<std::byte, codec::kMaxFrameSize> again{};
+  const absl::StatusOr<std::size_t> rewritten = codec::JsonToFrame(json, again);
+  FUZZ_CHECK(rewritten.ok());
+  FUZZ_CHECK(*rewritten == *written);
+  FUZZ_CHECK(std::memcmp(again.data(), out.data(), *written) == 0);
+  const auto frame_again =
+      codec::FrameView::Parse(std::span(again).first(*rewritten));
+  FUZZ_CHECK(frame_again.ok());
+  FUZZ_CHECK(codec::FrameToJson(*frame_again) == json);
+  return 0;
+}

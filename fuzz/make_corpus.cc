@@ -1,0 +1,86 @@
+// Writes the fuzz seed corpus: PROTOCOL.md's golden frames and datagram
+// (tests/codec/golden.h), one file each, into DIR/<target>/. Run at build
+// time by fuzz/CMakeLists.txt.
+//
+//   fuzz_make_corpus DIR
+#include <array>
+#include <cstddef>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codec/datagram.h"
+#include "codec/frame.h"
+#include "codec/json.h"
+#include "tests/codec/golden.h"
+
+namespace {
+
+namespace codec = orderwire::codec;
+
+std::vector<std::byte> FromHex(std::string_view hex) {
+  std::vector<std::byte> out(hex.size() / 2);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    out[i] = static_cast<std::byte>(
+        std::stoi(std::string(hex.substr(2 * i, 2)), nullptr, 16));
+  }
+  return out;
+}
+
+bool Write(const std::filesystem::path& path,
+           std::span<const std::byte> bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(out);
+}
+
+bool Write(const std::filesystem::path& path, std::string_view text) {
+  return Write(path, std::as_bytes(std::span(text.data(), text.size())));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: fuzz_make_corpus DIR\n");
+    return 2;
+  }
+  const std::filesystem::path dir = argv[1];
+  const std::filesystem::path frame_dir = dir / "fuzz_frame";
+  const std::filesystem::path datagram_dir = dir / "fuzz_datagram";
+  const std::filesystem::path json_dir = dir / "fuzz_json";
+  for (const auto& d : {frame_dir, datagram_dir, json_dir}) {
+    std::filesystem::create_directories(d);
+  }
+  bool ok = true;
+  std::vector<std::byte> commands;  // every golden command, back to back
+  std::array<std::byte, codec::kMaxDatagramSize> buffer{};
+  codec::DatagramBuilder reports(buffer, 0xCAFE);
+  for (const codec::golden::GoldenFrame& g : codec::golden::kFrames) {
+    const std::vector<std::byte> bytes = FromHex(g.hex);
+    const std::string name(g.name);
+    ok &= Write(frame_dir / name, bytes);
+    const auto frame = codec::FrameView::Parse(bytes);
+    if (!frame.ok()) return 1;
+    ok &= Write(json_dir / (name + ".json"), codec::FrameToJson(*frame));
+    if (frame->is_command()) {
+      commands.insert(commands.end(), bytes.begin(), bytes.end());
+    } else if (reports.AppendFrame(bytes) != codec::CodecError::kOk) {
+      return 1;
+    }
+  }
+  ok &= Write(frame_dir / "AllCommands", commands);
+  ok &= Write(datagram_dir / "GoldenDatagram",
+              FromHex(codec::golden::kDatagramHex));
+  ok &= Write(datagram_dir / "Reports", reports.bytes());
+  if (!ok) {
+    std::fprintf(stderr, "fuzz_make_corpus: cannot write under %s\n", argv[1]);
+    return 1;
+  }
+  return 0;
+}

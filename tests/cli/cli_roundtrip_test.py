@@ -1,0 +1,340 @@
+#!/usr/bin/env python3
+"""End-to-end test of `orderwire encode` and `orderwire decode`.
+
+The frames are built by an encoder written here, independently of the C++
+codec, from the tables of PROTOCOL.md (field names, types and order typed by
+hand, packed with struct '<'). Random frames of all 11 kinds go through
+`orderwire decode`; its JSON must equal the Python model; that JSON goes
+through `orderwire encode` and must give back the same bytes. The hex and
+datagram modes and the error paths (non-zero exit, nothing on stdout, the
+byte offset named on stderr) are checked the same way.
+
+Usage: cli_roundtrip_test.py PATH_TO_ORDERWIRE [unittest options]
+Standard library only.
+"""
+
+import json
+import random
+import struct
+import subprocess
+import sys
+import unittest
+
+ORDERWIRE = None  # set from argv in main()
+
+# PROTOCOL.md, "Commands" and "Reports": kind byte, body fields in order with
+# their struct codes (Q u64, q i64, I u32, H u16, B u8), and the frame size
+# the table states (checked against the fields below).
+KINDS = {
+    "NewLimit": (0x01, 47, [
+        ("account_id", "Q"), ("client_order_id", "Q"), ("instrument_id", "I"),
+        ("side", "B"), ("time_in_force", "B"), ("price", "q"),
+        ("quantity", "Q")]),
+    "NewMarket": (0x02, 38, [
+        ("account_id", "Q"), ("client_order_id", "Q"), ("instrument_id", "I"),
+        ("side", "B"), ("quantity", "Q")]),
+    "CancelByOrder": (0x03, 25, [("account_id", "Q"), ("order_id", "Q")]),
+    "CancelByClient": (0x04, 25, [
+        ("account_id", "Q"), ("client_order_id", "Q")]),
+    "Replace": (0x05, 49, [
+        ("account_id", "Q"), ("order_id", "Q"), ("new_client_order_id", "Q"),
+        ("price", "q"), ("quantity", "Q")]),
+    "Accepted": (0x41, 55, [
+        ("order_id", "Q"), ("account_id", "Q"), ("client_order_id", "Q"),
+        ("instrument_id", "I"), ("side", "B"), ("time_in_force", "B"),
+        ("price", "q"), ("quantity", "Q")]),
+    "Rejected": (0x42, 36, [
+        ("account_id", "Q"), ("client_order_id", "Q"), ("order_id", "Q"),
+        ("command_kind", "B"), ("reason", "H")]),
+    "Filled": (0x43, 71, [
+        ("order_id", "Q"), ("account_id", "Q"), ("client_order_id", "Q"),
+        ("match_id", "Q"), ("instrument_id", "I"), ("side", "B"),
+        ("liquidity", "B"), ("price", "q"), ("quantity", "Q"),
+        ("leaves_quantity", "Q")]),
+    "Cancelled": (0x44, 46, [
+        ("order_id", "Q"), ("account_id", "Q"), ("client_order_id", "Q"),
+        ("instrument_id", "I"), ("cancelled_quantity", "Q"), ("reason", "B")]),
+    "Replaced": (0x45, 50, [
+        ("order_id", "Q"), ("account_id", "Q"), ("client_order_id", "Q"),
+        ("price", "q"), ("quantity", "Q"), ("priority_kept", "B")]),
+    "SequenceGap": (0x46, 17, [("expected_sequence", "Q")]),
+}
+
+FRAME_HEADER = "<QB"  # sequence u64, kind u8
+DATAGRAM_HEADER = "<2sBBIHH"  # magic, version, flags, session_id, count, rsvd
+MAX_DATAGRAM = 1472
+
+
+def body_format(kind_name):
+    return "<" + "".join(code for _, code in KINDS[kind_name][2])
+
+
+def encode(model):
+    """The frame bytes of a model: {"kind", "sequence", field: value...}."""
+    kind_byte, _, fields = KINDS[model["kind"]]
+    return (struct.pack(FRAME_HEADER, model["sequence"], kind_byte) +
+            struct.pack(body_format(model["kind"]),
+                        *(model[name] for name, _ in fields)))
+
+
+def datagram(session_id, frames, count=None):
+    """A datagram of already encoded frames."""
+    header = struct.pack(DATAGRAM_HEADER, b"OW", 1, 0, session_id,
+                         len(frames) if count is None else count, 0)
+    return header + b"".join(frames)
+
+
+def random_value(rng, code):
+    bits = struct.calcsize("<" + code) * 8
+    signed = code == "q"  # the only signed type in the protocol (i64)
+    pick = rng.randrange(6)
+    if pick == 0:
+        unsigned = 0
+    elif pick == 1:
+        unsigned = 1
+    elif pick == 2:
+        unsigned = (1 << bits) - 2
+    elif pick == 3:
+        unsigned = (1 << bits) - 1
+    elif pick == 4:
+        unsigned = 1 << (bits - 1)
+    else:
+        unsigned = rng.getrandbits(bits)
+    if signed and unsigned >= 1 << (bits - 1):
+        return unsigned - (1 << bits)
+    return unsigned
+
+
+def random_model(rng, kind_name=None):
+    if kind_name is None:
+        kind_name = rng.choice(sorted(KINDS))
+    model = {"kind": kind_name,
+             "sequence": random_value(rng, "Q")}
+    for name, code in KINDS[kind_name][2]:
+        model[name] = random_value(rng, code)
+    return model
+
+
+def run(args, stdin_bytes):
+    return subprocess.run([ORDERWIRE] + args, input=stdin_bytes,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          timeout=60, check=False)
+
+
+class EncoderSelfCheck(unittest.TestCase):
+    """The Python encoder itself reproduces PROTOCOL.md."""
+
+    def test_field_lists_add_up_to_the_stated_frame_sizes(self):
+        for name, (_, frame_size, _) in KINDS.items():
+            self.assertEqual(
+                struct.calcsize(FRAME_HEADER) +
+                struct.calcsize(body_format(name)), frame_size, name)
+        self.assertEqual(struct.calcsize(DATAGRAM_HEADER), 12)
+
+    def test_reproduces_golden_frames_and_datagram(self):
+        new_limit = {"kind": "NewLimit", "sequence": 1, "account_id": 7,
+                     "client_order_id": 1001, "instrument_id": 42, "side": 1,
+                     "time_in_force": 1, "price": 10050, "quantity": 300}
+        self.assertEqual(
+            encode(new_limit).hex(),
+            "0100000000000000010700000000000000e9030000000000002a000000010142"
+            "270000000000002c01000000000000")
+        filled = {"kind": "Filled", "sequence": 3, "order_id": 3,
+                  "account_id": 7, "client_order_id": 1001, "match_id": 1,
+                  "instrument_id": 42, "side": 1, "liquidity": 1,
+                  "price": 10050, "quantity": 250, "leaves_quantity": 50}
+        self.assertEqual(
+            encode(filled).hex(),
+            "03000000000000004303000000000000000700000000000000e9030000000000"
+            "0001000000000000002a00000001014227000000000000fa0000000000000032"
+            "00000000000000")
+        cancel = {"kind": "CancelByClient", "sequence": 2, "account_id": 7,
+                  "client_order_id": 1001}
+        self.assertEqual(
+            datagram(0xCAFE, [encode(new_limit), encode(cancel)]).hex(),
+            "4f570100feca0000020000000100000000000000010700000000000000e90300"
+            "00000000002a000000010142270000000000002c010000000000000200000000"
+            "000000040700000000000000e903000000000000")
+
+
+class RoundTrip(unittest.TestCase):
+
+    def setUp(self):
+        self.rng = random.Random(20240601)
+        # Every kind several times, then a random mix.
+        self.models = [random_model(self.rng, k) for k in sorted(KINDS)
+                       for _ in range(5)]
+        self.models += [random_model(self.rng) for _ in range(300)]
+        self.frames = [encode(m) for m in self.models]
+
+    def assert_json_lines_equal_models(self, stdout, models):
+        lines = stdout.decode("utf-8").splitlines()
+        self.assertEqual(len(lines), len(models))
+        for line, model in zip(lines, models):
+            obj = json.loads(line)
+            self.assertEqual(obj, model, line)
+            # "kind", "sequence", then the body fields in wire order.
+            self.assertEqual(
+                list(obj), ["kind", "sequence"] +
+                [name for name, _ in KINDS[model["kind"]][2]], line)
+
+    def test_binary_frames_decode_to_the_model_and_encode_back(self):
+        binary = b"".join(self.frames)
+        decoded = run(["decode"], binary)
+        self.assertEqual(decoded.returncode, 0, decoded.stderr)
+        self.assert_json_lines_equal_models(decoded.stdout, self.models)
+        encoded = run(["encode"], decoded.stdout)
+        self.assertEqual(encoded.returncode, 0, encoded.stderr)
+        self.assertEqual(encoded.stdout, binary)
+
+    def test_encode_reads_the_models_written_by_python(self):
+        lines = "".join(json.dumps(m) + "\n" for m in self.models)
+        encoded = run(["encode"], lines.encode())
+        self.assertEqual(encoded.returncode, 0, encoded.stderr)
+        self.assertEqual(encoded.stdout, b"".join(self.frames))
+
+    def test_hex_mode_round_trips(self):
+        # One frame per line, and several frames on one line.
+        hex_lines = "".join(f.hex() + "\n" for f in self.frames[:100])
+        hex_lines += "".join(f.hex() for f in self.frames[100:]) + "\n"
+        decoded = run(["decode", "--hex"], hex_lines.encode())
+        self.assertEqual(decoded.returncode, 0, decoded.stderr)
+        self.assert_json_lines_equal_models(decoded.stdout, self.models)
+        encoded = run(["encode", "--hex"], decoded.stdout)
+        self.assertEqual(encoded.returncode, 0, encoded.stderr)
+        self.assertEqual(encoded.stdout.decode(),
+                         "".join(f.hex() + "\n" for f in self.frames))
+
+    def test_datagram_mode_prints_each_header_then_its_frames(self):
+        datagrams = []
+        expected = []
+        pending = []
+        session = 0x12345678
+
+        def flush():
+            d = datagram(session, [encode(m) for m in pending])
+            self.assertLessEqual(len(d), MAX_DATAGRAM)
+            datagrams.append(d)
+            expected.append({"kind": "Datagram", "magic": "OW", "version": 1,
+                             "flags": 0, "session_id": session,
+                             "frame_count": len(pending), "reserved": 0,
+                             "size": len(d)})
+            expected.extend(pending)
+
+        size = 12
+        for m in self.models:
+            frame_size = KINDS[m["kind"]][1]
+            if size + frame_size > MAX_DATAGRAM:
+                flush()
+                pending, size = [], 12
+            pending.append(m)
+            size += frame_size
+        flush()
+        self.assertGreater(len(datagrams), 5)
+        text = "".join(d.hex() + "\n" for d in datagrams)
+        decoded = run(["decode", "--datagram"], text.encode())
+        self.assertEqual(decoded.returncode, 0, decoded.stderr)
+        lines = decoded.stdout.decode().splitlines()
+        self.assertEqual([json.loads(line) for line in lines], expected)
+
+
+class Errors(unittest.TestCase):
+    """Bad input: exit status non-zero, nothing on stdout, offset on stderr."""
+
+    def setUp(self):
+        rng = random.Random(7)
+        self.models = [random_model(rng, k) for k in sorted(KINDS)]
+        self.frames = [encode(m) for m in self.models]
+        self.binary = b"".join(self.frames)
+
+    def assert_fails_at(self, args, stdin_bytes, offset, *needles):
+        result = run(args, stdin_bytes)
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(result.stdout, b"")
+        stderr = result.stderr.decode()
+        self.assertIn("byte offset %d" % offset, stderr)
+        for needle in needles:
+            self.assertIn(needle, stderr)
+
+    def test_truncated_input_names_the_offset_of_the_cut_frame(self):
+        last = len(self.binary) - len(self.frames[-1])
+        for cut in (1, 8, len(self.frames[-1]) - 1):
+            with self.subTest(cut=cut):
+                self.assert_fails_at(["decode"], self.binary[:last + cut],
+                                     last, "truncated")
+
+    def test_truncated_hex_line_names_the_line_and_offset(self):
+        text = (self.frames[0].hex() + "\n" +
+                (self.frames[1] + self.frames[2][:-1]).hex() + "\n")
+        self.assert_fails_at(["decode", "--hex"], text.encode(),
+                             len(self.frames[1]), "line 2")
+
+    def test_unknown_kind_names_its_offset(self):
+        for kind in (0x00, 0x06, 0x40, 0x47, 0xFF):
+            with self.subTest(kind=kind):
+                bad = bytearray(self.binary)
+                at = len(self.frames[0]) + len(self.frames[1])
+                bad[at + 8] = kind
+                self.assert_fails_at(["decode"], bytes(bad), at)
+
+    def test_bad_datagrams_name_the_offset(self):
+        frames = self.frames[:3]
+        good = datagram(1, frames)
+        after_first = 12 + len(frames[0])
+        cases = [
+            ("bad magic", b"XW" + good[2:], 0),
+            ("bad version", good[:2] + b"\x02" + good[3:], 2),
+            ("flag set", good[:3] + b"\x01" + good[4:], 3),
+            ("reserved", good[:10] + b"\x01\x00" + good[12:], 10),
+            ("zero count", datagram(1, frames, count=0), 8),
+            ("count too big", datagram(1, frames, count=4), len(good)),
+            ("count too small", datagram(1, frames, count=1), after_first),
+            ("truncated frame", good[:-1], 12 + len(frames[0]) +
+             len(frames[1])),
+            ("header cut", good[:7], 7),
+            ("oversize", datagram(1, frames * 40), MAX_DATAGRAM),
+        ]
+        unknown = bytearray(good)
+        unknown[after_first + 8] = 0x99
+        cases.append(("unknown kind", bytes(unknown), after_first))
+        for what, data, offset in cases:
+            with self.subTest(what):
+                text = datagram(1, frames).hex() + "\n" + data.hex() + "\n"
+                self.assert_fails_at(["decode", "--datagram"], text.encode(),
+                                     offset, "line 2")
+
+    def test_bad_json_fails_naming_the_line(self):
+        lines = (json.dumps(self.models[0]) + "\n" +
+                 '{"kind":"NewLimit","sequence":1}\n')
+        result = run(["encode"], lines.encode())
+        self.assertNotEqual(result.returncode, 0)
+        self.assertEqual(result.stdout, b"")
+        self.assertIn("line 2", result.stderr.decode())
+
+
+class Help(unittest.TestCase):
+
+    def test_help_describes_encode_and_decode(self):
+        for command, flags in (("encode", ["--hex"]),
+                               ("decode", ["--hex", "--datagram"])):
+            with self.subTest(command):
+                result = run([command, "--help"], b"")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                text = result.stdout.decode()
+                self.assertIn("orderwire " + command, text)
+                for flag in flags:
+                    self.assertIn(flag, text)
+
+
+def main():
+    global ORDERWIRE
+    if len(sys.argv) < 2:
+        sys.stderr.write(__doc__)
+        return 2
+    ORDERWIRE = sys.argv.pop(1)
+    program = unittest.main(exit=False, verbosity=2)
+    return 0 if program.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

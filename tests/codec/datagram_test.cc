@@ -1,0 +1,464 @@
+// DatagramView::Parse (every malformation, each with its exact error and
+// byte offset), FrameIterator, and DatagramBuilder. Datagrams are built by
+// hand from PROTOCOL.md's header table so a builder bug cannot hide a parser
+// bug.
+#include "codec/datagram.h"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "codec/command.h"
+#include "codec/frame.h"
+#include "codec/messages.h"
+#include "gtest/gtest.h"
+#include "tests/codec/golden.h"
+#include "tests/codec/test_support.h"
+
+namespace orderwire::codec::test {
+namespace {
+
+using Rng = ::orderwire::codec::testing::SplitMix64;
+
+// PROTOCOL.md "Datagram" offsets.
+constexpr std::size_t kMagicAt = 0;
+constexpr std::size_t kVersionAt = 2;
+constexpr std::size_t kFlagsAt = 3;
+constexpr std::size_t kSessionAt = 4;
+constexpr std::size_t kCountAt = 8;
+constexpr std::size_t kReservedAt = 10;
+constexpr std::size_t kHeader = 12;
+constexpr std::size_t kLimit = 1472;
+
+// The golden datagram: frames of 47 and 25 bytes.
+constexpr std::size_t kFirstFrameAt = kHeader;
+constexpr std::size_t kSecondFrameAt = kHeader + 47;
+
+std::vector<std::byte> Golden() { return FromHex(golden::kDatagramHex); }
+
+// A datagram header, written field by field from PROTOCOL.md.
+std::vector<std::byte> Header(std::uint32_t session, std::uint16_t count) {
+  std::vector<std::byte> out(kHeader, std::byte{0});
+  out[0] = std::byte{'O'};
+  out[1] = std::byte{'W'};
+  out[2] = std::byte{1};
+  for (int i = 0; i < 4; ++i) {
+    out[kSessionAt + static_cast<std::size_t>(i)] =
+        static_cast<std::byte>(session >> (8 * i));
+  }
+  out[kCountAt] = static_cast<std::byte>(count & 0xFF);
+  out[kCountAt + 1] = static_cast<std::byte>(count >> 8);
+  return out;
+}
+
+void SetCount(std::vector<std::byte>& datagram, std::uint16_t count) {
+  datagram[kCountAt] = static_cast<std::byte>(count & 0xFF);
+  datagram[kCountAt + 1] = static_cast<std::byte>(count >> 8);
+}
+
+template <typename Model>
+void AppendEncoded(std::vector<std::byte>& out, std::uint64_t sequence,
+                   const Model& model) {
+  std::vector<std::byte> frame(kFrameSize<Model>);
+  if (!EncodeFrame(sequence, model, frame).ok()) std::abort();
+  out.insert(out.end(), frame.begin(), frame.end());
+}
+
+struct ParseOutcome {
+  CodecError error;
+  std::size_t offset;
+};
+
+// Parses `bytes` from an exact-size heap block (so overreads are caught).
+ParseOutcome ParseExact(std::span<const std::byte> bytes,
+                        FrameFilter filter = FrameFilter::kAny) {
+  const ExactBuffer exact(bytes);
+  std::size_t offset = 12345;
+  const Result<DatagramView> view =
+      DatagramView::Parse(exact.span(), filter, &offset);
+  if (view.ok()) return {CodecError::kOk, offset};
+  return {view.error(), offset};
+}
+
+// Whether `bytes` is rejected with exactly `error` at exactly `offset`.
+::testing::AssertionResult IsRejected(std::span<const std::byte> bytes,
+                                      FrameFilter filter, CodecError error,
+                                      std::size_t offset) {
+  const ParseOutcome outcome = ParseExact(bytes, filter);
+  if (outcome.error == error && outcome.offset == offset) {
+    return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "expected " << Name(error) << " at offset " << offset << ", got "
+         << Name(outcome.error) << " at offset " << outcome.offset;
+}
+
+TEST(DatagramParseTest, AcceptsTheGoldenDatagramUnderAnyAndCommandsFilters) {
+  EXPECT_EQ(ParseExact(Golden(), FrameFilter::kAny).error, CodecError::kOk);
+  EXPECT_EQ(ParseExact(Golden(), FrameFilter::kCommands).error,
+            CodecError::kOk);
+}
+
+TEST(DatagramParseTest, RejectsABadMagicByteAtOffsetZero) {
+  for (std::size_t at : {kMagicAt, kMagicAt + 1}) {
+    for (unsigned b = 0; b < 256; ++b) {
+      std::vector<std::byte> d = Golden();
+      if (d[at] == std::byte(b)) continue;
+      d[at] = std::byte(b);
+      SCOPED_TRACE(::testing::Message() << "byte " << at << " = " << b);
+      EXPECT_TRUE(IsRejected(d, FrameFilter::kAny, CodecError::kBadMagic, 0u));
+    }
+  }
+  std::vector<std::byte> swapped = Golden();
+  std::swap(swapped[0], swapped[1]);  // "WO"
+  EXPECT_TRUE(
+      IsRejected(swapped, FrameFilter::kAny, CodecError::kBadMagic, 0u));
+}
+
+TEST(DatagramParseTest, RejectsVersionsOtherThanOneAtOffsetTwo) {
+  for (unsigned v : {0u, 2u, 255u}) {
+    std::vector<std::byte> d = Golden();
+    d[kVersionAt] = std::byte(v);
+    SCOPED_TRACE(v);
+    EXPECT_TRUE(
+        IsRejected(d, FrameFilter::kAny, CodecError::kBadVersion, kVersionAt));
+  }
+}
+
+TEST(DatagramParseTest, RejectsEachFlagBitAtOffsetThree) {
+  for (unsigned bit = 0; bit < 8; ++bit) {
+    std::vector<std::byte> d = Golden();
+    d[kFlagsAt] = std::byte(1u << bit);
+    SCOPED_TRACE(bit);
+    EXPECT_TRUE(
+        IsRejected(d, FrameFilter::kAny, CodecError::kBadFlags, kFlagsAt));
+  }
+}
+
+TEST(DatagramParseTest, RejectsANonZeroReservedFieldAtOffsetTen) {
+  for (std::size_t at : {kReservedAt, kReservedAt + 1}) {
+    for (unsigned v : {1u, 0x80u, 0xFFu}) {
+      std::vector<std::byte> d = Golden();
+      d[at] = std::byte(v);
+      EXPECT_TRUE(IsRejected(d, FrameFilter::kAny, CodecError::kBadReserved,
+                             kReservedAt));
+    }
+  }
+}
+
+TEST(DatagramParseTest, RejectsAZeroFrameCountAtOffsetEight) {
+  std::vector<std::byte> d = Golden();
+  SetCount(d, 0);
+  EXPECT_TRUE(
+      IsRejected(d, FrameFilter::kAny, CodecError::kZeroFrameCount, kCountAt));
+  // Even with no frames at all.
+  EXPECT_TRUE(IsRejected(Header(1, 0), FrameFilter::kAny,
+                         CodecError::kZeroFrameCount, kCountAt));
+}
+
+TEST(DatagramParseTest, RejectsACountLargerThanTheFramesAtTheEnd) {
+  for (const std::uint16_t count :
+       {std::uint16_t{3}, std::uint16_t{4}, std::uint16_t{0xFFFF}}) {
+    std::vector<std::byte> d = Golden();
+    SetCount(d, count);
+    SCOPED_TRACE(count);
+    EXPECT_TRUE(IsRejected(d, FrameFilter::kAny, CodecError::kCountMismatch,
+                           golden::kDatagramSize));
+  }
+}
+
+TEST(DatagramParseTest, RejectsACountSmallerThanTheFramesAsTrailingBytes) {
+  std::vector<std::byte> d = Golden();
+  SetCount(d, 1);
+  EXPECT_TRUE(IsRejected(d, FrameFilter::kAny, CodecError::kTrailingBytes,
+                         kSecondFrameAt));
+  // Junk after the last counted frame, shorter than a frame header.
+  std::vector<std::byte> junk = Golden();
+  junk.push_back(std::byte{0});
+  EXPECT_TRUE(IsRejected(junk, FrameFilter::kAny, CodecError::kTrailingBytes,
+                         golden::kDatagramSize));
+}
+
+TEST(DatagramParseTest, RejectsATruncatedLastFrameAtItsOffset) {
+  std::vector<std::byte> d = Golden();
+  d.pop_back();
+  EXPECT_TRUE(
+      IsRejected(d, FrameFilter::kAny, CodecError::kTruncated, kSecondFrameAt));
+}
+
+TEST(DatagramParseTest, RejectsEveryPrefixOfTheGoldenDatagram) {
+  const std::vector<std::byte> d = Golden();
+  for (std::size_t length = 0; length < d.size(); ++length) {
+    SCOPED_TRACE(length);
+    const std::span<const std::byte> prefix = std::span(d).first(length);
+    if (length < kHeader) {
+      // Too short for a header: the offset is where the bytes end.
+      EXPECT_TRUE(IsRejected(prefix, FrameFilter::kAny, CodecError::kTruncated,
+                             length));
+    } else if (length == kFirstFrameAt || length == kSecondFrameAt) {
+      // Ends on a frame boundary before frame_count frames.
+      EXPECT_TRUE(IsRejected(prefix, FrameFilter::kAny,
+                             CodecError::kCountMismatch, length));
+    } else if (length < kSecondFrameAt) {
+      EXPECT_TRUE(IsRejected(prefix, FrameFilter::kAny, CodecError::kTruncated,
+                             kFirstFrameAt));
+    } else {
+      EXPECT_TRUE(IsRejected(prefix, FrameFilter::kAny, CodecError::kTruncated,
+                             kSecondFrameAt));
+    }
+  }
+}
+
+TEST(DatagramParseTest, RejectsAnUnknownKindInsideAtThatFramesOffset) {
+  for (unsigned kind : {0x00u, 0x06u, 0x40u, 0x47u, 0xFFu}) {
+    std::vector<std::byte> d = Golden();
+    d[kSecondFrameAt + 8] = std::byte(kind);
+    SCOPED_TRACE(kind);
+    EXPECT_TRUE(IsRejected(d, FrameFilter::kAny, CodecError::kUnknownKind,
+                           kSecondFrameAt));
+    std::vector<std::byte> first = Golden();
+    first[kFirstFrameAt + 8] = std::byte(kind);
+    EXPECT_TRUE(IsRejected(first, FrameFilter::kAny, CodecError::kUnknownKind,
+                           kFirstFrameAt));
+  }
+}
+
+TEST(DatagramParseTest, RejectsMoreThan1472BytesAsOversize) {
+  // 80 SequenceGaps (17) + 4 CancelByOrders (25) = 1460 bytes of frames:
+  // exactly 1472 bytes in all, which is allowed.
+  std::vector<std::byte> max = Header(9, 84);
+  for (int i = 0; i < 80; ++i) AppendEncoded(max, 0, SequenceGap{1});
+  for (int i = 0; i < 4; ++i) AppendEncoded(max, 1, CancelByOrder{1, 2});
+  ASSERT_EQ(max.size(), kLimit);
+  EXPECT_EQ(ParseExact(max).error, CodecError::kOk);
+  // 83 SequenceGaps + 2 CancelByOrders = 1461: 1473 bytes, well-formed but
+  // one byte too long.
+  std::vector<std::byte> over = Header(9, 85);
+  for (int i = 0; i < 83; ++i) AppendEncoded(over, 0, SequenceGap{1});
+  for (int i = 0; i < 2; ++i) AppendEncoded(over, 1, CancelByOrder{1, 2});
+  ASSERT_EQ(over.size(), kLimit + 1);
+  EXPECT_TRUE(
+      IsRejected(over, FrameFilter::kAny, CodecError::kOversize, kLimit));
+  // Oversize is found before anything else.
+  std::vector<std::byte> junk(5000, std::byte{0});
+  EXPECT_TRUE(
+      IsRejected(junk, FrameFilter::kAny, CodecError::kOversize, kLimit));
+}
+
+TEST(DatagramParseTest, CommandsFilterRejectsAReportInside) {
+  std::vector<std::byte> d = Header(3, 3);
+  AppendEncoded(d, 1, CancelByClient{7, 1001});
+  AppendEncoded(d, 2, SequenceGap{5});
+  AppendEncoded(d, 3, CancelByOrder{7, 1});
+  EXPECT_TRUE(IsRejected(d, FrameFilter::kCommands, CodecError::kNotACommand,
+                         kHeader + 25));
+  EXPECT_EQ(ParseExact(d, FrameFilter::kAny).error, CodecError::kOk);
+}
+
+TEST(DatagramParseTest, ReportsFilterRejectsACommandInside) {
+  std::vector<std::byte> d = Header(3, 2);
+  AppendEncoded(d, 1, SequenceGap{5});
+  AppendEncoded(d, 2, CancelByClient{7, 1001});
+  EXPECT_TRUE(IsRejected(d, FrameFilter::kReports, CodecError::kNotAReport,
+                         kHeader + 17));
+  // The golden datagram holds commands only.
+  EXPECT_TRUE(IsRejected(Golden(), FrameFilter::kReports,
+                         CodecError::kNotAReport, kFirstFrameAt));
+}
+
+TEST(DatagramParseTest, ReportsFilterAcceptsADatagramOfReports) {
+  std::vector<std::byte> d = Header(0xFFFFFFFF, 2);
+  Rng rng(1);
+  AppendEncoded(d, 1, RandomModel<Filled>(rng, true));
+  AppendEncoded(d, 2, RandomModel<Rejected>(rng, true));
+  const ExactBuffer exact(d);
+  const Result<DatagramView> view =
+      DatagramView::Parse(exact.span(), FrameFilter::kReports);
+  ASSERT_TRUE(view.ok()) << Name(view.error());
+  EXPECT_EQ(view->session_id(), 0xFFFFFFFFu);
+}
+
+TEST(DatagramParseTest, ANullErrorOffsetIsAllowed) {
+  std::vector<std::byte> d = Golden();
+  d[kVersionAt] = std::byte{2};
+  const Result<DatagramView> view = DatagramView::Parse(d);
+  ASSERT_FALSE(view.ok());
+  EXPECT_EQ(view.error(), CodecError::kBadVersion);
+}
+
+TEST(FrameIteratorTest, YieldsExactlyTheFramesOfAValidDatagram) {
+  Rng rng(2);
+  std::vector<std::byte> d = Header(77, 0);
+  std::vector<std::vector<std::byte>> frames;
+  std::vector<std::size_t> offsets;
+  std::uint16_t count = 0;
+  // Random frames of every kind until the next one might not fit.
+  while (d.size() + kMaxFrameSize <= kLimit) {
+    std::vector<std::byte> frame;
+    const std::uint64_t pick = rng.Below(11);
+    std::uint64_t index = 0;
+    ForEachMessage([&](auto type) {
+      using Model = typename decltype(type)::type;
+      if (index++ != pick) return;
+      frame.resize(kFrameSize<Model>);
+      if (!EncodeFrame(count + 1u, RandomModel<Model>(rng, true), frame).ok()) {
+        std::abort();
+      }
+    });
+    offsets.push_back(d.size());
+    d.insert(d.end(), frame.begin(), frame.end());
+    frames.push_back(std::move(frame));
+    ++count;
+  }
+  SetCount(d, count);
+  const ExactBuffer exact(d);
+  const Result<DatagramView> view = DatagramView::Parse(exact.span());
+  ASSERT_TRUE(view.ok()) << Name(view.error());
+  EXPECT_EQ(view->frame_count(), count);
+  std::size_t i = 0;
+  for (auto it = view->begin(); it != view->end(); ++it, ++i) {
+    ASSERT_LT(i, frames.size());
+    const FrameView frame = *it;
+    EXPECT_EQ(it.OffsetFrom(exact.span().data()), offsets[i]);
+    EXPECT_EQ(frame.bytes().data(), exact.span().data() + offsets[i]);
+    EXPECT_EQ(ToHex(frame.bytes()), ToHex(frames[i]));
+    EXPECT_EQ(frame.sequence(), i + 1);
+  }
+  EXPECT_EQ(i, frames.size());
+  // Post-increment returns the position before the step.
+  auto it = view->begin();
+  const auto before = it++;
+  EXPECT_EQ(before, view->begin());
+  EXPECT_EQ(it.OffsetFrom(exact.span().data()), offsets[1]);
+}
+
+// --- DatagramBuilder --------------------------------------------------------
+
+TEST(DatagramBuilderTest, WritesTheHeaderAtOnce) {
+  std::array<std::byte, 64> buffer;
+  buffer.fill(std::byte{0xEE});
+  DatagramBuilder builder(buffer, 0x01020304);
+  EXPECT_TRUE(builder.empty());
+  EXPECT_EQ(builder.size(), kHeader);
+  EXPECT_EQ(builder.frame_count(), 0u);
+  EXPECT_EQ(ToHex(builder.bytes()),
+            "4f570100040302010000"
+            "0000");
+  EXPECT_EQ(buffer[kHeader], std::byte{0xEE});
+}
+
+TEST(DatagramBuilderTest, CountsFramesInTheHeaderAsTheyAreAppended) {
+  std::array<std::byte, kLimit> buffer{};
+  DatagramBuilder builder(buffer, 5);
+  for (std::uint16_t i = 1; i <= 10; ++i) {
+    ASSERT_EQ(builder.Append(i, CancelByOrder{1, i}), CodecError::kOk);
+    EXPECT_EQ(builder.frame_count(), i);
+    const ParseOutcome outcome = ParseExact(builder.bytes());
+    EXPECT_EQ(outcome.error, CodecError::kOk) << "after " << i << " frames";
+    EXPECT_EQ(static_cast<unsigned>(builder.bytes()[kCountAt]), i);
+  }
+  EXPECT_FALSE(builder.empty());
+  EXPECT_EQ(builder.size(), kHeader + 10 * 25);
+}
+
+TEST(DatagramBuilderTest, PacksFramesUpTo1472BytesAndNoFurther) {
+  std::vector<std::byte> buffer(4000, std::byte{0xEE});
+  DatagramBuilder builder(buffer, 1);
+  // 80 SequenceGaps + 4 CancelByOrders fill exactly 1472 bytes.
+  for (int i = 0; i < 80; ++i) {
+    ASSERT_EQ(builder.Append(0, SequenceGap{1}), CodecError::kOk);
+  }
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(builder.Fits(25));
+    ASSERT_EQ(builder.Append(1, CancelByOrder{1, 2}), CodecError::kOk);
+  }
+  EXPECT_EQ(builder.size(), kLimit);
+  EXPECT_FALSE(builder.Fits(1));
+  EXPECT_TRUE(builder.Fits(0));
+  const std::vector<std::byte> full(builder.bytes().begin(),
+                                    builder.bytes().end());
+  // Nothing more fits, even the smallest frame; nothing is written.
+  EXPECT_EQ(builder.Append(0, SequenceGap{1}), CodecError::kBufferTooSmall);
+  const std::vector<std::byte> gap = FromHex(golden::kFrames[11].hex);
+  EXPECT_EQ(builder.AppendFrame(gap), CodecError::kBufferTooSmall);
+  EXPECT_EQ(builder.size(), kLimit);
+  EXPECT_EQ(builder.frame_count(), 84u);
+  EXPECT_EQ(ToHex(builder.bytes()), ToHex(full));
+  for (std::size_t i = kLimit; i < buffer.size(); ++i) {
+    ASSERT_EQ(buffer[i], std::byte{0xEE}) << i;
+  }
+  EXPECT_EQ(ParseExact(builder.bytes()).error, CodecError::kOk);
+}
+
+TEST(DatagramBuilderTest, RefusesAFrameThatDoesNotFitWithoutWriting) {
+  std::vector<std::byte> buffer(kLimit, std::byte{0xEE});
+  DatagramBuilder builder(buffer, 1);
+  Rng rng(3);
+  // Filled frames (71 bytes): 20 fit (12 + 1420 = 1432), the 21st does not.
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_EQ(builder.Append(1, RandomModel<Filled>(rng, false)),
+              CodecError::kOk);
+  }
+  EXPECT_FALSE(builder.Fits(71));
+  const std::vector<std::byte> before(buffer);
+  EXPECT_EQ(builder.Append(1, RandomModel<Filled>(rng, false)),
+            CodecError::kBufferTooSmall);
+  EXPECT_EQ(buffer, before);
+  EXPECT_EQ(builder.frame_count(), 20u);
+  EXPECT_EQ(builder.size(), 1432u);
+  // A smaller frame still fits after the refusal.
+  EXPECT_TRUE(builder.Fits(25));
+  EXPECT_EQ(builder.Append(1, CancelByOrder{1, 2}), CodecError::kOk);
+  EXPECT_EQ(builder.size(), 1457u);
+  EXPECT_EQ(ParseExact(builder.bytes()).error, CodecError::kOk);
+}
+
+TEST(DatagramBuilderTest, ASmallBufferLimitsTheDatagram) {
+  std::vector<std::byte> buffer(kHeader + 30);
+  DatagramBuilder builder(buffer, 1);
+  EXPECT_EQ(builder.Append(1, CancelByOrder{1, 2}), CodecError::kOk);
+  EXPECT_EQ(builder.Append(2, CancelByOrder{1, 2}),
+            CodecError::kBufferTooSmall);
+  EXPECT_EQ(builder.frame_count(), 1u);
+}
+
+TEST(DatagramBuilderTest, AppendFrameRejectsAnythingButOneWholeKnownFrame) {
+  std::array<std::byte, kLimit> buffer{};
+  DatagramBuilder builder(buffer, 1);
+  const std::vector<std::byte> frame = FromHex(golden::kFrames[3].hex);
+  std::vector<std::byte> longer = frame;
+  longer.push_back(std::byte{0});
+  std::vector<std::byte> unknown = frame;
+  unknown[8] = std::byte{0x7F};
+
+  EXPECT_EQ(builder.AppendFrame({}), CodecError::kTruncated);
+  EXPECT_EQ(builder.AppendFrame(std::span(frame).first(8)),
+            CodecError::kTruncated);
+  EXPECT_EQ(builder.AppendFrame(std::span(frame).first(frame.size() - 1)),
+            CodecError::kTruncated);
+  EXPECT_EQ(builder.AppendFrame(longer), CodecError::kTrailingBytes);
+  EXPECT_EQ(builder.AppendFrame(unknown), CodecError::kUnknownKind);
+  EXPECT_TRUE(builder.empty());
+  EXPECT_EQ(builder.size(), kHeader);
+  EXPECT_EQ(builder.AppendFrame(frame), CodecError::kOk);
+  EXPECT_EQ(builder.frame_count(), 1u);
+}
+
+TEST(DatagramBuilderTest, ResetStartsANewDatagramInTheSameBuffer) {
+  std::array<std::byte, kLimit> buffer{};
+  DatagramBuilder builder(buffer, 1);
+  ASSERT_EQ(builder.Append(1, CancelByOrder{1, 2}), CodecError::kOk);
+  builder.Reset(golden::kDatagramSessionId);
+  EXPECT_TRUE(builder.empty());
+  EXPECT_EQ(builder.size(), kHeader);
+  ASSERT_EQ(builder.AppendFrame(FromHex(golden::kFrames[0].hex)),
+            CodecError::kOk);
+  ASSERT_EQ(builder.Append(2, CancelByClient{7, 1001}), CodecError::kOk);
+  EXPECT_EQ(ToHex(builder.bytes()), golden::kDatagramHex);
+}
+
+}  // namespace
+}  // namespace orderwire::codec::test

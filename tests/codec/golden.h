@@ -1,0 +1,76 @@
+// The golden frames and the golden datagram of PROTOCOL.md, as hex.
+//
+// Copied by hand from ../shared/PROTOCOL.md ("Golden frames"); they are the
+// published vectors every encoder and decoder must reproduce byte for byte.
+// The field values each frame encodes are typed out in golden_test.cc and
+// json_test.cc, from the same section of PROTOCOL.md, not derived from here.
+// The fuzz seed corpus is built from these too (fuzz/make_corpus.cc).
+#ifndef ORDERWIRE_TESTS_CODEC_GOLDEN_H_
+#define ORDERWIRE_TESTS_CODEC_GOLDEN_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "codec/types.h"
+
+namespace orderwire::codec::golden {
+
+struct GoldenFrame {
+  std::string_view name;  // e.g. "NewLimitBuy"
+  Kind kind;
+  std::size_t size;  // as stated by PROTOCOL.md
+  std::string_view hex;
+};
+
+// In PROTOCOL.md order.
+inline constexpr std::array<GoldenFrame, 12> kFrames = {{
+    {"NewLimitBuy", Kind::kNewLimit, 47,
+     "0100000000000000010700000000000000e9030000000000002a00000001014227000000"
+     "0000002c01000000000000"},
+    {"NewLimitSell", Kind::kNewLimit, 47,
+     "0200000000000000010700000000000000ea030000000000002a0000000202fbffffffff"
+     "ffffff0100000000000000"},
+    {"NewMarket", Kind::kNewMarket, 38,
+     "03000000000000000209000000000000004d000000000000002a00000002fa0000000000"
+     "0000"},
+    {"CancelByOrder", Kind::kCancelByOrder, 25,
+     "04000000000000000307000000000000000807060504030201"},
+    {"CancelByClient", Kind::kCancelByClient, 25,
+     "0500000000000000040700000000000000e903000000000000"},
+    {"Replace", Kind::kReplace, 49,
+     "06000000000000000507000000000000000300000000000000eb03000000000000412700"
+     "0000000000c800000000000000"},
+    {"Accepted", Kind::kAccepted, 55,
+     "01000000000000004103000000000000000700000000000000e9030000000000002a0000"
+     "00010142270000000000002c01000000000000"},
+    {"Rejected", Kind::kRejected, 36,
+     "0200000000000000420700000000000000ea03000000000000000000000000000001040"
+     "0"},
+    {"Filled", Kind::kFilled, 71,
+     "03000000000000004303000000000000000700000000000000e903000000000000010000"
+     "00000000002a00000001014227000000000000fa00000000000000320000000000000"
+     "0"},
+    {"Cancelled", Kind::kCancelled, 46,
+     "04000000000000004403000000000000000700000000000000e9030000000000002a0000"
+     "00320000000000000001"},
+    {"Replaced", Kind::kReplaced, 50,
+     "05000000000000004503000000000000000700000000000000eb03000000000000412700"
+     "0000000000c80000000000000002"},
+    {"SequenceGap", Kind::kSequenceGap, 17,
+     "0000000000000000461100000000000000"},
+}};
+
+// Session 0xCAFE: the first NewLimit above (sequence 1), then CancelByClient
+// account 7, client_order_id 1001, sequence 2. 84 bytes.
+inline constexpr std::string_view kDatagramHex =
+    "4f570100feca0000020000000100000000000000010700000000000000e9030000000000"
+    "002a000000010142270000000000002c010000000000000200000000000000040700000000"
+    "000000e903000000000000";
+inline constexpr std::size_t kDatagramSize = 84;
+inline constexpr std::uint32_t kDatagramSessionId = 0xCAFE;
+
+}  // namespace orderwire::codec::golden
+
+#endif  // ORDERWIRE_TESTS_CODEC_GOLDEN_H_

@@ -1,0 +1,57 @@
+// The enumerations' values and PROTOCOL.md names; values the protocol does
+// not define have the empty name, and no enumeration uses 0.
+#include "codec/types.h"
+
+#include <cstdint>
+#include <string_view>
+
+#include "gtest/gtest.h"
+
+namespace orderwire::codec::test {
+namespace {
+
+template <typename E>
+void ExpectNames(std::initializer_list<std::string_view> names) {
+  using U = std::underlying_type_t<E>;
+  // Value i + 1 has names[i]; 0 and every value after the last have none.
+  EXPECT_EQ(Name(static_cast<E>(U{0})), "");
+  std::size_t i = 0;
+  for (std::string_view name : names) {
+    EXPECT_EQ(Name(static_cast<E>(static_cast<U>(i + 1))), name);
+    ++i;
+  }
+  for (std::size_t v = names.size() + 1; v < 256; ++v) {
+    EXPECT_EQ(Name(static_cast<E>(static_cast<U>(v))), "") << v;
+  }
+  if constexpr (sizeof(U) == 2) {
+    EXPECT_EQ(Name(static_cast<E>(U{0xFFFF})), "");
+  }
+}
+
+TEST(TypesTest, EnumerationsHaveTheirProtocolValuesAndNames) {
+  ExpectNames<Side>({"Buy", "Sell"});
+  ExpectNames<TimeInForce>(
+      {"GoodTillCancel", "ImmediateOrCancel", "FillOrKill", "PostOnly"});
+  ExpectNames<RejectReason>(
+      {"UnknownInstrument", "InvalidSide", "InvalidTimeInForce", "InvalidPrice",
+       "InvalidQuantity", "DuplicateClientOrderId", "UnknownOrder", "NotOwner",
+       "WouldCross", "BookFull", "Unauthorized"});
+  ExpectNames<CancelReason>({"Requested", "ImmediateOrCancel", "FillOrKill",
+                             "SelfTrade", "NoLiquidity", "ReplacedAway"});
+  ExpectNames<Liquidity>({"Maker", "Taker"});
+  ExpectNames<PriorityKept>({"Yes", "No"});
+}
+
+TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
+  static_assert(sizeof(Kind) == 1 && sizeof(Side) == 1 &&
+                sizeof(TimeInForce) == 1 && sizeof(CancelReason) == 1 &&
+                sizeof(Liquidity) == 1 && sizeof(PriorityKept) == 1);
+  static_assert(sizeof(RejectReason) == 2);
+  EXPECT_EQ(static_cast<int>(Kind::kNewLimit), 0x01);
+  EXPECT_EQ(static_cast<int>(Kind::kReplace), 0x05);
+  EXPECT_EQ(static_cast<int>(Kind::kAccepted), 0x41);
+  EXPECT_EQ(static_cast<int>(Kind::kSequenceGap), 0x46);
+}
+
+}  // namespace
+}  // namespace orderwire::codec::test
