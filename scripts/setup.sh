@@ -14,6 +14,7 @@ packages=(
   libabsl-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev
   libflatbuffers-dev flatbuffers-compiler libprotobuf-dev protobuf-compiler
+  tshark python3  # tests/dissector: the Wireshark dissector test
 )
 for extra in "$@"; do
   case "$extra" in
