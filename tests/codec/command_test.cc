@@ -409,3 +409,135 @@ TEST(CommandTest, SlotAndSetSlotReachTheNamedFields) {
 
 }  // namespace
 }  // namespace orderwire::codec::test
+
+namespace orderwire::codec::test {
+namespace {
+
+// The batch decoder has two bodies (AVX-512 VBMI where the CPU has it, and
+// the portable one) and two loops (runs of one kind, pairs of frames). Each
+// must give exactly the frame-by-frame result, on mixes, on runs, on runs
+// that change kind, and when it stops at a bad frame anywhere.
+TEST(DecodeCommandsTest, BothImplementationsMatchFrameByFrameDecoding) {
+  using Impl = DecodeBatch (*)(std::span<const std::byte>, std::span<Command>);
+  const Impl impls[] = {internal::DecodeCommandsScalar,
+                        internal::DecodeCommandsSimd};
+  Rng rng(99);
+  for (int round = 0; round < 300; ++round) {
+    const std::size_t count = 1 + rng.Below(120);
+    Stream stream =
+        RandomStream(count, 1000 + static_cast<std::uint64_t>(round));
+    if (round % 3 == 1) {
+      // Runs of one kind: re-encode every frame as the first frame's kind.
+      stream = RandomStream(1, 77);
+      const std::vector<std::byte> one = stream.bytes;
+      for (std::size_t i = 1; i < count; ++i) {
+        stream.offsets.push_back(stream.bytes.size());
+        stream.bytes.insert(stream.bytes.end(), one.begin(), one.end());
+        stream.expected.push_back(stream.expected[0]);
+      }
+    }
+    std::size_t bad = count;  // no bad frame
+    if (round % 4 == 0) {
+      bad = rng.Below(count);
+      stream.bytes[stream.offsets[bad] + kKindOffset] = std::byte{0x44};
+    }
+    const ExactBuffer bytes(stream.bytes);
+    for (Impl impl : impls) {
+      std::vector<Command> out(count + 3, Poisoned());
+      const DecodeBatch batch = impl(bytes.span(), out);
+      ASSERT_EQ(batch.frames, bad) << "round " << round;
+      EXPECT_EQ(batch.error,
+                bad == count ? CodecError::kOk : CodecError::kNotACommand);
+      EXPECT_EQ(batch.bytes,
+                bad == count ? stream.bytes.size() : stream.offsets[bad]);
+      for (std::size_t i = 0; i < batch.frames; ++i) {
+        ASSERT_TRUE(CommandsEqual(stream.expected[i], out[i]))
+            << "round " << round << " frame " << i;
+      }
+    }
+  }
+}
+
+TEST(EncodeCommandTest, MatchesThePortableEncoderByteForByte) {
+  Rng rng(5);
+  for (int i = 0; i < 20000; ++i) {
+    const Kind kinds[] = {Kind::kNewLimit, Kind::kNewMarket,
+                          Kind::kCancelByOrder, Kind::kCancelByClient,
+                          Kind::kReplace};
+    const Command command =
+        testing::RandomCommand(rng, kinds[rng.Below(5)], i % 2 == 0);
+    std::array<std::byte, 64> fast{};
+    std::array<std::byte, 64> portable{};
+    fast.fill(std::byte{0xAA});
+    portable.fill(std::byte{0xAA});
+    const Result<std::size_t> a = EncodeCommand(command, fast);
+    const Result<std::size_t> b =
+        internal::EncodeCommandPortable(command, portable);
+    ASSERT_TRUE(a.ok());
+    ASSERT_TRUE(b.ok());
+    ASSERT_EQ(*a, *b);
+    // Same bytes, and nothing written past the frame.
+    ASSERT_EQ(fast, portable) << "command " << i;
+  }
+}
+
+TEST(EncodeCommandTest, WritesNothingWhenTheBufferIsTooSmall) {
+  Rng rng(6);
+  const Command command = testing::RandomCommand(rng, Kind::kReplace, false);
+  std::array<std::byte, 64> out{};
+  out.fill(std::byte{0x5A});
+  const Result<std::size_t> r =
+      EncodeCommand(command, std::span<std::byte>(out).first(48));
+  EXPECT_EQ(r.error(), CodecError::kBufferTooSmall);
+  for (std::byte b : out) EXPECT_EQ(b, std::byte{0x5A});
+}
+
+}  // namespace
+}  // namespace orderwire::codec::test
+
+namespace orderwire::codec::test {
+namespace {
+
+TEST(EncodeCommandsTest, EncodesABatchLikeOneCallPerCommand) {
+  Rng rng(8);
+  std::vector<Command> commands;
+  const Kind kinds[] = {Kind::kNewLimit, Kind::kNewMarket, Kind::kCancelByOrder,
+                        Kind::kCancelByClient, Kind::kReplace};
+  for (int i = 0; i < 500; ++i) {
+    commands.push_back(
+        testing::RandomCommand(rng, kinds[rng.Below(5)], i % 3 == 0));
+  }
+  std::vector<std::byte> one_by_one;
+  for (const Command& command : commands) {
+    std::array<std::byte, 64> frame{};
+    const Result<std::size_t> size =
+        internal::EncodeCommandPortable(command, frame);
+    ASSERT_TRUE(size.ok());
+    one_by_one.insert(one_by_one.end(), frame.begin(), frame.begin() + *size);
+  }
+  std::vector<std::byte> batch_out(one_by_one.size());
+  const EncodeBatch batch = EncodeCommands(commands, batch_out);
+  EXPECT_EQ(batch.error, CodecError::kOk);
+  EXPECT_EQ(batch.commands, commands.size());
+  EXPECT_EQ(batch.bytes, one_by_one.size());
+  EXPECT_EQ(batch_out, one_by_one);
+
+  // Too small by one byte: stops before the last command, writing nothing
+  // of it.
+  std::vector<std::byte> short_out(one_by_one.size() - 1, std::byte{0x77});
+  const EncodeBatch partial = EncodeCommands(commands, short_out);
+  EXPECT_EQ(partial.error, CodecError::kBufferTooSmall);
+  EXPECT_EQ(partial.commands, commands.size() - 1);
+  for (std::size_t i = partial.bytes; i < short_out.size(); ++i) {
+    EXPECT_EQ(short_out[i], std::byte{0x77});
+  }
+
+  // A report kind stops the batch with kNotACommand.
+  commands[10].kind = Kind::kFilled;
+  const EncodeBatch bad = EncodeCommands(commands, batch_out);
+  EXPECT_EQ(bad.error, CodecError::kNotACommand);
+  EXPECT_EQ(bad.commands, 10u);
+}
+
+}  // namespace
+}  // namespace orderwire::codec::test
