@@ -9,6 +9,8 @@ namespace orderwire::cli {
 int RunEncode(int argc, char** argv);
 int RunDecode(int argc, char** argv);
 int RunBenchDecode(int argc, char** argv);
+int RunMatch(int argc, char** argv);
+int RunGen(int argc, char** argv);
 
 }  // namespace orderwire::cli
 

@@ -19,6 +19,10 @@ constexpr Subcommand kSubcommands[] = {
      "binary or hex frames, or hex datagrams, to JSON Lines"},
     {"bench-decode", orderwire::cli::RunBenchDecode,
      "decode a generated mix of command frames and print the figures"},
+    {"match", orderwire::cli::RunMatch,
+     "run command frames through the matching engine; write the reports"},
+    {"gen", orderwire::cli::RunGen,
+     "write a deterministic command stream (workloads mixed, wl1)"},
 };
 
 void PrintUsage(std::FILE* out) {

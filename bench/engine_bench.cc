@@ -1,0 +1,441 @@
+// engine_bench: the matching engine on the `mixed` and `wl1` workloads
+// (1,000,000 commands, seed 1), and the alternatives its design note weighs.
+//
+//   engine/<workload>            engine alone: commands already decoded,
+//                                reports into a reused ReportBuffer
+//   decode+engine/<workload>     frames decoded, then executed
+//   decode/<workload>            baseline in the same run: decoding alone
+//   alt:<variant>/<workload>     the engine with another structure (engine.h)
+//   latency/<workload>/<kind>    per-command latency (rdtsc around each
+//                                Execute), p50/p99/p99.9/max in ns, for one
+//                                command kind or all
+//   latency/tsc-overhead         baseline: the timer's own cost, measured
+//                                the same way around nothing
+//
+// Each engine pass starts from an empty book (Reset, outside the timing) on
+// an engine whose tables already grew in an earlier pass, i.e. the steady
+// state. The figure is the per_cmd counter (time per command); take the
+// median of repetitions, pinned: scripts/bench.sh (docs/BENCHMARKS.md).
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
+
+#include "absl/container/flat_hash_map.h"
+#include "benchmark/benchmark.h"
+#include "codec/command.h"
+#include "codec/kind_table.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/internal/engine_impl.h"
+#include "engine/internal/order_index.h"
+#include "engine/internal/pool.h"
+#include "engine/internal/sorted_levels.h"
+#include "engine/report.h"
+#include "engine/workload.h"
+
+namespace orderwire::engine {
+namespace {
+
+constexpr std::size_t kCommands = 1'000'000;
+constexpr std::uint64_t kSeed = 1;
+
+// ---------------------------------------------------------------------------
+// The alternatives.
+
+// A side as a node-based ordered map (as Liquibook and many books do).
+class MapLevels {
+ public:
+  [[nodiscard]] bool empty() const noexcept { return levels_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return levels_.size(); }
+  [[nodiscard]] internal::LevelRef Best() const noexcept {
+    const auto it = levels_.rbegin();
+    return {it->first, it->second};
+  }
+  [[nodiscard]] std::uint32_t Find(std::int64_t key) const noexcept {
+    const auto it = levels_.find(key);
+    return it == levels_.end() ? internal::kNil : it->second;
+  }
+  template <typename MakeLevel>
+  std::uint32_t FindOrInsert(std::int64_t key, MakeLevel&& make_level) {
+    const auto it = levels_.lower_bound(key);
+    if (it != levels_.end() && it->first == key) return it->second;
+    const std::uint32_t level = make_level();
+    levels_.emplace_hint(it, key, level);
+    return level;
+  }
+  void Erase(std::int64_t key) noexcept { levels_.erase(key); }
+  void PopBest() noexcept { levels_.erase(std::prev(levels_.end())); }
+  template <typename Fn>
+  void ForEachFromBest(Fn&& fn) const {
+    for (auto it = levels_.rbegin(); it != levels_.rend(); ++it) {
+      if (!fn(internal::LevelRef{it->first, it->second})) return;
+    }
+  }
+  void Clear() noexcept { levels_.clear(); }
+
+ private:
+  std::map<std::int64_t, std::uint32_t> levels_;
+};
+
+// Both lookups as absl::flat_hash_map, reserved to capacity.
+class AbslIndex {
+ public:
+  explicit AbslIndex(std::uint32_t max_entries) {
+    by_id_.reserve(max_entries);
+    by_client_.reserve(max_entries);
+  }
+  [[nodiscard]] std::uint32_t FindById(std::uint64_t order_id,
+                                       const internal::Order*) const noexcept {
+    const auto it = by_id_.find(order_id);
+    return it == by_id_.end() ? internal::kNil : it->second;
+  }
+  void InsertId(std::uint64_t order_id, std::uint32_t index) noexcept {
+    by_id_.emplace(order_id, index);
+  }
+  void EraseId(std::uint64_t order_id, std::uint32_t) noexcept {
+    by_id_.erase(order_id);
+  }
+  [[nodiscard]] std::uint32_t FindByClient(
+      std::uint64_t account_id, std::uint64_t client_order_id,
+      const internal::Order*) const noexcept {
+    const auto it = by_client_.find({account_id, client_order_id});
+    return it == by_client_.end() ? internal::kNil : it->second;
+  }
+  void InsertClient(std::uint64_t account_id, std::uint64_t client_order_id,
+                    std::uint32_t index) noexcept {
+    by_client_.emplace(std::make_pair(account_id, client_order_id), index);
+  }
+  void EraseClient(std::uint64_t account_id, std::uint64_t client_order_id,
+                   std::uint32_t) noexcept {
+    by_client_.erase({account_id, client_order_id});
+  }
+  void Clear() noexcept {
+    by_id_.clear();
+    by_client_.clear();
+  }
+
+ private:
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> by_id_;
+  absl::flat_hash_map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t>
+      by_client_;
+};
+
+// Our tables, but sized to the capacity from the start (2 slots per order).
+class FullSizeIndex : public internal::OrderIndex {
+ public:
+  explicit FullSizeIndex(std::uint32_t max_entries)
+      : OrderIndex(max_entries, std::numeric_limits<std::uint64_t>::max()) {}
+};
+
+struct BinarySearchTraits {
+  using Levels = internal::BasicSortedLevels<0>;
+  using Index = internal::OrderIndex;
+};
+struct Window32Traits {
+  using Levels = internal::BasicSortedLevels<32>;
+  using Index = internal::OrderIndex;
+};
+struct LinearScanTraits {
+  using Levels =
+      internal::BasicSortedLevels<std::numeric_limits<std::size_t>::max()>;
+  using Index = internal::OrderIndex;
+};
+struct MapTraits {
+  using Levels = MapLevels;
+  using Index = internal::OrderIndex;
+};
+struct AbslIndexTraits {
+  using Levels = internal::SortedLevels;
+  using Index = AbslIndex;
+};
+struct FullSizeIndexTraits {
+  using Levels = internal::SortedLevels;
+  using Index = FullSizeIndex;
+};
+
+// ---------------------------------------------------------------------------
+// Inputs, made once per workload.
+
+struct Input {
+  std::vector<codec::Command> commands;
+  std::vector<std::byte> frames;
+};
+
+const Input& InputOf(workload::Workload which) {
+  static std::map<workload::Workload, Input> inputs;
+  auto it = inputs.find(which);
+  if (it == inputs.end()) {
+    Input input;
+    input.commands = workload::Generate(which, kCommands, kSeed);
+    input.frames = workload::EncodeCommands(input.commands);
+    it = inputs.emplace(which, std::move(input)).first;
+  }
+  return it->second;
+}
+
+void SetPerCommand(benchmark::State& state) {
+  state.SetItemsProcessed(state.iterations() *
+                          static_cast<std::int64_t>(kCommands));
+  // Seconds per command (the console shows it with an SI prefix: "52.1n").
+  state.counters["per_cmd"] =
+      benchmark::Counter(static_cast<double>(kCommands),
+                         benchmark::Counter::kIsIterationInvariantRate |
+                             benchmark::Counter::kInvert);
+}
+
+// ---------------------------------------------------------------------------
+// Throughput.
+
+template <typename Traits>
+void BM_Engine(benchmark::State& state, workload::Workload which) {
+  const Input& input = InputOf(which);
+  auto engine = std::make_unique<BasicEngine<Traits>>(EngineConfig{});
+  ReportBuffer reports(1 << 12);
+  // One untimed pass grows the tables to the workload's size.
+  for (const codec::Command& c : input.commands) {
+    (void)engine->Execute(c, reports);
+    reports.Clear();
+  }
+  std::uint64_t checksum = 0;
+  const std::span<const codec::Command> commands(input.commands);
+  for (auto _ : state) {
+    state.PauseTiming();
+    engine->Reset();
+    state.ResumeTiming();
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      (void)engine->Execute(commands[i], reports);
+      checksum += reports.size();
+      reports.Clear();
+    }
+    benchmark::DoNotOptimize(checksum);
+  }
+  state.counters["reports_per_cmd"] =
+      static_cast<double>(checksum) / (static_cast<double>(state.iterations()) *
+                                       static_cast<double>(kCommands));
+  SetPerCommand(state);
+}
+
+void BM_DecodeEngine(benchmark::State& state, workload::Workload which) {
+  const Input& input = InputOf(which);
+  auto engine = std::make_unique<Engine>(EngineConfig{});
+  ReportBuffer reports(1 << 12);
+  for (const codec::Command& c : input.commands) {
+    (void)engine->Execute(c, reports);
+    reports.Clear();
+  }
+  const std::span<const std::byte> frames(input.frames);
+  for (auto _ : state) {
+    state.PauseTiming();
+    engine->Reset();
+    state.ResumeTiming();
+    std::size_t offset = 0;
+    codec::Command command;
+    while (offset < frames.size()) {
+      const auto size = codec::DecodeCommand(frames.subspan(offset), command);
+      if (!size.ok()) break;
+      offset += *size;
+      (void)engine->Execute(command, reports);
+      reports.Clear();
+    }
+    benchmark::DoNotOptimize(offset);
+  }
+  SetPerCommand(state);
+}
+
+void BM_Decode(benchmark::State& state, workload::Workload which) {
+  const Input& input = InputOf(which);
+  const std::span<const std::byte> frames(input.frames);
+  for (auto _ : state) {
+    std::size_t offset = 0;
+    codec::Command command;
+    std::uint64_t sum = 0;
+    while (offset < frames.size()) {
+      const auto size = codec::DecodeCommand(frames.subspan(offset), command);
+      if (!size.ok()) break;
+      offset += *size;
+      sum += command.order_id + command.quantity;
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  SetPerCommand(state);
+}
+
+// ---------------------------------------------------------------------------
+// Latency per command.
+
+std::uint64_t Ticks() noexcept {
+#if defined(__x86_64__)
+  _mm_lfence();
+  const std::uint64_t t = __rdtsc();
+  _mm_lfence();
+  return t;
+#else
+  return static_cast<std::uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+#endif
+}
+
+// Nanoseconds per tick, measured against steady_clock over 50 ms.
+double NsPerTick() {
+  static const double ns_per_tick = [] {
+    const auto start = std::chrono::steady_clock::now();
+    const std::uint64_t t0 = Ticks();
+    while (std::chrono::steady_clock::now() - start <
+           std::chrono::milliseconds(50)) {
+    }
+    const std::uint64_t t1 = Ticks();
+    const double ns = std::chrono::duration<double, std::nano>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+    return ns / static_cast<double>(t1 - t0);
+  }();
+  return ns_per_tick;
+}
+
+void ReportPercentiles(benchmark::State& state,
+                       std::vector<std::uint64_t>& samples) {
+  if (samples.empty()) return;
+  std::sort(samples.begin(), samples.end());
+  const double scale = NsPerTick();
+  const auto at = [&](double q) {
+    const auto i = static_cast<std::size_t>(
+        q * static_cast<double>(samples.size() - 1) + 0.5);
+    return static_cast<double>(samples[i]) * scale;
+  };
+  state.counters["p50_ns"] = at(0.50);
+  state.counters["p99_ns"] = at(0.99);
+  state.counters["p999_ns"] = at(0.999);
+  state.counters["max_ns"] = static_cast<double>(samples.back()) * scale;
+  state.counters["count"] = static_cast<double>(samples.size());
+}
+
+// kind 0: every command; else only commands of that kind byte.
+void BM_Latency(benchmark::State& state, workload::Workload which, int kind) {
+  const Input& input = InputOf(which);
+  auto engine = std::make_unique<Engine>(EngineConfig{});
+  ReportBuffer reports(1 << 12);
+  for (const codec::Command& c : input.commands) {
+    (void)engine->Execute(c, reports);
+    reports.Clear();
+  }
+  std::vector<std::uint64_t> samples;
+  samples.reserve(kCommands);
+  for (auto _ : state) {
+    engine->Reset();
+    samples.clear();
+    for (const codec::Command& c : input.commands) {
+      const std::uint64_t t0 = Ticks();
+      (void)engine->Execute(c, reports);
+      const std::uint64_t t1 = Ticks();
+      reports.Clear();
+      if (kind == 0 || static_cast<int>(c.kind) == kind) {
+        samples.push_back(t1 - t0);
+      }
+    }
+  }
+  ReportPercentiles(state, samples);
+}
+
+// The timer alone, around nothing: what every latency sample includes.
+void BM_TimerOverhead(benchmark::State& state) {
+  std::vector<std::uint64_t> samples;
+  samples.reserve(kCommands);
+  for (auto _ : state) {
+    samples.clear();
+    for (std::size_t i = 0; i < kCommands; ++i) {
+      const std::uint64_t t0 = Ticks();
+      const std::uint64_t t1 = Ticks();
+      samples.push_back(t1 - t0);
+    }
+  }
+  ReportPercentiles(state, samples);
+}
+
+void RegisterAll() {
+  using workload::Workload;
+  for (const Workload w : {Workload::kMixed, Workload::kWl1}) {
+    const std::string name(workload::Name(w));
+    benchmark::RegisterBenchmark(("engine/" + name).c_str(),
+                                 BM_Engine<DefaultTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("decode+engine/" + name).c_str(),
+                                 BM_DecodeEngine, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("decode/" + name).c_str(), BM_Decode, w)
+        ->Unit(benchmark::kMillisecond);
+  }
+  for (const Workload w : {Workload::kMixed, Workload::kWl1}) {
+    const std::string name(workload::Name(w));
+    benchmark::RegisterBenchmark(("alt:binary-search-levels/" + name).c_str(),
+                                 BM_Engine<BinarySearchTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("alt:count-32-levels/" + name).c_str(),
+                                 BM_Engine<Window32Traits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("alt:count-all-levels/" + name).c_str(),
+                                 BM_Engine<LinearScanTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("alt:std-map-levels/" + name).c_str(),
+                                 BM_Engine<MapTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("alt:absl-flat-hash-map/" + name).c_str(),
+                                 BM_Engine<AbslIndexTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(
+        ("alt:index-sized-to-capacity/" + name).c_str(),
+        BM_Engine<FullSizeIndexTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+  }
+  constexpr std::array<std::pair<int, const char*>, 6> kKinds = {{
+      {0, "all"},
+      {static_cast<int>(codec::Kind::kNewLimit), "NewLimit"},
+      {static_cast<int>(codec::Kind::kNewMarket), "NewMarket"},
+      {static_cast<int>(codec::Kind::kCancelByOrder), "CancelByOrder"},
+      {static_cast<int>(codec::Kind::kCancelByClient), "CancelByClient"},
+      {static_cast<int>(codec::Kind::kReplace), "Replace"},
+  }};
+  for (const Workload w : {Workload::kMixed, Workload::kWl1}) {
+    const std::string name(workload::Name(w));
+    for (const auto& [kind, kind_name] : kKinds) {
+      const bool in_workload =
+          w == Workload::kMixed || kind == 0 ||
+          kind == static_cast<int>(codec::Kind::kNewLimit) ||
+          kind == static_cast<int>(codec::Kind::kCancelByOrder);
+      if (!in_workload) continue;  // wl1 has only these kinds
+      benchmark::RegisterBenchmark(
+          ("latency/" + name + "/" + kind_name).c_str(),
+          [w, kind = kind](benchmark::State& state) {
+            BM_Latency(state, w, kind);
+          })
+          ->Iterations(1)
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::RegisterBenchmark("latency/tsc-overhead", BM_TimerOverhead)
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+}  // namespace orderwire::engine
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  orderwire::engine::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

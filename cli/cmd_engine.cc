@@ -1,0 +1,342 @@
+// `orderwire match` and `orderwire gen`: the matching engine offline, and the
+// deterministic command streams that feed it.
+//
+//   orderwire gen --workload wl1 --count 1000000 --seed 1 | orderwire match
+//
+// match checks its whole input (every frame a command, sequences 1, 2, 3,
+// ...) before it runs anything, so a bad stream never leaves reports on
+// standard output that look complete.
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/io.h"
+#include "codec/command.h"
+#include "codec/frame.h"
+#include "codec/json.h"
+#include "codec/kind_table.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/report.h"
+#include "engine/workload.h"
+
+namespace orderwire::cli {
+namespace {
+
+const CommandSpec kMatchSpec{
+    .name = "match",
+    .synopsis =
+        "[--config FILE] [--json] [--book N] [--stats] "
+        "< commands.bin > reports.bin",
+    .summary = "Run command frames through the matching engine.",
+    .details =
+        "Reads command frames back to back from standard input: one session,\n"
+        "so their sequences must be 1, 2, 3, ... The whole input is checked\n"
+        "first; a frame that is not a whole command frame, or whose sequence\n"
+        "is not the next one, is an error naming its byte offset (exit 1,\n"
+        "nothing written). The commands then run through the engine, and\n"
+        "every report frame is written to standard output, numbered 1, 2,\n"
+        "3, ... in emission order (--json: one JSON object per line, the form\n"
+        "'orderwire decode' prints).\n\n"
+        "--config FILE sets the engine's limits, one 'key = value' per line\n"
+        "('#' comments): min_instrument, max_instrument, min_price,\n"
+        "max_price, min_quantity, max_quantity, max_live_orders. Keys not\n"
+        "given keep PROTOCOL.md's defaults (instruments 1..1024, prices and\n"
+        "quantities 1..1000000000, 1048576 live orders).\n\n"
+        "--book N prints the top N levels of each side of every non-empty\n"
+        "book to standard error at the end. --stats prints counts and the\n"
+        "engine's own time per command (engine alone, without decoding or\n"
+        "output) to standard error.",
+    .flags = {{"config", "FILE", "", "engine configuration file"},
+              {"json", "", "", "write reports as JSON Lines"},
+              {"book", "N", "0", "depth table of every book (stderr)"},
+              {"stats", "", "", "counts and ns/command (stderr)"}},
+};
+
+const CommandSpec kGenSpec{
+    .name = "gen",
+    .synopsis = "[--workload NAME] [--count N] [--seed S] > commands.bin",
+    .summary = "Write a deterministic command stream (binary frames).",
+    .details =
+        "Writes --count command frames of one session (sequences 1, 2, 3,\n"
+        "...) to standard output. The same workload, count and seed always\n"
+        "give the same bytes. Workloads:\n"
+        "  mixed  64 accounts, 8 instruments, prices a random walk around\n"
+        "         100000 ticks; 50% NewLimit (80% GTC, 15% IOC, 2.5% FOK,\n"
+        "         2.5% PostOnly), 2% NewMarket, 28% CancelByOrder,\n"
+        "         5% CancelByClient, 15% Replace, aimed at live orders.\n"
+        "  wl1    the published single-book workload (splitmix64 recipe):\n"
+        "         60% GTC adds, 30% cancels, 10% IOC, instrument 1.\n"
+        "engine/workload.h gives both recipes in full.",
+    .flags = {{"workload", "NAME", "mixed", "mixed or wl1"},
+              {"count", "N", "1000000", "number of commands"},
+              {"seed", "S", "1", "generator seed"}},
+};
+
+using Clock = std::chrono::steady_clock;
+
+absl::StatusOr<engine::EngineConfig> LoadConfig(const std::string& path) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    return absl::NotFoundError(absl::StrFormat("config %s: cannot open: %s",
+                                               path, std::strerror(errno)));
+  }
+  absl::StatusOr<std::vector<std::byte>> bytes = ReadAll(file);
+  std::fclose(file);
+  if (!bytes.ok()) {
+    return absl::UnavailableError(absl::StrFormat(
+        "config %s: %s", path, std::string(bytes.status().message())));
+  }
+  absl::StatusOr<engine::EngineConfig> config =
+      engine::ParseConfig(std::string_view(
+          reinterpret_cast<const char*>(bytes->data()), bytes->size()));
+  if (!config.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "config %s: %s", path, std::string(config.status().message())));
+  }
+  return config;
+}
+
+// Why the bytes at `offset` are not a command frame, as a message.
+absl::Status FrameError(std::size_t offset, codec::CodecError error,
+                        std::span<const std::byte> at) {
+  std::string detail;
+  if (at.size() > codec::kKindOffset) {
+    const codec::KindInfo& info =
+        codec::kKindTable[static_cast<std::uint8_t>(at[codec::kKindOffset])];
+    if (error == codec::CodecError::kUnknownKind) {
+      detail = absl::StrFormat(" 0x%02x",
+                               static_cast<unsigned>(at[codec::kKindOffset]));
+    } else if (error == codec::CodecError::kNotACommand) {
+      detail = absl::StrFormat(" (%s)", info.name);
+    } else if (error == codec::CodecError::kTruncated) {
+      detail = absl::StrFormat(" (%s needs %d bytes, %d left)", info.name,
+                               info.frame_size, at.size());
+    }
+  } else if (error == codec::CodecError::kTruncated) {
+    detail =
+        absl::StrFormat(" (%d bytes left, a frame header needs 9)", at.size());
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "byte offset %d: %s%s", offset, codec::Describe(error), detail));
+}
+
+// Decodes the whole input, checking the session's sequences.
+absl::StatusOr<std::vector<codec::Command>> DecodeSession(
+    std::span<const std::byte> bytes) {
+  std::vector<codec::Command> commands;
+  commands.reserve(bytes.size() / codec::kFrameSize<codec::CancelByOrder> + 1);
+  std::size_t offset = 0;
+  std::uint64_t expected = 1;
+  while (offset < bytes.size()) {
+    codec::Command command;
+    const auto size = codec::DecodeCommand(bytes.subspan(offset), command);
+    if (!size.ok()) {
+      return FrameError(offset, size.error(), bytes.subspan(offset));
+    }
+    if (command.sequence != expected) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "byte offset %d: frame sequence %d where %d was expected (one "
+          "session: sequences must be 1, 2, 3, ...)",
+          offset, command.sequence, expected));
+    }
+    ++expected;
+    offset += *size;
+    commands.push_back(command);
+  }
+  return commands;
+}
+
+std::string DepthTable(const engine::Engine::BookView& book,
+                       std::size_t levels) {
+  std::vector<engine::LevelInfo> bids(levels);
+  std::vector<engine::LevelInfo> asks(levels);
+  bids.resize(book.Depth(codec::Side::kBuy, bids));
+  asks.resize(book.Depth(codec::Side::kSell, asks));
+  const std::size_t bid_levels = book.level_count(codec::Side::kBuy);
+  const std::size_t ask_levels = book.level_count(codec::Side::kSell);
+  std::string out = absl::StrFormat(
+      "instrument %d: %d bid level%s, %d ask level%s (top %d shown)\n",
+      book.instrument_id(), bid_levels, bid_levels == 1 ? "" : "s", ask_levels,
+      ask_levels == 1 ? "" : "s", levels);
+  absl::StrAppendFormat(&out, "  %10s %14s %12s | %-12s %14s %10s\n", "orders",
+                        "bid qty", "bid price", "ask price", "ask qty",
+                        "orders");
+  for (std::size_t i = 0; i < std::max(bids.size(), asks.size()); ++i) {
+    if (i < bids.size()) {
+      absl::StrAppendFormat(&out, "  %10d %14d %12d |", bids[i].order_count,
+                            bids[i].quantity, bids[i].price);
+    } else {
+      absl::StrAppendFormat(&out, "  %10s %14s %12s |", "", "", "");
+    }
+    if (i < asks.size()) {
+      absl::StrAppendFormat(&out, " %-12d %14d %10d", asks[i].price,
+                            asks[i].quantity, asks[i].order_count);
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+absl::Status Match(const Args& args) {
+  engine::EngineConfig config;
+  if (args.Has("config")) {
+    absl::StatusOr<engine::EngineConfig> loaded =
+        LoadConfig(args.String("config"));
+    if (!loaded.ok()) return loaded.status();
+    config = *loaded;
+  }
+  absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
+  if (!book_levels.ok()) return book_levels.status();
+  const bool json = args.Bool("json");
+
+  absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
+  if (!input.ok()) return input.status();
+  absl::StatusOr<std::vector<codec::Command>> commands = DecodeSession(*input);
+  if (!commands.ok()) return commands.status();
+
+  auto engine = std::make_unique<engine::Engine>(config);
+  engine::ReportBuffer reports(1 << 14);
+  std::array<std::uint64_t, 256> by_kind{};
+  std::uint64_t report_count = 0;
+  Clock::duration engine_time{};
+  std::string text;
+  const auto flush = [&]() -> absl::Status {
+    for (const engine::Report& report : reports.reports()) {
+      ++by_kind[static_cast<std::uint8_t>(report.kind)];
+    }
+    report_count += reports.size();
+    absl::Status status;
+    if (json) {
+      text.clear();
+      for (std::size_t i = 0; i < reports.size(); ++i) {
+        text += codec::FrameToJson(*codec::FrameView::Parse(reports.frame(i)));
+        text += '\n';
+      }
+      status = WriteAll(stdout, text);
+    } else {
+      status = WriteAll(stdout, reports.frames());
+    }
+    reports.Clear();
+    return status;
+  };
+  constexpr std::size_t kChunk = 4096;
+  const std::span<const codec::Command> all(*commands);
+  for (std::size_t first = 0; first < all.size(); first += kChunk) {
+    const auto chunk = all.subspan(first, std::min(kChunk, all.size() - first));
+    const auto start = Clock::now();
+    for (const codec::Command& command : chunk) {
+      (void)engine->Execute(command, reports);
+    }
+    engine_time += Clock::now() - start;
+    if (reports.frames().size() >= (1u << 20)) {
+      if (absl::Status s = flush(); !s.ok()) return s;
+    }
+  }
+  if (absl::Status s = flush(); !s.ok()) return s;
+
+  if (*book_levels > 0) {
+    std::string depth;
+    for (std::uint64_t id = config.min_instrument; id <= config.max_instrument;
+         ++id) {
+      const auto book = engine->Book(static_cast<std::uint32_t>(id));
+      if (book.empty()) continue;
+      depth += DepthTable(book, static_cast<std::size_t>(*book_levels));
+    }
+    if (depth.empty()) depth = "every book is empty\n";
+    if (absl::Status s = WriteAll(stderr, depth, "standard error"); !s.ok()) {
+      return s;
+    }
+  }
+  if (args.Bool("stats")) {
+    const double ns =
+        std::chrono::duration<double, std::nano>(engine_time).count();
+    const double per_command =
+        all.empty() ? 0.0 : ns / static_cast<double>(all.size());
+    const auto count = [&](codec::Kind kind) {
+      return by_kind[static_cast<std::uint8_t>(kind)];
+    };
+    const std::string stats = absl::StrFormat(
+        "match: %d commands, %d reports (Accepted %d, Rejected %d, Filled "
+        "%d, Cancelled %d, Replaced %d); %d live orders at the end; next "
+        "order id %d, next match id %d\n"
+        "match: engine alone %.1f ns/command (%.2f M commands/s)\n",
+        all.size(), report_count, count(codec::Kind::kAccepted),
+        count(codec::Kind::kRejected), count(codec::Kind::kFilled),
+        count(codec::Kind::kCancelled), count(codec::Kind::kReplaced),
+        engine->live_orders(), engine->next_order_id(), engine->next_match_id(),
+        per_command, per_command > 0 ? 1e3 / per_command : 0.0);
+    if (absl::Status s = WriteAll(stderr, stats, "standard error"); !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Gen(const Args& args) {
+  absl::StatusOr<workload::Workload> which =
+      workload::ParseWorkload(args.String("workload"));
+  if (!which.ok())
+    return absl::FailedPreconditionError(which.status().message());
+  absl::StatusOr<std::uint64_t> count = args.Uint("count", 1'000'000'000);
+  if (!count.ok()) return count.status();
+  absl::StatusOr<std::uint64_t> seed = args.Uint("seed", UINT64_MAX);
+  if (!seed.ok()) return seed.status();
+
+  std::unique_ptr<workload::Wl1Generator> wl1;
+  std::unique_ptr<workload::MixedGenerator> mixed;
+  if (*which == workload::Workload::kWl1) {
+    wl1 = std::make_unique<workload::Wl1Generator>(*seed);
+  } else {
+    mixed = std::make_unique<workload::MixedGenerator>(*seed);
+  }
+  constexpr std::size_t kChunk = 1 << 14;
+  std::vector<std::byte> bytes(kChunk * codec::kMaxFrameSize);
+  for (std::uint64_t done = 0; done < *count;) {
+    const std::uint64_t n = std::min<std::uint64_t>(kChunk, *count - done);
+    std::size_t used = 0;
+    for (std::uint64_t i = 0; i < n; ++i) {
+      const codec::Command command = wl1 ? wl1->Next() : mixed->Next();
+      const auto size = codec::EncodeCommand(
+          command, std::span<std::byte>(bytes).subspan(used));
+      if (!size.ok()) {
+        return absl::InternalError(
+            absl::StrFormat("encoding command %d: %s", done + i + 1,
+                            codec::Describe(size.error())));
+      }
+      used += *size;
+    }
+    if (absl::Status s =
+            WriteAll(stdout, std::span<const std::byte>(bytes.data(), used));
+        !s.ok()) {
+      return s;
+    }
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunMatch(int argc, char** argv) {
+  return RunCommand(kMatchSpec, argc, argv, Match);
+}
+
+int RunGen(int argc, char** argv) {
+  return RunCommand(kGenSpec, argc, argv, Gen);
+}
+
+}  // namespace orderwire::cli

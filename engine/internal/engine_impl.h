@@ -1,0 +1,698 @@
+// Internal to orderwire::engine; do not depend on it.
+//
+// The member definitions of BasicEngine. engine.cc instantiates them for
+// DefaultTraits (the engine); engine_bench includes this file to instantiate
+// the alternative structures the design note in engine.h measures.
+#ifndef ORDERWIRE_ENGINE_INTERNAL_ENGINE_IMPL_H_
+#define ORDERWIRE_ENGINE_INTERNAL_ENGINE_IMPL_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "codec/command.h"
+#include "codec/messages.h"
+#include "codec/types.h"
+#include "engine/engine.h"
+#include "engine/internal/pool.h"
+#include "engine/report.h"
+
+namespace orderwire::engine {
+namespace internal {
+
+// 0 for Buy, 1 for Sell. Precondition: a valid side.
+[[nodiscard]] inline int SideIndex(codec::Side side) noexcept {
+  return static_cast<int>(side) - 1;
+}
+[[nodiscard]] inline codec::Side Opposite(codec::Side side) noexcept {
+  return side == codec::Side::kBuy ? codec::Side::kSell : codec::Side::kBuy;
+}
+// The sort key of `price` on `side`: larger is better on both sides.
+[[nodiscard]] inline std::int64_t KeyOf(codec::Side side,
+                                        std::int64_t price) noexcept {
+  return side == codec::Side::kBuy ? price : -price;
+}
+
+}  // namespace internal
+
+template <typename Traits>
+BasicEngine<Traits>::BasicEngine(const EngineConfig& config)
+    : config_(config),
+      books_(std::size_t{config.max_instrument} - config.min_instrument + 1),
+      orders_(config.max_live_orders),
+      // A level holds at least one order, so levels never outnumber orders.
+      levels_(config.max_live_orders),
+      index_(config.max_live_orders) {}
+
+template <typename Traits>
+ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
+                                           ReportBuffer& out) noexcept {
+  switch (command.kind) {
+    case codec::Kind::kNewLimit:
+      NewOrder(command, /*market=*/false, out);
+      return ExecuteStatus::kOk;
+    case codec::Kind::kNewMarket:
+      NewOrder(command, /*market=*/true, out);
+      return ExecuteStatus::kOk;
+    case codec::Kind::kCancelByOrder:
+      CancelByOrder(command, out);
+      return ExecuteStatus::kOk;
+    case codec::Kind::kCancelByClient:
+      CancelByClient(command, out);
+      return ExecuteStatus::kOk;
+    case codec::Kind::kReplace:
+      Replace(command, out);
+      return ExecuteStatus::kOk;
+    default:
+      return ExecuteStatus::kNotACommand;
+  }
+}
+
+template <typename Traits>
+ExecuteStatus BasicEngine<Traits>::RejectUnauthorized(
+    const codec::Command& command, ReportBuffer& out) noexcept {
+  switch (command.kind) {
+    case codec::Kind::kNewLimit:
+    case codec::Kind::kNewMarket:
+    case codec::Kind::kCancelByOrder:
+    case codec::Kind::kCancelByClient:
+    case codec::Kind::kReplace:
+      Reject(command, codec::RejectReason::kUnauthorized, out);
+      return ExecuteStatus::kOk;
+    default:
+      return ExecuteStatus::kNotACommand;
+  }
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Reject(const codec::Command& c,
+                                 codec::RejectReason reason,
+                                 ReportBuffer& out) noexcept {
+  // PROTOCOL.md "What a Rejected report carries", kind by kind.
+  codec::Rejected rejected{.account_id = c.account_id,
+                           .client_order_id = 0,
+                           .order_id = 0,
+                           .command_kind = c.kind,
+                           .reason = reason};
+  switch (c.kind) {
+    case codec::Kind::kNewLimit:
+    case codec::Kind::kNewMarket:
+    case codec::Kind::kCancelByClient:
+      rejected.client_order_id = c.client_order_id;
+      break;
+    case codec::Kind::kCancelByOrder:
+      rejected.order_id = c.order_id;
+      break;
+    case codec::Kind::kReplace:
+      rejected.client_order_id = c.client_order_id;  // the new one
+      rejected.order_id = c.order_id;
+      break;
+    default:
+      break;
+  }
+  out.Append(rejected);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::NewOrder(const codec::Command& c, bool market,
+                                   ReportBuffer& out) noexcept {
+  using codec::RejectReason;
+  using codec::TimeInForce;
+  // Validation, in PROTOCOL.md's order; the first failure is the reason.
+  const std::uint32_t book_index = c.instrument_id - config_.min_instrument;
+  if (book_index >= books_.size()) {
+    return Reject(c, RejectReason::kUnknownInstrument, out);
+  }
+  if (c.side != codec::Side::kBuy && c.side != codec::Side::kSell) {
+    return Reject(c, RejectReason::kInvalidSide, out);
+  }
+  const TimeInForce tif =
+      market ? TimeInForce::kImmediateOrCancel : c.time_in_force;
+  if (!market) {
+    const auto raw_tif = static_cast<std::uint8_t>(tif);
+    if (raw_tif < static_cast<std::uint8_t>(TimeInForce::kGoodTillCancel) ||
+        raw_tif > static_cast<std::uint8_t>(TimeInForce::kPostOnly)) {
+      return Reject(c, RejectReason::kInvalidTimeInForce, out);
+    }
+    if (c.price < config_.min_price || c.price > config_.max_price) {
+      return Reject(c, RejectReason::kInvalidPrice, out);
+    }
+  }
+  if (c.quantity < config_.min_quantity || c.quantity > config_.max_quantity) {
+    return Reject(c, RejectReason::kInvalidQuantity, out);
+  }
+  if (index_.FindByClient(c.account_id, c.client_order_id, orders_.data()) !=
+      internal::kNil) {
+    return Reject(c, RejectReason::kDuplicateClientOrderId, out);
+  }
+  BookData& book = books_[book_index];
+  if (tif == TimeInForce::kPostOnly && Crosses(book, c.side, c.price)) {
+    return Reject(c, RejectReason::kWouldCross, out);
+  }
+  const bool rests =
+      tif == TimeInForce::kGoodTillCancel || tif == TimeInForce::kPostOnly;
+  if (rests && orders_.in_use() == config_.max_live_orders) {
+    return Reject(c, RejectReason::kBookFull, out);
+  }
+
+  // Accepted: the order gets its id.
+  Taker taker{.order_id = next_order_id_++,
+              .account_id = c.account_id,
+              .client_order_id = c.client_order_id,
+              .instrument_id = c.instrument_id,
+              .side = c.side,
+              .leaves = c.quantity};
+  const std::int64_t price = market ? 0 : c.price;
+  out.Append(codec::Accepted{.order_id = taker.order_id,
+                             .account_id = c.account_id,
+                             .client_order_id = c.client_order_id,
+                             .instrument_id = c.instrument_id,
+                             .side = c.side,
+                             .time_in_force = tif,
+                             .price = price,
+                             .quantity = c.quantity});
+  const std::int64_t threshold =
+      market ? std::numeric_limits<std::int64_t>::min()
+             : internal::KeyOf(internal::Opposite(c.side), c.price);
+  const auto cancel_rest = [&](codec::CancelReason reason) {
+    out.Append(codec::Cancelled{.order_id = taker.order_id,
+                                .account_id = taker.account_id,
+                                .client_order_id = taker.client_order_id,
+                                .instrument_id = taker.instrument_id,
+                                .cancelled_quantity = taker.leaves,
+                                .reason = reason});
+  };
+  if (tif == TimeInForce::kFillOrKill &&
+      AvailableFor(book, taker, threshold, c.quantity) < c.quantity) {
+    return cancel_rest(codec::CancelReason::kFillOrKill);
+  }
+  if (tif != TimeInForce::kPostOnly && CanTrade(book, c.side, threshold)) {
+    Match(book, taker, threshold, out);
+  }
+  if (taker.leaves == 0) return;
+  if (!rests) {
+    return cancel_rest(market ? codec::CancelReason::kNoLiquidity
+                              : codec::CancelReason::kImmediateOrCancel);
+  }
+  // The remainder rests. A record is free: BookFull was checked above and
+  // trading only frees records.
+  const std::uint32_t index = orders_.Allocate();
+  internal::Order& order = orders_[index];
+  order.order_id = taker.order_id;
+  order.account_id = taker.account_id;
+  order.client_order_id = taker.client_order_id;
+  order.price = c.price;
+  order.leaves = taker.leaves;
+  order.instrument_id = taker.instrument_id;
+  order.side = taker.side;
+  order.time_in_force = tif;
+  Rest(book, index);
+  index_.InsertId(taker.order_id, index);
+  // The command's own fields (equal to the order's), so that the compiler can
+  // reuse the hash of the duplicate check above.
+  index_.InsertClient(c.account_id, c.client_order_id, index);
+}
+
+template <typename Traits>
+bool BasicEngine<Traits>::CanTrade(const BookData& book, codec::Side side,
+                                   std::int64_t threshold) const noexcept {
+  const auto& opposite = book.sides[1 - internal::SideIndex(side)];
+  return !opposite.empty() && opposite.Best().key >= threshold;
+}
+
+template <typename Traits>
+bool BasicEngine<Traits>::Crosses(const BookData& book, codec::Side side,
+                                  std::int64_t price) const noexcept {
+  const auto& opposite = book.sides[1 - internal::SideIndex(side)];
+  return !opposite.empty() &&
+         opposite.Best().key >=
+             internal::KeyOf(internal::Opposite(side), price);
+}
+
+template <typename Traits>
+std::uint64_t BasicEngine<Traits>::AvailableFor(
+    const BookData& book, const Taker& taker, std::int64_t threshold,
+    std::uint64_t wanted) const noexcept {
+  std::uint64_t available = 0;
+  book.sides[1 - internal::SideIndex(taker.side)].ForEachFromBest(
+      [&](internal::LevelRef ref) {
+        if (ref.key < threshold) return false;
+        for (std::uint32_t i = levels_[ref.level].head; i != internal::kNil;
+             i = orders_[i].next) {
+          const internal::Order& order = orders_[i];
+          if (order.account_id == taker.account_id) continue;
+          available += order.leaves;
+          if (available >= wanted) return false;
+        }
+        return true;
+      });
+  return available;
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
+                                std::int64_t threshold,
+                                ReportBuffer& out) noexcept {
+  auto& opposite = book.sides[1 - internal::SideIndex(taker.side)];
+  while (taker.leaves != 0 && !opposite.empty()) {
+    const internal::LevelRef best = opposite.Best();
+    if (best.key < threshold) break;
+    internal::Level& level = levels_[best.level];
+    while (taker.leaves != 0 && level.head != internal::kNil) {
+      const std::uint32_t index = level.head;
+      internal::Order& maker = orders_[index];
+      if (maker.next != internal::kNil) {
+        __builtin_prefetch(&orders_[maker.next]);
+      }
+      bool finished = true;
+      if (maker.account_id == taker.account_id) {
+        // Self-trade prevention: the resting order goes, matching goes on.
+        out.Append(codec::Cancelled{.order_id = maker.order_id,
+                                    .account_id = maker.account_id,
+                                    .client_order_id = maker.client_order_id,
+                                    .instrument_id = maker.instrument_id,
+                                    .cancelled_quantity = maker.leaves,
+                                    .reason = codec::CancelReason::kSelfTrade});
+        level.quantity -= maker.leaves;
+      } else {
+        const std::uint64_t quantity = std::min(maker.leaves, taker.leaves);
+        maker.leaves -= quantity;
+        taker.leaves -= quantity;
+        level.quantity -= quantity;
+        const std::uint64_t match_id = next_match_id_++;
+        out.Append(codec::Filled{.order_id = maker.order_id,
+                                 .account_id = maker.account_id,
+                                 .client_order_id = maker.client_order_id,
+                                 .match_id = match_id,
+                                 .instrument_id = maker.instrument_id,
+                                 .side = maker.side,
+                                 .liquidity = codec::Liquidity::kMaker,
+                                 .price = level.price,
+                                 .quantity = quantity,
+                                 .leaves_quantity = maker.leaves});
+        out.Append(codec::Filled{.order_id = taker.order_id,
+                                 .account_id = taker.account_id,
+                                 .client_order_id = taker.client_order_id,
+                                 .match_id = match_id,
+                                 .instrument_id = taker.instrument_id,
+                                 .side = taker.side,
+                                 .liquidity = codec::Liquidity::kTaker,
+                                 .price = level.price,
+                                 .quantity = quantity,
+                                 .leaves_quantity = taker.leaves});
+        finished = maker.leaves == 0;
+      }
+      if (finished) {
+        // Pop the head of the FIFO and drop the order.
+        level.head = maker.next;
+        if (level.head == internal::kNil) {
+          level.tail = internal::kNil;
+        } else {
+          orders_[level.head].prev = internal::kNil;
+        }
+        --level.count;
+        Release(index);
+      }
+    }
+    if (level.count != 0) break;  // the taker is done inside this level
+    opposite.PopBest();
+    levels_.Free(best.level);
+  }
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Rest(BookData& book, std::uint32_t index) noexcept {
+  internal::Order& order = orders_[index];
+  auto& side = book.sides[internal::SideIndex(order.side)];
+  const std::uint32_t level_index =
+      side.FindOrInsert(internal::KeyOf(order.side, order.price), [&] {
+        const std::uint32_t fresh = levels_.Allocate();
+        levels_[fresh] = internal::Level{.price = order.price,
+                                         .quantity = 0,
+                                         .count = 0,
+                                         .head = internal::kNil,
+                                         .tail = internal::kNil};
+        return fresh;
+      });
+  internal::Level& level = levels_[level_index];
+  order.level = level_index;
+  order.prev = level.tail;
+  order.next = internal::kNil;
+  if (level.tail == internal::kNil) {
+    level.head = index;
+  } else {
+    orders_[level.tail].next = index;
+  }
+  level.tail = index;
+  ++level.count;
+  level.quantity += order.leaves;
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Unlink(BookData& book, std::uint32_t index) noexcept {
+  const internal::Order& order = orders_[index];
+  internal::Level& level = levels_[order.level];
+  if (order.prev == internal::kNil) {
+    level.head = order.next;
+  } else {
+    orders_[order.prev].next = order.next;
+  }
+  if (order.next == internal::kNil) {
+    level.tail = order.prev;
+  } else {
+    orders_[order.next].prev = order.prev;
+  }
+  --level.count;
+  level.quantity -= order.leaves;
+  if (level.count == 0) {
+    book.sides[internal::SideIndex(order.side)].Erase(
+        internal::KeyOf(order.side, order.price));
+    levels_.Free(order.level);
+  }
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Release(std::uint32_t index) noexcept {
+  const internal::Order& order = orders_[index];
+  index_.EraseId(order.order_id, index);
+  index_.EraseClient(order.account_id, order.client_order_id, index);
+  orders_.Free(index);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::CancelByOrder(const codec::Command& c,
+                                        ReportBuffer& out) noexcept {
+  const std::uint32_t index = index_.FindById(c.order_id, orders_.data());
+  if (index == internal::kNil) {
+    return Reject(c, codec::RejectReason::kUnknownOrder, out);
+  }
+  const internal::Order& order = orders_[index];
+  if (order.account_id != c.account_id) {
+    return Reject(c, codec::RejectReason::kNotOwner, out);
+  }
+  out.Append(codec::Cancelled{.order_id = order.order_id,
+                              .account_id = order.account_id,
+                              .client_order_id = order.client_order_id,
+                              .instrument_id = order.instrument_id,
+                              .cancelled_quantity = order.leaves,
+                              .reason = codec::CancelReason::kRequested});
+  Unlink(books_[order.instrument_id - config_.min_instrument], index);
+  Release(index);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::CancelByClient(const codec::Command& c,
+                                         ReportBuffer& out) noexcept {
+  const std::uint32_t index =
+      index_.FindByClient(c.account_id, c.client_order_id, orders_.data());
+  if (index == internal::kNil) {
+    return Reject(c, codec::RejectReason::kUnknownOrder, out);
+  }
+  const internal::Order& order = orders_[index];
+  out.Append(codec::Cancelled{.order_id = order.order_id,
+                              .account_id = order.account_id,
+                              .client_order_id = order.client_order_id,
+                              .instrument_id = order.instrument_id,
+                              .cancelled_quantity = order.leaves,
+                              .reason = codec::CancelReason::kRequested});
+  Unlink(books_[order.instrument_id - config_.min_instrument], index);
+  Release(index);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Replace(const codec::Command& c,
+                                  ReportBuffer& out) noexcept {
+  using codec::RejectReason;
+  const std::uint32_t index = index_.FindById(c.order_id, orders_.data());
+  if (index == internal::kNil) {
+    return Reject(c, RejectReason::kUnknownOrder, out);
+  }
+  internal::Order& order = orders_[index];
+  if (order.account_id != c.account_id) {
+    return Reject(c, RejectReason::kNotOwner, out);
+  }
+  if (c.price < config_.min_price || c.price > config_.max_price) {
+    return Reject(c, RejectReason::kInvalidPrice, out);
+  }
+  if (c.quantity < config_.min_quantity || c.quantity > config_.max_quantity) {
+    return Reject(c, RejectReason::kInvalidQuantity, out);
+  }
+  // The new id may be the order's own; held by another live order, it may
+  // not.
+  if (c.client_order_id != order.client_order_id &&
+      index_.FindByClient(c.account_id, c.client_order_id, orders_.data()) !=
+          internal::kNil) {
+    return Reject(c, RejectReason::kDuplicateClientOrderId, out);
+  }
+  BookData& book = books_[order.instrument_id - config_.min_instrument];
+  if (order.time_in_force == codec::TimeInForce::kPostOnly &&
+      Crosses(book, order.side, c.price)) {
+    return Reject(c, RejectReason::kWouldCross, out);
+  }
+
+  if (c.client_order_id != order.client_order_id) {
+    index_.EraseClient(order.account_id, order.client_order_id, index);
+    order.client_order_id = c.client_order_id;
+    index_.InsertClient(order.account_id, order.client_order_id, index);
+  }
+  const bool keep = c.price == order.price && c.quantity <= order.leaves;
+  out.Append(codec::Replaced{.order_id = order.order_id,
+                             .account_id = order.account_id,
+                             .client_order_id = order.client_order_id,
+                             .price = c.price,
+                             .quantity = c.quantity,
+                             .priority_kept = keep ? codec::PriorityKept::kYes
+                                                   : codec::PriorityKept::kNo});
+  if (keep) {
+    levels_[order.level].quantity -= order.leaves - c.quantity;
+    order.leaves = c.quantity;
+    return;
+  }
+  // Priority is lost: the order leaves its place in the queue, takes its new
+  // price and quantity, trades if it crosses and rests at the back.
+  Unlink(book, index);
+  order.price = c.price;
+  order.leaves = c.quantity;
+  Taker taker{.order_id = order.order_id,
+              .account_id = order.account_id,
+              .client_order_id = order.client_order_id,
+              .instrument_id = order.instrument_id,
+              .side = order.side,
+              .leaves = order.leaves};
+  const std::int64_t threshold =
+      internal::KeyOf(internal::Opposite(order.side), order.price);
+  if (CanTrade(book, order.side, threshold)) {
+    Match(book, taker, threshold, out);
+  }
+  order.leaves = taker.leaves;
+  if (order.leaves == 0) return Release(index);
+  Rest(book, index);
+}
+
+template <typename Traits>
+const typename BasicEngine<Traits>::BookData* BasicEngine<Traits>::BookOf(
+    std::uint32_t instrument_id) const noexcept {
+  const std::uint32_t book_index = instrument_id - config_.min_instrument;
+  return book_index < books_.size() ? &books_[book_index] : nullptr;
+}
+
+template <typename Traits>
+typename BasicEngine<Traits>::BookView BasicEngine<Traits>::Book(
+    std::uint32_t instrument_id) const noexcept {
+  return BookView(this, instrument_id, BookOf(instrument_id));
+}
+
+template <typename Traits>
+bool BasicEngine<Traits>::BookView::empty() const noexcept {
+  return book_ == nullptr ||
+         (book_->sides[0].empty() && book_->sides[1].empty());
+}
+
+template <typename Traits>
+std::optional<LevelInfo> BasicEngine<Traits>::BookView::Best(
+    codec::Side side) const {
+  LevelInfo info{};
+  return Depth(side, std::span<LevelInfo>(&info, 1)) == 1
+             ? std::optional<LevelInfo>(info)
+             : std::nullopt;
+}
+
+template <typename Traits>
+std::size_t BasicEngine<Traits>::BookView::Depth(
+    codec::Side side, std::span<LevelInfo> out) const {
+  if (book_ == nullptr || out.empty()) return 0;
+  if (side != codec::Side::kBuy && side != codec::Side::kSell) return 0;
+  std::size_t written = 0;
+  book_->sides[internal::SideIndex(side)].ForEachFromBest(
+      [&](internal::LevelRef ref) {
+        const internal::Level& level = engine_->levels_[ref.level];
+        out[written++] = LevelInfo{.price = level.price,
+                                   .quantity = level.quantity,
+                                   .order_count = level.count};
+        return written < out.size();
+      });
+  return written;
+}
+
+template <typename Traits>
+std::size_t BasicEngine<Traits>::BookView::level_count(
+    codec::Side side) const noexcept {
+  if (book_ == nullptr) return 0;
+  if (side != codec::Side::kBuy && side != codec::Side::kSell) return 0;
+  return book_->sides[internal::SideIndex(side)].size();
+}
+
+template <typename Traits>
+OrderInfo BasicEngine<Traits>::InfoOf(
+    const internal::Order& order) const noexcept {
+  return OrderInfo{.order_id = order.order_id,
+                   .account_id = order.account_id,
+                   .client_order_id = order.client_order_id,
+                   .instrument_id = order.instrument_id,
+                   .side = order.side,
+                   .time_in_force = order.time_in_force,
+                   .price = order.price,
+                   .leaves_quantity = order.leaves};
+}
+
+template <typename Traits>
+std::optional<OrderInfo> BasicEngine<Traits>::FindOrder(
+    std::uint64_t order_id) const noexcept {
+  const std::uint32_t index = index_.FindById(order_id, orders_.data());
+  if (index == internal::kNil) return std::nullopt;
+  return InfoOf(orders_[index]);
+}
+
+template <typename Traits>
+std::optional<OrderInfo> BasicEngine<Traits>::FindOrderByClient(
+    std::uint64_t account_id, std::uint64_t client_order_id) const noexcept {
+  const std::uint32_t index =
+      index_.FindByClient(account_id, client_order_id, orders_.data());
+  if (index == internal::kNil) return std::nullopt;
+  return InfoOf(orders_[index]);
+}
+
+template <typename Traits>
+absl::Status BasicEngine<Traits>::CheckInvariants() const {
+  absl::Status status;
+  std::uint64_t orders_seen = 0;
+  std::uint64_t levels_seen = 0;
+  const auto fail = [&](const std::string& message) {
+    if (status.ok()) status = absl::InternalError(message);
+    return false;
+  };
+  for (std::size_t b = 0; b < books_.size() && status.ok(); ++b) {
+    const std::uint32_t instrument =
+        config_.min_instrument + static_cast<std::uint32_t>(b);
+    for (int s = 0; s < 2 && status.ok(); ++s) {
+      const codec::Side side = s == 0 ? codec::Side::kBuy : codec::Side::kSell;
+      bool first = true;
+      std::int64_t previous_key = 0;
+      books_[b].sides[s].ForEachFromBest([&](internal::LevelRef ref) {
+        ++levels_seen;
+        if (!first && ref.key >= previous_key) {
+          return fail(absl::StrFormat(
+              "instrument %d side %d: level keys not strictly decreasing from "
+              "the best (%d then %d)",
+              instrument, s, previous_key, ref.key));
+        }
+        first = false;
+        previous_key = ref.key;
+        const internal::Level& level = levels_[ref.level];
+        if (internal::KeyOf(side, level.price) != ref.key) {
+          return fail(
+              absl::StrFormat("instrument %d: level %d has price %d "
+                              "but key %d",
+                              instrument, ref.level, level.price, ref.key));
+        }
+        if (level.count == 0 || level.head == internal::kNil) {
+          return fail(absl::StrFormat("instrument %d: empty level at price %d",
+                                      instrument, level.price));
+        }
+        std::uint32_t count = 0;
+        std::uint64_t quantity = 0;
+        std::uint32_t previous = internal::kNil;
+        for (std::uint32_t i = level.head; i != internal::kNil;
+             i = orders_[i].next) {
+          const internal::Order& order = orders_[i];
+          ++count;
+          quantity += order.leaves;
+          if (order.prev != previous || order.level != ref.level ||
+              order.price != level.price || order.side != side ||
+              order.instrument_id != instrument || order.leaves == 0 ||
+              count > level.count) {
+            return fail(absl::StrFormat(
+                "order %d (index %d) does not belong where it is linked: "
+                "price %d side %d instrument %d leaves %d, level price %d",
+                order.order_id, i, order.price, static_cast<int>(order.side),
+                order.instrument_id, order.leaves, level.price));
+          }
+          if (order.time_in_force != codec::TimeInForce::kGoodTillCancel &&
+              order.time_in_force != codec::TimeInForce::kPostOnly) {
+            return fail(absl::StrFormat("order %d rests with time in force %d",
+                                        order.order_id,
+                                        static_cast<int>(order.time_in_force)));
+          }
+          if (index_.FindById(order.order_id, orders_.data()) != i) {
+            return fail(absl::StrFormat("order %d is not found by its id",
+                                        order.order_id));
+          }
+          if (index_.FindByClient(order.account_id, order.client_order_id,
+                                  orders_.data()) != i) {
+            return fail(absl::StrFormat(
+                "order %d is not found by (account %d, client_order_id %d)",
+                order.order_id, order.account_id, order.client_order_id));
+          }
+          previous = i;
+        }
+        if (level.tail != previous || count != level.count ||
+            quantity != level.quantity) {
+          return fail(absl::StrFormat(
+              "instrument %d price %d: level says %d orders / %d lots, its "
+              "FIFO holds %d / %d",
+              instrument, level.price, level.count, level.quantity, count,
+              quantity));
+        }
+        orders_seen += count;
+        return true;
+      });
+    }
+    const auto& bids = books_[b].sides[0];
+    const auto& asks = books_[b].sides[1];
+    if (status.ok() && !bids.empty() && !asks.empty() &&
+        bids.Best().key >= -asks.Best().key) {
+      fail(absl::StrFormat("instrument %d is crossed at rest: bid %d, ask %d",
+                           instrument, bids.Best().key, -asks.Best().key));
+    }
+  }
+  if (status.ok() && orders_seen != orders_.in_use()) {
+    fail(absl::StrFormat("%d orders in books, %d records in use", orders_seen,
+                         orders_.in_use()));
+  }
+  if (status.ok() && levels_seen != levels_.in_use()) {
+    fail(absl::StrFormat("%d levels in books, %d records in use", levels_seen,
+                         levels_.in_use()));
+  }
+  return status;
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Reset() noexcept {
+  for (BookData& book : books_) {
+    book.sides[0].Clear();
+    book.sides[1].Clear();
+  }
+  orders_.Clear();
+  levels_.Clear();
+  index_.Clear();
+  next_order_id_ = 1;
+  next_match_id_ = 1;
+}
+
+}  // namespace orderwire::engine
+
+#endif  // ORDERWIRE_ENGINE_INTERNAL_ENGINE_IMPL_H_

@@ -1,0 +1,125 @@
+// Internal to orderwire::engine; do not depend on it.
+//
+// One side of a book: its price levels as a sorted array of (key, level
+// index) pairs, best at the back. A key is the price for bids and minus the
+// price for asks, so on both sides a larger key is a better price and one
+// type serves both.
+//
+// Why a sorted array with the best at the back: nearly all activity is at or
+// near the top of the book. The best level is the last element (one load);
+// a new level near the top is inserted by moving the few better levels up
+// one slot; the level at the top is removed by a pop. A search (for the
+// level of a price, or where a new one goes) first compares the key with the
+// last kLinearSteps entries - the levels nearest the best - and counts the
+// smaller ones, without a branch per entry (a scan that stops at the first
+// hit mispredicts its exit); only a key deeper than that window goes on to a
+// branch-free binary search of the rest (a conditional move per step), so an
+// order resting deep in a book (e.g. left behind by a moving market) costs
+// O(log n) compares rather than a walk. The array grows by doubling only
+// when a side holds more levels than it ever did.
+#ifndef ORDERWIRE_ENGINE_INTERNAL_SORTED_LEVELS_H_
+#define ORDERWIRE_ENGINE_INTERNAL_SORTED_LEVELS_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "engine/internal/pool.h"
+
+namespace orderwire::engine::internal {
+
+struct LevelRef {
+  std::int64_t key;  // price for bids, -price for asks: larger is better
+  std::uint32_t level;
+};
+
+template <std::size_t kLinearSteps>
+class BasicSortedLevels {
+ public:
+  // The initial room of a side, in levels (16 bytes each); reserved when the
+  // side first gets a level.
+  static constexpr std::size_t kInitialCapacity = 256;
+
+  [[nodiscard]] bool empty() const noexcept { return refs_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return refs_.size(); }
+  // Precondition: !empty(). Hot path, O(1).
+  [[nodiscard]] LevelRef Best() const noexcept { return refs_.back(); }
+
+  // The level of `key`, or kNil. Hot path.
+  [[nodiscard]] std::uint32_t Find(std::int64_t key) const noexcept {
+    const std::size_t pos = LowerBound(key);
+    return pos < refs_.size() && refs_[pos].key == key ? refs_[pos].level
+                                                       : kNil;
+  }
+
+  // The level of `key`; if there is none, inserts `make_level()` (which
+  // returns the new level's index) under `key`. Hot path.
+  template <typename MakeLevel>
+  std::uint32_t FindOrInsert(std::int64_t key, MakeLevel&& make_level) {
+    const std::size_t pos = LowerBound(key);
+    if (pos < refs_.size() && refs_[pos].key == key) return refs_[pos].level;
+    if (refs_.capacity() == 0) [[unlikely]] {
+      refs_.reserve(kInitialCapacity);
+    }
+    const std::uint32_t level = make_level();
+    refs_.insert(refs_.begin() + static_cast<std::ptrdiff_t>(pos),
+                 LevelRef{key, level});
+    return level;
+  }
+
+  // Removes the level of `key`. Precondition: present. Hot path.
+  void Erase(std::int64_t key) noexcept {
+    refs_.erase(refs_.begin() + static_cast<std::ptrdiff_t>(LowerBound(key)));
+  }
+
+  // Removes the best level. Precondition: !empty(). Hot path, O(1).
+  void PopBest() noexcept { refs_.pop_back(); }
+
+  // Calls `fn(LevelRef)` from the best level down while it returns true.
+  template <typename Fn>
+  void ForEachFromBest(Fn&& fn) const {
+    for (std::size_t i = refs_.size(); i-- > 0;) {
+      if (!fn(refs_[i])) return;
+    }
+  }
+
+  void Clear() noexcept { refs_.clear(); }
+
+ private:
+  // The first position whose key is >= `key` (ascending order).
+  [[nodiscard]] std::size_t LowerBound(std::int64_t key) const noexcept {
+    const std::size_t n = refs_.size();
+    if (n == 0) return 0;
+    const LevelRef* const first = refs_.data();
+    // The last kLinearSteps entries (near the best) are counted without a
+    // branch per entry; deeper, a branch-free binary search.
+    const std::size_t window_start = n > kLinearSteps ? n - kLinearSteps : 0;
+    if (window_start < n &&
+        (window_start == 0 || first[window_start].key < key)) {
+      std::size_t below = 0;
+      for (std::size_t i = window_start; i < n; ++i) {
+        below += first[i].key < key ? 1 : 0;
+      }
+      return window_start + below;
+    }
+    // Here the answer is in [0, window_start].
+    const LevelRef* base = first;
+    std::size_t count = window_start;
+    if (count == 0) return 0;
+    while (count > 1) {
+      const std::size_t half = count / 2;
+      base = base[half].key < key ? base + half : base;
+      count -= half;
+    }
+    return static_cast<std::size_t>(base - first) + (base->key < key ? 1 : 0);
+  }
+
+  std::vector<LevelRef> refs_;  // ascending key; best at the back
+};
+
+using SortedLevels = BasicSortedLevels<8>;
+
+}  // namespace orderwire::engine::internal
+
+#endif  // ORDERWIRE_ENGINE_INTERNAL_SORTED_LEVELS_H_

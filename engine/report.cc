@@ -1,0 +1,31 @@
+#include "engine/report.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <limits>
+
+#include "codec/kind_table.h"
+
+namespace orderwire::engine {
+
+ReportBuffer::ReportBuffer(std::size_t reserve_reports)
+    : reports_(std::max<std::size_t>(reserve_reports, 16)),
+      frames_(reports_.size() * codec::kMaxFrameSize) {}
+
+void ReportBuffer::Grow() {
+  if (reports_.size() * 2 * codec::kMaxFrameSize >
+      std::numeric_limits<std::uint32_t>::max()) {
+    // A frame offset would not fit in Report::frame_offset: the caller never
+    // cleared the buffer (see report.h). A broken precondition, not input.
+    std::fputs("orderwire: ReportBuffer over 4 GiB without Clear()\n", stderr);
+    std::abort();
+  }
+  reports_.resize(reports_.size() * 2);
+  frames_.resize(
+      std::max(frames_.size() * 2, reports_.size() * codec::kMaxFrameSize));
+}
+
+}  // namespace orderwire::engine

@@ -1,0 +1,164 @@
+// Reports as the engine emits them: a model value and its encoded frame, both
+// appended to a caller-owned, reusable ReportBuffer.
+//
+// The engine is handed a ReportBuffer with every command and appends that
+// command's reports to it in emission order (PROTOCOL.md "Validation and
+// report details" fixes the order). Each report is kept twice: as the codec
+// model (`Report`, e.g. `report.filled.leaves_quantity`) for code that
+// decides things (routing to sessions, tests), and as the frame bytes that go
+// to the journal and the network unchanged, encoded by codec::EncodeFrame.
+//
+// Frame sequence numbers: the buffer numbers the frames it encodes from
+// `next_sequence()` upwards (1, 2, 3, ... by default) and keeps counting
+// across Clear(), which is what one session wants (`orderwire match`). A
+// service that splits reports between sessions rewrites the first 8 bytes of
+// each frame with that session's number (StoreLE at codec::kSequenceOffset).
+//
+// Memory: the buffer grows (doubling) only when one batch holds more reports
+// than it ever did; cleared and reused, it never allocates again. One batch
+// holds at most 2^32 bytes of frames (about 60 million reports): clear it
+// between commands or datagrams (a batch past that aborts). A command
+// can produce any number of reports (a sweep of the book), so there is no
+// fixed bound that a fixed buffer could honour.
+#ifndef ORDERWIRE_ENGINE_REPORT_H_
+#define ORDERWIRE_ENGINE_REPORT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "codec/frame.h"
+#include "codec/kind_table.h"
+#include "codec/messages.h"
+#include "codec/types.h"
+
+namespace orderwire::engine {
+
+// One report: its kind, where its frame is in the buffer, and its model.
+struct Report {
+  codec::Kind kind;
+  std::uint8_t frame_size;
+  std::uint32_t frame_offset;  // into ReportBuffer::frames()
+  union {
+    codec::Accepted accepted;
+    codec::Rejected rejected;
+    codec::Filled filled;
+    codec::Cancelled cancelled;
+    codec::Replaced replaced;
+  };
+
+  // The model of kind `Model`. Precondition: kind matches.
+  template <typename Model>
+  [[nodiscard]] const Model& As() const noexcept;
+};
+
+static_assert(std::is_trivially_copyable_v<Report>);
+static_assert(sizeof(Report) == 72);
+
+class ReportBuffer {
+ public:
+  // Reserves room for `reserve_reports` reports and their frames.
+  explicit ReportBuffer(std::size_t reserve_reports = 4096);
+
+  // Forgets the reports, keeping the memory; sequences keep counting.
+  void Clear() noexcept {
+    size_ = 0;
+    frame_bytes_ = 0;
+  }
+
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] const Report& operator[](std::size_t i) const noexcept {
+    return reports_[i];
+  }
+  [[nodiscard]] std::span<const Report> reports() const noexcept {
+    return {reports_.data(), size_};
+  }
+  // Every frame, back to back, in emission order.
+  [[nodiscard]] std::span<const std::byte> frames() const noexcept {
+    return {frames_.data(), frame_bytes_};
+  }
+  // The frame of report `i`.
+  [[nodiscard]] std::span<const std::byte> frame(std::size_t i) const noexcept {
+    return {frames_.data() + reports_[i].frame_offset, reports_[i].frame_size};
+  }
+
+  // The sequence number the next frame gets (1 for a new buffer).
+  [[nodiscard]] std::uint64_t next_sequence() const noexcept {
+    return next_sequence_;
+  }
+  void set_next_sequence(std::uint64_t sequence) noexcept {
+    next_sequence_ = sequence;
+  }
+
+  // Appends one report: the model and its frame (numbered next_sequence()).
+  // Used by the engine. Hot path: two small stores and no allocation, except
+  // when the buffer must grow (never, once it has held the largest batch).
+  template <typename Model>
+  void Append(const Model& model) noexcept;
+
+ private:
+  void Grow();  // cold: doubles both arrays
+
+  std::vector<Report> reports_;
+  std::vector<std::byte> frames_;
+  std::size_t size_ = 0;
+  std::size_t frame_bytes_ = 0;
+  std::uint64_t next_sequence_ = 1;
+};
+
+// ---------------------------------------------------------------------------
+// Implementation.
+
+template <typename Model>
+const Model& Report::As() const noexcept {
+  if constexpr (std::is_same_v<Model, codec::Accepted>) {
+    return accepted;
+  } else if constexpr (std::is_same_v<Model, codec::Rejected>) {
+    return rejected;
+  } else if constexpr (std::is_same_v<Model, codec::Filled>) {
+    return filled;
+  } else if constexpr (std::is_same_v<Model, codec::Cancelled>) {
+    return cancelled;
+  } else {
+    static_assert(std::is_same_v<Model, codec::Replaced>);
+    return replaced;
+  }
+}
+
+template <typename Model>
+void ReportBuffer::Append(const Model& model) noexcept {
+  constexpr std::size_t kSize = codec::kFrameSize<Model>;
+  // frames_ always has room for kMaxFrameSize bytes per report slot, so one
+  // check covers both arrays.
+  if (size_ == reports_.size()) [[unlikely]] {
+    Grow();
+  }
+  Report& report = reports_[size_++];
+  report.kind = codec::MessageTraits<Model>::kKind;
+  report.frame_size = static_cast<std::uint8_t>(kSize);
+  report.frame_offset = static_cast<std::uint32_t>(frame_bytes_);
+  if constexpr (std::is_same_v<Model, codec::Accepted>) {
+    report.accepted = model;
+  } else if constexpr (std::is_same_v<Model, codec::Rejected>) {
+    report.rejected = model;
+  } else if constexpr (std::is_same_v<Model, codec::Filled>) {
+    report.filled = model;
+  } else if constexpr (std::is_same_v<Model, codec::Cancelled>) {
+    report.cancelled = model;
+  } else {
+    static_assert(std::is_same_v<Model, codec::Replaced>);
+    report.replaced = model;
+  }
+  // Cannot fail: room for kSize bytes was ensured above.
+  (void)codec::EncodeFrame(
+      next_sequence_++, model,
+      std::span<std::byte>(frames_.data() + frame_bytes_, kSize));
+  frame_bytes_ += kSize;
+}
+
+}  // namespace orderwire::engine
+
+#endif  // ORDERWIRE_ENGINE_REPORT_H_

@@ -1,0 +1,356 @@
+// Long random streams: the engine's invariants after every command, checked
+// against a shadow model built only from the reports; and determinism.
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
+#include "codec/command.h"
+#include "codec/testing/random_commands.h"
+#include "codec/types.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/report.h"
+#include "engine/workload.h"
+#include "gtest/gtest.h"
+#include "tests/engine/scenario.h"
+
+namespace orderwire::engine::testing {
+namespace {
+
+using codec::testing::SplitMix64;
+
+// A chaotic stream: few accounts (many self-trades), two instruments, a
+// narrow price band (many crossings and deep sweeps), every time in force,
+// cancels and replaces of real, finished, foreign and made-up orders, and a
+// sprinkle of invalid fields.
+class ChaosStream {
+ public:
+  explicit ChaosStream(std::uint64_t seed) : rng_(seed) {}
+
+  codec::Command Next() {
+    const std::uint64_t account = 1 + rng_.Below(4);
+    const auto instrument = static_cast<std::uint32_t>(1 + rng_.Below(2));
+    const Side side = rng_.Below(2) == 0 ? kBuy : kSell;
+    const auto price = static_cast<std::int64_t>(95 + rng_.Below(11));
+    const std::uint64_t quantity = 1 + rng_.Below(30);
+    const std::uint64_t coid = 1 + rng_.Below(40);  // collisions on purpose
+    const std::uint64_t order_id = 1 + rng_.Below(next_order_id_guess_ + 2);
+    const std::uint64_t u = rng_.Below(100);
+    codec::Command c;
+    if (u < 45) {
+      static constexpr TimeInForce kTifs[] = {kGtc, kGtc, kGtc,
+                                              kIoc, kFok, kPostOnly};
+      c = Limit(account, coid, instrument, side, kTifs[rng_.Below(6)], price,
+                quantity);
+      ++next_order_id_guess_;
+    } else if (u < 50) {
+      c = Market(account, coid, instrument, side, quantity * 3);
+      ++next_order_id_guess_;
+    } else if (u < 70) {
+      c = CancelOrder(account, order_id);
+    } else if (u < 80) {
+      c = CancelClient(account, coid);
+    } else {
+      c = Replace(account, order_id, coid, price, quantity);
+    }
+    // Now and then, an invalid field.
+    if (rng_.Below(50) == 0) {
+      switch (rng_.Below(5)) {
+        case 0:
+          c.instrument_id = 0;
+          break;
+        case 1:
+          c.side = static_cast<Side>(3);
+          break;
+        case 2:
+          c.time_in_force = static_cast<TimeInForce>(0);
+          break;
+        case 3:
+          c.price = 0;
+          break;
+        default:
+          c.quantity = 0;
+          break;
+      }
+    }
+    return c;
+  }
+
+ private:
+  SplitMix64 rng_;
+  std::uint64_t next_order_id_guess_ = 1;
+};
+
+// What the reports say about each live order.
+struct Shadow {
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint32_t instrument_id;
+  Side side;
+  std::int64_t price;
+  std::uint64_t leaves;
+};
+
+// Applies `reports` to `live` and checks each report against it: quantities
+// are conserved (every fill and cancel takes exactly what was left), each
+// match pairs a maker and a taker of different accounts at one price, and
+// ids count up.
+class ShadowBook {
+ public:
+  void Apply(const codec::Command& command, const ReportBuffer& reports) {
+    // The incoming order of this command (not live until it rests).
+    std::uint64_t taker_id = 0;
+    Shadow taker{};
+    bool taker_rests = false;
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      const Report& r = reports[i];
+      switch (r.kind) {
+        case codec::Kind::kAccepted: {
+          const codec::Accepted& a = r.accepted;
+          ASSERT_EQ(a.order_id, next_order_id_++);
+          taker_id = a.order_id;
+          taker = Shadow{a.account_id, a.client_order_id, a.instrument_id,
+                         a.side,       a.price,           a.quantity};
+          taker_rests = a.time_in_force == kGtc || a.time_in_force == kPostOnly;
+          accepted_quantity_ += a.quantity;
+          break;
+        }
+        case codec::Kind::kRejected:
+          ASSERT_EQ(reports.size(), 1u) << "a rejected command reports once";
+          ASSERT_EQ(r.rejected.command_kind, command.kind);
+          break;
+        case codec::Kind::kFilled: {
+          const codec::Filled& f = r.filled;
+          ASSERT_EQ(f.liquidity, codec::Liquidity::kMaker);
+          ASSERT_LT(i + 1, reports.size());
+          const codec::Filled& t = reports[i + 1].filled;
+          ASSERT_EQ(reports[i + 1].kind, codec::Kind::kFilled);
+          ASSERT_EQ(t.liquidity, codec::Liquidity::kTaker);
+          ASSERT_EQ(f.match_id, next_match_id_++);
+          ASSERT_EQ(t.match_id, f.match_id);
+          ASSERT_EQ(t.price, f.price);
+          ASSERT_EQ(t.quantity, f.quantity);
+          ASSERT_NE(t.account_id, f.account_id) << "self-trade";
+          ASSERT_NE(t.side, f.side);
+          ASSERT_GT(f.quantity, 0u);
+          auto maker = live_.find(f.order_id);
+          ASSERT_NE(maker, live_.end()) << "maker " << f.order_id;
+          ASSERT_EQ(maker->second.price, f.price);
+          ASSERT_EQ(maker->second.leaves, f.leaves_quantity + f.quantity);
+          maker->second.leaves = f.leaves_quantity;
+          if (f.leaves_quantity == 0) live_.erase(maker);
+          // The taker: the incoming order, or a replaced resting one.
+          if (t.order_id == taker_id) {
+            ASSERT_EQ(taker.leaves, t.leaves_quantity + t.quantity);
+            taker.leaves = t.leaves_quantity;
+          } else {
+            ASSERT_EQ(replaced_id_, t.order_id);
+            ASSERT_EQ(replaced_.leaves, t.leaves_quantity + t.quantity);
+            replaced_.leaves = t.leaves_quantity;
+          }
+          filled_quantity_ += 2 * f.quantity;
+          ++i;
+          break;
+        }
+        case codec::Kind::kCancelled: {
+          const codec::Cancelled& c = r.cancelled;
+          cancelled_quantity_ += c.cancelled_quantity;
+          if (c.order_id == taker_id) {
+            ASSERT_EQ(c.cancelled_quantity, taker.leaves);
+            taker.leaves = 0;
+            taker_rests = false;
+            break;
+          }
+          const auto it = live_.find(c.order_id);
+          ASSERT_NE(it, live_.end()) << "cancelled " << c.order_id;
+          ASSERT_EQ(c.cancelled_quantity, it->second.leaves);
+          ASSERT_EQ(c.client_order_id, it->second.client_order_id);
+          live_.erase(it);
+          break;
+        }
+        case codec::Kind::kReplaced: {
+          const codec::Replaced& p = r.replaced;
+          ASSERT_EQ(i, 0u) << "Replaced comes first";
+          const auto it = live_.find(p.order_id);
+          ASSERT_NE(it, live_.end());
+          // The old leaves leave the books; the new ones enter them.
+          cancelled_quantity_ += it->second.leaves;
+          accepted_quantity_ += p.quantity;
+          replaced_id_ = p.order_id;
+          replaced_ = it->second;
+          replaced_.client_order_id = p.client_order_id;
+          replaced_.price = p.price;
+          replaced_.leaves = p.quantity;
+          live_.erase(it);
+          break;
+        }
+        default:
+          FAIL() << "unexpected report kind";
+      }
+    }
+    if (taker_id != 0 && taker_rests && taker.leaves > 0) {
+      live_[taker_id] = taker;
+    }
+    if (replaced_id_ != 0) {
+      if (replaced_.leaves > 0) live_[replaced_id_] = replaced_;
+      replaced_id_ = 0;
+    }
+    // Conservation: every lot accepted is filled, cancelled or resting.
+    std::uint64_t resting = 0;
+    for (const auto& [id, order] : live_) resting += order.leaves;
+    ASSERT_EQ(accepted_quantity_,
+              filled_quantity_ + cancelled_quantity_ + resting);
+  }
+
+  // The engine holds exactly the shadow's live orders.
+  void Compare(const Engine& engine) const {
+    ASSERT_EQ(engine.live_orders(), live_.size());
+    for (const auto& [id, order] : live_) {
+      const auto found = engine.FindOrder(id);
+      ASSERT_TRUE(found.has_value()) << "order " << id;
+      ASSERT_EQ(found->leaves_quantity, order.leaves) << "order " << id;
+      ASSERT_EQ(found->price, order.price);
+      ASSERT_EQ(found->side, order.side);
+      ASSERT_EQ(found->instrument_id, order.instrument_id);
+      const auto by_client =
+          engine.FindOrderByClient(order.account_id, order.client_order_id);
+      ASSERT_TRUE(by_client.has_value());
+      ASSERT_EQ(by_client->order_id, id);
+    }
+  }
+
+ private:
+  std::map<std::uint64_t, Shadow> live_;
+  std::uint64_t replaced_id_ = 0;
+  Shadow replaced_{};
+  std::uint64_t next_order_id_ = 1;
+  std::uint64_t next_match_id_ = 1;
+  // Lots, order by order: what entered the books (accepted, or a replace's
+  // new leaves) is filled (each match fills two orders), cancelled (or
+  // replaced away) or resting.
+  std::uint64_t accepted_quantity_ = 0;
+  std::uint64_t filled_quantity_ = 0;
+  std::uint64_t cancelled_quantity_ = 0;
+};
+
+void RunChaos(std::uint64_t seed, int commands, const EngineConfig& config) {
+  auto engine = std::make_unique<Engine>(config);
+  ReportBuffer reports;
+  ChaosStream stream(seed);
+  ShadowBook shadow;
+  for (int i = 0; i < commands; ++i) {
+    const codec::Command command = stream.Next();
+    reports.Clear();
+    ASSERT_EQ(engine->Execute(command, reports), ExecuteStatus::kOk);
+    ASSERT_GT(reports.size(), 0u) << "every command gets a report";
+    shadow.Apply(command, reports);
+    if (::testing::Test::HasFatalFailure()) {
+      FAIL() << "seed " << seed << ", command " << i + 1;
+    }
+    const absl::Status invariants = engine->CheckInvariants();
+    ASSERT_TRUE(invariants.ok())
+        << invariants << " (seed " << seed << ", command " << i + 1 << ")";
+    if (i % 64 == 0 || i + 1 == commands) {
+      shadow.Compare(*engine);
+      if (::testing::Test::HasFatalFailure()) {
+        FAIL() << "seed " << seed << ", command " << i + 1;
+      }
+    }
+  }
+}
+
+TEST(Invariants, HoldAfterEveryCommandOfLongChaoticStreams) {
+  for (std::uint64_t seed = 1; seed <= 4; ++seed) {
+    RunChaos(seed, 50'000, EngineConfig{});
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(Invariants, HoldWhenTheBookIsFull) {
+  EngineConfig config;
+  config.max_live_orders = 16;
+  for (std::uint64_t seed = 11; seed <= 12; ++seed) {
+    RunChaos(seed, 30'000, config);
+    if (HasFatalFailure()) return;
+  }
+}
+
+TEST(Invariants, HoldOnTheMixedWorkload) {
+  auto engine = std::make_unique<Engine>(EngineConfig{});
+  ReportBuffer reports;
+  ShadowBook shadow;
+  workload::MixedGenerator generator(7);
+  for (int i = 0; i < 100'000; ++i) {
+    const codec::Command command = generator.Next();
+    reports.Clear();
+    ASSERT_EQ(engine->Execute(command, reports), ExecuteStatus::kOk);
+    shadow.Apply(command, reports);
+    ASSERT_FALSE(HasFatalFailure()) << "command " << i + 1;
+    if (i % 1000 == 0) {
+      ASSERT_TRUE(engine->CheckInvariants().ok());
+      shadow.Compare(*engine);
+      ASSERT_FALSE(HasFatalFailure()) << "command " << i + 1;
+    }
+  }
+  ASSERT_TRUE(engine->CheckInvariants().ok());
+}
+
+// ---------------------------------------------------------------------------
+// Determinism.
+
+std::vector<std::byte> RunToBytes(Engine& engine,
+                                  std::span<const codec::Command> commands) {
+  ReportBuffer reports;
+  std::vector<std::byte> bytes;
+  for (const codec::Command& command : commands) {
+    (void)engine.Execute(command, reports);
+    if (reports.size() > 1000) {
+      bytes.insert(bytes.end(), reports.frames().begin(),
+                   reports.frames().end());
+      reports.Clear();
+    }
+  }
+  bytes.insert(bytes.end(), reports.frames().begin(), reports.frames().end());
+  return bytes;
+}
+
+TEST(Determinism, TheSameStreamTwiceGivesIdenticalReportBytes) {
+  std::vector<codec::Command> commands;
+  ChaosStream chaos(99);
+  for (int i = 0; i < 50'000; ++i) commands.push_back(chaos.Next());
+  const auto mixed = workload::Generate(workload::Workload::kMixed, 50'000, 3);
+  commands.insert(commands.end(), mixed.begin(), mixed.end());
+
+  auto first = std::make_unique<Engine>(EngineConfig{});
+  auto second = std::make_unique<Engine>(EngineConfig{});
+  const std::vector<std::byte> a = RunToBytes(*first, commands);
+  const std::vector<std::byte> b = RunToBytes(*second, commands);
+  ASSERT_GT(a.size(), 100'000u);
+  EXPECT_EQ(a.size(), b.size());
+  EXPECT_TRUE(a == b);
+  // And after Reset, the same engine again.
+  first->Reset();
+  const std::vector<std::byte> c = RunToBytes(*first, commands);
+  EXPECT_TRUE(a == c);
+  // The books end the same too.
+  std::vector<OrderInfo> left;
+  std::vector<OrderInfo> right;
+  first->ForEachLiveOrder([&](const OrderInfo& o) { left.push_back(o); });
+  second->ForEachLiveOrder([&](const OrderInfo& o) { right.push_back(o); });
+  ASSERT_EQ(left.size(), right.size());
+  for (std::size_t i = 0; i < left.size(); ++i) {
+    EXPECT_EQ(left[i].order_id, right[i].order_id);
+    EXPECT_EQ(left[i].client_order_id, right[i].client_order_id);
+    EXPECT_EQ(left[i].price, right[i].price);
+    EXPECT_EQ(left[i].leaves_quantity, right[i].leaves_quantity);
+  }
+}
+
+}  // namespace
+}  // namespace orderwire::engine::testing

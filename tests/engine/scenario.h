@@ -1,0 +1,241 @@
+// Test support for engine scenarios: command frames in, exact reports out.
+//
+// A Scenario encodes each command as a frame (numbered 1, 2, 3, ...),
+// decodes it back into a codec::Command - so the engine sees exactly what a
+// client's bytes give it - executes it and renders every report frame as one
+// line of text that holds every field of the frame:
+//
+//   Accepted #1 acct=7 coid=1001 inst=1 Buy GTC px=100 qty=10
+//   Rejected acct=7 coid=1001 #0 NewLimit InvalidPrice
+//   Filled #1 acct=7 coid=1001 match=1 inst=1 Buy Maker px=100 qty=5 leaves=5
+//   Cancelled #1 acct=7 coid=1001 inst=1 qty=5 Requested
+//   Replaced #1 acct=7 coid=1002 px=101 qty=5 kept=Yes
+//
+// It also checks, for every report, that the frame and the model the engine
+// emitted agree and that frame sequences run 1, 2, 3, ... across commands.
+#ifndef ORDERWIRE_TESTS_ENGINE_SCENARIO_H_
+#define ORDERWIRE_TESTS_ENGINE_SCENARIO_H_
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "codec/command.h"
+#include "codec/frame.h"
+#include "codec/messages.h"
+#include "codec/types.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/report.h"
+#include "gtest/gtest.h"
+
+namespace orderwire::engine::testing {
+
+using codec::Side;
+using codec::TimeInForce;
+inline constexpr Side kBuy = Side::kBuy;
+inline constexpr Side kSell = Side::kSell;
+inline constexpr TimeInForce kGtc = TimeInForce::kGoodTillCancel;
+inline constexpr TimeInForce kIoc = TimeInForce::kImmediateOrCancel;
+inline constexpr TimeInForce kFok = TimeInForce::kFillOrKill;
+inline constexpr TimeInForce kPostOnly = TimeInForce::kPostOnly;
+
+inline codec::Command Limit(std::uint64_t account, std::uint64_t coid,
+                            std::uint32_t instrument, Side side,
+                            TimeInForce tif, std::int64_t price,
+                            std::uint64_t quantity) {
+  return codec::Command::From(0, codec::NewLimit{.account_id = account,
+                                                 .client_order_id = coid,
+                                                 .instrument_id = instrument,
+                                                 .side = side,
+                                                 .time_in_force = tif,
+                                                 .price = price,
+                                                 .quantity = quantity});
+}
+inline codec::Command Market(std::uint64_t account, std::uint64_t coid,
+                             std::uint32_t instrument, Side side,
+                             std::uint64_t quantity) {
+  return codec::Command::From(0, codec::NewMarket{.account_id = account,
+                                                  .client_order_id = coid,
+                                                  .instrument_id = instrument,
+                                                  .side = side,
+                                                  .quantity = quantity});
+}
+inline codec::Command CancelOrder(std::uint64_t account,
+                                  std::uint64_t order_id) {
+  return codec::Command::From(
+      0, codec::CancelByOrder{.account_id = account, .order_id = order_id});
+}
+inline codec::Command CancelClient(std::uint64_t account, std::uint64_t coid) {
+  return codec::Command::From(
+      0, codec::CancelByClient{.account_id = account, .client_order_id = coid});
+}
+inline codec::Command Replace(std::uint64_t account, std::uint64_t order_id,
+                              std::uint64_t new_coid, std::int64_t price,
+                              std::uint64_t quantity) {
+  return codec::Command::From(0, codec::Replace{.account_id = account,
+                                                .order_id = order_id,
+                                                .new_client_order_id = new_coid,
+                                                .price = price,
+                                                .quantity = quantity});
+}
+
+inline std::string TifName(TimeInForce tif) {
+  switch (tif) {
+    case kGtc:
+      return "GTC";
+    case kIoc:
+      return "IOC";
+    case kFok:
+      return "FOK";
+    case kPostOnly:
+      return "PostOnly";
+  }
+  return absl::StrFormat("tif%d", static_cast<int>(tif));
+}
+template <typename E>
+std::string EnumName(E value) {
+  const std::string_view name = codec::Name(value);
+  return name.empty() ? absl::StrFormat("?%d", static_cast<int>(value))
+                      : std::string(name);
+}
+
+// One report frame as a line of text (every field).
+inline std::string Render(std::span<const std::byte> frame) {
+  const auto view = codec::FrameView::Parse(frame);
+  if (!view.ok()) return "<unparsable frame>";
+  std::string text;
+  codec::VisitFrame(*view, [&](auto typed) {
+    const auto m = typed.ToModel();
+    using M = decltype(m);
+    if constexpr (std::is_same_v<M, const codec::Accepted>) {
+      text = absl::StrFormat(
+          "Accepted #%d acct=%d coid=%d inst=%d %s %s px=%d qty=%d", m.order_id,
+          m.account_id, m.client_order_id, m.instrument_id, EnumName(m.side),
+          TifName(m.time_in_force), m.price, m.quantity);
+    } else if constexpr (std::is_same_v<M, const codec::Rejected>) {
+      text = absl::StrFormat("Rejected acct=%d coid=%d #%d %s %s", m.account_id,
+                             m.client_order_id, m.order_id,
+                             std::string(codec::Info(m.command_kind).name),
+                             EnumName(m.reason));
+    } else if constexpr (std::is_same_v<M, const codec::Filled>) {
+      text = absl::StrFormat(
+          "Filled #%d acct=%d coid=%d match=%d inst=%d %s %s px=%d qty=%d "
+          "leaves=%d",
+          m.order_id, m.account_id, m.client_order_id, m.match_id,
+          m.instrument_id, EnumName(m.side), EnumName(m.liquidity), m.price,
+          m.quantity, m.leaves_quantity);
+    } else if constexpr (std::is_same_v<M, const codec::Cancelled>) {
+      text = absl::StrFormat("Cancelled #%d acct=%d coid=%d inst=%d qty=%d %s",
+                             m.order_id, m.account_id, m.client_order_id,
+                             m.instrument_id, m.cancelled_quantity,
+                             EnumName(m.reason));
+    } else if constexpr (std::is_same_v<M, const codec::Replaced>) {
+      text =
+          absl::StrFormat("Replaced #%d acct=%d coid=%d px=%d qty=%d kept=%s",
+                          m.order_id, m.account_id, m.client_order_id, m.price,
+                          m.quantity, EnumName(m.priority_kept));
+    } else {
+      text = "<not a report>";
+    }
+  });
+  return text;
+}
+
+// The frame the model of `report` encodes to, for comparing with the frame
+// the engine wrote.
+inline std::vector<std::byte> EncodeModel(const Report& report,
+                                          std::uint64_t sequence) {
+  std::vector<std::byte> out(codec::kMaxFrameSize);
+  std::size_t size = 0;
+  switch (report.kind) {
+    case codec::Kind::kAccepted:
+      size = *codec::EncodeFrame(sequence, report.accepted, out);
+      break;
+    case codec::Kind::kRejected:
+      size = *codec::EncodeFrame(sequence, report.rejected, out);
+      break;
+    case codec::Kind::kFilled:
+      size = *codec::EncodeFrame(sequence, report.filled, out);
+      break;
+    case codec::Kind::kCancelled:
+      size = *codec::EncodeFrame(sequence, report.cancelled, out);
+      break;
+    case codec::Kind::kReplaced:
+      size = *codec::EncodeFrame(sequence, report.replaced, out);
+      break;
+    default:
+      break;
+  }
+  out.resize(size);
+  return out;
+}
+
+class Scenario {
+ public:
+  explicit Scenario(const EngineConfig& config = EngineConfig{})
+      : engine_(std::make_unique<Engine>(config)) {}
+
+  // Runs `command` (through its frame) and returns its reports as lines.
+  std::vector<std::string> Send(const codec::Command& command) {
+    codec::Command numbered = command;
+    numbered.sequence = ++sequence_;
+    std::byte frame[codec::kMaxFrameSize];
+    const auto size = codec::EncodeCommand(numbered, frame);
+    EXPECT_TRUE(size.ok());
+    codec::Command decoded{};
+    const auto used =
+        codec::DecodeCommand(std::span<const std::byte>(frame, *size), decoded);
+    EXPECT_TRUE(used.ok());
+    reports_.Clear();
+    EXPECT_EQ(engine_->Execute(decoded, reports_), ExecuteStatus::kOk);
+    return Lines();
+  }
+
+  // The service's entry point for an unauthorized command.
+  std::vector<std::string> SendUnauthorized(const codec::Command& command) {
+    reports_.Clear();
+    EXPECT_EQ(engine_->RejectUnauthorized(command, reports_),
+              ExecuteStatus::kOk);
+    return Lines();
+  }
+
+  Engine& engine() { return *engine_; }
+  const ReportBuffer& reports() const { return reports_; }
+
+ private:
+  std::vector<std::string> Lines() {
+    std::vector<std::string> lines;
+    for (std::size_t i = 0; i < reports_.size(); ++i) {
+      const std::span<const std::byte> frame = reports_.frame(i);
+      const std::uint64_t sequence = codec::LoadLE<std::uint64_t>(frame.data());
+      EXPECT_EQ(sequence, ++report_sequence_) << "report frames are numbered "
+                                                 "1, 2, 3, ... in emission "
+                                                 "order";
+      const std::vector<std::byte> from_model =
+          EncodeModel(reports_[i], sequence);
+      EXPECT_TRUE(frame.size() == from_model.size() &&
+                  std::memcmp(frame.data(), from_model.data(), frame.size()) ==
+                      0)
+          << "the model and the frame of report " << i
+          << " disagree: " << Render(frame);
+      lines.push_back(Render(frame));
+    }
+    const absl::Status invariants = engine_->CheckInvariants();
+    EXPECT_TRUE(invariants.ok()) << invariants;
+    return lines;
+  }
+
+  std::unique_ptr<Engine> engine_;
+  ReportBuffer reports_;
+  std::uint64_t sequence_ = 0;
+  std::uint64_t report_sequence_ = 0;
+};
+
+}  // namespace orderwire::engine::testing
+
+#endif  // ORDERWIRE_TESTS_ENGINE_SCENARIO_H_
