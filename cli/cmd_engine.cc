@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "cli/args.h"
+#include "cli/book_text.h"
 #include "cli/commands.h"
 #include "cli/io.h"
 #include "codec/command.h"
@@ -160,37 +161,6 @@ absl::StatusOr<std::vector<codec::Command>> DecodeSession(
   return commands;
 }
 
-std::string DepthTable(const engine::Engine::BookView& book,
-                       std::size_t levels) {
-  std::vector<engine::LevelInfo> bids(levels);
-  std::vector<engine::LevelInfo> asks(levels);
-  bids.resize(book.Depth(codec::Side::kBuy, bids));
-  asks.resize(book.Depth(codec::Side::kSell, asks));
-  const std::size_t bid_levels = book.level_count(codec::Side::kBuy);
-  const std::size_t ask_levels = book.level_count(codec::Side::kSell);
-  std::string out = absl::StrFormat(
-      "instrument %d: %d bid level%s, %d ask level%s (top %d shown)\n",
-      book.instrument_id(), bid_levels, bid_levels == 1 ? "" : "s", ask_levels,
-      ask_levels == 1 ? "" : "s", levels);
-  absl::StrAppendFormat(&out, "  %10s %14s %12s | %-12s %14s %10s\n", "orders",
-                        "bid qty", "bid price", "ask price", "ask qty",
-                        "orders");
-  for (std::size_t i = 0; i < std::max(bids.size(), asks.size()); ++i) {
-    if (i < bids.size()) {
-      absl::StrAppendFormat(&out, "  %10d %14d %12d |", bids[i].order_count,
-                            bids[i].quantity, bids[i].price);
-    } else {
-      absl::StrAppendFormat(&out, "  %10s %14s %12s |", "", "", "");
-    }
-    if (i < asks.size()) {
-      absl::StrAppendFormat(&out, " %-12d %14d %10d", asks[i].price,
-                            asks[i].quantity, asks[i].order_count);
-    }
-    out += "\n";
-  }
-  return out;
-}
-
 absl::Status Match(const Args& args) {
   engine::EngineConfig config;
   if (args.Has("config")) {
@@ -249,14 +219,8 @@ absl::Status Match(const Args& args) {
   if (absl::Status s = flush(); !s.ok()) return s;
 
   if (*book_levels > 0) {
-    std::string depth;
-    for (std::uint64_t id = config.min_instrument; id <= config.max_instrument;
-         ++id) {
-      const auto book = engine->Book(static_cast<std::uint32_t>(id));
-      if (book.empty()) continue;
-      depth += DepthTable(book, static_cast<std::size_t>(*book_levels));
-    }
-    if (depth.empty()) depth = "every book is empty\n";
+    const std::string depth =
+        DepthTables(*engine, static_cast<std::size_t>(*book_levels));
     if (absl::Status s = WriteAll(stderr, depth, "standard error"); !s.ok()) {
       return s;
     }

@@ -11,6 +11,8 @@ int RunDecode(int argc, char** argv);
 int RunBenchDecode(int argc, char** argv);
 int RunMatch(int argc, char** argv);
 int RunGen(int argc, char** argv);
+int RunJournal(int argc, char** argv);
+int RunReplay(int argc, char** argv);
 
 }  // namespace orderwire::cli
 

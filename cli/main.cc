@@ -23,6 +23,10 @@ constexpr Subcommand kSubcommands[] = {
      "run command frames through the matching engine; write the reports"},
     {"gen", orderwire::cli::RunGen,
      "write a deterministic command stream (workloads mixed, wl1)"},
+    {"journal", orderwire::cli::RunJournal,
+     "journal write (append frames from stdin), journal inspect"},
+    {"replay", orderwire::cli::RunReplay,
+     "replay a journal through the engine, or --verify it"},
 };
 
 void PrintUsage(std::FILE* out) {

@@ -1,0 +1,619 @@
+// `orderwire journal write`, `orderwire journal inspect` and `orderwire
+// replay`: the journal from the command line.
+//
+//   orderwire gen --workload mixed --count 1000000 |
+//       orderwire journal write --journal /tmp/j
+//   orderwire journal inspect /tmp/j [--records]
+//   orderwire replay --journal /tmp/j --verify
+//   orderwire replay --journal /tmp/j --reports reports.bin
+//
+// Replay runs every journaled command through the engine in journal order
+// and numbers the report frames 1, 2, 3, ... in emission order with the
+// engine's own ReportBuffer, exactly as `orderwire match` does, so the
+// reports of a journal written from `orderwire gen` are byte for byte those
+// of `orderwire gen | orderwire match`.
+#include <time.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "cli/args.h"
+#include "cli/book_text.h"
+#include "cli/commands.h"
+#include "cli/io.h"
+#include "codec/command.h"
+#include "codec/frame.h"
+#include "codec/json.h"
+#include "codec/kind_table.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/report.h"
+#include "journal/reader.h"
+#include "journal/writer.h"
+
+namespace orderwire::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const CommandSpec kWriteSpec{
+    .name = "journal write",
+    .synopsis =
+        "--journal DIR [--durability MODE] [--segment-size BYTES] "
+        "[--session ID] < commands.bin",
+    .summary = "Append command frames from standard input to a journal.",
+    .details =
+        "Reads command frames back to back from standard input and appends\n"
+        "them, verbatim, to the journal in DIR (created if missing) as one\n"
+        "session, each stamped with the CLOCK_REALTIME time it was read.\n"
+        "The whole input is checked first: a partial frame or a non-command\n"
+        "kind is an error naming its byte offset, and nothing is appended.\n"
+        "Opening the journal recovers it: a torn tail left by a crash is\n"
+        "reported and cut off; damage to durable data is refused.\n\n"
+        "Durability: none (no sync), batch (group commit, each group synced\n"
+        "before it counts; the default) or sync (each append synced before\n"
+        "the next). Prints the records/s and the durable index at the end.",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"durability", "MODE", "batch", "none, batch or sync"},
+              {"segment-size", "BYTES", "67108864", "bytes per segment file"},
+              {"session", "ID", "1", "session id recorded with every frame"}},
+};
+
+const CommandSpec kInspectSpec{
+    .name = "journal inspect",
+    .synopsis = "DIR [--records]",
+    .summary = "Show a journal's segments, or every record as JSON Lines.",
+    .details =
+        "Reads the journal in DIR, checking every checksum, and prints each\n"
+        "segment: file, header fields, groups, records and index range. With\n"
+        "--records it prints instead one JSON object per record on standard\n"
+        "output (the summary goes to standard error):\n"
+        "  {\"index\":1,\"receive_ns\":...,\"session_id\":1,\"flags\":0,"
+        "\"frame\":{...}}\n"
+        "where \"frame\" is the form 'orderwire decode' prints. Damage (a\n"
+        "torn tail, corruption) is reported with the file, the offset and the\n"
+        "last good index, after what could be read, and the exit status is 1.",
+    .flags = {{"records", "", "", "print every record as JSON Lines"}},
+    .positional = "DIR",
+};
+
+const CommandSpec kReplaySpec{
+    .name = "replay",
+    .synopsis =
+        "--journal DIR [--verify] [--reports FILE [--json]] [--book N] "
+        "[--config FILE]",
+    .summary = "Replay a journal through the engine, or verify it.",
+    .details =
+        "Reads every segment of the journal in DIR in order, checking every\n"
+        "checksum and the continuity of the indexes, and runs each command\n"
+        "through the matching engine (default limits of PROTOCOL.md, or\n"
+        "--config FILE in the format 'orderwire match' reads). Prints the\n"
+        "records, the commands and reports by kind, the final index and the\n"
+        "records/s. --reports FILE writes the report frames, numbered 1, 2,\n"
+        "3, ... in emission order as 'orderwire match' numbers them (--json:\n"
+        "JSON Lines; FILE '-' is standard output, and the summary then goes\n"
+        "to standard error). --book N prints the top N levels of every\n"
+        "non-empty book to standard error at the end.\n\n"
+        "--verify checks the journal without the engine and prints the\n"
+        "records by kind, the final index and the records/s.\n\n"
+        "A journal that is not whole (a torn tail, corruption) ends the\n"
+        "replay with an error naming the file, offset and last good index:\n"
+        "exit status 1, never a summary that looks complete. A progress bar\n"
+        "is drawn on standard error when it is a terminal and the journal is\n"
+        "larger than 64 MiB.",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"verify", "", "", "check only, without the engine"},
+              {"reports", "FILE", "", "write the report frames to FILE"},
+              {"json", "", "", "with --reports: JSON Lines"},
+              {"book", "N", "0", "depth table of every book (stderr)"},
+              {"config", "FILE", "", "engine configuration file"}},
+};
+
+std::uint64_t RealtimeNs() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string Rate(double count, double seconds) {
+  if (seconds <= 0) return "-";
+  const double rate = count / seconds;
+  if (rate >= 1e6) return absl::StrFormat("%.2fM", rate / 1e6);
+  if (rate >= 1e3) return absl::StrFormat("%.1fk", rate / 1e3);
+  return absl::StrFormat("%.0f", rate);
+}
+
+std::string FormatTime(std::uint64_t ns) {
+  const auto seconds = static_cast<time_t>(ns / 1'000'000'000u);
+  tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  return absl::StrFormat("%s.%09dZ", text, ns % 1'000'000'000u);
+}
+
+// The counts of each kind, as "NewLimit 5, CancelByOrder 2".
+std::string ByKind(const std::array<std::uint64_t, 256>& counts) {
+  std::string out;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] == 0) continue;
+    absl::StrAppendFormat(&out, "%s%s %d", out.empty() ? "" : ", ",
+                          codec::kKindTable[k].name, counts[k]);
+  }
+  return out.empty() ? "none" : out;
+}
+
+absl::Status Print(std::FILE* file, const std::string& text) {
+  return WriteAll(file, text,
+                  file == stdout ? "standard output" : "standard error");
+}
+
+// A progress bar on standard error, when it is a terminal and the journal
+// is large. Cold: Update() looks at the clock once per call and the caller
+// calls it every 64k records.
+class Progress {
+ public:
+  Progress(std::string_view what, std::uint64_t total)
+      : what_(what),
+        total_(total),
+        enabled_(::isatty(STDERR_FILENO) == 1 && total > (64u << 20)) {}
+  void Update(std::uint64_t done) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (now - last_ < std::chrono::milliseconds(100)) return;
+    last_ = now;
+    const double fraction =
+        std::min(1.0, static_cast<double>(done) / static_cast<double>(total_));
+    constexpr int kWidth = 40;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::fprintf(
+        stderr, "\r%s [%s%s] %3d%% %.0f/%.0f MiB", what_.c_str(),
+        std::string(static_cast<std::size_t>(filled), '#').c_str(),
+        std::string(static_cast<std::size_t>(kWidth - filled), ' ').c_str(),
+        static_cast<int>(fraction * 100), static_cast<double>(done) / (1 << 20),
+        static_cast<double>(total_) / (1 << 20));
+    drawn_ = true;
+  }
+  void Finish() {
+    if (drawn_) std::fputs("\r\033[K", stderr);
+  }
+
+ private:
+  std::string what_;
+  std::uint64_t total_;
+  bool enabled_;
+  bool drawn_ = false;
+  Clock::time_point last_{};
+};
+
+absl::StatusOr<journal::Durability> DurabilityFlag(const Args& args) {
+  absl::StatusOr<journal::Durability> d =
+      journal::ParseDurability(args.String("durability"));
+  if (!d.ok()) return absl::FailedPreconditionError(d.status().message());
+  return d;
+}
+
+std::string RecoveryText(const journal::RecoveryReport& report) {
+  std::string out = absl::StrFormat(
+      "journal: torn tail cut off: segment %s, offset %d, last good index "
+      "%d; %d non-zero bytes discarded",
+      report.torn_segment, report.torn_offset, report.last_index,
+      report.discarded_bytes);
+  for (const std::string& file : report.removed_files) {
+    absl::StrAppendFormat(&out, "; removed %s", file);
+  }
+  absl::StrAppendFormat(&out, "\njournal: %s\n", report.message);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// journal write
+
+absl::Status Write(const Args& args) {
+  if (!args.Has("journal")) {
+    return absl::FailedPreconditionError("--journal DIR is required");
+  }
+  absl::StatusOr<journal::Durability> durability = DurabilityFlag(args);
+  if (!durability.ok()) return durability.status();
+  absl::StatusOr<std::uint64_t> segment_size =
+      args.Uint("segment-size", journal::kMaxSegmentCapacity);
+  if (!segment_size.ok()) return segment_size.status();
+  if (*segment_size < journal::kMinSegmentCapacity) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "--segment-size must be at least %d", journal::kMinSegmentCapacity));
+  }
+  absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
+  if (!session.ok()) return session.status();
+
+  // The whole input, checked before anything is appended.
+  absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
+  if (!input.ok()) return input.status();
+  const std::span<const std::byte> bytes(*input);
+  std::vector<std::uint32_t> sizes;
+  sizes.reserve(bytes.size() / 25 + 1);
+  for (std::size_t offset = 0; offset < bytes.size();) {
+    const auto frame = codec::FrameView::Parse(bytes.subspan(offset));
+    if (!frame.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "byte offset %d: %s", offset, codec::Describe(frame.error())));
+    }
+    if (!frame->is_command()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "byte offset %d: %s is not a command frame (only commands are "
+          "journaled)",
+          offset, frame->info().name));
+    }
+    sizes.push_back(static_cast<std::uint32_t>(frame->size()));
+    offset += frame->size();
+  }
+
+  journal::WriterOptions options;
+  options.directory = args.String("journal");
+  options.durability = *durability;
+  options.segment_size = *segment_size;
+  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
+      journal::JournalWriter::Open(options);
+  if (!opened.ok()) return opened.status();
+  journal::JournalWriter& writer = **opened;
+  std::string head = absl::StrFormat(
+      "journal: %s, durability %s, I/O: %s\n", options.directory,
+      journal::Name(*durability), writer.io_description());
+  if (writer.recovery().torn_tail) head += RecoveryText(writer.recovery());
+  if (absl::Status s = Print(stderr, head); !s.ok()) return s;
+
+  const std::uint64_t first = writer.last_index() + 1;
+  // Appends of up to 32 KiB of records: many per group under batch.
+  const std::size_t chunk_limit =
+      std::min<std::size_t>(writer.max_append_bytes(), 32 * 1024);
+  const auto start = Clock::now();
+  std::size_t offset = 0;
+  std::size_t frame = 0;
+  while (frame < sizes.size()) {
+    std::size_t length = 0;
+    std::size_t records = 0;
+    while (frame + records < sizes.size() &&
+           length + sizes[frame + records] + journal::kRecordHeaderSize <=
+               chunk_limit) {
+      length += sizes[frame + records] + journal::kRecordHeaderSize;
+      ++records;
+    }
+    const std::size_t frame_bytes =
+        length - records * journal::kRecordHeaderSize;
+    const auto span = bytes.subspan(offset, frame_bytes);
+    journal::AppendStatus st;
+    while ((st = writer.Append(span, static_cast<std::uint32_t>(*session),
+                               RealtimeNs())) == journal::AppendStatus::kFull) {
+      if (absl::Status s = writer.Wait(); !s.ok()) return s;
+    }
+    if (st != journal::AppendStatus::kOk) {
+      if (writer.failed()) return writer.status();
+      return absl::InternalError(absl::StrFormat("append at byte offset %d: %s",
+                                                 offset, journal::Name(st)));
+    }
+    writer.Poll();
+    offset += frame_bytes;
+    frame += records;
+  }
+  if (absl::Status s = writer.Close(); !s.ok()) return s;
+  const double seconds = Seconds(Clock::now() - start);
+  const std::uint64_t count = sizes.size();
+  const journal::LatencyHistogram& latency = writer.durable_latency();
+  std::string out = absl::StrFormat("journal write: %d records", count);
+  if (count > 0) {
+    absl::StrAppendFormat(&out, " (indexes %d..%d)", first,
+                          writer.last_index());
+  }
+  absl::StrAppendFormat(
+      &out,
+      " in %.3f s: %s records/s, %.1f MB/s of frames; durable up to index %d "
+      "(%s)\n",
+      seconds, Rate(static_cast<double>(count), seconds),
+      seconds > 0 ? static_cast<double>(bytes.size()) / seconds / 1e6 : 0.0,
+      writer.durable_index(), journal::Name(*durability));
+  absl::StrAppendFormat(
+      &out,
+      "journal write: %d groups, %d bytes written; submit to durable p50 %.1f "
+      "us, p99 %.1f us, max %.1f us\n",
+      writer.stats().groups, writer.stats().bytes_written,
+      static_cast<double>(latency.Percentile(0.5)) / 1e3,
+      static_cast<double>(latency.Percentile(0.99)) / 1e3,
+      static_cast<double>(latency.max()) / 1e3);
+  return Print(stdout, out);
+}
+
+// ---------------------------------------------------------------------------
+// journal inspect
+
+std::string SegmentText(const journal::SegmentInfo& s) {
+  const journal::SegmentHeader& h = s.header;
+  std::string out = absl::StrFormat(
+      "segment %s\n  format version %d, journal id %016x, created %s\n"
+      "  capacity %d bytes, %d used (to offset %d)\n"
+      "  %d groups, %d records",
+      s.path, h.version, h.journal_id, FormatTime(h.created_ns), h.capacity,
+      s.data_end, s.data_end, s.groups, s.records);
+  if (s.records > 0) {
+    absl::StrAppendFormat(&out, ", indexes %d..%d", h.first_index,
+                          s.last_index);
+  } else {
+    absl::StrAppendFormat(&out, " (first index %d)", h.first_index);
+  }
+  out += "\n";
+  return out;
+}
+
+absl::Status Inspect(const Args& args) {
+  if (args.positional().size() != 1) {
+    return absl::FailedPreconditionError("give one journal directory");
+  }
+  const bool records = args.Bool("records");
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
+      journal::JournalReader::Open(args.positional()[0]);
+  if (!opened.ok()) return opened.status();
+  journal::JournalReader& reader = **opened;
+  journal::Record r;
+  journal::ReadResult result;
+  std::string out;
+  std::uint64_t count = 0;
+  while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
+    ++count;
+    if (!records) continue;
+    absl::StrAppendFormat(
+        &out,
+        "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,\"flags\":%d,"
+        "\"frame\":%s}\n",
+        r.index, r.receive_ns, r.session_id, r.flags,
+        codec::FrameToJson(r.frame));
+    if (out.size() >= (1u << 20)) {
+      if (absl::Status s = Print(stdout, out); !s.ok()) return s;
+      out.clear();
+    }
+  }
+  if (records) {
+    if (absl::Status s = Print(stdout, out); !s.ok()) return s;
+    out.clear();
+  }
+  for (const journal::SegmentInfo& s : reader.segments()) out += SegmentText(s);
+  absl::StrAppendFormat(&out, "journal %s: %d segment file%s, %d records",
+                        args.positional()[0], reader.segment_count(),
+                        reader.segment_count() == 1 ? "" : "s", count);
+  if (count > 0) {
+    absl::StrAppendFormat(&out, ", indexes 1..%d", reader.last_index());
+  }
+  out += result == journal::ReadResult::kEnd ? ", ends cleanly\n"
+                                             : ", NOT whole (see below)\n";
+  if (absl::Status s = Print(records ? stderr : stdout, out); !s.ok()) return s;
+  return reader.status();
+}
+
+// ---------------------------------------------------------------------------
+// replay
+
+absl::Status Verify(const std::string& dir) {
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
+      journal::JournalReader::Open(dir);
+  if (!opened.ok()) return opened.status();
+  journal::JournalReader& reader = **opened;
+  Progress progress("replay --verify", reader.total_bytes());
+  std::array<std::uint64_t, 256> by_kind{};
+  journal::Record r;
+  journal::ReadResult result;
+  std::uint64_t count = 0;
+  const auto start = Clock::now();
+  while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
+    ++by_kind[static_cast<std::uint8_t>(r.frame.kind())];
+    if ((++count & 0xFFFF) == 0) progress.Update(reader.bytes_done());
+  }
+  const double seconds = Seconds(Clock::now() - start);
+  progress.Finish();
+  std::string out = absl::StrFormat(
+      "replay --verify: %d records in %d segment%s, every checksum and index "
+      "checked%s\n",
+      count, reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
+  absl::StrAppendFormat(&out, "  by kind: %s\n", ByKind(by_kind));
+  absl::StrAppendFormat(&out, "  final index %d\n", reader.last_index());
+  absl::StrAppendFormat(
+      &out, "  %.3f s: %s records/s, %.0f MB/s\n", seconds,
+      Rate(static_cast<double>(count), seconds),
+      seconds > 0 ? static_cast<double>(reader.bytes_done()) / seconds / 1e6
+                  : 0.0);
+  if (absl::Status s = Print(stdout, out); !s.ok()) return s;
+  return reader.status();
+}
+
+absl::Status Replay(const Args& args) {
+  if (!args.Has("journal")) {
+    return absl::FailedPreconditionError("--journal DIR is required");
+  }
+  const std::string dir = args.String("journal");
+  const bool json = args.Bool("json");
+  absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
+  if (!book_levels.ok()) return book_levels.status();
+  if (args.Bool("verify")) {
+    if (args.Has("reports") || json || *book_levels > 0 || args.Has("config")) {
+      return absl::FailedPreconditionError(
+          "--verify checks the journal without the engine: it takes no "
+          "--reports, --json, --book or --config");
+    }
+    return Verify(dir);
+  }
+  if (json && !args.Has("reports")) {
+    return absl::FailedPreconditionError("--json needs --reports FILE");
+  }
+
+  engine::EngineConfig config;
+  if (args.Has("config")) {
+    const std::string path = args.String("config");
+    std::FILE* file = std::fopen(path.c_str(), "rb");
+    if (file == nullptr) {
+      return absl::NotFoundError(absl::StrFormat("config %s: cannot open: %s",
+                                                 path, std::strerror(errno)));
+    }
+    absl::StatusOr<std::vector<std::byte>> text = ReadAll(file);
+    std::fclose(file);
+    if (!text.ok()) return text.status();
+    absl::StatusOr<engine::EngineConfig> parsed =
+        engine::ParseConfig(std::string_view(
+            reinterpret_cast<const char*>(text->data()), text->size()));
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "config %s: %s", path, std::string(parsed.status().message())));
+    }
+    config = *parsed;
+  }
+
+  std::FILE* reports_file = nullptr;
+  const std::string reports_path = args.String("reports");
+  if (args.Has("reports")) {
+    reports_file =
+        reports_path == "-" ? stdout : std::fopen(reports_path.c_str(), "wb");
+    if (reports_file == nullptr) {
+      return absl::NotFoundError(absl::StrFormat(
+          "--reports %s: cannot open: %s", reports_path, std::strerror(errno)));
+    }
+  }
+  struct Closer {
+    std::FILE* file;
+    ~Closer() {
+      if (file != nullptr && file != stdout) std::fclose(file);
+    }
+  } closer{reports_file};
+  std::FILE* const summary = reports_file == stdout ? stderr : stdout;
+
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
+      journal::JournalReader::Open(dir);
+  if (!opened.ok()) return opened.status();
+  journal::JournalReader& reader = **opened;
+  Progress progress("replay", reader.total_bytes());
+
+  auto engine = std::make_unique<engine::Engine>(config);
+  engine::ReportBuffer reports(1 << 14);
+  std::array<std::uint64_t, 256> commands_by_kind{};
+  std::array<std::uint64_t, 256> reports_by_kind{};
+  std::uint64_t count = 0;
+  std::uint64_t report_count = 0;
+  std::string text;
+  const auto flush = [&]() -> absl::Status {
+    for (const engine::Report& report : reports.reports()) {
+      ++reports_by_kind[static_cast<std::uint8_t>(report.kind)];
+    }
+    report_count += reports.size();
+    absl::Status status;
+    if (reports_file != nullptr) {
+      if (json) {
+        text.clear();
+        for (std::size_t i = 0; i < reports.size(); ++i) {
+          text +=
+              codec::FrameToJson(*codec::FrameView::Parse(reports.frame(i)));
+          text += '\n';
+        }
+        status = WriteAll(reports_file, text, reports_path);
+      } else {
+        status = WriteAll(reports_file, reports.frames(), reports_path);
+      }
+    }
+    reports.Clear();
+    return status;
+  };
+
+  journal::Record r;
+  journal::ReadResult result;
+  codec::Command command;
+  const auto start = Clock::now();
+  while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
+    // Verified by the reader: a whole command frame.
+    (void)codec::DecodeCommand(r.frame.bytes(), command);
+    ++commands_by_kind[static_cast<std::uint8_t>(command.kind)];
+    if ((r.flags & journal::kRecordUnauthorized) != 0) {
+      (void)engine->RejectUnauthorized(command, reports);
+    } else {
+      (void)engine->Execute(command, reports);
+    }
+    if (reports.frames().size() >= (1u << 20)) {
+      if (absl::Status s = flush(); !s.ok()) return s;
+    }
+    if ((++count & 0xFFFF) == 0) progress.Update(reader.bytes_done());
+  }
+  if (absl::Status s = flush(); !s.ok()) return s;
+  const double seconds = Seconds(Clock::now() - start);
+  progress.Finish();
+  if (reports_file != nullptr && std::fflush(reports_file) != 0) {
+    return absl::UnavailableError(absl::StrFormat(
+        "--reports %s: %s", reports_path, std::strerror(errno)));
+  }
+
+  std::string out = absl::StrFormat(
+      "replay: %d records in %d segment%s through the engine%s\n", count,
+      reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
+  absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(commands_by_kind));
+  absl::StrAppendFormat(&out, "  reports: %d (%s)\n", report_count,
+                        ByKind(reports_by_kind));
+  absl::StrAppendFormat(&out, "  final index %d; %d live orders at the end\n",
+                        reader.last_index(), engine->live_orders());
+  absl::StrAppendFormat(&out, "  %.3f s: %s records/s\n", seconds,
+                        Rate(static_cast<double>(count), seconds));
+  if (absl::Status s = Print(summary, out); !s.ok()) return s;
+
+  if (*book_levels > 0) {
+    const std::string depth =
+        DepthTables(*engine, static_cast<std::size_t>(*book_levels));
+    if (absl::Status s = Print(stderr, depth); !s.ok()) return s;
+  }
+  return reader.status();
+}
+
+// `orderwire journal <write|inspect>`.
+constexpr std::string_view kJournalUsage =
+    "usage: orderwire journal <command> [flags]\n\n"
+    "commands:\n"
+    "  write     append command frames from standard input to a journal\n"
+    "  inspect   show a journal's segments, or its records as JSON Lines\n\n"
+    "'orderwire journal <command> --help' describes a command.\n";
+
+}  // namespace
+
+int RunJournal(int argc, char** argv) {
+  if (argc < 3) {
+    std::fputs(kJournalUsage.data(), stderr);
+    return 2;
+  }
+  const std::string_view sub = argv[2];
+  // Shift argv by one so that argv[1] is the sub-command and its flags
+  // start at argv[2], as RunCommand expects.
+  if (sub == "write") return RunCommand(kWriteSpec, argc - 1, argv + 1, Write);
+  if (sub == "inspect") {
+    return RunCommand(kInspectSpec, argc - 1, argv + 1, Inspect);
+  }
+  if (sub == "--help" || sub == "-h" || sub == "help") {
+    std::fputs(kJournalUsage.data(), stdout);
+    return 0;
+  }
+  std::fprintf(stderr, "orderwire journal: unknown command '%s'\n\n", argv[2]);
+  std::fputs(kJournalUsage.data(), stderr);
+  return 2;
+}
+
+int RunReplay(int argc, char** argv) {
+  return RunCommand(kReplaySpec, argc, argv, Replay);
+}
+
+}  // namespace orderwire::cli

@@ -1,0 +1,39 @@
+// Segment header encoding and segment file names; see format.h.
+#include "journal/format.h"
+
+#include <charconv>
+#include <span>
+
+#include "absl/strings/str_format.h"
+#include "journal/crc32c.h"
+
+namespace orderwire::journal {
+
+void EncodeSegmentHeader(SegmentHeader header, std::byte* dst) noexcept {
+  header.crc = 0;
+  StoreStruct<kSegmentHeaderLayout>(header, dst);
+  const std::uint32_t crc =
+      Crc32c(std::span<const std::byte>(dst, kSegmentHeaderCrcOffset));
+  codec::StoreLE(dst + kSegmentHeaderCrcOffset, crc);
+}
+
+std::string SegmentFileName(std::uint64_t first_index) {
+  return absl::StrFormat("%020d.owj", first_index);
+}
+
+std::optional<std::uint64_t> ParseSegmentFileName(std::string_view name) {
+  constexpr std::string_view kSuffix = ".owj";
+  if (name.size() != 20 + kSuffix.size()) return std::nullopt;
+  if (name.substr(20) != kSuffix) return std::nullopt;
+  std::uint64_t value = 0;
+  const char* begin = name.data();
+  const char* end = name.data() + 20;
+  for (const char* p = begin; p != end; ++p) {
+    if (*p < '0' || *p > '9') return std::nullopt;
+  }
+  const auto [ptr, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc() || ptr != end) return std::nullopt;
+  return value;
+}
+
+}  // namespace orderwire::journal

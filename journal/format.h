@@ -1,0 +1,259 @@
+// The journal's on-disk format, version 1: every layout declared once.
+//
+// docs/JOURNAL.md describes the format byte for byte for an independent
+// reader; this header is its single source in code. All integers are
+// little-endian, every structure is packed, nothing assumes alignment of a
+// buffer (fields are read and written with codec::LoadLE / StoreLE at
+// offsets derived from the layouts below).
+//
+// A journal is a directory of segment files named by the index of their
+// first record, "%020llu.owj". A segment is a preallocated file of
+// `capacity` bytes made of 4096-byte blocks:
+//
+//   block 0                 blocks 1..                          zeros
+//   +---------------------+-------------------+----------------+--------+
+//   | segment header (64) | group | pad to 4K | group | pad    |  ...   |
+//   | zeros to 4096       |                   |                |        |
+//   +---------------------+-------------------+----------------+--------+
+//
+// A group is what one write puts on disk: the records of one or more
+// Append() calls, sealed by a checksum. It starts on a block boundary:
+//
+//   0          4             8             16             24         28     32
+//   +----------+-------------+-------------+--------------+----------+------+
+//   | magic    |records_bytes| first_index | stable_index | rec_count| flags|
+//   | "OWGH"   | u32         | u64         | u64          | u32      | u32 0|
+//   +----------+-------------+-------------+--------------+----------+------+
+//   | record 0 | record 1 | ... (records_bytes bytes)                       |
+//   +----------+----------+-------------------------------------------------+
+//   | crc32c u32 | magic "OWGT" u32 |  zeros up to the next 4096 boundary   |
+//   +------------+------------------+---------------------------------------+
+//
+// The trailer's CRC32C covers the group header and every record (32 +
+// records_bytes bytes). A record is a 24-byte header and the command frame
+// exactly as it arrived (PROTOCOL.md "Frame"; its length follows from its
+// kind byte):
+//
+//   0          8             16           20        24
+//   +----------+-------------+------------+---------+---------------------+
+//   | index u64| receive_ns  | session_id | flags   | frame (25..49 bytes)|
+//   |          | u64         | u32        | u32     |                     |
+//   +----------+-------------+------------+---------+---------------------+
+//
+// When a record counts as written: when the group holding it is whole on
+// disk and its trailer checksum matches. A group is never partly valid.
+#ifndef ORDERWIRE_JOURNAL_FORMAT_H_
+#define ORDERWIRE_JOURNAL_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "codec/kind_table.h"
+#include "codec/layout.h"
+#include "codec/wire.h"
+
+namespace orderwire::journal {
+
+inline constexpr std::uint16_t kFormatVersion = 1;
+
+// Groups start on multiples of this; block 0 holds the segment header. It
+// is also the O_DIRECT alignment of every write.
+inline constexpr std::size_t kBlockSize = 4096;
+
+// ---------------------------------------------------------------------------
+// Models and layouts.
+
+// At offset 0 of every segment. `crc` is the CRC32C of bytes 0..59.
+struct SegmentHeader {
+  std::uint64_t magic;        // kSegmentMagic, the bytes "OWJOURNL"
+  std::uint16_t version;      // kFormatVersion
+  std::uint16_t header_size;  // kSegmentHeaderSize
+  std::uint32_t block_size;   // kBlockSize
+  std::uint64_t first_index;  // index of the segment's first record, >= 1
+  std::uint64_t created_ns;   // CLOCK_REALTIME when the segment was started
+  std::uint64_t capacity;     // bytes preallocated (the file's size)
+  std::uint64_t journal_id;   // random, the same in every segment
+  std::uint32_t flags;        // 0
+  std::uint64_t reserved;     // 0
+  std::uint32_t crc;
+};
+
+inline constexpr auto kSegmentHeaderLayout =
+    codec::MakeLayout(codec::Field{"magic", &SegmentHeader::magic},
+                      codec::Field{"version", &SegmentHeader::version},
+                      codec::Field{"header_size", &SegmentHeader::header_size},
+                      codec::Field{"block_size", &SegmentHeader::block_size},
+                      codec::Field{"first_index", &SegmentHeader::first_index},
+                      codec::Field{"created_ns", &SegmentHeader::created_ns},
+                      codec::Field{"capacity", &SegmentHeader::capacity},
+                      codec::Field{"journal_id", &SegmentHeader::journal_id},
+                      codec::Field{"flags", &SegmentHeader::flags},
+                      codec::Field{"reserved", &SegmentHeader::reserved},
+                      codec::Field{"crc", &SegmentHeader::crc});
+
+// At the start of every group. `stable_index` is the writer's proof horizon:
+// every record with an index <= stable_index had been completely written
+// (and, under batch and sync durability, synced) before this group was
+// submitted. Recovery uses it to tell the remains of writes that were in
+// flight at a crash from damage to data that had been written.
+struct GroupHeader {
+  std::uint32_t magic;          // kGroupMagic, the bytes "OWGH"
+  std::uint32_t records_bytes;  // bytes of records after this header
+  std::uint64_t first_index;    // index of the group's first record
+  std::uint64_t stable_index;   // see above; < first_index
+  std::uint32_t record_count;   // >= 1
+  std::uint32_t flags;          // 0
+};
+
+inline constexpr auto kGroupHeaderLayout = codec::MakeLayout(
+    codec::Field{"magic", &GroupHeader::magic},
+    codec::Field{"records_bytes", &GroupHeader::records_bytes},
+    codec::Field{"first_index", &GroupHeader::first_index},
+    codec::Field{"stable_index", &GroupHeader::stable_index},
+    codec::Field{"record_count", &GroupHeader::record_count},
+    codec::Field{"flags", &GroupHeader::flags});
+
+// Right after a group's last record. Written last, so a group whose trailer
+// magic is missing was not written in full.
+struct GroupTrailer {
+  std::uint32_t crc;    // CRC32C of the group header and the records
+  std::uint32_t magic;  // kTrailerMagic, the bytes "OWGT"
+};
+
+inline constexpr auto kGroupTrailerLayout =
+    codec::MakeLayout(codec::Field{"crc", &GroupTrailer::crc},
+                      codec::Field{"magic", &GroupTrailer::magic});
+
+// Before every frame.
+struct RecordHeader {
+  std::uint64_t index;       // journal index: 1, 2, 3, ... across segments
+  std::uint64_t receive_ns;  // when the frame was received (caller's clock)
+  std::uint32_t session_id;  // the session that sent it
+  std::uint32_t flags;       // kRecordUnauthorized, or 0
+};
+
+// Record flag: the service decided, on receipt, that the session may not
+// trade for the command's account. Replay answers such a record with
+// Rejected(Unauthorized) instead of running it, so a journal replays to the
+// same reports whatever the service's configuration is later.
+inline constexpr std::uint32_t kRecordUnauthorized = 1;
+// Every flag bit this version defines.
+inline constexpr std::uint32_t kKnownRecordFlags = kRecordUnauthorized;
+
+inline constexpr auto kRecordHeaderLayout =
+    codec::MakeLayout(codec::Field{"index", &RecordHeader::index},
+                      codec::Field{"receive_ns", &RecordHeader::receive_ns},
+                      codec::Field{"session_id", &RecordHeader::session_id},
+                      codec::Field{"flags", &RecordHeader::flags});
+
+// ---------------------------------------------------------------------------
+// Derived sizes and offsets.
+
+template <const auto& kLayout, auto Member>
+inline constexpr std::size_t kOffsetOf = codec::OffsetOf<kLayout, Member>();
+
+inline constexpr std::size_t kSegmentHeaderSize = kSegmentHeaderLayout.kSize;
+inline constexpr std::size_t kGroupHeaderSize = kGroupHeaderLayout.kSize;
+inline constexpr std::size_t kGroupTrailerSize = kGroupTrailerLayout.kSize;
+inline constexpr std::size_t kGroupOverhead =
+    kGroupHeaderSize + kGroupTrailerSize;
+inline constexpr std::size_t kRecordHeaderSize = kRecordHeaderLayout.kSize;
+// The segment header's CRC covers every byte before the crc field.
+inline constexpr std::size_t kSegmentHeaderCrcOffset =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::crc>;
+// Offset of the first group in a segment.
+inline constexpr std::size_t kFirstGroupOffset = kBlockSize;
+
+static_assert(kSegmentHeaderSize == 64);
+static_assert(kSegmentHeaderCrcOffset == 60);
+static_assert(kGroupHeaderSize == 32);
+static_assert(kGroupTrailerSize == 8);
+static_assert(kRecordHeaderSize == 24);
+
+// The bytes "OWJOURNL", "OWGH" and "OWGT" read as little-endian integers.
+template <typename T, std::size_t N>
+consteval T MagicOf(const char (&text)[N]) {
+  static_assert(N - 1 == sizeof(T));
+  T value = 0;
+  for (std::size_t i = 0; i < sizeof(T); ++i) {
+    value |= static_cast<T>(static_cast<unsigned char>(text[i])) << (8 * i);
+  }
+  return value;
+}
+inline constexpr std::uint64_t kSegmentMagic =
+    MagicOf<std::uint64_t>("OWJOURNL");
+inline constexpr std::uint32_t kGroupMagic = MagicOf<std::uint32_t>("OWGH");
+inline constexpr std::uint32_t kTrailerMagic = MagicOf<std::uint32_t>("OWGT");
+
+// Smallest and largest command frames, from the codec's kind table.
+inline constexpr std::size_t kMinCommandFrame = [] {
+  std::size_t size = 255;
+  for (const codec::KindInfo& info : codec::kKindTable) {
+    if (info.kind_class == codec::KindClass::kCommand && info.frame_size < size)
+      size = info.frame_size;
+  }
+  return size;
+}();
+inline constexpr std::size_t kMaxCommandFrame = [] {
+  std::size_t size = 0;
+  for (const codec::KindInfo& info : codec::kKindTable) {
+    if (info.kind_class == codec::KindClass::kCommand && info.frame_size > size)
+      size = info.frame_size;
+  }
+  return size;
+}();
+static_assert(kMinCommandFrame == 25 && kMaxCommandFrame == 49);
+inline constexpr std::size_t kMinRecordSize =
+    kRecordHeaderSize + kMinCommandFrame;
+inline constexpr std::size_t kMaxRecordSize =
+    kRecordHeaderSize + kMaxCommandFrame;
+
+// Limits the reader enforces and the writer respects.
+inline constexpr std::size_t kMaxGroupBytes = std::size_t{16} << 20;
+inline constexpr std::uint64_t kMinSegmentCapacity = 64 * 1024;
+inline constexpr std::uint64_t kMaxSegmentCapacity = std::uint64_t{1} << 40;
+
+[[nodiscard]] constexpr std::uint64_t AlignUp(std::uint64_t n) noexcept {
+  return (n + kBlockSize - 1) & ~std::uint64_t{kBlockSize - 1};
+}
+
+// ---------------------------------------------------------------------------
+// Encoding and decoding of the fixed structures (cold path, except records,
+// which the writer stores field by field in its hot loop).
+
+template <const auto& kLayout, typename Model>
+void StoreStruct(const Model& model, std::byte* dst) noexcept {
+  kLayout.ForEach([&](const auto& field, std::size_t offset) {
+    codec::StoreLE(dst + offset, model.*field.member);
+  });
+}
+
+template <const auto& kLayout, typename Model>
+[[nodiscard]] Model LoadStruct(const std::byte* src) noexcept {
+  Model model{};
+  kLayout.ForEach([&](const auto& field, std::size_t offset) {
+    using T = typename std::remove_cvref_t<decltype(field)>::ValueType;
+    model.*field.member = codec::LoadLE<T>(src + offset);
+  });
+  return model;
+}
+
+// Writes `header` at `dst` (64 bytes) with its crc field computed.
+void EncodeSegmentHeader(SegmentHeader header, std::byte* dst) noexcept;
+
+// The file name of the segment whose first record is `first_index`.
+[[nodiscard]] std::string SegmentFileName(std::uint64_t first_index);
+// The first index named by a segment file name, if `name` is one.
+[[nodiscard]] std::optional<std::uint64_t> ParseSegmentFileName(
+    std::string_view name);
+
+// The name of the writer's prepared next segment and of its lock file.
+inline constexpr std::string_view kPreparedFileName = "next.owj.prep";
+inline constexpr std::string_view kLockFileName = "LOCK";
+
+}  // namespace orderwire::journal
+
+#endif  // ORDERWIRE_JOURNAL_FORMAT_H_

@@ -1,0 +1,433 @@
+// Header and group validation, damage classification; see scan.h.
+#include "journal/internal/scan.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "codec/wire.h"
+#include "journal/crc32c.h"
+
+namespace orderwire::journal::internal {
+namespace {
+
+using codec::LoadLE;
+
+constexpr std::size_t kSectorSize = 512;
+
+bool AllZero(std::span<const std::byte> bytes) noexcept {
+  return FirstNonZero(bytes, 0) == bytes.size();
+}
+
+// True if an aligned 512-byte sector inside [begin, end) is all zero: what a
+// write that never reached the disk leaves in a pre-zeroed file.
+bool HasZeroSector(std::span<const std::byte> segment, std::uint64_t begin,
+                   std::uint64_t end) noexcept {
+  std::uint64_t sector = (begin + kSectorSize - 1) / kSectorSize * kSectorSize;
+  for (; sector + kSectorSize <= end; sector += kSectorSize) {
+    if (AllZero(segment.subspan(sector, kSectorSize))) return true;
+  }
+  return false;
+}
+
+GroupCheck Bad(bool torn, std::string_view problem,
+               const GroupHeader& header = {}) noexcept {
+  GroupCheck check;
+  check.state = GroupState::kBad;
+  check.torn = torn;
+  check.header = header;
+  check.problem = problem;
+  return check;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// MappedFile, ListSegments, SegmentSet.
+
+absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return absl::ErrnoToStatus(errno, absl::StrFormat("open %s", path));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return absl::ErrnoToStatus(err, absl::StrFormat("fstat %s", path));
+  }
+  MappedFile file;
+  file.size_ = static_cast<std::size_t>(st.st_size);
+  if (file.size_ > 0) {
+    void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      ::close(fd);
+      return absl::ErrnoToStatus(err, absl::StrFormat("mmap %s", path));
+    }
+    ::madvise(p, file.size_, MADV_SEQUENTIAL);
+    file.data_ = static_cast<const std::byte*>(p);
+  }
+  ::close(fd);
+  return file;
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(other.data_), size_(other.size_) {
+  other.data_ = nullptr;
+  other.size_ = 0;
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) {
+      ::munmap(const_cast<std::byte*>(data_), size_);
+    }
+    data_ = other.data_;
+    size_ = other.size_;
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+}
+
+absl::StatusOr<std::vector<SegmentEntry>> ListSegments(
+    const std::string& directory) {
+  DIR* dir = ::opendir(directory.c_str());
+  if (dir == nullptr) {
+    const int err = errno;
+    if (err == ENOENT) {
+      return absl::NotFoundError(
+          absl::StrFormat("journal directory %s does not exist", directory));
+    }
+    return absl::ErrnoToStatus(err, absl::StrFormat("opendir %s", directory));
+  }
+  std::vector<SegmentEntry> entries;
+  errno = 0;
+  while (const dirent* entry = ::readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (const auto index = ParseSegmentFileName(name); index.has_value()) {
+      entries.push_back({absl::StrFormat("%s/%s", directory, name), *index});
+    }
+  }
+  const int err = errno;
+  ::closedir(dir);
+  if (err != 0) {
+    return absl::ErrnoToStatus(err, absl::StrFormat("readdir %s", directory));
+  }
+  // The writer's prepared segment counts when it holds a valid header: it
+  // was renamed into place before a crash, but the rename had not reached
+  // the disk (see docs/JOURNAL.md, "Segments, preallocation, rotation").
+  const std::string prepared =
+      absl::StrFormat("%s/%s", directory, kPreparedFileName);
+  if (const int fd = ::open(prepared.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+    std::vector<std::byte> block(kBlockSize);
+    const ssize_t got = ::pread(fd, block.data(), block.size(), 0);
+    ::close(fd);
+    if (got == static_cast<ssize_t>(block.size())) {
+      const auto header =
+          LoadStruct<kSegmentHeaderLayout, SegmentHeader>(block.data());
+      if (CheckSegmentHeader(block, header.first_index).ok) {
+        entries.push_back({prepared, header.first_index});
+      }
+    }
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const SegmentEntry& a, const SegmentEntry& b) {
+              return a.name_index < b.name_index;
+            });
+  return entries;
+}
+
+absl::StatusOr<std::span<const std::byte>> SegmentSet::Map(std::size_t i) {
+  if (files_[i] == nullptr) {
+    absl::StatusOr<MappedFile> file = MappedFile::Open(entries_[i].path);
+    if (!file.ok()) return file.status();
+    files_[i] = std::make_unique<MappedFile>(std::move(*file));
+  }
+  return files_[i]->bytes();
+}
+
+// ---------------------------------------------------------------------------
+// Segment headers.
+
+HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
+                               std::uint64_t name_index) {
+  HeaderCheck check;
+  if (file.empty()) {
+    check.problem = "the file is empty (0 bytes): not a journal segment";
+    return check;
+  }
+  if (file.size() < kSegmentHeaderSize) {
+    check.problem = absl::StrFormat(
+        "the file is %d bytes, shorter than a %d-byte segment header",
+        file.size(), kSegmentHeaderSize);
+    check.torn = AllZero(file);
+    return check;
+  }
+  const std::span<const std::byte> raw = file.first(kSegmentHeaderSize);
+  if (AllZero(raw)) {
+    check.problem =
+        "the segment header is all zeros (the segment was created but its "
+        "header never written)";
+    check.torn = true;
+    return check;
+  }
+  const SegmentHeader h =
+      LoadStruct<kSegmentHeaderLayout, SegmentHeader>(raw.data());
+  check.header = h;
+  if (h.magic != kSegmentMagic) {
+    check.problem = absl::StrFormat(
+        "bad magic 0x%016x (a segment starts with the bytes \"OWJOURNL\"): "
+        "not a journal segment",
+        h.magic);
+    return check;
+  }
+  if (h.version != kFormatVersion) {
+    check.problem = absl::StrFormat(
+        "unsupported format version %d (this build reads version %d)",
+        h.version, kFormatVersion);
+    return check;
+  }
+  const std::uint32_t crc = Crc32c(raw.first(kSegmentHeaderCrcOffset));
+  if (crc != h.crc) {
+    check.problem = absl::StrFormat(
+        "segment header checksum mismatch (stored 0x%08x, computed 0x%08x)",
+        h.crc, crc);
+    check.torn = h.crc == 0;
+    return check;
+  }
+  if (h.header_size != kSegmentHeaderSize || h.block_size != kBlockSize) {
+    check.problem = absl::StrFormat(
+        "unsupported header size %d or block size %d (expected %d and %d)",
+        h.header_size, h.block_size, kSegmentHeaderSize, kBlockSize);
+    return check;
+  }
+  if (h.flags != 0 || h.reserved != 0) {
+    check.problem =
+        absl::StrFormat("unknown segment flags 0x%x or reserved bits 0x%x set",
+                        h.flags, h.reserved);
+    return check;
+  }
+  if (h.first_index == 0 || h.first_index != name_index) {
+    check.problem =
+        absl::StrFormat("header says first index %d but the file name says %d",
+                        h.first_index, name_index);
+    return check;
+  }
+  if (h.capacity < kMinSegmentCapacity || h.capacity > kMaxSegmentCapacity ||
+      h.capacity % kBlockSize != 0) {
+    check.problem =
+        absl::StrFormat("implausible segment capacity %d", h.capacity);
+    return check;
+  }
+  const std::size_t block_end = std::min(file.size(), kBlockSize);
+  const std::uint64_t nonzero =
+      FirstNonZero(file.first(block_end), kSegmentHeaderSize);
+  if (nonzero != block_end) {
+    check.problem = absl::StrFormat(
+        "non-zero byte at offset %d of the header block (bytes %d..%d must "
+        "be zero)",
+        nonzero, kSegmentHeaderSize, kBlockSize - 1);
+    return check;
+  }
+  check.ok = true;
+  return check;
+}
+
+// ---------------------------------------------------------------------------
+// Groups.
+
+std::uint64_t FirstNonZero(std::span<const std::byte> bytes,
+                           std::uint64_t from) noexcept {
+  const std::uint64_t size = bytes.size();
+  std::uint64_t i = from;
+  // Byte steps to an 8-byte boundary, then 32 bytes per step.
+  while (i < size && (i & 7u) != 0) {
+    if (bytes[i] != std::byte{0}) return i;
+    ++i;
+  }
+  while (i + 32 <= size) {
+    std::uint64_t w[4];
+    std::memcpy(w, bytes.data() + i, 32);
+    if ((w[0] | w[1] | w[2] | w[3]) != 0) break;
+    i += 32;
+  }
+  while (i < size) {
+    if (bytes[i] != std::byte{0}) return i;
+    ++i;
+  }
+  return size;
+}
+
+GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
+                      std::uint64_t expected_first_index) noexcept {
+  const std::uint64_t size = segment.size();
+  if (pos >= size) return GroupCheck{};  // kEmpty: the file ends here
+  if (pos + kGroupHeaderSize > size) {
+    if (AllZero(segment.subspan(pos))) return GroupCheck{};
+    return Bad(true, "a group header is cut off by the end of the file");
+  }
+  const std::byte* const base = segment.data() + pos;
+  if (AllZero({base, kGroupHeaderSize})) return GroupCheck{};
+  const GroupHeader h = LoadStruct<kGroupHeaderLayout, GroupHeader>(base);
+  if (h.magic != kGroupMagic) {
+    return Bad(true, "no group header here (bad group magic)", h);
+  }
+  if (h.record_count == 0 || h.records_bytes < kMinRecordSize ||
+      h.records_bytes > kMaxGroupBytes - kGroupOverhead ||
+      std::uint64_t{h.record_count} * kMinRecordSize > h.records_bytes ||
+      std::uint64_t{h.record_count} * kMaxRecordSize < h.records_bytes) {
+    return Bad(true, "implausible group size fields", h);
+  }
+  const std::uint64_t trailer = pos + kGroupHeaderSize + h.records_bytes;
+  if (trailer + kGroupTrailerSize > size) {
+    return Bad(true, "the group runs past the end of the file", h);
+  }
+  const GroupTrailer t =
+      LoadStruct<kGroupTrailerLayout, GroupTrailer>(segment.data() + trailer);
+  if (t.magic != kTrailerMagic) {
+    return Bad(true,
+               "the group trailer is missing (the write did not complete)", h);
+  }
+  const std::uint32_t crc =
+      Crc32c({base, static_cast<std::size_t>(trailer - pos)});
+  if (crc != t.crc) {
+    return Bad(HasZeroSector(segment, pos, trailer + kGroupTrailerSize),
+               "group checksum mismatch", h);
+  }
+  if (h.flags != 0) return Bad(false, "unknown group flags set", h);
+  if (expected_first_index != 0 && h.first_index != expected_first_index) {
+    return Bad(false, "the group does not start with the expected index", h);
+  }
+  if (h.first_index == 0 || h.stable_index >= h.first_index) {
+    return Bad(false, "inconsistent group indexes", h);
+  }
+  // The records: contiguous indexes, command kinds, sizes adding up.
+  const std::byte* p = base + kGroupHeaderSize;
+  const std::byte* const records_end = p + h.records_bytes;
+  for (std::uint32_t i = 0; i < h.record_count; ++i) {
+    if (records_end - p < static_cast<std::ptrdiff_t>(kMinRecordSize)) {
+      return Bad(false, "the records do not fill the group exactly", h);
+    }
+    if (LoadLE<std::uint64_t>(p) != h.first_index + i) {
+      return Bad(false, "record indexes are not contiguous", h);
+    }
+    const codec::KindInfo& info = codec::kKindTable[LoadLE<std::uint8_t>(
+        p + kRecordHeaderSize + codec::kKindOffset)];
+    if (info.kind_class != codec::KindClass::kCommand) {
+      return Bad(false, "a record holds no command frame", h);
+    }
+    p += kRecordHeaderSize + info.frame_size;
+    if (p > records_end) {
+      return Bad(false, "the records do not fill the group exactly", h);
+    }
+  }
+  if (p != records_end) {
+    return Bad(false, "the records do not fill the group exactly", h);
+  }
+  const std::uint64_t group_end = trailer + kGroupTrailerSize;
+  const std::uint64_t aligned_end =
+      std::min<std::uint64_t>(AlignUp(group_end), size);
+  if (FirstNonZero(segment.first(aligned_end), group_end) != aligned_end) {
+    return Bad(false, "non-zero bytes in the padding after the group", h);
+  }
+  GroupCheck check;
+  check.state = GroupState::kValid;
+  check.header = h;
+  check.end = AlignUp(group_end);
+  return check;
+}
+
+// ---------------------------------------------------------------------------
+// Damage.
+
+absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
+                                     std::uint64_t offset,
+                                     std::uint64_t expected_index, bool torn,
+                                     std::string_view problem) {
+  Damage damage;
+  damage.segment = segment;
+  damage.offset = offset;
+  damage.last_good_index = expected_index - 1;
+  const std::string& path = segments.entry(segment).path;
+
+  // Search every block boundary after the damage for valid groups.
+  struct Proof {
+    std::size_t segment;
+    std::uint64_t offset;
+    GroupHeader header;
+  };
+  std::optional<Proof> proof;
+  for (std::size_t j = segment; j < segments.size(); ++j) {
+    absl::StatusOr<std::span<const std::byte>> bytes = segments.Map(j);
+    if (!bytes.ok()) return bytes.status();
+    std::uint64_t o =
+        j == segment && offset != 0 ? offset + kBlockSize : kFirstGroupOffset;
+    while (o + kGroupHeaderSize <= bytes->size()) {
+      if (LoadLE<std::uint32_t>(bytes->data() + o) == kGroupMagic) {
+        const GroupCheck check = CheckGroup(*bytes, o, 0);
+        if (check.state == GroupState::kValid) {
+          ++damage.later_groups;
+          if (!proof.has_value() &&
+              check.header.stable_index >= expected_index) {
+            proof = Proof{j, o, check.header};
+          }
+          o = check.end;
+          continue;
+        }
+      }
+      o += kBlockSize;
+    }
+  }
+
+  const std::string where = absl::StrFormat(
+      "segment %s at offset %d (after index %d, where the group starting "
+      "with index %d should be)",
+      path, offset, damage.last_good_index, expected_index);
+  if (proof.has_value()) {
+    damage.kind = Damage::Kind::kDataLoss;
+    const std::uint64_t last =
+        proof->header.first_index + proof->header.record_count - 1;
+    damage.message = absl::StrFormat(
+        "data loss in %s: %s; a valid group written later (segment %s, "
+        "offset %d, indexes %d..%d) records that every index up to %d had "
+        "already been written and synced, so this is damage to data that "
+        "was durable",
+        where, problem, segments.entry(proof->segment).path, proof->offset,
+        proof->header.first_index, last, proof->header.stable_index);
+    return damage;
+  }
+  if (!torn) {
+    damage.kind = Damage::Kind::kDataLoss;
+    damage.message = absl::StrFormat(
+        "data loss in %s: %s; the damaged group was written in full (its "
+        "header and trailer are in place and no sector is missing), so this "
+        "is corruption, not a write cut short by a crash",
+        where, problem);
+    return damage;
+  }
+  damage.kind = Damage::Kind::kTornTail;
+  damage.message = absl::StrFormat("torn tail in %s: %s", where, problem);
+  if (damage.later_groups > 0) {
+    absl::StrAppendFormat(
+        &damage.message,
+        "; %d later group(s) found past it were still in flight (none was "
+        "written after index %d was synced)",
+        damage.later_groups, expected_index);
+  }
+  return damage;
+}
+
+}  // namespace orderwire::journal::internal

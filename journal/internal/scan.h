@@ -1,0 +1,163 @@
+// Internal to orderwire::journal, do not depend on: validation of segment
+// headers and groups, and the classification of damage, shared by the
+// reader (which reports damage) and recovery (which repairs a torn tail).
+//
+// The damage rules (docs/JOURNAL.md "Recovery" states them for users):
+//
+// Scanning stops at the first place P where the expected group is missing
+// or fails a check, H being the index it should start with. What follows P
+// decides what P is:
+//
+// 1. Nothing but zeros, and no later segment: the clean end of the journal.
+// 2. Otherwise P is damage. Every 4096-byte boundary after P (in its segment
+//    and in every later segment) is searched for a valid group.
+//    - A later valid group whose stable_index >= H proves that the records
+//      at P had been written (and synced) before it: data loss.
+//    - A damaged group at P that was written in full (header and trailer
+//      magic in place, no zeroed 512-byte sector) and still fails its
+//      checksum is corruption, not a crash: data loss.
+//    - Anything else is what a crash leaves behind: the tail of a write cut
+//      short, or writes still in flight that landed out of order. Nothing
+//      from P on was ever reported durable: a torn tail, which recovery
+//      reports and cuts off.
+#ifndef ORDERWIRE_JOURNAL_INTERNAL_SCAN_H_
+#define ORDERWIRE_JOURNAL_INTERNAL_SCAN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "journal/format.h"
+
+namespace orderwire::journal::internal {
+
+// A file mapped read-only in full. An empty file maps to an empty span.
+class MappedFile {
+ public:
+  static absl::StatusOr<MappedFile> Open(const std::string& path);
+  MappedFile() = default;
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  ~MappedFile();
+
+  [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
+    return {data_, size_};
+  }
+
+ private:
+  const std::byte* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// One segment file of a journal directory.
+struct SegmentEntry {
+  std::string path;          // directory + "/" + name
+  std::uint64_t name_index;  // the first index its name says
+};
+
+// The segment files of `directory`, sorted by the index in their names
+// (or, for the writer's prepared segment `next.owj.prep`, in its header, if
+// it has a valid one). Other files are ignored. Errors: NotFound (no such
+// directory), or the errno of reading it.
+absl::StatusOr<std::vector<SegmentEntry>> ListSegments(
+    const std::string& directory);
+
+// The segments of a journal, mapped on first use and kept mapped.
+class SegmentSet {
+ public:
+  explicit SegmentSet(std::vector<SegmentEntry> entries)
+      : entries_(std::move(entries)), files_(entries_.size()) {}
+
+  [[nodiscard]] std::size_t size() const noexcept { return entries_.size(); }
+  [[nodiscard]] const SegmentEntry& entry(std::size_t i) const {
+    return entries_[i];
+  }
+  // The bytes of segment i. Error: the errno of open/mmap, naming the file.
+  absl::StatusOr<std::span<const std::byte>> Map(std::size_t i);
+
+ private:
+  std::vector<SegmentEntry> entries_;
+  std::vector<std::unique_ptr<MappedFile>> files_;
+};
+
+// ---------------------------------------------------------------------------
+// Segment headers.
+
+struct HeaderCheck {
+  bool ok = false;
+  // Not ok, and what a crash during the segment's first write leaves: no
+  // header at all (zeros) or one whose checksum field is still zero.
+  bool torn = false;
+  SegmentHeader header{};
+  std::string problem;  // when !ok
+};
+
+// Checks the header block of a segment file (its first 4096 bytes): size,
+// magic, version, checksum, fields, zero padding. `name_index` is the index
+// the file name gives. Cold.
+HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
+                               std::uint64_t name_index);
+
+// ---------------------------------------------------------------------------
+// Groups.
+
+enum class GroupState : std::uint8_t {
+  kValid,  // whole, checksum matches, records consistent
+  kEmpty,  // the header bytes are zero (or the file ends here)
+  kBad,    // anything else
+};
+
+struct GroupCheck {
+  GroupState state = GroupState::kEmpty;
+  bool torn = false;         // kBad: a crash can explain it (see above)
+  GroupHeader header{};      // as read, when the magic matched
+  std::uint64_t end = 0;     // kValid: offset of the next group
+  std::string_view problem;  // kBad: what failed
+};
+
+// Checks the group at `pos` (a multiple of kBlockSize) of `segment`. With
+// expected_first_index == 0 any first index is accepted (used when
+// searching past damage). Hot enough for replay: O(group bytes), no
+// allocation.
+GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
+                      std::uint64_t expected_first_index) noexcept;
+
+// The offset of the first non-zero byte at or after `from`, or bytes.size().
+std::uint64_t FirstNonZero(std::span<const std::byte> bytes,
+                           std::uint64_t from) noexcept;
+
+// ---------------------------------------------------------------------------
+// Damage.
+
+struct Damage {
+  enum class Kind : std::uint8_t { kTornTail, kDataLoss };
+  Kind kind = Kind::kTornTail;
+  std::size_t segment = 0;   // index into the SegmentSet
+  std::uint64_t offset = 0;  // where the expected group should be
+  std::uint64_t last_good_index = 0;
+  std::uint64_t later_groups = 0;  // valid groups found after the damage
+  std::string message;             // names file, offset, indexes and cause
+};
+
+// Classifies damage found at `offset` of segment `segment` (offset 0 for a
+// bad segment header), where the group starting with index
+// `expected_index` should have been. `torn` says whether the damaged group
+// (or header) itself looks like what a crash leaves; `problem` says what is
+// wrong with it. Maps later segments as needed. Cold.
+absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
+                                     std::uint64_t offset,
+                                     std::uint64_t expected_index, bool torn,
+                                     std::string_view problem);
+
+}  // namespace orderwire::journal::internal
+
+#endif  // ORDERWIRE_JOURNAL_INTERNAL_SCAN_H_

@@ -1,0 +1,176 @@
+// JournalReader: sequential, zero-copy reading of a journal, every checksum
+// verified.
+//
+// The reader maps each segment read-only and walks its groups in order. A
+// group is checked in full (trailer magic, CRC32C, contiguous indexes,
+// command kinds, exact sizes, zero padding) before the first of its records
+// is handed out, so a record is never yielded from a group that does not
+// verify. Records are views into the mapping: `Record::frame` points at the
+// frame bytes exactly as they were received, nothing is copied, and the
+// views stay valid for the reader's lifetime (segments stay mapped).
+//
+//   auto reader = JournalReader::Open(dir);
+//   if (!reader.ok()) return reader.status();
+//   Record r;
+//   while ((*reader)->Next(r) == ReadResult::kRecord) Apply(r.frame);
+//   if (!(*reader)->status().ok()) return (*reader)->status();
+//
+// The end of the journal is where the last segment's data ends and nothing
+// but zeros follows. Anything else (a torn tail left by a crash, a damaged
+// header, corruption) ends the reading with an error naming the file, the
+// offset and the last good index: a journal that is not whole is never
+// reported as read in full. The reader does not repair anything; opening the
+// journal for appending (JournalWriter::Open) recovers a torn tail.
+#ifndef ORDERWIRE_JOURNAL_READER_H_
+#define ORDERWIRE_JOURNAL_READER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec/frame.h"
+#include "journal/format.h"
+#include "journal/internal/scan.h"
+
+namespace orderwire::journal {
+
+// One journaled record: its metadata and a view of its frame.
+struct Record {
+  std::uint64_t index = 0;
+  std::uint64_t receive_ns = 0;
+  std::uint32_t session_id = 0;
+  std::uint32_t flags = 0;  // format.h: kRecordUnauthorized
+  codec::FrameView frame = *codec::FrameView::Parse(kPlaceholderFrame);
+
+ private:
+  // A valid frame for the default value (a CancelByOrder of zeros).
+  static constexpr std::byte kPlaceholderFrame[25] = {
+      std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0},
+      std::byte{0}, std::byte{0}, std::byte{0}, std::byte{3}};
+};
+
+enum class ReadResult : std::uint8_t {
+  kRecord,  // `record` holds the next record
+  kEnd,     // the journal ended cleanly
+  kError,   // see status(): damage, or an I/O error
+};
+
+// What the reader learnt about a segment it entered.
+struct SegmentInfo {
+  std::string path;
+  SegmentHeader header;
+  std::uint64_t file_size = 0;
+  std::uint64_t records = 0;     // records read from it so far
+  std::uint64_t groups = 0;      // groups read from it so far
+  std::uint64_t last_index = 0;  // last index read from it (0 if none)
+  std::uint64_t data_end = 0;    // offset after its last group read
+};
+
+class JournalReader {
+ public:
+  // Lists the segments of `directory`. Errors: NotFound if the directory
+  // does not exist or holds no segment; the errno of reading it. Nothing is
+  // mapped or checked yet. With first_segment > 0 reading starts at that
+  // segment (in name order), at the index its header names: recovery reads
+  // only the tail this way. Cold.
+  static absl::StatusOr<std::unique_ptr<JournalReader>> Open(
+      const std::string& directory, std::size_t first_segment = 0);
+
+  JournalReader(const JournalReader&) = delete;
+  JournalReader& operator=(const JournalReader&) = delete;
+
+  // The next record. kError: status() says what and where (DataLoss for a
+  // torn tail or damage, with the file, offset and last good index;
+  // Unimplemented for an unsupported format version; the errno of an I/O
+  // error). After kEnd or kError every call returns the same. Hot path: a
+  // few loads per record; per group, one pass over its bytes.
+  ReadResult Next(Record& record) noexcept {
+    if (records_left_ != 0) {
+      --records_left_;
+      record.index = codec::LoadLE<std::uint64_t>(cursor_);
+      record.receive_ns =
+          codec::LoadLE<std::uint64_t>(cursor_ + kReceiveOffset);
+      record.session_id =
+          codec::LoadLE<std::uint32_t>(cursor_ + kSessionOffset);
+      record.flags = codec::LoadLE<std::uint32_t>(cursor_ + kFlagsOffset);
+      const std::byte* const frame = cursor_ + kRecordHeaderSize;
+      const std::size_t size =
+          codec::kKindTable[codec::LoadLE<std::uint8_t>(frame +
+                                                        codec::kKindOffset)]
+              .frame_size;
+      record.frame = *codec::FrameView::Parse({frame, size});
+      cursor_ = frame + size;
+      return ReadResult::kRecord;
+    }
+    return NextGroup(record);
+  }
+
+  // OK until Next() returned kError.
+  [[nodiscard]] const absl::Status& status() const noexcept { return status_; }
+  // The damage that ended the reading, if that is what ended it.
+  [[nodiscard]] const std::optional<internal::Damage>& damage() const {
+    return damage_;
+  }
+
+  // The segments entered so far (all of them after kEnd).
+  [[nodiscard]] const std::vector<SegmentInfo>& segments() const {
+    return infos_;
+  }
+  [[nodiscard]] std::size_t segment_count() const { return set_.size(); }
+  // Index of the last record handed out (0 before the first).
+  [[nodiscard]] std::uint64_t last_index() const noexcept {
+    return next_index_ - 1 - records_left_;
+  }
+  // For progress display: sum of the segment file sizes, and the bytes of
+  // the segments passed plus the offset reached in the current one.
+  [[nodiscard]] std::uint64_t total_bytes() const noexcept {
+    return total_bytes_;
+  }
+  [[nodiscard]] std::uint64_t bytes_done() const noexcept {
+    return done_before_segment_ + pos_;
+  }
+
+ private:
+  static constexpr std::size_t kReceiveOffset =
+      kOffsetOf<kRecordHeaderLayout, &RecordHeader::receive_ns>;
+  static constexpr std::size_t kSessionOffset =
+      kOffsetOf<kRecordHeaderLayout, &RecordHeader::session_id>;
+  static constexpr std::size_t kFlagsOffset =
+      kOffsetOf<kRecordHeaderLayout, &RecordHeader::flags>;
+
+  JournalReader(std::vector<internal::SegmentEntry> entries,
+                std::uint64_t total_bytes, std::size_t first_segment);
+
+  ReadResult NextGroup(Record& record) noexcept;
+  // Maps and checks segment `i`; false (status set) on an error.
+  bool EnterSegment(std::size_t i);
+  ReadResult Damaged(std::size_t segment, std::uint64_t offset, bool torn,
+                     std::string_view problem);
+  ReadResult Fail(absl::Status status);
+
+  internal::SegmentSet set_;
+  std::size_t first_segment_ = 0;
+  std::vector<SegmentInfo> infos_;
+  std::uint64_t total_bytes_ = 0;
+  std::uint64_t done_before_segment_ = 0;
+
+  std::size_t segment_ = 0;
+  std::span<const std::byte> bytes_;
+  std::uint64_t pos_ = 0;  // offset of the next group in the segment
+  const std::byte* cursor_ = nullptr;
+  std::uint32_t records_left_ = 0;
+  std::uint64_t next_index_ = 1;  // index of the next group's first record
+  enum class State : std::uint8_t { kStart, kReading, kEnd, kError };
+  State state_ = State::kStart;
+  absl::Status status_;
+  std::optional<internal::Damage> damage_;
+};
+
+}  // namespace orderwire::journal
+
+#endif  // ORDERWIRE_JOURNAL_READER_H_

@@ -1,0 +1,351 @@
+// JournalWriter: appends command frames to the journal with io_uring and
+// group commit, and says how far the journal is durable.
+//
+// Design. Append() copies the caller's frames, verbatim, into the group
+// being filled: one of a fixed set of slots (aligned buffers registered with
+// io_uring, allocated once at Open). A group is sealed (header, CRC32C
+// trailer, zero padding to 4096 bytes) and written with a single write at an
+// explicit offset of a preallocated segment when it is full, when Poll()
+// finds the pipeline with room for it (group commit: records gather while
+// earlier groups are in flight), or on Flush(). Several groups are in flight
+// at once. Completions are unordered, so a group counts as durable only
+// when it and every group sealed before it have completed; durable_index()
+// is the last index of that prefix and never runs ahead of the disk.
+//
+// Durability modes (docs/JOURNAL.md has the measured costs):
+// - kNone: buffered writes, no sync. durable_index() covers the groups whose
+//   write completed: they survive a crash of the process, not of the OS.
+// - kBatch (default): every group is made durable on its own before it
+//   counts: with O_DIRECT and RWF_DSYNC on the write itself (the default
+//   where the file system supports O_DIRECT), or a buffered write with an
+//   fdatasync linked behind it (IOSQE_IO_LINK). Many records share a sync.
+// - kSync: like kBatch, but Append() seals its records into a group of
+//   their own and returns only once they are durable: no group commit.
+//
+// Segments: when a group does not fit in the current segment, the writer
+// rotates to the next one, which it prepares in advance off the append path
+// (created under a temporary name, preallocated with fallocate, for kBatch
+// and kSync pre-zeroed so that synced writes change no file metadata, then
+// fsynced with its directory), renames into place and gives its header;
+// nothing in the new segment counts as durable before the header does.
+//
+// Errors: a failed write or sync (any errno other than EAGAIN/EINTR, which
+// are retried; short writes are completed) stops the writer for good:
+// status() names the file, offset and errno, Append() returns kFailed and
+// durable_index() stays where it was.
+//
+// Threading: one thread at a time. Usage from an event loop:
+//
+//   auto writer = JournalWriter::Open({.directory = dir});
+//   ...
+//   switch (w->Append(datagram_frames, session, now_ns)) {
+//     case AppendStatus::kOk: break;
+//     case AppendStatus::kFull: /* stop reading; Poll() later */ break;
+//     ...
+//   }
+//   const std::uint64_t durable = w->Poll();  // each loop iteration
+//   // send the reports of commands with journal index <= durable
+#ifndef ORDERWIRE_JOURNAL_WRITER_H_
+#define ORDERWIRE_JOURNAL_WRITER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "journal/format.h"
+#include "journal/histogram.h"
+#include "journal/internal/io_queue.h"
+
+namespace orderwire::journal {
+
+enum class Durability : std::uint8_t { kNone, kBatch, kSync };
+
+// "none", "batch", "sync".
+[[nodiscard]] std::string_view Name(Durability durability) noexcept;
+// Parses a Name(). Error: InvalidArgument naming the accepted values.
+absl::StatusOr<Durability> ParseDurability(std::string_view text);
+
+// How kBatch and kSync make a group durable.
+enum class SyncMethod : std::uint8_t {
+  kAuto,         // kDirectDsync where O_DIRECT works, else kFdatasync
+  kDirectDsync,  // O_DIRECT write with RWF_DSYNC
+  kFdatasync,    // buffered write, fdatasync linked behind it
+};
+
+enum class IoBackend : std::uint8_t {
+  kAuto,      // io_uring; if the kernel refuses it, kBlocking (announced)
+  kIoUring,   // io_uring or an Unavailable error
+  kBlocking,  // pwritev2/fdatasync in the calling thread
+};
+
+struct WriterOptions {
+  std::string directory;  // created if missing
+  Durability durability = Durability::kBatch;
+  // Bytes per segment file (rounded up to 4096; at least 64 KiB).
+  std::uint64_t segment_size = std::uint64_t{64} << 20;
+  // Bytes per group buffer (rounded up to 4096); 0 picks the default for
+  // the durability (256 KiB for kNone, 64 KiB otherwise).
+  std::uint32_t group_size = 0;
+  // Group buffers (2 to 64); 0 picks the default, 4. Every buffer but the
+  // one being filled can be in flight. More buffers give more throughput
+  // and a longer queue at the device: with 64 KiB batch groups, 8 buffers
+  // gave ~30% more records/s than 4 and 2-12x the p99 submit-to-durable
+  // time (docs/BENCHMARKS.md).
+  std::uint32_t slots = 0;
+  // Poll() seals a group that is not full only while fewer than this many
+  // groups are in flight (group commit); 0 picks 2. At most slots - 1.
+  std::uint32_t max_partial_in_flight = 0;
+  SyncMethod sync_method = SyncMethod::kAuto;
+  IoBackend backend = IoBackend::kAuto;
+  // Pre-zero new segments under kBatch and kSync.
+  bool prezero = true;
+  // Tests only: rewrites I/O results (see internal/io_queue.h).
+  internal::IoFaults* faults = nullptr;
+};
+
+enum class AppendStatus : std::uint8_t {
+  kOk,            // appended; durable once durable_index() reaches them
+  kFull,          // no buffer free (or the next segment not ready yet):
+                  // nothing appended; Poll()/Wait() and try again
+  kInvalidFrame,  // `frames` is empty, holds a partial frame or a
+                  // non-command kind: nothing appended
+  kTooLarge,      // more than max_append_bytes() of records: nothing
+  kFailed,        // the writer has stopped, see status()
+};
+
+[[nodiscard]] std::string_view Name(AppendStatus status) noexcept;
+
+// What Open() found and did.
+struct RecoveryReport {
+  bool created = false;          // a new journal was started
+  std::uint64_t last_index = 0;  // last record in the journal after Open
+  std::uint64_t segments = 0;    // segment files after Open
+  bool torn_tail = false;        // a torn tail was cut off
+  std::string torn_segment;      // where
+  std::uint64_t torn_offset = 0;
+  std::uint64_t discarded_bytes = 0;       // non-zero bytes cut off
+  std::uint64_t discarded_groups = 0;      // whole groups found past the tear
+  std::vector<std::string> removed_files;  // later segments removed
+  std::string message;  // the damage report (empty without a torn tail)
+};
+
+// Counters since Open.
+struct WriterStats {
+  std::uint64_t records = 0;
+  std::uint64_t groups = 0;
+  std::uint64_t bytes_written = 0;  // group bytes, padding included
+  std::uint64_t syncs = 0;          // fdatasync ops (kFdatasync method)
+  std::uint64_t short_writes = 0;
+  std::uint64_t retries = 0;  // EAGAIN/EINTR resubmissions
+  std::uint64_t rotations = 0;
+  std::uint64_t full = 0;  // Append() calls answered kFull
+};
+
+class JournalWriter {
+ public:
+  // Opens (or creates) the journal in options.directory for appending,
+  // after recovering it: a torn tail is reported in recovery() and cut off
+  // (zeroed, later segments removed); data loss (damage followed by data
+  // that had been durable, or a group written in full that does not
+  // verify) is refused with DataLoss naming the file and offset. Takes an
+  // exclusive lock on the directory. Errors: InvalidArgument (options),
+  // DataLoss, FailedPrecondition (locked by another writer), Unavailable
+  // (backend kIoUring without io_uring), the errno of any file operation.
+  // Cold: reads the last two segments, may write a new segment.
+  static absl::StatusOr<std::unique_ptr<JournalWriter>> Open(
+      const WriterOptions& options);
+
+  // Closes (see Close()); errors are dropped: call Close() to see them.
+  ~JournalWriter();
+  JournalWriter(const JournalWriter&) = delete;
+  JournalWriter& operator=(const JournalWriter&) = delete;
+
+  // Appends `frames` (whole command frames back to back, e.g. the frames of
+  // a datagram) as consecutive records with this session, receive time and
+  // record flags (format.h: kRecordUnauthorized).
+  // All or nothing: the records land in one group, so they also become
+  // durable together. Under kNone and kBatch it never blocks (it may submit
+  // a full group to the kernel); under kSync it returns once the records
+  // are durable. Hot path: two passes over the frames, one copy, no
+  // allocation.
+  AppendStatus Append(std::span<const std::byte> frames,
+                      std::uint32_t session_id, std::uint64_t receive_ns,
+                      std::uint32_t flags = 0) noexcept;
+
+  // Reaps completions, resubmits retries and the rest of short writes,
+  // advances durable_index(), seals the group being filled when the
+  // pipeline has room, moves segment preparation on. Never blocks. Returns
+  // durable_index().
+  std::uint64_t Poll() noexcept;
+
+  // Blocks until some I/O completes (returns at once when nothing is in
+  // flight), then does what Poll() does. Error: status() if stopped.
+  absl::Status Wait();
+
+  // Seals the group being filled and blocks until durable_index() ==
+  // last_index(). Error: status() if the writer stopped.
+  absl::Status Flush();
+
+  // Flush(), then fdatasync of the open segments, so that under kNone too
+  // everything appended is on disk. For shutdown.
+  absl::Status Sync();
+
+  // Sync(), waits for all I/O, closes the files, removes the prepared next
+  // segment and releases the lock. Further calls do nothing.
+  absl::Status Close();
+
+  // Index of the last record appended (0 if none yet).
+  [[nodiscard]] std::uint64_t last_index() const noexcept {
+    return last_index_;
+  }
+  // Every record up to this index is durable under the writer's mode.
+  [[nodiscard]] std::uint64_t durable_index() const noexcept {
+    return durable_index_;
+  }
+  [[nodiscard]] bool failed() const noexcept { return !status_.ok(); }
+  [[nodiscard]] const absl::Status& status() const noexcept { return status_; }
+  [[nodiscard]] const RecoveryReport& recovery() const noexcept {
+    return recovery_;
+  }
+  // The most record bytes one Append() can take: the frame bytes plus 20
+  // bytes per frame. At least 60 KiB with the default options.
+  [[nodiscard]] std::size_t max_append_bytes() const noexcept {
+    return max_append_bytes_;
+  }
+  // How the writer does its I/O, e.g. "io_uring, O_DIRECT + RWF_DSYNC";
+  // says so when it fell back to blocking I/O because io_uring is missing.
+  [[nodiscard]] const std::string& io_description() const noexcept {
+    return io_description_;
+  }
+  [[nodiscard]] const WriterStats& stats() const noexcept { return stats_; }
+  // Time from each group's submission until it counted as durable.
+  [[nodiscard]] const LatencyHistogram& durable_latency() const noexcept {
+    return latency_;
+  }
+  [[nodiscard]] Durability durability() const noexcept { return durability_; }
+
+ private:
+  struct Slot {
+    std::byte* buffer = nullptr;
+    enum class State : std::uint8_t { kFree, kFilling, kInFlight };
+    State state = State::kFree;
+    bool header = false;  // a segment header write, no records
+    bool synced = true;   // kFdatasync: the sync after the write is done
+    std::uint16_t outstanding = 0;  // ops submitted, not completed
+    std::uint32_t segment = 0;      // index into segments_
+    std::uint64_t offset = 0;       // file offset of the group
+    std::uint32_t used = 0;         // bytes filled: group header + records
+    std::uint32_t limit = 0;        // the most `used` may reach
+    std::uint32_t length = 0;       // bytes to write, once sealed
+    std::uint32_t done = 0;         // bytes of `length` written
+    std::uint32_t records = 0;
+    std::uint64_t first_index = 0;
+    std::uint64_t last_index = 0;
+    std::int64_t submit_ns = 0;
+  };
+  struct SegmentFile {
+    int fd = -1;
+    bool active = false;      // the segment groups are appended to
+    std::uint32_t users = 0;  // slots that refer to it
+    std::uint64_t first_index = 0;
+    std::uint64_t capacity = 0;
+    std::string path;
+  };
+  struct Prepared {
+    enum class State : std::uint8_t { kNone, kZeroing, kSyncing, kReady };
+    State state = State::kNone;
+    int fd = -1;
+    std::uint32_t chunks = 0;      // zero writes needed
+    std::uint32_t next_chunk = 0;  // next zero write to submit
+    std::uint32_t chunks_done = 0;
+    std::uint32_t in_flight = 0;  // zero writes and the fsync
+  };
+
+  explicit JournalWriter(const WriterOptions& options);
+
+  absl::Status Init();
+  absl::Status SetUpIo();
+  absl::Status Recover();
+  absl::Status CreateFirstSegment(std::uint64_t journal_id);
+  absl::StatusOr<int> OpenSegmentFd(const std::string& path, int flags);
+
+  Slot* OpenGroup(std::size_t need) noexcept;
+  AppendStatus Commit(Slot& slot, std::uint32_t used,
+                      std::uint64_t last) noexcept;
+  void Seal(Slot& slot) noexcept;
+  void SubmitWrite(std::uint32_t id) noexcept;
+  void PushOp(const internal::IoOp& op) noexcept;
+  void SubmitPending() noexcept;
+  void Reap(bool wait) noexcept;
+  void Handle(const internal::IoCompletion& completion) noexcept;
+  void HandlePrepared(std::uint64_t id, std::uint32_t tag,
+                      std::int32_t result) noexcept;
+  void Advance() noexcept;
+  void Release(Slot& slot) noexcept;
+  bool Rotate() noexcept;
+  void PumpPrepared(bool start_now) noexcept;
+  void Fail(absl::Status status) noexcept;
+  absl::Status WaitDurable(std::uint64_t index);
+  [[nodiscard]] bool Complete(const Slot& slot) const noexcept;
+  [[nodiscard]] std::uint32_t SlotId(const Slot& slot) const noexcept {
+    return static_cast<std::uint32_t>(&slot - slots_.data());
+  }
+  [[nodiscard]] const std::string& PreparedPath() const;
+
+  // Configuration.
+  WriterOptions options_;
+  Durability durability_;
+  bool direct_ = false;  // O_DIRECT + RWF_DSYNC (else fdatasync if durable)
+  bool sync_after_write_ = false;  // kFdatasync under kBatch/kSync
+  bool prezero_ = false;
+  std::uint64_t capacity_ = 0;  // segment size
+  std::uint32_t group_size_ = 0;
+  std::uint32_t max_partial_ = 0;
+  std::uint64_t journal_id_ = 0;
+  std::string prepared_path_;  // directory + "/" + kPreparedFileName
+
+  // I/O.
+  std::unique_ptr<internal::IoQueue> queue_;
+  int dir_fd_ = -1;
+  int lock_fd_ = -1;
+  bool closed_ = false;
+  bool closing_ = false;
+  bool submit_pending_ = false;
+  std::uint32_t ops_in_flight_ = 0;
+
+  // Buffers, allocated once.
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_;  // free slot ids (a stack)
+  std::vector<std::uint32_t> fifo_;  // sealed slot ids, in seal order
+  std::size_t fifo_head_ = 0;
+  std::size_t fifo_count_ = 0;
+  std::byte* zeros_ = nullptr;  // kZeroChunk zero bytes
+  Slot* filling_ = nullptr;
+
+  // Segments.
+  std::vector<SegmentFile> segments_;  // open files; fd -1 = unused entry
+  std::uint32_t active_ = 0;
+  std::uint64_t write_pos_ = 0;  // next group offset in the active one
+  Prepared prepared_;
+
+  // State.
+  std::uint64_t last_index_ = 0;
+  std::uint64_t durable_index_ = 0;
+  std::size_t max_append_bytes_ = 0;
+  absl::Status status_;
+  RecoveryReport recovery_;
+  std::string io_description_;
+  WriterStats stats_;
+  LatencyHistogram latency_;
+};
+
+}  // namespace orderwire::journal
+
+#endif  // ORDERWIRE_JOURNAL_WRITER_H_

@@ -1,0 +1,198 @@
+// `orderwire journal write`, `journal inspect` and `replay` as a user runs
+// them: the real binary, bytes in, bytes, text and exit status out. The
+// central check is the exactness rule: gen | journal write, then
+// replay --reports, gives the very bytes of gen | match.
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/journal/test_support.h"
+
+namespace orderwire::journal {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::ScratchDir;
+
+struct Outcome {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
+// Runs `sh -c "<command line>"` with ORDERWIRE set to the binary.
+Outcome Shell(const ScratchDir& dir, const std::string& line) {
+  const std::string out = dir.Sub("stdout");
+  const std::string err = dir.Sub("stderr");
+  const std::string command = "ORDERWIRE='" + std::string(ORDERWIRE_BINARY) +
+                              "'; cd '" + dir.path() + "' && ( " + line +
+                              " ) > '" + out + "' 2> '" + err + "'";
+  const int raw = std::system(command.c_str());
+  return Outcome{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, Slurp(out),
+                 Slurp(err)};
+}
+
+TEST(JournalCliTest, ReplayGivesTheReportBytesOfMatch) {
+  for (const std::string workload : {"mixed", "wl1"}) {
+    ScratchDir dir;
+    const std::string gen =
+        "\"$ORDERWIRE\" gen --workload " + workload + " --count 30000 --seed 5";
+    ASSERT_EQ(Shell(dir, gen + " | \"$ORDERWIRE\" match > match.bin").status,
+              0);
+    const Outcome write =
+        Shell(dir, gen +
+                       " | \"$ORDERWIRE\" journal write --journal j "
+                       "--segment-size 262144");
+    ASSERT_EQ(write.status, 0) << write.err;
+    EXPECT_THAT(write.out, HasSubstr("30000 records"));
+    EXPECT_THAT(write.out, HasSubstr("durable up to index 30000 (batch)"));
+    EXPECT_THAT(write.err, HasSubstr(", I/O: "));  // announces its I/O path
+    const Outcome replay =
+        Shell(dir, "\"$ORDERWIRE\" replay --journal j --reports replay.bin");
+    ASSERT_EQ(replay.status, 0) << replay.err;
+    EXPECT_THAT(replay.out, HasSubstr("30000 records in"));
+    EXPECT_THAT(replay.out, HasSubstr("final index 30000"));
+    const std::string match = Slurp(dir.Sub("match.bin"));
+    ASSERT_FALSE(match.empty());
+    EXPECT_TRUE(match == Slurp(dir.Sub("replay.bin"))) << workload;
+    // The same as JSON Lines.
+    ASSERT_EQ(
+        Shell(dir, gen + " | \"$ORDERWIRE\" match --json > m.jsonl").status, 0);
+    ASSERT_EQ(Shell(dir,
+                    "\"$ORDERWIRE\" replay --journal j --json "
+                    "--reports r.jsonl")
+                  .status,
+              0);
+    EXPECT_TRUE(Slurp(dir.Sub("m.jsonl")) == Slurp(dir.Sub("r.jsonl")));
+    // And the same books at the end.
+    const Outcome match_book =
+        Shell(dir, gen + " | \"$ORDERWIRE\" match --book 4 > /dev/null");
+    const Outcome replay_book =
+        Shell(dir, "\"$ORDERWIRE\" replay --journal j --book 4");
+    ASSERT_EQ(replay_book.status, 0) << replay_book.err;
+    EXPECT_THAT(replay_book.err, HasSubstr("bid price"));
+    EXPECT_EQ(replay_book.err, match_book.err);
+  }
+}
+
+TEST(JournalCliTest, VerifyCountsRecordsByKindAcrossSegments) {
+  ScratchDir dir;
+  ASSERT_EQ(Shell(dir,
+                  "\"$ORDERWIRE\" gen --count 20000 | \"$ORDERWIRE\" "
+                  "journal write --journal j --durability none "
+                  "--segment-size 65536 --session 9")
+                .status,
+            0);
+  const Outcome verify =
+      Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify");
+  ASSERT_EQ(verify.status, 0) << verify.err;
+  EXPECT_THAT(verify.out, HasSubstr("replay --verify: 20000 records in"));
+  EXPECT_THAT(verify.out, HasSubstr("NewLimit"));
+  EXPECT_THAT(verify.out, HasSubstr("final index 20000"));
+  EXPECT_THAT(verify.out, HasSubstr("records/s"));
+  EXPECT_GT(testing::SegmentPaths(dir.Sub("j")).size(), 10u);
+}
+
+TEST(JournalCliTest, InspectShowsSegmentsAndRecordsAsJsonLines) {
+  ScratchDir dir;
+  ASSERT_EQ(Shell(dir,
+                  "\"$ORDERWIRE\" gen --count 500 | \"$ORDERWIRE\" "
+                  "journal write --journal j --session 42")
+                .status,
+            0);
+  const Outcome inspect = Shell(dir, "\"$ORDERWIRE\" journal inspect j");
+  ASSERT_EQ(inspect.status, 0) << inspect.err;
+  EXPECT_THAT(inspect.out, HasSubstr("00000000000000000001.owj"));
+  EXPECT_THAT(inspect.out, HasSubstr("500 records, indexes 1..500"));
+  EXPECT_THAT(inspect.out, HasSubstr("ends cleanly"));
+  const Outcome records =
+      Shell(dir, "\"$ORDERWIRE\" journal inspect j --records");
+  ASSERT_EQ(records.status, 0) << records.err;
+  EXPECT_EQ(std::count(records.out.begin(), records.out.end(), '\n'), 500);
+  EXPECT_THAT(records.out, HasSubstr("{\"index\":1,\"receive_ns\":"));
+  EXPECT_THAT(records.out,
+              HasSubstr("\"session_id\":42,\"flags\":0,\"frame\":{\"kind\":"));
+  // The frames decode as `orderwire decode` prints them.
+  ASSERT_EQ(Shell(dir,
+                  "\"$ORDERWIRE\" gen --count 500 | \"$ORDERWIRE\" "
+                  "decode > decoded.jsonl")
+                .status,
+            0);
+  const std::string decoded = Slurp(dir.Sub("decoded.jsonl"));
+  const std::string first_line = decoded.substr(0, decoded.find('\n'));
+  EXPECT_THAT(records.out, HasSubstr("\"frame\":" + first_line + "}"));
+}
+
+TEST(JournalCliTest, WriteRefusesAPartialFrameAndAppendsNothing) {
+  ScratchDir dir;
+  const Outcome write =
+      Shell(dir,
+            "\"$ORDERWIRE\" gen --count 10 | head -c 300 | \"$ORDERWIRE\" "
+            "journal write --journal j");
+  EXPECT_EQ(write.status, 1);
+  EXPECT_THAT(write.err, HasSubstr("byte offset"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("j")));
+}
+
+TEST(JournalCliTest, ATornJournalIsReportedNotReadInFull) {
+  ScratchDir dir;
+  ASSERT_EQ(Shell(dir,
+                  "\"$ORDERWIRE\" gen --count 5000 | \"$ORDERWIRE\" "
+                  "journal write --journal j")
+                .status,
+            0);
+  const std::string segment = testing::SegmentPaths(dir.Sub("j")).at(0);
+  // Cut the file in the middle of its data: a torn tail.
+  testing::Truncate(segment, 4096 + 100000);
+  const Outcome verify =
+      Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify");
+  EXPECT_EQ(verify.status, 1);
+  EXPECT_THAT(verify.out, HasSubstr("UP TO THE DAMAGE"));
+  EXPECT_THAT(verify.err, HasSubstr("torn tail in segment"));
+  const Outcome replay = Shell(dir, "\"$ORDERWIRE\" replay --journal j");
+  EXPECT_EQ(replay.status, 1);
+  // Appending recovers it, and says so.
+  const Outcome write = Shell(dir,
+                              "\"$ORDERWIRE\" gen --count 1 | "
+                              "\"$ORDERWIRE\" journal write --journal j");
+  EXPECT_EQ(write.status, 0) << write.err;
+  EXPECT_THAT(write.err, HasSubstr("torn tail cut off"));
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify").status, 0);
+}
+
+TEST(JournalCliTest, BadFlagCombinationsAreUsageErrors) {
+  ScratchDir dir;
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay").status, 2);
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify --reports x")
+                .status,
+            2);
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay --journal j --json").status, 2);
+  EXPECT_EQ(Shell(dir,
+                  "\"$ORDERWIRE\" journal write --journal j "
+                  "--durability fast < /dev/null")
+                .status,
+            2);
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" journal frobnicate").status, 2);
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" journal inspect").status, 2);
+  const Outcome help = Shell(dir, "\"$ORDERWIRE\" journal write --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_THAT(help.out, HasSubstr("usage: orderwire journal write"));
+  const Outcome missing = Shell(dir, "\"$ORDERWIRE\" replay --journal nope");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_THAT(missing.err, HasSubstr("does not exist"));
+}
+
+}  // namespace
+}  // namespace orderwire::journal

@@ -1,0 +1,173 @@
+// The format's layouts, pinned to docs/JOURNAL.md, and its file names.
+#include "journal/format.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "journal/crc32c.h"
+#include "journal/writer.h"
+#include "tests/journal/test_support.h"
+
+namespace orderwire::journal {
+namespace {
+
+TEST(FormatTest, OffsetsMatchTheFormatPage) {
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::version> == 8);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::block_size> ==
+                12);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::first_index> ==
+                16);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::created_ns> ==
+                24);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::capacity> ==
+                32);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::journal_id> ==
+                40);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::flags> == 48);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::reserved> ==
+                52);
+  static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::records_bytes> ==
+                4);
+  static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::first_index> == 8);
+  static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::stable_index> ==
+                16);
+  static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::record_count> ==
+                24);
+  static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::flags> == 28);
+  static_assert(kOffsetOf<kGroupTrailerLayout, &GroupTrailer::magic> == 4);
+  static_assert(kOffsetOf<kRecordHeaderLayout, &RecordHeader::receive_ns> == 8);
+  static_assert(kOffsetOf<kRecordHeaderLayout, &RecordHeader::session_id> ==
+                16);
+  static_assert(kOffsetOf<kRecordHeaderLayout, &RecordHeader::flags> == 20);
+  SUCCEED();
+}
+
+TEST(FormatTest, MagicsAreTheDocumentedBytes) {
+  std::byte b[8];
+  codec::StoreLE(b, kSegmentMagic);
+  EXPECT_EQ(std::memcmp(b, "OWJOURNL", 8), 0);
+  codec::StoreLE(b, kGroupMagic);
+  EXPECT_EQ(std::memcmp(b, "OWGH", 4), 0);
+  codec::StoreLE(b, kTrailerMagic);
+  EXPECT_EQ(std::memcmp(b, "OWGT", 4), 0);
+}
+
+TEST(FormatTest, SegmentHeaderRoundTripsWithItsChecksum) {
+  const SegmentHeader h{.magic = kSegmentMagic,
+                        .version = kFormatVersion,
+                        .header_size = kSegmentHeaderSize,
+                        .block_size = kBlockSize,
+                        .first_index = 12345,
+                        .created_ns = 1700000000123456789ull,
+                        .capacity = 64 << 20,
+                        .journal_id = 0xFEEDFACECAFEBEEFull,
+                        .flags = 0,
+                        .reserved = 0,
+                        .crc = 0};
+  std::vector<std::byte> bytes(kSegmentHeaderSize);
+  EncodeSegmentHeader(h, bytes.data());
+  const auto back =
+      LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes.data());
+  EXPECT_EQ(back.first_index, 12345u);
+  EXPECT_EQ(back.journal_id, 0xFEEDFACECAFEBEEFull);
+  EXPECT_EQ(back.crc, Crc32c({bytes.data(), kSegmentHeaderCrcOffset}));
+  // Byte 8 is the version, little-endian.
+  EXPECT_EQ(bytes[8], std::byte{1});
+  EXPECT_EQ(bytes[9], std::byte{0});
+}
+
+std::string Hex(std::span<const std::byte> bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (std::byte b : bytes) {
+    out += kDigits[static_cast<unsigned>(b) >> 4];
+    out += kDigits[static_cast<unsigned>(b) & 15];
+  }
+  return out;
+}
+
+std::vector<std::byte> FromHex(std::string_view hex) {
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<std::byte>(
+        std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
+  }
+  return out;
+}
+
+// The published vectors of docs/JOURNAL.md ("Worked example").
+TEST(FormatTest, TheSegmentHeaderOfTheFormatPageEncodesToItsBytes) {
+  std::vector<std::byte> bytes(kSegmentHeaderSize);
+  EncodeSegmentHeader({.magic = kSegmentMagic,
+                       .version = 1,
+                       .header_size = 64,
+                       .block_size = 4096,
+                       .first_index = 1,
+                       .created_ns = 1700000000000000000ull,
+                       .capacity = 67108864,
+                       .journal_id = 0x0123456789ABCDEFull,
+                       .flags = 0,
+                       .reserved = 0,
+                       .crc = 0},
+                      bytes.data());
+  EXPECT_EQ(Hex(bytes),
+            "4f574a4f55524e4c0100400000100000010000000000000000002a36fe9c9717"
+            "0000000400000000efcdab8967452301000000000000000000000000911d5888");
+}
+
+TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
+  // PROTOCOL.md's first golden frame, journaled as index 1 of session
+  // 0xCAFE received at 1700000000000000000 ns.
+  const std::vector<std::byte> frame = FromHex(
+      "0100000000000000010700000000000000e9030000000000002a0000000101"
+      "42270000000000002c01000000000000");
+  testing::ScratchDir dir;
+  auto writer = JournalWriter::Open({.directory = dir.path(),
+                                     .durability = Durability::kNone,
+                                     .segment_size = 64 * 1024,
+                                     .backend = IoBackend::kBlocking});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_EQ((*writer)->Append(frame, 0xCAFE, 1700000000000000000ull),
+            AppendStatus::kOk);
+  ASSERT_TRUE((*writer)->Close().ok());
+  const std::vector<std::byte> bytes =
+      testing::ReadFile(testing::SegmentPaths(dir.path()).at(0));
+  ASSERT_GE(bytes.size(), 2 * kBlockSize);
+  EXPECT_EQ(Hex({bytes.data() + kBlockSize, 111}),
+            "4f574748470000000100000000000000000000000000000001000000000000"
+            "00"                                                // group header
+            "010000000000000000002a36fe9c9717feca000000000000"  // record header
+            "0100000000000000010700000000000000e9030000000000002a00000001014227"
+            "0000000000002c01000000000000"  // the frame, verbatim
+            "606390bd4f574754");            // trailer
+  // Zero padding to the next block, and nothing after the group.
+  for (std::size_t i = kBlockSize + 111; i < bytes.size(); ++i) {
+    ASSERT_EQ(bytes[i], std::byte{0}) << i;
+  }
+}
+
+TEST(FormatTest, SegmentFileNamesCarryTheFirstIndex) {
+  EXPECT_EQ(SegmentFileName(1), "00000000000000000001.owj");
+  EXPECT_EQ(SegmentFileName(18446744073709551615ull),
+            "18446744073709551615.owj");
+  EXPECT_EQ(ParseSegmentFileName("00000000000000000042.owj"), 42u);
+  EXPECT_FALSE(ParseSegmentFileName("42.owj").has_value());
+  EXPECT_FALSE(ParseSegmentFileName("0000000000000000004x.owj").has_value());
+  EXPECT_FALSE(
+      ParseSegmentFileName("00000000000000000042.owj.prep").has_value());
+  EXPECT_FALSE(ParseSegmentFileName("99999999999999999999.owj").has_value());
+  EXPECT_FALSE(ParseSegmentFileName(kPreparedFileName).has_value());
+}
+
+TEST(FormatTest, RecordSizesFollowTheCommandKinds) {
+  EXPECT_EQ(kMinRecordSize, 49u);  // CancelByOrder / CancelByClient
+  EXPECT_EQ(kMaxRecordSize, 73u);  // Replace
+  EXPECT_EQ(AlignUp(1), 4096u);
+  EXPECT_EQ(AlignUp(4096), 4096u);
+  EXPECT_EQ(AlignUp(0), 0u);
+}
+
+}  // namespace
+}  // namespace orderwire::journal

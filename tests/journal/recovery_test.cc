@@ -1,0 +1,596 @@
+// Damage and recovery: torn tails of every length, a bit flipped at every
+// byte, damaged and foreign segment headers, writes that were in flight at a
+// crash, and corruption followed by durable data.
+#include <unistd.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "journal/crc32c.h"
+#include "journal/format.h"
+#include "journal/reader.h"
+#include "journal/writer.h"
+#include "tests/journal/journal_model.h"
+#include "tests/journal/test_support.h"
+
+namespace orderwire::journal {
+namespace {
+
+using ::orderwire::journal::testing::AppendRange;
+using ::orderwire::journal::testing::FlipBits;
+using ::orderwire::journal::testing::FrameFor;
+using ::orderwire::journal::testing::ReadAndCheck;
+using ::orderwire::journal::testing::ReadFile;
+using ::orderwire::journal::testing::ScratchDir;
+using ::orderwire::journal::testing::SegmentPaths;
+using ::orderwire::journal::testing::WriteFile;
+using ::testing::AnyOf;
+using ::testing::HasSubstr;
+
+// A journal of `groups` groups of `per_group` records in one 64 KiB segment:
+// written under kSync, so each Append() is a group of its own, each group
+// takes one 4096-byte block (group k at offset 4096 * (k + 1)), and each
+// group's stable_index is the last index of the group before it.
+void BuildJournal(const std::string& dir, int groups, int per_group,
+                  std::uint64_t segment_size = 64 * 1024) {
+  auto writer = JournalWriter::Open({.directory = dir,
+                                     .durability = Durability::kSync,
+                                     .segment_size = segment_size,
+                                     .group_size = 8192});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  AppendRange(**writer, 1, static_cast<std::size_t>(groups * per_group),
+              static_cast<std::size_t>(per_group));
+  ASSERT_TRUE((*writer)->Close().ok());
+}
+
+// Reads `dir`; returns the records read and the final result and status.
+struct Outcome {
+  std::uint64_t records = 0;
+  ReadResult result = ReadResult::kEnd;
+  absl::Status status;
+};
+Outcome Read(const std::string& dir) {
+  Outcome out;
+  auto reader = JournalReader::Open(dir);
+  if (!reader.ok()) {
+    out.result = ReadResult::kError;
+    out.status = reader.status();
+    return out;
+  }
+  Record r;
+  while ((out.result = (*reader)->Next(r)) == ReadResult::kRecord) {
+    ++out.records;
+    const std::vector<std::byte> want = FrameFor(r.index);
+    const auto got = r.frame.bytes();
+    // A record handed out is always the original one.
+    EXPECT_EQ(r.index, out.records);
+    EXPECT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()))
+        << "record " << r.index;
+  }
+  out.status = (*reader)->status();
+  return out;
+}
+
+// Copies the directory's segment files into a fresh directory.
+void CopyJournal(const std::string& from, const std::string& to) {
+  for (const std::string& path : SegmentPaths(from)) {
+    std::filesystem::copy_file(
+        path, to + "/" + std::filesystem::path(path).filename().string());
+  }
+}
+
+// Sets a group's stable_index and recomputes its checksum, as if the writer
+// had sealed it while the groups before it were still in flight.
+void RewriteStable(const std::string& path, std::uint64_t offset,
+                   std::uint64_t stable) {
+  std::vector<std::byte> bytes = ReadFile(path);
+  GroupHeader h = LoadStruct<kGroupHeaderLayout, GroupHeader>(&bytes[offset]);
+  h.stable_index = stable;
+  StoreStruct<kGroupHeaderLayout>(h, &bytes[offset]);
+  const std::size_t covered = kGroupHeaderSize + h.records_bytes;
+  const std::uint32_t crc = Crc32c({&bytes[offset], covered});
+  codec::StoreLE(&bytes[offset + covered], crc);
+  WriteFile(path, bytes);
+}
+
+void ZeroRange(const std::string& path, std::uint64_t from, std::uint64_t to) {
+  std::vector<std::byte> bytes = ReadFile(path);
+  for (std::uint64_t i = from; i < to && i < bytes.size(); ++i) {
+    bytes[i] = std::byte{0};
+  }
+  WriteFile(path, bytes);
+}
+
+std::uint64_t GroupBytes(const std::string& path, std::uint64_t offset) {
+  const std::vector<std::byte> bytes = ReadFile(path);
+  const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(&bytes[offset]);
+  return kGroupOverhead + h.records_bytes;
+}
+
+constexpr std::uint64_t Block(int k) { return kBlockSize * std::uint64_t(k); }
+
+// Options for reopening a test journal (its small segments).
+WriterOptions Reopen(const std::string& dir) {
+  return WriterOptions{.directory = dir, .segment_size = 64 * 1024};
+}
+
+// Appends the record the model gives index i, waiting while the writer is
+// full (it may be preparing its next segment).
+void AppendOne(JournalWriter& writer, std::uint64_t i) {
+  const std::vector<std::byte> frame = FrameFor(i);
+  AppendStatus st;
+  while ((st = writer.Append(frame, testing::SessionFor(i),
+                             testing::TimeFor(i))) == AppendStatus::kFull) {
+    ASSERT_TRUE(writer.Wait().ok()) << writer.status();
+  }
+  ASSERT_EQ(st, AppendStatus::kOk) << writer.status();
+}
+
+// ---------------------------------------------------------------------------
+// Torn tails.
+
+TEST(RecoveryTest,
+     TruncationAtEveryLengthOfTheLastRecordIsDetectedAndRecovered) {
+  ScratchDir original;
+  BuildJournal(original.path(), 6, 1);  // one record per group
+  const std::string segment = SegmentPaths(original.path()).at(0);
+  const std::vector<std::byte> bytes = ReadFile(segment);
+  const std::uint64_t last = Block(6);  // the sixth group: record 6
+  const std::uint64_t group = GroupBytes(segment, last);
+  const std::string name = std::filesystem::path(segment).filename().string();
+
+  for (std::uint64_t length = last; length <= last + group; ++length) {
+    ScratchDir dir;
+    WriteFile(dir.Sub(name), {bytes.data(), length});
+    const Outcome read = Read(dir.path());
+    if (length == last) {  // ends exactly before the last group: clean
+      EXPECT_EQ(read.result, ReadResult::kEnd) << read.status;
+      EXPECT_EQ(read.records, 5u);
+      continue;
+    }
+    if (length == last + group) {  // the whole group, only padding cut
+      EXPECT_EQ(read.result, ReadResult::kEnd) << read.status;
+      EXPECT_EQ(read.records, 6u);
+      continue;
+    }
+    ASSERT_EQ(read.result, ReadResult::kError) << "length " << length;
+    EXPECT_EQ(read.records, 5u) << "length " << length;
+    EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(read.status.message()),
+                HasSubstr(absl::StrFormat("torn tail in segment %s at offset "
+                                          "%d (after index 5",
+                                          dir.Sub(name), last)))
+        << read.status;
+
+    auto writer = JournalWriter::Open(Reopen(dir.path()));
+    ASSERT_TRUE(writer.ok()) << "length " << length << ": " << writer.status();
+    const RecoveryReport& report = (*writer)->recovery();
+    EXPECT_TRUE(report.torn_tail);
+    EXPECT_EQ(report.torn_offset, last);
+    EXPECT_EQ(report.last_index, 5u);
+    EXPECT_EQ(report.torn_segment, dir.Sub(name));
+    EXPECT_GT(report.discarded_bytes, 0u);
+    // Appending goes on from index 6, at the torn group's place.
+    AppendOne(**writer, 6);
+    ASSERT_TRUE((*writer)->Close().ok());
+    const auto back = ReadAndCheck(dir.path(), 1);
+    EXPECT_EQ(back.end, ReadResult::kEnd) << back.status;
+    EXPECT_EQ(back.records, 6u);
+  }
+}
+
+TEST(RecoveryTest, AZeroedTailOfEveryLengthIsATornTail) {
+  // What a crash leaves in a preallocated file: the end of the last write
+  // never arrived, the file keeps its size and reads zeros there.
+  ScratchDir original;
+  BuildJournal(original.path(), 4, 3);
+  const std::string segment = SegmentPaths(original.path()).at(0);
+  const std::uint64_t last = Block(4);
+  const std::uint64_t group = GroupBytes(segment, last);
+  // (keep == 0, the whole group missing, is a clean end at 9 records.)
+  for (std::uint64_t keep = 1; keep < group; ++keep) {
+    ScratchDir dir;
+    CopyJournal(original.path(), dir.path());
+    const std::string copy = SegmentPaths(dir.path()).at(0);
+    ZeroRange(copy, last + keep, last + group);
+    const Outcome read = Read(dir.path());
+    ASSERT_EQ(read.result, ReadResult::kError) << keep;
+    EXPECT_EQ(read.records, 9u);
+    EXPECT_THAT(std::string(read.status.message()), HasSubstr("torn tail"));
+    if (keep % 16 != 0) continue;  // recovery on a sample: it fsyncs
+    auto writer = JournalWriter::Open(Reopen(dir.path()));
+    ASSERT_TRUE(writer.ok()) << keep << ": " << writer.status();
+    EXPECT_TRUE((*writer)->recovery().torn_tail);
+    EXPECT_EQ((*writer)->recovery().last_index, 9u);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// A bit flipped at every byte.
+
+TEST(RecoveryTest, ABitFlippedAtEveryByteIsNeverAcceptedSilently) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 4, 3);  // 12 records, groups at blocks 1..4
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  const std::uint64_t size = std::filesystem::file_size(segment);
+  ASSERT_EQ(size, 64u * 1024);
+  const Outcome clean = Read(dir.path());
+  ASSERT_EQ(clean.result, ReadResult::kEnd);
+  ASSERT_EQ(clean.records, 12u);
+
+  for (std::uint64_t offset = 0; offset < size; ++offset) {
+    const std::byte mask{static_cast<unsigned char>(1u << (offset % 8))};
+    FlipBits(segment, offset, mask);
+    const Outcome read = Read(dir.path());
+    FlipBits(segment, offset, mask);
+    ASSERT_EQ(read.result, ReadResult::kError) << "offset " << offset;
+    EXPECT_THAT(read.status.code(), AnyOf(absl::StatusCode::kDataLoss,
+                                          absl::StatusCode::kUnimplemented))
+        << "offset " << offset;
+    // Only records of groups before the damaged block were handed out.
+    const std::uint64_t block = offset / kBlockSize;
+    EXPECT_LE(read.records, block == 0 ? 0 : 3 * (block - 1))
+        << "offset " << offset;
+    if (::testing::Test::HasFailure()) break;
+  }
+}
+
+TEST(RecoveryTest, RecoveryRefusesFlipsBeforeDurableDataAndCutsOnlyATornTail) {
+  ScratchDir original;
+  BuildJournal(original.path(), 4, 3);
+  const std::uint64_t used = Block(5);
+  for (std::uint64_t offset = 0; offset < used + 64; offset += 29) {
+    ScratchDir dir;
+    CopyJournal(original.path(), dir.path());
+    const std::string segment = SegmentPaths(dir.path()).at(0);
+    FlipBits(segment, offset, std::byte{0x10});
+    auto writer = JournalWriter::Open(Reopen(dir.path()));
+    if (offset < Block(4)) {
+      // The header, or a group followed by groups written after it was
+      // durable: refused, with the file named.
+      ASSERT_FALSE(writer.ok()) << "offset " << offset;
+      EXPECT_THAT(
+          writer.status().code(),
+          AnyOf(absl::StatusCode::kDataLoss, absl::StatusCode::kUnimplemented));
+      EXPECT_THAT(std::string(writer.status().message()), HasSubstr(segment));
+      continue;
+    }
+    if (offset >= used) {
+      // Garbage past the end: a torn tail; all 12 records stay.
+      ASSERT_TRUE(writer.ok()) << writer.status();
+      EXPECT_TRUE((*writer)->recovery().torn_tail);
+      EXPECT_EQ((*writer)->recovery().last_index, 12u);
+      EXPECT_EQ((*writer)->recovery().discarded_bytes, 1u);
+      continue;
+    }
+    // The last group: refused as corruption, or (header magic, size
+    // fields, trailer magic) cut as a torn tail; never accepted.
+    if (!writer.ok()) {
+      EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
+      EXPECT_THAT(std::string(writer.status().message()),
+                  HasSubstr(absl::StrFormat("offset %d", Block(4))));
+      continue;
+    }
+    EXPECT_TRUE((*writer)->recovery().torn_tail) << "offset " << offset;
+    EXPECT_EQ((*writer)->recovery().last_index, 9u);
+    ASSERT_TRUE((*writer)->Close().ok());
+    const Outcome read = Read(dir.path());
+    EXPECT_EQ(read.result, ReadResult::kEnd);
+    EXPECT_EQ(read.records, 9u);
+  }
+}
+
+TEST(RecoveryTest, CorruptionInTheMiddleIsDataLossNamingFileAndOffset) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 5, 3);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  FlipBits(segment, Block(2) + 100, std::byte{0x04});  // a record of group 2
+  const Outcome read = Read(dir.path());
+  ASSERT_EQ(read.result, ReadResult::kError);
+  EXPECT_EQ(read.records, 3u);
+  EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
+  const std::string message(read.status.message());
+  EXPECT_THAT(message, HasSubstr("data loss in segment " + segment));
+  EXPECT_THAT(message, HasSubstr(absl::StrFormat("at offset %d", Block(2))));
+  EXPECT_THAT(message, HasSubstr("after index 3"));
+
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(writer.status().message()), HasSubstr(segment));
+  // Nothing was changed by the refusal.
+  FlipBits(segment, Block(2) + 100, std::byte{0x04});
+  EXPECT_EQ(Read(dir.path()).records, 15u);
+}
+
+// ---------------------------------------------------------------------------
+// Writes in flight at a crash.
+
+TEST(RecoveryTest, GroupsThatLandedPastAMissingOneAreInFlightRemainsAndCut) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 5, 3);  // indexes 1..15, group 4 = 10..12
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  // Group 4 never reached the disk; group 5 did, sealed while group 4 was
+  // still in flight (stable_index 9 < 10).
+  ZeroRange(segment, Block(4), Block(5));
+  RewriteStable(segment, Block(5), 9);
+  const Outcome read = Read(dir.path());
+  ASSERT_EQ(read.result, ReadResult::kError);
+  EXPECT_EQ(read.records, 9u);
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("torn tail"));
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("in flight"));
+
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_TRUE((*writer)->recovery().torn_tail);
+  EXPECT_EQ((*writer)->recovery().torn_offset, Block(4));
+  EXPECT_EQ((*writer)->recovery().discarded_groups, 1u);
+  EXPECT_EQ((*writer)->last_index(), 9u);
+  ASSERT_TRUE((*writer)->Close().ok());
+  // The remains are gone: the journal reads 9 records to a clean end.
+  const Outcome after = Read(dir.path());
+  EXPECT_EQ(after.result, ReadResult::kEnd) << after.status;
+  EXPECT_EQ(after.records, 9u);
+}
+
+TEST(RecoveryTest, AHalfWrittenGroupBeforeInFlightRemainsIsATornTail) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 5, 3);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  const std::uint64_t group = GroupBytes(segment, Block(4));
+  ZeroRange(segment, Block(4) + group / 2, Block(5));  // its trailer missing
+  RewriteStable(segment, Block(5), 9);
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_TRUE((*writer)->recovery().torn_tail);
+  EXPECT_EQ((*writer)->last_index(), 9u);
+}
+
+TEST(RecoveryTest,
+     AMissingGroupFollowedByAGroupWrittenAfterItWasDurableIsDataLoss) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 5, 3);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  ZeroRange(segment, Block(4), Block(5));  // group 5 still says stable 12
+  const Outcome read = Read(dir.path());
+  ASSERT_EQ(read.result, ReadResult::kError);
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("data loss"));
+  EXPECT_THAT(std::string(read.status.message()),
+              HasSubstr("every index up to 12"));
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(RecoveryTest,
+     AWhollyWrittenGroupThatFailsItsChecksumIsCorruptionEvenAtTheTail) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 5, 3);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  FlipBits(segment, Block(5) + 60, std::byte{0x01});  // a record, last group
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_THAT(std::string(writer.status().message()),
+              HasSubstr("corruption, not a write cut short"));
+}
+
+// ---------------------------------------------------------------------------
+// Segment headers.
+
+TEST(RecoveryTest, ABadMagicIsAClearError) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 2, 1);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  std::vector<std::byte> bytes = ReadFile(segment);
+  std::memcpy(bytes.data(), "NOTAJRNL", 8);
+  WriteFile(segment, bytes);
+  const Outcome read = Read(dir.path());
+  ASSERT_EQ(read.result, ReadResult::kError);
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("bad magic"));
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr(segment));
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_THAT(std::string(writer.status().message()), HasSubstr("bad magic"));
+}
+
+TEST(RecoveryTest, AnotherFormatVersionIsUnimplemented) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 2, 1);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  std::vector<std::byte> bytes = ReadFile(segment);
+  SegmentHeader h =
+      LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes.data());
+  h.version = 2;
+  EncodeSegmentHeader(h, bytes.data());  // a valid header of version 2
+  WriteFile(segment, bytes);
+  const Outcome read = Read(dir.path());
+  EXPECT_EQ(read.status.code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(read.status.message()),
+              HasSubstr("unsupported format version 2"));
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(RecoveryTest, ADamagedHeaderChecksumIsAClearError) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 2, 1);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  FlipBits(segment, 25, std::byte{0x80});  // created_ns
+  const Outcome read = Read(dir.path());
+  EXPECT_THAT(std::string(read.status.message()),
+              HasSubstr("segment header checksum mismatch"));
+  EXPECT_FALSE(JournalWriter::Open(Reopen(dir.path())).ok());
+}
+
+TEST(RecoveryTest, EmptyAndShortSegmentFilesAreClearErrors) {
+  for (const std::size_t size : {std::size_t{0}, std::size_t{10}}) {
+    ScratchDir dir;
+    WriteFile(dir.Sub(SegmentFileName(1)), std::vector<std::byte>(size));
+    const Outcome read = Read(dir.path());
+    ASSERT_EQ(read.result, ReadResult::kError);
+    const std::string message(read.status.message());
+    if (size == 0) {
+      EXPECT_THAT(message, HasSubstr("the file is empty (0 bytes)"));
+      EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
+      auto writer = JournalWriter::Open(Reopen(dir.path()));
+      ASSERT_FALSE(writer.ok());
+      EXPECT_THAT(std::string(writer.status().message()),
+                  HasSubstr("the file is empty"));
+    } else {
+      EXPECT_THAT(message, HasSubstr("shorter than a 64-byte segment header"));
+    }
+  }
+}
+
+TEST(RecoveryTest, AnEmptyOrMissingDirectoryIsNotFoundForTheReader) {
+  ScratchDir dir;
+  EXPECT_EQ(JournalReader::Open(dir.path()).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(JournalReader::Open(dir.Sub("nope")).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(RecoveryTest, AHeaderlessLastSegmentIsARotationCutShort) {
+  // 15 one-record groups fill the first 64 KiB segment; the 16th starts the
+  // second. Its header never reached the disk, its first group did.
+  ScratchDir dir;
+  BuildJournal(dir.path(), 16, 1);
+  auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 2u);
+  ZeroRange(paths[1], 0, kSegmentHeaderSize);
+  const Outcome read = Read(dir.path());
+  ASSERT_EQ(read.result, ReadResult::kError);
+  EXPECT_EQ(read.records, 15u);
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("torn tail"));
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("all zeros"));
+
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_TRUE((*writer)->recovery().torn_tail);
+  EXPECT_THAT((*writer)->recovery().removed_files,
+              ::testing::Contains(paths[1]));
+  EXPECT_EQ((*writer)->last_index(), 15u);
+  AppendOne(**writer, 16);
+  ASSERT_TRUE((*writer)->Close().ok());
+  const auto back = ReadAndCheck(dir.path(), 1);
+  EXPECT_EQ(back.end, ReadResult::kEnd) << back.status;
+  EXPECT_EQ(back.records, 16u);
+}
+
+TEST(RecoveryTest, AHeaderlessSegmentFollowedByDurableGroupsIsDataLoss) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 17, 1);  // the second segment has two groups
+  auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 2u);
+  ZeroRange(paths[1], 0, kSegmentHeaderSize);
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(RecoveryTest, AHeaderlessSegmentInTheMiddleIsRefused) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 40, 1);  // three segments
+  auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 3u);
+  ZeroRange(paths[1], 0, kSegmentHeaderSize);
+  EXPECT_EQ(Read(dir.path()).status.code(), absl::StatusCode::kDataLoss);
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_THAT(std::string(writer.status().message()),
+              HasSubstr("only the last segment may be incomplete"));
+}
+
+TEST(RecoveryTest, AMissingSegmentIsDetected) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 40, 1);
+  auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 3u);
+  std::filesystem::remove(paths[1]);
+  const Outcome read = Read(dir.path());
+  ASSERT_EQ(read.result, ReadResult::kError);
+  EXPECT_EQ(read.records, 15u);
+  EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
+  std::filesystem::remove(paths[0]);
+  EXPECT_THAT(std::string(Read(dir.path()).status.message()),
+              HasSubstr("segments before it are missing"));
+}
+
+TEST(RecoveryTest, ASegmentOfAnotherJournalIsRefused) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 40, 1);
+  auto paths = SegmentPaths(dir.path());
+  std::vector<std::byte> bytes = ReadFile(paths[0]);
+  SegmentHeader h =
+      LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes.data());
+  h.journal_id ^= 1;
+  EncodeSegmentHeader(h, bytes.data());
+  WriteFile(paths[0], bytes);
+  const Outcome read = Read(dir.path());
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("another journal"));
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_THAT(std::string(writer.status().message()),
+              HasSubstr("another journal"));
+}
+
+TEST(RecoveryTest, ASegmentNamedForAnotherIndexIsRefused) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 2, 1);
+  const std::string segment = SegmentPaths(dir.path()).at(0);
+  std::filesystem::rename(segment, dir.Sub(SegmentFileName(1) + ".x"));
+  std::filesystem::rename(dir.Sub(SegmentFileName(1) + ".x"),
+                          dir.Sub(SegmentFileName(7)));
+  EXPECT_THAT(std::string(Read(dir.path()).status.message()),
+              HasSubstr("file name says 7"));
+}
+
+TEST(RecoveryTest, ASegmentWhoseRenameWasLostIsReadAndPutInPlace) {
+  // A power failure can lose the rename of the prepared file into place
+  // (the writer does not wait for the directory fsync): the segment is then
+  // still called next.owj.prep.
+  ScratchDir dir;
+  BuildJournal(dir.path(), 17, 1);
+  auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 2u);
+  std::filesystem::rename(paths[1], dir.Sub(std::string(kPreparedFileName)));
+  const Outcome read = Read(dir.path());
+  EXPECT_EQ(read.result, ReadResult::kEnd) << read.status;
+  EXPECT_EQ(read.records, 17u);
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_FALSE((*writer)->recovery().torn_tail);
+  EXPECT_EQ((*writer)->last_index(), 17u);
+  EXPECT_TRUE(std::filesystem::exists(paths[1]));
+  AppendOne(**writer, 18);
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(ReadAndCheck(dir.path(), 1).records, 18u);
+}
+
+TEST(RecoveryTest, AnUnusedPreparedSegmentIsIgnoredAndRemoved) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 3, 1);
+  WriteFile(dir.Sub(std::string(kPreparedFileName)),
+            std::vector<std::byte>(64 * 1024));
+  EXPECT_EQ(Read(dir.path()).records, 3u);
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_FALSE(
+      std::filesystem::exists(dir.Sub(std::string(kPreparedFileName))));
+}
+
+TEST(RecoveryTest, ANonZeroByteInTheHeaderBlockPaddingIsDetected) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 2, 1);
+  FlipBits(SegmentPaths(dir.path()).at(0), 1000, std::byte{0x02});
+  EXPECT_THAT(std::string(Read(dir.path()).status.message()),
+              HasSubstr("non-zero byte at offset 1000 of the header block"));
+}
+
+}  // namespace
+}  // namespace orderwire::journal

@@ -1,0 +1,198 @@
+// Helpers for the journal tests: scratch directories, deterministic command
+// frames whose content follows from their journal index, and file surgery.
+#ifndef ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
+#define ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "codec/frame.h"
+#include "codec/messages.h"
+#include "journal/format.h"
+#include "journal/internal/io_queue.h"
+
+namespace orderwire::journal::testing {
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern =
+        std::string(base != nullptr ? base : "/tmp") + "/ow-journal-XXXXXX";
+    path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+  // A path inside the directory (not created).
+  [[nodiscard]] std::string Sub(const std::string& name) const {
+    return path_ + "/" + name;
+  }
+
+ private:
+  std::string path_;
+};
+
+// Whether the file system of `dir` accepts O_DIRECT (tmpfs does not; the
+// writer then uses its fdatasync method, and tests of the O_DIRECT method
+// skip).
+inline bool DirectIoSupported(const std::string& dir) {
+  const std::string probe = dir + "/.odirect-probe";
+  const int fd = ::open(probe.c_str(), O_CREAT | O_RDWR | O_DIRECT, 0644);
+  if (fd < 0) return false;
+  ::close(fd);
+  ::unlink(probe.c_str());
+  return true;
+}
+
+// The command frame journaled at `index` in these tests: the five command
+// kinds in turn, every field derived from the index, sequence = index.
+inline std::vector<std::byte> FrameFor(std::uint64_t index) {
+  std::vector<std::byte> out(codec::kMaxFrameSize);
+  const std::span<std::byte> buffer(out);
+  std::size_t size = 0;
+  switch (index % 5) {
+    case 0:
+      size = *codec::EncodeFrame(
+          index,
+          codec::NewLimit{
+              .account_id = index % 64 + 1,
+              .client_order_id = index,
+              .instrument_id = static_cast<std::uint32_t>(index % 8 + 1),
+              .side = index % 2 ? codec::Side::kBuy : codec::Side::kSell,
+              .time_in_force = codec::TimeInForce::kGoodTillCancel,
+              .price = static_cast<std::int64_t>(100000 + index % 50),
+              .quantity = index % 100 + 1},
+          buffer);
+      break;
+    case 1:
+      size = *codec::EncodeFrame(index,
+                                 codec::NewMarket{.account_id = index % 64 + 1,
+                                                  .client_order_id = index,
+                                                  .instrument_id = 3,
+                                                  .side = codec::Side::kSell,
+                                                  .quantity = index % 7 + 1},
+                                 buffer);
+      break;
+    case 2:
+      size = *codec::EncodeFrame(
+          index, codec::CancelByOrder{.account_id = 9, .order_id = index / 2},
+          buffer);
+      break;
+    case 3:
+      size = *codec::EncodeFrame(
+          index,
+          codec::CancelByClient{.account_id = 11, .client_order_id = index - 3},
+          buffer);
+      break;
+    default:
+      size = *codec::EncodeFrame(index,
+                                 codec::Replace{.account_id = 5,
+                                                .order_id = index / 3,
+                                                .new_client_order_id = index,
+                                                .price = 99990,
+                                                .quantity = 17},
+                                 buffer);
+      break;
+  }
+  out.resize(size);
+  return out;
+}
+
+// The frames for indexes [first, first + count), back to back.
+inline std::vector<std::byte> FramesFor(std::uint64_t first,
+                                        std::size_t count) {
+  std::vector<std::byte> out;
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::vector<std::byte> frame = FrameFor(first + i);
+    out.insert(out.end(), frame.begin(), frame.end());
+  }
+  return out;
+}
+
+// The session and receive time the tests journal with index i.
+inline std::uint32_t SessionFor(std::uint64_t i) {
+  return static_cast<std::uint32_t>(i % 7 + 100);
+}
+inline std::uint64_t TimeFor(std::uint64_t i) {
+  return 1'700'000'000'000'000'000ull + i;
+}
+
+inline std::vector<std::byte> ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  std::vector<std::byte> bytes(chars.size());
+  for (std::size_t i = 0; i < chars.size(); ++i) {
+    bytes[i] = static_cast<std::byte>(chars[i]);
+  }
+  return bytes;
+}
+
+inline void WriteFile(const std::string& path,
+                      std::span<const std::byte> bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+
+// XORs one byte of a file in place.
+inline void FlipBits(const std::string& path, std::uint64_t offset,
+                     std::byte mask) {
+  const int fd = ::open(path.c_str(), O_RDWR);
+  std::byte b{};
+  (void)::pread(fd, &b, 1, static_cast<off_t>(offset));
+  b ^= mask;
+  (void)::pwrite(fd, &b, 1, static_cast<off_t>(offset));
+  ::close(fd);
+}
+
+inline void Truncate(const std::string& path, std::uint64_t size) {
+  std::filesystem::resize_file(path, size);
+}
+
+// The segment files of a journal directory, in order.
+inline std::vector<std::string> SegmentPaths(const std::string& dir) {
+  std::vector<std::string> paths;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (ParseSegmentFileName(entry.path().filename().string()).has_value()) {
+      paths.push_back(entry.path().string());
+    }
+  }
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
+
+// Rewrites completions by a rule given as a function (tests only).
+class FaultRule : public internal::IoFaults {
+ public:
+  using Fn = std::function<std::int32_t(const internal::IoOp&, std::int32_t)>;
+  explicit FaultRule(Fn fn) : fn_(std::move(fn)) {}
+  std::int32_t Rewrite(const internal::IoOp& op, std::int32_t result) override {
+    return fn_(op, result);
+  }
+
+ private:
+  Fn fn_;
+};
+
+}  // namespace orderwire::journal::testing
+
+#endif  // ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
