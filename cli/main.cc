@@ -25,6 +25,10 @@ constexpr Subcommand kSubcommands[] = {
      "write a deterministic command stream (workloads mixed, wl1)"},
     {"journal", orderwire::cli::RunJournal,
      "journal write (append frames from stdin), journal inspect"},
+    {"serve", orderwire::cli::RunServe,
+     "run the UDP order-entry service (journal, match, answer)"},
+    {"submit", orderwire::cli::RunSubmit,
+     "send a session's commands to serve; print acks and latency"},
     {"replay", orderwire::cli::RunReplay,
      "replay a journal through the engine, or --verify it"},
 };

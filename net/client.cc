@@ -1,0 +1,344 @@
+// The order-entry client; see client.h.
+#include "net/client.h"
+
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_format.h"
+#include "codec/command.h"
+#include "codec/datagram.h"
+#include "codec/frame.h"
+
+namespace orderwire::net {
+namespace {
+
+std::int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+// What the primary report of a command must say.
+absl::Status CheckPrimary(const codec::Command& command,
+                          const codec::FrameView& report) {
+  const auto mismatch = [&](std::string_view what) {
+    return absl::DataLossError(
+        absl::StrFormat("report %d (%s) does not answer command %d (%s): %s",
+                        report.sequence(), codec::Name(report.kind()),
+                        command.sequence, codec::Name(command.kind), what));
+  };
+  using codec::Kind;
+  switch (report.kind()) {
+    case Kind::kRejected: {
+      const auto r = codec::View<codec::Rejected>::FromFrame(report)->ToModel();
+      if (r.command_kind != command.kind) return mismatch("command_kind");
+      return absl::OkStatus();
+    }
+    case Kind::kAccepted: {
+      const auto a = codec::View<codec::Accepted>::FromFrame(report)->ToModel();
+      if (command.kind != Kind::kNewLimit && command.kind != Kind::kNewMarket) {
+        return mismatch("Accepted answers only new orders");
+      }
+      if (a.client_order_id != command.client_order_id ||
+          a.account_id != command.account_id) {
+        return mismatch("account or client_order_id");
+      }
+      return absl::OkStatus();
+    }
+    case Kind::kReplaced: {
+      const auto r = codec::View<codec::Replaced>::FromFrame(report)->ToModel();
+      if (command.kind != Kind::kReplace || r.order_id != command.order_id) {
+        return mismatch("Replaced answers the Replace of that order");
+      }
+      return absl::OkStatus();
+    }
+    case Kind::kCancelled: {
+      const auto c =
+          codec::View<codec::Cancelled>::FromFrame(report)->ToModel();
+      if (command.kind == Kind::kCancelByOrder &&
+          c.order_id != command.order_id) {
+        return mismatch("order_id");
+      }
+      if (command.kind == Kind::kCancelByClient &&
+          c.client_order_id != command.client_order_id) {
+        return mismatch("client_order_id");
+      }
+      if (command.kind != Kind::kCancelByOrder &&
+          command.kind != Kind::kCancelByClient) {
+        return mismatch("a requested cancel answers only a cancel");
+      }
+      return absl::OkStatus();
+    }
+    default:
+      return mismatch("not a primary report");
+  }
+}
+
+bool IsPrimary(const codec::FrameView& report) {
+  switch (report.kind()) {
+    case codec::Kind::kAccepted:
+    case codec::Kind::kRejected:
+    case codec::Kind::kReplaced:
+      return true;
+    case codec::Kind::kCancelled:
+      return codec::View<codec::Cancelled>::FromFrame(report)
+                 ->Get<&codec::Cancelled::reason>() ==
+             codec::CancelReason::kRequested;
+    default:
+      return false;
+  }
+}
+
+void DrawProgress(std::uint64_t done, std::uint64_t total, double seconds) {
+  const int width = 40;
+  const double fraction =
+      total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total);
+  const int filled = static_cast<int>(fraction * width);
+  std::fprintf(stderr, "\r[%.*s%*s] %5.1f%% %llu/%llu %.0f cmd/s ", filled,
+               "########################################", width - filled, "",
+               100.0 * fraction, static_cast<unsigned long long>(done),
+               static_cast<unsigned long long>(total),
+               seconds > 0 ? static_cast<double>(done) / seconds : 0.0);
+}
+
+}  // namespace
+
+std::uint64_t Fnv1a(std::uint64_t hash, std::span<const std::byte> bytes) {
+  for (std::byte b : bytes) {
+    hash ^= static_cast<std::uint64_t>(b);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
+                                       std::span<const std::byte> frames,
+                                       const std::atomic<bool>& stop) {
+  // Index the frames and decode them once (for the primary checks).
+  std::vector<std::uint32_t> offsets;
+  std::vector<codec::Command> commands;
+  for (std::size_t pos = 0; pos < frames.size();) {
+    codec::Command command;
+    const auto size = codec::DecodeCommand(frames.subspan(pos), command);
+    if (!size.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input byte offset %d: %s", pos, codec::Describe(size.error())));
+    }
+    const std::uint64_t want = options.first_sequence + commands.size();
+    if (command.sequence != want) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input byte offset %d: sequence %d, expected %d (one session: "
+          "%d, %d, ...)",
+          pos, command.sequence, want, options.first_sequence,
+          options.first_sequence + 1));
+    }
+    offsets.push_back(static_cast<std::uint32_t>(pos));
+    commands.push_back(command);
+    pos += *size;
+  }
+  offsets.push_back(static_cast<std::uint32_t>(frames.size()));
+  const std::size_t total = commands.size();
+
+  Endpoint local;
+  local.length = options.target.length;
+  local.storage.ss_family = static_cast<sa_family_t>(options.target.family());
+  absl::StatusOr<UdpSocket> socket = UdpSocket::Bind(local);
+  if (!socket.ok()) return socket.status();
+
+  ClientResult result;
+  result.commands = total;
+  result.report_hash = kFnvOffset;
+  std::vector<std::int64_t> first_send_ns(total, 0);
+  constexpr std::size_t kBatch = 64;
+  DatagramBatch tx(kBatch);
+  DatagramBatch rx(kBatch);
+  for (std::size_t i = 0; i < kBatch; ++i) tx.set_peer(i, options.target);
+
+  std::size_t next_to_send = 0;  // index of the next command to transmit
+  std::size_t high_water = 0;    // commands transmitted at least once
+  std::size_t acked = 0;
+  std::uint64_t expected_report = 1;
+  std::uint64_t last_gap_handled = 0;
+  std::int64_t last_gap_ns = 0;
+  const std::int64_t start_ns = NowNs();
+  std::int64_t last_progress_ns = start_ns;
+  std::int64_t last_ack_ns = start_ns;
+  std::int64_t last_draw_ns = 0;
+  const std::int64_t timeout_ns =
+      static_cast<std::int64_t>(options.retransmit_timeout_ms) * 1'000'000;
+
+  while (!stop.load(std::memory_order_relaxed)) {
+    const std::int64_t now = NowNs();
+    // Done: every command acknowledged, and quiet for a while.
+    if (acked == total &&
+        now - last_ack_ns >=
+            static_cast<std::int64_t>(options.quiet_ms) * 1'000'000) {
+      break;
+    }
+    if (now - last_progress_ns >
+        static_cast<std::int64_t>(options.give_up_ms) * 1'000'000) {
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "no answer from %s for %d ms (%d of %d commands acknowledged)",
+          options.target.ToString(), options.give_up_ms, acked, total));
+    }
+    // Retransmit from the oldest unacknowledged command on timeout.
+    if (acked < next_to_send && now - last_progress_ns > timeout_ns &&
+        now - last_gap_ns > timeout_ns) {
+      next_to_send = acked;
+      last_gap_ns = now;
+    }
+
+    // Send: as much of the window as the rate allows, packed in datagrams.
+    // First transmissions are paced by --rate; retransmissions are not.
+    const std::size_t limit = std::min(total, acked + options.window);
+    std::size_t paced = total;
+    if (options.rate > 0) {
+      paced = static_cast<std::size_t>(
+          static_cast<double>(now - start_ns) * 1e-9 * options.rate + 1);
+    }
+    const auto may_send = [&](std::size_t i) {
+      return i < limit && (i < high_water || i < paced);
+    };
+    std::size_t datagrams = 0;
+    while (may_send(next_to_send) && datagrams < kBatch) {
+      codec::DatagramBuilder builder(tx.buffer(datagrams), options.session_id);
+      while (may_send(next_to_send)) {
+        const std::span<const std::byte> frame =
+            frames.subspan(offsets[next_to_send],
+                           offsets[next_to_send + 1] - offsets[next_to_send]);
+        if (!builder.Fits(frame.size())) break;
+        (void)builder.AppendFrame(frame);
+        if (next_to_send >= high_water) {
+          first_send_ns[next_to_send] = now;
+          ++high_water;
+          ++result.sent;
+        } else {
+          ++result.retransmitted;
+        }
+        ++next_to_send;
+      }
+      tx.set_length(datagrams, builder.size());
+      ++datagrams;
+    }
+    for (std::size_t sent = 0; sent < datagrams;) {
+      const int n = socket->SendRange(tx, sent, datagrams - sent);
+      if (n < 0 && n != -EAGAIN && n != -ENOBUFS && n != -EINTR) {
+        return absl::UnavailableError(absl::StrFormat(
+            "sending to %s: %s", options.target.ToString(), std::strerror(-n)));
+      }
+      if (n > 0) {
+        sent += static_cast<std::size_t>(n);
+        result.datagrams_sent += static_cast<std::uint64_t>(n);
+      }
+    }
+
+    // Receive and take reports in order.
+    const int received = socket->Receive(rx, kBatch);
+    if (received < 0 && received != -EAGAIN && received != -EINTR) {
+      return absl::UnavailableError(
+          absl::StrFormat("receiving: %s", std::strerror(-received)));
+    }
+    if (received <= 0) {
+      if (!may_send(next_to_send)) socket->WaitReadable(1);
+      continue;
+    }
+    for (int d = 0; d < received; ++d) {
+      ++result.datagrams_received;
+      const auto datagram =
+          codec::DatagramView::Parse(rx.datagram(static_cast<std::size_t>(d)),
+                                     codec::FrameFilter::kReports);
+      if (!datagram.ok() || datagram->session_id() != options.session_id) {
+        ++result.bad_datagrams;
+        continue;
+      }
+      for (const codec::FrameView report : *datagram) {
+        if (report.kind() == codec::Kind::kSequenceGap) {
+          ++result.sequence_gaps;
+          const std::uint64_t expected =
+              codec::View<codec::SequenceGap>::FromFrame(report)
+                  ->Get<&codec::SequenceGap::expected_sequence>();
+          const std::uint64_t index = expected - options.first_sequence;
+          // Go back once per gap value and round trip.
+          if (index < next_to_send && index >= acked &&
+              (expected != last_gap_handled ||
+               now - last_gap_ns > timeout_ns)) {
+            next_to_send = index;
+            last_gap_handled = expected;
+            last_gap_ns = now;
+          }
+          continue;
+        }
+        if (report.sequence() < expected_report) {
+          ++result.duplicate_reports;
+          continue;
+        }
+        if (report.sequence() > expected_report) {
+          ++result.out_of_order_reports;
+          continue;
+        }
+        ++expected_report;
+        ++result.reports;
+        result.report_bytes += report.size();
+        result.report_hash = Fnv1a(result.report_hash, report.bytes());
+        if (options.reports_out != nullptr &&
+            std::fwrite(report.bytes().data(), 1, report.size(),
+                        options.reports_out) != report.size()) {
+          return absl::UnavailableError(
+              absl::StrFormat("writing reports: %s", std::strerror(errno)));
+        }
+        switch (report.kind()) {
+          case codec::Kind::kAccepted:
+            ++result.accepted;
+            break;
+          case codec::Kind::kRejected:
+            ++result.rejected;
+            break;
+          case codec::Kind::kReplaced:
+            ++result.replaced;
+            break;
+          case codec::Kind::kCancelled:
+            ++result.cancelled;
+            break;
+          case codec::Kind::kFilled:
+            ++result.fills;
+            break;
+          default:
+            break;
+        }
+        if (!IsPrimary(report)) continue;
+        if (acked >= high_water) {
+          return absl::DataLossError(absl::StrFormat(
+              "report %d (%s) answers a command that was never sent",
+              report.sequence(), codec::Name(report.kind())));
+        }
+        if (absl::Status s = CheckPrimary(commands[acked], report); !s.ok()) {
+          return s;
+        }
+        const std::int64_t t = NowNs();
+        result.latency_ns.Record(
+            static_cast<std::uint64_t>(t - first_send_ns[acked]));
+        ++acked;
+        ++result.acknowledged;
+        if (next_to_send < acked) next_to_send = acked;
+        last_progress_ns = t;
+        last_ack_ns = t;
+      }
+    }
+    if (options.progress && now - last_draw_ns > 100'000'000) {
+      DrawProgress(acked, total, static_cast<double>(now - start_ns) * 1e-9);
+      last_draw_ns = now;
+    }
+  }
+  if (options.progress) {
+    DrawProgress(acked, total, static_cast<double>(NowNs() - start_ns) * 1e-9);
+    std::fputc('\n', stderr);
+  }
+  result.seconds = static_cast<double>(last_ack_ns - start_ns) * 1e-9;
+  return result;
+}
+
+}  // namespace orderwire::net

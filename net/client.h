@@ -1,0 +1,92 @@
+// The order-entry client behind `orderwire submit`: sends a session's command
+// frames to the service in datagrams, keeps at most `window` commands
+// unacknowledged, retransmits go-back-N, and checks every report it gets.
+//
+// Acknowledgement. The protocol has no ack frame: a command is acknowledged
+// by its first report, which is always its "primary" report: Accepted or
+// Rejected for a new order, Cancelled (reason Requested) or Rejected for a
+// cancel, Replaced or Rejected for a replace. The service applies a
+// session's commands in sequence order, so primaries arrive in command
+// order, and the client checks each against the command it acknowledges
+// (kind, client_order_id or order_id); a mismatch is a protocol error.
+//
+// Reports are taken strictly in report-sequence order: an older report is a
+// duplicate and skipped; a newer one means one was lost, so it is dropped
+// and the client waits for the service to send again (the service resends a
+// session's reports when it sees a retransmitted command). Commands are
+// retransmitted from the expected sequence on SequenceGap, and from the
+// oldest unacknowledged one after `retransmit_timeout_ms` without progress.
+//
+// Cold set-up (the frames, one send time per command) is allocated once;
+// the send/receive loop does not allocate.
+#ifndef ORDERWIRE_NET_CLIENT_H_
+#define ORDERWIRE_NET_CLIENT_H_
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "net/latency_histogram.h"
+#include "net/udp.h"
+
+namespace orderwire::net {
+
+struct ClientOptions {
+  Endpoint target;
+  std::uint32_t session_id = 1;
+  double rate = 0;              // commands per second; 0: as fast as allowed
+  std::uint32_t window = 4096;  // most commands unacknowledged at once
+  int retransmit_timeout_ms = 200;
+  int quiet_ms = 200;       // after the last ack, wait this long for the
+                            // command's remaining reports
+  int give_up_ms = 10'000;  // no progress for this long: fail
+  std::FILE* reports_out = nullptr;  // report frames, in sequence order
+  bool progress = false;             // a progress bar on stderr
+  // First command sequence to send (a client that resumes a session).
+  std::uint64_t first_sequence = 1;
+};
+
+struct ClientResult {
+  std::uint64_t commands = 0;       // commands in the input
+  std::uint64_t sent = 0;           // first transmissions
+  std::uint64_t retransmitted = 0;  // frames sent again
+  std::uint64_t acknowledged = 0;
+  std::uint64_t accepted = 0;
+  std::uint64_t rejected = 0;
+  std::uint64_t replaced = 0;
+  std::uint64_t cancelled = 0;  // Cancelled reports, any reason
+  std::uint64_t fills = 0;      // Filled reports
+  std::uint64_t reports = 0;    // reports taken in order
+  std::uint64_t report_bytes = 0;
+  std::uint64_t duplicate_reports = 0;
+  std::uint64_t out_of_order_reports = 0;  // dropped, waited for again
+  std::uint64_t sequence_gaps = 0;         // SequenceGap frames received
+  std::uint64_t datagrams_sent = 0;
+  std::uint64_t datagrams_received = 0;
+  std::uint64_t bad_datagrams = 0;  // malformed or for another session
+  double seconds = 0;
+  LatencyHistogram latency_ns;    // send to primary report
+  std::uint64_t report_hash = 0;  // FNV-1a 64 of the report frames
+};
+
+// Sends `frames` (command frames back to back, sequences first_sequence,
+// first_sequence + 1, ...) and waits for every acknowledgement. Stops early,
+// with what it has, when `stop` becomes true. Errors: Unavailable for socket
+// failures, DataLoss for a report that contradicts its command,
+// DeadlineExceeded when the service stops answering.
+absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
+                                       std::span<const std::byte> frames,
+                                       const std::atomic<bool>& stop);
+
+// FNV-1a 64 over `bytes`, continuing from `hash` (start: kFnvOffset).
+inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+[[nodiscard]] std::uint64_t Fnv1a(std::uint64_t hash,
+                                  std::span<const std::byte> bytes);
+
+}  // namespace orderwire::net
+
+#endif  // ORDERWIRE_NET_CLIENT_H_

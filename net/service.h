@@ -1,0 +1,130 @@
+// The UDP order-entry service behind `orderwire serve`: receive, journal,
+// wait until durable, match, answer.
+//
+// Pipeline, one thread (docs/SERVICE.md says why one thread, with figures):
+//
+//   recvmmsg ─► parse datagram (all or nothing) ─► admit session ─►
+//   sequence check ─► JournalWriter::Append (the frames' bytes, verbatim,
+//   from the receive buffer) ─► pending ring ─► Poll: durable index D ─►
+//   engine, for every pending command with index <= D ─► reports routed to
+//   their sessions, packed into datagrams ─► sendmmsg
+//
+// A command's reports leave only after the command is durable under the
+// configured mode. Nothing allocates per command: receive and send buffers,
+// the pending ring, the engine's pools and report buffer, the journal's
+// group buffers and each session's report history are allocated at
+// start-up (or when a session first appears). Back-pressure: when the
+// journal has no free buffer or the pending ring is full, the loop stops
+// reading the socket and waits for the disk; datagrams wait in the socket
+// buffer or are dropped by the kernel, and clients retransmit.
+//
+// Restart: Start() recovers the journal (a torn tail is cut off), replays
+// every record through the engine and routes the reports as the live
+// service did, so every session's expected sequence and report sequence,
+// every book and the report history are as they were.
+#ifndef ORDERWIRE_NET_SERVICE_H_
+#define ORDERWIRE_NET_SERVICE_H_
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "codec/error.h"
+#include "codec/types.h"
+#include "journal/writer.h"
+#include "net/service_config.h"
+#include "net/session.h"
+#include "net/udp.h"
+
+namespace orderwire::net {
+
+// The default port of `orderwire serve` (and of the Wireshark dissector).
+inline constexpr std::uint16_t kDefaultPort = 7400;
+
+struct ServiceOptions {
+  Endpoint listen;
+  journal::WriterOptions journal;  // directory, durability, ...
+  ServiceConfig config;
+  // Most commands journaled but not yet applied; beyond it the service
+  // stops reading until the journal catches up.
+  std::size_t max_pending = 1 << 16;
+  // Per session: reports kept for sending again, and commands remembered.
+  std::size_t report_history = 1 << 14;
+  std::size_t command_history = 1 << 13;
+  // Datagrams per recvmmsg / sendmmsg.
+  std::size_t batch = 64;
+  // Called from the service's thread every `interval_s` seconds while it
+  // runs (e.g. to print counters); 0 turns it off.
+  double interval_s = 0;
+  std::function<void()> on_interval;
+};
+
+// Every counter the service keeps. Drops are counted by cause.
+struct ServiceStats {
+  std::uint64_t datagrams_in = 0;
+  std::uint64_t bytes_in = 0;
+  std::uint64_t datagrams_out = 0;
+  std::uint64_t bytes_out = 0;
+  std::uint64_t send_failures = 0;              // datagrams the kernel refused
+  std::array<std::uint64_t, 256> frames_in{};   // by kind, applied
+  std::array<std::uint64_t, 256> frames_out{};  // by kind, reports sent
+  std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause
+  std::array<std::uint64_t, 5> refused{};  // by Admission cause
+  std::uint64_t truncated_by_kernel = 0;   // longer than 1472 bytes
+  std::uint64_t duplicates = 0;            // frames below the expected seq
+  std::uint64_t gaps = 0;                  // datagrams that revealed a gap
+  std::uint64_t gap_frames_dropped = 0;
+  std::uint64_t sequence_gaps_sent = 0;
+  std::uint64_t reports_resent = 0;
+  std::uint64_t resend_unavailable = 0;     // duplicate too old to answer
+  std::array<std::uint64_t, 16> rejects{};  // by RejectReason
+  std::uint64_t commands_applied = 0;
+  std::uint64_t replayed = 0;            // records replayed at start-up
+  std::uint64_t backpressure_waits = 0;  // times the loop waited for disk
+  std::uint64_t durable_index = 0;
+  std::uint64_t last_index = 0;
+  std::uint64_t sessions = 0;
+};
+
+class Service {
+ public:
+  // Opens and recovers the journal, replays it, binds the socket. Errors:
+  // those of JournalWriter::Open and JournalReader (DataLoss names the file
+  // and offset), a journal that does not replay (a record from a session the
+  // table cannot hold, a sequence out of order), the bind error.
+  static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options);
+  ~Service();
+
+  // Serves until `stop` is set, then stops reading, makes everything
+  // journaled durable, applies it, sends the last reports and closes the
+  // journal. Errors: a journal I/O error (the service stops at once: it
+  // never answers what it cannot make durable) or a socket error.
+  absl::Status Run(const std::atomic<bool>& stop);
+
+  // The bound address (with the port the kernel chose for port 0).
+  [[nodiscard]] const Endpoint& local_endpoint() const;
+  [[nodiscard]] const ServiceStats& stats() const;
+  // One line of the main counters (for --stats-interval).
+  [[nodiscard]] std::string StatsLine() const;
+  // Every counter, readable, one per line (at exit).
+  [[nodiscard]] std::string StatsReport() const;
+  // Every counter as a JSON object (for --stats-json).
+  [[nodiscard]] std::string StatsJson() const;
+  // What Start() recovered and replayed, for the start-up banner.
+  [[nodiscard]] const std::string& startup_report() const;
+
+ private:
+  class Impl;
+  explicit Service(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace orderwire::net
+
+#endif  // ORDERWIRE_NET_SERVICE_H_

@@ -1,0 +1,97 @@
+// Sessions of the UDP service: who a datagram is from, whether it may be
+// heard, and where its sequence numbers stand.
+//
+// PROTOCOL.md "Sessions and sequence numbers": inbound frames of a session
+// carry sequences 1, 2, 3, ...; the service applies a frame only when its
+// sequence is the next one expected, skips (and counts) a lower one as a
+// duplicate, and answers a higher one with SequenceGap, at most once per
+// session per round trip. Reports of a session carry their own sequences.
+//
+// The table holds at most `max_sessions` sessions in storage allocated at
+// construction, so admitting a datagram never allocates. A session is pinned
+// to the first source endpoint that uses it (after a restart: the first one
+// that uses it again); a datagram for it from any other endpoint is refused.
+#ifndef ORDERWIRE_NET_SESSION_H_
+#define ORDERWIRE_NET_SESSION_H_
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "net/service_config.h"
+#include "net/udp.h"
+
+namespace orderwire::net {
+
+struct Session {
+  std::uint32_t id = 0;
+  std::uint32_t index = 0;  // dense, 0..size()-1
+  const SessionPolicy* policy = nullptr;
+  Endpoint peer;                    // where reports go
+  bool pinned = false;              // peer is known
+  std::uint64_t next_expected = 1;  // next inbound sequence to apply
+  std::uint64_t next_report = 1;    // sequence of the next report frame
+  // The expected sequence a SequenceGap was last sent for (0: none), and
+  // when, so that one gap is sent per round trip.
+  std::uint64_t gap_sent_for = 0;
+  std::int64_t gap_sent_ns = 0;
+};
+
+// Why a datagram was not admitted.
+enum class Admission : std::uint8_t {
+  kOk,
+  kUnknownSession,     // not listed, and open_sessions is false
+  kTooManySessions,    // max_sessions reached
+  kAddressNotAllowed,  // source not in the session's allowed addresses
+  kPinnedElsewhere,    // session already pinned to another source
+};
+
+[[nodiscard]] constexpr std::string_view Name(Admission a) {
+  switch (a) {
+    case Admission::kOk:
+      return "Ok";
+    case Admission::kUnknownSession:
+      return "UnknownSession";
+    case Admission::kTooManySessions:
+      return "TooManySessions";
+    case Admission::kAddressNotAllowed:
+      return "AddressNotAllowed";
+    case Admission::kPinnedElsewhere:
+      return "PinnedElsewhere";
+  }
+  return "Invalid";
+}
+
+class SessionTable {
+ public:
+  // Allocates room for config.max_sessions sessions. `config` must outlive
+  // the table.
+  explicit SessionTable(const ServiceConfig& config);
+
+  // Finds or creates the session `id` for a datagram from `source`, checks
+  // the policy and pins it. On kOk, `*out` is the session. Hot path: one
+  // hash lookup, no allocation.
+  Admission Admit(std::uint32_t id, const Endpoint& source, Session** out);
+
+  // The session `id` as recovered from the journal (created if new, not
+  // pinned), or null if the table is full. Cold path (recovery).
+  Session* Recover(std::uint32_t id);
+
+  // The session `id`, or null.
+  [[nodiscard]] Session* Find(std::uint32_t id);
+  [[nodiscard]] Session& at(std::uint32_t index) { return sessions_[index]; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+
+ private:
+  Session* Create(std::uint32_t id, const SessionPolicy* policy);
+
+  const ServiceConfig& config_;
+  std::vector<Session> sessions_;  // capacity max_sessions, never grows
+  std::size_t size_ = 0;
+  absl::flat_hash_map<std::uint32_t, std::uint32_t> by_id_;
+};
+
+}  // namespace orderwire::net
+
+#endif  // ORDERWIRE_NET_SESSION_H_
