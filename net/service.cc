@@ -68,6 +68,7 @@ class Service::Impl {
         sessions_(options_.config),
         rx_(options_.batch),
         tx_(options_.batch),
+        tx_owner_(options_.batch),
         pending_(options_.max_pending) {
     outputs_.reserve(options_.config.max_sessions);
     owners_.reserve(options_.config.engine.max_live_orders * 2ull + 1024);
@@ -88,8 +89,9 @@ class Service::Impl {
   Endpoint local_;
   DatagramBatch rx_;
   DatagramBatch tx_;
-  std::size_t tx_used_ = 0;       // slots of tx_ holding datagrams to send
-  std::vector<Pending> pending_;  // ring
+  std::size_t tx_used_ = 0;  // slots of tx_ holding datagrams to send
+  std::vector<std::uint32_t> tx_owner_;  // session index of each slot
+  std::vector<Pending> pending_;         // ring
   std::size_t pending_head_ = 0;
   std::size_t pending_size_ = 0;
   ServiceStats stats_;
@@ -117,7 +119,6 @@ class Service::Impl {
   void ResendFrom(Session& session, std::uint64_t first_report);
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
-  void CloseOutputs();
 };
 
 Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -292,13 +293,15 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
   }
   stats_.sessions = sessions_.size();
 
-  // Frames below the expected sequence are duplicates; the run that starts
-  // at the expected sequence is applied; a frame above it is a gap.
+  // Frames below the expected sequence are duplicates (skipped); the run
+  // that starts at the expected sequence is applied; it ends at the first
+  // frame that does not continue it. A frame above the expected sequence is
+  // a gap: it and the rest of the datagram are dropped.
   const std::byte* const frames_begin = datagram->frame_bytes().data();
   std::array<codec::Command, 64> commands;  // a datagram holds <= 58 frames
+  std::size_t frames_seen = 0;
   std::size_t run_count = 0;
   std::size_t run_begin = 0;
-  std::size_t run_end = 0;
   bool saw_duplicate = false;
   std::uint64_t first_duplicate = 0;
   bool gap = false;
@@ -306,10 +309,12 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
   for (auto it = datagram->begin(); it != datagram->end(); ++it) {
     const codec::FrameView frame = *it;
     const std::uint64_t sequence = frame.sequence();
-    if (sequence < expected && run_count == 0) {
+    if (sequence < expected) {
       ++stats_.duplicates;
       if (!saw_duplicate) first_duplicate = sequence;
       saw_duplicate = true;
+      if (run_count > 0) break;  // out of order after the run: stop there
+      ++frames_seen;
       continue;
     }
     if (sequence != expected) {
@@ -317,14 +322,16 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
       break;
     }
     if (run_count == 0) run_begin = it.OffsetFrom(frames_begin);
-    run_end = it.OffsetFrom(frames_begin) + frame.size();
     (void)codec::DecodeCommand(frame.bytes(), commands[run_count]);
     ++run_count;
+    ++frames_seen;
     ++expected;
   }
-  if (saw_duplicate && run_count == 0 && !gap) {
+  if (saw_duplicate) {
     // A retransmission of commands already applied: the client lacks their
-    // reports. Send them again (once per round trip).
+    // reports (a datagram lost, or a restart between durable and sent).
+    // Send the session's reports again from the first of them, once per
+    // round trip; the client drops those it has by report sequence.
     const std::optional<std::uint64_t> from =
         OutputOf(*session).history.FirstReportOf(first_duplicate);
     if (from.has_value()) {
@@ -333,37 +340,37 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
       ++stats_.resend_unavailable;
     }
   }
+  if (run_count > 0) {
+    // Journal the run verbatim, split where the authorization flag changes.
+    const std::span<const std::byte> frame_bytes = datagram->frame_bytes();
+    std::size_t offset = run_begin;
+    std::size_t i = 0;
+    while (i < run_count) {
+      const bool allowed =
+          session->policy->accounts.Contains(commands[i].account_id);
+      std::size_t j = i;
+      std::size_t end = offset;
+      while (j < run_count && session->policy->accounts.Contains(
+                                  commands[j].account_id) == allowed) {
+        end += codec::Info(commands[j].kind).frame_size;
+        ++j;
+      }
+      if (!Journal(
+              *session, frame_bytes.subspan(offset, end - offset), receive_ns,
+              allowed ? 0 : journal::kRecordUnauthorized,
+              std::span<const codec::Command>(commands).subspan(i, j - i))) {
+        return;
+      }
+      offset = end;
+      i = j;
+    }
+  }
   if (gap) {
+    // After the run: the SequenceGap names the sequence expected now.
     ++stats_.gaps;
-    std::size_t dropped = 0;
-    for (auto it = datagram->begin(); it != datagram->end(); ++it) ++dropped;
-    stats_.gap_frames_dropped += dropped;
+    stats_.gap_frames_dropped += datagram->frame_count() - frames_seen;
     SendGap(*session);
   }
-  if (run_count == 0) return;
-  // Journal the run verbatim, split where the authorization flag changes.
-  const std::span<const std::byte> frame_bytes = datagram->frame_bytes();
-  std::size_t offset = run_begin;
-  std::size_t i = 0;
-  while (i < run_count) {
-    const bool allowed =
-        session->policy->accounts.Contains(commands[i].account_id);
-    std::size_t j = i;
-    std::size_t end = offset;
-    while (j < run_count && session->policy->accounts.Contains(
-                                commands[j].account_id) == allowed) {
-      end += codec::Info(commands[j].kind).frame_size;
-      ++j;
-    }
-    if (!Journal(*session, frame_bytes.subspan(offset, end - offset),
-                 receive_ns, allowed ? 0 : journal::kRecordUnauthorized,
-                 std::span<const codec::Command>(commands).subspan(i, j - i))) {
-      return;
-    }
-    offset = end;
-    i = j;
-  }
-  (void)run_end;
 }
 
 bool Service::Impl::Journal(Session& session, std::span<const std::byte> frames,
@@ -412,7 +419,6 @@ void Service::Impl::ApplyDurable() {
     pending_head_ = (pending_head_ + 1) % pending_.size();
     --pending_size_;
   }
-  CloseOutputs();
   FlushOutput();
 }
 
@@ -489,11 +495,9 @@ std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
     }
     out.tx_slot = -1;  // full: it is sent with the batch
   }
-  if (tx_used_ == tx_.capacity()) {
-    CloseOutputs();
-    FlushOutput();
-  }
+  if (tx_used_ == tx_.capacity()) FlushOutput();
   const std::size_t slot = tx_used_++;
+  tx_owner_[slot] = session.index;
   codec::DatagramBuilder builder(tx_.buffer(slot), session.id);
   tx_.set_length(slot, builder.size());
   tx_.set_peer(slot, session.peer);
@@ -547,17 +551,12 @@ void Service::Impl::ResendFrom(Session& session, std::uint64_t first_report) {
   }
 }
 
-void Service::Impl::CloseOutputs() {
-  for (std::size_t i = 0; i < tx_used_; ++i) {
-    // Every open datagram is closed: the sessions start new ones next time.
-    (void)i;
-  }
-  for (const auto& out : outputs_) {
-    if (out != nullptr) out->tx_slot = -1;
-  }
-}
-
 void Service::Impl::FlushOutput() {
+  if (tx_used_ == 0) return;
+  // The datagrams being filled are closed: their sessions start new ones.
+  for (std::size_t i = 0; i < tx_used_; ++i) {
+    outputs_[tx_owner_[i]]->tx_slot = -1;
+  }
   std::size_t sent = 0;
   int attempts = 0;
   while (sent < tx_used_) {
