@@ -285,6 +285,9 @@ class BasicEngine {
                 ReportBuffer& out) noexcept;
   void CancelByOrder(const codec::Command& c, ReportBuffer& out) noexcept;
   void CancelByClient(const codec::Command& c, ReportBuffer& out) noexcept;
+  // Cancels live order `index` at its owner's request: the Cancelled report
+  // (reason Requested), then out of its level and released.
+  void CancelRequested(std::uint32_t index, ReportBuffer& out) noexcept;
   void Replace(const codec::Command& c, ReportBuffer& out) noexcept;
   static void Reject(const codec::Command& c, codec::RejectReason reason,
                      ReportBuffer& out) noexcept;

@@ -312,6 +312,23 @@ absl::StatusOr<int> JournalWriter::OpenSegmentFd(const std::string& path,
   return fd;
 }
 
+void JournalWriter::WriteSegmentHeader(std::uint64_t first_index,
+                                       std::byte* block) const noexcept {
+  std::memset(block, 0, kBlockSize);
+  EncodeSegmentHeader(SegmentHeader{.magic = kSegmentMagic,
+                                    .version = kFormatVersion,
+                                    .header_size = kSegmentHeaderSize,
+                                    .block_size = kBlockSize,
+                                    .first_index = first_index,
+                                    .created_ns = RealtimeNs(),
+                                    .capacity = capacity_,
+                                    .journal_id = journal_id_,
+                                    .flags = 0,
+                                    .reserved = 0,
+                                    .crc = 0},
+                      block);
+}
+
 absl::Status JournalWriter::CreateFirstSegment(std::uint64_t journal_id) {
   journal_id_ = journal_id;
   const std::uint64_t first_index = last_index_ + 1;
@@ -336,19 +353,7 @@ absl::Status JournalWriter::CreateFirstSegment(std::uint64_t journal_id) {
     }
   }
   std::byte* block = slots_[0].buffer;
-  std::memset(block, 0, kBlockSize);
-  EncodeSegmentHeader(SegmentHeader{.magic = kSegmentMagic,
-                                    .version = kFormatVersion,
-                                    .header_size = kSegmentHeaderSize,
-                                    .block_size = kBlockSize,
-                                    .first_index = first_index,
-                                    .created_ns = RealtimeNs(),
-                                    .capacity = capacity_,
-                                    .journal_id = journal_id_,
-                                    .flags = 0,
-                                    .reserved = 0,
-                                    .crc = 0},
-                      block);
+  WriteSegmentHeader(first_index, block);
   if (int err = PwriteAll(*fd, block, kBlockSize, 0); err != 0) {
     return fail(err, "write header of");
   }
@@ -1207,19 +1212,7 @@ bool JournalWriter::Rotate() noexcept {
   const std::uint32_t id = free_.back();
   free_.pop_back();
   Slot& slot = slots_[id];
-  std::memset(slot.buffer, 0, kBlockSize);
-  EncodeSegmentHeader(SegmentHeader{.magic = kSegmentMagic,
-                                    .version = kFormatVersion,
-                                    .header_size = kSegmentHeaderSize,
-                                    .block_size = kBlockSize,
-                                    .first_index = first_index,
-                                    .created_ns = RealtimeNs(),
-                                    .capacity = capacity_,
-                                    .journal_id = journal_id_,
-                                    .flags = 0,
-                                    .reserved = 0,
-                                    .crc = 0},
-                      slot.buffer);
+  WriteSegmentHeader(first_index, slot.buffer);
   slot.state = Slot::State::kInFlight;
   slot.header = true;
   slot.segment = entry;

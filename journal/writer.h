@@ -280,6 +280,9 @@ class JournalWriter {
   AppendStatus Commit(Slot& slot, std::uint32_t used,
                       std::uint64_t last) noexcept;
   void Seal(Slot& slot) noexcept;
+  // Fills the 4096-byte `block` with a new segment's header and zeros.
+  void WriteSegmentHeader(std::uint64_t first_index,
+                          std::byte* block) const noexcept;
   void SubmitWrite(std::uint32_t id) noexcept;
   void PushOp(const internal::IoOp& op) noexcept;
   void SubmitPending() noexcept;

@@ -390,10 +390,16 @@ void BasicEngine<Traits>::CancelByOrder(const codec::Command& c,
   if (index == internal::kNil) {
     return Reject(c, codec::RejectReason::kUnknownOrder, out);
   }
-  const internal::Order& order = orders_[index];
-  if (order.account_id != c.account_id) {
+  if (orders_[index].account_id != c.account_id) {
     return Reject(c, codec::RejectReason::kNotOwner, out);
   }
+  CancelRequested(index, out);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::CancelRequested(std::uint32_t index,
+                                          ReportBuffer& out) noexcept {
+  const internal::Order& order = orders_[index];
   out.Append(codec::Cancelled{.order_id = order.order_id,
                               .account_id = order.account_id,
                               .client_order_id = order.client_order_id,
@@ -412,15 +418,7 @@ void BasicEngine<Traits>::CancelByClient(const codec::Command& c,
   if (index == internal::kNil) {
     return Reject(c, codec::RejectReason::kUnknownOrder, out);
   }
-  const internal::Order& order = orders_[index];
-  out.Append(codec::Cancelled{.order_id = order.order_id,
-                              .account_id = order.account_id,
-                              .client_order_id = order.client_order_id,
-                              .instrument_id = order.instrument_id,
-                              .cancelled_quantity = order.leaves,
-                              .reason = codec::CancelReason::kRequested});
-  Unlink(books_[order.instrument_id - config_.min_instrument], index);
-  Release(index);
+  CancelRequested(index, out);
 }
 
 template <typename Traits>
