@@ -155,8 +155,8 @@ bool AddressSet::Contains(const Endpoint& endpoint) const {
     int bits = block.prefix_bits;
     bool match = true;
     for (int i = 0; bits > 0 && match; ++i, bits -= 8) {
-      const std::uint8_t mask =
-          bits >= 8 ? 0xFF : static_cast<std::uint8_t>(0xFF << (8 - bits));
+      const auto mask =
+          static_cast<std::uint8_t>(bits >= 8 ? 0xFF : 0xFF << (8 - bits));
       match = (bytes[i] & mask) == (block.bytes[i] & mask);
     }
     if (match) return true;
