@@ -162,6 +162,9 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
   std::size_t high_water = 0;    // commands transmitted at least once
   std::size_t acked = 0;
   std::uint64_t expected_report = 1;
+  // A report newer than the expected one arrived (and was dropped): one is
+  // missing, until the expected one comes.
+  bool report_hole = false;
   std::uint64_t last_gap_handled = 0;
   std::int64_t last_gap_ns = 0;
   const std::int64_t start_ns = NowNs();
@@ -173,8 +176,9 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
 
   while (!stop.load(std::memory_order_relaxed)) {
     const std::int64_t now = NowNs();
-    // Done: every command acknowledged, and quiet for a while.
-    if (acked == total &&
+    // Done: every command acknowledged, no report known to be missing, and
+    // quiet for a while.
+    if (acked == total && !report_hole &&
         now - last_ack_ns >=
             static_cast<std::int64_t>(options.quiet_ms) * 1'000'000) {
       break;
@@ -185,10 +189,14 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
           "no answer from %s for %d ms (%d of %d commands acknowledged)",
           options.target.ToString(), options.give_up_ms, acked, total));
     }
-    // Retransmit from the oldest unacknowledged command on timeout.
-    if (acked < next_to_send && now - last_progress_ns > timeout_ns &&
-        now - last_gap_ns > timeout_ns) {
-      next_to_send = acked;
+    // Retransmit from the oldest unacknowledged command on timeout. When a
+    // report is missing, from the last acknowledged one: the missing report
+    // may be one of its later reports (its primary came, the datagram after
+    // it was lost), and the service resends a session's reports from the
+    // first report of the oldest duplicate command it sees.
+    if ((acked < next_to_send || report_hole) &&
+        now - last_progress_ns > timeout_ns && now - last_gap_ns > timeout_ns) {
+      next_to_send = report_hole && acked > 0 ? acked - 1 : acked;
       last_gap_ns = now;
     }
 
@@ -278,9 +286,11 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
         }
         if (report.sequence() > expected_report) {
           ++result.out_of_order_reports;
+          report_hole = true;
           continue;
         }
         ++expected_report;
+        report_hole = false;
         ++result.reports;
         result.report_bytes += report.size();
         result.report_hash = Fnv1a(result.report_hash, report.bytes());

@@ -15,7 +15,11 @@
 // and the client waits for the service to send again (the service resends a
 // session's reports when it sees a retransmitted command). Commands are
 // retransmitted from the expected sequence on SequenceGap, and from the
-// oldest unacknowledged one after `retransmit_timeout_ms` without progress.
+// oldest unacknowledged one after `retransmit_timeout_ms` without progress;
+// while a report is missing, from the last acknowledged one (the missing
+// report may be one of its own, after its primary), so the service's resend
+// starts at or before it. The client does not finish while a report is
+// known to be missing.
 //
 // Cold set-up (the frames, one send time per command) is allocated once;
 // the send/receive loop does not allocate.

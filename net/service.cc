@@ -41,6 +41,8 @@ std::uint64_t RealtimeNs() {
 constexpr std::int64_t kGapRepeatNs = 2'000'000;
 // The same for sending a session's reports again on a duplicate command.
 constexpr std::int64_t kResendRepeatNs = 2'000'000;
+// Live orders the order -> session table holds before it first grows.
+constexpr std::size_t kInitialOwners = 4096;
 
 // A command journaled and waiting to be durable.
 struct Pending {
@@ -71,7 +73,14 @@ class Service::Impl {
         tx_owner_(options_.batch),
         pending_(options_.max_pending) {
     outputs_.reserve(options_.config.max_sessions);
-    owners_.reserve(options_.config.engine.max_live_orders * 2ull + 1024);
+    // Sized to the live orders, not to the capacity (as the engine sizes its
+    // own indices): reserved for 2 x max_live_orders it had 4M slots (68
+    // MiB) for the few hundred orders the mixed workload keeps live, and
+    // every lookup and insert missed the caches and the TLB (a quarter of
+    // the server's time at full rate; docs/BENCHMARKS.md "Service"). It
+    // grows (allocates and rehashes) only at a new high-water mark of live
+    // orders past kInitialOwners, like the engine's tables.
+    owners_.reserve(kInitialOwners);
   }
 
   absl::Status Start();
@@ -537,7 +546,12 @@ void Service::Impl::SendGap(Session& session) {
 
 void Service::Impl::ResendFrom(Session& session, std::uint64_t first_report) {
   SessionOutput& out = OutputOf(session);
-  if (out.resent_from == first_report &&
+  // Once per round trip: a resend from this point or an earlier one went out
+  // less than a round trip ago (e.g. for the previous datagram of the same
+  // retransmitted window) and covered these reports, and those made since
+  // went out live. Resending for every such datagram would send
+  // O(window^2) reports.
+  if (out.resent_from != 0 && first_report >= out.resent_from &&
       now_ns_ - out.resent_ns < kResendRepeatNs) {
     return;
   }

@@ -1,0 +1,426 @@
+// The crash test of the UDP service: the real `orderwire serve` (batch
+// durability) is SIGKILLed at random moments while a go-back-N client
+// (net::RunClient, in this process) sends it the `mixed` workload, and is
+// restarted on the same journal and port each time. The client carries on
+// by itself (retransmission after a timeout, and the service's report
+// resend on duplicates). At the end:
+//   - the client acknowledged every command;
+//   - `orderwire replay --reports` reproduces, byte for byte, the report
+//     stream the client received (one session: replay's numbering 1, 2, 3
+//     is the session's);
+//   - the journal holds each command exactly once, verbatim, in sequence
+//     order (no command applied twice, none lost);
+//   - the client's counts reconcile with the replay's.
+//
+// The kill moments come from a seed printed at the start; set
+// ORDERWIRE_CRASH_SEED to run a schedule again. Children get SIGKILL if this
+// process dies (PR_SET_PDEATHSIG) and are killed and reaped on every exit
+// path of the test.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <random>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codec/command.h"
+#include "codec/datagram.h"
+#include "codec/frame.h"
+#include "codec/kind_table.h"
+#include "codec/types.h"
+#include "engine/workload.h"
+#include "gtest/gtest.h"
+#include "journal/reader.h"
+#include "net/client.h"
+#include "net/udp.h"
+
+namespace orderwire::net {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::size_t kCommands = 200'000;
+constexpr std::uint32_t kSession = 1;
+
+// A fresh directory under /tmp, removed with its contents.
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string pattern = "/tmp/ow-crash-XXXXXX";
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  ~ScratchDir() {
+    std::error_code ec;
+    if (!path_.empty() && std::getenv("ORDERWIRE_KEEP_CRASH_DIR") == nullptr) {
+      std::filesystem::remove_all(path_, ec);
+    }
+  }
+  [[nodiscard]] std::string Sub(const std::string& name) const {
+    return path_ + "/" + name;
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in),
+                     std::istreambuf_iterator<char>());
+}
+
+// A child process running the orderwire binary. Killed (SIGKILL) and reaped
+// when destroyed while still running.
+class Child {
+ public:
+  // Starts ORDERWIRE_BINARY with `args`, stdout and stderr appended to
+  // `log`. Fork and exec: between them only async-signal-safe calls (this
+  // process has other threads).
+  static std::optional<Child> Start(const std::vector<std::string>& args,
+                                    const std::string& log) {
+    std::vector<std::string> argv_storage;
+    argv_storage.emplace_back(ORDERWIRE_BINARY);
+    argv_storage.insert(argv_storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    const pid_t pid = ::fork();
+    if (pid < 0) return std::nullopt;
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, STDOUT_FILENO);
+        ::dup2(fd, STDERR_FILENO);
+        ::close(fd);
+      }
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    return Child(pid);
+  }
+
+  Child(Child&& other) noexcept : pid_(std::exchange(other.pid_, -1)) {}
+  Child& operator=(Child&& other) noexcept {
+    if (this != &other) {
+      Kill();
+      pid_ = std::exchange(other.pid_, -1);
+    }
+    return *this;
+  }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  ~Child() { Kill(); }
+
+  [[nodiscard]] bool running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == 0) return true;
+    pid_ = -1;
+    exit_status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return false;
+  }
+
+  // SIGKILL and reap.
+  void Kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    exit_status_ = -1;
+  }
+
+  // Sends `signal`, waits up to `timeout_ms` for the exit; the exit status,
+  // or -1 if it died of a signal or had to be killed.
+  int Stop(int signal, int timeout_ms) {
+    if (pid_ > 0) ::kill(pid_, signal);
+    return Wait(timeout_ms);
+  }
+
+  // Waits up to `timeout_ms` for the exit (then kills): the exit status, or
+  // -1 if it died of a signal or had to be killed.
+  int Wait(int timeout_ms) {
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (running()) {
+      if (Clock::now() > deadline) {
+        Kill();
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    return exit_status_;
+  }
+
+ private:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  pid_t pid_ = -1;
+  int exit_status_ = -1;
+};
+
+// Runs `orderwire args...` to completion (at most `timeout_ms`); its exit
+// status, with its output in `log`.
+int RunTool(const std::vector<std::string>& args, const std::string& log,
+            int timeout_ms) {
+  std::optional<Child> child = Child::Start(args, log);
+  if (!child.has_value()) return -1;
+  return child->Wait(timeout_ms);
+}
+
+// A free UDP port on 127.0.0.1 (bound and released).
+std::uint16_t FreePort() {
+  absl::StatusOr<UdpSocket> socket =
+      UdpSocket::Bind(*Endpoint::Parse("127.0.0.1:0"));
+  if (!socket.ok()) return 0;
+  absl::StatusOr<Endpoint> local = socket->LocalEndpoint();
+  return local.ok() ? local->port() : 0;
+}
+
+// Starts `orderwire serve` on `port` and waits until it says it listens.
+// nullopt if it exits first (e.g. the port was taken) or takes too long.
+std::optional<Child> StartServer(const ScratchDir& dir, std::uint16_t port,
+                                 int incarnation) {
+  const std::string log =
+      dir.Sub("serve." + std::to_string(incarnation) + ".log");
+  std::optional<Child> child =
+      Child::Start({"serve", "--journal", dir.Sub("journal"), "--durability",
+                    "batch", "--listen", "127.0.0.1:" + std::to_string(port),
+                    "--segment-size", "1048576"},
+                   log);
+  if (!child.has_value()) return std::nullopt;
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (Clock::now() < deadline) {
+    if (Slurp(log).find("listening on") != std::string::npos) return child;
+    if (!child->running()) {
+      std::fprintf(stderr, "serve exited early:\n%s\n", Slurp(log).c_str());
+      return std::nullopt;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  std::fprintf(stderr, "serve did not start in time:\n%s\n",
+               Slurp(log).c_str());
+  return std::nullopt;
+}
+
+// The report frames of `bytes` (back to back), checked whole.
+std::vector<std::span<const std::byte>> SplitReports(
+    std::span<const std::byte> bytes) {
+  std::vector<std::span<const std::byte>> frames;
+  std::size_t pos = 0;
+  while (pos < bytes.size()) {
+    const auto frame = codec::FrameView::Parse(bytes.subspan(pos));
+    if (!frame.ok()) {
+      ADD_FAILURE() << "a bad report frame at byte " << pos << ": "
+                    << codec::Name(frame.error());
+      break;
+    }
+    frames.push_back(frame->bytes());
+    pos += frame->size();
+  }
+  return frames;
+}
+
+TEST(ServiceCrashTest, KilledAndRestartedUnderLoadLosesAndDuplicatesNothing) {
+  ScratchDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  std::uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("ORDERWIRE_CRASH_SEED"); s != nullptr) {
+    seed = std::strtoull(s, nullptr, 10);
+  }
+  std::printf("kill schedule seed %llu (ORDERWIRE_CRASH_SEED), directory %s\n",
+              static_cast<unsigned long long>(seed), dir.path().c_str());
+  std::mt19937_64 rng(seed);
+
+  // The commands, as `orderwire submit --workload mixed` makes them.
+  const std::vector<codec::Command> commands = workload::Generate(
+      workload::Workload::kMixed, kCommands, seed % 1000 + 1);
+  const std::vector<std::byte> frames = workload::EncodeCommands(commands);
+
+  // The server, on a free port (another process may take a port between
+  // our probe and the bind: try a few).
+  std::uint16_t port = 0;
+  int incarnation = 0;
+  std::optional<Child> server;
+  for (int attempt = 0; attempt < 5 && !server.has_value(); ++attempt) {
+    port = FreePort();
+    ASSERT_NE(port, 0);
+    server = StartServer(dir, port, incarnation++);
+  }
+  ASSERT_TRUE(server.has_value());
+  const int first_incarnation = incarnation - 1;
+
+  // The client, in a thread; `stop` ends it early on any failure.
+  ClientOptions options;
+  options.target = *Endpoint::Parse("127.0.0.1:" + std::to_string(port));
+  options.session_id = kSession;
+  options.rate = 150'000;  // ~1.3 s of load, so the kills land under it
+  options.window = 4096;
+  options.retransmit_timeout_ms = 100;
+  options.give_up_ms = 20'000;
+  std::FILE* reports_out = std::fopen(dir.Sub("client.reports").c_str(), "wb");
+  ASSERT_NE(reports_out, nullptr);
+  options.reports_out = reports_out;
+  std::atomic<bool> stop{false};
+  std::atomic<bool> client_done{false};
+  absl::StatusOr<ClientResult> result = absl::UnknownError("not run");
+  std::thread client([&] {
+    result = RunClient(options, frames, stop);
+    client_done.store(true);
+  });
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop.store(true);
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{stop, client};
+
+  // 2 or 3 kills, 100-400 ms apart, each while the client is still busy.
+  const int kills_planned = 2 + static_cast<int>(rng() % 2);
+  int kills = 0;
+  for (int k = 0; k < kills_planned; ++k) {
+    const auto wait = std::chrono::milliseconds(100 + rng() % 301);
+    const auto until = Clock::now() + wait;
+    while (Clock::now() < until && !client_done.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (client_done.load()) break;
+    server->Kill();
+    ++kills;
+    std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 30));
+    server = StartServer(dir, port, incarnation++);
+    ASSERT_TRUE(server.has_value()) << "restart " << kills << " failed";
+  }
+  client.join();
+  std::fclose(reports_out);
+  ASSERT_TRUE(result.ok()) << result.status();
+  const ClientResult& r = *result;
+  std::printf(
+      "%d kills; client: %llu acknowledged, %llu reports, %llu retransmitted, "
+      "%llu duplicate and %llu out-of-order reports dropped, %.2f s\n",
+      kills, static_cast<unsigned long long>(r.acknowledged),
+      static_cast<unsigned long long>(r.reports),
+      static_cast<unsigned long long>(r.retransmitted),
+      static_cast<unsigned long long>(r.duplicate_reports),
+      static_cast<unsigned long long>(r.out_of_order_reports), r.seconds);
+  // The kills happened under load, and the client had to work for it.
+  EXPECT_GE(kills, 2);
+  EXPECT_GT(r.retransmitted, 0u);
+
+  // Each restart recovered the journal and replayed it (more of it each
+  // time) before taking traffic.
+  std::uint64_t replayed_before = 0;
+  for (int i = first_incarnation + 1; i < incarnation; ++i) {
+    const std::string log =
+        Slurp(dir.Sub("serve." + std::to_string(i) + ".log"));
+    const std::size_t at = log.find("replayed ");
+    ASSERT_NE(at, std::string::npos) << log;
+    const std::uint64_t replayed =
+        std::strtoull(log.c_str() + at + 9, nullptr, 10);
+    EXPECT_GT(replayed, 0u) << log;
+    EXPECT_GE(replayed, replayed_before) << log;
+    replayed_before = replayed;
+  }
+
+  // A clean stop of the last incarnation.
+  const int serve_exit = server->Stop(SIGTERM, 20'000);
+  const std::string last_log =
+      Slurp(dir.Sub("serve." + std::to_string(incarnation - 1) + ".log"));
+  EXPECT_EQ(serve_exit, 0) << last_log;
+  EXPECT_NE(last_log.find("stopped cleanly"), std::string::npos) << last_log;
+
+  // The client's reconciliation.
+  EXPECT_EQ(r.commands, kCommands);
+  EXPECT_EQ(r.sent, kCommands);
+  EXPECT_EQ(r.acknowledged, kCommands);
+
+  // Replay reproduces the client's report stream, byte for byte.
+  ASSERT_EQ(RunTool({"replay", "--journal", dir.Sub("journal"), "--reports",
+                     dir.Sub("replay.reports")},
+                    dir.Sub("replay.log"), 60'000),
+            0)
+      << Slurp(dir.Sub("replay.log"));
+  const std::string received = Slurp(dir.Sub("client.reports"));
+  const std::string replayed = Slurp(dir.Sub("replay.reports"));
+  EXPECT_EQ(received.size(), r.report_bytes);
+  EXPECT_EQ(received.size(), replayed.size());
+  EXPECT_TRUE(received == replayed)
+      << "the client's reports differ from the replay's";
+  const auto replay_reports = SplitReports(std::as_bytes(std::span(replayed)));
+  EXPECT_EQ(r.reports, replay_reports.size());
+  std::uint64_t hash = kFnvOffset;
+  std::uint64_t by_kind[256] = {};
+  for (std::size_t i = 0; i < replay_reports.size(); ++i) {
+    hash = Fnv1a(hash, replay_reports[i]);
+    ++by_kind[static_cast<std::uint8_t>(
+        codec::FrameView::Parse(replay_reports[i])->kind())];
+    EXPECT_EQ(codec::FrameView::Parse(replay_reports[i])->sequence(), i + 1);
+  }
+  EXPECT_EQ(r.report_hash, hash);
+  EXPECT_EQ(r.accepted,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kAccepted)]);
+  EXPECT_EQ(r.rejected,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kRejected)]);
+  EXPECT_EQ(r.replaced,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kReplaced)]);
+  EXPECT_EQ(r.cancelled,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kCancelled)]);
+  EXPECT_EQ(r.fills, by_kind[static_cast<std::uint8_t>(codec::Kind::kFilled)]);
+
+  // The journal holds each command once, verbatim, in sequence order.
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
+      journal::JournalReader::Open(dir.Sub("journal"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  journal::Record record;
+  std::size_t count = 0;
+  std::size_t pos = 0;
+  std::size_t mismatches = 0;
+  journal::ReadResult read;
+  while ((read = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
+    ++count;
+    if (count > kCommands) continue;
+    const std::size_t size = codec::Info(commands[count - 1].kind).frame_size;
+    const std::span<const std::byte> sent(frames.data() + pos, size);
+    pos += size;
+    if (record.index != count || record.session_id != kSession ||
+        record.flags != 0 || record.frame.sequence() != count ||
+        !std::equal(sent.begin(), sent.end(), record.frame.bytes().begin(),
+                    record.frame.bytes().end())) {
+      if (++mismatches <= 5) {
+        ADD_FAILURE() << "journal record " << count << ": index "
+                      << record.index << ", session " << record.session_id
+                      << ", sequence " << record.frame.sequence();
+      }
+    }
+  }
+  EXPECT_EQ(read, journal::ReadResult::kEnd) << (*reader)->status();
+  EXPECT_EQ(count, kCommands);
+  EXPECT_EQ(mismatches, 0u);
+}
+
+}  // namespace
+}  // namespace orderwire::net
