@@ -11,9 +11,10 @@
 //
 // A command's reports leave only after the command is durable under the
 // configured mode. Nothing allocates per command: receive and send buffers,
-// the pending ring, the engine's pools and report buffer, the journal's
-// group buffers and each session's report history are allocated at
-// start-up (or when a session first appears). Back-pressure: when the
+// the pending ring, the engine's pools and report buffer and the journal's
+// group buffers are allocated at start-up; a session's report history when
+// the session first appears; the order -> session table grows (like the
+// engine's indices) only when the number of live orders reaches a new high. Back-pressure: when the
 // journal has no free buffer or the pending ring is full, the loop stops
 // reading the socket and waits for the disk; datagrams wait in the socket
 // buffer or are dropped by the kernel, and clients retransmit.

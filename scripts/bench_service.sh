@@ -1,0 +1,264 @@
+#!/usr/bin/env bash
+# The service end to end on loopback, beside its transport baseline, in one
+# run: what docs/BENCHMARKS.md "Service" records.
+#
+#   scripts/bench_service.sh BUILD_DIR
+#
+# 1. Baseline: BUILD_DIR/bench/net_bench (recvmmsg/sendmmsg one-way stream,
+#    windowed echo of full datagrams, 1-frame ping-pong blocking and
+#    busy-polling), its echo/receive side on SERVER_CPU and its sender/client
+#    on CLIENT_CPU, 3 repetitions; JSON in BUILD_DIR/bench/net_bench.json.
+# 2. Highest rate: for each durability (none, batch) and each window (4096,
+#    16384, 65536 commands), RUNS times: `orderwire serve` with a fresh
+#    journal under $TMPDIR, then `orderwire submit` of COUNT `mixed`
+#    commands as fast as the window allows; commands/s acknowledged.
+# 3. Latency: for each durability, RUNS times, `submit --rate RATE` of
+#    LAT_COUNT commands; round-trip percentiles (send to first report).
+#
+# Every run: the server pinned to SERVER_CPU (`taskset -c 0`), the client to
+# CLIENT_CPU (`taskset -c 1`), both at normal priority (never `chrt -f`: a
+# real-time server starves the kernel threads that complete its journal
+# I/O and its loopback traffic). The server listens on a port the kernel
+# picks, is stopped with SIGINT, and its final counters (--stats-json) show
+# any loss: send_failures (reports the kernel refused), reports_resent,
+# duplicates, gaps; the client's retransmitted and out_of_order_reports show
+# it from the other side. A run is "clean" when all of them are 0. The load
+# average and the CPU and I/O pressure (/proc/pressure, "some avg10") are
+# recorded at the start of each run: the machine is shared, and the figures
+# move with it.
+#
+# Output: a table on stdout (medians of the runs), one JSON object per run
+# and one per summary row in BUILD_DIR/bench/service.jsonl (replaced).
+#
+# Environment (defaults): RUNS (3), COUNT (1000000), LAT_COUNT (500000),
+# RATE (100000), WINDOWS ("4096 16384 65536"), MODES ("none batch"),
+# LAT_WINDOW (4096), SERVER_CPU (0), CLIENT_CPU (1), TMPDIR (/tmp),
+# BASELINE (1; 0 skips net_bench).
+#
+# Exit status: 0 when every run completed (clean or not: the table says),
+# 1 when a server or client failed, 2 on a usage error. Needs python3 (for
+# the medians; scripts/setup.sh installs it).
+set -euo pipefail
+
+usage() {
+  echo "usage: scripts/bench_service.sh BUILD_DIR" >&2
+  exit 2
+}
+[ $# -eq 1 ] || usage
+build=$1
+ow=$build/cli/orderwire
+net_bench=$build/bench/net_bench
+runs=${RUNS:-3}
+count=${COUNT:-1000000}
+lat_count=${LAT_COUNT:-500000}
+rate=${RATE:-100000}
+windows=${WINDOWS:-4096 16384 65536}
+modes=${MODES:-none batch}
+lat_window=${LAT_WINDOW:-4096}
+server_cpu=${SERVER_CPU:-0}
+client_cpu=${CLIENT_CPU:-1}
+baseline=${BASELINE:-1}
+for f in "$ow" "$net_bench"; do
+  if [ ! -x "$f" ]; then
+    echo "bench_service.sh: $f is not built (cmake --build $build --target" \
+      "orderwire net_bench)" >&2
+    exit 2
+  fi
+done
+command -v python3 >/dev/null || {
+  echo "bench_service.sh: python3 is needed (scripts/setup.sh)" >&2
+  exit 2
+}
+if ! taskset -c "$server_cpu" true 2>/dev/null ||
+  ! taskset -c "$client_cpu" true 2>/dev/null; then
+  echo "bench_service.sh: cannot pin to CPUs $server_cpu and $client_cpu" >&2
+  exit 2
+fi
+
+mkdir -p "$build/bench"
+out=$build/bench/service.jsonl
+: >"$out"
+work=$(mktemp -d "${TMPDIR:-/tmp}/ow-bench-service.XXXXXX")
+server_pid=
+cleanup() {
+  if [ -n "$server_pid" ]; then kill -INT "$server_pid" 2>/dev/null || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+load() { cut -d ' ' -f 1-3 /proc/loadavg; }
+# Pressure stall: the share of the last 10 s in which some runnable task
+# waited for a CPU / for I/O (other engineers' work shows here first).
+psi() { sed -n 's/^some avg10=\([0-9.]*\).*/\1/p' "/proc/pressure/$1" 2>/dev/null || echo "?"; }
+
+cpu_model=$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p' | head -n 1)
+echo "# bench_service.sh: ${cpu_model:-unknown CPU}, $(nproc) CPUs," \
+  "kernel $(uname -r), $(date -u +%FT%TZ)"
+echo "# server: taskset -c $server_cpu, client: taskset -c $client_cpu," \
+  "normal priority; $runs runs of each figure (medians below)"
+echo "# uptime: $(uptime); cpu psi $(psi cpu)%, io psi $(psi io)%"
+printf '{"kind":"machine","cpu":"%s","cpus":%d,"kernel":"%s","date":"%s","load":"%s","runs":%d,"server_cpu":%d,"client_cpu":%d}\n' \
+  "${cpu_model:-unknown}" "$(nproc)" "$(uname -r)" "$(date -u +%FT%TZ)" \
+  "$(load)" "$runs" "$server_cpu" "$client_cpu" >>"$out"
+
+# --- 1. baseline -------------------------------------------------------------
+if [ "$baseline" != 0 ]; then
+  echo "# baseline: net_bench (load $(load))"
+  taskset -c "$server_cpu,$client_cpu" "$net_bench" \
+    --benchmark_filter='BM_OneWay/recvmmsg/full|BM_EchoWindow/full|BM_PingPong/(block|spin)/1/' \
+    --benchmark_repetitions="$runs" --benchmark_report_aggregates_only=true \
+    --benchmark_out="$build/bench/net_bench.json" \
+    --benchmark_out_format=json >"$work/net_bench.txt" 2>&1 || {
+    cat "$work/net_bench.txt" >&2
+    echo "bench_service.sh: net_bench failed" >&2
+    exit 1
+  }
+  python3 - "$build/bench/net_bench.json" "$(load)" >>"$out" <<'EOF'
+import json, sys
+data = json.load(open(sys.argv[1]))
+# The medians of the repetitions (or the single run when there was one).
+medians = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
+for b in medians or data["benchmarks"]:
+    keep = {k: b[k] for k in b if k.endswith(("_per_s", "_us", "per_dgram",
+            "per_rtt", "per_second")) or k == "lost"}
+    print(json.dumps({"kind": "baseline", "name": b["run_name"],
+                      "load": sys.argv[2], **keep}))
+EOF
+fi
+
+# --- 2 and 3: the service -----------------------------------------------------
+# run_once KIND MODE WINDOW RATE COUNT RUN
+run_once() {
+  local kind=$1 mode=$2 window=$3 rate_arg=$4 n=$5 run=$6
+  local dir=$work/run
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  local start_load
+  start_load="$(load), cpu psi $(psi cpu)%, io psi $(psi io)%"
+  taskset -c "$server_cpu" "$ow" serve --listen 127.0.0.1:0 \
+    --journal "$dir/journal" --durability "$mode" \
+    --stats-json "$dir/stats.json" 2>"$dir/serve.log" &
+  server_pid=$!
+  local port=
+  for _ in $(seq 1 200); do
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' \
+      "$dir/serve.log" 2>/dev/null | head -n 1)
+    [ -n "$port" ] && break
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      cat "$dir/serve.log" >&2
+      server_pid=
+      return 1
+    fi
+    sleep 0.05
+  done
+  [ -n "$port" ] || { echo "bench_service.sh: serve did not start" >&2; return 1; }
+  local client_rc=0
+  taskset -c "$client_cpu" "$ow" submit --target "127.0.0.1:$port" \
+    --session 1 --workload mixed --count "$n" --seed 1 --window "$window" \
+    --rate "$rate_arg" --json >"$dir/client.json" 2>"$dir/client.err" ||
+    client_rc=$?
+  kill -INT "$server_pid"
+  local server_rc=0
+  wait "$server_pid" || server_rc=$?
+  server_pid=
+  if [ "$client_rc" -ne 0 ] || [ "$server_rc" -ne 0 ] ||
+    [ ! -s "$dir/client.json" ]; then
+    echo "bench_service.sh: $kind $mode window $window run $run failed" \
+      "(client $client_rc, server $server_rc)" >&2
+    cat "$dir/client.err" "$dir/serve.log" >&2
+    return 1
+  fi
+  printf '{"kind":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","client":%s,"server":%s}\n' \
+    "$kind" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" \
+    "$(cat "$dir/client.json")" "$(cat "$dir/stats.json")" >>"$out"
+  python3 - "$out" <<'EOF'
+import json, sys
+r = [json.loads(l) for l in open(sys.argv[1])][-1]
+c, s = r["client"], r["server"]
+lat = c["latency_us"]
+print(f'  {r["kind"]:8} {r["durability"]:5} w={r["window"]:<6} run {r["run"]}: '
+      f'{c["commands_per_second"]:>9,.0f} cmd/s  p50 {lat["p50"]:.0f} '
+      f'p99 {lat["p99"]:.0f} p99.9 {lat["p99.9"]:.0f} max {lat["max"]:.0f} us  '
+      f'retx {c["retransmitted"]} send_fail {s["send_failures"]} '
+      f'resent {s["reports_resent"]} dup {s["duplicates"]} gaps {s["gaps"]}  '
+      f'(load {r["load"]})')
+EOF
+}
+
+status=0
+for mode in $modes; do
+  for window in $windows; do
+    for run in $(seq 1 "$runs"); do
+      run_once max_rate "$mode" "$window" 0 "$count" "$run" || status=1
+    done
+  done
+  for run in $(seq 1 "$runs"); do
+    run_once latency "$mode" "$lat_window" "$rate" "$lat_count" "$run" ||
+      status=1
+  done
+done
+echo "# uptime at the end: $(uptime)"
+
+# --- summary -------------------------------------------------------------------
+python3 - "$out" <<'EOF'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+runs = next((r["runs"] for r in rows if r["kind"] == "machine"), 0)
+def med(xs):
+    return statistics.median(xs) if xs else float("nan")
+def loss(r):
+    c, s = r["client"], r["server"]
+    return (c["retransmitted"] + c["out_of_order_reports"] + s["send_failures"]
+            + s["reports_resent"] + s["duplicates"] + s["gaps"])
+summary = []
+groups = {}
+for r in rows:
+    if r["kind"] in ("max_rate", "latency"):
+        groups.setdefault((r["kind"], r["durability"], r["window"]), []).append(r)
+print()
+print("| figure | durability | window | runs | commands/s (median) | "
+      "p50 us | p90 us | p99 us | p99.9 us | max us | clean runs | load (1 min) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+best = {}
+for (kind, mode, window), rs in groups.items():
+    cps = med([r["client"]["commands_per_second"] for r in rs])
+    lat = {p: med([r["client"]["latency_us"][p] for r in rs])
+           for p in ("p50", "p90", "p99", "p99.9", "max")}
+    clean = sum(1 for r in rs if loss(r) == 0)
+    loads = ", ".join(r["load"].split()[0] for r in rs)
+    label = "highest rate" if kind == "max_rate" else "at offered rate"
+    print(f"| {label} | {mode} | {window} | {len(rs)} | {cps:,.0f} | "
+          f"{lat['p50']:.0f} | {lat['p90']:.0f} | {lat['p99']:.0f} | "
+          f"{lat['p99.9']:.0f} | {lat['max']:.0f} | {clean}/{len(rs)} | {loads} |")
+    row = {"kind": "summary", "figure": kind, "durability": mode,
+           "window": window, "runs": len(rs), "commands_per_second": cps,
+           "latency_us": lat, "clean_runs": clean, "loads": loads}
+    summary.append(row)
+    if kind == "max_rate" and clean == len(rs):
+        if mode not in best or cps > best[mode]["commands_per_second"]:
+            best[mode] = row
+for b in rows:
+    if b["kind"] != "baseline":
+        continue
+    name = b["name"].split("/iterations")[0]
+    load1 = b["load"].split()[0]
+    if "p50_us" in b:
+        print(f"| baseline {name} (1 datagram in flight) | - | - | {runs} | - | "
+              f"{b['p50_us']:.1f} | {b['p90_us']:.1f} | {b['p99_us']:.1f} | "
+              f"{b['p999_us']:.1f} | {b['max_us']:.0f} | lost {b['lost']:.0f} | {load1} |")
+    else:
+        print(f"| baseline {name}: {b['dgrams_per_s']:,.0f} datagrams/s | - | - | "
+              f"{runs} | {b['items_per_second']:,.0f} frames/s | | | | | | "
+              f"lost {b['lost']:.0f} | {load1} |")
+print()
+for mode, row in sorted(best.items()):
+    print(f"highest rate with no loss, {mode}: {row['commands_per_second']:,.0f} "
+          f"commands/s (window {row['window']})")
+    summary.append({"kind": "summary", "figure": "best_clean_rate",
+                    "durability": mode, "window": row["window"],
+                    "commands_per_second": row["commands_per_second"]})
+with open(sys.argv[1], "a") as f:
+    for s in summary:
+        f.write(json.dumps(s) + "\n")
+EOF
+exit $status
