@@ -78,16 +78,21 @@ bool JournalReader::EnterSegment(std::size_t i) {
   const internal::HeaderCheck check =
       internal::CheckSegmentHeader(*bytes, entry.name_index);
   if (!check.ok) {
-    if (check.torn) {
+    // Only the last segment can lack its header after a crash: a later
+    // segment proves this header was written (docs/JOURNAL.md "Recovery":
+    // a damaged header other than the last one's is data loss, and
+    // recovery refuses it).
+    if (check.torn && i + 1 == set_.size()) {
       Damaged(i, 0, true, check.problem);
     } else if (check.header.magic == kSegmentMagic &&
                check.header.version != kFormatVersion) {
       Fail(absl::UnimplementedError(
           absl::StrFormat("segment %s: %s", entry.path, check.problem)));
     } else {
-      Fail(absl::DataLossError(
-          absl::StrFormat("segment %s: %s (after index %d)", entry.path,
-                          check.problem, next_index_ - 1)));
+      Fail(absl::DataLossError(absl::StrFormat(
+          "segment %s: %s (after index %d)%s", entry.path, check.problem,
+          next_index_ - 1,
+          check.torn ? "; only the last segment may be incomplete" : "")));
     }
     return false;
   }

@@ -104,10 +104,13 @@ absl::StatusOr<AddressSet> AddressSet::Parse(std::string_view text) {
     const std::size_t slash = item.find('/');
     if (slash != std::string_view::npos)
       address = std::string(item.substr(0, slash));
-    if (inet_pton(AF_INET, address.c_str(), block.bytes) == 1) {
+    // inet_pton reads a C string: it would ignore what follows a NUL byte.
+    const bool no_nul = address.find('\0') == std::string::npos;
+    if (no_nul && inet_pton(AF_INET, address.c_str(), block.bytes) == 1) {
       block.family = AF_INET;
       max_bits = 32;
-    } else if (inet_pton(AF_INET6, address.c_str(), block.bytes) == 1) {
+    } else if (no_nul &&
+               inet_pton(AF_INET6, address.c_str(), block.bytes) == 1) {
       block.family = AF_INET6;
       max_bits = 128;
     } else {
@@ -124,6 +127,18 @@ absl::StatusOr<AddressSet> AddressSet::Parse(std::string_view text) {
             "'%s': prefix length must be 0..%d", item, max_bits));
       }
       block.prefix_bits = static_cast<int>(bits);
+    }
+    // An IPv4 block written in IPv6 (::ffff:a.b.c.d, prefix >= 96) is kept
+    // as the IPv4 block: Contains() compares every IPv4 source, mapped or
+    // not, with the IPv4 blocks only, so as IPv6 it would never match.
+    static constexpr std::uint8_t kV4Mapped[12] = {0, 0, 0, 0, 0,    0,
+                                                   0, 0, 0, 0, 0xFF, 0xFF};
+    if (block.family == AF_INET6 && block.prefix_bits >= 96 &&
+        std::memcmp(block.bytes, kV4Mapped, sizeof(kV4Mapped)) == 0) {
+      std::memmove(block.bytes, block.bytes + 12, 4);
+      std::memset(block.bytes + 4, 0, 12);
+      block.family = AF_INET;
+      block.prefix_bits -= 96;
     }
     set.blocks_.push_back(block);
   }

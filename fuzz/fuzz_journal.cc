@@ -1,0 +1,937 @@
+// Fuzz target: JournalReader and JournalWriter::Open's recovery over damaged
+// journals.
+//
+// Journal files are untrusted input: a crash leaves torn writes, a disk
+// returns rotten or misdirected blocks, anyone with access can edit them.
+// The input is not a journal but a recipe of damage (fuzz/journal_recipe.h)
+// applied to a valid journal built once at start-up: 16 groups of 1 to 110
+// records in two 64 KiB segments (the first one full, groups of one and two
+// blocks, some records flagged unauthorized). Each input writes the damaged
+// journal D to a scratch directory and checks:
+//
+// 1. Nothing crashes, leaks or trips a sanitizer.
+// 2. The reader follows the documented format. docs/JOURNAL.md "Reading a
+//    journal" is implemented a second time below, from the document and its
+//    offset tables (not from journal/internal/scan.cc): the reader must
+//    yield exactly the records of the groups those rules accept, in order,
+//    each from the place the rules found it, and report kEnd exactly when
+//    the rules reach the clean end. (When two segments claim the same first
+//    index their order is unspecified; then each group the reader yields is
+//    still checked against the rules, at its place and index.)
+// 3. No record that was not written. A record from a group whose bytes are
+//    still those of the valid journal equals the valid journal's record of
+//    that index, byte for byte (index, time, session, flags, frame). A group
+//    whose bytes changed is yielded only if it verifies in full: the recipe
+//    re-sealed it, so a writer could have written it.
+// 4. A damaged journal is never reported as read in full: after kEnd with n
+//    records no group of the valid journal holding a record after n is
+//    still intact in a segment file, and the undamaged journal reads to kEnd
+//    with all its records. (What the format cannot see is allowed: a file
+//    cut at a group boundary or a group zeroed in full ends a segment like
+//    never-written space does, step 3 of "Reading a journal".)
+// 5. Recovery agrees with the reader. JournalWriter::Open (blocking I/O,
+//    durability none) on a copy of D opens at the reader's clean end with
+//    no torn tail; cuts a torn tail (docs/JOURNAL.md "Recovery") exactly
+//    where the reader stopped, keeping the records the reader yielded; and
+//    refuses data loss and unsupported versions with the reader's status
+//    code, without changing a segment file. After recovery one appended
+//    record lands right behind the kept ones: the journal then reads to kEnd
+//    as the reader's records (the valid journal's, where untouched) plus it.
+//
+// Scratch space: a per-process directory under /dev/shm (tmpfs: recovery
+// fsyncs) or else $TMPDIR or /tmp, removed at exit. A re-sealed segment
+// header can claim a capacity of up to 1 TiB, and recovery preallocates the
+// capacity the tail segment's header claims; so recovery is skipped when a
+// checksummed header claims more than 16 MiB, and RLIMIT_FSIZE is lowered
+// to 1 GiB as a tripwire (libFuzzer reports a write beyond it as "file size
+// exceeded") so that a bug can never fill the disk. With
+// ORDERWIRE_FUZZ_VERBOSE set in the environment the target prints how each
+// input was read and recovered, and keeps its scratch directory.
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "codec/testing/random_commands.h"
+#include "codec/wire.h"
+#include "fuzz/fuzz_check.h"
+#include "fuzz/journal_recipe.h"
+#include "journal/crc32c.h"
+#include "journal/format.h"
+#include "journal/reader.h"
+#include "journal/writer.h"
+
+namespace orderwire::journal {
+namespace {
+
+using codec::LoadLE;
+using fuzz::JournalOp;
+using fuzz::RecipeStep;
+using Bytes = std::vector<std::byte>;
+
+constexpr std::uint64_t kSegmentSize = 64 * 1024;
+constexpr std::uint64_t kMaxRecoveredCapacity = std::uint64_t{16} << 20;
+constexpr rlim_t kFileSizeLimit = rlim_t{1} << 30;
+// Records per group of the valid journal (one Append each, under kSync).
+constexpr std::array<std::size_t, 16> kGroupRecords = {
+    1, 3, 100, 2, 1, 110, 1, 4, 40, 1, 1, 2, 1, 5, 2, 1};
+
+// ---------------------------------------------------------------------------
+// The format as docs/JOURNAL.md states it: offsets from its tables.
+
+constexpr std::size_t kBlock = 4096;
+constexpr std::size_t kHeaderCrcAt = 60;   // segment header: crc
+constexpr std::size_t kGroupHeader = 32;   // group header bytes
+constexpr std::size_t kGroupTrailer = 8;   // crc u32, magic "OWGT"
+constexpr std::size_t kRecordHeader = 24;  // index, receive_ns, session, flags
+constexpr std::uint64_t kMaxRecordsBytes = (std::uint64_t{16} << 20) - 40;
+
+// "NewLimit 47, NewMarket 38, CancelByOrder 25, CancelByClient 25, Replace
+// 49"; kinds 0x01..0x05; the kind byte is at frame offset 8.
+constexpr std::size_t DocFrameSize(std::uint8_t kind) {
+  constexpr std::array<std::size_t, 6> kSizes = {0, 47, 38, 25, 25, 49};
+  return kind < kSizes.size() ? kSizes[kind] : 0;
+}
+
+constexpr std::uint32_t Magic32(const char (&text)[5]) {
+  std::uint32_t value = 0;
+  for (int i = 0; i < 4; ++i) {
+    value |= std::uint32_t{static_cast<unsigned char>(text[i])} << (8 * i);
+  }
+  return value;
+}
+
+constexpr std::uint64_t DocAlign(std::uint64_t n) {
+  return (n + kBlock - 1) / kBlock * kBlock;
+}
+
+// Byte comparisons go through memcmp: loops compiled here would be
+// instrumented for coverage and dominate the run time.
+bool SameBytes(std::span<const std::byte> a, std::span<const std::byte> b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
+bool AllZero(std::span<const std::byte> bytes) {
+  static constexpr std::array<std::byte, kBlock> kZeros{};
+  while (!bytes.empty()) {
+    const std::size_t n = std::min(bytes.size(), kZeros.size());
+    if (std::memcmp(bytes.data(), kZeros.data(), n) != 0) return false;
+    bytes = bytes.subspan(n);
+  }
+  return true;
+}
+
+// A record owned by the fuzzer (reader records are views into mappings).
+struct OwnedRecord {
+  std::uint64_t index = 0;
+  std::uint64_t receive_ns = 0;
+  std::uint32_t session_id = 0;
+  std::uint32_t flags = 0;
+  Bytes frame;
+  bool operator==(const OwnedRecord&) const = default;
+};
+
+// Where a group is: a file of the directory and an offset in it.
+struct GroupPlace {
+  std::string file;  // file name
+  std::uint64_t offset = 0;
+  std::uint64_t first_index = 0;
+  std::uint32_t count = 0;
+  bool operator==(const GroupPlace&) const = default;
+};
+
+struct DocHeader {
+  std::uint64_t first_index = 0;
+  std::uint64_t capacity = 0;
+  std::uint64_t journal_id = 0;
+};
+
+// "Reading a journal", step 2, but the journal id and the expected index,
+// which the caller checks.
+std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
+                                          std::uint64_t name_index) {
+  if (file.size() < 64) return std::nullopt;
+  const std::byte* h = file.data();
+  constexpr std::array<char, 8> kMagic = {'O', 'W', 'J', 'O',
+                                          'U', 'R', 'N', 'L'};
+  if (std::memcmp(h, kMagic.data(), kMagic.size()) != 0) return std::nullopt;
+  if (LoadLE<std::uint16_t>(h + 8) != 1) return std::nullopt;
+  if (Crc32c(file.first(kHeaderCrcAt)) !=
+      LoadLE<std::uint32_t>(h + kHeaderCrcAt)) {
+    return std::nullopt;
+  }
+  if (LoadLE<std::uint16_t>(h + 10) != 64 ||
+      LoadLE<std::uint32_t>(h + 12) != kBlock ||
+      LoadLE<std::uint32_t>(h + 48) != 0 ||
+      LoadLE<std::uint64_t>(h + 52) != 0) {
+    return std::nullopt;
+  }
+  DocHeader out;
+  out.first_index = LoadLE<std::uint64_t>(h + 16);
+  out.capacity = LoadLE<std::uint64_t>(h + 32);
+  out.journal_id = LoadLE<std::uint64_t>(h + 40);
+  if (out.first_index == 0 || out.first_index != name_index) {
+    return std::nullopt;
+  }
+  if (out.capacity < 65536 || out.capacity > (std::uint64_t{1} << 40) ||
+      out.capacity % kBlock != 0) {
+    return std::nullopt;
+  }
+  const std::size_t block_end = std::min(file.size(), kBlock);
+  if (!AllZero(file.subspan(64, block_end - 64))) return std::nullopt;
+  return out;
+}
+
+enum class Verdict : std::uint8_t { kValid, kEnd, kBad };
+
+// "When a record counts as written", conditions 1 to 7, for the group at
+// `pos` of `file`, which must start with index `expected`. kEnd: 32 zero
+// bytes (or the end of the file) where the header would be; the caller
+// checks that nothing but zeros follows. On kValid, `records` receives the
+// group's records and `next` the offset of the next group.
+Verdict DocGroup(std::span<const std::byte> file, std::uint64_t pos,
+                 std::uint64_t expected, std::vector<OwnedRecord>& records,
+                 std::uint64_t& next) {
+  const std::uint64_t size = file.size();
+  if (pos >= size) return Verdict::kEnd;
+  if (size - pos < kGroupHeader) {
+    return AllZero(file.subspan(pos)) ? Verdict::kEnd : Verdict::kBad;
+  }
+  const std::byte* g = file.data() + pos;
+  if (AllZero({g, kGroupHeader})) return Verdict::kEnd;
+  // 1.
+  if (LoadLE<std::uint32_t>(g) != Magic32("OWGH")) return Verdict::kBad;
+  const std::uint64_t records_bytes = LoadLE<std::uint32_t>(g + 4);
+  const std::uint64_t first = LoadLE<std::uint64_t>(g + 8);
+  const std::uint64_t stable = LoadLE<std::uint64_t>(g + 16);
+  const std::uint64_t count = LoadLE<std::uint32_t>(g + 24);
+  const std::uint32_t flags = LoadLE<std::uint32_t>(g + 28);
+  // 2. (A record is 24 + 25..49 = 49 to 73 bytes.)
+  if (count < 1 || records_bytes < 49 * count || records_bytes > 73 * count ||
+      records_bytes > kMaxRecordsBytes) {
+    return Verdict::kBad;
+  }
+  // 3.
+  const std::uint64_t trailer = pos + kGroupHeader + records_bytes;
+  if (trailer + kGroupTrailer > size) return Verdict::kBad;
+  if (LoadLE<std::uint32_t>(file.data() + trailer + 4) != Magic32("OWGT")) {
+    return Verdict::kBad;
+  }
+  // 4.
+  if (LoadLE<std::uint32_t>(file.data() + trailer) !=
+      Crc32c(file.subspan(pos, kGroupHeader + records_bytes))) {
+    return Verdict::kBad;
+  }
+  // 5.
+  if (flags != 0 || first != expected || stable >= first) return Verdict::kBad;
+  // 6.
+  std::vector<OwnedRecord> out;
+  std::uint64_t at = pos + kGroupHeader;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    if (trailer - at < kRecordHeader + 9) return Verdict::kBad;
+    const std::byte* r = file.data() + at;
+    const std::size_t frame_size =
+        DocFrameSize(LoadLE<std::uint8_t>(r + kRecordHeader + 8));
+    if (frame_size == 0 || trailer - at < kRecordHeader + frame_size) {
+      return Verdict::kBad;
+    }
+    OwnedRecord record;
+    record.index = LoadLE<std::uint64_t>(r);
+    record.receive_ns = LoadLE<std::uint64_t>(r + 8);
+    record.session_id = LoadLE<std::uint32_t>(r + 16);
+    record.flags = LoadLE<std::uint32_t>(r + 20);
+    if (record.index != first + i) return Verdict::kBad;
+    record.frame.assign(r + kRecordHeader, r + kRecordHeader + frame_size);
+    out.push_back(std::move(record));
+    at += kRecordHeader + frame_size;
+  }
+  if (at != trailer) return Verdict::kBad;
+  // 7.
+  const std::uint64_t end = trailer + kGroupTrailer;
+  const std::uint64_t padded = std::min(DocAlign(end), size);
+  if (!AllZero(file.subspan(end, padded - end))) return Verdict::kBad;
+  records.insert(records.end(), std::make_move_iterator(out.begin()),
+                 std::make_move_iterator(out.end()));
+  next = DocAlign(end);
+  return Verdict::kValid;
+}
+
+// ---------------------------------------------------------------------------
+// A journal directory in memory.
+
+struct File {
+  std::string name;
+  int origin = -1;  // index of the valid journal's file it started as
+  Bytes bytes;
+};
+using Directory = std::vector<File>;  // sorted by name
+
+void SortByName(Directory& dir) {
+  std::sort(dir.begin(), dir.end(),
+            [](const File& a, const File& b) { return a.name < b.name; });
+}
+
+const File* FindFile(const Directory& dir, std::string_view name) {
+  for (const File& f : dir) {
+    if (f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+// A file the reader takes for a segment: its first index (from its name,
+// or for the prepared segment from its header, read as ListSegments does:
+// only a file of at least one block).
+std::optional<std::uint64_t> SegmentIndex(const File& f) {
+  if (const auto index = ParseSegmentFileName(f.name); index.has_value()) {
+    return index;
+  }
+  if (f.name != kPreparedFileName || f.bytes.size() < kBlock) {
+    return std::nullopt;
+  }
+  const std::uint64_t claimed = LoadLE<std::uint64_t>(f.bytes.data() + 16);
+  if (!DocSegmentHeader(std::span(f.bytes).first(kBlock), claimed)) {
+    return std::nullopt;
+  }
+  return claimed;
+}
+
+// What the documented rules read from a directory.
+struct DocReading {
+  std::size_t segments = 0;
+  bool ambiguous = false;  // two segments claim the same first index
+  bool clean = false;      // the journal ends cleanly
+  std::vector<GroupPlace> groups;
+  std::vector<OwnedRecord> records;
+};
+
+DocReading ReadByTheDoc(const Directory& dir) {
+  DocReading out;
+  std::vector<std::pair<std::uint64_t, const File*>> segments;
+  for (const File& f : dir) {
+    if (const auto index = SegmentIndex(f)) segments.emplace_back(*index, &f);
+  }
+  std::stable_sort(
+      segments.begin(), segments.end(),
+      [](const auto& a, const auto& b) { return a.first < b.first; });
+  out.segments = segments.size();
+  for (std::size_t i = 1; i < segments.size(); ++i) {
+    if (segments[i].first == segments[i - 1].first) out.ambiguous = true;
+  }
+  if (segments.empty()) return out;  // "There must be at least one"
+  std::uint64_t expected = 1;
+  std::uint64_t journal_id = 0;
+  for (std::size_t i = 0; i < segments.size(); ++i) {
+    const File& f = *segments[i].second;
+    const std::span<const std::byte> bytes(f.bytes);
+    const std::optional<DocHeader> header =
+        DocSegmentHeader(bytes, segments[i].first);
+    if (!header.has_value()) return out;
+    if (i == 0) journal_id = header->journal_id;
+    if (header->journal_id != journal_id) return out;
+    if (header->first_index != expected) return out;
+    std::uint64_t pos = kBlock;
+    while (true) {
+      const std::size_t before = out.records.size();
+      std::uint64_t next = 0;
+      const Verdict verdict = DocGroup(bytes, pos, expected, out.records, next);
+      if (verdict == Verdict::kBad) return out;
+      if (verdict == Verdict::kEnd) {
+        if (pos < bytes.size() && !AllZero(bytes.subspan(pos))) return out;
+        break;
+      }
+      const auto count =
+          static_cast<std::uint32_t>(out.records.size() - before);
+      out.groups.push_back({f.name, pos, expected, count});
+      expected += count;
+      pos = next;
+    }
+  }
+  out.clean = true;
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Files on disk.
+
+void WriteFileOrDie(const std::string& path, std::span<const std::byte> bytes) {
+  const int fd =
+      ::open(path.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644);
+  FUZZ_CHECK(fd >= 0);
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    FUZZ_CHECK(n > 0);
+    done += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+}
+
+Bytes ReadFileOrDie(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  FUZZ_CHECK(fd >= 0);
+  Bytes out;
+  std::array<std::byte, 65536> chunk;
+  while (true) {
+    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    FUZZ_CHECK(n >= 0);
+    if (n == 0) break;
+    out.insert(out.end(), chunk.begin(),
+               chunk.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+// Empties `path` and writes `dir` into it.
+void WriteDirectory(const std::string& path, const Directory& dir) {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    std::filesystem::remove_all(entry.path(), ec);
+    FUZZ_CHECK(!ec);
+  }
+  for (const File& f : dir) WriteFileOrDie(path + "/" + f.name, f.bytes);
+}
+
+// ---------------------------------------------------------------------------
+// What JournalReader reads, with the place of each group it yields.
+
+struct Reading {
+  bool opened = false;
+  absl::Status open_status;
+  ReadResult end = ReadResult::kError;
+  absl::Status status;
+  std::optional<internal::Damage> damage;
+  std::vector<OwnedRecord> records;
+  std::vector<GroupPlace> groups;
+};
+
+Reading ReadJournal(const std::string& path) {
+  Reading out;
+  auto opened = JournalReader::Open(path);
+  if (!opened.ok()) {
+    out.open_status = opened.status();
+    return out;
+  }
+  out.opened = true;
+  JournalReader& reader = **opened;
+  Record record;
+  // A group's first record shows as a new segment or a new group count in
+  // segments(); groups are contiguous, so it starts where the previous
+  // group of its segment ended (data_end), or at the first group offset.
+  std::size_t seen_segments = 0;
+  std::uint64_t seen_groups = 0;
+  std::uint64_t seen_end = 0;
+  while ((out.end = reader.Next(record)) == ReadResult::kRecord) {
+    const std::vector<SegmentInfo>& infos = reader.segments();
+    FUZZ_CHECK(!infos.empty());
+    const SegmentInfo& info = infos.back();
+    if (infos.size() != seen_segments || info.groups != seen_groups) {
+      const std::uint64_t start =
+          infos.size() != seen_segments ? kFirstGroupOffset : seen_end;
+      out.groups.push_back(
+          {std::filesystem::path(info.path).filename().string(), start,
+           record.index, 0});
+      seen_segments = infos.size();
+      seen_groups = info.groups;
+      seen_end = info.data_end;
+    }
+    ++out.groups.back().count;
+    const std::span<const std::byte> frame = record.frame.bytes();
+    // The view the reader hands out is a whole command frame.
+    FUZZ_CHECK(record.frame.is_command());
+    FUZZ_CHECK(frame.size() == record.frame.info().frame_size);
+    out.records.push_back({record.index, record.receive_ns, record.session_id,
+                           record.flags, Bytes(frame.begin(), frame.end())});
+  }
+  FUZZ_CHECK(out.end == ReadResult::kEnd || out.end == ReadResult::kError);
+  // After the end every call answers the same.
+  FUZZ_CHECK(reader.Next(record) == out.end);
+  out.status = reader.status();
+  out.damage = reader.damage();
+  FUZZ_CHECK(out.status.ok() == (out.end == ReadResult::kEnd));
+  FUZZ_CHECK(reader.last_index() == out.records.size());
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// The valid journal, built once.
+
+struct Base {
+  std::string scratch;  // the per-process scratch directory
+  std::string damaged;  // where D is written for the reader
+  std::string recover;  // where a copy of D is recovered
+  Directory files;
+  std::vector<GroupPlace> groups;
+  std::vector<std::uint64_t> group_extent;  // 40 + records_bytes
+  std::vector<OwnedRecord> records;
+};
+
+Base* base = nullptr;
+// ORDERWIRE_FUZZ_VERBOSE set: print what each input did, and keep the
+// scratch directory (damaged/ holds the last input's journal), for triage.
+bool verbose = false;
+
+std::string ScratchRoot() {
+  if (::access("/dev/shm", W_OK | X_OK) == 0) return "/dev/shm";
+  const char* tmp = std::getenv("TMPDIR");
+  return tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+}
+
+void RemoveScratch() {
+  if (base == nullptr || base->scratch.empty()) return;
+  if (verbose) {
+    std::fprintf(stderr, "fuzz_journal: kept %s\n", base->scratch.c_str());
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(base->scratch, ec);
+}
+
+void BuildBase() {
+  base = new Base;
+  std::string pattern = ScratchRoot() + "/orderwire-fuzz-journal.XXXXXX";
+  FUZZ_CHECK(::mkdtemp(pattern.data()) != nullptr);
+  base->scratch = pattern;
+  std::atexit(RemoveScratch);
+  const std::string valid = base->scratch + "/valid";
+  base->damaged = base->scratch + "/damaged";
+  base->recover = base->scratch + "/recover";
+  std::filesystem::create_directory(base->damaged);
+  std::filesystem::create_directory(base->recover);
+
+  {
+    auto writer = JournalWriter::Open({.directory = valid,
+                                       .durability = Durability::kSync,
+                                       .segment_size = kSegmentSize,
+                                       .group_size = 8192,
+                                       .slots = 2,
+                                       .backend = IoBackend::kBlocking});
+    FUZZ_CHECK(writer.ok());
+    std::uint64_t index = 0;
+    for (std::size_t g = 0; g < kGroupRecords.size(); ++g) {
+      const Bytes frames = codec::testing::EncodeRandomStream(
+          kGroupRecords[g], 1000 + g, codec::testing::kDecodeBenchMix);
+      const auto session = static_cast<std::uint32_t>(100 + g);
+      const std::uint64_t receive_ns = 1'700'000'000'000'000'000u + g;
+      const std::uint32_t flags = g % 3 == 2 ? kRecordUnauthorized : 0;
+      AppendStatus status;
+      int tries = 0;
+      while ((status = (*writer)->Append(frames, session, receive_ns, flags)) ==
+             AppendStatus::kFull) {
+        FUZZ_CHECK((*writer)->Wait().ok() && ++tries < 1000);
+      }
+      FUZZ_CHECK(status == AppendStatus::kOk);
+      for (std::size_t pos = 0; pos < frames.size();) {
+        const codec::Result<codec::FrameView> frame =
+            codec::FrameView::Parse(std::span(frames).subspan(pos));
+        FUZZ_CHECK(frame.ok());
+        const auto bytes = frame->bytes();
+        base->records.push_back({++index, receive_ns, session, flags,
+                                 Bytes(bytes.begin(), bytes.end())});
+        pos += bytes.size();
+      }
+    }
+    FUZZ_CHECK((*writer)->Close().ok());
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(valid)) {
+    const std::string name = entry.path().filename().string();
+    if (!ParseSegmentFileName(name).has_value()) continue;
+    base->files.push_back({name, -1, ReadFileOrDie(entry.path().string())});
+  }
+  SortByName(base->files);
+  for (std::size_t i = 0; i < base->files.size(); ++i) {
+    base->files[i].origin = static_cast<int>(i);
+  }
+  // Two segments, the first one full; the rules and the reader both read
+  // every record back as written.
+  FUZZ_CHECK(base->files.size() == 2);
+  const DocReading doc = ReadByTheDoc(base->files);
+  FUZZ_CHECK(doc.clean && !doc.ambiguous);
+  FUZZ_CHECK(doc.records == base->records);
+  FUZZ_CHECK(doc.groups.size() == kGroupRecords.size());
+  base->groups = doc.groups;
+  for (const GroupPlace& g : base->groups) {
+    const File* f = FindFile(base->files, g.file);
+    base->group_extent.push_back(
+        kGroupHeader + kGroupTrailer +
+        LoadLE<std::uint32_t>(f->bytes.data() + g.offset + 4));
+  }
+  const Reading read = ReadJournal(valid);
+  FUZZ_CHECK(read.opened && read.end == ReadResult::kEnd);
+  FUZZ_CHECK(read.records == base->records && read.groups == doc.groups);
+}
+
+// ---------------------------------------------------------------------------
+// Applying a recipe.
+
+// The file that now holds base group g, and the group's offset in it.
+File* GroupFile(Directory& dir, std::size_t g) {
+  const File* home = FindFile(base->files, base->groups[g].file);
+  for (File& f : dir) {
+    if (f.origin == home->origin) return &f;
+  }
+  return nullptr;
+}
+
+File* PickFile(Directory& dir, std::uint8_t operand) {
+  return dir.empty() ? nullptr : &dir[operand % dir.size()];
+}
+
+void Apply(Directory& dir, const RecipeStep& step) {
+  const std::size_t g = step.operand[0] % base->groups.size();
+  const std::uint64_t start = base->groups[g].offset;
+  const std::uint64_t extent = base->group_extent[g];
+  switch (step.op) {
+    case JournalOp::kXorInGroup: {
+      File* f = GroupFile(dir, g);
+      const std::uint64_t at = start + step.Le(1, 2) % (extent + 64);
+      if (f != nullptr && at < f->bytes.size()) {
+        f->bytes[at] ^= std::byte{step.operand[3]};
+      }
+      return;
+    }
+    case JournalOp::kXorAt: {
+      std::uint64_t total = 0;
+      for (const File& f : dir) total += f.bytes.size();
+      if (total == 0) return;
+      std::uint64_t at = step.Le(0, 3) % total;
+      for (File& f : dir) {
+        if (at < f.bytes.size()) {
+          f.bytes[at] ^= std::byte{step.operand[3]};
+          return;
+        }
+        at -= f.bytes.size();
+      }
+      return;
+    }
+    case JournalOp::kXorInHeader: {
+      File* f = PickFile(dir, step.operand[0]);
+      const std::size_t at = step.operand[1] % 128u;
+      if (f != nullptr && at < f->bytes.size()) {
+        f->bytes[at] ^= std::byte{step.operand[2]};
+      }
+      return;
+    }
+    case JournalOp::kZeroInGroup: {
+      File* f = GroupFile(dir, g);
+      if (f == nullptr) return;
+      const std::uint64_t from = start + step.Le(1, 2) % extent;
+      const std::uint64_t to =
+          std::min<std::uint64_t>(from + step.Le(3, 2), f->bytes.size());
+      for (std::uint64_t i = from; i < to; ++i) f->bytes[i] = std::byte{0};
+      return;
+    }
+    case JournalOp::kTruncateInGroup: {
+      File* f = GroupFile(dir, g);
+      const std::uint64_t at = start + step.Le(1, 2) % (extent + 1);
+      if (f != nullptr && at < f->bytes.size()) f->bytes.resize(at);
+      return;
+    }
+    case JournalOp::kTruncateFile: {
+      File* f = PickFile(dir, step.operand[0]);
+      if (f != nullptr) f->bytes.resize(step.Le(1, 3) % (f->bytes.size() + 1));
+      return;
+    }
+    case JournalOp::kResealGroup: {
+      File* f = PickFile(dir, step.operand[0]);
+      if (f == nullptr || f->bytes.empty()) return;
+      const std::uint64_t blocks = DocAlign(f->bytes.size()) / kBlock;
+      const std::uint64_t at = step.operand[1] % blocks * kBlock;
+      if (at + kGroupHeader > f->bytes.size()) return;
+      const std::uint64_t covered =
+          kGroupHeader + LoadLE<std::uint32_t>(f->bytes.data() + at + 4);
+      if (at + covered + 4 > f->bytes.size()) return;
+      codec::StoreLE(f->bytes.data() + at + covered,
+                     Crc32c(std::span(f->bytes).subspan(at, covered)));
+      return;
+    }
+    case JournalOp::kResealHeader: {
+      File* f = PickFile(dir, step.operand[0]);
+      if (f == nullptr || f->bytes.size() < 64) return;
+      codec::StoreLE(f->bytes.data() + kHeaderCrcAt,
+                     Crc32c(std::span(f->bytes).first(kHeaderCrcAt)));
+      return;
+    }
+    case JournalOp::kRemoveFile: {
+      if (File* f = PickFile(dir, step.operand[0]); f != nullptr) {
+        dir.erase(dir.begin() + (f - dir.data()));
+      }
+      return;
+    }
+    case JournalOp::kRenameFile: {
+      File* f = PickFile(dir, step.operand[0]);
+      if (f == nullptr) return;
+      const std::string name = step.operand[1] == 0
+                                   ? std::string(kPreparedFileName)
+                                   : SegmentFileName(step.operand[1]);
+      if (f->name == name) return;
+      File moved = std::move(*f);
+      dir.erase(dir.begin() + (f - dir.data()));
+      std::erase_if(dir, [&](const File& other) { return other.name == name; });
+      moved.name = name;
+      dir.push_back(std::move(moved));
+      SortByName(dir);
+      return;
+    }
+    case JournalOp::kZeroAt: {
+      File* f = PickFile(dir, step.operand[0]);
+      if (f == nullptr || f->bytes.empty()) return;
+      const std::uint64_t from = step.Le(1, 3) % f->bytes.size();
+      const std::uint64_t to =
+          std::min<std::uint64_t>(from + step.Le(4, 2), f->bytes.size());
+      std::fill(f->bytes.begin() + static_cast<std::ptrdiff_t>(from),
+                f->bytes.begin() + static_cast<std::ptrdiff_t>(to),
+                std::byte{0});
+      return;
+    }
+    case JournalOp::kCopyGroup: {
+      File* f = PickFile(dir, step.operand[1]);
+      if (f == nullptr || f->bytes.empty()) return;
+      const std::uint64_t blocks = DocAlign(f->bytes.size()) / kBlock;
+      const std::uint64_t at = step.operand[2] % blocks * kBlock;
+      const Bytes& from = FindFile(base->files, base->groups[g].file)->bytes;
+      const std::uint64_t n =
+          std::min<std::uint64_t>(extent, f->bytes.size() - at);
+      std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(start), n,
+                  f->bytes.begin() + static_cast<std::ptrdiff_t>(at));
+      return;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// The checks.
+
+// Whether `f` holds, at `offset`, the same `length` bytes as the valid
+// journal's file it came from.
+bool Untouched(const File& f, std::uint64_t offset, std::uint64_t length) {
+  if (f.origin < 0) return false;
+  const Bytes& original = base->files[static_cast<std::size_t>(f.origin)].bytes;
+  if (offset + length > f.bytes.size() || offset + length > original.size()) {
+    return false;
+  }
+  return SameBytes(std::span(f.bytes).subspan(offset, length),
+                   std::span(original).subspan(offset, length));
+}
+
+// Invariants 2 and 3: every group the reader yields is one the rules accept
+// at its place, and its records are the valid journal's where its bytes are.
+void CheckYieldedGroups(const Directory& dir, const Reading& read) {
+  std::size_t k = 0;  // records checked so far
+  for (const GroupPlace& place : read.groups) {
+    const File* f = FindFile(dir, place.file);
+    FUZZ_CHECK(f != nullptr);
+    FUZZ_CHECK(place.first_index == k + 1);
+    std::vector<OwnedRecord> records;
+    std::uint64_t next = 0;
+    FUZZ_CHECK(DocGroup(f->bytes, place.offset, k + 1, records, next) ==
+               Verdict::kValid);
+    FUZZ_CHECK(records.size() == place.count);
+    const std::uint64_t extent =
+        kGroupHeader + kGroupTrailer +
+        LoadLE<std::uint32_t>(f->bytes.data() + place.offset + 4);
+    const bool untouched = Untouched(*f, place.offset, extent);
+    if (untouched) {
+      // Its bytes are a group of the valid journal: that group, whole.
+      const std::string& home =
+          base->files[static_cast<std::size_t>(f->origin)].name;
+      FUZZ_CHECK(std::any_of(
+          base->groups.begin(), base->groups.end(), [&](const GroupPlace& g) {
+            return g.file == home && g.offset == place.offset &&
+                   g.first_index == place.first_index && g.count == place.count;
+          }));
+    }
+    for (const OwnedRecord& record : records) {
+      FUZZ_CHECK(k < read.records.size());
+      FUZZ_CHECK(read.records[k] == record);
+      if (untouched) FUZZ_CHECK(read.records[k] == base->records[k]);
+      ++k;
+    }
+  }
+  FUZZ_CHECK(k == read.records.size());
+}
+
+// Invariant 4: kEnd leaves no intact group of the valid journal holding a
+// later record in a file the reader takes for a segment.
+void CheckNothingDurableLeftBehind(const Directory& dir, const Reading& read) {
+  if (read.end != ReadResult::kEnd) return;
+  const std::uint64_t n = read.records.size();
+  for (std::size_t g = 0; g < base->groups.size(); ++g) {
+    const GroupPlace& place = base->groups[g];
+    if (place.first_index + place.count - 1 <= n) continue;
+    const File* home = FindFile(base->files, place.file);
+    for (const File& f : dir) {
+      if (f.origin != home->origin || !SegmentIndex(f).has_value()) continue;
+      FUZZ_CHECK(!Untouched(f, place.offset, base->group_extent[g]));
+    }
+  }
+}
+
+bool SameFiles(const Directory& a, const Directory& b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(),
+                    [](const File& x, const File& y) {
+                      return x.name == y.name && SameBytes(x.bytes, y.bytes);
+                    });
+}
+
+// Whether some file has a segment header with a valid checksum that claims
+// a capacity recovery should not preallocate here.
+bool ClaimsHugeCapacity(const Directory& dir) {
+  return std::any_of(dir.begin(), dir.end(), [](const File& f) {
+    return f.bytes.size() >= 64 &&
+           LoadLE<std::uint32_t>(f.bytes.data() + kHeaderCrcAt) ==
+               Crc32c(std::span(f.bytes).first(kHeaderCrcAt)) &&
+           LoadLE<std::uint64_t>(f.bytes.data() + 32) > kMaxRecoveredCapacity;
+  });
+}
+
+// Invariant 5.
+void CheckRecovery(const Directory& dir, const Reading& read,
+                   const DocReading& doc) {
+  if (ClaimsHugeCapacity(dir)) return;
+  WriteDirectory(base->recover, dir);
+  auto writer = JournalWriter::Open({.directory = base->recover,
+                                     .durability = Durability::kNone,
+                                     .segment_size = kSegmentSize,
+                                     .group_size = 8192,
+                                     .slots = 2,
+                                     .backend = IoBackend::kBlocking});
+  const std::uint64_t n = read.records.size();
+  const bool torn = read.damage.has_value() &&
+                    read.damage->kind == internal::Damage::Kind::kTornTail;
+  const bool refuse = read.opened && read.end == ReadResult::kError && !torn;
+  if (doc.ambiguous || refuse) {
+    // Two segments for one index; data loss; an unsupported version.
+    FUZZ_CHECK(!writer.ok());
+    if (!doc.ambiguous) {
+      FUZZ_CHECK(writer.status().code() == read.status.code());
+    }
+    // The refusal changed no segment file.
+    for (const File& f : dir) {
+      if (!ParseSegmentFileName(f.name).has_value()) continue;
+      FUZZ_CHECK(ReadFileOrDie(base->recover + "/" + f.name) == f.bytes);
+    }
+    return;
+  }
+  if (verbose) {
+    std::fprintf(stderr, "fuzz_journal: recovery: %s\n",
+                 !writer.ok() ? std::string(writer.status().message()).c_str()
+                 : (*writer)->recovery().torn_tail
+                     ? (*writer)->recovery().message.c_str()
+                     : "clean");
+  }
+  FUZZ_CHECK(writer.ok());
+  JournalWriter& w = **writer;
+  const RecoveryReport& report = w.recovery();
+  FUZZ_CHECK(report.last_index == n && w.last_index() == n);
+  if (!read.opened) {
+    FUZZ_CHECK(report.created);  // no segment at all: a new journal
+  } else {
+    FUZZ_CHECK(report.torn_tail == torn);
+    if (torn) FUZZ_CHECK(report.torn_offset == read.damage->offset);
+  }
+  // One more record, right behind the kept ones.
+  const OwnedRecord& model = base->records[n % base->records.size()];
+  const OwnedRecord appended{n + 1, 42, 0xF00D, kRecordUnauthorized,
+                             model.frame};
+  AppendStatus status;
+  int tries = 0;
+  while ((status = w.Append(appended.frame, appended.session_id,
+                            appended.receive_ns, appended.flags)) ==
+             AppendStatus::kFull &&
+         w.Wait().ok() && ++tries < 1000) {
+  }
+  const absl::Status closed = w.Close();
+  FUZZ_CHECK(status == AppendStatus::kOk && closed.ok());
+  writer->reset();
+  const Reading after = ReadJournal(base->recover);
+  FUZZ_CHECK(after.opened && after.end == ReadResult::kEnd);
+  FUZZ_CHECK(after.records.size() == n + 1);
+  FUZZ_CHECK(std::equal(read.records.begin(), read.records.end(),
+                        after.records.begin()));
+  FUZZ_CHECK(after.records.back() == appended);
+}
+
+void CheckRecipe(std::span<const std::uint8_t> input) {
+  Directory dir = base->files;
+  for (const RecipeStep& step : fuzz::ParseRecipe(input)) Apply(dir, step);
+  WriteDirectory(base->damaged, dir);
+  const Reading read = ReadJournal(base->damaged);
+  const DocReading doc = ReadByTheDoc(dir);
+
+  // 2. The reader and the documented rules agree.
+  FUZZ_CHECK(read.opened == (doc.segments > 0));
+  if (!read.opened) {
+    FUZZ_CHECK(read.open_status.code() == absl::StatusCode::kNotFound);
+  } else {
+    CheckYieldedGroups(dir, read);
+    if (!doc.ambiguous) {
+      FUZZ_CHECK(read.groups == doc.groups);
+      FUZZ_CHECK((read.end == ReadResult::kEnd) == doc.clean);
+    }
+    if (read.end == ReadResult::kError) {
+      FUZZ_CHECK(!read.status.ok());
+      FUZZ_CHECK(!read.damage.has_value() ||
+                 read.status.code() == absl::StatusCode::kDataLoss);
+    }
+  }
+  if (verbose) {
+    std::fprintf(stderr,
+                 "fuzz_journal: %zu files, %zu records read, %s: %s%s\n",
+                 dir.size(), read.records.size(),
+                 read.end == ReadResult::kEnd ? "end" : "error",
+                 std::string(read.status.message()).c_str(),
+                 std::string(read.open_status.message()).c_str());
+  }
+  // 4. Never read in full when damaged.
+  if (SameFiles(dir, base->files)) {
+    FUZZ_CHECK(read.end == ReadResult::kEnd &&
+               read.records.size() == base->records.size());
+  }
+  CheckNothingDurableLeftBehind(dir, read);
+  // 5. Recovery.
+  CheckRecovery(dir, read, doc);
+}
+
+}  // namespace
+}  // namespace orderwire::journal
+
+extern "C" int LLVMFuzzerInitialize(int* /*argc*/, char*** /*argv*/) {
+  // The tripwire (see above).
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 &&
+      (limit.rlim_cur == RLIM_INFINITY ||
+       limit.rlim_cur > orderwire::journal::kFileSizeLimit)) {
+    limit.rlim_cur = orderwire::journal::kFileSizeLimit;
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+  }
+  orderwire::journal::verbose =
+      std::getenv("ORDERWIRE_FUZZ_VERBOSE") != nullptr;
+  orderwire::journal::BuildBase();
+  return 0;
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
+                                      std::size_t size) {
+  orderwire::journal::CheckRecipe({data, size});
+  return 0;
+}
