@@ -14,10 +14,11 @@
 // the pending ring, the engine's pools and report buffer and the journal's
 // group buffers are allocated at start-up; a session's report history when
 // the session first appears; the order -> session table grows (like the
-// engine's indices) only when the number of live orders reaches a new high. Back-pressure: when the
-// journal has no free buffer or the pending ring is full, the loop stops
-// reading the socket and waits for the disk; datagrams wait in the socket
-// buffer or are dropped by the kernel, and clients retransmit.
+// engine's indices) only when the number of live orders reaches a new high.
+// Back-pressure: when the journal has no free buffer or the pending ring is
+// full, the loop stops reading the socket and waits for the disk; datagrams
+// wait in the socket buffer or are dropped by the kernel, and clients
+// retransmit.
 //
 // Restart: Start() recovers the journal (a torn tail is cut off), replays
 // every record through the engine and routes the reports as the live
