@@ -214,7 +214,7 @@ class JournalWriter {
   [[nodiscard]] const RecoveryReport& recovery() const noexcept {
     return recovery_;
   }
-  // The most record bytes one Append() can take: the frame bytes plus 20
+  // The most record bytes one Append() can take: the frame bytes plus 24
   // bytes per frame. At least 60 KiB with the default options.
   [[nodiscard]] std::size_t max_append_bytes() const noexcept {
     return max_append_bytes_;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 
 namespace orderwire::net {
@@ -205,6 +206,7 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text) {
   std::optional<AddressSet> allowed;
   absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>> addresses;
   absl::flat_hash_map<std::uint32_t, bool> has_accounts;
+  absl::flat_hash_set<std::string> seen_keys;
   int line_number = 0;
   while (!text.empty() || line_number == 0) {
     ++line_number;
@@ -232,6 +234,9 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text) {
       return absl::InvalidArgumentError(
           absl::StrFormat("line %d: %s: %s", line_number, key, why));
     };
+    if (!seen_keys.insert(std::string(key)).second) {
+      return fail("given twice");
+    }
     if (key == "max_sessions") {
       std::uint64_t n = 0;
       if (!ParseU64(value, n) || n < 1 || n > 1'000'000) {

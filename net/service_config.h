@@ -23,6 +23,7 @@
 //   session.7.addresses = 127.0.0.1
 //   session.9.accounts  = any
 //
+// A key given twice is an error, as in the engine configuration.
 // Account lists are comma-separated ids and inclusive ranges `a-b`, or
 // `any`. Address lists are IPv4/IPv6 addresses or CIDR blocks, or `any`.
 //

@@ -125,6 +125,9 @@ TEST(ServiceConfigTest, ErrorsNameTheLineAndTheKey) {
            Case{"session.1.accounts = 1-", "line 1: session.1.accounts"},
            Case{"\n\nbogus_key = 1", "line 3"},
            Case{"session.5.addresses = ::1", "no session.5.accounts"},
+           Case{"max_sessions = 2\nmax_sessions = 3", "line 2: max_sessions"},
+           Case{"session.1.accounts = 1\nsession.1.accounts = 2",
+                "line 2: session.1.accounts"},
        }) {
     absl::StatusOr<ServiceConfig> config = ParseServiceConfig(c.text);
     ASSERT_FALSE(config.ok()) << c.text;
@@ -132,6 +135,24 @@ TEST(ServiceConfigTest, ErrorsNameTheLineAndTheKey) {
               std::string::npos)
         << config.status() << " should mention " << c.expect;
   }
+}
+
+}  // namespace
+}  // namespace orderwire::net
+
+namespace orderwire::net {
+namespace {
+
+TEST(AddressSetTest, RejectsAnAddressWithANulByteInside) {
+  EXPECT_FALSE(AddressSet::Parse(std::string_view("10.0.0.1\0junk", 13)).ok());
+}
+
+TEST(AddressSetTest, AnIpv4BlockWrittenAsIpv6MatchesIpv4Sources) {
+  absl::StatusOr<AddressSet> set = AddressSet::Parse("::ffff:10.0.0.0/120");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(set->Contains(*Endpoint::Parse("10.0.0.5:1")));
+  EXPECT_TRUE(set->Contains(*Endpoint::Parse("[::ffff:10.0.0.5]:1")));
+  EXPECT_FALSE(set->Contains(*Endpoint::Parse("10.1.0.5:1")));
 }
 
 }  // namespace
