@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "base/latency_histogram.h"
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "codec/messages.h"

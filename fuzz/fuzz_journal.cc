@@ -6,13 +6,16 @@
 // The input is not a journal but a recipe of damage (fuzz/journal_recipe.h)
 // applied to a valid journal built once at start-up: 16 groups of 1 to 110
 // records in two 64 KiB segments (the first one full, groups of one and two
-// blocks, some records flagged unauthorized). Each input writes the damaged
+// blocks, some records with flag bits set, which the journal stores
+// verbatim). Each input writes the damaged
 // journal D to a scratch directory and checks:
 //
 // 1. Nothing crashes, leaks or trips a sanitizer.
 // 2. The reader follows the documented format. docs/JOURNAL.md "Reading a
-//    journal" is implemented a second time below, from the document and its
-//    offset tables (not from journal/internal/scan.cc): the reader must
+//    journal" is implemented a second time below, from the document (not
+//    from journal/internal/scan.cc); its offsets and sizes come from
+//    journal/format.h, which tests/journal/format_test.cc pins to the
+//    document's offset tables. The reader must
 //    yield exactly the records of the groups those rules accept, in order,
 //    each from the place the rules found it, and report kEnd exactly when
 //    the rules reach the clean end. (When two segments claim the same first
@@ -86,22 +89,58 @@ using fuzz::JournalOp;
 using fuzz::RecipeStep;
 using Bytes = std::vector<std::byte>;
 
-constexpr std::uint64_t kSegmentSize = 64 * 1024;
+constexpr std::uint64_t kSegmentSize = std::uint64_t{64} * 1024;
 constexpr std::uint64_t kMaxRecoveredCapacity = std::uint64_t{16} << 20;
 constexpr rlim_t kFileSizeLimit = rlim_t{1} << 30;
 // Records per group of the valid journal (one Append each, under kSync).
 constexpr std::array<std::size_t, 16> kGroupRecords = {
     1, 3, 100, 2, 1, 110, 1, 4, 40, 1, 1, 2, 1, 5, 2, 1};
 
-// ---------------------------------------------------------------------------
-// The format as docs/JOURNAL.md states it: offsets from its tables.
+// Flag bits for some records: opaque to the journal, stored verbatim.
+constexpr std::uint32_t kSomeFlag = 1;
 
-constexpr std::size_t kBlock = 4096;
-constexpr std::size_t kHeaderCrcAt = 60;   // segment header: crc
-constexpr std::size_t kGroupHeader = 32;   // group header bytes
-constexpr std::size_t kGroupTrailer = 8;   // crc u32, magic "OWGT"
-constexpr std::size_t kRecordHeader = 24;  // index, receive_ns, session, flags
-constexpr std::uint64_t kMaxRecordsBytes = (std::uint64_t{16} << 20) - 40;
+// ---------------------------------------------------------------------------
+// The format as docs/JOURNAL.md states it. Offsets and sizes are format.h's
+// (tests/journal/format_test.cc checks them against the document's tables).
+
+constexpr std::size_t kBlock = kBlockSize;
+constexpr std::size_t kHeaderCrcAt = kSegmentHeaderCrcOffset;
+constexpr std::size_t kGroupHeader = kGroupHeaderSize;
+constexpr std::size_t kGroupTrailer = kGroupTrailerSize;  // crc, magic "OWGT"
+constexpr std::size_t kRecordHeader = kRecordHeaderSize;
+constexpr std::uint64_t kMaxRecordsBytes = kMaxGroupBytes - kGroupOverhead;
+
+// Field offsets of the segment header, the group header and trailer.
+constexpr std::size_t kSegVersionAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::version>;
+constexpr std::size_t kSegHeaderSizeAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::header_size>;
+constexpr std::size_t kSegBlockSizeAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::block_size>;
+constexpr std::size_t kSegFirstIndexAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::first_index>;
+constexpr std::size_t kSegCapacityAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::capacity>;
+constexpr std::size_t kSegJournalIdAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::journal_id>;
+constexpr std::size_t kSegFlagsAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::flags>;
+constexpr std::size_t kSegReservedAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::reserved>;
+constexpr std::size_t kGroupRecordsBytesAt =
+    kOffsetOf<kGroupHeaderLayout, &GroupHeader::records_bytes>;
+constexpr std::size_t kGroupFirstIndexAt =
+    kOffsetOf<kGroupHeaderLayout, &GroupHeader::first_index>;
+constexpr std::size_t kGroupStableIndexAt =
+    kOffsetOf<kGroupHeaderLayout, &GroupHeader::stable_index>;
+constexpr std::size_t kGroupRecordCountAt =
+    kOffsetOf<kGroupHeaderLayout, &GroupHeader::record_count>;
+constexpr std::size_t kGroupFlagsAt =
+    kOffsetOf<kGroupHeaderLayout, &GroupHeader::flags>;
+constexpr std::size_t kTrailerCrcAt =
+    kOffsetOf<kGroupTrailerLayout, &GroupTrailer::crc>;
+constexpr std::size_t kTrailerMagicAt =
+    kOffsetOf<kGroupTrailerLayout, &GroupTrailer::magic>;
 
 // "NewLimit 47, NewMarket 38, CancelByOrder 25, CancelByClient 25, Replace
 // 49"; kinds 0x01..0x05; the kind byte is at frame offset 8.
@@ -168,35 +207,38 @@ struct DocHeader {
 // which the caller checks.
 std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
                                           std::uint64_t name_index) {
-  if (file.size() < 64) return std::nullopt;
+  if (file.size() < kSegmentHeaderSize) return std::nullopt;
   const std::byte* h = file.data();
   constexpr std::array<char, 8> kMagic = {'O', 'W', 'J', 'O',
                                           'U', 'R', 'N', 'L'};
   if (std::memcmp(h, kMagic.data(), kMagic.size()) != 0) return std::nullopt;
-  if (LoadLE<std::uint16_t>(h + 8) != 1) return std::nullopt;
+  if (LoadLE<std::uint16_t>(h + kSegVersionAt) != 1) return std::nullopt;
   if (Crc32c(file.first(kHeaderCrcAt)) !=
       LoadLE<std::uint32_t>(h + kHeaderCrcAt)) {
     return std::nullopt;
   }
-  if (LoadLE<std::uint16_t>(h + 10) != 64 ||
-      LoadLE<std::uint32_t>(h + 12) != kBlock ||
-      LoadLE<std::uint32_t>(h + 48) != 0 ||
-      LoadLE<std::uint64_t>(h + 52) != 0) {
+  if (LoadLE<std::uint16_t>(h + kSegHeaderSizeAt) != kSegmentHeaderSize ||
+      LoadLE<std::uint32_t>(h + kSegBlockSizeAt) != kBlock ||
+      LoadLE<std::uint32_t>(h + kSegFlagsAt) != 0 ||
+      LoadLE<std::uint64_t>(h + kSegReservedAt) != 0) {
     return std::nullopt;
   }
   DocHeader out;
-  out.first_index = LoadLE<std::uint64_t>(h + 16);
-  out.capacity = LoadLE<std::uint64_t>(h + 32);
-  out.journal_id = LoadLE<std::uint64_t>(h + 40);
+  out.first_index = LoadLE<std::uint64_t>(h + kSegFirstIndexAt);
+  out.capacity = LoadLE<std::uint64_t>(h + kSegCapacityAt);
+  out.journal_id = LoadLE<std::uint64_t>(h + kSegJournalIdAt);
   if (out.first_index == 0 || out.first_index != name_index) {
     return std::nullopt;
   }
-  if (out.capacity < 65536 || out.capacity > (std::uint64_t{1} << 40) ||
-      out.capacity % kBlock != 0) {
+  if (out.capacity < kMinSegmentCapacity ||
+      out.capacity > kMaxSegmentCapacity || out.capacity % kBlock != 0) {
     return std::nullopt;
   }
   const std::size_t block_end = std::min(file.size(), kBlock);
-  if (!AllZero(file.subspan(64, block_end - 64))) return std::nullopt;
+  if (!AllZero(
+          file.subspan(kSegmentHeaderSize, block_end - kSegmentHeaderSize))) {
+    return std::nullopt;
+  }
   return out;
 }
 
@@ -219,24 +261,27 @@ Verdict DocGroup(std::span<const std::byte> file, std::uint64_t pos,
   if (AllZero({g, kGroupHeader})) return Verdict::kEnd;
   // 1.
   if (LoadLE<std::uint32_t>(g) != Magic32("OWGH")) return Verdict::kBad;
-  const std::uint64_t records_bytes = LoadLE<std::uint32_t>(g + 4);
-  const std::uint64_t first = LoadLE<std::uint64_t>(g + 8);
-  const std::uint64_t stable = LoadLE<std::uint64_t>(g + 16);
-  const std::uint64_t count = LoadLE<std::uint32_t>(g + 24);
-  const std::uint32_t flags = LoadLE<std::uint32_t>(g + 28);
-  // 2. (A record is 24 + 25..49 = 49 to 73 bytes.)
-  if (count < 1 || records_bytes < 49 * count || records_bytes > 73 * count ||
+  const std::uint64_t records_bytes =
+      LoadLE<std::uint32_t>(g + kGroupRecordsBytesAt);
+  const std::uint64_t first = LoadLE<std::uint64_t>(g + kGroupFirstIndexAt);
+  const std::uint64_t stable = LoadLE<std::uint64_t>(g + kGroupStableIndexAt);
+  const std::uint64_t count = LoadLE<std::uint32_t>(g + kGroupRecordCountAt);
+  const std::uint32_t flags = LoadLE<std::uint32_t>(g + kGroupFlagsAt);
+  // 2. (A record is a header and a 25..49-byte frame.)
+  if (count < 1 || records_bytes < kMinRecordSize * count ||
+      records_bytes > kMaxRecordSize * count ||
       records_bytes > kMaxRecordsBytes) {
     return Verdict::kBad;
   }
   // 3.
   const std::uint64_t trailer = pos + kGroupHeader + records_bytes;
   if (trailer + kGroupTrailer > size) return Verdict::kBad;
-  if (LoadLE<std::uint32_t>(file.data() + trailer + 4) != Magic32("OWGT")) {
+  if (LoadLE<std::uint32_t>(file.data() + trailer + kTrailerMagicAt) !=
+      Magic32("OWGT")) {
     return Verdict::kBad;
   }
   // 4.
-  if (LoadLE<std::uint32_t>(file.data() + trailer) !=
+  if (LoadLE<std::uint32_t>(file.data() + trailer + kTrailerCrcAt) !=
       Crc32c(file.subspan(pos, kGroupHeader + records_bytes))) {
     return Verdict::kBad;
   }
@@ -254,10 +299,10 @@ Verdict DocGroup(std::span<const std::byte> file, std::uint64_t pos,
       return Verdict::kBad;
     }
     OwnedRecord record;
-    record.index = LoadLE<std::uint64_t>(r);
-    record.receive_ns = LoadLE<std::uint64_t>(r + 8);
-    record.session_id = LoadLE<std::uint32_t>(r + 16);
-    record.flags = LoadLE<std::uint32_t>(r + 20);
+    record.index = LoadLE<std::uint64_t>(r + kRecordIndexOffset);
+    record.receive_ns = LoadLE<std::uint64_t>(r + kRecordReceiveNsOffset);
+    record.session_id = LoadLE<std::uint32_t>(r + kRecordSessionIdOffset);
+    record.flags = LoadLE<std::uint32_t>(r + kRecordFlagsOffset);
     if (record.index != first + i) return Verdict::kBad;
     record.frame.assign(r + kRecordHeader, r + kRecordHeader + frame_size);
     out.push_back(std::move(record));
@@ -306,7 +351,8 @@ std::optional<std::uint64_t> SegmentIndex(const File& f) {
   if (f.name != kPreparedFileName || f.bytes.size() < kBlock) {
     return std::nullopt;
   }
-  const std::uint64_t claimed = LoadLE<std::uint64_t>(f.bytes.data() + 16);
+  const std::uint64_t claimed =
+      LoadLE<std::uint64_t>(f.bytes.data() + kSegFirstIndexAt);
   if (!DocSegmentHeader(std::span(f.bytes).first(kBlock), claimed)) {
     return std::nullopt;
   }
@@ -480,7 +526,7 @@ struct Base {
   std::string recover;  // where a copy of D is recovered
   Directory files;
   std::vector<GroupPlace> groups;
-  std::vector<std::uint64_t> group_extent;  // 40 + records_bytes
+  std::vector<std::uint64_t> group_extent;  // kGroupOverhead + records_bytes
   std::vector<OwnedRecord> records;
 };
 
@@ -531,7 +577,7 @@ void BuildBase() {
           kGroupRecords[g], 1000 + g, codec::testing::kDecodeBenchMix);
       const auto session = static_cast<std::uint32_t>(100 + g);
       const std::uint64_t receive_ns = 1'700'000'000'000'000'000u + g;
-      const std::uint32_t flags = g % 3 == 2 ? kRecordUnauthorized : 0;
+      const std::uint32_t flags = g % 3 == 2 ? kSomeFlag : 0;
       AppendStatus status;
       int tries = 0;
       while ((status = (*writer)->Append(frames, session, receive_ns, flags)) ==
@@ -570,9 +616,10 @@ void BuildBase() {
   base->groups = doc.groups;
   for (const GroupPlace& g : base->groups) {
     const File* f = FindFile(base->files, g.file);
-    base->group_extent.push_back(
-        kGroupHeader + kGroupTrailer +
-        LoadLE<std::uint32_t>(f->bytes.data() + g.offset + 4));
+    base->group_extent.push_back(kGroupHeader + kGroupTrailer +
+                                 LoadLE<std::uint32_t>(f->bytes.data() +
+                                                       g.offset +
+                                                       kGroupRecordsBytesAt));
   }
   const Reading read = ReadJournal(valid);
   FUZZ_CHECK(read.opened && read.end == ReadResult::kEnd);
@@ -657,15 +704,16 @@ void Apply(Directory& dir, const RecipeStep& step) {
       const std::uint64_t at = step.operand[1] % blocks * kBlock;
       if (at + kGroupHeader > f->bytes.size()) return;
       const std::uint64_t covered =
-          kGroupHeader + LoadLE<std::uint32_t>(f->bytes.data() + at + 4);
-      if (at + covered + 4 > f->bytes.size()) return;
-      codec::StoreLE(f->bytes.data() + at + covered,
+          kGroupHeader +
+          LoadLE<std::uint32_t>(f->bytes.data() + at + kGroupRecordsBytesAt);
+      if (at + covered + kTrailerMagicAt > f->bytes.size()) return;
+      codec::StoreLE(f->bytes.data() + at + covered + kTrailerCrcAt,
                      Crc32c(std::span(f->bytes).subspan(at, covered)));
       return;
     }
     case JournalOp::kResealHeader: {
       File* f = PickFile(dir, step.operand[0]);
-      if (f == nullptr || f->bytes.size() < 64) return;
+      if (f == nullptr || f->bytes.size() < kSegmentHeaderSize) return;
       codec::StoreLE(f->bytes.data() + kHeaderCrcAt,
                      Crc32c(std::span(f->bytes).first(kHeaderCrcAt)));
       return;
@@ -747,7 +795,8 @@ void CheckYieldedGroups(const Directory& dir, const Reading& read) {
     FUZZ_CHECK(records.size() == place.count);
     const std::uint64_t extent =
         kGroupHeader + kGroupTrailer +
-        LoadLE<std::uint32_t>(f->bytes.data() + place.offset + 4);
+        LoadLE<std::uint32_t>(f->bytes.data() + place.offset +
+                              kGroupRecordsBytesAt);
     const bool untouched = Untouched(*f, place.offset, extent);
     if (untouched) {
       // Its bytes are a group of the valid journal: that group, whole.
@@ -797,10 +846,11 @@ bool SameFiles(const Directory& a, const Directory& b) {
 // a capacity recovery should not preallocate here.
 bool ClaimsHugeCapacity(const Directory& dir) {
   return std::any_of(dir.begin(), dir.end(), [](const File& f) {
-    return f.bytes.size() >= 64 &&
+    return f.bytes.size() >= kSegmentHeaderSize &&
            LoadLE<std::uint32_t>(f.bytes.data() + kHeaderCrcAt) ==
                Crc32c(std::span(f.bytes).first(kHeaderCrcAt)) &&
-           LoadLE<std::uint64_t>(f.bytes.data() + 32) > kMaxRecoveredCapacity;
+           LoadLE<std::uint64_t>(f.bytes.data() + kSegCapacityAt) >
+               kMaxRecoveredCapacity;
   });
 }
 
@@ -851,8 +901,7 @@ void CheckRecovery(const Directory& dir, const Reading& read,
   }
   // One more record, right behind the kept ones.
   const OwnedRecord& model = base->records[n % base->records.size()];
-  const OwnedRecord appended{n + 1, 42, 0xF00D, kRecordUnauthorized,
-                             model.frame};
+  const OwnedRecord appended{n + 1, 42, 0xF00D, kSomeFlag, model.frame};
   AppendStatus status;
   int tries = 0;
   while ((status = w.Append(appended.frame, appended.session_id,

@@ -22,12 +22,13 @@ std::string SegmentFileName(std::uint64_t first_index) {
 }
 
 std::optional<std::uint64_t> ParseSegmentFileName(std::string_view name) {
+  constexpr std::size_t kDigits = 20;  // SegmentFileName's "%020d"
   constexpr std::string_view kSuffix = ".owj";
-  if (name.size() != 20 + kSuffix.size()) return std::nullopt;
-  if (name.substr(20) != kSuffix) return std::nullopt;
+  if (name.size() != kDigits + kSuffix.size()) return std::nullopt;
+  if (name.substr(kDigits) != kSuffix) return std::nullopt;
   std::uint64_t value = 0;
   const char* begin = name.data();
-  const char* end = name.data() + 20;
+  const char* end = name.data() + kDigits;
   for (const char* p = begin; p != end; ++p) {
     if (*p < '0' || *p > '9') return std::nullopt;
   }

@@ -31,7 +31,7 @@
 //
 // The trailer's CRC32C covers the group header and every record (32 +
 // records_bytes bytes). A record is a 24-byte header and the command frame
-// exactly as it arrived (PROTOCOL.md "Frame"; its length follows from its
+// exactly as it arrived (docs/PROTOCOL.md "Frame"; its length follows from its
 // kind byte):
 //
 //   0          8             16           20        24
@@ -39,6 +39,9 @@
 //   | index u64| receive_ns  | session_id | flags   | frame (25..49 bytes)|
 //   |          | u64         | u32        | u32     |                     |
 //   +----------+-------------+------------+---------+---------------------+
+//
+// `flags` belongs to the caller (the service): the journal stores it
+// verbatim and gives no bit a meaning.
 //
 // When a record counts as written: when the group holding it is whole on
 // disk and its trailer checksum matches. A group is never partly valid.
@@ -132,16 +135,11 @@ struct RecordHeader {
   std::uint64_t index;       // journal index: 1, 2, 3, ... across segments
   std::uint64_t receive_ns;  // when the frame was received (caller's clock)
   std::uint32_t session_id;  // the session that sent it
-  std::uint32_t flags;       // kRecordUnauthorized, or 0
+  // The caller's, stored verbatim: the journal neither defines nor checks
+  // any bit (the service's are in service/record_flags.h and
+  // docs/PROTOCOL.md).
+  std::uint32_t flags;
 };
-
-// Record flag: the service decided, on receipt, that the session may not
-// trade for the command's account. Replay answers such a record with
-// Rejected(Unauthorized) instead of running it, so a journal replays to the
-// same reports whatever the service's configuration is later.
-inline constexpr std::uint32_t kRecordUnauthorized = 1;
-// Every flag bit this version defines.
-inline constexpr std::uint32_t kKnownRecordFlags = kRecordUnauthorized;
 
 inline constexpr auto kRecordHeaderLayout =
     codec::MakeLayout(codec::Field{"index", &RecordHeader::index},
@@ -166,6 +164,17 @@ inline constexpr std::size_t kSegmentHeaderCrcOffset =
     kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::crc>;
 // Offset of the first group in a segment.
 inline constexpr std::size_t kFirstGroupOffset = kBlockSize;
+// The fields of a record header, which the writer stores and the reader
+// loads one by one (the other structures go through StoreStruct and
+// LoadStruct below; kOffsetOf gives any of their fields' offsets).
+inline constexpr std::size_t kRecordIndexOffset =
+    kOffsetOf<kRecordHeaderLayout, &RecordHeader::index>;
+inline constexpr std::size_t kRecordReceiveNsOffset =
+    kOffsetOf<kRecordHeaderLayout, &RecordHeader::receive_ns>;
+inline constexpr std::size_t kRecordSessionIdOffset =
+    kOffsetOf<kRecordHeaderLayout, &RecordHeader::session_id>;
+inline constexpr std::size_t kRecordFlagsOffset =
+    kOffsetOf<kRecordHeaderLayout, &RecordHeader::flags>;
 
 static_assert(kSegmentHeaderSize == 64);
 static_assert(kSegmentHeaderCrcOffset == 60);
@@ -188,24 +197,9 @@ inline constexpr std::uint64_t kSegmentMagic =
 inline constexpr std::uint32_t kGroupMagic = MagicOf<std::uint32_t>("OWGH");
 inline constexpr std::uint32_t kTrailerMagic = MagicOf<std::uint32_t>("OWGT");
 
-// Smallest and largest command frames, from the codec's kind table.
-inline constexpr std::size_t kMinCommandFrame = [] {
-  std::size_t size = 255;
-  for (const codec::KindInfo& info : codec::kKindTable) {
-    if (info.kind_class == codec::KindClass::kCommand && info.frame_size < size)
-      size = info.frame_size;
-  }
-  return size;
-}();
-inline constexpr std::size_t kMaxCommandFrame = [] {
-  std::size_t size = 0;
-  for (const codec::KindInfo& info : codec::kKindTable) {
-    if (info.kind_class == codec::KindClass::kCommand && info.frame_size > size)
-      size = info.frame_size;
-  }
-  return size;
-}();
-static_assert(kMinCommandFrame == 25 && kMaxCommandFrame == 49);
+// Smallest and largest command frames, as the codec publishes them.
+inline constexpr std::size_t kMinCommandFrame = codec::kMinCommandFrameSize;
+inline constexpr std::size_t kMaxCommandFrame = codec::kMaxCommandFrameSize;
 inline constexpr std::size_t kMinRecordSize =
     kRecordHeaderSize + kMinCommandFrame;
 inline constexpr std::size_t kMaxRecordSize =
@@ -213,7 +207,7 @@ inline constexpr std::size_t kMaxRecordSize =
 
 // Limits the reader enforces and the writer respects.
 inline constexpr std::size_t kMaxGroupBytes = std::size_t{16} << 20;
-inline constexpr std::uint64_t kMinSegmentCapacity = 64 * 1024;
+inline constexpr std::uint64_t kMinSegmentCapacity = std::uint64_t{64} * 1024;
 inline constexpr std::uint64_t kMaxSegmentCapacity = std::uint64_t{1} << 40;
 
 [[nodiscard]] constexpr std::uint64_t AlignUp(std::uint64_t n) noexcept {

@@ -44,7 +44,7 @@ struct Record {
   std::uint64_t index = 0;
   std::uint64_t receive_ns = 0;
   std::uint32_t session_id = 0;
-  std::uint32_t flags = 0;  // format.h: kRecordUnauthorized
+  std::uint32_t flags = 0;  // the caller's, verbatim (see format.h)
   codec::FrameView frame = *codec::FrameView::Parse(kPlaceholderFrame);
 
  private:
@@ -92,12 +92,12 @@ class JournalReader {
   ReadResult Next(Record& record) noexcept {
     if (records_left_ != 0) {
       --records_left_;
-      record.index = codec::LoadLE<std::uint64_t>(cursor_);
+      record.index = codec::LoadLE<std::uint64_t>(cursor_ + kRecordIndexOffset);
       record.receive_ns =
-          codec::LoadLE<std::uint64_t>(cursor_ + kReceiveOffset);
+          codec::LoadLE<std::uint64_t>(cursor_ + kRecordReceiveNsOffset);
       record.session_id =
-          codec::LoadLE<std::uint32_t>(cursor_ + kSessionOffset);
-      record.flags = codec::LoadLE<std::uint32_t>(cursor_ + kFlagsOffset);
+          codec::LoadLE<std::uint32_t>(cursor_ + kRecordSessionIdOffset);
+      record.flags = codec::LoadLE<std::uint32_t>(cursor_ + kRecordFlagsOffset);
       const std::byte* const frame = cursor_ + kRecordHeaderSize;
       const std::size_t size =
           codec::kKindTable[codec::LoadLE<std::uint8_t>(frame +
@@ -136,13 +136,6 @@ class JournalReader {
   }
 
  private:
-  static constexpr std::size_t kReceiveOffset =
-      kOffsetOf<kRecordHeaderLayout, &RecordHeader::receive_ns>;
-  static constexpr std::size_t kSessionOffset =
-      kOffsetOf<kRecordHeaderLayout, &RecordHeader::session_id>;
-  static constexpr std::size_t kFlagsOffset =
-      kOffsetOf<kRecordHeaderLayout, &RecordHeader::flags>;
-
   JournalReader(std::vector<internal::SegmentEntry> entries,
                 std::uint64_t total_bytes, std::size_t first_segment);
 

@@ -59,8 +59,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/latency_histogram.h"
+#include "base/unique_fd.h"
 #include "journal/format.h"
-#include "journal/histogram.h"
 #include "journal/internal/io_queue.h"
 
 namespace orderwire::journal {
@@ -169,7 +170,7 @@ class JournalWriter {
 
   // Appends `frames` (whole command frames back to back, e.g. the frames of
   // a datagram) as consecutive records with this session, receive time and
-  // record flags (format.h: kRecordUnauthorized).
+  // record flags (the caller's: stored verbatim, never interpreted).
   // All or nothing: the records land in one group, so they also become
   // durable together. Under kNone and kBatch it never blocks (it may submit
   // a full group to the kernel); under kSync it returns once the records
@@ -251,7 +252,7 @@ class JournalWriter {
     std::int64_t submit_ns = 0;
   };
   struct SegmentFile {
-    int fd = -1;
+    base::UniqueFd fd;
     bool active = false;      // the segment groups are appended to
     std::uint32_t users = 0;  // slots that refer to it
     std::uint64_t first_index = 0;
@@ -261,7 +262,7 @@ class JournalWriter {
   struct Prepared {
     enum class State : std::uint8_t { kNone, kZeroing, kSyncing, kReady };
     State state = State::kNone;
-    int fd = -1;
+    base::UniqueFd fd;
     std::uint32_t chunks = 0;      // zero writes needed
     std::uint32_t next_chunk = 0;  // next zero write to submit
     std::uint32_t chunks_done = 0;
@@ -274,7 +275,8 @@ class JournalWriter {
   absl::Status SetUpIo();
   absl::Status Recover();
   absl::Status CreateFirstSegment(std::uint64_t journal_id);
-  absl::StatusOr<int> OpenSegmentFd(const std::string& path, int flags);
+  absl::StatusOr<base::UniqueFd> OpenSegmentFd(const std::string& path,
+                                               int flags);
 
   Slot* OpenGroup(std::size_t need) noexcept;
   AppendStatus Commit(Slot& slot, std::uint32_t used,
@@ -294,7 +296,7 @@ class JournalWriter {
   void Release(Slot& slot) noexcept;
   bool Rotate() noexcept;
   void PumpPrepared(bool start_now) noexcept;
-  void Fail(absl::Status status) noexcept;
+  void Fail(const absl::Status& status) noexcept;
   absl::Status WaitDurable(std::uint64_t index);
   [[nodiscard]] bool Complete(const Slot& slot) const noexcept;
   [[nodiscard]] std::uint32_t SlotId(const Slot& slot) const noexcept {
@@ -316,8 +318,8 @@ class JournalWriter {
 
   // I/O.
   std::unique_ptr<internal::IoQueue> queue_;
-  int dir_fd_ = -1;
-  int lock_fd_ = -1;
+  base::UniqueFd dir_fd_;
+  base::UniqueFd lock_fd_;
   bool closed_ = false;
   bool closing_ = false;
   bool submit_pending_ = false;
@@ -333,7 +335,7 @@ class JournalWriter {
   Slot* filling_ = nullptr;
 
   // Segments.
-  std::vector<SegmentFile> segments_;  // open files; fd -1 = unused entry
+  std::vector<SegmentFile> segments_;  // open files; no fd = unused entry
   std::uint32_t active_ = 0;
   std::uint64_t write_pos_ = 0;  // next group offset in the active one
   Prepared prepared_;

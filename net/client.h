@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "net/latency_histogram.h"
+#include "base/latency_histogram.h"
 #include "net/udp.h"
 
 namespace orderwire::net {

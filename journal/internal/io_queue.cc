@@ -117,7 +117,9 @@ class UringQueue final : public IoQueue {
     return ret;
   }
 
-  std::string_view name() const noexcept override { return "io_uring"; }
+  [[nodiscard]] std::string_view name() const noexcept override {
+    return "io_uring";
+  }
 
  private:
   io_uring ring_{};
@@ -174,7 +176,7 @@ class BlockingQueue final : public IoQueue {
     return 0;  // plain pointers are used
   }
 
-  std::string_view name() const noexcept override {
+  [[nodiscard]] std::string_view name() const noexcept override {
     return "blocking pwritev2/fdatasync";
   }
 
@@ -262,7 +264,9 @@ class FaultyQueue final : public IoQueue {
     return inner_->RegisterBuffers(buffers);
   }
 
-  std::string_view name() const noexcept override { return inner_->name(); }
+  [[nodiscard]] std::string_view name() const noexcept override {
+    return inner_->name();
+  }
 
  private:
   std::unique_ptr<IoQueue> inner_;

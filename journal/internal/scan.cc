@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "base/unique_fd.h"
 #include "codec/wire.h"
 #include "journal/crc32c.h"
 
@@ -53,30 +54,27 @@ GroupCheck Bad(bool torn, std::string_view problem,
 // MappedFile, ListSegments, SegmentSet.
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
     return absl::ErrnoToStatus(errno, absl::StrFormat("open %s", path));
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(fd.get(), &st) != 0) {
     const int err = errno;
-    ::close(fd);
     return absl::ErrnoToStatus(err, absl::StrFormat("fstat %s", path));
   }
   MappedFile file;
   file.size_ = static_cast<std::size_t>(st.st_size);
   if (file.size_ > 0) {
-    void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_SHARED, fd, 0);
+    void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_SHARED, fd.get(), 0);
     if (p == MAP_FAILED) {
       const int err = errno;
-      ::close(fd);
       return absl::ErrnoToStatus(err, absl::StrFormat("mmap %s", path));
     }
     ::madvise(p, file.size_, MADV_SEQUENTIAL);
     file.data_ = static_cast<const std::byte*>(p);
   }
-  ::close(fd);
-  return file;
+  return file;  // the mapping outlives the descriptor
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
@@ -131,10 +129,10 @@ absl::StatusOr<std::vector<SegmentEntry>> ListSegments(
   // the disk (see docs/JOURNAL.md, "Segments, preallocation, rotation").
   const std::string prepared =
       absl::StrFormat("%s/%s", directory, kPreparedFileName);
-  if (const int fd = ::open(prepared.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+  if (base::UniqueFd fd(::open(prepared.c_str(), O_RDONLY | O_CLOEXEC)); fd) {
     std::vector<std::byte> block(kBlockSize);
-    const ssize_t got = ::pread(fd, block.data(), block.size(), 0);
-    ::close(fd);
+    const ssize_t got = ::pread(fd.get(), block.data(), block.size(), 0);
+    fd.reset();
     if (got == static_cast<ssize_t>(block.size())) {
       const auto header =
           LoadStruct<kSegmentHeaderLayout, SegmentHeader>(block.data());
@@ -321,7 +319,7 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
     if (records_end - p < static_cast<std::ptrdiff_t>(kMinRecordSize)) {
       return Bad(false, "the records do not fill the group exactly", h);
     }
-    if (LoadLE<std::uint64_t>(p) != h.first_index + i) {
+    if (LoadLE<std::uint64_t>(p + kRecordIndexOffset) != h.first_index + i) {
       return Bad(false, "record indexes are not contiguous", h);
     }
     const codec::KindInfo& info = codec::kKindTable[LoadLE<std::uint8_t>(

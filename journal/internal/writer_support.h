@@ -1,0 +1,55 @@
+// Internal to orderwire::journal, do not depend on: what the parts of the
+// JournalWriter share (writer.cc: open and close; writer_append.cc: the
+// append pipeline; writer_recovery.cc: recovery; writer_segments.cc: the
+// next segment's preparation and rotation).
+#ifndef ORDERWIRE_JOURNAL_INTERNAL_WRITER_SUPPORT_H_
+#define ORDERWIRE_JOURNAL_INTERNAL_WRITER_SUPPORT_H_
+
+#include <time.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace orderwire::journal::internal {
+
+// An I/O op's user_data = id << 8 | tag. For slots, id is the slot index;
+// for the zero writes of the prepared segment, the chunk number.
+inline constexpr std::uint32_t kTagWrite = 1;
+inline constexpr std::uint32_t kTagSync = 2;
+inline constexpr std::uint32_t kTagZero = 4;
+inline constexpr std::uint32_t kTagPrepSync = 5;
+inline constexpr std::uint32_t kTagPrepDirSync = 6;
+
+// Pre-zeroing writes this many bytes at a time, from one zero buffer.
+inline constexpr std::uint32_t kZeroChunk = 1u << 20;
+inline constexpr std::uint32_t kZeroWritesInFlight = 2;
+
+inline std::int64_t MonotonicNs() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+inline std::uint64_t RealtimeNs() noexcept {
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// "<strerror> (errno <err>)".
+std::string ErrnoText(int err);
+// The absl status of `err`, with the message "<what>: <ErrnoText(err)>".
+absl::Status ErrnoStatus(int err, std::string_view what);
+
+// Writes all of [data, data + length) at `offset`; returns 0 or errno.
+int PwriteAll(int fd, const std::byte* data, std::size_t length,
+              std::uint64_t offset);
+
+}  // namespace orderwire::journal::internal
+
+#endif  // ORDERWIRE_JOURNAL_INTERNAL_WRITER_SUPPORT_H_

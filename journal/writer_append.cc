@@ -1,0 +1,460 @@
+// JournalWriter, the append pipeline: records into groups, groups sealed
+// and submitted, completions reaped, the durable index advanced in seal
+// order; Poll, Wait, Flush and Sync drive it. See writer.h. Hot path.
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <iterator>
+
+#include "absl/strings/str_format.h"
+#include "codec/kind_table.h"
+#include "codec/wire.h"
+#include "journal/crc32c.h"
+#include "journal/internal/io_queue.h"
+#include "journal/internal/writer_support.h"
+#include "journal/writer.h"
+
+namespace orderwire::journal {
+
+using codec::StoreLE;
+using internal::ErrnoStatus;
+using internal::ErrnoText;
+using internal::IoCompletion;
+using internal::IoOp;
+using internal::kTagPrepDirSync;
+using internal::kTagPrepSync;
+using internal::kTagSync;
+using internal::kTagWrite;
+using internal::kTagZero;
+using internal::MonotonicNs;
+using internal::OpCode;
+
+// ---------------------------------------------------------------------------
+// Appending.
+
+namespace {
+
+// The frame size of each command kind, 0 for every other kind byte: a
+// 256-byte table (four cache lines) for the append loop.
+constexpr std::array<std::uint8_t, 256> kCommandFrameSize = [] {
+  std::array<std::uint8_t, 256> sizes{};
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    if (codec::kKindTable[k].kind_class == codec::KindClass::kCommand) {
+      sizes[k] = codec::kKindTable[k].frame_size;
+    }
+  }
+  return sizes;
+}();
+
+// Copies a command frame (25 to 49 bytes) with two fixed-size, overlapping
+// copies, which the compiler turns into a few vector loads and stores.
+inline void CopyFrame(std::byte* dst, const std::byte* src,
+                      std::size_t size) noexcept {
+  static_assert(kMinCommandFrame >= 16 && kMaxCommandFrame <= 64);
+  if (size >= 32) {
+    std::memcpy(dst, src, 32);
+    std::memcpy(dst + size - 32, src + size - 32, 32);
+  } else {
+    std::memcpy(dst, src, 16);
+    std::memcpy(dst + size - 16, src + size - 16, 16);
+  }
+}
+
+}  // namespace
+
+AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
+                                   std::uint32_t session_id,
+                                   std::uint64_t receive_ns,
+                                   std::uint32_t flags) noexcept {
+  if (!status_.ok() || closed_) return AppendStatus::kFailed;
+  const std::byte* const data = frames.data();
+  const std::size_t size = frames.size();
+  // Records take at most 1.96 times the frames' bytes (a 24-byte header per
+  // frame of at least 25 bytes). When the group being filled has that much
+  // room, one pass walks, checks and copies the frames; the records count
+  // only if every frame was a whole command frame.
+  constexpr std::size_t kWorstNum = kRecordHeaderSize + kMinCommandFrame;
+  constexpr std::size_t kWorstDen = kMinCommandFrame;
+  if (Slot* slot = filling_;
+      slot != nullptr &&
+      size * kWorstNum / kWorstDen + 1 <= slot->limit - slot->used) {
+    std::byte* out = slot->buffer + slot->used;
+    std::uint64_t index = last_index_;
+    std::size_t pos = 0;
+    while (pos + codec::kFrameHeaderSize <= size) {
+      const std::size_t frame_size =
+          kCommandFrameSize[static_cast<std::uint8_t>(
+              data[pos + codec::kKindOffset])];
+      if (frame_size == 0 || size - pos < frame_size) break;
+      StoreLE(out + kRecordIndexOffset, ++index);
+      StoreLE(out + kRecordReceiveNsOffset, receive_ns);
+      StoreLE(out + kRecordSessionIdOffset, session_id);
+      StoreLE(out + kRecordFlagsOffset, flags);
+      CopyFrame(out + kRecordHeaderSize, data + pos, frame_size);
+      out += kRecordHeaderSize + frame_size;
+      pos += frame_size;
+    }
+    if (pos != size || index == last_index_) return AppendStatus::kInvalidFrame;
+    return Commit(*slot, static_cast<std::uint32_t>(out - slot->buffer), index);
+  }
+
+  // Otherwise: count and check first, then find room, then copy.
+  std::size_t count = 0;
+  std::size_t pos = 0;
+  while (pos + codec::kFrameHeaderSize <= size) {
+    const std::size_t frame_size = kCommandFrameSize[static_cast<std::uint8_t>(
+        data[pos + codec::kKindOffset])];
+    if (frame_size == 0 || size - pos < frame_size) break;
+    pos += frame_size;
+    ++count;
+  }
+  if (pos != size || count == 0) return AppendStatus::kInvalidFrame;
+  const std::size_t need = size + count * kRecordHeaderSize;
+  if (need > max_append_bytes_) return AppendStatus::kTooLarge;
+
+  Slot* slot = filling_;
+  if (slot != nullptr && slot->used + need > slot->limit) {
+    Seal(*slot);
+    slot = nullptr;
+  }
+  if (slot == nullptr) {
+    slot = OpenGroup(need);
+    if (slot == nullptr) {
+      if (!status_.ok()) return AppendStatus::kFailed;
+      ++stats_.full;
+      SubmitPending();
+      return AppendStatus::kFull;
+    }
+  }
+  std::byte* out = slot->buffer + slot->used;
+  std::uint64_t index = last_index_;
+  for (pos = 0; pos < size;) {
+    const std::size_t frame_size = kCommandFrameSize[static_cast<std::uint8_t>(
+        data[pos + codec::kKindOffset])];
+    StoreLE(out + kRecordIndexOffset, ++index);
+    StoreLE(out + kRecordReceiveNsOffset, receive_ns);
+    StoreLE(out + kRecordSessionIdOffset, session_id);
+    StoreLE(out + kRecordFlagsOffset, flags);
+    CopyFrame(out + kRecordHeaderSize, data + pos, frame_size);
+    out += kRecordHeaderSize + frame_size;
+    pos += frame_size;
+  }
+  return Commit(*slot, static_cast<std::uint32_t>(out - slot->buffer), index);
+}
+
+AppendStatus JournalWriter::Commit(Slot& slot, std::uint32_t used,
+                                   std::uint64_t last) noexcept {
+  slot.records += static_cast<std::uint32_t>(last - last_index_);
+  slot.used = used;
+  slot.last_index = last;
+  last_index_ = last;
+  if (durability_ == Durability::kSync) {
+    Seal(slot);
+    SubmitPending();
+    if (!WaitDurable(last).ok()) return AppendStatus::kFailed;
+    return AppendStatus::kOk;
+  }
+  if (slot.limit - slot.used < kMaxRecordSize) {
+    Seal(slot);  // full
+    SubmitPending();
+  }
+  return AppendStatus::kOk;
+}
+
+JournalWriter::Slot* JournalWriter::OpenGroup(std::size_t need) noexcept {
+  const std::uint64_t group_bytes = AlignUp(kGroupOverhead + need);
+  if (free_.empty()) Reap(false);
+  SegmentFile* segment = &segments_[active_];
+  if (segment->capacity - write_pos_ < group_bytes) {
+    if (!Rotate()) return nullptr;
+    segment = &segments_[active_];
+  } else {
+    PumpPrepared(false);
+  }
+  if (free_.empty()) return nullptr;
+  const std::uint32_t id = free_.back();
+  free_.pop_back();
+  Slot& slot = slots_[id];
+  slot.state = Slot::State::kFilling;
+  slot.header = false;
+  slot.segment = active_;
+  slot.offset = write_pos_;
+  slot.used = kGroupHeaderSize;
+  slot.limit = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(group_size_, segment->capacity - write_pos_) -
+      kGroupTrailerSize);
+  slot.records = 0;
+  slot.first_index = last_index_ + 1;
+  slot.last_index = last_index_;
+  ++segment->users;
+  filling_ = &slot;
+  return &slot;
+}
+
+void JournalWriter::Seal(Slot& slot) noexcept {
+  std::byte* const buffer = slot.buffer;
+  StoreStruct<kGroupHeaderLayout>(
+      GroupHeader{.magic = kGroupMagic,
+                  .records_bytes =
+                      slot.used - static_cast<std::uint32_t>(kGroupHeaderSize),
+                  .first_index = slot.first_index,
+                  .stable_index = durable_index_,
+                  .record_count = slot.records,
+                  .flags = 0},
+      buffer);
+  const std::uint32_t crc = Crc32c({buffer, slot.used});
+  StoreStruct<kGroupTrailerLayout>(
+      GroupTrailer{.crc = crc, .magic = kTrailerMagic}, buffer + slot.used);
+  const std::uint32_t end =
+      slot.used + static_cast<std::uint32_t>(kGroupTrailerSize);
+  slot.length = static_cast<std::uint32_t>(AlignUp(end));
+  std::memset(buffer + end, 0, slot.length - end);
+  slot.done = 0;
+  slot.synced = !sync_after_write_;
+  slot.state = Slot::State::kInFlight;
+  slot.submit_ns = MonotonicNs();
+  write_pos_ = slot.offset + slot.length;
+  fifo_[(fifo_head_ + fifo_count_) % fifo_.size()] = SlotId(slot);
+  ++fifo_count_;
+  ++stats_.groups;
+  stats_.records += slot.records;
+  stats_.bytes_written += slot.length;
+  if (filling_ == &slot) filling_ = nullptr;
+  SubmitWrite(SlotId(slot));
+}
+
+void JournalWriter::SubmitWrite(std::uint32_t id) noexcept {
+  Slot& slot = slots_[id];
+  const SegmentFile& segment = segments_[slot.segment];
+  IoOp op;
+  op.code = OpCode::kWrite;
+  op.fd = segment.fd.get();
+  op.data = slot.buffer + slot.done;
+  op.length = slot.length - slot.done;
+  op.offset = slot.offset + slot.done;
+  op.buffer_index = static_cast<int>(id);
+  op.dsync = direct_;
+  op.link = sync_after_write_;
+  op.user_data = std::uint64_t{id} << 8 | kTagWrite;
+  ++slot.outstanding;
+  PushOp(op);
+  if (sync_after_write_) {
+    IoOp sync;
+    sync.code = OpCode::kFdatasync;
+    sync.fd = segment.fd.get();
+    sync.user_data = std::uint64_t{id} << 8 | kTagSync;
+    ++slot.outstanding;
+    ++stats_.syncs;
+    PushOp(sync);
+  }
+}
+
+void JournalWriter::PushOp(const IoOp& op) noexcept {
+  if (!queue_->Push(op)) {
+    queue_->Submit();
+    if (!queue_->Push(op)) {
+      Fail(absl::InternalError("the I/O submission queue is full"));
+      return;
+    }
+  }
+  ++ops_in_flight_;
+  submit_pending_ = true;
+}
+
+void JournalWriter::SubmitPending() noexcept {
+  if (!submit_pending_ || queue_ == nullptr) return;
+  const int ret = queue_->Submit();
+  if (ret == 0) {
+    submit_pending_ = false;
+  } else if (ret != -EAGAIN && ret != -EBUSY) {
+    Fail(ErrnoStatus(-ret, "submitting journal I/O"));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Completions.
+
+void JournalWriter::Reap(bool wait) noexcept {
+  if (queue_ == nullptr) return;
+  SubmitPending();
+  if (ops_in_flight_ == 0) return;
+  IoCompletion completions[64];
+  bool block = wait && ops_in_flight_ > 0;
+  while (true) {
+    const int n = queue_->Reap(completions, block);
+    if (n < 0) {
+      Fail(ErrnoStatus(-n, "waiting for journal I/O"));
+      return;
+    }
+    for (int i = 0; i < n; ++i) Handle(completions[i]);
+    if (n < static_cast<int>(std::size(completions))) break;
+    block = false;
+  }
+  Advance();
+  SubmitPending();
+}
+
+void JournalWriter::Handle(const IoCompletion& c) noexcept {
+  --ops_in_flight_;
+  const auto tag = static_cast<std::uint32_t>(c.user_data & 0xFFu);
+  const std::uint64_t id = c.user_data >> 8;
+  if (tag == kTagZero || tag == kTagPrepSync || tag == kTagPrepDirSync) {
+    HandlePrepared(id, tag, c.result);
+    return;
+  }
+  Slot& slot = slots_[id];
+  --slot.outstanding;
+  if (!status_.ok()) return;
+  const SegmentFile& segment = segments_[slot.segment];
+  const int err = -c.result;
+  switch (tag) {
+    case kTagWrite: {
+      if (c.result == -EAGAIN || c.result == -EINTR) {
+        ++stats_.retries;
+        SubmitWrite(static_cast<std::uint32_t>(id));
+        return;
+      }
+      if (c.result <= 0) {
+        Fail(absl::DataLossError(absl::StrFormat(
+            "journal write failed: segment %s, offset %d, %d bytes: %s",
+            segment.path, slot.offset + slot.done, slot.length - slot.done,
+            c.result == 0 ? std::string("the write returned 0 bytes")
+                          : ErrnoText(err))));
+        return;
+      }
+      const std::uint32_t before = slot.done;
+      slot.done += static_cast<std::uint32_t>(c.result);
+      if (slot.done > slot.length) slot.done = slot.length;
+      if (slot.done < slot.length) {
+        // A short write: write the rest. Under O_DIRECT the kernel writes
+        // whole blocks, so its count is a multiple of the device's block
+        // size; it is rounded down to a 512-byte sector all the same, and
+        // rewriting bytes already written is harmless.
+        ++stats_.short_writes;
+        if (direct_) slot.done &= ~std::uint32_t{511};
+        if (slot.done <= before) {
+          Fail(absl::DataLossError(absl::StrFormat(
+              "journal write made no progress: segment %s, offset %d: the "
+              "kernel wrote %d of %d bytes, not a whole sector",
+              segment.path, slot.offset + before, c.result,
+              slot.length - before)));
+          return;
+        }
+        SubmitWrite(static_cast<std::uint32_t>(id));
+      }
+      return;
+    }
+    case kTagSync: {
+      if (c.result == -ECANCELED) return;  // its write is being redone
+      if (c.result == -EAGAIN || c.result == -EINTR) {
+        ++stats_.retries;
+        IoOp sync;
+        sync.code = OpCode::kFdatasync;
+        sync.fd = segment.fd.get();
+        sync.user_data = c.user_data;
+        ++slot.outstanding;
+        PushOp(sync);
+        return;
+      }
+      if (c.result < 0) {
+        Fail(absl::DataLossError(absl::StrFormat(
+            "journal fdatasync failed: segment %s (group at offset %d, %d "
+            "bytes): %s",
+            segment.path, slot.offset, slot.length, ErrnoText(err))));
+        return;
+      }
+      slot.synced = true;
+      return;
+    }
+    default:
+      Fail(absl::InternalError(
+          absl::StrFormat("unexpected completion tag %d", tag)));
+  }
+}
+
+bool JournalWriter::Complete(const Slot& slot) const noexcept {
+  return slot.outstanding == 0 && slot.done == slot.length && slot.synced;
+}
+
+void JournalWriter::Advance() noexcept {
+  if (!status_.ok()) return;
+  std::int64_t now = 0;
+  while (fifo_count_ > 0) {
+    Slot& slot = slots_[fifo_[fifo_head_]];
+    if (!Complete(slot)) break;
+    if (now == 0) now = MonotonicNs();
+    fifo_head_ = (fifo_head_ + 1) % fifo_.size();
+    --fifo_count_;
+    if (!slot.header) {
+      durable_index_ = slot.last_index;
+      latency_.Record(static_cast<std::uint64_t>(now - slot.submit_ns));
+    }
+    Release(slot);
+  }
+}
+
+void JournalWriter::Release(Slot& slot) noexcept {
+  slot.state = Slot::State::kFree;
+  SegmentFile& segment = segments_[slot.segment];
+  --segment.users;
+  if (segment.users == 0 && !segment.active) segment.fd.reset();
+  free_.push_back(SlotId(slot));
+}
+
+// ---------------------------------------------------------------------------
+// Poll, Wait, Flush, Sync.
+
+std::uint64_t JournalWriter::Poll() noexcept {
+  if (!status_.ok() || closed_) return durable_index_;
+  Reap(false);
+  PumpPrepared(false);
+  if (filling_ != nullptr && filling_->records > 0 &&
+      fifo_count_ < max_partial_) {
+    Seal(*filling_);
+  }
+  SubmitPending();
+  return durable_index_;
+}
+
+absl::Status JournalWriter::Wait() {
+  if (closed_) return status_;
+  if (status_.ok()) {
+    Reap(true);
+    Poll();
+  }
+  return status_;
+}
+
+absl::Status JournalWriter::WaitDurable(std::uint64_t index) {
+  while (status_.ok() && durable_index_ < index) {
+    if (filling_ != nullptr && filling_->records > 0 &&
+        filling_->first_index <= index) {
+      Seal(*filling_);
+    }
+    Reap(true);
+    PumpPrepared(false);
+  }
+  return status_;
+}
+
+absl::Status JournalWriter::Flush() {
+  if (closed_) return status_;
+  return WaitDurable(last_index_);
+}
+
+absl::Status JournalWriter::Sync() {
+  if (closed_) return status_;
+  if (absl::Status s = Flush(); !s.ok()) return s;
+  for (const SegmentFile& segment : segments_) {
+    if (segment.fd && ::fdatasync(segment.fd.get()) != 0) {
+      Fail(ErrnoStatus(errno, absl::StrFormat("fdatasync %s", segment.path)));
+      break;
+    }
+  }
+  return status_;
+}
+
+}  // namespace orderwire::journal

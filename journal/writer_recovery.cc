@@ -1,0 +1,282 @@
+// JournalWriter, recovery at Open: the scan of the existing segments, the
+// cut of a torn tail, the recovery report; see writer.h and
+// docs/JOURNAL.md "Recovery". Cold.
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "base/unique_fd.h"
+#include "journal/internal/scan.h"
+#include "journal/internal/writer_support.h"
+#include "journal/reader.h"
+#include "journal/writer.h"
+
+namespace orderwire::journal {
+
+using internal::ErrnoStatus;
+using internal::kZeroChunk;
+using internal::PwriteAll;
+using internal::RealtimeNs;
+
+absl::Status JournalWriter::Recover() {
+  absl::StatusOr<std::vector<internal::SegmentEntry>> listed =
+      internal::ListSegments(options_.directory);
+  if (!listed.ok()) return listed.status();
+  std::vector<internal::SegmentEntry> entries = std::move(*listed);
+  // A prepared segment with a valid header was being used when the writer
+  // stopped, but its rename may not have reached the disk: finish it. One
+  // without is an unused preparation: remove it.
+  bool prepared_listed = false;
+  for (internal::SegmentEntry& entry : entries) {
+    if (entry.path != PreparedPath()) continue;
+    prepared_listed = true;
+    const std::string final_path = absl::StrFormat(
+        "%s/%s", options_.directory, SegmentFileName(entry.name_index));
+    if (::access(final_path.c_str(), F_OK) == 0) {
+      return absl::DataLossError(absl::StrFormat(
+          "both %s and %s hold the segment starting at index %d", final_path,
+          PreparedPath(), entry.name_index));
+    }
+    if (::rename(PreparedPath().c_str(), final_path.c_str()) != 0 ||
+        ::fsync(dir_fd_.get()) != 0) {
+      return ErrnoStatus(errno, absl::StrFormat("rename %s to %s",
+                                                PreparedPath(), final_path));
+    }
+    entry.path = final_path;
+  }
+  if (!prepared_listed && ::unlink(PreparedPath().c_str()) != 0 &&
+      errno != ENOENT) {
+    return ErrnoStatus(errno, absl::StrFormat("unlink %s", PreparedPath()));
+  }
+  if (entries.empty()) {
+    std::uint64_t id = 0;
+    if (::getrandom(&id, sizeof(id), 0) != sizeof(id)) id = RealtimeNs();
+    recovery_.created = true;
+    return CreateFirstSegment(id);
+  }
+
+  // Every header but the last must be whole, and all of one journal.
+  const std::size_t n = entries.size();
+  std::optional<std::uint64_t> journal_id;
+  for (std::size_t i = 0; i + 1 < n; ++i) {
+    base::UniqueFd fd(::open(entries[i].path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+      return ErrnoStatus(errno, absl::StrFormat("open %s", entries[i].path));
+    }
+    std::vector<std::byte> block(kBlockSize);
+    const ssize_t got = ::pread(fd.get(), block.data(), block.size(), 0);
+    const int err = errno;
+    fd.reset();
+    if (got < 0) {
+      return ErrnoStatus(err, absl::StrFormat("read %s", entries[i].path));
+    }
+    block.resize(static_cast<std::size_t>(got));
+    const internal::HeaderCheck check =
+        internal::CheckSegmentHeader(block, entries[i].name_index);
+    if (!check.ok) {
+      if (check.header.magic == kSegmentMagic &&
+          check.header.version != kFormatVersion) {
+        return absl::UnimplementedError(
+            absl::StrFormat("segment %s: %s", entries[i].path, check.problem));
+      }
+      return absl::DataLossError(absl::StrFormat(
+          "segment %s: %s; only the last segment may be incomplete",
+          entries[i].path, check.problem));
+    }
+    if (journal_id.has_value() && *journal_id != check.header.journal_id) {
+      return absl::DataLossError(absl::StrFormat(
+          "segment %s belongs to another journal (journal id %016x, the "
+          "others have %016x)",
+          entries[i].path, check.header.journal_id, *journal_id));
+    }
+    journal_id = check.header.journal_id;
+  }
+
+  // Walk the last two segments in full.
+  const std::size_t first = n >= 2 ? n - 2 : 0;
+  absl::StatusOr<std::unique_ptr<JournalReader>> reader =
+      JournalReader::Open(options_.directory, first);
+  if (!reader.ok()) return reader.status();
+  Record record;
+  ReadResult result;
+  while ((result = (*reader)->Next(record)) == ReadResult::kRecord) {
+  }
+  std::size_t tail = 0;         // index into entries of the tail segment
+  std::uint64_t tail_end = 0;   // offset after its last group
+  std::uint64_t tail_last = 0;  // last index in the journal
+  SegmentHeader tail_header{};
+  const std::vector<SegmentInfo>& infos = (*reader)->segments();
+  if (result == ReadResult::kError) {
+    const std::optional<internal::Damage>& damage = (*reader)->damage();
+    if (!damage.has_value() ||
+        damage->kind != internal::Damage::Kind::kTornTail) {
+      return (*reader)->status();
+    }
+    // A torn tail: cut it off.
+    recovery_.torn_tail = true;
+    recovery_.message = damage->message;
+    recovery_.torn_segment = entries[damage->segment].path;
+    recovery_.torn_offset = damage->offset;
+    recovery_.discarded_groups = damage->later_groups;
+    for (std::size_t j = n; j-- > damage->segment + 1;) {
+      if (::unlink(entries[j].path.c_str()) != 0) {
+        return ErrnoStatus(errno,
+                           absl::StrFormat("unlink %s", entries[j].path));
+      }
+      recovery_.removed_files.push_back(entries[j].path);
+    }
+    entries.resize(damage->segment + 1);
+    if (damage->offset == 0) {
+      // The segment never got its header: remove it as well.
+      absl::StatusOr<internal::MappedFile> file =
+          internal::MappedFile::Open(entries.back().path);
+      if (file.ok()) {
+        const auto bytes = file->bytes();
+        for (std::uint64_t i = internal::FirstNonZero(bytes, 0);
+             i < bytes.size(); i = internal::FirstNonZero(bytes, i + 1)) {
+          ++recovery_.discarded_bytes;
+        }
+      }
+      if (::unlink(entries.back().path.c_str()) != 0) {
+        return ErrnoStatus(errno,
+                           absl::StrFormat("unlink %s", entries.back().path));
+      }
+      recovery_.removed_files.push_back(entries.back().path);
+      entries.pop_back();
+      if (::fsync(dir_fd_.get()) != 0) {
+        return ErrnoStatus(errno,
+                           absl::StrFormat("fsync %s", options_.directory));
+      }
+      if (entries.empty()) {
+        std::uint64_t id = 0;
+        if (::getrandom(&id, sizeof(id), 0) != sizeof(id)) id = RealtimeNs();
+        recovery_.created = true;
+        if (absl::Status s = CreateFirstSegment(id); !s.ok()) return s;
+        recovery_.last_index = 0;
+        return absl::OkStatus();
+      }
+      // The previous segment is the tail; the reader walked it in full.
+      const SegmentInfo* info = nullptr;
+      for (const SegmentInfo& candidate : infos) {
+        if (candidate.path == entries.back().path) info = &candidate;
+      }
+      if (info == nullptr) {
+        return absl::DataLossError(absl::StrFormat(
+            "cannot recover %s: %s", options_.directory, damage->message));
+      }
+      tail = entries.size() - 1;
+      tail_end = info->data_end;
+      tail_last = info->last_index != 0 ? info->last_index
+                                        : info->header.first_index - 1;
+      tail_header = info->header;
+    } else {
+      const internal::SegmentEntry& entry = entries.back();
+      const SegmentInfo* info = nullptr;
+      for (const SegmentInfo& candidate : infos) {
+        if (candidate.path == entry.path) info = &candidate;
+      }
+      if (info == nullptr) {
+        return absl::DataLossError(absl::StrFormat(
+            "cannot recover %s: %s", options_.directory, damage->message));
+      }
+      // Count what is cut off, then zero it.
+      {
+        absl::StatusOr<internal::MappedFile> file =
+            internal::MappedFile::Open(entry.path);
+        if (!file.ok()) return file.status();
+        const auto bytes = file->bytes();
+        for (std::uint64_t i = internal::FirstNonZero(bytes, damage->offset);
+             i < bytes.size(); i = internal::FirstNonZero(bytes, i + 1)) {
+          ++recovery_.discarded_bytes;
+        }
+      }
+      base::UniqueFd fd(::open(entry.path.c_str(), O_RDWR | O_CLOEXEC));
+      if (!fd) {
+        return ErrnoStatus(errno, absl::StrFormat("open %s", entry.path));
+      }
+      struct stat st {};
+      ::fstat(fd.get(), &st);
+      const auto size = static_cast<std::uint64_t>(st.st_size);
+      int err = 0;
+      if (size > damage->offset &&
+          ::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(damage->offset),
+                      static_cast<off_t>(size - damage->offset)) != 0) {
+        // No hole punching here: write the zeros.
+        for (std::uint64_t off = damage->offset; off < size && err == 0;
+             off += kZeroChunk) {
+          err = PwriteAll(fd.get(), zeros_,
+                          std::min<std::uint64_t>(kZeroChunk, size - off), off);
+        }
+      }
+      if (err == 0 && size < info->header.capacity &&
+          ::fallocate(fd.get(), 0, 0,
+                      static_cast<off_t>(info->header.capacity)) != 0) {
+        err = errno;
+      }
+      if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
+      fd.reset();
+      if (err != 0) {
+        return ErrnoStatus(
+            err, absl::StrFormat("cutting the torn tail of %s", entry.path));
+      }
+      tail = entries.size() - 1;
+      tail_end = damage->offset;
+      tail_last = damage->last_good_index;
+      tail_header = info->header;
+    }
+    if (::fsync(dir_fd_.get()) != 0) {
+      return ErrnoStatus(errno,
+                         absl::StrFormat("fsync %s", options_.directory));
+    }
+  } else {
+    const SegmentInfo& info = infos.back();
+    tail = entries.size() - 1;
+    tail_end = info.data_end;
+    tail_last =
+        info.last_index != 0 ? info.last_index : info.header.first_index - 1;
+    tail_header = info.header;
+  }
+  if (journal_id.has_value() && *journal_id != tail_header.journal_id) {
+    return absl::DataLossError(absl::StrFormat(
+        "segment %s belongs to another journal (journal id %016x, the others "
+        "have %016x)",
+        entries[tail].path, tail_header.journal_id, *journal_id));
+  }
+
+  // Make what was recovered durable: the crash may have left it in the page
+  // cache only. Then append to the tail segment.
+  for (std::size_t i = first; i <= tail; ++i) {
+    const base::UniqueFd fd(
+        ::open(entries[i].path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd || ::fsync(fd.get()) != 0) {
+      return ErrnoStatus(errno, absl::StrFormat("fsync %s", entries[i].path));
+    }
+  }
+  absl::StatusOr<base::UniqueFd> fd = OpenSegmentFd(entries[tail].path, O_RDWR);
+  if (!fd.ok()) return fd.status();
+  journal_id_ = tail_header.journal_id;
+  segments_.push_back(SegmentFile{.fd = std::move(*fd),
+                                  .active = true,
+                                  .users = 0,
+                                  .first_index = tail_header.first_index,
+                                  .capacity = tail_header.capacity,
+                                  .path = entries[tail].path});
+  active_ = 0;
+  write_pos_ = tail_end;
+  last_index_ = durable_index_ = tail_last;
+  recovery_.last_index = tail_last;
+  recovery_.segments = entries.size();
+  return absl::OkStatus();
+}
+
+}  // namespace orderwire::journal

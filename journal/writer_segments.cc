@@ -1,0 +1,301 @@
+// JournalWriter, segment files: the first segment of a new journal, the
+// preparation of the next segment off the append path (created under a
+// temporary name, preallocated, pre-zeroed and synced with its directory
+// through the I/O queue) and the rotation that renames it into place and
+// writes its header; see writer.h and docs/JOURNAL.md "Segments,
+// preallocation, rotation".
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "base/unique_fd.h"
+#include "journal/internal/io_queue.h"
+#include "journal/internal/writer_support.h"
+#include "journal/writer.h"
+
+namespace orderwire::journal {
+
+using internal::ErrnoStatus;
+using internal::IoOp;
+using internal::kTagPrepDirSync;
+using internal::kTagPrepSync;
+using internal::kTagZero;
+using internal::kZeroChunk;
+using internal::kZeroWritesInFlight;
+using internal::MonotonicNs;
+using internal::OpCode;
+using internal::PwriteAll;
+using internal::RealtimeNs;
+
+// ---------------------------------------------------------------------------
+// Segment files and the first segment.
+
+absl::StatusOr<base::UniqueFd> JournalWriter::OpenSegmentFd(
+    const std::string& path, int flags) {
+  base::UniqueFd fd(
+      ::open(path.c_str(), flags | O_CLOEXEC | (direct_ ? O_DIRECT : 0), 0644));
+  if (!fd) return ErrnoStatus(errno, absl::StrFormat("open %s", path));
+  return fd;
+}
+
+void JournalWriter::WriteSegmentHeader(std::uint64_t first_index,
+                                       std::byte* block) const noexcept {
+  std::memset(block, 0, kBlockSize);
+  EncodeSegmentHeader(SegmentHeader{.magic = kSegmentMagic,
+                                    .version = kFormatVersion,
+                                    .header_size = kSegmentHeaderSize,
+                                    .block_size = kBlockSize,
+                                    .first_index = first_index,
+                                    .created_ns = RealtimeNs(),
+                                    .capacity = capacity_,
+                                    .journal_id = journal_id_,
+                                    .flags = 0,
+                                    .reserved = 0,
+                                    .crc = 0},
+                      block);
+}
+
+absl::Status JournalWriter::CreateFirstSegment(std::uint64_t journal_id) {
+  journal_id_ = journal_id;
+  const std::uint64_t first_index = last_index_ + 1;
+  const std::string& prep = PreparedPath();
+  absl::StatusOr<base::UniqueFd> fd =
+      OpenSegmentFd(prep, O_CREAT | O_TRUNC | O_RDWR);
+  if (!fd.ok()) return fd.status();
+  auto fail = [&](int err, std::string_view what) {
+    fd->reset();
+    ::unlink(prep.c_str());
+    return ErrnoStatus(err, absl::StrFormat("%s %s", what, prep));
+  };
+  if (::fallocate(fd->get(), 0, 0, static_cast<off_t>(capacity_)) != 0) {
+    return fail(errno, "fallocate");
+  }
+  if (prezero_) {
+    for (std::uint64_t off = 0; off < capacity_; off += kZeroChunk) {
+      const std::size_t n =
+          std::min<std::uint64_t>(kZeroChunk, capacity_ - off);
+      if (int err = PwriteAll(fd->get(), zeros_, n, off); err != 0) {
+        return fail(err, "pre-zero");
+      }
+    }
+  }
+  std::byte* block = slots_[0].buffer;
+  WriteSegmentHeader(first_index, block);
+  if (int err = PwriteAll(fd->get(), block, kBlockSize, 0); err != 0) {
+    return fail(err, "write header of");
+  }
+  if (::fsync(fd->get()) != 0) return fail(errno, "fsync");
+  const std::string path = absl::StrFormat("%s/%s", options_.directory,
+                                           SegmentFileName(first_index));
+  if (::rename(prep.c_str(), path.c_str()) != 0) return fail(errno, "rename");
+  if (::fsync(dir_fd_.get()) != 0) {
+    return ErrnoStatus(errno, absl::StrFormat("fsync %s", options_.directory));
+  }
+  segments_.push_back(SegmentFile{.fd = std::move(*fd),
+                                  .active = true,
+                                  .users = 0,
+                                  .first_index = first_index,
+                                  .capacity = capacity_,
+                                  .path = path});
+  active_ = static_cast<std::uint32_t>(segments_.size() - 1);
+  write_pos_ = kFirstGroupOffset;
+  ++recovery_.segments;
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// The next segment: preparation and rotation.
+
+void JournalWriter::PumpPrepared(bool start_now) noexcept {
+  if (!status_.ok() || closing_) return;
+  Prepared& p = prepared_;
+  if (p.state == Prepared::State::kNone) {
+    // Start once an eighth of the active segment is used, or on demand.
+    if (!start_now && write_pos_ < segments_[active_].capacity / 8) return;
+    const std::string& path = PreparedPath();
+    base::UniqueFd fd(::open(
+        path.c_str(),
+        O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC | (direct_ ? O_DIRECT : 0),
+        0644));
+    if (!fd) {
+      Fail(ErrnoStatus(errno, absl::StrFormat("preparing the next segment: "
+                                              "open %s",
+                                              path)));
+      return;
+    }
+    if (::fallocate(fd.get(), 0, 0, static_cast<off_t>(capacity_)) != 0) {
+      const int err = errno;
+      fd.reset();
+      Fail(ErrnoStatus(err, absl::StrFormat("preparing the next segment: "
+                                            "fallocate %s (%d bytes)",
+                                            path, capacity_)));
+      return;
+    }
+    p.fd = std::move(fd);
+    p.chunks = prezero_ ? static_cast<std::uint32_t>(
+                              (capacity_ + kZeroChunk - 1) / kZeroChunk)
+                        : 0;
+    p.next_chunk = 0;
+    p.chunks_done = 0;
+    p.in_flight = 0;
+    p.state = Prepared::State::kZeroing;
+  }
+  if (p.state == Prepared::State::kZeroing) {
+    while (p.next_chunk < p.chunks && p.in_flight < kZeroWritesInFlight) {
+      const std::uint64_t offset = std::uint64_t{p.next_chunk} * kZeroChunk;
+      IoOp op;
+      op.code = OpCode::kWrite;
+      op.fd = p.fd.get();
+      op.data = zeros_;
+      op.length = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(kZeroChunk, capacity_ - offset));
+      op.offset = offset;
+      op.buffer_index = static_cast<int>(slots_.size());
+      op.user_data = std::uint64_t{p.next_chunk} << 8 | kTagZero;
+      ++p.next_chunk;
+      ++p.in_flight;
+      PushOp(op);
+    }
+    if (p.chunks_done == p.chunks && p.in_flight == 0) {
+      if (durability_ == Durability::kNone) {
+        // Nothing is claimed durable against an OS crash under kNone, and
+        // an fsync here would wait for the writeback of the page cache.
+        p.state = Prepared::State::kReady;
+        return;
+      }
+      IoOp sync;
+      sync.code = OpCode::kFsync;
+      sync.fd = p.fd.get();
+      sync.user_data = kTagPrepSync;
+      ++p.in_flight;
+      p.state = Prepared::State::kSyncing;
+      PushOp(sync);
+    }
+  }
+}
+
+void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
+                                   std::int32_t result) noexcept {
+  Prepared& p = prepared_;
+  --p.in_flight;
+  if (!status_.ok()) return;
+  if (result == -EAGAIN || result == -EINTR ||
+      (tag == kTagZero && result >= 0 &&
+       static_cast<std::uint64_t>(result) <
+           std::min<std::uint64_t>(kZeroChunk, capacity_ - id * kZeroChunk))) {
+    // Again (a short zero write is redone whole: zeros over zeros).
+    ++stats_.retries;
+    IoOp op;
+    if (tag == kTagZero) {
+      const std::uint64_t offset = id * kZeroChunk;
+      op.code = OpCode::kWrite;
+      op.fd = p.fd.get();
+      op.data = zeros_;
+      op.length = static_cast<std::uint32_t>(
+          std::min<std::uint64_t>(kZeroChunk, capacity_ - offset));
+      op.offset = offset;
+      op.buffer_index = static_cast<int>(slots_.size());
+    } else {
+      op.code = OpCode::kFsync;
+      op.fd = tag == kTagPrepSync ? p.fd.get() : dir_fd_.get();
+    }
+    op.user_data = id << 8 | tag;
+    ++p.in_flight;
+    PushOp(op);
+    return;
+  }
+  if (result < 0) {
+    Fail(ErrnoStatus(
+        -result,
+        absl::StrFormat("preparing the next segment %s: %s at "
+                        "offset %d",
+                        PreparedPath(),
+                        tag == kTagZero       ? "pre-zeroing write"
+                        : tag == kTagPrepSync ? "fsync"
+                                              : "fsync of the directory",
+                        tag == kTagZero ? id * kZeroChunk : 0)));
+    return;
+  }
+  if (tag == kTagZero) {
+    ++p.chunks_done;
+    PumpPrepared(false);
+  } else if (tag == kTagPrepSync) {
+    // The file is durable; now its name in the directory.
+    IoOp dir_sync;
+    dir_sync.code = OpCode::kFsync;
+    dir_sync.fd = dir_fd_.get();
+    dir_sync.user_data = kTagPrepDirSync;
+    ++p.in_flight;
+    PushOp(dir_sync);
+  } else {
+    p.state = Prepared::State::kReady;
+  }
+}
+
+bool JournalWriter::Rotate() noexcept {
+  if (prepared_.state != Prepared::State::kReady) {
+    PumpPrepared(true);
+    if (prepared_.state != Prepared::State::kReady) return false;
+  }
+  if (free_.size() < 2) return false;  // the header and the first group
+  if (filling_ != nullptr) Seal(*filling_);
+
+  const std::uint64_t first_index = last_index_ + 1;
+  const std::string path = absl::StrFormat("%s/%s", options_.directory,
+                                           SegmentFileName(first_index));
+  if (::rename(PreparedPath().c_str(), path.c_str()) != 0) {
+    Fail(ErrnoStatus(errno,
+                     absl::StrFormat("rename %s to %s", PreparedPath(), path)));
+    return false;
+  }
+  // Find a free entry for the new file.
+  std::uint32_t entry = 0;
+  while (entry < segments_.size() &&
+         (segments_[entry].fd || segments_[entry].users > 0)) {
+    ++entry;
+  }
+  if (entry == segments_.size()) segments_.emplace_back();
+  SegmentFile& old = segments_[active_];
+  old.active = false;
+  if (old.users == 0) old.fd.reset();
+  SegmentFile& segment = segments_[entry];
+  segment.fd = std::move(prepared_.fd);
+  segment.active = true;
+  segment.users = 0;
+  segment.first_index = first_index;
+  segment.capacity = capacity_;
+  segment.path = path;
+  active_ = entry;
+  prepared_ = Prepared{};
+  ++stats_.rotations;
+
+  // The header block, written like a group (and before any group of this
+  // segment counts as durable), and the directory fsync that makes the new
+  // name durable.
+  const std::uint32_t id = free_.back();
+  free_.pop_back();
+  Slot& slot = slots_[id];
+  WriteSegmentHeader(first_index, slot.buffer);
+  slot.state = Slot::State::kInFlight;
+  slot.header = true;
+  slot.segment = entry;
+  slot.offset = 0;
+  slot.used = static_cast<std::uint32_t>(kSegmentHeaderSize);
+  slot.length = static_cast<std::uint32_t>(kBlockSize);
+  slot.done = 0;
+  slot.records = 0;
+  slot.submit_ns = MonotonicNs();
+  ++segment.users;
+  fifo_[(fifo_head_ + fifo_count_) % fifo_.size()] = id;
+  ++fifo_count_;
+  SubmitWrite(id);
+  write_pos_ = kFirstGroupOffset;
+  return status_.ok();
+}
+
+}  // namespace orderwire::journal
