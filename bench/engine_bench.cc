@@ -25,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -108,18 +109,20 @@ class AbslIndex {
     by_id_.erase(order_id);
   }
   [[nodiscard]] std::uint32_t FindByClient(
-      std::uint64_t account_id, std::uint64_t client_order_id,
-      const internal::Order*) const noexcept {
-    const auto it = by_client_.find({account_id, client_order_id});
+      std::uint64_t account_id, std::uint32_t owner,
+      std::uint64_t client_order_id, const internal::Order*) const noexcept {
+    const auto it = by_client_.find({account_id, owner, client_order_id});
     return it == by_client_.end() ? internal::kNil : it->second;
   }
-  void InsertClient(std::uint64_t account_id, std::uint64_t client_order_id,
+  void InsertClient(std::uint64_t account_id, std::uint32_t owner,
+                    std::uint64_t client_order_id,
                     std::uint32_t index) noexcept {
-    by_client_.emplace(std::make_pair(account_id, client_order_id), index);
+    by_client_.emplace(std::make_tuple(account_id, owner, client_order_id),
+                       index);
   }
-  void EraseClient(std::uint64_t account_id, std::uint64_t client_order_id,
-                   std::uint32_t) noexcept {
-    by_client_.erase({account_id, client_order_id});
+  void EraseClient(std::uint64_t account_id, std::uint32_t owner,
+                   std::uint64_t client_order_id, std::uint32_t) noexcept {
+    by_client_.erase({account_id, owner, client_order_id});
   }
   void Clear() noexcept {
     by_id_.clear();
@@ -128,7 +131,8 @@ class AbslIndex {
 
  private:
   absl::flat_hash_map<std::uint64_t, std::uint32_t> by_id_;
-  absl::flat_hash_map<std::pair<std::uint64_t, std::uint64_t>, std::uint32_t>
+  absl::flat_hash_map<std::tuple<std::uint64_t, std::uint32_t, std::uint64_t>,
+                      std::uint32_t>
       by_client_;
 };
 

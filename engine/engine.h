@@ -8,7 +8,13 @@
 // configured range and applies every rule of PROTOCOL.md "Matching
 // semantics" and "Validation and report details". It does no I/O, reads no
 // clock, starts no thread and keeps no pointer-dependent order, so the same
-// commands always give the same report bytes: a journal replays it exactly.
+// commands (with the same owner tags) always give the same report bytes: a
+// journal replays it exactly. It knows nothing of sessions: each command
+// comes with an opaque OwnerTag (report.h; the service passes its dense
+// session index, `orderwire match` 0), which the orders it enters keep, which
+// decides who may cancel or replace them and which client order ids collide,
+// and which every report carries (Report::owner) so that the caller can route
+// it.
 // Decisions where PROTOCOL.md is open are listed at the end of this note and
 // in docs/ENGINE.md.
 //
@@ -20,8 +26,10 @@
 // - Orders live in a pool of 64-byte records (one cache line each) addressed
 //   by 32-bit index, allocated once at the configured capacity; free records
 //   form a LIFO list, so the record freed last (warm in cache) is reused
-//   first. Nothing points into a hash table; only indices are stored.
-// - order_id -> index and (account, client_order_id) -> index are two
+//   first. Nothing points into a hash table; only indices are stored. The
+//   owner tag takes 4 of the record's spare bytes (still one cache line), so
+//   comparing it costs no extra memory access.
+// - order_id -> index and (account, owner, client_order_id) -> index are two
 //   open-addressing tables of our own (internal/order_index.h): 8-byte slots
 //   holding the index and a 32-bit hash tag, linear probing, backward-shift
 //   deletion (no tombstones, so no clean-up pass ever). The memory for 2
@@ -38,39 +46,38 @@
 //   branch per entry, and only deeper does a branch-free binary search, so
 //   deep levels (orders left behind by a moving market) cost O(log levels).
 //
-// The numbers that decided it (engine_bench, 1,000,000 commands, seed 1,
-// one core of a 2-core AMD EPYC (Zen 5) KVM guest, pinned, SCHED_FIFO,
-// median of 5 repetitions, others compiling on the other core; ns per
-// command, engine alone; docs/BENCHMARKS.md has the run and its spread):
+// What decided it: engine_bench runs the engine and each alternative below
+// (alt:<variant>) on the same 1,000,000 commands of both workloads (figures:
+// docs/BENCHMARKS.md, Engine):
 //
-//   variant                                                   mixed    wl1
-//   chosen: sorted array, 8 nearest counted, then binary       49.4   49.4
-//   sorted array, branch-free binary search only               51.0   49.5
-//   sorted array, 32 nearest counted, then binary              54.3   52.7
-//   sorted array, every entry counted (linear)                 53.9   92.8
-//   std::map<key, level> per side (node-based, allocates)      66.3   57.8
-//   absl::flat_hash_map for both indices, reserved             67.3   59.4
-//   our tables, but sized to the capacity (16 MiB each)       129.5  149.0
+//   - chosen: sorted array, the 8 entries nearest the best counted, then a
+//     branch-free binary search
+//   - sorted array, branch-free binary search only
+//   - sorted array, 32 nearest counted, then binary search
+//   - sorted array, every entry counted (linear)
+//   - std::map<key, level> per side (node-based, allocates)
+//   - absl::flat_hash_map for both indices, reserved
+//   - our tables, but sized to the capacity (16 MiB each)
 //
-// So: the node-based map costs 17 (mixed) and 8 (wl1) ns more than the
-// array, and allocates per level. A linear scan of the whole side is fine
-// for mixed's ~40 levels per side but not for wl1's ~1,000 (its mid wanders
-// and leaves orders behind). Binary search alone is as good on wl1 and
-// 1-2 ns worse on mixed (in 4 of 5 runs), where most searches end within
-// the 8 levels nearest the best; counting 32 of them costs more than it
-// saves. absl::flat_hash_map, reserved to the capacity, spends 10-18 ns more
-// per command than our tables: its group probe and full-key compare cost
-// more than one 8-byte slot with a tag, and reserving 1M entries spreads a
-// small live set over a large array - the same effect that makes our own
-// table 2.6-3x slower when it is sized to the capacity (every lookup of a
-// fresh key missed the caches and the TLB). Growing the table at load 1/4
-// instead of 1/2 took ~5 ns off mixed (every new order's duplicate check is
-// a lookup that misses, and a miss probes to the end of its run).
+// So: the node-based map is slower than the array on both workloads, more
+// so on mixed, and allocates per level. A linear scan of the whole side is
+// fine for mixed's ~40 levels per side but not for wl1's ~1,000 (its mid
+// wanders and leaves orders behind). Binary search alone is as good on wl1
+// and slightly worse on mixed (in 4 of 5 runs), where most searches end
+// within the 8 levels nearest the best; counting 32 of them costs more than
+// it saves. absl::flat_hash_map, reserved to the capacity, is slower than our
+// tables: its group probe and full-key compare cost more than one 8-byte slot
+// with a tag, and reserving 1M entries spreads a small live set over a large
+// array - the same effect that makes our own table several times slower when
+// it is sized to the capacity (every lookup of a fresh key missed the caches
+// and the TLB). Growing the table at load 1/4 instead of 1/2 was faster on
+// mixed (every new order's duplicate check is a lookup that misses, and a
+// miss probes to the end of its run).
 //
 // A price ladder (an array indexed by price) was not built: the valid band
 // is 1..10^9 ticks, so a ladder needs a moving window plus an overflow
-// structure for the deep book, and the sorted array already spends only a
-// few ns per command on levels. Also tried, and no gain measured: a prefetch
+// structure for the deep book, and the sorted array already spends little
+// of a command's time on levels. Also tried, and no gain measured: a prefetch
 // of the next command's index slot (the tables are in L1/L2), transparent
 // huge pages for the pools and tables, flattening Execute() into one
 // function, and an inline loop instead of memmove to shift levels. No
@@ -107,6 +114,15 @@
 //   orders that cross.
 // - DuplicateClientOrderId concerns live orders only: an id of a finished
 //   order (or of an order that never rested) may be used again.
+// - Ownership is per session (PROTOCOL.md "Sessions and sequence numbers"),
+//   carried as the owner tag: an order belongs to its account and its owner.
+//   CancelByOrder and Replace of a live order whose account or owner differs
+//   from the command's are NotOwner. Client order ids are per owner: the
+//   client key is (account, owner, client_order_id), so DuplicateClientOrderId
+//   (new order, and a Replace's new id) counts only the owner's live orders
+//   of the account, and CancelByClient finds only the owner's own order
+//   (another owner's is UnknownOrder). Self-trade prevention and FillOrKill's
+//   count stay per account, whatever the owners.
 // - Unauthorized (reason 11) is decided by the service, which calls
 //   RejectUnauthorized() so that the report is built by the same rules.
 //
@@ -115,7 +131,7 @@
 //   engine::Engine engine(engine::EngineConfig{});  // PROTOCOL.md defaults
 //   engine::ReportBuffer reports;
 //   for (const codec::Command& command : commands) {
-//     engine.Execute(command, reports);
+//     engine.Execute(command, /*owner=*/0, reports);
 //     Send(reports.frames());
 //     reports.Clear();
 //   }
@@ -155,6 +171,7 @@ struct OrderInfo {
   codec::TimeInForce time_in_force;
   std::int64_t price;
   std::uint64_t leaves_quantity;
+  OwnerTag owner;  // the tag of the command that entered it
 };
 
 // One price level of a book, for market data.
@@ -211,23 +228,31 @@ class BasicEngine {
   BasicEngine(const BasicEngine&) = delete;
   BasicEngine& operator=(const BasicEngine&) = delete;
 
-  // Applies one command and appends its reports to `out`, in the order
-  // PROTOCOL.md fixes. An invalid command is answered by a Rejected report,
-  // it is not an error. Returns kNotACommand (and appends nothing) if
-  // command.kind is not one of the five command kinds. Hot path: no
-  // allocation (see report.h for the buffer), no exception; O(1) plus O(1)
-  // per match and per self-trade cancel, plus O(log levels) when a level
-  // deep in a book opens or closes.
-  ExecuteStatus Execute(const codec::Command& command,
+  // Applies one command on behalf of `owner` and appends its reports to
+  // `out`, in the order PROTOCOL.md fixes. An order it enters keeps `owner`;
+  // a cancel or replace acts only on orders of the command's account and
+  // `owner`; each report carries the owner it is for (Report::owner). An
+  // invalid command is answered by a Rejected report, it is not an error.
+  // Returns kNotACommand (and appends nothing) if command.kind is not one of
+  // the five command kinds. Hot path: no allocation (see report.h for the
+  // buffer), no exception; O(1) plus O(1) per match and per self-trade
+  // cancel, plus O(log levels) when a level deep in a book opens or closes.
+  ExecuteStatus Execute(const codec::Command& command, OwnerTag owner,
                         ReportBuffer& out) noexcept;
+  // One owner (0) for every command: `orderwire match`, tests, benchmarks.
+  ExecuteStatus Execute(const codec::Command& command,
+                        ReportBuffer& out) noexcept {
+    return Execute(command, 0, out);
+  }
 
   // Appends the Rejected report with reason Unauthorized that `command`
   // gets when its session may not trade for its account (the service
-  // decides that); the command has no other effect. Its fields follow the
-  // Rejected rules of PROTOCOL.md for the command's kind. Returns
-  // kNotACommand (and appends nothing) for a non-command kind. Hot path.
+  // decides that), with Report::owner `owner`; the command has no other
+  // effect. Its fields follow the Rejected rules of PROTOCOL.md for the
+  // command's kind. Returns kNotACommand (and appends nothing) for a
+  // non-command kind. Hot path.
   ExecuteStatus RejectUnauthorized(const codec::Command& command,
-                                   ReportBuffer& out) noexcept;
+                                   OwnerTag owner, ReportBuffer& out) noexcept;
 
   // The book of `instrument_id` (an empty view for an unknown instrument).
   [[nodiscard]] BookView Book(std::uint32_t instrument_id) const noexcept;
@@ -235,9 +260,11 @@ class BasicEngine {
   // The live order with this id, if any. O(1).
   [[nodiscard]] std::optional<OrderInfo> FindOrder(
       std::uint64_t order_id) const noexcept;
-  // The live order of (account_id, client_order_id), if any. O(1).
+  // The live order of (account_id, owner, client_order_id), if any: the one
+  // a CancelByClient of `owner` would cancel. O(1).
   [[nodiscard]] std::optional<OrderInfo> FindOrderByClient(
-      std::uint64_t account_id, std::uint64_t client_order_id) const noexcept;
+      std::uint64_t account_id, OwnerTag owner,
+      std::uint64_t client_order_id) const noexcept;
 
   // Calls `fn(const OrderInfo&)` for every live order, book by book, bids
   // then asks, best level first, oldest first. Cold: O(live orders).
@@ -260,7 +287,8 @@ class BasicEngine {
   // Checks every structural invariant: no book is crossed; each side's
   // levels are strictly ordered, non-empty, and their counts and quantities
   // match their FIFOs; every live order sits in the level of its price,
-  // side and instrument and is found by both keys; the pools' counts agree.
+  // side and instrument and is found by both keys (the client key with its
+  // owner); the pools' counts agree.
   // Returns Internal naming the first violation. For tests. O(live orders).
   [[nodiscard]] absl::Status CheckInvariants() const;
 
@@ -278,19 +306,23 @@ class BasicEngine {
     std::uint64_t client_order_id;
     std::uint32_t instrument_id;
     codec::Side side;
+    OwnerTag owner;
     std::uint64_t leaves;
   };
 
-  void NewOrder(const codec::Command& c, bool market,
+  void NewOrder(const codec::Command& c, OwnerTag owner, bool market,
                 ReportBuffer& out) noexcept;
-  void CancelByOrder(const codec::Command& c, ReportBuffer& out) noexcept;
-  void CancelByClient(const codec::Command& c, ReportBuffer& out) noexcept;
+  void CancelByOrder(const codec::Command& c, OwnerTag owner,
+                     ReportBuffer& out) noexcept;
+  void CancelByClient(const codec::Command& c, OwnerTag owner,
+                      ReportBuffer& out) noexcept;
   // Cancels live order `index` at its owner's request: the Cancelled report
   // (reason Requested), then out of its level and released.
   void CancelRequested(std::uint32_t index, ReportBuffer& out) noexcept;
-  void Replace(const codec::Command& c, ReportBuffer& out) noexcept;
-  static void Reject(const codec::Command& c, codec::RejectReason reason,
-                     ReportBuffer& out) noexcept;
+  void Replace(const codec::Command& c, OwnerTag owner,
+               ReportBuffer& out) noexcept;
+  static void Reject(const codec::Command& c, OwnerTag owner,
+                     codec::RejectReason reason, ReportBuffer& out) noexcept;
 
   // Trades `taker` against the opposite side of `book` while the best
   // opposite level's key is >= `threshold`.

@@ -13,7 +13,8 @@ namespace orderwire::engine {
 
 ReportBuffer::ReportBuffer(std::size_t reserve_reports)
     : reports_(std::max<std::size_t>(reserve_reports, 16)),
-      frames_(reports_.size() * codec::kMaxFrameSize) {}
+      frames_(reports_.size() * codec::kMaxFrameSize),
+      capacity_(reports_.size()) {}
 
 void ReportBuffer::Grow() {
   if (reports_.size() * 2 * codec::kMaxFrameSize >
@@ -26,6 +27,7 @@ void ReportBuffer::Grow() {
   reports_.resize(reports_.size() * 2);
   frames_.resize(
       std::max(frames_.size() * 2, reports_.size() * codec::kMaxFrameSize));
+  capacity_ = reports_.size();
 }
 
 }  // namespace orderwire::engine

@@ -11,7 +11,8 @@
 // Frame sequence numbers: the buffer numbers the frames it encodes from
 // `next_sequence()` upwards (1, 2, 3, ... by default) and keeps counting
 // across Clear(), which is what one session wants (`orderwire match`). A
-// service that splits reports between sessions rewrites the first 8 bytes of
+// service that splits reports between sessions routes each by Report::owner
+// (the OwnerTag of the order it concerns) and rewrites the first 8 bytes of
 // each frame with that session's number (StoreLE at codec::kSequenceOffset).
 //
 // Memory: the buffer grows (doubling) only when one batch holds more reports
@@ -36,11 +37,24 @@
 
 namespace orderwire::engine {
 
-// One report: its kind, where its frame is in the buffer, and its model.
+// An opaque tag the caller attaches to the orders a command enters (the
+// service uses its dense session index). 0 is a valid tag (`orderwire
+// match`: one owner). The engine only stores it, compares it and copies it
+// into reports; it never interprets it.
+using OwnerTag = std::uint32_t;
+
+// One report: its kind, whose it is, where its frame is in the buffer, and
+// its model.
 struct Report {
   codec::Kind kind;
   std::uint8_t frame_size;
   std::uint32_t frame_offset;  // into ReportBuffer::frames()
+  // Whose report this is: the owner of the order it concerns. A maker's
+  // Filled and a resting order's SelfTrade Cancelled carry the maker's
+  // owner; every other report (Accepted, Rejected, a taker's Filled, a
+  // remainder's Cancelled, a requested Cancelled, Replaced) the owner of
+  // the command that caused it. Not part of the frame.
+  OwnerTag owner;
   union {
     codec::Accepted accepted;
     codec::Rejected rejected;
@@ -55,7 +69,11 @@ struct Report {
 };
 
 static_assert(std::is_trivially_copyable_v<Report>);
-static_assert(sizeof(Report) == 72);
+// 16 bytes of header (kind, frame_size, 2 bytes padding, frame_offset, owner,
+// 4 bytes padding) and the 64-byte union (Filled), 8-byte aligned. The
+// header has no 4 spare bytes for `owner` without narrowing frame_offset
+// (and so the 4 GiB batch limit above), hence 80 rather than 72.
+static_assert(sizeof(Report) == 80);
 
 class ReportBuffer {
  public:
@@ -93,17 +111,19 @@ class ReportBuffer {
     next_sequence_ = sequence;
   }
 
-  // Appends one report: the model and its frame (numbered next_sequence()).
-  // Used by the engine. Hot path: two small stores and no allocation, except
-  // when the buffer must grow (never, once it has held the largest batch).
+  // Appends one report for `owner` (Report::owner): the model and its frame
+  // (numbered next_sequence()). Used by the engine. Hot path: two small
+  // stores and no allocation, except when the buffer must grow (never, once
+  // it has held the largest batch).
   template <typename Model>
-  void Append(const Model& model) noexcept;
+  void Append(const Model& model, OwnerTag owner) noexcept;
 
  private:
   void Grow();  // cold: doubles both arrays
 
   std::vector<Report> reports_;
   std::vector<std::byte> frames_;
+  std::size_t capacity_ = 0;  // reports_.size()
   std::size_t size_ = 0;
   std::size_t frame_bytes_ = 0;
   std::uint64_t next_sequence_ = 1;
@@ -129,17 +149,19 @@ const Model& Report::As() const noexcept {
 }
 
 template <typename Model>
-void ReportBuffer::Append(const Model& model) noexcept {
+void ReportBuffer::Append(const Model& model, OwnerTag owner) noexcept {
   constexpr std::size_t kSize = codec::kFrameSize<Model>;
   // frames_ always has room for kMaxFrameSize bytes per report slot, so one
-  // check covers both arrays.
-  if (size_ == reports_.size()) [[unlikely]] {
+  // check covers both arrays. capacity_ (== reports_.size()) is kept apart so
+  // that the check is one load, not a division by sizeof(Report).
+  if (size_ == capacity_) [[unlikely]] {
     Grow();
   }
   Report& report = reports_[size_++];
   report.kind = codec::MessageTraits<Model>::kKind;
   report.frame_size = static_cast<std::uint8_t>(kSize);
   report.frame_offset = static_cast<std::uint32_t>(frame_bytes_);
+  report.owner = owner;
   if constexpr (std::is_same_v<Model, codec::Accepted>) {
     report.accepted = model;
   } else if constexpr (std::is_same_v<Model, codec::Rejected>) {

@@ -50,22 +50,23 @@ BasicEngine<Traits>::BasicEngine(const EngineConfig& config)
 
 template <typename Traits>
 ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
+                                           OwnerTag owner,
                                            ReportBuffer& out) noexcept {
   switch (command.kind) {
     case codec::Kind::kNewLimit:
-      NewOrder(command, /*market=*/false, out);
+      NewOrder(command, owner, /*market=*/false, out);
       return ExecuteStatus::kOk;
     case codec::Kind::kNewMarket:
-      NewOrder(command, /*market=*/true, out);
+      NewOrder(command, owner, /*market=*/true, out);
       return ExecuteStatus::kOk;
     case codec::Kind::kCancelByOrder:
-      CancelByOrder(command, out);
+      CancelByOrder(command, owner, out);
       return ExecuteStatus::kOk;
     case codec::Kind::kCancelByClient:
-      CancelByClient(command, out);
+      CancelByClient(command, owner, out);
       return ExecuteStatus::kOk;
     case codec::Kind::kReplace:
-      Replace(command, out);
+      Replace(command, owner, out);
       return ExecuteStatus::kOk;
     default:
       return ExecuteStatus::kNotACommand;
@@ -74,14 +75,14 @@ ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
 
 template <typename Traits>
 ExecuteStatus BasicEngine<Traits>::RejectUnauthorized(
-    const codec::Command& command, ReportBuffer& out) noexcept {
+    const codec::Command& command, OwnerTag owner, ReportBuffer& out) noexcept {
   switch (command.kind) {
     case codec::Kind::kNewLimit:
     case codec::Kind::kNewMarket:
     case codec::Kind::kCancelByOrder:
     case codec::Kind::kCancelByClient:
     case codec::Kind::kReplace:
-      Reject(command, codec::RejectReason::kUnauthorized, out);
+      Reject(command, owner, codec::RejectReason::kUnauthorized, out);
       return ExecuteStatus::kOk;
     default:
       return ExecuteStatus::kNotACommand;
@@ -89,7 +90,7 @@ ExecuteStatus BasicEngine<Traits>::RejectUnauthorized(
 }
 
 template <typename Traits>
-void BasicEngine<Traits>::Reject(const codec::Command& c,
+void BasicEngine<Traits>::Reject(const codec::Command& c, OwnerTag owner,
                                  codec::RejectReason reason,
                                  ReportBuffer& out) noexcept {
   // PROTOCOL.md "What a Rejected report carries", kind by kind.
@@ -114,21 +115,21 @@ void BasicEngine<Traits>::Reject(const codec::Command& c,
     default:
       break;
   }
-  out.Append(rejected);
+  out.Append(rejected, owner);
 }
 
 template <typename Traits>
-void BasicEngine<Traits>::NewOrder(const codec::Command& c, bool market,
-                                   ReportBuffer& out) noexcept {
+void BasicEngine<Traits>::NewOrder(const codec::Command& c, OwnerTag owner,
+                                   bool market, ReportBuffer& out) noexcept {
   using codec::RejectReason;
   using codec::TimeInForce;
   // Validation, in PROTOCOL.md's order; the first failure is the reason.
   const std::uint32_t book_index = c.instrument_id - config_.min_instrument;
   if (book_index >= books_.size()) {
-    return Reject(c, RejectReason::kUnknownInstrument, out);
+    return Reject(c, owner, RejectReason::kUnknownInstrument, out);
   }
   if (c.side != codec::Side::kBuy && c.side != codec::Side::kSell) {
-    return Reject(c, RejectReason::kInvalidSide, out);
+    return Reject(c, owner, RejectReason::kInvalidSide, out);
   }
   const TimeInForce tif =
       market ? TimeInForce::kImmediateOrCancel : c.time_in_force;
@@ -136,27 +137,27 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, bool market,
     const auto raw_tif = static_cast<std::uint8_t>(tif);
     if (raw_tif < static_cast<std::uint8_t>(TimeInForce::kGoodTillCancel) ||
         raw_tif > static_cast<std::uint8_t>(TimeInForce::kPostOnly)) {
-      return Reject(c, RejectReason::kInvalidTimeInForce, out);
+      return Reject(c, owner, RejectReason::kInvalidTimeInForce, out);
     }
     if (c.price < config_.min_price || c.price > config_.max_price) {
-      return Reject(c, RejectReason::kInvalidPrice, out);
+      return Reject(c, owner, RejectReason::kInvalidPrice, out);
     }
   }
   if (c.quantity < config_.min_quantity || c.quantity > config_.max_quantity) {
-    return Reject(c, RejectReason::kInvalidQuantity, out);
+    return Reject(c, owner, RejectReason::kInvalidQuantity, out);
   }
-  if (index_.FindByClient(c.account_id, c.client_order_id, orders_.data()) !=
-      internal::kNil) {
-    return Reject(c, RejectReason::kDuplicateClientOrderId, out);
+  if (index_.FindByClient(c.account_id, owner, c.client_order_id,
+                          orders_.data()) != internal::kNil) {
+    return Reject(c, owner, RejectReason::kDuplicateClientOrderId, out);
   }
   BookData& book = books_[book_index];
   if (tif == TimeInForce::kPostOnly && Crosses(book, c.side, c.price)) {
-    return Reject(c, RejectReason::kWouldCross, out);
+    return Reject(c, owner, RejectReason::kWouldCross, out);
   }
   const bool rests =
       tif == TimeInForce::kGoodTillCancel || tif == TimeInForce::kPostOnly;
   if (rests && orders_.in_use() == config_.max_live_orders) {
-    return Reject(c, RejectReason::kBookFull, out);
+    return Reject(c, owner, RejectReason::kBookFull, out);
   }
 
   // Accepted: the order gets its id.
@@ -165,6 +166,7 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, bool market,
               .client_order_id = c.client_order_id,
               .instrument_id = c.instrument_id,
               .side = c.side,
+              .owner = owner,
               .leaves = c.quantity};
   const std::int64_t price = market ? 0 : c.price;
   out.Append(codec::Accepted{.order_id = taker.order_id,
@@ -174,7 +176,8 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, bool market,
                              .side = c.side,
                              .time_in_force = tif,
                              .price = price,
-                             .quantity = c.quantity});
+                             .quantity = c.quantity},
+             owner);
   const std::int64_t threshold =
       market ? std::numeric_limits<std::int64_t>::min()
              : internal::KeyOf(internal::Opposite(c.side), c.price);
@@ -184,7 +187,8 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, bool market,
                                 .client_order_id = taker.client_order_id,
                                 .instrument_id = taker.instrument_id,
                                 .cancelled_quantity = taker.leaves,
-                                .reason = reason});
+                                .reason = reason},
+               taker.owner);
   };
   if (tif == TimeInForce::kFillOrKill &&
       AvailableFor(book, taker, threshold, c.quantity) < c.quantity) {
@@ -210,11 +214,12 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, bool market,
   order.instrument_id = taker.instrument_id;
   order.side = taker.side;
   order.time_in_force = tif;
+  order.owner = owner;
   Rest(book, index);
   index_.InsertId(taker.order_id, index);
   // The command's own fields (equal to the order's), so that the compiler can
   // reuse the hash of the duplicate check above.
-  index_.InsertClient(c.account_id, c.client_order_id, index);
+  index_.InsertClient(c.account_id, owner, c.client_order_id, index);
 }
 
 template <typename Traits>
@@ -276,7 +281,8 @@ void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
                                     .client_order_id = maker.client_order_id,
                                     .instrument_id = maker.instrument_id,
                                     .cancelled_quantity = maker.leaves,
-                                    .reason = codec::CancelReason::kSelfTrade});
+                                    .reason = codec::CancelReason::kSelfTrade},
+                   maker.owner);
         level.quantity -= maker.leaves;
       } else {
         const std::uint64_t quantity = std::min(maker.leaves, taker.leaves);
@@ -293,7 +299,8 @@ void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
                                  .liquidity = codec::Liquidity::kMaker,
                                  .price = level.price,
                                  .quantity = quantity,
-                                 .leaves_quantity = maker.leaves});
+                                 .leaves_quantity = maker.leaves},
+                   maker.owner);
         out.Append(codec::Filled{.order_id = taker.order_id,
                                  .account_id = taker.account_id,
                                  .client_order_id = taker.client_order_id,
@@ -303,7 +310,8 @@ void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
                                  .liquidity = codec::Liquidity::kTaker,
                                  .price = level.price,
                                  .quantity = quantity,
-                                 .leaves_quantity = taker.leaves});
+                                 .leaves_quantity = taker.leaves},
+                   taker.owner);
         finished = maker.leaves == 0;
       }
       if (finished) {
@@ -379,19 +387,22 @@ template <typename Traits>
 void BasicEngine<Traits>::Release(std::uint32_t index) noexcept {
   const internal::Order& order = orders_[index];
   index_.EraseId(order.order_id, index);
-  index_.EraseClient(order.account_id, order.client_order_id, index);
+  index_.EraseClient(order.account_id, order.owner, order.client_order_id,
+                     index);
   orders_.Free(index);
 }
 
 template <typename Traits>
-void BasicEngine<Traits>::CancelByOrder(const codec::Command& c,
+void BasicEngine<Traits>::CancelByOrder(const codec::Command& c, OwnerTag owner,
                                         ReportBuffer& out) noexcept {
   const std::uint32_t index = index_.FindById(c.order_id, orders_.data());
   if (index == internal::kNil) {
-    return Reject(c, codec::RejectReason::kUnknownOrder, out);
+    return Reject(c, owner, codec::RejectReason::kUnknownOrder, out);
   }
-  if (orders_[index].account_id != c.account_id) {
-    return Reject(c, codec::RejectReason::kNotOwner, out);
+  // The order is the account's and the owner's (session's) to cancel.
+  if (orders_[index].account_id != c.account_id ||
+      orders_[index].owner != owner) {
+    return Reject(c, owner, codec::RejectReason::kNotOwner, out);
   }
   CancelRequested(index, out);
 }
@@ -405,57 +416,63 @@ void BasicEngine<Traits>::CancelRequested(std::uint32_t index,
                               .client_order_id = order.client_order_id,
                               .instrument_id = order.instrument_id,
                               .cancelled_quantity = order.leaves,
-                              .reason = codec::CancelReason::kRequested});
+                              .reason = codec::CancelReason::kRequested},
+             order.owner);
   Unlink(books_[order.instrument_id - config_.min_instrument], index);
   Release(index);
 }
 
 template <typename Traits>
 void BasicEngine<Traits>::CancelByClient(const codec::Command& c,
+                                         OwnerTag owner,
                                          ReportBuffer& out) noexcept {
-  const std::uint32_t index =
-      index_.FindByClient(c.account_id, c.client_order_id, orders_.data());
+  // Only the owner's own order: another owner's with the same
+  // (account, client_order_id) is not found (UnknownOrder).
+  const std::uint32_t index = index_.FindByClient(
+      c.account_id, owner, c.client_order_id, orders_.data());
   if (index == internal::kNil) {
-    return Reject(c, codec::RejectReason::kUnknownOrder, out);
+    return Reject(c, owner, codec::RejectReason::kUnknownOrder, out);
   }
   CancelRequested(index, out);
 }
 
 template <typename Traits>
-void BasicEngine<Traits>::Replace(const codec::Command& c,
+void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
                                   ReportBuffer& out) noexcept {
   using codec::RejectReason;
   const std::uint32_t index = index_.FindById(c.order_id, orders_.data());
   if (index == internal::kNil) {
-    return Reject(c, RejectReason::kUnknownOrder, out);
+    return Reject(c, owner, RejectReason::kUnknownOrder, out);
   }
   internal::Order& order = orders_[index];
-  if (order.account_id != c.account_id) {
-    return Reject(c, RejectReason::kNotOwner, out);
+  if (order.account_id != c.account_id || order.owner != owner) {
+    return Reject(c, owner, RejectReason::kNotOwner, out);
   }
   if (c.price < config_.min_price || c.price > config_.max_price) {
-    return Reject(c, RejectReason::kInvalidPrice, out);
+    return Reject(c, owner, RejectReason::kInvalidPrice, out);
   }
   if (c.quantity < config_.min_quantity || c.quantity > config_.max_quantity) {
-    return Reject(c, RejectReason::kInvalidQuantity, out);
+    return Reject(c, owner, RejectReason::kInvalidQuantity, out);
   }
-  // The new id may be the order's own; held by another live order, it may
-  // not.
+  // The new id may be the order's own; held by another live order of the
+  // account and owner, it may not (another owner's may hold it).
   if (c.client_order_id != order.client_order_id &&
-      index_.FindByClient(c.account_id, c.client_order_id, orders_.data()) !=
-          internal::kNil) {
-    return Reject(c, RejectReason::kDuplicateClientOrderId, out);
+      index_.FindByClient(c.account_id, owner, c.client_order_id,
+                          orders_.data()) != internal::kNil) {
+    return Reject(c, owner, RejectReason::kDuplicateClientOrderId, out);
   }
   BookData& book = books_[order.instrument_id - config_.min_instrument];
   if (order.time_in_force == codec::TimeInForce::kPostOnly &&
       Crosses(book, order.side, c.price)) {
-    return Reject(c, RejectReason::kWouldCross, out);
+    return Reject(c, owner, RejectReason::kWouldCross, out);
   }
 
   if (c.client_order_id != order.client_order_id) {
-    index_.EraseClient(order.account_id, order.client_order_id, index);
+    index_.EraseClient(order.account_id, order.owner, order.client_order_id,
+                       index);
     order.client_order_id = c.client_order_id;
-    index_.InsertClient(order.account_id, order.client_order_id, index);
+    index_.InsertClient(order.account_id, order.owner, order.client_order_id,
+                        index);
   }
   const bool keep = c.price == order.price && c.quantity <= order.leaves;
   out.Append(codec::Replaced{.order_id = order.order_id,
@@ -464,7 +481,8 @@ void BasicEngine<Traits>::Replace(const codec::Command& c,
                              .price = c.price,
                              .quantity = c.quantity,
                              .priority_kept = keep ? codec::PriorityKept::kYes
-                                                   : codec::PriorityKept::kNo});
+                                                   : codec::PriorityKept::kNo},
+             order.owner);
   if (keep) {
     levels_[order.level].quantity -= order.leaves - c.quantity;
     order.leaves = c.quantity;
@@ -480,6 +498,7 @@ void BasicEngine<Traits>::Replace(const codec::Command& c,
               .client_order_id = order.client_order_id,
               .instrument_id = order.instrument_id,
               .side = order.side,
+              .owner = order.owner,
               .leaves = order.leaves};
   const std::int64_t threshold =
       internal::KeyOf(internal::Opposite(order.side), order.price);
@@ -554,7 +573,8 @@ OrderInfo BasicEngine<Traits>::InfoOf(
                    .side = order.side,
                    .time_in_force = order.time_in_force,
                    .price = order.price,
-                   .leaves_quantity = order.leaves};
+                   .leaves_quantity = order.leaves,
+                   .owner = order.owner};
 }
 
 template <typename Traits>
@@ -567,9 +587,10 @@ std::optional<OrderInfo> BasicEngine<Traits>::FindOrder(
 
 template <typename Traits>
 std::optional<OrderInfo> BasicEngine<Traits>::FindOrderByClient(
-    std::uint64_t account_id, std::uint64_t client_order_id) const noexcept {
+    std::uint64_t account_id, OwnerTag owner,
+    std::uint64_t client_order_id) const noexcept {
   const std::uint32_t index =
-      index_.FindByClient(account_id, client_order_id, orders_.data());
+      index_.FindByClient(account_id, owner, client_order_id, orders_.data());
   if (index == internal::kNil) return std::nullopt;
   return InfoOf(orders_[index]);
 }
@@ -639,11 +660,13 @@ absl::Status BasicEngine<Traits>::CheckInvariants() const {
             return fail(absl::StrFormat("order %d is not found by its id",
                                         order.order_id));
           }
-          if (index_.FindByClient(order.account_id, order.client_order_id,
-                                  orders_.data()) != i) {
+          if (index_.FindByClient(order.account_id, order.owner,
+                                  order.client_order_id, orders_.data()) != i) {
             return fail(absl::StrFormat(
-                "order %d is not found by (account %d, client_order_id %d)",
-                order.order_id, order.account_id, order.client_order_id));
+                "order %d is not found by (account %d, owner %d, "
+                "client_order_id %d)",
+                order.order_id, order.account_id, order.owner,
+                order.client_order_id));
           }
           previous = i;
         }

@@ -1,7 +1,8 @@
 // Internal to orderwire::engine; do not depend on it.
 //
 // The two lookups of live orders, order_id -> pool index and
-// (account_id, client_order_id) -> pool index, as open-addressing tables of
+// (account_id, owner, client_order_id) -> pool index (client order ids are
+// per owner: per session in the service), as open-addressing tables of
 // our own: linear probing over a power-of-two array of 8-byte slots. The
 // memory for the largest table (2 slots per order of capacity, so load <= 1/2
 // at full capacity) is reserved at construction, untouched; the table in use
@@ -10,10 +11,11 @@
 // orders pass a new high-water mark. So nothing is ever allocated after
 // construction, and a lookup touches a table sized to the live orders, not
 // to the capacity: a 16 MiB table for a capacity of 1M orders made every
-// lookup of a fresh key a cache (and TLB) miss and cost ~110 ns per command
-// on the mixed workload; growing at load 1/4 rather than 1/2 (shorter probe
-// runs for the many lookups that miss: every new order's duplicate check)
-// took ~5 ns per command off mixed (see engine.h).
+// lookup of a fresh key a cache (and TLB) miss and more than doubled the
+// time per command on the mixed workload; growing at load 1/4 rather than
+// 1/2 (shorter probe runs for the many lookups that miss: every new order's
+// duplicate check) was measurably faster on mixed (see engine.h; figures:
+// docs/BENCHMARKS.md, Engine).
 //
 // A slot holds the pool index (plus one; 0 marks an empty slot, so the
 // table can start as untouched zero pages) and a 32-bit tag: the top 32 bits
@@ -161,17 +163,22 @@ class IndexTable {
 };
 
 // Hashes; the tables use their top bits. Fibonacci hashing spreads
-// sequential order ids over the top bits; the client key folds the account
-// in with one multiply, its high half into its low half, and multiplies
+// sequential order ids over the top bits; the client key puts the owner in
+// the high half of the account (an xor: accounts are small in practice, and
+// a collision only costs a probe, the key is confirmed in the record), folds
+// that in with one multiply, its high half into its low half, and multiplies
 // again, so every input bit reaches the top bits (two multiplies; the full
-// splitmix64 finaliser cost ~1.5 ns per command more on mixed).
+// splitmix64 finaliser was measurably slower on mixed: docs/BENCHMARKS.md,
+// Engine). Owner 0 hashes exactly as the key without an owner did.
 [[nodiscard]] inline std::uint64_t HashOrderId(std::uint64_t id) noexcept {
   return id * 0x9E37'79B9'7F4A'7C15ull;
 }
 [[nodiscard]] inline std::uint64_t HashClientKey(
-    std::uint64_t account_id, std::uint64_t client_order_id) noexcept {
+    std::uint64_t account_id, std::uint32_t owner,
+    std::uint64_t client_order_id) noexcept {
   const std::uint64_t z =
-      account_id * 0x9E37'79B9'7F4A'7C15ull ^ client_order_id;
+      (account_id ^ (std::uint64_t{owner} << 32)) * 0x9E37'79B9'7F4A'7C15ull ^
+      client_order_id;
   return (z ^ (z >> 32)) * 0xBF58'476D'1CE4'E5B9ull;
 }
 
@@ -196,22 +203,28 @@ class OrderIndex {
     by_id_.Erase(HashOrderId(order_id), index);
   }
 
+  // The client key is (account_id, owner, client_order_id): all three are
+  // hashed and all three compared.
   [[nodiscard]] std::uint32_t FindByClient(std::uint64_t account_id,
+                                           std::uint32_t owner,
                                            std::uint64_t client_order_id,
                                            const Order* orders) const noexcept {
     return by_client_.Find(
-        HashClientKey(account_id, client_order_id), [&](std::uint32_t i) {
+        HashClientKey(account_id, owner, client_order_id),
+        [&](std::uint32_t i) {
           return orders[i].client_order_id == client_order_id &&
-                 orders[i].account_id == account_id;
+                 orders[i].account_id == account_id && orders[i].owner == owner;
         });
   }
-  void InsertClient(std::uint64_t account_id, std::uint64_t client_order_id,
+  void InsertClient(std::uint64_t account_id, std::uint32_t owner,
+                    std::uint64_t client_order_id,
                     std::uint32_t index) noexcept {
-    by_client_.Insert(HashClientKey(account_id, client_order_id), index);
+    by_client_.Insert(HashClientKey(account_id, owner, client_order_id), index);
   }
-  void EraseClient(std::uint64_t account_id, std::uint64_t client_order_id,
+  void EraseClient(std::uint64_t account_id, std::uint32_t owner,
+                   std::uint64_t client_order_id,
                    std::uint32_t index) noexcept {
-    by_client_.Erase(HashClientKey(account_id, client_order_id), index);
+    by_client_.Erase(HashClientKey(account_id, owner, client_order_id), index);
   }
 
   void Clear() noexcept {

@@ -36,6 +36,7 @@ struct alignas(64) Order {
   std::uint32_t next;
   codec::Side side;
   codec::TimeInForce time_in_force;  // GoodTillCancel or PostOnly
+  std::uint32_t owner;               // OwnerTag of the command that entered it
 };
 static_assert(sizeof(Order) == 64);
 

@@ -28,12 +28,22 @@ using codec::testing::SplitMix64;
 // A chaotic stream: few accounts (many self-trades), two instruments, a
 // narrow price band (many crossings and deep sweeps), every time in force,
 // cancels and replaces of real, finished, foreign and made-up orders, and a
-// sprinkle of invalid fields.
+// sprinkle of invalid fields. With `owners` > 1, each command also comes from
+// one of that many owners (sessions), independently of its account, so
+// accounts are shared between owners and owners between accounts: orders of
+// other sessions of the same account, and client order ids held by several
+// sessions at once. With one owner, every command is owner 0 and the stream
+// is the one it always was.
 class ChaosStream {
  public:
-  explicit ChaosStream(std::uint64_t seed) : rng_(seed) {}
+  explicit ChaosStream(std::uint64_t seed, std::uint32_t owners = 1)
+      : rng_(seed), owners_(owners) {}
+
+  // The owner of the command last returned by Next().
+  [[nodiscard]] OwnerTag owner() const { return owner_; }
 
   codec::Command Next() {
+    owner_ = owners_ > 1 ? static_cast<OwnerTag>(rng_.Below(owners_)) : 0;
     const std::uint64_t account = 1 + rng_.Below(4);
     const auto instrument = static_cast<std::uint32_t>(1 + rng_.Below(2));
     const Side side = rng_.Below(2) == 0 ? kBuy : kSell;
@@ -84,12 +94,15 @@ class ChaosStream {
 
  private:
   SplitMix64 rng_;
+  std::uint32_t owners_;
+  OwnerTag owner_ = 0;
   std::uint64_t next_order_id_guess_ = 1;
 };
 
 // What the reports say about each live order.
 struct Shadow {
   std::uint64_t account_id;
+  OwnerTag owner;
   std::uint64_t client_order_id;
   std::uint32_t instrument_id;
   Side side;
@@ -100,10 +113,19 @@ struct Shadow {
 // Applies `reports` to `live` and checks each report against it: quantities
 // are conserved (every fill and cancel takes exactly what was left), each
 // match pairs a maker and a taker of different accounts at one price, and
-// ids count up.
+// ids count up. And the ownership rules: each report goes to the owner of the
+// order it concerns (a maker's Filled and a SelfTrade cancel of a resting
+// order to the resting order's owner, every other report to the command's);
+// a cancel or replace of a live order of another account or owner is
+// NotOwner; a client order id is a duplicate exactly when the command's owner
+// holds a live order of the account with it; CancelByClient cancels exactly
+// the owner's own order of (account, client_order_id).
 class ShadowBook {
  public:
-  void Apply(const codec::Command& command, const ReportBuffer& reports) {
+  void Apply(const codec::Command& command, OwnerTag owner,
+             const ReportBuffer& reports) {
+    CheckOwnership(command, owner, reports);
+    if (::testing::Test::HasFatalFailure()) return;
     // The incoming order of this command (not live until it rests).
     std::uint64_t taker_id = 0;
     Shadow taker{};
@@ -114,9 +136,11 @@ class ShadowBook {
         case codec::Kind::kAccepted: {
           const codec::Accepted& a = r.accepted;
           ASSERT_EQ(a.order_id, next_order_id_++);
+          ASSERT_EQ(r.owner, owner);
           taker_id = a.order_id;
-          taker = Shadow{a.account_id, a.client_order_id, a.instrument_id,
-                         a.side,       a.price,           a.quantity};
+          taker =
+              Shadow{a.account_id, owner,   a.client_order_id, a.instrument_id,
+                     a.side,       a.price, a.quantity};
           taker_rests = a.time_in_force == kGtc || a.time_in_force == kPostOnly;
           accepted_quantity_ += a.quantity;
           break;
@@ -124,6 +148,7 @@ class ShadowBook {
         case codec::Kind::kRejected:
           ASSERT_EQ(reports.size(), 1u) << "a rejected command reports once";
           ASSERT_EQ(r.rejected.command_kind, command.kind);
+          ASSERT_EQ(r.owner, owner);
           break;
         case codec::Kind::kFilled: {
           const codec::Filled& f = r.filled;
@@ -141,6 +166,8 @@ class ShadowBook {
           ASSERT_GT(f.quantity, 0u);
           auto maker = live_.find(f.order_id);
           ASSERT_NE(maker, live_.end()) << "maker " << f.order_id;
+          ASSERT_EQ(r.owner, maker->second.owner) << "maker's Filled";
+          ASSERT_EQ(reports[i + 1].owner, owner) << "taker's Filled";
           ASSERT_EQ(maker->second.price, f.price);
           ASSERT_EQ(maker->second.leaves, f.leaves_quantity + f.quantity);
           maker->second.leaves = f.leaves_quantity;
@@ -162,6 +189,7 @@ class ShadowBook {
           const codec::Cancelled& c = r.cancelled;
           cancelled_quantity_ += c.cancelled_quantity;
           if (c.order_id == taker_id) {
+            ASSERT_EQ(r.owner, owner);
             ASSERT_EQ(c.cancelled_quantity, taker.leaves);
             taker.leaves = 0;
             taker_rests = false;
@@ -171,6 +199,13 @@ class ShadowBook {
           ASSERT_NE(it, live_.end()) << "cancelled " << c.order_id;
           ASSERT_EQ(c.cancelled_quantity, it->second.leaves);
           ASSERT_EQ(c.client_order_id, it->second.client_order_id);
+          ASSERT_EQ(r.owner, it->second.owner);
+          if (c.reason == codec::CancelReason::kRequested) {
+            ASSERT_EQ(it->second.owner, owner) << "cancelled for its owner";
+            ASSERT_EQ(it->second.account_id, command.account_id);
+          } else {
+            ASSERT_EQ(c.reason, codec::CancelReason::kSelfTrade);
+          }
           live_.erase(it);
           break;
         }
@@ -179,6 +214,8 @@ class ShadowBook {
           ASSERT_EQ(i, 0u) << "Replaced comes first";
           const auto it = live_.find(p.order_id);
           ASSERT_NE(it, live_.end());
+          ASSERT_EQ(it->second.owner, owner) << "replaced by its owner";
+          ASSERT_EQ(r.owner, owner);
           // The old leaves leave the books; the new ones enter them.
           cancelled_quantity_ += it->second.leaves;
           accepted_quantity_ += p.quantity;
@@ -208,6 +245,77 @@ class ShadowBook {
               filled_quantity_ + cancelled_quantity_ + resting);
   }
 
+  // The ownership rules, decided from the live orders before `command`.
+  void CheckOwnership(const codec::Command& command, OwnerTag owner,
+                      const ReportBuffer& reports) const {
+    ASSERT_GT(reports.size(), 0u);
+    const Report& first = reports[0];
+    const auto rejected_for = [&](codec::RejectReason reason) {
+      return first.kind == codec::Kind::kRejected &&
+             first.rejected.reason == reason;
+    };
+    // The live order of (account, owner, client_order_id), if any.
+    const auto own_by_client = [&](std::uint64_t client_order_id) {
+      std::uint64_t found = 0;
+      for (const auto& [id, order] : live_) {
+        if (order.account_id == command.account_id && order.owner == owner &&
+            order.client_order_id == client_order_id) {
+          EXPECT_EQ(found, 0u) << "two live orders share a client key";
+          found = id;
+        }
+      }
+      return found;
+    };
+    switch (command.kind) {
+      case codec::Kind::kNewLimit:
+      case codec::Kind::kNewMarket:
+        if (first.kind == codec::Kind::kAccepted) {
+          ASSERT_EQ(own_by_client(command.client_order_id), 0u)
+              << "accepted although the owner holds its client order id";
+        } else if (rejected_for(codec::RejectReason::kDuplicateClientOrderId)) {
+          ASSERT_NE(own_by_client(command.client_order_id), 0u)
+              << "duplicate although the owner does not hold the id";
+        }
+        break;
+      case codec::Kind::kCancelByOrder:
+      case codec::Kind::kReplace: {
+        const auto it = live_.find(command.order_id);
+        if (it == live_.end()) {
+          ASSERT_TRUE(rejected_for(codec::RejectReason::kUnknownOrder));
+        } else if (it->second.account_id != command.account_id ||
+                   it->second.owner != owner) {
+          ASSERT_TRUE(rejected_for(codec::RejectReason::kNotOwner))
+              << "order " << command.order_id << " of account "
+              << it->second.account_id << " owner " << it->second.owner;
+        } else {
+          ASSERT_FALSE(rejected_for(codec::RejectReason::kNotOwner));
+        }
+        if (command.kind == codec::Kind::kReplace && it != live_.end() &&
+            command.client_order_id != it->second.client_order_id &&
+            first.kind != codec::Kind::kRejected) {
+          ASSERT_EQ(own_by_client(command.client_order_id), 0u)
+              << "replaced to a client order id the owner holds";
+        }
+        if (rejected_for(codec::RejectReason::kDuplicateClientOrderId)) {
+          ASSERT_NE(own_by_client(command.client_order_id), 0u);
+        }
+        break;
+      }
+      case codec::Kind::kCancelByClient: {
+        const std::uint64_t own = own_by_client(command.client_order_id);
+        if (own == 0) {
+          ASSERT_TRUE(rejected_for(codec::RejectReason::kUnknownOrder));
+        } else {
+          ASSERT_EQ(first.kind, codec::Kind::kCancelled);
+          ASSERT_EQ(first.cancelled.order_id, own);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
   // The engine holds exactly the shadow's live orders.
   void Compare(const Engine& engine) const {
     ASSERT_EQ(engine.live_orders(), live_.size());
@@ -218,8 +326,9 @@ class ShadowBook {
       ASSERT_EQ(found->price, order.price);
       ASSERT_EQ(found->side, order.side);
       ASSERT_EQ(found->instrument_id, order.instrument_id);
-      const auto by_client =
-          engine.FindOrderByClient(order.account_id, order.client_order_id);
+      ASSERT_EQ(found->owner, order.owner);
+      const auto by_client = engine.FindOrderByClient(
+          order.account_id, order.owner, order.client_order_id);
       ASSERT_TRUE(by_client.has_value());
       ASSERT_EQ(by_client->order_id, id);
     }
@@ -239,17 +348,19 @@ class ShadowBook {
   std::uint64_t cancelled_quantity_ = 0;
 };
 
-void RunChaos(std::uint64_t seed, int commands, const EngineConfig& config) {
+void RunChaos(std::uint64_t seed, int commands, const EngineConfig& config,
+              std::uint32_t owners = 1) {
   auto engine = std::make_unique<Engine>(config);
   ReportBuffer reports;
-  ChaosStream stream(seed);
+  ChaosStream stream(seed, owners);
   ShadowBook shadow;
   for (int i = 0; i < commands; ++i) {
     const codec::Command command = stream.Next();
     reports.Clear();
-    ASSERT_EQ(engine->Execute(command, reports), ExecuteStatus::kOk);
+    ASSERT_EQ(engine->Execute(command, stream.owner(), reports),
+              ExecuteStatus::kOk);
     ASSERT_GT(reports.size(), 0u) << "every command gets a report";
-    shadow.Apply(command, reports);
+    shadow.Apply(command, stream.owner(), reports);
     if (::testing::Test::HasFatalFailure()) {
       FAIL() << "seed " << seed << ", command " << i + 1;
     }
@@ -281,6 +392,18 @@ TEST(Invariants, HoldWhenTheBookIsFull) {
   }
 }
 
+// Several owners (sessions) sharing the accounts: NotOwner, per-owner client
+// order ids and report owners checked against the shadow on every command.
+TEST(Invariants, HoldWithSeveralOwnersSharingAccounts) {
+  for (std::uint64_t seed = 21; seed <= 23; ++seed) {
+    RunChaos(seed, 50'000, EngineConfig{}, /*owners=*/3);
+    if (HasFatalFailure()) return;
+  }
+  EngineConfig config;
+  config.max_live_orders = 16;
+  RunChaos(31, 30'000, config, /*owners=*/2);
+}
+
 TEST(Invariants, HoldOnTheMixedWorkload) {
   auto engine = std::make_unique<Engine>(EngineConfig{});
   ReportBuffer reports;
@@ -290,7 +413,7 @@ TEST(Invariants, HoldOnTheMixedWorkload) {
     const codec::Command command = generator.Next();
     reports.Clear();
     ASSERT_EQ(engine->Execute(command, reports), ExecuteStatus::kOk);
-    shadow.Apply(command, reports);
+    shadow.Apply(command, 0, reports);
     ASSERT_FALSE(HasFatalFailure()) << "command " << i + 1;
     if (i % 1000 == 0) {
       ASSERT_TRUE(engine->CheckInvariants().ok());
@@ -304,19 +427,26 @@ TEST(Invariants, HoldOnTheMixedWorkload) {
 // ---------------------------------------------------------------------------
 // Determinism.
 
+// The report frames of `commands` (each for its owner in `owners`, or owner
+// 0), and after them the owner of every report (4 bytes each).
 std::vector<std::byte> RunToBytes(Engine& engine,
-                                  std::span<const codec::Command> commands) {
+                                  std::span<const codec::Command> commands,
+                                  std::span<const OwnerTag> owners = {}) {
   ReportBuffer reports;
   std::vector<std::byte> bytes;
-  for (const codec::Command& command : commands) {
-    (void)engine.Execute(command, reports);
-    if (reports.size() > 1000) {
-      bytes.insert(bytes.end(), reports.frames().begin(),
-                   reports.frames().end());
-      reports.Clear();
-    }
+  std::vector<OwnerTag> report_owners;
+  const auto flush = [&] {
+    bytes.insert(bytes.end(), reports.frames().begin(), reports.frames().end());
+    for (const Report& r : reports.reports()) report_owners.push_back(r.owner);
+    reports.Clear();
+  };
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    (void)engine.Execute(commands[i], owners.empty() ? 0 : owners[i], reports);
+    if (reports.size() > 1000) flush();
   }
-  bytes.insert(bytes.end(), reports.frames().begin(), reports.frames().end());
+  flush();
+  const auto* raw = reinterpret_cast<const std::byte*>(report_owners.data());
+  bytes.insert(bytes.end(), raw, raw + report_owners.size() * sizeof(OwnerTag));
   return bytes;
 }
 
@@ -349,6 +479,34 @@ TEST(Determinism, TheSameStreamTwiceGivesIdenticalReportBytes) {
     EXPECT_EQ(left[i].client_order_id, right[i].client_order_id);
     EXPECT_EQ(left[i].price, right[i].price);
     EXPECT_EQ(left[i].leaves_quantity, right[i].leaves_quantity);
+  }
+}
+
+TEST(Determinism, SeveralOwnersGiveIdenticalReportBytesAndOwners) {
+  std::vector<codec::Command> commands;
+  std::vector<OwnerTag> owners;
+  ChaosStream chaos(98, /*owners=*/4);
+  for (int i = 0; i < 50'000; ++i) {
+    commands.push_back(chaos.Next());
+    owners.push_back(chaos.owner());
+  }
+  auto first = std::make_unique<Engine>(EngineConfig{});
+  auto second = std::make_unique<Engine>(EngineConfig{});
+  const std::vector<std::byte> a = RunToBytes(*first, commands, owners);
+  const std::vector<std::byte> b = RunToBytes(*second, commands, owners);
+  ASSERT_GT(a.size(), 100'000u);
+  EXPECT_TRUE(a == b);
+  first->Reset();
+  EXPECT_TRUE(a == RunToBytes(*first, commands, owners));
+  std::vector<OrderInfo> left;
+  std::vector<OrderInfo> right;
+  first->ForEachLiveOrder([&](const OrderInfo& o) { left.push_back(o); });
+  second->ForEachLiveOrder([&](const OrderInfo& o) { right.push_back(o); });
+  ASSERT_EQ(left.size(), right.size());
+  for (std::size_t i = 0; i < left.size(); ++i) {
+    EXPECT_EQ(left[i].order_id, right[i].order_id);
+    EXPECT_EQ(left[i].owner, right[i].owner);
+    EXPECT_EQ(left[i].client_order_id, right[i].client_order_id);
   }
 }
 

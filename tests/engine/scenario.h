@@ -13,6 +13,10 @@
 //
 // It also checks, for every report, that the frame and the model the engine
 // emitted agree and that frame sequences run 1, 2, 3, ... across commands.
+//
+// Each command is sent on behalf of an owner (the engine's opaque OwnerTag,
+// a session in the service; 0 unless given). The owner a report is for is
+// not in its frame: Owners() lists those of the last command's reports.
 #ifndef ORDERWIRE_TESTS_ENGINE_SCENARIO_H_
 #define ORDERWIRE_TESTS_ENGINE_SCENARIO_H_
 
@@ -180,8 +184,10 @@ class Scenario {
   explicit Scenario(const EngineConfig& config = EngineConfig{})
       : engine_(std::make_unique<Engine>(config)) {}
 
-  // Runs `command` (through its frame) and returns its reports as lines.
-  std::vector<std::string> Send(const codec::Command& command) {
+  // Runs `command` (through its frame) for `owner` and returns its reports
+  // as lines.
+  std::vector<std::string> Send(const codec::Command& command,
+                                OwnerTag owner = 0) {
     codec::Command numbered = command;
     numbered.sequence = ++sequence_;
     std::byte frame[codec::kMaxFrameSize];
@@ -192,16 +198,26 @@ class Scenario {
         codec::DecodeCommand(std::span<const std::byte>(frame, *size), decoded);
     EXPECT_TRUE(used.ok());
     reports_.Clear();
-    EXPECT_EQ(engine_->Execute(decoded, reports_), ExecuteStatus::kOk);
+    EXPECT_EQ(engine_->Execute(decoded, owner, reports_), ExecuteStatus::kOk);
     return Lines();
   }
 
   // The service's entry point for an unauthorized command.
-  std::vector<std::string> SendUnauthorized(const codec::Command& command) {
+  std::vector<std::string> SendUnauthorized(const codec::Command& command,
+                                            OwnerTag owner = 0) {
     reports_.Clear();
-    EXPECT_EQ(engine_->RejectUnauthorized(command, reports_),
+    EXPECT_EQ(engine_->RejectUnauthorized(command, owner, reports_),
               ExecuteStatus::kOk);
     return Lines();
+  }
+
+  // The owner (Report::owner) of each report of the last command, in order.
+  std::vector<OwnerTag> Owners() const {
+    std::vector<OwnerTag> owners;
+    for (const Report& report : reports_.reports()) {
+      owners.push_back(report.owner);
+    }
+    return owners;
   }
 
   Engine& engine() { return *engine_; }

@@ -5,12 +5,16 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "codec/command.h"
 #include "codec/types.h"
 #include "engine/config.h"
 #include "engine/engine.h"
+#include "engine/internal/order_index.h"
+#include "engine/report.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -523,7 +527,7 @@ TEST(Cancel, CancelByOrderCancelsTheLeavesQuantity) {
               ElementsAre("Cancelled #1 acct=7 coid=1001 inst=42 qty=50 "
                           "Requested"));
   EXPECT_TRUE(s.engine().Book(42).empty());
-  EXPECT_FALSE(s.engine().FindOrderByClient(7, 1001).has_value());
+  EXPECT_FALSE(s.engine().FindOrderByClient(7, 0, 1001).has_value());
 }
 
 TEST(Cancel, CancelByClientFindsTheAccountsLiveOrder) {
@@ -661,7 +665,7 @@ TEST(Replace, CrossingReplaceTradesAtOnceAsTakerAndRestsTheRemainder) {
   EXPECT_EQ(book.Best(kBuy)->price, 101);
   EXPECT_EQ(book.Best(kBuy)->quantity, 7u);
   EXPECT_EQ(book.Best(kSell)->price, 102);
-  EXPECT_EQ(s.engine().FindOrderByClient(3, 2)->order_id, 3u);
+  EXPECT_EQ(s.engine().FindOrderByClient(3, 0, 2)->order_id, 3u);
 }
 
 TEST(Replace, CrossingReplaceThatFillsInFullFinishesTheOrder) {
@@ -839,6 +843,272 @@ TEST(Capacity, BookFullAtTheConfiguredNumberOfLiveOrders) {
 }
 
 // ---------------------------------------------------------------------------
+// Ownership: an order belongs to its account and to the owner (the service's
+// session) whose command entered it. Owners 1 and 2 below are two sessions
+// trading for the same account 7.
+
+constexpr OwnerTag kSessionA = 1;
+constexpr OwnerTag kSessionB = 2;
+
+TEST(Ownership, CancelByOrderOfAnotherSessionsOrderOfTheSameAccountIsNotOwner) {
+  Scenario s;
+  s.Send(Limit(7, 1001, 1, kBuy, kGtc, 100, 10), kSessionA);  // #1
+  EXPECT_THAT(s.Send(CancelOrder(7, 1), kSessionB),
+              ElementsAre("Rejected acct=7 coid=0 #1 CancelByOrder "
+                          "NotOwner"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
+  ASSERT_TRUE(s.engine().FindOrder(1).has_value());
+  EXPECT_EQ(s.engine().FindOrder(1)->leaves_quantity, 10u);
+  // Its own session still may.
+  EXPECT_THAT(s.Send(CancelOrder(7, 1), kSessionA),
+              ElementsAre("Cancelled #1 acct=7 coid=1001 inst=1 qty=10 "
+                          "Requested"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionA));
+}
+
+TEST(Ownership, ReplaceOfAnotherSessionsOrderOfTheSameAccountIsNotOwner) {
+  Scenario s;
+  s.Send(Limit(7, 1001, 1, kBuy, kGtc, 100, 10), kSessionA);  // #1
+  EXPECT_THAT(s.Send(Replace(7, 1, 1002, 101, 5), kSessionB),
+              ElementsAre("Rejected acct=7 coid=1002 #1 Replace NotOwner"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
+  // Nothing changed: price, quantity and client order id are the old ones.
+  const auto order = s.engine().FindOrder(1);
+  ASSERT_TRUE(order.has_value());
+  EXPECT_EQ(order->price, 100);
+  EXPECT_EQ(order->leaves_quantity, 10u);
+  EXPECT_EQ(order->client_order_id, 1001u);
+  EXPECT_THAT(s.Send(Replace(7, 1, 1002, 101, 5), kSessionA),
+              ElementsAre("Replaced #1 acct=7 coid=1002 px=101 qty=5 "
+                          "kept=No"));
+  // The other account is still NotOwner, whatever the session.
+  EXPECT_THAT(s.Send(Replace(8, 1, 1003, 101, 5), kSessionA),
+              ElementsAre("Rejected acct=8 coid=1003 #1 Replace NotOwner"));
+}
+
+TEST(Ownership,
+     CancelByClientFromAnotherSessionIsUnknownOrderAndTheOrderStays) {
+  Scenario s;
+  s.Send(Limit(7, 1001, 1, kBuy, kGtc, 100, 10), kSessionA);  // #1
+  EXPECT_THAT(s.Send(CancelClient(7, 1001), kSessionB),
+              ElementsAre("Rejected acct=7 coid=1001 #0 CancelByClient "
+                          "UnknownOrder"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
+  ASSERT_TRUE(s.engine().FindOrder(1).has_value());
+  EXPECT_EQ(s.engine().live_orders(), 1u);
+  EXPECT_FALSE(s.engine().FindOrderByClient(7, kSessionB, 1001).has_value());
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
+}
+
+TEST(Ownership, TwoSessionsHoldTheSameClientOrderIdAndEachCancelsItsOwn) {
+  Scenario s;
+  EXPECT_THAT(s.Send(Limit(7, 1001, 1, kBuy, kGtc, 100, 10), kSessionA),
+              ElementsAre("Accepted #1 acct=7 coid=1001 inst=1 Buy GTC px=100 "
+                          "qty=10"));
+  EXPECT_THAT(s.Send(Limit(7, 1001, 1, kBuy, kGtc, 99, 20), kSessionB),
+              ElementsAre("Accepted #2 acct=7 coid=1001 inst=1 Buy GTC px=99 "
+                          "qty=20"));
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 1001)->order_id, 2u);
+  // B first (the later order), then A: each finds its own.
+  EXPECT_THAT(s.Send(CancelClient(7, 1001), kSessionB),
+              ElementsAre("Cancelled #2 acct=7 coid=1001 inst=1 qty=20 "
+                          "Requested"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
+  EXPECT_THAT(s.Send(CancelClient(7, 1001), kSessionB),
+              ElementsAre("Rejected acct=7 coid=1001 #0 CancelByClient "
+                          "UnknownOrder"));
+  EXPECT_THAT(s.Send(CancelClient(7, 1001), kSessionA),
+              ElementsAre("Cancelled #1 acct=7 coid=1001 inst=1 qty=10 "
+                          "Requested"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionA));
+  EXPECT_EQ(s.engine().live_orders(), 0u);
+}
+
+TEST(Ownership, DuplicateClientOrderIdOnlyWithinASession) {
+  Scenario s;
+  s.Send(Limit(7, 1001, 1, kBuy, kGtc, 100, 10), kSessionA);  // #1
+  EXPECT_THAT(s.Send(Limit(7, 1001, 1, kSell, kGtc, 200, 10), kSessionA),
+              ElementsAre("Rejected acct=7 coid=1001 #0 NewLimit "
+                          "DuplicateClientOrderId"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionA));
+  EXPECT_THAT(s.Send(Market(7, 1001, 1, kSell, 1), kSessionA),
+              ElementsAre("Rejected acct=7 coid=1001 #0 NewMarket "
+                          "DuplicateClientOrderId"));
+  EXPECT_THAT(s.Send(Limit(7, 1001, 1, kSell, kGtc, 200, 10), kSessionB),
+              ElementsAre("Accepted #2 acct=7 coid=1001 inst=1 Sell GTC "
+                          "px=200 qty=10"));
+  // Owner 0 (one owner, `orderwire match`) is a session like any other.
+  EXPECT_THAT(s.Send(Limit(7, 1001, 1, kSell, kGtc, 201, 10), 0),
+              ElementsAre("Accepted #3 acct=7 coid=1001 inst=1 Sell GTC "
+                          "px=201 qty=10"));
+  EXPECT_THAT(s.Send(Limit(7, 1001, 1, kSell, kGtc, 202, 10), 0),
+              ElementsAre("Rejected acct=7 coid=1001 #0 NewLimit "
+                          "DuplicateClientOrderId"));
+}
+
+TEST(Ownership, ReplaceToAnotherSessionsClientOrderIdIsAllowedToItsOwnIsNot) {
+  Scenario s;
+  s.Send(Limit(7, 1001, 1, kBuy, kGtc, 100, 10), kSessionA);  // #1
+  s.Send(Limit(7, 2002, 1, kBuy, kGtc, 99, 10), kSessionB);   // #2
+  s.Send(Limit(7, 3003, 1, kBuy, kGtc, 98, 10), kSessionB);   // #3
+  // B's #3 to 1001, which only A holds: allowed.
+  EXPECT_THAT(s.Send(Replace(7, 3, 1001, 98, 5), kSessionB),
+              ElementsAre("Replaced #3 acct=7 coid=1001 px=98 qty=5 "
+                          "kept=Yes"));
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 1001)->order_id, 3u);
+  EXPECT_FALSE(s.engine().FindOrderByClient(7, kSessionB, 3003).has_value());
+  // B's #3 to 2002, which B's own #2 holds: rejected, nothing changes.
+  EXPECT_THAT(s.Send(Replace(7, 3, 2002, 98, 4), kSessionB),
+              ElementsAre("Rejected acct=7 coid=2002 #3 Replace "
+                          "DuplicateClientOrderId"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
+  EXPECT_EQ(s.engine().FindOrder(3)->client_order_id, 1001u);
+  EXPECT_EQ(s.engine().FindOrder(3)->leaves_quantity, 5u);
+  // A's #1 to 2002 (B's): allowed.
+  EXPECT_THAT(s.Send(Replace(7, 1, 2002, 100, 10), kSessionA),
+              ElementsAre("Replaced #1 acct=7 coid=2002 px=100 qty=10 "
+                          "kept=Yes"));
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 2002)->order_id, 1u);
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 2002)->order_id, 2u);
+}
+
+TEST(Ownership, EachReportGoesToTheOwnerOfTheOrderItConcerns) {
+  Scenario s;
+  // Makers of two sessions; account 7 trades on both A and B.
+  s.Send(Limit(7, 1, 1, kSell, kGtc, 100, 5), kSessionA);  // #1
+  s.Send(Limit(8, 1, 1, kSell, kGtc, 100, 5), kSessionB);  // #2
+  s.Send(Limit(9, 1, 1, kSell, kGtc, 101, 5), 3);          // #3
+  // A taker of account 7 on session 4: #1 is its own account's, so it is
+  // self-trade cancelled (a report for A, its owner), then it fills against
+  // #2 (maker's Filled for B, taker's for 4) and #3 (for 3 and 4), and its
+  // IOC remainder is cancelled (for 4).
+  EXPECT_THAT(
+      s.Send(Limit(7, 2, 1, kBuy, kIoc, 101, 12), 4),
+      ElementsAre(
+          "Accepted #4 acct=7 coid=2 inst=1 Buy IOC px=101 qty=12",
+          "Cancelled #1 acct=7 coid=1 inst=1 qty=5 SelfTrade",
+          "Filled #2 acct=8 coid=1 match=1 inst=1 Sell Maker px=100 qty=5 "
+          "leaves=0",
+          "Filled #4 acct=7 coid=2 match=1 inst=1 Buy Taker px=100 qty=5 "
+          "leaves=7",
+          "Filled #3 acct=9 coid=1 match=2 inst=1 Sell Maker px=101 qty=5 "
+          "leaves=0",
+          "Filled #4 acct=7 coid=2 match=2 inst=1 Buy Taker px=101 qty=5 "
+          "leaves=2",
+          "Cancelled #4 acct=7 coid=2 inst=1 qty=2 ImmediateOrCancel"));
+  EXPECT_THAT(s.Owners(),
+              ElementsAre(4u, kSessionA, kSessionB, 4u, 3u, 4u, 4u));
+  // Rejected: the command's owner.
+  EXPECT_THAT(s.Send(Limit(7, 3, 1, kBuy, kGtc, 0, 1), 5),
+              ElementsAre("Rejected acct=7 coid=3 #0 NewLimit InvalidPrice"));
+  EXPECT_THAT(s.Owners(), ElementsAre(5u));
+  EXPECT_THAT(s.SendUnauthorized(CancelOrder(7, 1), 6),
+              ElementsAre("Rejected acct=7 coid=0 #1 CancelByOrder "
+                          "Unauthorized"));
+  EXPECT_THAT(s.Owners(), ElementsAre(6u));
+  // FillOrKill killed, market remainder: the taker's owner.
+  s.Send(Limit(8, 2, 1, kBuy, kGtc, 90, 5), kSessionB);  // #5
+  EXPECT_THAT(
+      s.Send(Limit(7, 4, 1, kSell, kFok, 90, 6), kSessionA),
+      ElementsAre("Accepted #6 acct=7 coid=4 inst=1 Sell FOK px=90 "
+                  "qty=6",
+                  "Cancelled #6 acct=7 coid=4 inst=1 qty=6 FillOrKill"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionA, kSessionA));
+  EXPECT_THAT(
+      s.Send(Market(7, 5, 1, kSell, 7), kSessionA),
+      ElementsAre(
+          "Accepted #7 acct=7 coid=5 inst=1 Sell IOC px=0 qty=7",
+          "Filled #5 acct=8 coid=2 match=3 inst=1 Buy Maker px=90 qty=5 "
+          "leaves=0",
+          "Filled #7 acct=7 coid=5 match=3 inst=1 Sell Taker px=90 qty=5 "
+          "leaves=2",
+          "Cancelled #7 acct=7 coid=5 inst=1 qty=2 NoLiquidity"));
+  EXPECT_THAT(s.Owners(),
+              ElementsAre(kSessionA, kSessionB, kSessionA, kSessionA));
+  // A crossing Replace: Replaced and the taker's Filled for the replacing
+  // (owning) session, the maker's Filled for the maker's.
+  s.Send(Limit(8, 3, 1, kSell, kGtc, 110, 5), kSessionB);  // #8
+  s.Send(Limit(7, 6, 1, kBuy, kGtc, 100, 5), kSessionA);   // #9
+  EXPECT_THAT(
+      s.Send(Replace(7, 9, 6, 110, 5), kSessionA),
+      ElementsAre("Replaced #9 acct=7 coid=6 px=110 qty=5 kept=No",
+                  "Filled #8 acct=8 coid=3 match=4 inst=1 Sell Maker px=110 "
+                  "qty=5 leaves=0",
+                  "Filled #9 acct=7 coid=6 match=4 inst=1 Buy Taker px=110 "
+                  "qty=5 leaves=0"));
+  EXPECT_THAT(s.Owners(), ElementsAre(kSessionA, kSessionB, kSessionA));
+}
+
+TEST(Ownership, OrderInfoCarriesTheOwner) {
+  Scenario s;
+  s.Send(Limit(7, 1, 1, kBuy, kGtc, 100, 10), kSessionA);    // #1
+  s.Send(Limit(7, 1, 1, kBuy, kGtc, 99, 10), kSessionB);     // #2
+  s.Send(Limit(7, 2, 1, kBuy, kGtc, 98, 10), 0xFFFF'FFFFu);  // #3
+  EXPECT_EQ(s.engine().FindOrder(1)->owner, kSessionA);
+  EXPECT_EQ(s.engine().FindOrder(2)->owner, kSessionB);
+  EXPECT_EQ(s.engine().FindOrder(3)->owner, 0xFFFF'FFFFu);
+  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 1)->owner, kSessionB);
+  EXPECT_EQ(s.engine().FindOrderByClient(7, 0xFFFF'FFFFu, 2)->order_id, 3u);
+  // A replaced order keeps its owner, wherever it moves.
+  s.Send(Replace(7, 1, 5, 97, 10), kSessionA);
+  EXPECT_EQ(s.engine().FindOrder(1)->owner, kSessionA);
+  std::vector<std::pair<std::uint64_t, OwnerTag>> seen;
+  s.engine().ForEachLiveOrder([&](const OrderInfo& order) {
+    seen.emplace_back(order.order_id, order.owner);
+  });
+  EXPECT_THAT(seen,
+              ElementsAre(std::pair<std::uint64_t, OwnerTag>{2, kSessionB},
+                          std::pair<std::uint64_t, OwnerTag>{3, 0xFFFF'FFFFu},
+                          std::pair<std::uint64_t, OwnerTag>{1, kSessionA}));
+}
+
+// Two owners whose client keys (same account, same client order id) share
+// the 32-bit tag of their index slots: only the owner comparison in the
+// record tells them apart.
+TEST(Ownership, ClientKeysThatShareAHashTagAreToldApartByTheOwner) {
+  constexpr std::uint64_t kAccount = 7;
+  constexpr std::uint64_t kCoid = 1001;
+  const auto tag = [&](OwnerTag owner) {
+    return static_cast<std::uint32_t>(
+        internal::HashClientKey(kAccount, owner, kCoid) >> 32);
+  };
+  // The owner is part of the hash.
+  EXPECT_NE(internal::HashClientKey(kAccount, 1, kCoid),
+            internal::HashClientKey(kAccount, 2, kCoid));
+  // A birthday search over owners for two that collide on the tag.
+  absl::flat_hash_map<std::uint32_t, OwnerTag> first_of_tag;
+  OwnerTag a = 0;
+  OwnerTag b = 0;
+  for (OwnerTag owner = 1; owner < 4'000'000; ++owner) {
+    const auto [it, inserted] = first_of_tag.emplace(tag(owner), owner);
+    if (!inserted) {
+      a = it->second;
+      b = owner;
+      break;
+    }
+  }
+  ASSERT_NE(b, 0u) << "no tag collision found";
+  Scenario s;
+  s.Send(Limit(kAccount, kCoid, 1, kBuy, kGtc, 100, 10), a);  // #1
+  EXPECT_FALSE(s.engine().FindOrderByClient(kAccount, b, kCoid).has_value());
+  EXPECT_THAT(s.Send(CancelClient(kAccount, kCoid), b),
+              ElementsAre("Rejected acct=7 coid=1001 #0 CancelByClient "
+                          "UnknownOrder"));
+  EXPECT_THAT(s.Send(Limit(kAccount, kCoid, 1, kBuy, kGtc, 99, 10), b),
+              ElementsAre("Accepted #2 acct=7 coid=1001 inst=1 Buy GTC px=99 "
+                          "qty=10"));
+  EXPECT_EQ(s.engine().FindOrderByClient(kAccount, a, kCoid)->order_id, 1u);
+  EXPECT_EQ(s.engine().FindOrderByClient(kAccount, b, kCoid)->order_id, 2u);
+  EXPECT_THAT(s.Send(CancelClient(kAccount, kCoid), a),
+              ElementsAre("Cancelled #1 acct=7 coid=1001 inst=1 qty=10 "
+                          "Requested"));
+  EXPECT_EQ(s.engine().FindOrderByClient(kAccount, b, kCoid)->order_id, 2u);
+}
+
+// ---------------------------------------------------------------------------
 // The service's entry point, and the engine's other surfaces.
 
 TEST(Unauthorized, RejectedWithTheFieldsOfEachCommandKind) {
@@ -871,7 +1141,7 @@ TEST(Engine, ANonCommandKindIsRefusedAndChangesNothing) {
   report_kind.kind = codec::Kind::kAccepted;
   ReportBuffer out;
   EXPECT_EQ(s.engine().Execute(report_kind, out), ExecuteStatus::kNotACommand);
-  EXPECT_EQ(s.engine().RejectUnauthorized(report_kind, out),
+  EXPECT_EQ(s.engine().RejectUnauthorized(report_kind, 0, out),
             ExecuteStatus::kNotACommand);
   EXPECT_TRUE(out.empty());
   EXPECT_EQ(s.engine().next_order_id(), 1u);
@@ -919,8 +1189,8 @@ TEST(Engine, FindsLiveOrdersByBothKeysAndListsThemInBookOrder) {
   EXPECT_EQ(by_id->client_order_id, 33u);
   EXPECT_EQ(by_id->time_in_force, kPostOnly);
   EXPECT_EQ(by_id->side, kSell);
-  EXPECT_EQ(s.engine().FindOrderByClient(2, 22)->order_id, 2u);
-  EXPECT_FALSE(s.engine().FindOrderByClient(2, 11).has_value());
+  EXPECT_EQ(s.engine().FindOrderByClient(2, 0, 22)->order_id, 2u);
+  EXPECT_FALSE(s.engine().FindOrderByClient(2, 0, 11).has_value());
   std::vector<std::uint64_t> ids;
   s.engine().ForEachLiveOrder(
       [&](const OrderInfo& order) { ids.push_back(order.order_id); });
@@ -949,11 +1219,14 @@ TEST(ReportBuffer, NumbersFramesAcrossClearAndGrowsPastItsReservation) {
                                    .client_order_id = 2,
                                    .instrument_id = 3,
                                    .cancelled_quantity = 4,
-                                   .reason = codec::CancelReason::kRequested});
+                                   .reason = codec::CancelReason::kRequested},
+                  static_cast<OwnerTag>(i));
   }
   ASSERT_EQ(buffer.size(), 100u);
   EXPECT_EQ(buffer.frames().size(), 100 * codec::kFrameSize<codec::Cancelled>);
   EXPECT_EQ(buffer[99].cancelled.order_id, 99u);
+  EXPECT_EQ(buffer[99].owner, 99u);
+  EXPECT_EQ(buffer[7].owner, 7u);
   EXPECT_EQ(codec::LoadLE<std::uint64_t>(buffer.frame(99).data()), 100u);
   buffer.Clear();
   EXPECT_TRUE(buffer.empty());
@@ -962,8 +1235,10 @@ TEST(ReportBuffer, NumbersFramesAcrossClearAndGrowsPastItsReservation) {
                                 .client_order_id = 1,
                                 .price = 1,
                                 .quantity = 1,
-                                .priority_kept = codec::PriorityKept::kYes});
+                                .priority_kept = codec::PriorityKept::kYes},
+                0xFFFF'FFFFu);
   EXPECT_EQ(codec::LoadLE<std::uint64_t>(buffer.frame(0).data()), 101u);
+  EXPECT_EQ(buffer[0].owner, 0xFFFF'FFFFu);
   EXPECT_EQ(buffer[0].As<codec::Replaced>().priority_kept,
             codec::PriorityKept::kYes);
 }
