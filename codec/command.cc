@@ -42,14 +42,6 @@
 namespace orderwire::codec {
 namespace {
 
-constexpr std::size_t kMaxCommandFrameSize = [] {
-  std::size_t max = 0;
-  for (std::uint8_t size : internal::kCommandFrameSize) {
-    if (size > max) max = size;
-  }
-  return max;
-}();
-
 // The pair-step selects among the five command kinds by their values 1..5,
 // and looks sizes up in a 64-bit register (8 bits per kind 0..7).
 static_assert(static_cast<int>(Kind::kNewLimit) == 1 &&

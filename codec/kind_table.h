@@ -102,6 +102,29 @@ inline constexpr std::size_t kMaxFrameSize = [] {
 }();
 
 static_assert(kMaxFrameSize == 71);
+
+// The smallest and largest command frames (CancelByOrder and CancelByClient
+// 25, Replace 49): what a journal record or a pending command must hold.
+// Published here, once; every other component takes them from the codec.
+inline constexpr std::size_t kMinCommandFrameSize = [] {
+  std::size_t min = SIZE_MAX;
+  for (const KindInfo& info : kKindTable) {
+    if (info.kind_class == KindClass::kCommand && info.frame_size < min) {
+      min = info.frame_size;
+    }
+  }
+  return min;
+}();
+inline constexpr std::size_t kMaxCommandFrameSize = [] {
+  std::size_t max = 0;
+  for (const KindInfo& info : kKindTable) {
+    if (info.kind_class == KindClass::kCommand && info.frame_size > max) {
+      max = info.frame_size;
+    }
+  }
+  return max;
+}();
+static_assert(kMinCommandFrameSize == 25 && kMaxCommandFrameSize == 49);
 static_assert(kKindTable[0x00].frame_size == 0, "0 is never a valid kind");
 
 }  // namespace orderwire::codec

@@ -1,7 +1,7 @@
 // Fuzz target: the configuration files of `orderwire match --config` and
 // `orderwire serve --config` on arbitrary text.
 //
-// engine::ParseConfig, net::ParseServiceConfig, AccountSet::Parse and
+// engine::ParseConfig, service::ParseServiceConfig, AccountSet::Parse and
 // AddressSet::Parse must never crash or trip a sanitizer, and reject only
 // with InvalidArgument and a message. What they accept must mean what it
 // says:
@@ -40,10 +40,10 @@
 #include "absl/strings/str_format.h"
 #include "engine/config.h"
 #include "fuzz/fuzz_check.h"
-#include "net/service_config.h"
 #include "net/udp.h"
+#include "service/service_config.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
 using engine::EngineConfig;
@@ -344,11 +344,11 @@ void CheckText(std::string_view text) {
 }
 
 }  // namespace
-}  // namespace orderwire::net
+}  // namespace orderwire::service
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
-  orderwire::net::CheckText(
+  orderwire::service::CheckText(
       std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

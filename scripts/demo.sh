@@ -3,12 +3,15 @@
 #
 #   1. the codec's decode figures on a million generated frames;
 #   2. `orderwire serve` on 127.0.0.1 with a fresh journal (batch durability);
-#   3. `orderwire submit`: a million `mixed` commands from one session,
-#      acknowledged only once durable, with throughput and latency;
+#   3. two `orderwire submit` clients at once, sessions 1 and 2, half a
+#      million `mixed` commands each on the same 64 accounts (so they trade
+#      with each other, and try to cancel each other's orders: NotOwner),
+#      every command acknowledged only once durable and checked against
+#      its command, with throughput and latency;
 #   4. the server stopped cleanly (SIGINT), its counters;
-#   5. `orderwire replay` of the journal, and the proof: the reports the
-#      client received and the reports the replay produces are the same
-#      bytes (their SHA-256 side by side).
+#   5. `orderwire replay --reports-dir` of the journal, and the proof: for
+#      each session, the reports its client received and the reports the
+#      replay produces for it are the same bytes (SHA-256 side by side).
 #
 # Usage: scripts/demo.sh [BUILD_DIR] (default build/release).
 set -euo pipefail
@@ -50,10 +53,24 @@ done
 sed 's/^/   /' "$work/serve.log"
 echo
 
-echo "== 3. orderwire submit: $count mixed commands, session 1 =="
-"${pin_client[@]}" "$ow" submit --target "127.0.0.1:$port" --session 1 \
-  --workload mixed --count "$count" --seed 1 --window 16384 \
-  --reports "$work/client-reports.bin"
+per_session=$((count / 2))
+echo "== 3. orderwire submit: sessions 1 and 2 at once, $per_session mixed commands each =="
+pids=()
+for session in 1 2; do
+  "${pin_client[@]}" "$ow" submit --target "127.0.0.1:$port" \
+    --session "$session" --workload mixed --count "$per_session" \
+    --seed "$session" --window 16384 \
+    --reports "$work/client-reports-$session.bin" \
+    >"$work/submit-$session.log" 2>&1 &
+  pids+=($!)
+done
+failed=0
+for i in 0 1; do
+  wait "${pids[$i]}" || failed=1
+  echo "-- session $((i + 1))"
+  sed 's/^/   /' "$work/submit-$((i + 1)).log"
+done
+[ "$failed" -eq 0 ] || { echo "demo.sh: a client failed" >&2; exit 1; }
 echo
 
 echo "== 4. stop the server cleanly (SIGINT) =="
@@ -63,19 +80,20 @@ server_pid=
 sed -n '/stopped/,$p' "$work/serve.log"
 echo
 
-echo "== 5. orderwire replay of the journal =="
-"$ow" replay --journal "$work/journal" --reports "$work/replay-reports.bin"
+echo "== 5. orderwire replay --reports-dir of the journal =="
+"$ow" replay --journal "$work/journal" --reports-dir "$work/replay"
 "$ow" journal inspect "$work/journal" | head -n 8
 echo
-client_hash=$(sha256sum "$work/client-reports.bin" | cut -d' ' -f1)
-replay_hash=$(sha256sum "$work/replay-reports.bin" | cut -d' ' -f1)
-client_bytes=$(stat -c %s "$work/client-reports.bin")
-replay_bytes=$(stat -c %s "$work/replay-reports.bin")
-echo "reports received by the client: $client_bytes bytes, sha256 $client_hash"
-echo "reports produced by the replay: $replay_bytes bytes, sha256 $replay_hash"
-if [ "$client_hash" = "$replay_hash" ]; then
-  echo "identical: the journal reproduces every report the client received."
-else
-  echo "DIFFERENT: the replay does not reproduce the client's reports" >&2
-  exit 1
-fi
+for session in 1 2; do
+  client="$work/client-reports-$session.bin"
+  replay="$work/replay/session-$session.bin"
+  client_hash=$(sha256sum "$client" | cut -d' ' -f1)
+  replay_hash=$(sha256sum "$replay" | cut -d' ' -f1)
+  echo "session $session: received by its client $(stat -c %s "$client") bytes, sha256 $client_hash"
+  echo "session $session: produced by the replay  $(stat -c %s "$replay") bytes, sha256 $replay_hash"
+  if [ "$client_hash" != "$replay_hash" ]; then
+    echo "DIFFERENT: the replay does not reproduce session $session's reports" >&2
+    exit 1
+  fi
+done
+echo "identical: the journal reproduces every report each session received."

@@ -12,8 +12,8 @@
 // the last `command_capacity` commands, the sequence of the first report
 // sent after each command began. Recording a report is one copy of its frame
 // into the ring; nothing allocates after construction.
-#ifndef ORDERWIRE_NET_REPORT_HISTORY_H_
-#define ORDERWIRE_NET_REPORT_HISTORY_H_
+#ifndef ORDERWIRE_SERVICE_REPORT_HISTORY_H_
+#define ORDERWIRE_SERVICE_REPORT_HISTORY_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -24,7 +24,7 @@
 
 #include "codec/kind_table.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 
 class ReportHistory {
  public:
@@ -86,6 +86,6 @@ class ReportHistory {
   std::uint64_t next_ = 1;
 };
 
-}  // namespace orderwire::net
+}  // namespace orderwire::service
 
-#endif  // ORDERWIRE_NET_REPORT_HISTORY_H_
+#endif  // ORDERWIRE_SERVICE_REPORT_HISTORY_H_

@@ -1,10 +1,12 @@
 // The UDP order-entry service; see service.h.
-#include "net/service.h"
+#include "service/service.h"
 
 #include <time.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <vector>
@@ -14,12 +16,11 @@
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
-#include "engine/engine.h"
-#include "engine/report.h"
 #include "journal/reader.h"
-#include "net/report_history.h"
+#include "service/sequencer.h"
+#include "service/state_machine.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
 std::int64_t MonotonicNs() {
@@ -41,88 +42,79 @@ std::uint64_t RealtimeNs() {
 constexpr std::int64_t kGapRepeatNs = 2'000'000;
 // The same for sending a session's reports again on a duplicate command.
 constexpr std::int64_t kResendRepeatNs = 2'000'000;
-// Live orders the order -> session table holds before it first grows.
-constexpr std::size_t kInitialOwners = 4096;
 
-// A command journaled and waiting to be durable.
-struct Pending {
-  std::uint64_t index;
-  std::uint32_t session;  // Session::index
-  std::uint32_t flags;
-  codec::Command command;
-};
-
-// Outgoing state of a session.
+// Outgoing state of a session, by the Sequencer's session index.
 struct SessionOutput {
-  ReportHistory history;
   int tx_slot = -1;  // the datagram being filled in the send batch
   std::uint64_t resent_from = 0;
   std::int64_t resent_ns = 0;
 };
 
+StateMachineOptions MachineOptions(const ServiceOptions& options) {
+  return StateMachineOptions{
+      .engine = options.config.engine,
+      .max_sessions = options.config.max_sessions,
+      .report_history = options.report_history,
+      .command_history = options.command_history,
+  };
+}
+
 }  // namespace
 
-class Service::Impl {
+class Service::Impl final : public Sequencer::Backpressure {
  public:
   explicit Impl(ServiceOptions options)
       : options_(std::move(options)),
-        engine_(options_.config.engine),
-        sessions_(options_.config),
+        machine_(MachineOptions(options_)),
         rx_(options_.batch),
         tx_(options_.batch),
         tx_owner_(options_.batch),
-        pending_(options_.max_pending) {
-    outputs_.reserve(options_.config.max_sessions);
-    // Sized to the live orders, not to the capacity (as the engine sizes its
-    // own indices): reserved for 2 x max_live_orders it had 4M slots (68
-    // MiB) for the few hundred orders the mixed workload keeps live, and
-    // every lookup and insert missed the caches and the TLB (a quarter of
-    // the server's time at full rate; docs/BENCHMARKS.md "Service"). It
-    // grows (allocates and rehashes) only at a new high-water mark of live
-    // orders past kInitialOwners, like the engine's tables.
-    owners_.reserve(kInitialOwners);
+        outputs_(options_.config.max_sessions) {
+    by_state_.reserve(options_.config.max_sessions);
   }
 
   absl::Status Start();
   absl::Status Run(const std::atomic<bool>& stop);
+  void WaitForJournal() override;
+  void RefreshStats() const;
 
   ServiceOptions options_;
-  engine::Engine engine_;
-  engine::ReportBuffer reports_{1 << 12};
-  SessionTable sessions_;
-  std::vector<std::unique_ptr<SessionOutput>> outputs_;  // by Session::index
-  // Which session each live order belongs to (its reports go there).
-  absl::flat_hash_map<std::uint64_t, std::uint32_t> owners_;
+  StateMachine machine_;
   std::unique_ptr<journal::JournalWriter> writer_;
-  std::optional<UdpSocket> socket_;
-  Endpoint local_;
-  DatagramBatch rx_;
-  DatagramBatch tx_;
+  std::unique_ptr<Sequencer> sequencer_;
+  std::optional<net::UdpSocket> socket_;
+  net::Endpoint local_;
+  net::DatagramBatch rx_;
+  net::DatagramBatch tx_;
   std::size_t tx_used_ = 0;  // slots of tx_ holding datagrams to send
-  std::vector<std::uint32_t> tx_owner_;  // session index of each slot
-  std::vector<Pending> pending_;         // ring
-  std::size_t pending_head_ = 0;
-  std::size_t pending_size_ = 0;
-  ServiceStats stats_;
+  std::vector<std::uint32_t> tx_owner_;  // Session::index of each slot
+  std::vector<SessionOutput> outputs_;   // by Session::index
+  // The Sequencer's session of each StateMachine session (by its index),
+  // found once per session: routing a report is then two array reads.
+  std::vector<Session*> by_state_;
+  std::uint64_t durable_index_ = 0;
+  std::uint64_t replayed_ = 0;
+  std::uint64_t backpressure_waits_ = 0;
+  std::uint64_t send_failures_ = 0;
+  std::uint64_t datagrams_in_ = 0, bytes_in_ = 0;
+  std::uint64_t datagrams_out_ = 0, bytes_out_ = 0;
+  std::uint64_t truncated_by_kernel_ = 0;
+  std::uint64_t sequence_gaps_sent_ = 0;
+  std::uint64_t reports_resent_ = 0;
+  std::uint64_t resend_unavailable_ = 0;
+  std::array<std::uint64_t, codec::kCodecErrorCount> malformed_{};
+  std::array<std::uint64_t, 256> frames_out_{};
+  mutable ServiceStats stats_;
+  absl::Status fatal_;  // a record the StateMachine refused: stop
   std::string startup_report_;
   std::int64_t now_ns_ = 0;
 
  private:
-  SessionOutput& OutputOf(const Session& session);
   void ProcessDatagram(std::size_t slot, std::uint64_t receive_ns);
-  // Journals frames [first, first+count) of `frames` for `session`, waiting
-  // for the journal when it is full. False if the writer failed.
-  bool Journal(Session& session, std::span<const std::byte> frames,
-               std::uint64_t receive_ns, std::uint32_t flags,
-               std::span<const codec::Command> commands);
-  void WaitForJournal();
-  // Applies every pending command the journal has made durable.
+  // Applies every pending record the journal has made durable and sends
+  // their reports.
   void ApplyDurable();
-  // Applies one command and routes its reports. `send`: false during replay.
-  void Apply(const codec::Command& command, std::uint32_t flags,
-             Session& session, bool send);
-  void Route(const engine::Report& report, std::span<const std::byte> frame,
-             Session& submitter, bool send);
+  Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
   void ResendFrom(Session& session, std::uint64_t first_report);
@@ -135,6 +127,9 @@ Service::~Service() = default;
 
 absl::StatusOr<std::unique_ptr<Service>> Service::Start(
     ServiceOptions options) {
+  if (absl::Status s = engine::ValidateConfig(options.config.engine); !s.ok()) {
+    return s;
+  }
   auto impl = std::make_unique<Impl>(std::move(options));
   if (absl::Status s = impl->Start(); !s.ok()) return s;
   return std::unique_ptr<Service>(new Service(std::move(impl)));
@@ -143,32 +138,23 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
 absl::Status Service::Run(const std::atomic<bool>& stop) {
   return impl_->Run(stop);
 }
-const Endpoint& Service::local_endpoint() const { return impl_->local_; }
-const ServiceStats& Service::stats() const { return impl_->stats_; }
+const net::Endpoint& Service::local_endpoint() const { return impl_->local_; }
+const ServiceStats& Service::stats() const {
+  impl_->RefreshStats();
+  return impl_->stats_;
+}
+const StateMachine& Service::state() const { return impl_->machine_; }
 const std::string& Service::startup_report() const {
   return impl_->startup_report_;
 }
 
-SessionOutput& Service::Impl::OutputOf(const Session& session) {
-  while (outputs_.size() <= session.index) outputs_.emplace_back();
-  std::unique_ptr<SessionOutput>& out = outputs_[session.index];
-  if (out == nullptr) {
-    // Once per session, when it first appears.
-    out = std::make_unique<SessionOutput>(SessionOutput{
-        ReportHistory(options_.report_history, options_.command_history)});
-  }
-  return *out;
-}
-
 absl::Status Service::Impl::Start() {
-  if (absl::Status s = engine::ValidateConfig(options_.config.engine);
-      !s.ok()) {
-    return s;
-  }
   absl::StatusOr<std::unique_ptr<journal::JournalWriter>> writer =
       journal::JournalWriter::Open(options_.journal);
   if (!writer.ok()) return writer.status();
   writer_ = std::move(*writer);
+  sequencer_ = std::make_unique<Sequencer>(
+      options_.config, options_.max_pending, *writer_, *this);
   const journal::RecoveryReport& recovery = writer_->recovery();
   startup_report_ = absl::StrFormat(
       "journal %s: %s, %d segment(s), last index %d; %s, durability %s",
@@ -179,8 +165,9 @@ absl::Status Service::Impl::Start() {
     absl::StrAppendFormat(&startup_report_, "\n  %s", recovery.message);
   }
 
-  // Replay: the engine, the sessions and their report histories become what
-  // they were when the last durable record was applied.
+  // Restart: every record through the StateMachine, as the live loop
+  // applied it; then the Sequencer continues each session where the
+  // journal left it.
   if (recovery.last_index > 0) {
     absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
         journal::JournalReader::Open(options_.journal.directory);
@@ -189,27 +176,11 @@ absl::Status Service::Impl::Start() {
     const std::int64_t start = MonotonicNs();
     while (record.index < recovery.last_index &&
            (*reader)->Next(record) == journal::ReadResult::kRecord) {
-      codec::Command command;
-      if (!codec::DecodeCommand(record.frame.bytes(), command).ok()) {
-        return absl::DataLossError(absl::StrFormat(
-            "journal record %d is not a command frame", record.index));
+      if (absl::Status s = machine_.Apply(Record::FromJournal(record));
+          !s.ok()) {
+        return s;
       }
-      Session* session = sessions_.Recover(record.session_id);
-      if (session == nullptr) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "journal record %d: session %d does not fit: the journal has "
-            "more sessions than max_sessions = %d",
-            record.index, record.session_id, options_.config.max_sessions));
-      }
-      if (command.sequence != session->next_expected) {
-        return absl::DataLossError(absl::StrFormat(
-            "journal record %d: session %d sequence %d, expected %d",
-            record.index, record.session_id, command.sequence,
-            session->next_expected));
-      }
-      ++session->next_expected;
-      Apply(command, record.flags, *session, /*send=*/false);
-      ++stats_.replayed;
+      ++replayed_;
     }
     if (!(*reader)->status().ok()) return (*reader)->status();
     if (record.index != recovery.last_index) {
@@ -217,21 +188,28 @@ absl::Status Service::Impl::Start() {
           "journal replay ended at index %d, but the journal holds %d",
           record.index, recovery.last_index));
     }
+    for (std::size_t i = 0; i < machine_.session_count(); ++i) {
+      const SessionState& state =
+          machine_.session(static_cast<std::uint32_t>(i));
+      if (absl::Status s = sequencer_->Recover(state.id, state.next_expected);
+          !s.ok()) {
+        return s;
+      }
+    }
     const double seconds = static_cast<double>(MonotonicNs() - start) * 1e-9;
     absl::StrAppendFormat(
         &startup_report_,
         "\n  replayed %d records in %.3f s: %d session(s), %d live orders, "
         "next order id %d",
-        stats_.replayed, seconds, sessions_.size(), engine_.live_orders(),
-        engine_.next_order_id());
+        replayed_, seconds, machine_.session_count(),
+        machine_.engine().live_orders(), machine_.engine().next_order_id());
   }
-  stats_.durable_index = writer_->durable_index();
-  stats_.last_index = writer_->last_index();
+  durable_index_ = writer_->durable_index();
 
-  absl::StatusOr<UdpSocket> socket = UdpSocket::Bind(options_.listen);
+  absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(options_.listen);
   if (!socket.ok()) return socket.status();
   socket_.emplace(std::move(*socket));
-  absl::StatusOr<Endpoint> local = socket_->LocalEndpoint();
+  absl::StatusOr<net::Endpoint> local = socket_->LocalEndpoint();
   if (!local.ok()) return local.status();
   local_ = *local;
   return absl::OkStatus();
@@ -242,6 +220,7 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   std::int64_t next_interval_ns = MonotonicNs() + interval_ns;
   while (!stop.load(std::memory_order_relaxed)) {
     if (writer_->failed()) return writer_->status();
+    if (!fatal_.ok()) return fatal_;
     now_ns_ = MonotonicNs();
     if (interval_ns > 0 && now_ns_ >= next_interval_ns &&
         options_.on_interval) {
@@ -262,7 +241,7 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
     ApplyDurable();
     if (n > 0) continue;
     // Nothing arrived: wait for the disk if it has work, else the network.
-    if (pending_size_ > 0) {
+    if (sequencer_->pending() > 0) {
       WaitForJournal();
     } else {
       socket_->WaitReadable(50);
@@ -272,230 +251,106 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   // applied and answered.
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
   ApplyDurable();
+  if (!fatal_.ok()) return fatal_;
   absl::Status closed = writer_->Close();
-  stats_.durable_index = writer_->durable_index();
+  durable_index_ = writer_->durable_index();
   return closed;
 }
 
 void Service::Impl::ProcessDatagram(std::size_t slot,
                                     std::uint64_t receive_ns) {
   const std::span<const std::byte> bytes = rx_.datagram(slot);
-  ++stats_.datagrams_in;
-  stats_.bytes_in += bytes.size();
+  ++datagrams_in_;
+  bytes_in_ += bytes.size();
   if (rx_.truncated(slot)) {
-    ++stats_.truncated_by_kernel;
-    ++stats_.malformed[static_cast<std::size_t>(codec::CodecError::kOversize)];
+    ++truncated_by_kernel_;
+    ++malformed_[static_cast<std::size_t>(codec::CodecError::kOversize)];
     return;
   }
   const auto datagram =
       codec::DatagramView::Parse(bytes, codec::FrameFilter::kCommands);
   if (!datagram.ok()) {
-    ++stats_.malformed[static_cast<std::size_t>(datagram.error())];
+    ++malformed_[static_cast<std::size_t>(datagram.error())];
     return;
   }
-  Session* session = nullptr;
-  const Admission admission =
-      sessions_.Admit(datagram->session_id(), rx_.peer(slot), &session);
-  if (admission != Admission::kOk) {
-    ++stats_.refused[static_cast<std::size_t>(admission)];
-    return;
-  }
-  stats_.sessions = sessions_.size();
-
-  // Frames below the expected sequence are duplicates (skipped); the run
-  // that starts at the expected sequence is applied; it ends at the first
-  // frame that does not continue it. A frame above the expected sequence is
-  // a gap: it and the rest of the datagram are dropped.
-  const std::byte* const frames_begin = datagram->frame_bytes().data();
-  std::array<codec::Command, 64> commands;  // a datagram holds <= 58 frames
-  std::size_t frames_seen = 0;
-  std::size_t run_count = 0;
-  std::size_t run_begin = 0;
-  bool saw_duplicate = false;
-  std::uint64_t first_duplicate = 0;
-  bool gap = false;
-  std::uint64_t expected = session->next_expected;
-  for (auto it = datagram->begin(); it != datagram->end(); ++it) {
-    const codec::FrameView frame = *it;
-    const std::uint64_t sequence = frame.sequence();
-    if (sequence < expected) {
-      ++stats_.duplicates;
-      if (!saw_duplicate) first_duplicate = sequence;
-      saw_duplicate = true;
-      if (run_count > 0) break;  // out of order after the run: stop there
-      ++frames_seen;
-      continue;
+  const Sequenced result =
+      sequencer_->Sequence(*datagram, rx_.peer(slot), receive_ns);
+  if (result.admission != Admission::kOk || result.journal_failed) return;
+  Session& session = *result.session;
+  if (result.duplicates) {
+    // A retransmission of commands already journaled: the client lacks
+    // their reports (a datagram lost, or a restart between durable and
+    // sent). Send the session's reports again from the first of them, once
+    // per round trip; the client drops those it has by report sequence. A
+    // command journaled but not yet applied has no reports yet: they go out
+    // when it is durable.
+    const SessionState* state =
+        session.state >= 0
+            ? &machine_.session(static_cast<std::uint32_t>(session.state))
+            : machine_.Find(session.id);
+    std::optional<std::uint64_t> from;
+    if (state != nullptr) {
+      from = state->history.FirstReportOf(result.first_duplicate);
     }
-    if (sequence != expected) {
-      gap = true;
-      break;
-    }
-    if (run_count == 0) run_begin = it.OffsetFrom(frames_begin);
-    (void)codec::DecodeCommand(frame.bytes(), commands[run_count]);
-    ++run_count;
-    ++frames_seen;
-    ++expected;
-  }
-  if (saw_duplicate) {
-    // A retransmission of commands already applied: the client lacks their
-    // reports (a datagram lost, or a restart between durable and sent).
-    // Send the session's reports again from the first of them, once per
-    // round trip; the client drops those it has by report sequence.
-    const std::optional<std::uint64_t> from =
-        OutputOf(*session).history.FirstReportOf(first_duplicate);
     if (from.has_value()) {
-      ResendFrom(*session, *from);
+      ResendFrom(session, *from);
     } else {
-      ++stats_.resend_unavailable;
+      ++resend_unavailable_;
     }
   }
-  if (run_count > 0) {
-    // Journal the run verbatim, split where the authorization flag changes.
-    const std::span<const std::byte> frame_bytes = datagram->frame_bytes();
-    std::size_t offset = run_begin;
-    std::size_t i = 0;
-    while (i < run_count) {
-      const bool allowed =
-          session->policy->accounts.Contains(commands[i].account_id);
-      std::size_t j = i;
-      std::size_t end = offset;
-      while (j < run_count && session->policy->accounts.Contains(
-                                  commands[j].account_id) == allowed) {
-        end += codec::Info(commands[j].kind).frame_size;
-        ++j;
-      }
-      if (!Journal(
-              *session, frame_bytes.subspan(offset, end - offset), receive_ns,
-              allowed ? 0 : journal::kRecordUnauthorized,
-              std::span<const codec::Command>(commands).subspan(i, j - i))) {
-        return;
-      }
-      offset = end;
-      i = j;
-    }
-  }
-  if (gap) {
-    // After the run: the SequenceGap names the sequence expected now.
-    ++stats_.gaps;
-    stats_.gap_frames_dropped += datagram->frame_count() - frames_seen;
-    SendGap(*session);
-  }
-}
-
-bool Service::Impl::Journal(Session& session, std::span<const std::byte> frames,
-                            std::uint64_t receive_ns, std::uint32_t flags,
-                            std::span<const codec::Command> commands) {
-  // Room in the pending ring first (back-pressure on the engine side).
-  while (pending_size_ + commands.size() > pending_.size()) {
-    WaitForJournal();
-    if (writer_->failed()) return false;
-  }
-  while (true) {
-    const journal::AppendStatus status =
-        writer_->Append(frames, session.id, receive_ns, flags);
-    if (status == journal::AppendStatus::kOk) break;
-    if (status != journal::AppendStatus::kFull) return false;
-    WaitForJournal();  // back-pressure on the disk side
-    if (writer_->failed()) return false;
-  }
-  std::uint64_t index = writer_->last_index() - commands.size() + 1;
-  for (const codec::Command& command : commands) {
-    Pending& p = pending_[(pending_head_ + pending_size_) % pending_.size()];
-    p.index = index++;
-    p.session = session.index;
-    p.flags = flags;
-    p.command = command;
-    ++pending_size_;
-    ++stats_.frames_in[static_cast<std::uint8_t>(command.kind)];
-  }
-  session.next_expected += commands.size();
-  stats_.last_index = writer_->last_index();
-  return true;
+  // After the run: the SequenceGap names the sequence expected now.
+  if (result.gap) SendGap(session);
 }
 
 void Service::Impl::WaitForJournal() {
-  ++stats_.backpressure_waits;
+  ++backpressure_waits_;
   (void)writer_->Wait();
   ApplyDurable();
 }
 
+Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
+  if (state_index < by_state_.size()) [[likely]] {
+    return by_state_[state_index];
+  }
+  // Once per session: its first record has just been applied.
+  while (by_state_.size() <= state_index) {
+    const SessionState& state =
+        machine_.session(static_cast<std::uint32_t>(by_state_.size()));
+    Session* session = sequencer_->sessions().Find(state.id);
+    if (session != nullptr)
+      session->state = static_cast<std::int32_t>(state.index);
+    by_state_.push_back(session);
+  }
+  return by_state_[state_index];
+}
+
 void Service::Impl::ApplyDurable() {
   const std::uint64_t durable = writer_->Poll();
-  stats_.durable_index = durable;
-  while (pending_size_ > 0 && pending_[pending_head_].index <= durable) {
-    const Pending& p = pending_[pending_head_];
-    Apply(p.command, p.flags, sessions_.at(p.session), /*send=*/true);
-    pending_head_ = (pending_head_ + 1) % pending_.size();
-    --pending_size_;
-  }
+  durable_index_ = durable;
+  sequencer_->ForEachDurable(durable, [&](const Record& record) {
+    if (!fatal_.ok()) return;
+    if (absl::Status s = machine_.Apply(record); !s.ok()) [[unlikely]] {
+      // The Sequencer journals only whole commands in sequence: a refusal
+      // here is a bug, and answering anything after it would be wrong. The
+      // service stops (Run returns this); the journal holds the record.
+      fatal_ = absl::InternalError(absl::StrFormat(
+          "the state machine refused a record the service journaled: %s",
+          s.message()));
+      return;
+    }
+    for (const Output& out : machine_.outputs()) {
+      Session* target = SessionOfState(out.session);
+      if (target == nullptr) continue;  // recovered, never admitted
+      ++frames_out_[static_cast<std::uint8_t>(out.kind)];
+      Emit(*target, out.frame);
+    }
+  });
   FlushOutput();
-}
-
-void Service::Impl::Apply(const codec::Command& command, std::uint32_t flags,
-                          Session& session, bool send) {
-  reports_.Clear();
-  OutputOf(session).history.BeginCommand(command.sequence, session.next_report);
-  if ((flags & journal::kRecordUnauthorized) != 0) {
-    engine_.RejectUnauthorized(command, reports_);
-  } else {
-    engine_.Execute(command, reports_);
-  }
-  ++stats_.commands_applied;
-  for (std::size_t i = 0; i < reports_.size(); ++i) {
-    Route(reports_[i], reports_.frame(i), session, send);
-  }
-}
-
-void Service::Impl::Route(const engine::Report& report,
-                          std::span<const std::byte> frame, Session& submitter,
-                          bool send) {
-  // Each report goes to the session that submitted the order it concerns;
-  // a Rejected goes to the submitter of the rejected command.
-  Session* target = &submitter;
-  switch (report.kind) {
-    case codec::Kind::kRejected: {
-      const auto reason = static_cast<std::size_t>(report.rejected.reason);
-      if (reason < stats_.rejects.size()) ++stats_.rejects[reason];
-      break;
-    }
-    case codec::Kind::kAccepted:
-      owners_[report.accepted.order_id] = submitter.index;
-      break;
-    default: {
-      std::uint64_t order_id = 0;
-      bool finished = false;
-      if (report.kind == codec::Kind::kFilled) {
-        order_id = report.filled.order_id;
-        finished = report.filled.leaves_quantity == 0;
-      } else if (report.kind == codec::Kind::kCancelled) {
-        order_id = report.cancelled.order_id;
-        finished = true;
-      } else if (report.kind == codec::Kind::kReplaced) {
-        order_id = report.replaced.order_id;
-      }
-      if (auto it = owners_.find(order_id); it != owners_.end()) {
-        target = &sessions_.at(it->second);
-        if (finished) owners_.erase(it);
-      }
-      break;
-    }
-  }
-  // The report takes the next sequence of its session.
-  std::array<std::byte, codec::kMaxFrameSize> numbered;
-  std::memcpy(numbered.data(), frame.data(), frame.size());
-  codec::StoreLE(numbered.data() + codec::kSequenceOffset, target->next_report);
-  const std::span<const std::byte> out(numbered.data(), frame.size());
-  OutputOf(*target).history.Add(target->next_report, out);
-  ++target->next_report;
-  if (send) {
-    ++stats_.frames_out[static_cast<std::uint8_t>(report.kind)];
-    Emit(*target, out);
-  }
 }
 
 std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
                                                   std::size_t size) {
-  SessionOutput& out = OutputOf(session);
+  SessionOutput& out = outputs_[session.index];
   if (out.tx_slot >= 0) {
     const auto slot = static_cast<std::size_t>(out.tx_slot);
     const std::size_t used = tx_.datagram(slot).size();
@@ -518,7 +373,7 @@ void Service::Impl::Emit(Session& session, std::span<const std::byte> frame) {
   if (!session.pinned) return;  // recovered, not heard from since: nowhere
   const std::span<std::byte> dst = ReserveOutput(session, frame.size());
   std::memcpy(dst.data(), frame.data(), frame.size());
-  const auto slot = static_cast<std::size_t>(OutputOf(session).tx_slot);
+  const auto slot = static_cast<std::size_t>(outputs_[session.index].tx_slot);
   const std::size_t length = tx_.datagram(slot).size() + frame.size();
   tx_.set_length(slot, length);
   // frame_count is the header's u16 at a layout-derived offset.
@@ -539,13 +394,13 @@ void Service::Impl::SendGap(Session& session) {
   session.gap_sent_ns = now_ns_;
   std::array<std::byte, codec::kFrameSize<codec::SequenceGap>> frame;
   (void)codec::EncodeFrame(0, codec::SequenceGap{session.next_expected}, frame);
-  ++stats_.sequence_gaps_sent;
-  ++stats_.frames_out[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
+  ++sequence_gaps_sent_;
+  ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
   Emit(session, frame);
 }
 
 void Service::Impl::ResendFrom(Session& session, std::uint64_t first_report) {
-  SessionOutput& out = OutputOf(session);
+  SessionOutput& out = outputs_[session.index];
   // Once per round trip: a resend from this point or an earlier one went out
   // less than a round trip ago (e.g. for the previous datagram of the same
   // retransmitted window) and covered these reports, and those made since
@@ -557,11 +412,13 @@ void Service::Impl::ResendFrom(Session& session, std::uint64_t first_report) {
   }
   out.resent_from = first_report;
   out.resent_ns = now_ns_;
-  for (std::uint64_t seq = first_report; seq < session.next_report; ++seq) {
-    const std::span<const std::byte> frame = out.history.Get(seq);
+  const SessionState* state = machine_.Find(session.id);
+  if (state == nullptr) return;
+  for (std::uint64_t seq = first_report; seq < state->next_report; ++seq) {
+    const std::span<const std::byte> frame = state->history.Get(seq);
     if (frame.empty()) break;
     Emit(session, frame);
-    ++stats_.reports_resent;
+    ++reports_resent_;
   }
 }
 
@@ -569,7 +426,7 @@ void Service::Impl::FlushOutput() {
   if (tx_used_ == 0) return;
   // The datagrams being filled are closed: their sessions start new ones.
   for (std::size_t i = 0; i < tx_used_; ++i) {
-    outputs_[tx_owner_[i]]->tx_slot = -1;
+    outputs_[tx_owner_[i]].tx_slot = -1;
   }
   std::size_t sent = 0;
   int attempts = 0;
@@ -577,10 +434,10 @@ void Service::Impl::FlushOutput() {
     const int n = socket_->SendRange(tx_, sent, tx_used_ - sent);
     if (n > 0) {
       for (std::size_t i = sent; i < sent + static_cast<std::size_t>(n); ++i) {
-        stats_.bytes_out += tx_.datagram(i).size();
+        bytes_out_ += tx_.datagram(i).size();
       }
       sent += static_cast<std::size_t>(n);
-      stats_.datagrams_out += static_cast<std::uint64_t>(n);
+      datagrams_out_ += static_cast<std::uint64_t>(n);
       attempts = 0;
       continue;
     }
@@ -588,7 +445,7 @@ void Service::Impl::FlushOutput() {
     // drop; the client recovers by retransmitting (see ReportHistory).
     if (++attempts > 1000 ||
         (n < 0 && n != -EAGAIN && n != -ENOBUFS && n != -EINTR)) {
-      ++stats_.send_failures;
+      ++send_failures_;
       ++sent;
       attempts = 0;
     }
@@ -596,11 +453,40 @@ void Service::Impl::FlushOutput() {
   tx_used_ = 0;
 }
 
+void Service::Impl::RefreshStats() const {
+  ServiceStats& s = stats_;
+  const SequencerStats& q = sequencer_->stats();
+  const StateMachineStats& m = machine_.stats();
+  s.datagrams_in = datagrams_in_;
+  s.bytes_in = bytes_in_;
+  s.datagrams_out = datagrams_out_;
+  s.bytes_out = bytes_out_;
+  s.send_failures = send_failures_;
+  s.frames_in = q.journaled;
+  s.frames_out = frames_out_;
+  s.malformed = malformed_;
+  s.refused = q.refused;
+  s.truncated_by_kernel = truncated_by_kernel_;
+  s.duplicates = q.duplicates;
+  s.gaps = q.gaps;
+  s.gap_frames_dropped = q.gap_frames_dropped;
+  s.sequence_gaps_sent = sequence_gaps_sent_;
+  s.reports_resent = reports_resent_;
+  s.resend_unavailable = resend_unavailable_;
+  s.rejects = m.rejects;
+  s.commands_applied = m.records;
+  s.replayed = replayed_;
+  s.backpressure_waits = backpressure_waits_;
+  s.durable_index = durable_index_;
+  s.last_index = writer_ != nullptr ? writer_->last_index() : 0;
+  s.sessions = sequencer_->sessions().size();
+}
+
 // ---------------------------------------------------------------------------
 // Counters.
 
 std::string Service::StatsLine() const {
-  const ServiceStats& s = impl_->stats_;
+  const ServiceStats& s = stats();
   std::uint64_t malformed = 0;
   for (std::uint64_t v : s.malformed) malformed += v;
   std::uint64_t refused = 0;
@@ -617,7 +503,7 @@ std::string Service::StatsLine() const {
 }
 
 std::string Service::StatsReport() const {
-  const ServiceStats& s = impl_->stats_;
+  const ServiceStats& s = stats();
   std::string out;
   absl::StrAppendFormat(&out, "  datagrams in      %d (%d bytes)\n",
                         s.datagrams_in, s.bytes_in);
@@ -674,7 +560,7 @@ std::string Service::StatsReport() const {
 }
 
 std::string Service::StatsJson() const {
-  const ServiceStats& s = impl_->stats_;
+  const ServiceStats& s = stats();
   std::string out = "{";
   const auto field = [&](std::string_view name, std::uint64_t value) {
     absl::StrAppendFormat(&out, "%s\"%s\":%d", out.size() > 1 ? "," : "", name,
@@ -737,4 +623,4 @@ std::string Service::StatsJson() const {
   return out;
 }
 
-}  // namespace orderwire::net
+}  // namespace orderwire::service

@@ -1,31 +1,30 @@
-// The UDP order-entry service behind `orderwire serve`: receive, journal,
-// wait until durable, match, answer.
+// The UDP order-entry service behind `orderwire serve`: the loop that joins
+// the transport, the Sequencer, the journal and the StateMachine.
 //
-// Pipeline, one thread (docs/SERVICE.md says why one thread, with figures):
+// Pipeline, one thread (docs/SERVICE.md says why one thread, with figures;
+// docs/ARCHITECTURE.md draws it):
 //
-//   recvmmsg ─► parse datagram (all or nothing) ─► admit session ─►
-//   sequence check ─► JournalWriter::Append (the frames' bytes, verbatim,
-//   from the receive buffer) ─► pending ring ─► Poll: durable index D ─►
-//   engine, for every pending command with index <= D ─► reports routed to
-//   their sessions, packed into datagrams ─► sendmmsg
+//   recvmmsg ─► parse datagram (all or nothing) ─► Sequencer: admit session,
+//   check sequences, JournalWriter::Append (the frames' bytes, verbatim, from
+//   the receive buffer) ─► pending ring ─► Poll: durable index D ─►
+//   StateMachine::Apply for every pending record with index <= D ─► each
+//   report to its session's datagram ─► sendmmsg
 //
 // A command's reports leave only after the command is durable under the
 // configured mode. Nothing allocates per command: receive and send buffers,
 // the pending ring, the engine's pools and report buffer and the journal's
 // group buffers are allocated at start-up; a session's report history when
-// the session first appears; the order -> session table grows (like the
-// engine's indices) only when the number of live orders reaches a new high.
-// Back-pressure: when the journal has no free buffer or the pending ring is
-// full, the loop stops reading the socket and waits for the disk; datagrams
-// wait in the socket buffer or are dropped by the kernel, and clients
-// retransmit.
+// the session's first record is applied. Back-pressure: when the journal has
+// no free buffer or the pending ring is full, the loop stops reading the
+// socket and waits for the disk; datagrams wait in the socket buffer or are
+// dropped by the kernel, and clients retransmit.
 //
-// Restart: Start() recovers the journal (a torn tail is cut off), replays
-// every record through the engine and routes the reports as the live
-// service did, so every session's expected sequence and report sequence,
-// every book and the report history are as they were.
-#ifndef ORDERWIRE_NET_SERVICE_H_
-#define ORDERWIRE_NET_SERVICE_H_
+// Restart: Start() recovers the journal (a torn tail is cut off) and applies
+// every record through the same StateMachine::Apply as the live loop, so
+// every session's expected sequence and report sequence, every book and the
+// report history are as they were.
+#ifndef ORDERWIRE_SERVICE_SERVICE_H_
+#define ORDERWIRE_SERVICE_SERVICE_H_
 
 #include <array>
 #include <atomic>
@@ -40,17 +39,19 @@
 #include "codec/error.h"
 #include "codec/types.h"
 #include "journal/writer.h"
-#include "net/service_config.h"
-#include "net/session.h"
 #include "net/udp.h"
+#include "service/service_config.h"
+#include "service/session_table.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 
 // The default port of `orderwire serve` (and of the Wireshark dissector).
 inline constexpr std::uint16_t kDefaultPort = 7400;
 
+class StateMachine;
+
 struct ServiceOptions {
-  Endpoint listen;
+  net::Endpoint listen;
   journal::WriterOptions journal;  // directory, durability, ...
   ServiceConfig config;
   // Most commands journaled but not yet applied; beyond it the service
@@ -109,8 +110,11 @@ class Service {
   // never answers what it cannot make durable) or a socket error.
   absl::Status Run(const std::atomic<bool>& stop);
 
+  // The state the journal has made (engine, sessions); read only between
+  // Start() and Run(), or after Run() returned.
+  [[nodiscard]] const StateMachine& state() const;
   // The bound address (with the port the kernel chose for port 0).
-  [[nodiscard]] const Endpoint& local_endpoint() const;
+  [[nodiscard]] const net::Endpoint& local_endpoint() const;
   [[nodiscard]] const ServiceStats& stats() const;
   // One line of the main counters (for --stats-interval).
   [[nodiscard]] std::string StatsLine() const;
@@ -127,6 +131,6 @@ class Service {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace orderwire::net
+}  // namespace orderwire::service
 
-#endif  // ORDERWIRE_NET_SERVICE_H_
+#endif  // ORDERWIRE_SERVICE_SERVICE_H_

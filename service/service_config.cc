@@ -1,5 +1,5 @@
 // The service's configuration; see service_config.h.
-#include "net/service_config.h"
+#include "service/service_config.h"
 
 #include <arpa/inet.h>
 
@@ -13,7 +13,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_format.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
 std::string_view Trim(std::string_view s) {
@@ -341,4 +341,4 @@ std::string DescribeServiceConfig(const ServiceConfig& config) {
   return out;
 }
 
-}  // namespace orderwire::net
+}  // namespace orderwire::service

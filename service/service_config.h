@@ -36,8 +36,8 @@
 //
 // A session is pinned to the first source address (and port) it is seen
 // from; datagrams for it from anywhere else are dropped and counted.
-#ifndef ORDERWIRE_NET_SERVICE_CONFIG_H_
-#define ORDERWIRE_NET_SERVICE_CONFIG_H_
+#ifndef ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
+#define ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
 
 #include <netinet/in.h>
 
@@ -51,7 +51,9 @@
 #include "engine/config.h"
 #include "net/udp.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
+
+using net::Endpoint;
 
 // A set of account ids: `any`, or a sorted list of inclusive ranges.
 class AccountSet {
@@ -126,6 +128,6 @@ struct ServiceConfig {
 // A readable summary (for the start-up banner).
 [[nodiscard]] std::string DescribeServiceConfig(const ServiceConfig& config);
 
-}  // namespace orderwire::net
+}  // namespace orderwire::service
 
-#endif  // ORDERWIRE_NET_SERVICE_CONFIG_H_
+#endif  // ORDERWIRE_SERVICE_SERVICE_CONFIG_H_

@@ -1,7 +1,7 @@
 // Sessions of the UDP service; see session.h.
-#include "net/session.h"
+#include "service/session_table.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 
 SessionTable::SessionTable(const ServiceConfig& config)
     : config_(config), sessions_(config.max_sessions) {
@@ -59,4 +59,4 @@ Session* SessionTable::Find(std::uint32_t id) {
   return it == by_id_.end() ? nullptr : &sessions_[it->second];
 }
 
-}  // namespace orderwire::net
+}  // namespace orderwire::service

@@ -1,37 +1,43 @@
-// Sessions of the UDP service: who a datagram is from, whether it may be
-// heard, and where its sequence numbers stand.
+// The Sequencer's table of sessions: who a datagram is from, whether it may
+// be heard, where its reports go, and the next inbound sequence to journal.
 //
-// PROTOCOL.md "Sessions and sequence numbers": inbound frames of a session
-// carry sequences 1, 2, 3, ...; the service applies a frame only when its
-// sequence is the next one expected, skips (and counts) a lower one as a
-// duplicate, and answers a higher one with SequenceGap, at most once per
-// session per round trip. Reports of a session carry their own sequences.
+// docs/PROTOCOL.md "Sessions and sequence numbers": inbound frames of a
+// session carry sequences 1, 2, 3, ...; the service journals a frame only
+// when its sequence is the next one expected, skips (and counts) a lower one
+// as a duplicate, and answers a higher one with SequenceGap, at most once per
+// session per round trip. What the journal decides (the sequence applied,
+// report sequences, report history) is the StateMachine's, not this table's:
+// this table holds what the transport needs before a record exists.
 //
 // The table holds at most `max_sessions` sessions in storage allocated at
 // construction, so admitting a datagram never allocates. A session is pinned
 // to the first source endpoint that uses it (after a restart: the first one
 // that uses it again); a datagram for it from any other endpoint is refused.
-#ifndef ORDERWIRE_NET_SESSION_H_
-#define ORDERWIRE_NET_SESSION_H_
+#ifndef ORDERWIRE_SERVICE_SESSION_TABLE_H_
+#define ORDERWIRE_SERVICE_SESSION_TABLE_H_
 
 #include <cstdint>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "net/service_config.h"
 #include "net/udp.h"
+#include "service/service_config.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 
 struct Session {
   std::uint32_t id = 0;
   std::uint32_t index = 0;  // dense, 0..size()-1
   const SessionPolicy* policy = nullptr;
-  Endpoint peer;                    // where reports go
-  bool pinned = false;              // peer is known
-  std::uint64_t next_expected = 1;  // next inbound sequence to apply
-  std::uint64_t next_report = 1;    // sequence of the next report frame
+  Endpoint peer;        // where reports go
+  bool pinned = false;  // peer is known
+  // The next inbound sequence to journal (ahead of the StateMachine's
+  // applied sequence by the commands journaled but not yet durable).
+  std::uint64_t next_expected = 1;
+  // The StateMachine's index of this session (its engine owner tag), once
+  // the session has a record applied; -1 before.
+  std::int32_t state = -1;
   // The expected sequence a SequenceGap was last sent for (0: none), and
   // when, so that one gap is sent per round trip.
   std::uint64_t gap_sent_for = 0;
@@ -92,6 +98,6 @@ class SessionTable {
   absl::flat_hash_map<std::uint32_t, std::uint32_t> by_id_;
 };
 
-}  // namespace orderwire::net
+}  // namespace orderwire::service
 
-#endif  // ORDERWIRE_NET_SESSION_H_
+#endif  // ORDERWIRE_SERVICE_SESSION_TABLE_H_

@@ -1,11 +1,11 @@
 // Tests of the per-session report history used to send reports again.
-#include "net/report_history.h"
+#include "service/report_history.h"
 
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
 std::vector<std::byte> Frame(std::uint8_t fill, std::size_t size) {
@@ -51,4 +51,4 @@ TEST(ReportHistoryTest, ForgetsCommandsWhoseReportsAreGone) {
 }
 
 }  // namespace
-}  // namespace orderwire::net
+}  // namespace orderwire::service

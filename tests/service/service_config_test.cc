@@ -1,12 +1,12 @@
 // Tests of the service configuration: account and address sets, the file
 // format, the defaults and the errors.
-#include "net/service_config.h"
+#include "service/service_config.h"
 
 #include <arpa/inet.h>
 
 #include "gtest/gtest.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
 Endpoint Ip(const char* host_port) { return *Endpoint::Parse(host_port); }
@@ -138,9 +138,9 @@ TEST(ServiceConfigTest, ErrorsNameTheLineAndTheKey) {
 }
 
 }  // namespace
-}  // namespace orderwire::net
+}  // namespace orderwire::service
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
 TEST(AddressSetTest, RejectsAnAddressWithANulByteInside) {
@@ -156,4 +156,4 @@ TEST(AddressSetTest, AnIpv4BlockWrittenAsIpv6MatchesIpv4Sources) {
 }
 
 }  // namespace
-}  // namespace orderwire::net
+}  // namespace orderwire::service

@@ -1,15 +1,16 @@
 // The crash test of the UDP service: the real `orderwire serve` (batch
-// durability) is SIGKILLed at random moments while a go-back-N client
-// (net::RunClient, in this process) sends it the `mixed` workload, and is
-// restarted on the same journal and port each time. The client carries on
-// by itself (retransmission after a timeout, and the service's report
-// resend on duplicates). At the end:
-//   - the client acknowledged every command;
-//   - `orderwire replay --reports` reproduces, byte for byte, the report
-//     stream the client received (one session: replay's numbering 1, 2, 3
-//     is the session's);
-//   - the journal holds each command exactly once, verbatim, in sequence
-//     order (no command applied twice, none lost);
+// durability) is SIGKILLed at random moments while two go-back-N clients
+// (net::RunClient, in this process) send it the `mixed` workload on two
+// sessions that trade the same accounts, and is restarted on the same
+// journal and port each time. The clients carry on by themselves
+// (retransmission after a timeout, and the service's report resend on
+// duplicates). At the end, for each session:
+//   - the client acknowledged every command, each answer checked against
+//     its command;
+//   - `orderwire replay --reports-dir` reproduces, byte for byte, the report
+//     stream the client received: live == restart == replay;
+//   - the journal holds each of its commands exactly once, verbatim, in
+//     sequence order (no command applied twice, none lost);
 //   - the client's counts reconcile with the replay's.
 //
 // The kill moments come from a seed printed at the start; set
@@ -50,44 +51,28 @@
 #include "journal/reader.h"
 #include "net/client.h"
 #include "net/udp.h"
+#include "tests/support/files.h"
+#include "tests/support/scratch_dir.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
+using net::ClientOptions;
+using net::ClientResult;
+using net::DatagramBatch;
+using net::Endpoint;
+using net::Fnv1a;
+using net::kFnvOffset;
+using net::RunClient;
+using net::UdpSocket;
+
 using Clock = std::chrono::steady_clock;
+using test_support::ReadText;
+using test_support::ScratchDir;
 
-constexpr std::size_t kCommands = 200'000;
-constexpr std::uint32_t kSession = 1;
-
-// A fresh directory under /tmp, removed with its contents.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = "/tmp/ow-crash-XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty() && std::getenv("ORDERWIRE_KEEP_CRASH_DIR") == nullptr) {
-      std::filesystem::remove_all(path_, ec);
-    }
-  }
-  [[nodiscard]] std::string Sub(const std::string& name) const {
-    return path_ + "/" + name;
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
+constexpr std::size_t kCommands = 100'000;  // per session
+constexpr std::uint32_t kSessions[] = {1, 2};
+constexpr std::size_t kClients = std::size(kSessions);
 
 // A child process running the orderwire binary. Killed (SIGKILL) and reaped
 // when destroyed while still running.
@@ -213,15 +198,15 @@ std::optional<Child> StartServer(const ScratchDir& dir, std::uint16_t port,
   if (!child.has_value()) return std::nullopt;
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   while (Clock::now() < deadline) {
-    if (Slurp(log).find("listening on") != std::string::npos) return child;
+    if (ReadText(log).find("listening on") != std::string::npos) return child;
     if (!child->running()) {
-      std::fprintf(stderr, "serve exited early:\n%s\n", Slurp(log).c_str());
+      std::fprintf(stderr, "serve exited early:\n%s\n", ReadText(log).c_str());
       return std::nullopt;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   std::fprintf(stderr, "serve did not start in time:\n%s\n",
-               Slurp(log).c_str());
+               ReadText(log).c_str());
   return std::nullopt;
 }
 
@@ -244,7 +229,7 @@ std::vector<std::span<const std::byte>> SplitReports(
 }
 
 TEST(ServiceCrashTest, KilledAndRestartedUnderLoadLosesAndDuplicatesNothing) {
-  ScratchDir dir;
+  ScratchDir dir("ow-crash");
   ASSERT_FALSE(dir.path().empty());
   std::uint64_t seed = std::random_device{}();
   if (const char* s = std::getenv("ORDERWIRE_CRASH_SEED"); s != nullptr) {
@@ -254,10 +239,15 @@ TEST(ServiceCrashTest, KilledAndRestartedUnderLoadLosesAndDuplicatesNothing) {
               static_cast<unsigned long long>(seed), dir.path().c_str());
   std::mt19937_64 rng(seed);
 
-  // The commands, as `orderwire submit --workload mixed` makes them.
-  const std::vector<codec::Command> commands = workload::Generate(
-      workload::Workload::kMixed, kCommands, seed % 1000 + 1);
-  const std::vector<std::byte> frames = workload::EncodeCommands(commands);
+  // The commands, as `orderwire submit --workload mixed` makes them, one
+  // stream per session (the same 64 accounts).
+  std::vector<std::vector<codec::Command>> commands;
+  std::vector<std::vector<std::byte>> frames;
+  for (std::size_t c = 0; c < kClients; ++c) {
+    commands.push_back(workload::Generate(workload::Workload::kMixed, kCommands,
+                                          seed % 1000 + 1 + c));
+    frames.push_back(workload::EncodeCommands(commands.back()));
+  }
 
   // The server, on a free port (another process may take a port between
   // our probe and the bind: try a few).
@@ -272,71 +262,89 @@ TEST(ServiceCrashTest, KilledAndRestartedUnderLoadLosesAndDuplicatesNothing) {
   ASSERT_TRUE(server.has_value());
   const int first_incarnation = incarnation - 1;
 
-  // The client, in a thread; `stop` ends it early on any failure.
-  ClientOptions options;
-  options.target = *Endpoint::Parse("127.0.0.1:" + std::to_string(port));
-  options.session_id = kSession;
-  options.rate = 150'000;  // ~1.3 s of load, so the kills land under it
-  options.window = 4096;
-  options.retransmit_timeout_ms = 100;
-  options.give_up_ms = 20'000;
-  std::FILE* reports_out = std::fopen(dir.Sub("client.reports").c_str(), "wb");
-  ASSERT_NE(reports_out, nullptr);
-  options.reports_out = reports_out;
+  // The clients, in threads; `stop` ends them early on any failure.
+  std::vector<ClientOptions> options(kClients);
+  std::vector<std::FILE*> reports_out(kClients);
+  std::vector<absl::StatusOr<ClientResult>> results(
+      kClients, absl::UnknownError("not run"));
   std::atomic<bool> stop{false};
-  std::atomic<bool> client_done{false};
-  absl::StatusOr<ClientResult> result = absl::UnknownError("not run");
-  std::thread client([&] {
-    result = RunClient(options, frames, stop);
-    client_done.store(true);
-  });
+  std::atomic<std::size_t> clients_done{0};
+  std::vector<std::thread> clients;
+  for (std::size_t c = 0; c < kClients; ++c) {
+    options[c].target = *Endpoint::Parse("127.0.0.1:" + std::to_string(port));
+    options[c].session_id = kSessions[c];
+    options[c].rate = 75'000;  // ~1.3 s of load, so the kills land under it
+    options[c].window = 4096;
+    options[c].retransmit_timeout_ms = 100;
+    options[c].give_up_ms = 20'000;
+    reports_out[c] = std::fopen(
+        dir.Sub("client-" + std::to_string(kSessions[c]) + ".reports").c_str(),
+        "wb");
+    ASSERT_NE(reports_out[c], nullptr);
+    options[c].reports_out = reports_out[c];
+  }
+  for (std::size_t c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      results[c] = RunClient(options[c], frames[c], stop);
+      clients_done.fetch_add(1);
+    });
+  }
   struct Joiner {
     std::atomic<bool>& stop;
-    std::thread& thread;
+    std::vector<std::thread>& threads;
     ~Joiner() {
       stop.store(true);
-      if (thread.joinable()) thread.join();
+      for (std::thread& t : threads) {
+        if (t.joinable()) t.join();
+      }
     }
-  } joiner{stop, client};
+  } joiner{stop, clients};
+  const auto busy = [&] { return clients_done.load() < kClients; };
 
-  // 2 or 3 kills, 100-400 ms apart, each while the client is still busy.
+  // 2 or 3 kills, 100-400 ms apart, each while the clients are still busy.
   const int kills_planned = 2 + static_cast<int>(rng() % 2);
   int kills = 0;
   for (int k = 0; k < kills_planned; ++k) {
     const auto wait = std::chrono::milliseconds(100 + rng() % 301);
     const auto until = Clock::now() + wait;
-    while (Clock::now() < until && !client_done.load()) {
+    while (Clock::now() < until && busy()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (client_done.load()) break;
+    if (!busy()) break;
     server->Kill();
     ++kills;
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 30));
     server = StartServer(dir, port, incarnation++);
     ASSERT_TRUE(server.has_value()) << "restart " << kills << " failed";
   }
-  client.join();
-  std::fclose(reports_out);
-  ASSERT_TRUE(result.ok()) << result.status();
-  const ClientResult& r = *result;
-  std::printf(
-      "%d kills; client: %llu acknowledged, %llu reports, %llu retransmitted, "
-      "%llu duplicate and %llu out-of-order reports dropped, %.2f s\n",
-      kills, static_cast<unsigned long long>(r.acknowledged),
-      static_cast<unsigned long long>(r.reports),
-      static_cast<unsigned long long>(r.retransmitted),
-      static_cast<unsigned long long>(r.duplicate_reports),
-      static_cast<unsigned long long>(r.out_of_order_reports), r.seconds);
-  // The kills happened under load, and the client had to work for it.
+  for (std::thread& t : clients) t.join();
+  std::uint64_t retransmitted = 0;
+  for (std::size_t c = 0; c < kClients; ++c) {
+    std::fclose(reports_out[c]);
+    ASSERT_TRUE(results[c].ok())
+        << "session " << kSessions[c] << ": " << results[c].status();
+    const ClientResult& r = *results[c];
+    retransmitted += r.retransmitted;
+    std::printf(
+        "session %u: %llu acknowledged, %llu reports, %llu retransmitted, "
+        "%llu duplicate and %llu out-of-order reports dropped, %.2f s\n",
+        kSessions[c], static_cast<unsigned long long>(r.acknowledged),
+        static_cast<unsigned long long>(r.reports),
+        static_cast<unsigned long long>(r.retransmitted),
+        static_cast<unsigned long long>(r.duplicate_reports),
+        static_cast<unsigned long long>(r.out_of_order_reports), r.seconds);
+  }
+  std::printf("%d kills\n", kills);
+  // The kills happened under load, and the clients had to work for it.
   EXPECT_GE(kills, 2);
-  EXPECT_GT(r.retransmitted, 0u);
+  EXPECT_GT(retransmitted, 0u);
 
   // Each restart recovered the journal and replayed it (more of it each
   // time) before taking traffic.
   std::uint64_t replayed_before = 0;
   for (int i = first_incarnation + 1; i < incarnation; ++i) {
     const std::string log =
-        Slurp(dir.Sub("serve." + std::to_string(i) + ".log"));
+        ReadText(dir.Sub("serve." + std::to_string(i) + ".log"));
     const std::size_t at = log.find("replayed ");
     ASSERT_NE(at, std::string::npos) << log;
     const std::uint64_t replayed =
@@ -349,78 +357,95 @@ TEST(ServiceCrashTest, KilledAndRestartedUnderLoadLosesAndDuplicatesNothing) {
   // A clean stop of the last incarnation.
   const int serve_exit = server->Stop(SIGTERM, 20'000);
   const std::string last_log =
-      Slurp(dir.Sub("serve." + std::to_string(incarnation - 1) + ".log"));
+      ReadText(dir.Sub("serve." + std::to_string(incarnation - 1) + ".log"));
   EXPECT_EQ(serve_exit, 0) << last_log;
   EXPECT_NE(last_log.find("stopped cleanly"), std::string::npos) << last_log;
 
-  // The client's reconciliation.
-  EXPECT_EQ(r.commands, kCommands);
-  EXPECT_EQ(r.sent, kCommands);
-  EXPECT_EQ(r.acknowledged, kCommands);
-
-  // Replay reproduces the client's report stream, byte for byte.
-  ASSERT_EQ(RunTool({"replay", "--journal", dir.Sub("journal"), "--reports",
-                     dir.Sub("replay.reports")},
+  // Replay reproduces each client's report stream, byte for byte.
+  ASSERT_EQ(RunTool({"replay", "--journal", dir.Sub("journal"), "--reports-dir",
+                     dir.Sub("replay")},
                     dir.Sub("replay.log"), 60'000),
             0)
-      << Slurp(dir.Sub("replay.log"));
-  const std::string received = Slurp(dir.Sub("client.reports"));
-  const std::string replayed = Slurp(dir.Sub("replay.reports"));
-  EXPECT_EQ(received.size(), r.report_bytes);
-  EXPECT_EQ(received.size(), replayed.size());
-  EXPECT_TRUE(received == replayed)
-      << "the client's reports differ from the replay's";
-  const auto replay_reports = SplitReports(std::as_bytes(std::span(replayed)));
-  EXPECT_EQ(r.reports, replay_reports.size());
-  std::uint64_t hash = kFnvOffset;
-  std::uint64_t by_kind[256] = {};
-  for (std::size_t i = 0; i < replay_reports.size(); ++i) {
-    hash = Fnv1a(hash, replay_reports[i]);
-    ++by_kind[static_cast<std::uint8_t>(
-        codec::FrameView::Parse(replay_reports[i])->kind())];
-    EXPECT_EQ(codec::FrameView::Parse(replay_reports[i])->sequence(), i + 1);
-  }
-  EXPECT_EQ(r.report_hash, hash);
-  EXPECT_EQ(r.accepted,
-            by_kind[static_cast<std::uint8_t>(codec::Kind::kAccepted)]);
-  EXPECT_EQ(r.rejected,
-            by_kind[static_cast<std::uint8_t>(codec::Kind::kRejected)]);
-  EXPECT_EQ(r.replaced,
-            by_kind[static_cast<std::uint8_t>(codec::Kind::kReplaced)]);
-  EXPECT_EQ(r.cancelled,
-            by_kind[static_cast<std::uint8_t>(codec::Kind::kCancelled)]);
-  EXPECT_EQ(r.fills, by_kind[static_cast<std::uint8_t>(codec::Kind::kFilled)]);
+      << ReadText(dir.Sub("replay.log"));
+  for (std::size_t c = 0; c < kClients; ++c) {
+    SCOPED_TRACE("session " + std::to_string(kSessions[c]));
+    const ClientResult& r = *results[c];
+    // The client's reconciliation.
+    EXPECT_EQ(r.commands, kCommands);
+    EXPECT_EQ(r.sent, kCommands);
+    EXPECT_EQ(r.acknowledged, kCommands);
 
-  // The journal holds each command once, verbatim, in sequence order.
+    const std::string received = ReadText(
+        dir.Sub("client-" + std::to_string(kSessions[c]) + ".reports"));
+    const std::string replayed = ReadText(
+        dir.Sub("replay/session-" + std::to_string(kSessions[c]) + ".bin"));
+    EXPECT_EQ(received.size(), r.report_bytes);
+    EXPECT_EQ(received.size(), replayed.size());
+    EXPECT_TRUE(received == replayed)
+        << "the client's reports differ from the replay's";
+    const auto replay_reports =
+        SplitReports(std::as_bytes(std::span(replayed)));
+    EXPECT_EQ(r.reports, replay_reports.size());
+    std::uint64_t hash = kFnvOffset;
+    std::uint64_t by_kind[256] = {};
+    for (std::size_t i = 0; i < replay_reports.size(); ++i) {
+      hash = Fnv1a(hash, replay_reports[i]);
+      ++by_kind[static_cast<std::uint8_t>(
+          codec::FrameView::Parse(replay_reports[i])->kind())];
+      EXPECT_EQ(codec::FrameView::Parse(replay_reports[i])->sequence(), i + 1);
+    }
+    EXPECT_EQ(r.report_hash, hash);
+    EXPECT_EQ(r.accepted,
+              by_kind[static_cast<std::uint8_t>(codec::Kind::kAccepted)]);
+    EXPECT_EQ(r.rejected,
+              by_kind[static_cast<std::uint8_t>(codec::Kind::kRejected)]);
+    EXPECT_EQ(r.replaced,
+              by_kind[static_cast<std::uint8_t>(codec::Kind::kReplaced)]);
+    EXPECT_EQ(r.cancelled,
+              by_kind[static_cast<std::uint8_t>(codec::Kind::kCancelled)]);
+    EXPECT_EQ(r.fills,
+              by_kind[static_cast<std::uint8_t>(codec::Kind::kFilled)]);
+  }
+
+  // The journal holds each session's commands once, verbatim, in sequence
+  // order, and nothing else; its indices run 1, 2, 3, ...
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
       journal::JournalReader::Open(dir.Sub("journal"));
   ASSERT_TRUE(reader.ok()) << reader.status();
   journal::Record record;
-  std::size_t count = 0;
-  std::size_t pos = 0;
+  std::uint64_t count = 0;
+  std::vector<std::size_t> per_session(kClients, 0);
+  std::vector<std::size_t> pos(kClients, 0);
   std::size_t mismatches = 0;
   journal::ReadResult read;
   while ((read = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
     ++count;
-    if (count > kCommands) continue;
-    const std::size_t size = codec::Info(commands[count - 1].kind).frame_size;
-    const std::span<const std::byte> sent(frames.data() + pos, size);
-    pos += size;
-    if (record.index != count || record.session_id != kSession ||
-        record.flags != 0 || record.frame.sequence() != count ||
-        !std::equal(sent.begin(), sent.end(), record.frame.bytes().begin(),
-                    record.frame.bytes().end())) {
-      if (++mismatches <= 5) {
-        ADD_FAILURE() << "journal record " << count << ": index "
-                      << record.index << ", session " << record.session_id
-                      << ", sequence " << record.frame.sequence();
-      }
+    std::size_t c = 0;
+    while (c < kClients && kSessions[c] != record.session_id) ++c;
+    bool ok = c < kClients && record.index == count && record.flags == 0 &&
+              per_session[c] < kCommands;
+    if (ok) {
+      const std::size_t n = per_session[c]++;
+      const std::size_t size = codec::Info(commands[c][n].kind).frame_size;
+      const std::span<const std::byte> sent(frames[c].data() + pos[c], size);
+      pos[c] += size;
+      ok = record.frame.sequence() == n + 1 &&
+           std::equal(sent.begin(), sent.end(), record.frame.bytes().begin(),
+                      record.frame.bytes().end());
+    }
+    if (!ok && ++mismatches <= 5) {
+      ADD_FAILURE() << "journal record " << count << ": index " << record.index
+                    << ", session " << record.session_id << ", sequence "
+                    << record.frame.sequence();
     }
   }
   EXPECT_EQ(read, journal::ReadResult::kEnd) << (*reader)->status();
-  EXPECT_EQ(count, kCommands);
+  EXPECT_EQ(count, kClients * kCommands);
+  for (std::size_t c = 0; c < kClients; ++c) {
+    EXPECT_EQ(per_session[c], kCommands);
+  }
   EXPECT_EQ(mismatches, 0u);
 }
 
 }  // namespace
-}  // namespace orderwire::net
+}  // namespace orderwire::service

@@ -2,14 +2,15 @@
 // Service bound to 127.0.0.1 port 0 runs in its own thread, and raw test
 // clients (a UdpSocket each, datagrams built with codec::DatagramBuilder or
 // byte by byte for the malformed ones) send every byte and check every byte
-// that comes back. PROTOCOL.md "Datagram", "Sessions and sequence numbers"
+// that comes back. docs/PROTOCOL.md "Datagram", "Sessions and sequence numbers"
 // and "Durability" are the contract under test.
 //
 // Counters are read race-free: ServiceOptions::on_interval runs on the
 // service's thread and copies stats() into a snapshot under a mutex; after
 // Stop() (the thread joined) stats() is read directly. Each test has its own
-// journal directory (mkdtemp under /tmp).
-#include "net/service.h"
+// journal directory (test_support::ScratchDir). The harness (TestOptions,
+// RunningService, TestClient) is tests/support/service_harness.h.
+#include "service/service.h"
 
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -50,59 +51,43 @@
 #include "journal/reader.h"
 #include "journal/writer.h"
 #include "net/client.h"
-#include "net/service_config.h"
-#include "net/session.h"
 #include "net/udp.h"
+#include "service/record_flags.h"
+#include "service/service_config.h"
+#include "service/session_table.h"
+#include "service/state_machine.h"
+#include "tests/support/bytes.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/service_harness.h"
 
-namespace orderwire::net {
+namespace orderwire::service {
 namespace {
 
-using Bytes = std::vector<std::byte>;
+using net::ClientOptions;
+using net::ClientResult;
+using net::DatagramBatch;
+using net::Endpoint;
+using net::Fnv1a;
+using net::kFnvOffset;
+using net::RunClient;
+using net::UdpSocket;
+
 using codec::CodecError;
 using codec::Kind;
 using codec::Liquidity;
 using codec::Side;
 using codec::TimeInForce;
+using test_support::Bytes;
+using test_support::Datagram;
+using test_support::Frame;
+using test_support::Hex;
+using test_support::RunningService;
+using test_support::ScratchDir;
+using test_support::TestClient;
+using test_support::TestOptions;
 
 // ---------------------------------------------------------------------------
 // Helpers.
-
-// A fresh directory under /tmp, removed with its contents.
-class ScratchDir {
- public:
-  ScratchDir() {
-    std::string pattern = "/tmp/ow-e2e-XXXXXX";
-    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  [[nodiscard]] std::string journal() const { return path_ + "/journal"; }
-
- private:
-  std::string path_;
-};
-
-template <typename Model>
-Bytes Frame(std::uint64_t sequence, const Model& model) {
-  Bytes out(codec::kFrameSize<Model>);
-  EXPECT_TRUE(codec::EncodeFrame(sequence, model, out).ok());
-  return out;
-}
-
-// A datagram of `session` holding `frames`, built with DatagramBuilder.
-Bytes Datagram(std::uint32_t session, const std::vector<Bytes>& frames) {
-  std::array<std::byte, codec::kMaxDatagramSize> buffer{};
-  codec::DatagramBuilder builder(buffer, session);
-  for (const Bytes& frame : frames) {
-    EXPECT_EQ(builder.AppendFrame(frame), CodecError::kOk);
-  }
-  return Bytes(builder.bytes().begin(), builder.bytes().end());
-}
 
 codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
                       std::uint32_t instrument, Side side, std::int64_t price,
@@ -138,16 +123,6 @@ Kind KindOf(const Bytes& frame) {
   return codec::LoadLE<Kind>(frame.data() + codec::kKindOffset);
 }
 
-std::string Hex(std::span<const std::byte> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (std::byte b : bytes) {
-    out += kDigits[static_cast<unsigned>(b) >> 4];
-    out += kDigits[static_cast<unsigned>(b) & 15];
-  }
-  return out;
-}
-
 // Frames compared as hex, so a failure shows both.
 #define EXPECT_FRAME_EQ(actual, expected) EXPECT_EQ(Hex(actual), Hex(expected))
 
@@ -165,214 +140,6 @@ std::size_t Refused(const ServiceStats& stats, Admission admission) {
   return stats.refused[static_cast<std::size_t>(admission)];
 }
 
-// The options every test starts from: loopback port 0, a small engine and
-// small journal segments so that start-up is cheap.
-ServiceOptions TestOptions(const std::string& journal_dir,
-                           journal::Durability durability,
-                           ServiceConfig config = ServiceConfig{}) {
-  ServiceOptions options;
-  options.listen = *Endpoint::Parse("127.0.0.1:0");
-  options.journal.directory = journal_dir;
-  options.journal.durability = durability;
-  options.journal.segment_size = std::uint64_t{1} << 20;
-  options.config = std::move(config);
-  options.config.engine.max_live_orders = 1 << 14;
-  options.max_pending = 1 << 12;
-  options.report_history = 1 << 12;
-  options.command_history = 1 << 11;
-  return options;
-}
-
-// A Service running Run() in its own thread.
-class RunningService {
- public:
-  static std::unique_ptr<RunningService> Start(ServiceOptions options) {
-    auto running = std::unique_ptr<RunningService>(new RunningService());
-    RunningService* const self = running.get();
-    options.interval_s = 0.0005;
-    options.on_interval = [self] { self->OnInterval(); };
-    absl::StatusOr<std::unique_ptr<Service>> service =
-        Service::Start(std::move(options));
-    if (!service.ok()) {
-      ADD_FAILURE() << "Service::Start: " << service.status();
-      return nullptr;
-    }
-    running->service_ = std::move(*service);
-    running->thread_ = std::thread(
-        [self] { self->run_status_ = self->service_->Run(self->stop_); });
-    return running;
-  }
-
-  ~RunningService() { (void)Stop(); }
-
-  // Sets the stop flag, waits for Run() to return and gives its status.
-  absl::Status Stop() {
-    if (thread_.joinable()) {
-      stop_.store(true);
-      thread_.join();
-    }
-    return run_status_;
-  }
-
-  [[nodiscard]] const Endpoint& endpoint() const {
-    return service_->local_endpoint();
-  }
-  [[nodiscard]] const Service& service() const { return *service_; }
-  // Only after Stop(): the service's own counters.
-  [[nodiscard]] const ServiceStats& final_stats() const {
-    EXPECT_FALSE(thread_.joinable());
-    return service_->stats();
-  }
-
-  // Waits until `predicate` holds for a snapshot of the counters taken on
-  // the service's thread. False after `timeout_ms`.
-  bool WaitFor(const std::function<bool(const ServiceStats&)>& predicate,
-               int timeout_ms = 5000) {
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                        [&] { return have_snapshot_ && predicate(snapshot_); });
-  }
-
-  // Sets the stop flag from the service's own thread as soon as `predicate`
-  // holds for its counters.
-  void StopWhen(std::function<bool(const ServiceStats&)> predicate) {
-    std::lock_guard lock(mu_);
-    stop_when_ = std::move(predicate);
-  }
-
-  // The counters when StopWhen's predicate fired.
-  [[nodiscard]] ServiceStats stats_at_stop() {
-    std::lock_guard lock(mu_);
-    return stats_at_stop_;
-  }
-
- private:
-  RunningService() = default;
-
-  void OnInterval() {
-    std::lock_guard lock(mu_);
-    snapshot_ = service_->stats();
-    have_snapshot_ = true;
-    if (stop_when_ && !stop_.load() && stop_when_(snapshot_)) {
-      stats_at_stop_ = snapshot_;
-      stop_.store(true);
-    }
-    cv_.notify_all();
-  }
-
-  std::unique_ptr<Service> service_;
-  std::atomic<bool> stop_{false};
-  std::thread thread_;
-  absl::Status run_status_;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  ServiceStats snapshot_;
-  bool have_snapshot_ = false;
-  std::function<bool(const ServiceStats&)> stop_when_;
-  ServiceStats stats_at_stop_;
-};
-
-// A raw client: one UDP socket on 127.0.0.1, datagrams as bytes.
-class TestClient {
- public:
-  explicit TestClient(const Endpoint& target) : target_(target), rx_(64) {
-    absl::StatusOr<UdpSocket> socket =
-        UdpSocket::Bind(*Endpoint::Parse("127.0.0.1:0"));
-    EXPECT_TRUE(socket.ok()) << socket.status();
-    if (socket.ok()) socket_.emplace(std::move(*socket));
-  }
-
-  // Sends `datagram` as it is (any length, any bytes).
-  void Send(std::span<const std::byte> datagram) {
-    ASSERT_TRUE(socket_.has_value());
-    const ssize_t n = ::sendto(socket_->fd(), datagram.data(), datagram.size(),
-                               0, target_.addr(), target_.length);
-    ASSERT_EQ(n, static_cast<ssize_t>(datagram.size()))
-        << "sendto: " << std::strerror(errno);
-  }
-  void Send(std::uint32_t session, const std::vector<Bytes>& frames) {
-    Send(Datagram(session, frames));
-  }
-
-  // The next datagram, or nullopt after `timeout_ms` without one.
-  std::optional<Bytes> Receive(int timeout_ms) {
-    if (!socket_.has_value()) return std::nullopt;
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::milliseconds(timeout_ms);
-    while (queue_.empty()) {
-      const int n = socket_->Receive(rx_, rx_.capacity());
-      if (n > 0) {
-        for (int i = 0; i < n; ++i) {
-          const auto slot = static_cast<std::size_t>(i);
-          EXPECT_TRUE(rx_.peer(slot) == target_)
-              << "a datagram from " << rx_.peer(slot).ToString();
-          EXPECT_FALSE(rx_.truncated(slot));
-          queue_.emplace_back(rx_.datagram(slot).begin(),
-                              rx_.datagram(slot).end());
-        }
-        break;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            deadline - std::chrono::steady_clock::now())
-                            .count();
-      if (left <= 0) return std::nullopt;
-      socket_->WaitReadable(static_cast<int>(left));
-    }
-    Bytes datagram = std::move(queue_.front());
-    queue_.erase(queue_.begin());
-    return datagram;
-  }
-
-  // Receives report datagrams of `session` until `count` frames have come,
-  // in arrival order. Every datagram must parse as a report datagram of that
-  // session; a timeout fails the test (the frames so far are returned).
-  std::vector<Bytes> Frames(std::uint32_t session, std::size_t count,
-                            int timeout_ms = 5000) {
-    std::vector<Bytes> frames;
-    while (frames.size() < count) {
-      std::optional<Bytes> datagram = Receive(timeout_ms);
-      if (!datagram.has_value()) {
-        ADD_FAILURE() << "timed out with " << frames.size() << " of " << count
-                      << " report frames";
-        break;
-      }
-      AppendFrames(session, *datagram, frames);
-    }
-    return frames;
-  }
-
-  // Everything that arrives until `quiet_ms` pass without a datagram.
-  std::vector<Bytes> Drain(std::uint32_t session, int quiet_ms) {
-    std::vector<Bytes> frames;
-    while (std::optional<Bytes> datagram = Receive(quiet_ms)) {
-      AppendFrames(session, *datagram, frames);
-    }
-    return frames;
-  }
-
-  // Whether nothing is waiting (and nothing arrives within `ms`).
-  bool Silent(int ms) { return !Receive(ms).has_value(); }
-
-  // Appends the frames of a report datagram of `session` to `frames`.
-  static void AppendFrames(std::uint32_t session, const Bytes& datagram,
-                           std::vector<Bytes>& frames) {
-    const auto view =
-        codec::DatagramView::Parse(datagram, codec::FrameFilter::kReports);
-    ASSERT_TRUE(view.ok()) << "a malformed report datagram: "
-                           << codec::Name(view.error());
-    EXPECT_EQ(view->session_id(), session);
-    for (const codec::FrameView frame : *view) {
-      frames.emplace_back(frame.bytes().begin(), frame.bytes().end());
-    }
-  }
-
- private:
-  Endpoint target_;
-  std::optional<UdpSocket> socket_;
-  DatagramBatch rx_;
-  std::vector<Bytes> queue_;
-};
-
 // One journal record, copied out of the reader's mapping.
 struct JournalRecord {
   std::uint64_t index;
@@ -381,12 +148,13 @@ struct JournalRecord {
   Bytes frame;
 };
 
-// The journal's records, and the reports of replaying them through a fresh
-// engine as `orderwire replay --reports` does (numbered 1, 2, ... across the
-// journal; for one session that is the session's numbering).
+// The journal's records, and the reports of applying them through a fresh
+// StateMachine, as `orderwire replay` does: every report in emission order,
+// numbered on its session, and the same split by session.
 struct Replay {
   std::vector<JournalRecord> records;
   std::vector<Bytes> reports;
+  std::map<std::uint32_t, std::vector<Bytes>> by_session;
 };
 
 Replay ReplayJournal(const std::string& directory,
@@ -396,26 +164,22 @@ Replay ReplayJournal(const std::string& directory,
       journal::JournalReader::Open(directory);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return replay;
-  auto engine = std::make_unique<engine::Engine>(config);
-  engine::ReportBuffer reports;
+  StateMachineOptions options;
+  options.engine = config;
+  auto machine = std::make_unique<StateMachine>(options);
   journal::Record record;
   journal::ReadResult result;
   while ((result = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
     replay.records.push_back(JournalRecord{
         record.index, record.session_id, record.flags,
         Bytes(record.frame.bytes().begin(), record.frame.bytes().end())});
-    codec::Command command;
-    EXPECT_TRUE(codec::DecodeCommand(record.frame.bytes(), command).ok());
-    if ((record.flags & journal::kRecordUnauthorized) != 0) {
-      (void)engine->RejectUnauthorized(command, reports);
-    } else {
-      (void)engine->Execute(command, reports);
+    const absl::Status applied = machine->Apply(Record::FromJournal(record));
+    EXPECT_TRUE(applied.ok()) << applied;
+    for (const Output& out : machine->outputs()) {
+      replay.reports.emplace_back(out.frame.begin(), out.frame.end());
+      replay.by_session[out.session_id].emplace_back(out.frame.begin(),
+                                                     out.frame.end());
     }
-    for (std::size_t i = 0; i < reports.size(); ++i) {
-      replay.reports.emplace_back(reports.frame(i).begin(),
-                                  reports.frame(i).end());
-    }
-    reports.Clear();  // keeps the report numbering going
   }
   EXPECT_EQ(result, journal::ReadResult::kEnd) << (*reader)->status();
   return replay;
@@ -440,11 +204,11 @@ void ExpectJournalHolds(const Replay& replay, std::uint32_t session,
 TEST(ServiceEndToEnd, ANewLimitIsAnsweredWithAcceptedUnderItsSession) {
   ScratchDir dir;
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kBatch));
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
 
-  // The golden NewLimit of PROTOCOL.md, in the golden datagram's session.
+  // The golden NewLimit of docs/PROTOCOL.md, in the golden datagram's session.
   const codec::NewLimit order = Limit(7, 1001, 42, Side::kBuy, 10050, 300);
   client.Send(0xCAFE, {Frame(1, order)});
 
@@ -485,7 +249,7 @@ TEST(ServiceEndToEnd, ANewLimitIsAnsweredWithAcceptedUnderItsSession) {
 TEST(ServiceEndToEnd, ACrossingOrderFillsBothSessionsWithOneMatchId) {
   ScratchDir dir;
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kNone));
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
   ASSERT_NE(service, nullptr);
   TestClient maker(service->endpoint());
   TestClient taker(service->endpoint());
@@ -557,7 +321,8 @@ TEST(ServiceEndToEnd, ACrossingOrderFillsBothSessionsWithOneMatchId) {
   EXPECT_EQ(stats.sessions, 2u);
   EXPECT_EQ(stats.frames_out[static_cast<std::size_t>(Kind::kFilled)], 4u);
   // The engine's order of the reports: maker's Filled before the taker's.
-  const Replay replay = ReplayJournal(dir.journal(), engine::EngineConfig{});
+  const Replay replay =
+      ReplayJournal(dir.Sub("journal"), engine::EngineConfig{});
   ASSERT_EQ(replay.reports.size(), 7u);
   EXPECT_EQ(KindOf(replay.reports[2]), Kind::kFilled);
   EXPECT_EQ(codec::View<codec::Filled>::Parse(replay.reports[2])
@@ -579,7 +344,7 @@ TEST(ServiceEndToEnd, ACrossingOrderFillsBothSessionsWithOneMatchId) {
 TEST(ServiceEndToEnd, ADuplicatedDatagramIsAppliedOnceAndItsReportsResent) {
   ScratchDir dir;
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kBatch));
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
   constexpr std::uint32_t kSession = 3;
@@ -660,7 +425,7 @@ TEST(ServiceEndToEnd, ADuplicatedDatagramIsAppliedOnceAndItsReportsResent) {
   EXPECT_EQ(stats.reports_resent, again);
   EXPECT_GE(stats.reports_resent, 1u);
   EXPECT_EQ(stats.gaps, 0u);
-  ExpectJournalHolds(ReplayJournal(dir.journal(), engine::EngineConfig{}),
+  ExpectJournalHolds(ReplayJournal(dir.Sub("journal"), engine::EngineConfig{}),
                      kSession, commands);
 }
 
@@ -670,7 +435,7 @@ TEST(ServiceEndToEnd, ADuplicatedDatagramIsAppliedOnceAndItsReportsResent) {
 TEST(ServiceEndToEnd, AGapIsAnsweredWithSequenceGapAndRecoveredByResending) {
   ScratchDir dir;
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kNone));
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
   constexpr std::uint32_t kSession = 4;
@@ -720,7 +485,7 @@ TEST(ServiceEndToEnd, AGapIsAnsweredWithSequenceGapAndRecoveredByResending) {
   EXPECT_EQ(stats.gap_frames_dropped, 4u);
   EXPECT_EQ(stats.duplicates, 0u);
   EXPECT_EQ(stats.commands_applied, 5u);
-  ExpectJournalHolds(ReplayJournal(dir.journal(), engine::EngineConfig{}),
+  ExpectJournalHolds(ReplayJournal(dir.Sub("journal"), engine::EngineConfig{}),
                      kSession, commands);
 }
 
@@ -730,7 +495,7 @@ TEST(ServiceEndToEnd, AGapIsAnsweredWithSequenceGapAndRecoveredByResending) {
 TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
   ScratchDir dir;
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kNone));
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
   ASSERT_NE(service, nullptr);
   TestClient bad(service->endpoint());
   constexpr std::uint32_t kSession = 21;
@@ -831,7 +596,7 @@ TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
   EXPECT_EQ(Sum(stats.refused), 0u);
   EXPECT_EQ(stats.duplicates, 0u);
   EXPECT_EQ(stats.gaps, 0u);
-  ExpectJournalHolds(ReplayJournal(dir.journal(), engine::EngineConfig{}),
+  ExpectJournalHolds(ReplayJournal(dir.Sub("journal"), engine::EngineConfig{}),
                      kSession, {command});
 }
 
@@ -844,7 +609,7 @@ TEST(ServiceEndToEnd, ACommandForAnotherAccountIsRejectedUnauthorized) {
       ParseServiceConfig("session.7.accounts = 7-8\n");
   ASSERT_TRUE(config.ok()) << config.status();
   const ServiceOptions options =
-      TestOptions(dir.journal(), journal::Durability::kBatch, *config);
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch, *config);
   const engine::EngineConfig engine_config = options.config.engine;
   auto service = RunningService::Start(options);
   ASSERT_NE(service, nullptr);
@@ -894,13 +659,13 @@ TEST(ServiceEndToEnd, ACommandForAnotherAccountIsRejectedUnauthorized) {
   EXPECT_EQ(stats.commands_applied, 5u);
   // The journal keeps the service's decision, and replaying it reproduces
   // the very reports the client received.
-  const Replay replay = ReplayJournal(dir.journal(), engine_config);
+  const Replay replay = ReplayJournal(dir.Sub("journal"), engine_config);
   ExpectJournalHolds(replay, kSession, commands);
   ASSERT_EQ(replay.records.size(), 5u);
   EXPECT_EQ(replay.records[0].flags, 0u);
-  EXPECT_EQ(replay.records[1].flags, journal::kRecordUnauthorized);
+  EXPECT_EQ(replay.records[1].flags, kRecordUnauthorized);
   EXPECT_EQ(replay.records[2].flags, 0u);
-  EXPECT_EQ(replay.records[3].flags, journal::kRecordUnauthorized);
+  EXPECT_EQ(replay.records[3].flags, kRecordUnauthorized);
   EXPECT_EQ(replay.records[4].flags, 0u);
   ASSERT_EQ(replay.reports.size(), reports.size());
   for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -919,7 +684,7 @@ TEST(ServiceEndToEnd, UnlistedFarAwayAndSurplusSessionsAreRefusedSilently) {
       "session.9.accounts = any\n");
   ASSERT_TRUE(config.ok()) << config.status();
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kNone, *config));
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone, *config));
   ASSERT_NE(service, nullptr);
   const codec::NewLimit order = Limit(7, 1, 1, Side::kBuy, 10, 1);
 
@@ -973,7 +738,8 @@ TEST(ServiceEndToEnd, UnlistedFarAwayAndSurplusSessionsAreRefusedSilently) {
   EXPECT_EQ(stats.commands_applied, 3u);
   EXPECT_EQ(stats.datagrams_in, 7u);
   EXPECT_EQ(stats.datagrams_out, 3u);
-  const Replay replay = ReplayJournal(dir.journal(), engine::EngineConfig{});
+  const Replay replay =
+      ReplayJournal(dir.Sub("journal"), engine::EngineConfig{});
   ASSERT_EQ(replay.records.size(), 3u);
   EXPECT_EQ(replay.records[0].session_id, 5u);
   EXPECT_EQ(replay.records[1].session_id, 7u);
@@ -1023,7 +789,7 @@ Stream MixedStream(std::uint32_t session, std::size_t count,
 TEST(ServiceEndToEnd, ACleanShutdownAppliesAndAnswersEverythingItRead) {
   ScratchDir dir;
   const ServiceOptions options =
-      TestOptions(dir.journal(), journal::Durability::kBatch);
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch);
   const engine::EngineConfig engine_config = options.config.engine;
   auto service = RunningService::Start(options);
   ASSERT_NE(service, nullptr);
@@ -1068,7 +834,7 @@ TEST(ServiceEndToEnd, ACleanShutdownAppliesAndAnswersEverythingItRead) {
   // gives, in order.
   const std::vector<Bytes> received = client.Drain(kSession, 50);
   EXPECT_EQ(received.size(), Sum(stats.frames_out));
-  const Replay replay = ReplayJournal(dir.journal(), engine_config);
+  const Replay replay = ReplayJournal(dir.Sub("journal"), engine_config);
   ExpectJournalHolds(replay, kSession, stream.frames);
   ASSERT_EQ(received.size(), replay.reports.size());
   for (std::size_t i = 0; i < received.size(); ++i) {
@@ -1084,7 +850,7 @@ TEST(ServiceEndToEnd, ARestartRecoversSessionsAndReportsFromTheJournal) {
   std::vector<Bytes> first_run;
   {
     auto service = RunningService::Start(
-        TestOptions(dir.journal(), journal::Durability::kBatch));
+        TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
     ASSERT_NE(service, nullptr);
     TestClient client(service->endpoint());
     client.Send(kSession, {Frame(1, sell), Frame(2, buy)});
@@ -1096,7 +862,7 @@ TEST(ServiceEndToEnd, ARestartRecoversSessionsAndReportsFromTheJournal) {
     ASSERT_TRUE(service->Stop().ok());
   }
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kBatch));
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());  // a new port: pinned afresh
   // A retransmission of command 2 gets its reports again, from history
@@ -1135,7 +901,7 @@ TEST(ServiceEndToEnd,
      ARetransmittedWindowIsAnsweredWithOneResendNotOnePerDatagram) {
   ScratchDir dir;
   auto service = RunningService::Start(
-      TestOptions(dir.journal(), journal::Durability::kNone));
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
   constexpr std::uint32_t kSession = 29;
@@ -1238,7 +1004,7 @@ class LossyProxy {
 TEST(ServiceEndToEnd, TheClientRecoversFromALostReportDatagram) {
   ScratchDir dir;
   const ServiceOptions options =
-      TestOptions(dir.journal(), journal::Durability::kNone);
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone);
   const engine::EngineConfig engine_config = options.config.engine;
   auto service = RunningService::Start(options);
   ASSERT_NE(service, nullptr);
@@ -1275,7 +1041,7 @@ TEST(ServiceEndToEnd, TheClientRecoversFromALostReportDatagram) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->acknowledged, stream.frames.size());
   // The client ends up with every report, in order, as replay gives them.
-  const Replay replay = ReplayJournal(dir.journal(), engine_config);
+  const Replay replay = ReplayJournal(dir.Sub("journal"), engine_config);
   ExpectJournalHolds(replay, kSession, stream.frames);
   std::uint64_t hash = kFnvOffset;
   for (const Bytes& report : replay.reports) hash = Fnv1a(hash, report);
@@ -1284,5 +1050,130 @@ TEST(ServiceEndToEnd, TheClientRecoversFromALostReportDatagram) {
   EXPECT_GT(result->out_of_order_reports, 0u);
 }
 
+// ---------------------------------------------------------------------------
+// Several sessions at once: the protocol gap of two `submit --workload
+// mixed` clients on shared accounts (docs/PROTOCOL.md "Sessions and sequence
+// numbers").
+
+// Reads a whole FILE* (a tmpfile the client wrote its reports to).
+Bytes ReadBack(std::FILE* file) {
+  Bytes bytes;
+  std::rewind(file);
+  std::byte buffer[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    bytes.insert(bytes.end(), buffer, buffer + n);
+  }
+  return bytes;
+}
+
+Bytes Concat(const std::vector<Bytes>& frames) {
+  Bytes out;
+  for (const Bytes& f : frames) out.insert(out.end(), f.begin(), f.end());
+  return out;
+}
+
+// Three go-back-N clients run `mixed` at once on three sessions that trade
+// the same 64 accounts, so each tries to cancel and replace orders another
+// session entered. Every client checks every acknowledgement against its
+// command (RunClient fails on the first that does not answer it). Then:
+// live == replay == restart, per session, byte for byte.
+TEST(ServiceEndToEnd, SessionsSharingAccountsAreEachAnsweredInOrder) {
+  ScratchDir dir;
+  const ServiceOptions options =
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch);
+  const engine::EngineConfig engine_config = options.config.engine;
+  auto service = RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+
+  constexpr std::uint32_t kSessions = 3;
+  constexpr std::size_t kCommands = 20'000;
+  std::vector<std::vector<std::byte>> inputs;
+  std::vector<std::FILE*> files;
+  std::vector<absl::StatusOr<ClientResult>> results(
+      kSessions, absl::UnknownError("not run"));
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    inputs.push_back(workload::EncodeCommands(
+        workload::Generate(workload::Workload::kMixed, kCommands, 100 + s)));
+    files.push_back(std::tmpfile());
+    ASSERT_NE(files.back(), nullptr);
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    threads.emplace_back([&, s] {
+      ClientOptions client;
+      client.target = service->endpoint();
+      client.session_id = 40 + s;
+      client.window = 512;
+      client.reports_out = files[s];
+      results[s] = RunClient(client, inputs[s], stop);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    ASSERT_TRUE(results[s].ok())
+        << "session " << 40 + s << ": " << results[s].status();
+    EXPECT_EQ(results[s]->acknowledged, kCommands);
+  }
+  ASSERT_TRUE(service->Stop().ok());
+  const ServiceStats& stats = service->final_stats();
+  EXPECT_EQ(stats.commands_applied, kSessions * kCommands);
+  EXPECT_GT(
+      stats.rejects[static_cast<std::size_t>(codec::RejectReason::kNotOwner)],
+      0u)
+      << "the sessions never touched each other's orders: no test";
+
+  // Replay: each session's reports, byte for byte what it received.
+  const Replay replay = ReplayJournal(dir.Sub("journal"), engine_config);
+  ASSERT_EQ(replay.records.size(), kSessions * kCommands);
+  std::vector<Bytes> live(kSessions);
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    live[s] = ReadBack(files[s]);
+    std::fclose(files[s]);
+    const auto it = replay.by_session.find(40 + s);
+    ASSERT_NE(it, replay.by_session.end());
+    const Bytes replayed = Concat(it->second);
+    EXPECT_EQ(replayed.size(), live[s].size()) << "session " << 40 + s;
+    EXPECT_TRUE(replayed == live[s]) << "session " << 40 + s;
+  }
+
+  // Restart: the recovered state is the replayed one, and a session's
+  // history answers a retransmission with the bytes it received live.
+  auto restarted = RunningService::Start(options);
+  ASSERT_NE(restarted, nullptr);
+  const StateMachine& state = restarted->service().state();
+  EXPECT_EQ(state.last_index(), kSessions * kCommands);
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    const SessionState* session = state.Find(40 + s);
+    ASSERT_NE(session, nullptr);
+    EXPECT_EQ(session->next_expected, kCommands + 1);
+    EXPECT_EQ(session->next_report - 1, replay.by_session.at(40 + s).size());
+  }
+  // Session 40 retransmits its last command, as a client that lost its
+  // reports would: the service answers from the rebuilt history.
+  std::size_t last = 0;
+  for (std::size_t pos = 0; pos < inputs[0].size();) {
+    last = pos;
+    pos += codec::Info(static_cast<Kind>(std::to_integer<std::uint8_t>(
+                           inputs[0][pos + codec::kKindOffset])))
+               .frame_size;
+  }
+  TestClient client(restarted->endpoint());
+  client.Send(40, {Bytes(inputs[0].begin() + static_cast<std::ptrdiff_t>(last),
+                         inputs[0].end())});
+  const std::vector<Bytes> resent = client.Drain(40, 200);
+  ASSERT_FALSE(resent.empty());
+  const std::vector<Bytes>& live_frames = replay.by_session.at(40);
+  for (const Bytes& frame : resent) {
+    const std::uint64_t sequence = SequenceOf(frame);
+    ASSERT_GE(sequence, 1u);
+    ASSERT_LE(sequence, live_frames.size());
+    EXPECT_EQ(Hex(frame), Hex(live_frames[sequence - 1]));
+  }
+  EXPECT_EQ(SequenceOf(resent.back()), live_frames.size());
+  ASSERT_TRUE(restarted->Stop().ok());
+}
+
 }  // namespace
-}  // namespace orderwire::net
+}  // namespace orderwire::service

@@ -1,0 +1,157 @@
+// The service's sequencer; see sequencer.h.
+#include "service/sequencer.h"
+
+#include "absl/strings/str_format.h"
+#include "codec/command.h"
+#include "codec/frame.h"
+#include "service/record_flags.h"
+
+namespace orderwire::service {
+
+Sequencer::Sequencer(const ServiceConfig& config, std::size_t max_pending,
+                     journal::JournalWriter& writer, Backpressure& owner)
+    : sessions_(config),
+      writer_(writer),
+      owner_(owner),
+      pending_(max_pending) {}
+
+absl::Status Sequencer::Recover(std::uint32_t id, std::uint64_t next_expected) {
+  Session* session = sessions_.Recover(id);
+  if (session == nullptr) {
+    return absl::ResourceExhaustedError(absl::StrFormat(
+        "session %d does not fit: the journal has more sessions than "
+        "max_sessions",
+        id));
+  }
+  session->next_expected = next_expected;
+  return absl::OkStatus();
+}
+
+Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
+                              const net::Endpoint& peer,
+                              std::uint64_t receive_ns) {
+  Sequenced result;
+  Session* session = nullptr;
+  result.admission = sessions_.Admit(datagram.session_id(), peer, &session);
+  if (result.admission != Admission::kOk) {
+    ++stats_.refused[static_cast<std::size_t>(result.admission)];
+    return result;
+  }
+  result.session = session;
+
+  // Frames below the next sequence are duplicates (skipped); the run that
+  // starts at the next sequence is journaled; it ends at the first frame
+  // that does not continue it. A frame above the next sequence is a gap: it
+  // and the rest of the datagram are dropped.
+  const std::byte* const frames_begin = datagram.frame_bytes().data();
+  std::size_t frames_seen = 0;
+  std::size_t run_count = 0;
+  std::size_t run_begin = 0;
+  std::size_t run_end = 0;
+  std::uint64_t expected = session->next_expected;
+  for (auto it = datagram.begin(); it != datagram.end(); ++it) {
+    const codec::FrameView frame = *it;
+    const std::uint64_t sequence = frame.sequence();
+    if (sequence < expected) {
+      ++stats_.duplicates;
+      if (!result.duplicates) result.first_duplicate = sequence;
+      result.duplicates = true;
+      if (run_count > 0) break;  // out of order after the run: stop there
+      ++frames_seen;
+      continue;
+    }
+    if (sequence != expected) {
+      result.gap = true;
+      break;
+    }
+    if (run_count == 0) run_begin = it.OffsetFrom(frames_begin);
+    run_end = it.OffsetFrom(frames_begin) + frame.bytes().size();
+    ++run_count;
+    ++frames_seen;
+    ++expected;
+  }
+  if (result.gap) {
+    ++stats_.gaps;
+    stats_.gap_frames_dropped += datagram.frame_count() - frames_seen;
+  }
+  if (run_count == 0) return result;
+
+  // Journal the run verbatim, split where the authorization decision
+  // changes (one record flag per append).
+  const std::span<const std::byte> run =
+      datagram.frame_bytes().subspan(run_begin, run_end - run_begin);
+  const AccountSet& accounts = session->policy->accounts;
+  std::size_t offset = 0;
+  std::size_t group_begin = 0;
+  std::size_t group_count = 0;
+  bool group_allowed = true;
+  codec::Command command{};
+  while (offset < run.size()) {
+    const auto size = *codec::DecodeCommand(run.subspan(offset), command);
+    const bool allowed = accounts.Contains(command.account_id);
+    if (group_count > 0 && allowed != group_allowed) {
+      if (!Journal(*session, run.subspan(group_begin, offset - group_begin),
+                   group_count, receive_ns,
+                   group_allowed ? 0 : kRecordUnauthorized)) {
+        result.journal_failed = true;
+        return result;
+      }
+      result.journaled += group_count;
+      group_begin = offset;
+      group_count = 0;
+    }
+    group_allowed = allowed;
+    ++group_count;
+    ++stats_.journaled[static_cast<std::uint8_t>(command.kind)];
+    offset += size;
+  }
+  if (!Journal(*session, run.subspan(group_begin), group_count, receive_ns,
+               group_allowed ? 0 : kRecordUnauthorized)) {
+    result.journal_failed = true;
+    return result;
+  }
+  result.journaled += group_count;
+  return result;
+}
+
+bool Sequencer::Journal(Session& session, std::span<const std::byte> frames,
+                        std::size_t count, std::uint64_t receive_ns,
+                        std::uint32_t flags) {
+  // Room in the pending ring first (back-pressure on the apply side).
+  while (pending_size_ + count > pending_.size()) {
+    owner_.WaitForJournal();
+    if (writer_.failed()) return false;
+  }
+  while (true) {
+    const journal::AppendStatus status =
+        writer_.Append(frames, session.id, receive_ns, flags);
+    if (status == journal::AppendStatus::kOk) break;
+    if (status != journal::AppendStatus::kFull) return false;
+    owner_.WaitForJournal();  // back-pressure on the disk side
+    if (writer_.failed()) return false;
+  }
+  if (flags != 0) stats_.unauthorized += count;
+  std::uint64_t index = writer_.last_index() - count + 1;
+  std::size_t offset = 0;
+  for (std::size_t i = 0; i < count; ++i) {
+    std::size_t tail = pending_head_ + pending_size_;
+    if (tail >= pending_.size()) tail -= pending_.size();
+    Pending& p = pending_[tail];
+    const std::size_t size =
+        codec::kKindTable[codec::LoadLE<std::uint8_t>(frames.data() + offset +
+                                                      codec::kKindOffset)]
+            .frame_size;
+    p.index = index++;
+    p.receive_ns = receive_ns;
+    p.session_id = session.id;
+    p.flags = flags;
+    p.size = static_cast<std::uint8_t>(size);
+    std::memcpy(p.frame.data(), frames.data() + offset, size);
+    offset += size;
+    ++pending_size_;
+  }
+  session.next_expected += count;
+  return true;
+}
+
+}  // namespace orderwire::service

@@ -1,0 +1,137 @@
+// Sequencer: what the service does with a datagram before its commands are
+// durable. It admits the datagram's session (policy, pinning, the cap),
+// checks the frames' sequences against what the session has journaled,
+// decides whether the session may trade for each command's account, and
+// appends the new frames to the journal verbatim (the bytes of the receive
+// buffer, split where the authorization decision changes), remembering each
+// journaled record in a pending ring until it is durable and applied.
+//
+// It decides nothing about what a command does: that is the StateMachine's,
+// from the journal record alone (docs/ARCHITECTURE.md).
+//
+// Sequences (docs/PROTOCOL.md "Sessions and sequence numbers"): frames below
+// the session's next sequence are duplicates (skipped, counted, and the
+// service answers them by sending reports again); the run that starts at the
+// next sequence is journaled; a frame above it is a gap: it and the rest of
+// the datagram are dropped and the service answers with SequenceGap.
+//
+// Back-pressure: when the journal has no free buffer or the pending ring is
+// full, Sequence() calls the owner's WaitForJournal(), which must make
+// progress (wait for the disk and apply what became durable).
+//
+// Hot path: no allocation. The pending ring is allocated at construction.
+#ifndef ORDERWIRE_SERVICE_SEQUENCER_H_
+#define ORDERWIRE_SERVICE_SEQUENCER_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "codec/datagram.h"
+#include "codec/kind_table.h"
+#include "journal/writer.h"
+#include "net/udp.h"
+#include "service/service_config.h"
+#include "service/session_table.h"
+#include "service/state_machine.h"
+
+namespace orderwire::service {
+
+// What Sequence() made of one datagram.
+struct Sequenced {
+  Admission admission = Admission::kOk;
+  Session* session = nullptr;  // when admitted
+  bool duplicates = false;     // frames below the next sequence were skipped
+  std::uint64_t first_duplicate = 0;
+  bool gap = false;  // a frame above the next sequence: SequenceGap is due
+  std::size_t journaled = 0;    // frames appended to the journal
+  bool journal_failed = false;  // the writer failed: see its status()
+};
+
+struct SequencerStats {
+  std::array<std::uint64_t, 5> refused{};      // by Admission
+  std::array<std::uint64_t, 256> journaled{};  // commands, by kind
+  std::uint64_t duplicates = 0;                // frames
+  std::uint64_t gaps = 0;                      // datagrams
+  std::uint64_t gap_frames_dropped = 0;
+  std::uint64_t unauthorized = 0;  // commands flagged
+};
+
+class Sequencer {
+ public:
+  // Whoever owns the loop: called when the journal or the pending ring is
+  // full; must wait for the disk and apply what became durable.
+  class Backpressure {
+   public:
+    virtual void WaitForJournal() = 0;
+
+   protected:
+    ~Backpressure() = default;
+  };
+
+  // `config`, `writer` and `owner` must outlive the sequencer.
+  Sequencer(const ServiceConfig& config, std::size_t max_pending,
+            journal::JournalWriter& writer, Backpressure& owner);
+
+  // After recovery: session `id` (recovered from the journal) continues at
+  // `next_expected`. Errors: ResourceExhausted if the table is full.
+  absl::Status Recover(std::uint32_t id, std::uint64_t next_expected);
+
+  // Admits, checks and journals one parsed datagram from `peer`.
+  Sequenced Sequence(const codec::DatagramView& datagram,
+                     const net::Endpoint& peer, std::uint64_t receive_ns);
+
+  // Calls `apply(const Record&)` for each pending record whose index is at
+  // most `durable`, oldest first, and forgets it.
+  template <typename Fn>
+  void ForEachDurable(std::uint64_t durable, Fn&& apply);
+
+  [[nodiscard]] std::size_t pending() const noexcept { return pending_size_; }
+  [[nodiscard]] SessionTable& sessions() noexcept { return sessions_; }
+  [[nodiscard]] const SequencerStats& stats() const noexcept { return stats_; }
+
+ private:
+  // A journaled record waiting to be durable, with a copy of its frame (the
+  // receive buffer is reused by the next batch).
+  struct Pending {
+    std::uint64_t index;
+    std::uint64_t receive_ns;
+    std::uint32_t session_id;
+    std::uint32_t flags;
+    std::uint8_t size;
+    std::array<std::byte, codec::kMaxCommandFrameSize> frame;
+  };
+
+  // Journals `frames` (whole command frames of `session`, `count` of them)
+  // with `flags`, waiting when full. False if the writer failed.
+  bool Journal(Session& session, std::span<const std::byte> frames,
+               std::size_t count, std::uint64_t receive_ns,
+               std::uint32_t flags);
+
+  SessionTable sessions_;
+  journal::JournalWriter& writer_;
+  Backpressure& owner_;
+  std::vector<Pending> pending_;  // ring
+  std::size_t pending_head_ = 0;
+  std::size_t pending_size_ = 0;
+  SequencerStats stats_;
+};
+
+template <typename Fn>
+void Sequencer::ForEachDurable(std::uint64_t durable, Fn&& apply) {
+  while (pending_size_ > 0 && pending_[pending_head_].index <= durable) {
+    const Pending& p = pending_[pending_head_];
+    apply(Record{p.index, p.receive_ns, p.session_id, p.flags,
+                 std::span<const std::byte>(p.frame.data(), p.size)});
+    pending_head_ =
+        pending_head_ + 1 == pending_.size() ? 0 : pending_head_ + 1;
+    --pending_size_;
+  }
+}
+
+}  // namespace orderwire::service
+
+#endif  // ORDERWIRE_SERVICE_SEQUENCER_H_

@@ -1,0 +1,131 @@
+// The state machine of the service; see state_machine.h.
+#include "service/state_machine.h"
+
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "codec/frame.h"
+#include "codec/types.h"
+#include "codec/wire.h"
+#include "service/record_flags.h"
+
+namespace orderwire::service {
+
+StateMachine::StateMachine(const StateMachineOptions& options)
+    : options_(options),
+      engine_(std::make_unique<engine::Engine>(options_.engine)) {
+  sessions_.reserve(options_.max_sessions);
+  by_id_.reserve(options_.max_sessions);
+  outputs_.resize(1 << 10);
+  frames_.resize(outputs_.size() * codec::kMaxFrameSize);
+}
+
+const SessionState* StateMachine::Find(std::uint32_t id) const {
+  const auto it = by_id_.find(id);
+  return it == by_id_.end() ? nullptr : sessions_[it->second].get();
+}
+
+SessionState* StateMachine::SessionFor(std::uint32_t id,
+                                       std::uint64_t record_index,
+                                       absl::Status& error) {
+  if (const auto it = by_id_.find(id); it != by_id_.end()) {
+    return sessions_[it->second].get();
+  }
+  if (sessions_.size() >= options_.max_sessions) {
+    error = absl::ResourceExhaustedError(absl::StrFormat(
+        "journal record %d: session %d does not fit: the journal has more "
+        "sessions than max_sessions = %d",
+        record_index, id, options_.max_sessions));
+    return nullptr;
+  }
+  // Once per session, when its first record is applied.
+  const auto index = static_cast<std::uint32_t>(sessions_.size());
+  sessions_.push_back(std::make_unique<SessionState>(SessionState{
+      .id = id,
+      .index = index,
+      .history =
+          ReportHistory(options_.report_history, options_.command_history)}));
+  by_id_.emplace(id, index);
+  return sessions_.back().get();
+}
+
+absl::Status StateMachine::Apply(const Record& record) {
+  output_count_ = 0;
+  if (last_index_ != 0 && record.index != last_index_ + 1) {
+    return absl::DataLossError(absl::StrFormat(
+        "journal record %d follows record %d: records must be applied in "
+        "index order without a gap",
+        record.index, last_index_));
+  }
+  if ((record.flags & ~kKnownRecordFlags) != 0) {
+    return absl::DataLossError(absl::StrFormat(
+        "journal record %d has flags 0x%x: bits 0x%x have no meaning in this "
+        "version (docs/PROTOCOL.md, \"Journal record flags\")",
+        record.index, record.flags, record.flags & ~kKnownRecordFlags));
+  }
+  codec::Command command;
+  const codec::Result<std::size_t> decoded =
+      codec::DecodeCommand(record.frame, command);
+  if (!decoded.ok() || *decoded != record.frame.size()) {
+    return absl::DataLossError(absl::StrFormat(
+        "journal record %d is not a whole command frame", record.index));
+  }
+  absl::Status error;
+  SessionState* const submitter =
+      SessionFor(record.session_id, record.index, error);
+  if (submitter == nullptr) return error;
+  if (command.sequence != submitter->next_expected) {
+    return absl::DataLossError(absl::StrFormat(
+        "journal record %d: session %d sequence %d, expected %d", record.index,
+        record.session_id, command.sequence, submitter->next_expected));
+  }
+
+  // The record is applied from here on.
+  last_index_ = record.index;
+  ++submitter->next_expected;
+  ++stats_.records;
+  ++stats_.commands[static_cast<std::uint8_t>(command.kind)];
+  submitter->history.BeginCommand(command.sequence, submitter->next_report);
+  reports_.Clear();
+  const engine::OwnerTag owner = submitter->index;
+  if ((record.flags & kRecordUnauthorized) != 0) {
+    ++stats_.unauthorized;
+    (void)engine_->RejectUnauthorized(command, owner, reports_);
+  } else {
+    (void)engine_->Execute(command, owner, reports_);
+  }
+
+  // Number each report on the session it goes to. Room for all of them
+  // first, so that the frames do not move while outputs point at them.
+  const std::size_t count = reports_.size();
+  if (count > outputs_.size()) [[unlikely]] {
+    outputs_.resize(count);  // a sweep larger than any before
+  }
+  if (reports_.frames().size() > frames_.size()) [[unlikely]] {
+    frames_.resize(reports_.frames().size());
+  }
+  std::byte* out = frames_.data();
+  for (std::size_t i = 0; i < count; ++i) {
+    const engine::Report& report = reports_[i];
+    SessionState& target = *sessions_[report.owner];
+    const std::span<const std::byte> frame = reports_.frame(i);
+    std::memcpy(out, frame.data(), frame.size());
+    codec::StoreLE(out + codec::kSequenceOffset, target.next_report);
+    const std::span<const std::byte> numbered(out, frame.size());
+    target.history.Add(target.next_report, numbered);
+    outputs_[i] = Output{target.index, target.id, target.next_report,
+                         report.kind, numbered};
+    ++target.next_report;
+    out += frame.size();
+    ++stats_.reports[static_cast<std::uint8_t>(report.kind)];
+    if (report.kind == codec::Kind::kRejected) {
+      const auto reason = static_cast<std::size_t>(report.rejected.reason);
+      if (reason < stats_.rejects.size()) ++stats_.rejects[reason];
+    }
+  }
+  output_count_ = count;
+  return absl::OkStatus();
+}
+
+}  // namespace orderwire::service
