@@ -11,12 +11,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "cli/args.h"
 #include "cli/commands.h"
+#include "cli/common.h"
 #include "codec/command.h"
 #include "codec/testing/random_commands.h"
 
@@ -54,13 +55,12 @@ double MedianSeconds(int passes, Fn&& fn) {
 }
 
 absl::Status BenchDecode(const Args& args) {
-  absl::StatusOr<std::uint64_t> count = args.Uint("count", 100'000'000);
+  absl::StatusOr<std::uint64_t> count = args.Uint("count", 1, 100'000'000);
   if (!count.ok()) return count.status();
   absl::StatusOr<std::uint64_t> seed = args.Uint("seed", UINT64_MAX);
   if (!seed.ok()) return seed.status();
   absl::StatusOr<std::int64_t> passes = args.Int("passes", 1, 1000);
   if (!passes.ok()) return passes.status();
-  if (*count == 0) return absl::FailedPreconditionError("--count must be >= 1");
 
   const std::vector<std::byte> stream = codec::testing::EncodeRandomStream(
       *count, *seed, codec::testing::kDecodeBenchMix);
@@ -116,31 +116,33 @@ absl::Status BenchDecode(const Args& args) {
   });
 
   const double n = static_cast<double>(*count);
-  std::printf(
-      "orderwire bench-decode: %llu frames (%zu bytes), seed %llu, "
-      "median of %lld passes\n\n",
-      static_cast<unsigned long long>(*count), bytes.size(),
-      static_cast<unsigned long long>(*seed), static_cast<long long>(*passes));
-  std::printf("  %-30s %10s %14s\n", "", "ns/frame", "frames/s");
-  std::printf("  %-30s %10.2f %14.0f\n", "decode into Command (batch)",
-              decode_s * 1e9 / n, n / decode_s);
-  std::printf("  %-30s %10.2f %14.0f\n", "baseline: read-bound sum",
-              read_s * 1e9 / n, n / read_s);
-  std::printf("  %-30s %10.2f %14.0f\n", "baseline: memcpy", memcpy_s * 1e9 / n,
-              n / memcpy_s);
-  std::printf("\n  decode / read-bound = %.2fx\n\n  frames by kind:\n",
-              decode_s / read_s);
+  std::string out = absl::StrFormat(
+      "orderwire bench-decode: %d frames (%d bytes), seed %d, "
+      "median of %d passes\n\n",
+      *count, bytes.size(), *seed, *passes);
+  absl::StrAppendFormat(&out, "  %-30s %10s %14s\n", "", "ns/frame",
+                        "frames/s");
+  absl::StrAppendFormat(&out, "  %-30s %10.2f %14.0f\n",
+                        "decode into Command (batch)", decode_s * 1e9 / n,
+                        n / decode_s);
+  absl::StrAppendFormat(&out, "  %-30s %10.2f %14.0f\n",
+                        "baseline: read-bound sum", read_s * 1e9 / n,
+                        n / read_s);
+  absl::StrAppendFormat(&out, "  %-30s %10.2f %14.0f\n", "baseline: memcpy",
+                        memcpy_s * 1e9 / n, n / memcpy_s);
+  absl::StrAppendFormat(&out,
+                        "\n  decode / read-bound = %.2fx\n\n  frames by "
+                        "kind:\n",
+                        decode_s / read_s);
   for (std::size_t k = 0; k < by_kind.size(); ++k) {
     if (by_kind[k] == 0) continue;
-    std::printf("    %-16.*s %10llu  (%.1f%%)\n",
-                static_cast<int>(codec::kKindTable[k].name.size()),
-                codec::kKindTable[k].name.data(),
-                static_cast<unsigned long long>(by_kind[k]),
-                100.0 * static_cast<double>(by_kind[k]) / n);
+    absl::StrAppendFormat(&out, "    %-16s %10d  (%.1f%%)\n",
+                          codec::kKindTable[k].name, by_kind[k],
+                          100.0 * static_cast<double>(by_kind[k]) / n);
   }
-  std::printf("\n  (checksum %016llx)\n",
-              static_cast<unsigned long long>(checksum ^ sum));
-  return absl::OkStatus();
+  absl::StrAppendFormat(&out, "\n  (checksum %016x)\n", checksum ^ sum);
+  // An error writing the figures (e.g. a full disk) is a failure: exit 1.
+  return WriteAll(stdout, out);
 }
 
 }  // namespace

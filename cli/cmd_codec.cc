@@ -10,9 +10,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/io.h"
+#include "cli/common.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
 #include "codec/json.h"
@@ -26,9 +25,11 @@ const CommandSpec kEncodeSpec{
     .synopsis = "[--hex] < frames.jsonl > frames.bin",
     .summary = "Encode JSON Lines (one frame per line) into binary frames.",
     .details =
-        "Each line is one JSON object: \"kind\" (the PROTOCOL.md name, e.g.\n"
+        "Each line is one JSON object: \"kind\" (the docs/PROTOCOL.md name, "
+        "e.g.\n"
         "\"NewLimit\"), \"sequence\", and every body field under its\n"
-        "PROTOCOL.md name, integers as JSON numbers. Blank lines are skipped.\n"
+        "docs/PROTOCOL.md name, integers as JSON numbers. Blank lines are "
+        "skipped.\n"
         "The frames are written back to back to standard output. On the first\n"
         "bad line nothing is written and the error names the line and column.",
     .flags = {{"hex", "", "", "write one lower-case hex line per frame"}},
@@ -51,33 +52,15 @@ const CommandSpec kDecodeSpec{
               {"datagram", "", "", "input is one hex datagram per line"}},
 };
 
-absl::Status FrameError(std::string_view where, std::size_t offset,
-                        codec::CodecError error,
-                        std::span<const std::byte> at) {
-  std::string detail;
-  if (error == codec::CodecError::kUnknownKind && at.size() > 8) {
-    detail = absl::StrFormat(" 0x%02x", static_cast<unsigned>(at[8]));
-  } else if (error == codec::CodecError::kTruncated && at.size() > 8 &&
-             codec::kKindTable[static_cast<std::uint8_t>(at[8])].frame_size) {
-    const auto& info = codec::kKindTable[static_cast<std::uint8_t>(at[8])];
-    detail = absl::StrFormat(" (%s needs %d bytes, %d left)", info.name,
-                             info.frame_size, at.size());
-  } else if (error == codec::CodecError::kTruncated) {
-    detail =
-        absl::StrFormat(" (%d bytes left, a frame header needs 9)", at.size());
-  }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "%sbyte offset %d: %s%s", where, offset, codec::Describe(error), detail));
-}
-
 // Appends the JSON lines of the frames in `bytes` to `out`.
-absl::Status DecodeFrames(std::span<const std::byte> bytes,
-                          std::string_view where, std::string& out) {
+// `line` is the input line they are on (0: binary input, no lines).
+absl::Status DecodeFrames(std::span<const std::byte> bytes, std::size_t line,
+                          std::string& out) {
   std::size_t pos = 0;
   while (pos < bytes.size()) {
     const auto frame = codec::FrameView::Parse(bytes.subspan(pos));
     if (!frame.ok()) {
-      return FrameError(where, pos, frame.error(), bytes.subspan(pos));
+      return FrameError(line, pos, frame.error(), bytes.subspan(pos));
     }
     absl::StrAppend(&out, codec::FrameToJson(*frame), "\n");
     pos += frame->size();
@@ -87,39 +70,39 @@ absl::Status DecodeFrames(std::span<const std::byte> bytes,
 
 absl::Status Decode(const Args& args) {
   if (args.Bool("hex") && args.Bool("datagram")) {
-    return absl::FailedPreconditionError(
+    return UsageError(
         "--hex and --datagram are exclusive (a datagram line is already hex)");
   }
   absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
   if (!input.ok()) return input.status();
   std::string out;
   if (!args.Bool("hex") && !args.Bool("datagram")) {
-    if (absl::Status s = DecodeFrames(*input, "", out); !s.ok()) return s;
+    if (absl::Status s = DecodeFrames(*input, 0, out); !s.ok()) return s;
     return WriteAll(stdout, out);
   }
-  const std::string_view text(reinterpret_cast<const char*>(input->data()),
-                              input->size());
   std::size_t line_number = 0;
-  for (std::string_view line : SplitLines(text)) {
+  for (std::string_view line : SplitLines(AsText(*input))) {
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    const std::string where = absl::StrFormat("line %d, ", line_number);
     absl::StatusOr<std::vector<std::byte>> bytes = FromHex(line);
     if (!bytes.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(where, bytes.status().message()));
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "line %d, %s", line_number, bytes.status().message()));
     }
     if (!args.Bool("datagram")) {
-      if (absl::Status s = DecodeFrames(*bytes, where, out); !s.ok()) return s;
+      if (absl::Status s = DecodeFrames(*bytes, line_number, out); !s.ok()) {
+        return s;
+      }
       continue;
     }
     std::size_t error_offset = 0;
     const auto datagram = codec::DatagramView::Parse(
         *bytes, codec::FrameFilter::kAny, &error_offset);
     if (!datagram.ok()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%sbyte offset %d: datagram rejected: %s (%s)", where, error_offset,
-          codec::Name(datagram.error()), codec::Describe(datagram.error())));
+      return InputError(line_number, error_offset,
+                        absl::StrFormat("datagram rejected: %s (%s)",
+                                        codec::Name(datagram.error()),
+                                        codec::Describe(datagram.error())));
     }
     absl::StrAppend(&out, codec::DatagramHeaderToJson(*datagram), "\n");
     for (codec::FrameView frame : *datagram) {
@@ -132,8 +115,7 @@ absl::Status Decode(const Args& args) {
 absl::Status Encode(const Args& args) {
   absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
   if (!input.ok()) return input.status();
-  const std::string_view text(reinterpret_cast<const char*>(input->data()),
-                              input->size());
+  const std::string_view text = AsText(*input);
   const bool hex = args.Bool("hex");
   std::vector<std::byte> frames;
   std::string hex_out;

@@ -8,11 +8,9 @@
 // standard output that look complete.
 #include <algorithm>
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,15 +19,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
-#include "cli/args.h"
 #include "cli/book_text.h"
 #include "cli/commands.h"
-#include "cli/io.h"
+#include "cli/common.h"
 #include "codec/command.h"
 #include "codec/frame.h"
-#include "codec/json.h"
-#include "codec/kind_table.h"
-#include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
 #include "engine/workload.h"
@@ -55,7 +49,8 @@ const CommandSpec kMatchSpec{
         "--config FILE sets the engine's limits, one 'key = value' per line\n"
         "('#' comments): min_instrument, max_instrument, min_price,\n"
         "max_price, min_quantity, max_quantity, max_live_orders. Keys not\n"
-        "given keep PROTOCOL.md's defaults (instruments 1..1024, prices and\n"
+        "given keep docs/PROTOCOL.md's defaults (instruments 1..1024, prices "
+        "and\n"
         "quantities 1..1000000000, 1048576 live orders).\n\n"
         "--book N prints the top N levels of each side of every non-empty\n"
         "book to standard error at the end. --stats prints counts and the\n"
@@ -89,52 +84,6 @@ const CommandSpec kGenSpec{
 
 using Clock = std::chrono::steady_clock;
 
-absl::StatusOr<engine::EngineConfig> LoadConfig(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    return absl::NotFoundError(absl::StrFormat("config %s: cannot open: %s",
-                                               path, std::strerror(errno)));
-  }
-  absl::StatusOr<std::vector<std::byte>> bytes = ReadAll(file);
-  std::fclose(file);
-  if (!bytes.ok()) {
-    return absl::UnavailableError(absl::StrFormat(
-        "config %s: %s", path, std::string(bytes.status().message())));
-  }
-  absl::StatusOr<engine::EngineConfig> config =
-      engine::ParseConfig(std::string_view(
-          reinterpret_cast<const char*>(bytes->data()), bytes->size()));
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "config %s: %s", path, std::string(config.status().message())));
-  }
-  return config;
-}
-
-// Why the bytes at `offset` are not a command frame, as a message.
-absl::Status FrameError(std::size_t offset, codec::CodecError error,
-                        std::span<const std::byte> at) {
-  std::string detail;
-  if (at.size() > codec::kKindOffset) {
-    const codec::KindInfo& info =
-        codec::kKindTable[static_cast<std::uint8_t>(at[codec::kKindOffset])];
-    if (error == codec::CodecError::kUnknownKind) {
-      detail = absl::StrFormat(" 0x%02x",
-                               static_cast<unsigned>(at[codec::kKindOffset]));
-    } else if (error == codec::CodecError::kNotACommand) {
-      detail = absl::StrFormat(" (%s)", info.name);
-    } else if (error == codec::CodecError::kTruncated) {
-      detail = absl::StrFormat(" (%s needs %d bytes, %d left)", info.name,
-                               info.frame_size, at.size());
-    }
-  } else if (error == codec::CodecError::kTruncated) {
-    detail =
-        absl::StrFormat(" (%d bytes left, a frame header needs 9)", at.size());
-  }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "byte offset %d: %s%s", offset, codec::Describe(error), detail));
-}
-
 // Decodes the whole input, checking the session's sequences.
 absl::StatusOr<std::vector<codec::Command>> DecodeSession(
     std::span<const std::byte> bytes) {
@@ -146,13 +95,14 @@ absl::StatusOr<std::vector<codec::Command>> DecodeSession(
     codec::Command command;
     const auto size = codec::DecodeCommand(bytes.subspan(offset), command);
     if (!size.ok()) {
-      return FrameError(offset, size.error(), bytes.subspan(offset));
+      return FrameError(0, offset, size.error(), bytes.subspan(offset));
     }
     if (command.sequence != expected) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "byte offset %d: frame sequence %d where %d was expected (one "
-          "session: sequences must be 1, 2, 3, ...)",
-          offset, command.sequence, expected));
+      return InputError(0, offset,
+                        absl::StrFormat("frame sequence %d where %d was "
+                                        "expected (one session: sequences "
+                                        "must be 1, 2, 3, ...)",
+                                        command.sequence, expected));
     }
     ++expected;
     offset += *size;
@@ -162,16 +112,18 @@ absl::StatusOr<std::vector<codec::Command>> DecodeSession(
 }
 
 absl::Status Match(const Args& args) {
+  // Flags first: a usage error is reported before any file is read.
+  absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
+  if (!book_levels.ok()) return book_levels.status();
   engine::EngineConfig config;
   if (args.Has("config")) {
     absl::StatusOr<engine::EngineConfig> loaded =
-        LoadConfig(args.String("config"));
+        LoadEngineConfig(args.String("config"));
     if (!loaded.ok()) return loaded.status();
     config = *loaded;
   }
-  absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
-  if (!book_levels.ok()) return book_levels.status();
-  const bool json = args.Bool("json");
+  ReportSink sink = ReportSink::Stdout(
+      args.Bool("json") ? ReportFormat::kJsonLines : ReportFormat::kBinary);
 
   absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
   if (!input.ok()) return input.status();
@@ -183,23 +135,12 @@ absl::Status Match(const Args& args) {
   std::array<std::uint64_t, 256> by_kind{};
   std::uint64_t report_count = 0;
   Clock::duration engine_time{};
-  std::string text;
   const auto flush = [&]() -> absl::Status {
     for (const engine::Report& report : reports.reports()) {
       ++by_kind[static_cast<std::uint8_t>(report.kind)];
     }
     report_count += reports.size();
-    absl::Status status;
-    if (json) {
-      text.clear();
-      for (std::size_t i = 0; i < reports.size(); ++i) {
-        text += codec::FrameToJson(*codec::FrameView::Parse(reports.frame(i)));
-        text += '\n';
-      }
-      status = WriteAll(stdout, text);
-    } else {
-      status = WriteAll(stdout, reports.frames());
-    }
+    absl::Status status = sink.Write(reports.frames());
     reports.Clear();
     return status;
   };
@@ -217,6 +158,7 @@ absl::Status Match(const Args& args) {
     }
   }
   if (absl::Status s = flush(); !s.ok()) return s;
+  if (absl::Status s = sink.Finish(); !s.ok()) return s;
 
   if (*book_levels > 0) {
     const std::string depth =
@@ -253,8 +195,7 @@ absl::Status Match(const Args& args) {
 absl::Status Gen(const Args& args) {
   absl::StatusOr<workload::Workload> which =
       workload::ParseWorkload(args.String("workload"));
-  if (!which.ok())
-    return absl::FailedPreconditionError(which.status().message());
+  if (!which.ok()) return FlagError("workload", which.status());
   absl::StatusOr<std::uint64_t> count = args.Uint("count", 1'000'000'000);
   if (!count.ok()) return count.status();
   absl::StatusOr<std::uint64_t> seed = args.Uint("seed", UINT64_MAX);

@@ -6,22 +6,24 @@
 //   orderwire journal inspect /tmp/j [--records]
 //   orderwire replay --journal /tmp/j --verify
 //   orderwire replay --journal /tmp/j --reports reports.bin
+//   orderwire replay --journal /tmp/j --reports-dir per-session/
 //
-// Replay runs every journaled command through the engine in journal order
-// and numbers the report frames 1, 2, 3, ... in emission order with the
-// engine's own ReportBuffer, exactly as `orderwire match` does, so the
-// reports of a journal written from `orderwire gen` are byte for byte those
+// Replay applies every record through service::StateMachine, the function
+// the live service and its restart use, so each session's reports are what
+// the service sent it, numbered on the session; for a journal of one
+// session (e.g. written from `orderwire gen`) they are byte for byte those
 // of `orderwire gen | orderwire match`.
 #include <time.h>
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,10 +31,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
-#include "cli/args.h"
 #include "cli/book_text.h"
 #include "cli/commands.h"
-#include "cli/io.h"
+#include "cli/common.h"
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "codec/json.h"
@@ -42,6 +43,8 @@
 #include "engine/report.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
+#include "service/service_config.h"
+#include "service/state_machine.h"
 
 namespace orderwire::cli {
 namespace {
@@ -92,33 +95,45 @@ const CommandSpec kInspectSpec{
 const CommandSpec kReplaySpec{
     .name = "replay",
     .synopsis =
-        "--journal DIR [--verify] [--reports FILE [--json]] [--book N] "
-        "[--config FILE]",
-    .summary = "Replay a journal through the engine, or verify it.",
+        "--journal DIR [--verify] [--reports FILE] [--reports-dir DIR] "
+        "[--json] [--book N] [--config FILE]",
+    .summary =
+        "Replay a journal through the service's state machine, or "
+        "verify it.",
     .details =
         "Reads every segment of the journal in DIR in order, checking every\n"
-        "checksum and the continuity of the indexes, and runs each command\n"
-        "through the matching engine (default limits of PROTOCOL.md, or\n"
-        "--config FILE in the format 'orderwire match' reads). Prints the\n"
-        "records, the commands and reports by kind, the final index and the\n"
-        "records/s. --reports FILE writes the report frames, numbered 1, 2,\n"
-        "3, ... in emission order as 'orderwire match' numbers them (--json:\n"
-        "JSON Lines; FILE '-' is standard output, and the summary then goes\n"
-        "to standard error). --book N prints the top N levels of every\n"
-        "non-empty book to standard error at the end.\n\n"
+        "checksum and the continuity of the indexes, and applies each record\n"
+        "through the same StateMachine as 'orderwire serve' (the engine with\n"
+        "the default limits of docs/PROTOCOL.md, or the limits of --config\n"
+        "FILE, the file 'serve --config' reads; its session lists do not\n"
+        "matter here: each record carries the decision taken when it was\n"
+        "received). So every session's reports are reproduced exactly as the\n"
+        "service sent them, numbered on their session. Prints the records,\n"
+        "the commands and reports by kind, the sessions, the final index and\n"
+        "the records/s.\n\n"
+        "--reports FILE writes every report frame in emission order (for one\n"
+        "session: its reports; FILE '-' is standard output, and the summary\n"
+        "then goes to standard error). --reports-dir DIR writes one file per\n"
+        "session, DIR/session-<id>.bin, holding the report frames that\n"
+        "session received, byte for byte (DIR is created if missing).\n"
+        "--json writes JSON Lines instead of frames. --book N prints the top\n"
+        "N levels of every non-empty book to standard error at the end.\n\n"
         "--verify checks the journal without the engine and prints the\n"
         "records by kind, the final index and the records/s.\n\n"
         "A journal that is not whole (a torn tail, corruption) ends the\n"
         "replay with an error naming the file, offset and last good index:\n"
-        "exit status 1, never a summary that looks complete. A progress bar\n"
-        "is drawn on standard error when it is a terminal and the journal is\n"
-        "larger than 64 MiB.",
+        "exit status 1, never a summary that looks complete. So does a record\n"
+        "the state machine refuses (unknown flags, a sequence out of order).\n"
+        "A progress bar is drawn on standard error when it is a terminal and\n"
+        "the journal is larger than 64 MiB.",
     .flags = {{"journal", "DIR", "", "journal directory (required)"},
               {"verify", "", "", "check only, without the engine"},
-              {"reports", "FILE", "", "write the report frames to FILE"},
-              {"json", "", "", "with --reports: JSON Lines"},
+              {"reports", "FILE", "", "write every report frame to FILE"},
+              {"reports-dir", "DIR", "",
+               "write each session's reports to DIR/session-<id>.bin"},
+              {"json", "", "", "with --reports/--reports-dir: JSON Lines"},
               {"book", "N", "0", "depth table of every book (stderr)"},
-              {"config", "FILE", "", "engine configuration file"}},
+              {"config", "FILE", "", "service (or engine) configuration"}},
 };
 
 std::uint64_t RealtimeNs() {
@@ -206,7 +221,7 @@ class Progress {
 absl::StatusOr<journal::Durability> DurabilityFlag(const Args& args) {
   absl::StatusOr<journal::Durability> d =
       journal::ParseDurability(args.String("durability"));
-  if (!d.ok()) return absl::FailedPreconditionError(d.status().message());
+  if (!d.ok()) return FlagError("durability", d.status());
   return d;
 }
 
@@ -227,18 +242,13 @@ std::string RecoveryText(const journal::RecoveryReport& report) {
 // journal write
 
 absl::Status Write(const Args& args) {
-  if (!args.Has("journal")) {
-    return absl::FailedPreconditionError("--journal DIR is required");
-  }
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   absl::StatusOr<journal::Durability> durability = DurabilityFlag(args);
   if (!durability.ok()) return durability.status();
   absl::StatusOr<std::uint64_t> segment_size =
-      args.Uint("segment-size", journal::kMaxSegmentCapacity);
+      args.Uint("segment-size", journal::kMinSegmentCapacity,
+                journal::kMaxSegmentCapacity);
   if (!segment_size.ok()) return segment_size.status();
-  if (*segment_size < journal::kMinSegmentCapacity) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "--segment-size must be at least %d", journal::kMinSegmentCapacity));
-  }
   absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
   if (!session.ok()) return session.status();
 
@@ -251,14 +261,13 @@ absl::Status Write(const Args& args) {
   for (std::size_t offset = 0; offset < bytes.size();) {
     const auto frame = codec::FrameView::Parse(bytes.subspan(offset));
     if (!frame.ok()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "byte offset %d: %s", offset, codec::Describe(frame.error())));
+      return FrameError(0, offset, frame.error(), bytes.subspan(offset));
     }
     if (!frame->is_command()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "byte offset %d: %s is not a command frame (only commands are "
-          "journaled)",
-          offset, frame->info().name));
+      return InputError(0, offset,
+                        absl::StrFormat("%s is not a command frame (only "
+                                        "commands are journaled)",
+                                        frame->info().name));
     }
     sizes.push_back(static_cast<std::uint32_t>(frame->size()));
     offset += frame->size();
@@ -281,7 +290,7 @@ absl::Status Write(const Args& args) {
   const std::uint64_t first = writer.last_index() + 1;
   // Appends of up to 32 KiB of records: many per group under batch.
   const std::size_t chunk_limit =
-      std::min<std::size_t>(writer.max_append_bytes(), 32 * 1024);
+      std::min<std::size_t>(writer.max_append_bytes(), std::size_t{32} * 1024);
   const auto start = Clock::now();
   std::size_t offset = 0;
   std::size_t frame = 0;
@@ -314,7 +323,7 @@ absl::Status Write(const Args& args) {
   if (absl::Status s = writer.Close(); !s.ok()) return s;
   const double seconds = Seconds(Clock::now() - start);
   const std::uint64_t count = sizes.size();
-  const journal::LatencyHistogram& latency = writer.durable_latency();
+  const auto& latency = writer.durable_latency();
   std::string out = absl::StrFormat("journal write: %d records", count);
   if (count > 0) {
     absl::StrAppendFormat(&out, " (indexes %d..%d)", first,
@@ -361,7 +370,7 @@ std::string SegmentText(const journal::SegmentInfo& s) {
 
 absl::Status Inspect(const Args& args) {
   if (args.positional().size() != 1) {
-    return absl::FailedPreconditionError("give one journal directory");
+    return UsageError("give one journal directory");
   }
   const bool records = args.Bool("records");
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
@@ -440,63 +449,57 @@ absl::Status Verify(const std::string& dir) {
 }
 
 absl::Status Replay(const Args& args) {
-  if (!args.Has("journal")) {
-    return absl::FailedPreconditionError("--journal DIR is required");
-  }
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   const std::string dir = args.String("journal");
   const bool json = args.Bool("json");
   absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
   if (!book_levels.ok()) return book_levels.status();
+  const bool to_file = args.Has("reports");
+  const bool to_dir = args.Has("reports-dir");
   if (args.Bool("verify")) {
-    if (args.Has("reports") || json || *book_levels > 0 || args.Has("config")) {
-      return absl::FailedPreconditionError(
+    if (to_file || to_dir || json || *book_levels > 0 || args.Has("config")) {
+      return UsageError(
           "--verify checks the journal without the engine: it takes no "
-          "--reports, --json, --book or --config");
+          "--reports, --reports-dir, --json, --book or --config");
     }
     return Verify(dir);
   }
-  if (json && !args.Has("reports")) {
-    return absl::FailedPreconditionError("--json needs --reports FILE");
+  if (json && !to_file && !to_dir) {
+    return UsageError("--json needs --reports FILE or --reports-dir DIR");
   }
 
-  engine::EngineConfig config;
+  service::ServiceConfig config;
   if (args.Has("config")) {
-    const std::string path = args.String("config");
-    std::FILE* file = std::fopen(path.c_str(), "rb");
-    if (file == nullptr) {
-      return absl::NotFoundError(absl::StrFormat("config %s: cannot open: %s",
-                                                 path, std::strerror(errno)));
-    }
-    absl::StatusOr<std::vector<std::byte>> text = ReadAll(file);
-    std::fclose(file);
-    if (!text.ok()) return text.status();
-    absl::StatusOr<engine::EngineConfig> parsed =
-        engine::ParseConfig(std::string_view(
-            reinterpret_cast<const char*>(text->data()), text->size()));
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "config %s: %s", path, std::string(parsed.status().message())));
-    }
-    config = *parsed;
+    absl::StatusOr<service::ServiceConfig> loaded =
+        LoadServiceConfig(args.String("config"));
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
   }
+  const ReportFormat format =
+      json ? ReportFormat::kJsonLines : ReportFormat::kBinary;
 
-  std::FILE* reports_file = nullptr;
-  const std::string reports_path = args.String("reports");
-  if (args.Has("reports")) {
-    reports_file =
-        reports_path == "-" ? stdout : std::fopen(reports_path.c_str(), "wb");
-    if (reports_file == nullptr) {
-      return absl::NotFoundError(absl::StrFormat(
-          "--reports %s: cannot open: %s", reports_path, std::strerror(errno)));
+  std::optional<ReportSink> sink;
+  if (to_file) {
+    absl::StatusOr<ReportSink> opened_sink =
+        ReportSink::Open("reports", args.String("reports"), format);
+    if (!opened_sink.ok()) return opened_sink.status();
+    sink.emplace(*std::move(opened_sink));
+  }
+  const std::string reports_dir = args.String("reports-dir");
+  if (to_dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(reports_dir, ec);
+    if (ec || !std::filesystem::is_directory(reports_dir)) {
+      return absl::NotFoundError(
+          absl::StrFormat("--reports-dir %s: cannot create the directory: %s",
+                          reports_dir, ec ? ec.message() : "not a directory"));
     }
   }
-  struct Closer {
-    std::FILE* file;
-    ~Closer() {
-      if (file != nullptr && file != stdout) std::fclose(file);
-    }
-  } closer{reports_file};
-  std::FILE* const summary = reports_file == stdout ? stderr : stdout;
+  // One sink per session, by the state machine's session index, opened when
+  // the session's first report is written.
+  std::vector<std::optional<ReportSink>> session_sinks;
+  std::FILE* const summary =
+      sink.has_value() && sink->is_stdout() ? stderr : stdout;
 
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
       journal::JournalReader::Open(dir);
@@ -504,78 +507,88 @@ absl::Status Replay(const Args& args) {
   journal::JournalReader& reader = **opened;
   Progress progress("replay", reader.total_bytes());
 
-  auto engine = std::make_unique<engine::Engine>(config);
-  engine::ReportBuffer reports(1 << 14);
-  std::array<std::uint64_t, 256> commands_by_kind{};
-  std::array<std::uint64_t, 256> reports_by_kind{};
+  // Replay needs no report history: a session's reports are written, not
+  // sent again.
+  auto machine = std::make_unique<service::StateMachine>(
+      service::StateMachineOptions{.engine = config.engine,
+                                   .max_sessions = config.max_sessions,
+                                   .report_history = 1,
+                                   .command_history = 1});
   std::uint64_t count = 0;
   std::uint64_t report_count = 0;
-  std::string text;
-  const auto flush = [&]() -> absl::Status {
-    for (const engine::Report& report : reports.reports()) {
-      ++reports_by_kind[static_cast<std::uint8_t>(report.kind)];
-    }
-    report_count += reports.size();
-    absl::Status status;
-    if (reports_file != nullptr) {
-      if (json) {
-        text.clear();
-        for (std::size_t i = 0; i < reports.size(); ++i) {
-          text +=
-              codec::FrameToJson(*codec::FrameView::Parse(reports.frame(i)));
-          text += '\n';
-        }
-        status = WriteAll(reports_file, text, reports_path);
-      } else {
-        status = WriteAll(reports_file, reports.frames(), reports_path);
-      }
-    }
-    reports.Clear();
-    return status;
-  };
-
   journal::Record r;
   journal::ReadResult result;
-  codec::Command command;
   const auto start = Clock::now();
   while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
-    // Verified by the reader: a whole command frame.
-    (void)codec::DecodeCommand(r.frame.bytes(), command);
-    ++commands_by_kind[static_cast<std::uint8_t>(command.kind)];
-    if ((r.flags & journal::kRecordUnauthorized) != 0) {
-      (void)engine->RejectUnauthorized(command, reports);
-    } else {
-      (void)engine->Execute(command, reports);
+    if (absl::Status s = machine->Apply(service::Record::FromJournal(r));
+        !s.ok()) {
+      return s;
     }
-    if (reports.frames().size() >= (1u << 20)) {
-      if (absl::Status s = flush(); !s.ok()) return s;
+    for (const service::Output& out : machine->outputs()) {
+      ++report_count;
+      if (sink.has_value()) {
+        if (absl::Status s = sink->Write(out.frame); !s.ok()) return s;
+      }
+      if (to_dir) {
+        if (session_sinks.size() <= out.session) {
+          session_sinks.resize(out.session + 1);
+        }
+        std::optional<ReportSink>& session_sink = session_sinks[out.session];
+        if (!session_sink.has_value()) {
+          absl::StatusOr<ReportSink> opened_sink = ReportSink::Open(
+              "reports-dir",
+              absl::StrFormat("%s/session-%d.%s", reports_dir, out.session_id,
+                              json ? "jsonl" : "bin"),
+              format);
+          if (!opened_sink.ok()) return opened_sink.status();
+          session_sink.emplace(*std::move(opened_sink));
+        }
+        if (absl::Status s = session_sink->Write(out.frame); !s.ok()) {
+          return s;
+        }
+      }
     }
     if ((++count & 0xFFFF) == 0) progress.Update(reader.bytes_done());
   }
-  if (absl::Status s = flush(); !s.ok()) return s;
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
-  if (reports_file != nullptr && std::fflush(reports_file) != 0) {
-    return absl::UnavailableError(absl::StrFormat(
-        "--reports %s: %s", reports_path, std::strerror(errno)));
+  if (sink.has_value()) {
+    if (absl::Status s = sink->Finish(); !s.ok()) return s;
+  }
+  for (std::optional<ReportSink>& session_sink : session_sinks) {
+    if (session_sink.has_value()) {
+      if (absl::Status s = session_sink->Finish(); !s.ok()) return s;
+    }
   }
 
+  const service::StateMachineStats& stats = machine->stats();
+  const engine::Engine& engine = machine->engine();
   std::string out = absl::StrFormat(
-      "replay: %d records in %d segment%s through the engine%s\n", count,
+      "replay: %d records in %d segment%s through the state machine%s\n", count,
       reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
       result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
-  absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(commands_by_kind));
+  absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(stats.commands));
   absl::StrAppendFormat(&out, "  reports: %d (%s)\n", report_count,
-                        ByKind(reports_by_kind));
+                        ByKind(stats.reports));
+  absl::StrAppendFormat(&out, "  sessions: %d", machine->session_count());
+  for (std::size_t i = 0; i < machine->session_count() && i < 8; ++i) {
+    const service::SessionState& session =
+        machine->session(static_cast<std::uint32_t>(i));
+    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports)",
+                          i == 0 ? ":" : ",", session.id,
+                          session.next_expected - 1, session.next_report - 1);
+  }
+  if (machine->session_count() > 8) out += ", ...";
+  out += "\n";
   absl::StrAppendFormat(&out, "  final index %d; %d live orders at the end\n",
-                        reader.last_index(), engine->live_orders());
+                        reader.last_index(), engine.live_orders());
   absl::StrAppendFormat(&out, "  %.3f s: %s records/s\n", seconds,
                         Rate(static_cast<double>(count), seconds));
   if (absl::Status s = Print(summary, out); !s.ok()) return s;
 
   if (*book_levels > 0) {
     const std::string depth =
-        DepthTables(*engine, static_cast<std::size_t>(*book_levels));
+        DepthTables(engine, static_cast<std::size_t>(*book_levels));
     if (absl::Status s = Print(stderr, depth); !s.ok()) return s;
   }
   return reader.status();
@@ -594,7 +607,7 @@ constexpr std::string_view kJournalUsage =
 int RunJournal(int argc, char** argv) {
   if (argc < 3) {
     std::fputs(kJournalUsage.data(), stderr);
-    return 2;
+    return kExitUsage;
   }
   const std::string_view sub = argv[2];
   // Shift argv by one so that argv[1] is the sub-command and its flags
@@ -605,11 +618,11 @@ int RunJournal(int argc, char** argv) {
   }
   if (sub == "--help" || sub == "-h" || sub == "help") {
     std::fputs(kJournalUsage.data(), stdout);
-    return 0;
+    return kExitOk;
   }
   std::fprintf(stderr, "orderwire journal: unknown command '%s'\n\n", argv[2]);
   std::fputs(kJournalUsage.data(), stderr);
-  return 2;
+  return kExitUsage;
 }
 
 int RunReplay(int argc, char** argv) {

@@ -8,19 +8,20 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/io.h"
+#include "cli/common.h"
 #include "engine/workload.h"
+#include "journal/format.h"
 #include "journal/writer.h"
 #include "net/client.h"
-#include "net/service.h"
-#include "net/service_config.h"
+#include "service/service.h"
+#include "service/service_config.h"
 
 namespace orderwire::cli {
 namespace {
@@ -72,7 +73,7 @@ const CommandSpec kServeSpec{
 };
 
 absl::Status WriteStatsJson(const std::string& path,
-                            const net::Service& service) {
+                            const service::Service& service) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
@@ -90,43 +91,35 @@ absl::Status WriteStatsJson(const std::string& path,
 }
 
 absl::Status Serve(const Args& args) {
-  if (!args.Has("journal")) {
-    return absl::FailedPreconditionError("--journal DIR is required");
-  }
-  net::ServiceOptions options;
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  service::ServiceOptions options;
   absl::StatusOr<net::Endpoint> listen =
       net::Endpoint::Parse(args.String("listen"));
-  if (!listen.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("--listen: %s", listen.status().message()));
-  }
+  if (!listen.ok()) return FlagError("listen", listen.status());
   options.listen = *listen;
   options.journal.directory = args.String("journal");
   absl::StatusOr<journal::Durability> durability =
       journal::ParseDurability(args.String("durability"));
-  if (!durability.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("--durability: %s", durability.status().message()));
-  }
+  if (!durability.ok()) return FlagError("durability", durability.status());
   options.journal.durability = *durability;
   absl::StatusOr<std::uint64_t> segment =
-      args.Uint("segment-size", std::uint64_t{1} << 40);
-  if (!segment.ok())
-    return absl::FailedPreconditionError(segment.status().message());
+      args.Uint("segment-size", journal::kMinSegmentCapacity,
+                journal::kMaxSegmentCapacity);
+  if (!segment.ok()) return segment.status();
   options.journal.segment_size = *segment;
+  absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
+  if (!interval.ok()) return interval.status();
+  // Flags first, then files: a usage error is reported before any is read.
   if (args.Has("config")) {
-    absl::StatusOr<net::ServiceConfig> config =
-        net::LoadServiceConfig(args.String("config"));
+    absl::StatusOr<service::ServiceConfig> config =
+        LoadServiceConfig(args.String("config"));
     if (!config.ok()) return config.status();
     options.config = *config;
   }
-  absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
-  if (!interval.ok())
-    return absl::FailedPreconditionError(interval.status().message());
   const std::string stats_json = args.String("stats-json");
 
   InstallStopHandlers();
-  net::Service* service_ptr = nullptr;
+  service::Service* service_ptr = nullptr;
   options.interval_s = *interval > 0 ? *interval : (stats_json.empty() ? 0 : 1);
   options.on_interval = [&] {
     if (*interval > 0) {
@@ -135,18 +128,18 @@ absl::Status Serve(const Args& args) {
     }
     if (!stats_json.empty()) (void)WriteStatsJson(stats_json, *service_ptr);
   };
-  const net::ServiceConfig config_copy = options.config;
-  absl::StatusOr<std::unique_ptr<net::Service>> service =
-      net::Service::Start(std::move(options));
+  const service::ServiceConfig config_copy = options.config;
+  absl::StatusOr<std::unique_ptr<service::Service>> service =
+      service::Service::Start(std::move(options));
   if (!service.ok()) return service.status();
   service_ptr = service->get();
   if (!args.Bool("quiet")) {
     std::fprintf(stderr, "orderwire serve: listening on %s\n  %s\n  %s\n",
                  (*service)->local_endpoint().ToString().c_str(),
                  (*service)->startup_report().c_str(),
-                 net::DescribeServiceConfig(config_copy).c_str());
+                 service::DescribeServiceConfig(config_copy).c_str());
   }
-  const absl::Status run = (*service)->Run(g_stop);
+  absl::Status run = (*service)->Run(g_stop);
   std::fprintf(stderr, "orderwire serve: %s\n%s",
                run.ok() ? "stopped cleanly" : "stopped on an error",
                (*service)->StatsReport().c_str());
@@ -190,103 +183,89 @@ const CommandSpec kSubmitSpec{
             {"timeout-ms", "MS", "200", "retransmit after MS without progress"},
             {"give-up-ms", "MS", "10000", "fail after MS without any answer"},
             {"reports", "FILE", "",
-             "save the report frames received, in "
-             "order"},
+             "save the report frames received, in order ('-': standard "
+             "output, the summary then goes to standard error)"},
             {"json", "", "", "print the summary as one JSON object"},
         },
 };
 
 absl::Status Submit(const Args& args) {
-  if (!args.Has("session")) {
-    return absl::FailedPreconditionError("--session ID is required");
-  }
+  if (absl::Status s = args.Require("session"); !s.ok()) return s;
   if (args.Has("workload") == args.Has("input")) {
-    return absl::FailedPreconditionError(
+    return UsageError(
         "give either --workload NAME (with --count and --seed) or --input "
         "FILE");
   }
   net::ClientOptions options;
   absl::StatusOr<net::Endpoint> target =
       net::Endpoint::Parse(args.String("target"));
-  if (!target.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("--target: %s", target.status().message()));
-  }
+  if (!target.ok()) return FlagError("target", target.status());
   options.target = *target;
   absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
-  if (!session.ok())
-    return absl::FailedPreconditionError(session.status().message());
+  if (!session.ok()) return session.status();
   options.session_id = static_cast<std::uint32_t>(*session);
   absl::StatusOr<double> rate = args.Double("rate", 0, 1e9);
-  if (!rate.ok()) return absl::FailedPreconditionError(rate.status().message());
+  if (!rate.ok()) return rate.status();
   options.rate = *rate;
-  absl::StatusOr<std::uint64_t> window = args.Uint("window", 1 << 20);
-  if (!window.ok() || *window == 0) {
-    return absl::FailedPreconditionError("--window must be 1 to 1048576");
-  }
+  absl::StatusOr<std::uint64_t> window = args.Uint("window", 1, 1 << 20);
+  if (!window.ok()) return window.status();
   options.window = static_cast<std::uint32_t>(*window);
   absl::StatusOr<std::int64_t> timeout = args.Int("timeout-ms", 1, 600'000);
-  if (!timeout.ok())
-    return absl::FailedPreconditionError(timeout.status().message());
+  if (!timeout.ok()) return timeout.status();
   options.retransmit_timeout_ms = static_cast<int>(*timeout);
   absl::StatusOr<std::int64_t> give_up = args.Int("give-up-ms", 1, 3'600'000);
-  if (!give_up.ok())
-    return absl::FailedPreconditionError(give_up.status().message());
+  if (!give_up.ok()) return give_up.status();
   options.give_up_ms = static_cast<int>(*give_up);
+
+  // Every flag value is checked, even --count and --seed beside --input.
+  absl::StatusOr<std::uint64_t> count = args.Uint("count", 100'000'000);
+  if (!count.ok()) return count.status();
+  absl::StatusOr<std::uint64_t> seed = args.Uint("seed", UINT64_MAX);
+  if (!seed.ok()) return seed.status();
 
   std::vector<std::byte> frames;
   if (args.Has("workload")) {
     absl::StatusOr<workload::Workload> workload =
         workload::ParseWorkload(args.String("workload"));
-    if (!workload.ok())
-      return absl::FailedPreconditionError(workload.status().message());
-    absl::StatusOr<std::uint64_t> count = args.Uint("count", 100'000'000);
-    if (!count.ok())
-      return absl::FailedPreconditionError(count.status().message());
-    absl::StatusOr<std::uint64_t> seed = args.Uint("seed", UINT64_MAX);
-    if (!seed.ok())
-      return absl::FailedPreconditionError(seed.status().message());
+    if (!workload.ok()) return FlagError("workload", workload.status());
     frames =
         workload::EncodeCommands(workload::Generate(*workload, *count, *seed));
   } else {
-    std::FILE* in = std::fopen(args.String("input").c_str(), "rb");
-    if (in == nullptr) {
-      return absl::NotFoundError(absl::StrFormat(
-          "cannot open %s: %s", args.String("input"), std::strerror(errno)));
-    }
-    absl::StatusOr<std::vector<std::byte>> data = ReadAll(in);
-    std::fclose(in);
+    absl::StatusOr<std::vector<std::byte>> data =
+        ReadFile("--input", args.String("input"));
     if (!data.ok()) return data.status();
     frames = std::move(*data);
   }
 
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> reports(nullptr, std::fclose);
+  std::optional<ReportSink> reports;
   if (args.Has("reports")) {
-    reports.reset(std::fopen(args.String("reports").c_str(), "wb"));
-    if (reports == nullptr) {
-      return absl::UnavailableError(absl::StrFormat("cannot create %s: %s",
-                                                    args.String("reports"),
-                                                    std::strerror(errno)));
-    }
-    options.reports_out = reports.get();
+    absl::StatusOr<ReportSink> opened = ReportSink::Open(
+        "reports", args.String("reports"), ReportFormat::kBinary);
+    if (!opened.ok()) return opened.status();
+    reports.emplace(*std::move(opened));
+    options.reports_out = reports->file();
   }
+  // With --reports - the report frames go to standard output, the summary
+  // to standard error.
+  std::FILE* const out =
+      reports.has_value() && reports->is_stdout() ? stderr : stdout;
   options.progress = isatty(STDERR_FILENO) != 0;
   InstallStopHandlers();
   absl::StatusOr<net::ClientResult> result =
       net::RunClient(options, frames, g_stop);
   if (!result.ok()) return result.status();
-  if (reports != nullptr && std::fflush(reports.get()) != 0) {
-    return absl::UnavailableError(absl::StrFormat(
-        "writing %s: %s", args.String("reports"), std::strerror(errno)));
+  if (reports.has_value()) {
+    if (absl::Status s = reports->Finish(); !s.ok()) return s;
   }
   const net::ClientResult& r = *result;
   const double rate_out =
       r.seconds > 0 ? static_cast<double>(r.acknowledged) / r.seconds : 0;
-  const auto us = [&](double p) {
-    return static_cast<double>(r.latency_ns.Percentile(p)) / 1000.0;
+  const auto us = [&](double fraction) {
+    return static_cast<double>(r.latency_ns.Percentile(fraction)) / 1000.0;
   };
+  std::string summary;
   if (args.Bool("json")) {
-    std::printf(
+    summary = absl::StrFormat(
         "{\"commands\":%llu,\"sent\":%llu,\"acknowledged\":%llu,"
         "\"accepted\":%llu,\"rejected\":%llu,\"replaced\":%llu,"
         "\"cancelled\":%llu,\"fills\":%llu,\"reports\":%llu,"
@@ -308,10 +287,10 @@ absl::Status Submit(const Args& args) {
         static_cast<unsigned long long>(r.sequence_gaps),
         static_cast<unsigned long long>(r.duplicate_reports),
         static_cast<unsigned long long>(r.out_of_order_reports), r.seconds,
-        rate_out, us(50), us(90), us(99), us(99.9), us(100),
+        rate_out, us(0.50), us(0.90), us(0.99), us(0.999), us(1.0),
         static_cast<unsigned long long>(r.report_hash));
   } else {
-    std::printf(
+    summary = absl::StrFormat(
         "orderwire submit: session %u to %s\n"
         "  commands        %llu sent, %llu acknowledged (%llu accepted, "
         "%llu rejected, %llu replaced)\n"
@@ -335,7 +314,12 @@ absl::Status Submit(const Args& args) {
         static_cast<unsigned long long>(r.sequence_gaps),
         static_cast<unsigned long long>(r.duplicate_reports),
         static_cast<unsigned long long>(r.out_of_order_reports), rate_out,
-        r.seconds, us(50), us(90), us(99), us(99.9), us(100));
+        r.seconds, us(0.50), us(0.90), us(0.99), us(0.999), us(1.0));
+  }
+  if (absl::Status s = WriteAll(
+          out, summary, out == stdout ? "standard output" : "standard error");
+      !s.ok()) {
+    return s;
   }
   if (r.acknowledged != r.commands) {
     return absl::AbortedError(

@@ -1,6 +1,7 @@
 // The orderwire subcommands. Each Run function takes the whole argv (argv[1]
 // is the subcommand's name) and returns the process exit status: 0 success,
-// 1 failure (bad input, I/O error), 2 usage error.
+// 1 failure (bad input, I/O error, a journal that fails verification, a
+// server error), 2 usage error (see cli/common.h and main.cc).
 #ifndef ORDERWIRE_CLI_COMMANDS_H_
 #define ORDERWIRE_CLI_COMMANDS_H_
 

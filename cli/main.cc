@@ -1,8 +1,19 @@
 // orderwire: the command-line entry point. Dispatches to a subcommand.
+//
+// Exit status, the same rule for every subcommand (cli/common.h):
+//   0  success (and --help);
+//   1  failure: bad input data, an I/O error, a journal that fails
+//      verification, a server error;
+//   2  usage error: an unknown subcommand or flag, a missing required flag,
+//      a flag value that does not parse or is out of range (the message
+//      names the flag and the value), flags that do not go together.
+// A subcommand returns an absl::Status; cli::UsageError() marks the usage
+// errors, and RunCommand() turns the status into the exit status.
 #include <cstdio>
 #include <string_view>
 
 #include "cli/commands.h"
+#include "cli/common.h"
 
 namespace {
 
@@ -44,7 +55,8 @@ void PrintUsage(std::FILE* out) {
                  sub.name.data(), static_cast<int>(sub.summary.size()),
                  sub.summary.data());
   }
-  std::fputs("\n'orderwire <command> --help' describes a command.\n", out);
+  std::fputs("\n'orderwire <command> --help' describes a command.\n\n", out);
+  std::fputs(orderwire::cli::kExitStatusHelp.data(), out);
 }
 
 }  // namespace
@@ -52,17 +64,17 @@ void PrintUsage(std::FILE* out) {
 int main(int argc, char** argv) {
   if (argc < 2) {
     PrintUsage(stderr);
-    return 2;
+    return orderwire::cli::kExitUsage;
   }
   const std::string_view name = argv[1];
   if (name == "--help" || name == "-h" || name == "help") {
     PrintUsage(stdout);
-    return 0;
+    return orderwire::cli::kExitOk;
   }
   for (const Subcommand& sub : kSubcommands) {
     if (sub.name == name) return sub.run(argc, argv);
   }
   std::fprintf(stderr, "orderwire: unknown command '%s'\n\n", argv[1]);
   PrintUsage(stderr);
-  return 2;
+  return orderwire::cli::kExitUsage;
 }

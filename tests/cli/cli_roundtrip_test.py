@@ -1,28 +1,38 @@
 #!/usr/bin/env python3
-"""End-to-end test of `orderwire encode` and `orderwire decode`.
+"""End-to-end test of `orderwire encode` and `orderwire decode`, and of the
+exit statuses of every subcommand.
 
 The frames are built by an encoder written here, independently of the C++
-codec, from the tables of PROTOCOL.md (field names, types and order typed by
+codec, from the tables of docs/PROTOCOL.md (field names, types and order typed by
 hand, packed with struct '<'). Random frames of all 11 kinds go through
 `orderwire decode`; its JSON must equal the Python model; that JSON goes
 through `orderwire encode` and must give back the same bytes. The hex and
 datagram modes and the error paths (non-zero exit, nothing on stdout, the
 byte offset named on stderr) are checked the same way.
 
+ExitStatus checks the one rule of every subcommand, from a table: 0 for
+--help, 1 for a failure (bad input data, an I/O error, a server that does not
+answer...), 2 for a usage error (unknown flag, missing required flag, a flag
+value that does not parse or is out of range: the message names the flag and
+the value).
+
 Usage: cli_roundtrip_test.py PATH_TO_ORDERWIRE [unittest options]
 Standard library only.
 """
 
 import json
+import os
 import random
+import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import unittest
 
 ORDERWIRE = None  # set from argv in main()
 
-# PROTOCOL.md, "Commands" and "Reports": kind byte, body fields in order with
+# docs/PROTOCOL.md, "Commands" and "Reports": kind byte, body fields in order with
 # their struct codes (Q u64, q i64, I u32, H u16, B u8), and the frame size
 # the table states (checked against the fields below).
 KINDS = {
@@ -115,14 +125,14 @@ def random_model(rng, kind_name=None):
     return model
 
 
-def run(args, stdin_bytes):
+def run(args, stdin_bytes, stdout=subprocess.PIPE, cwd=None):
     return subprocess.run([ORDERWIRE] + args, input=stdin_bytes,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          timeout=60, check=False)
+                          stdout=stdout, stderr=subprocess.PIPE,
+                          timeout=60, check=False, cwd=cwd)
 
 
 class EncoderSelfCheck(unittest.TestCase):
-    """The Python encoder itself reproduces PROTOCOL.md."""
+    """The Python encoder itself reproduces docs/PROTOCOL.md."""
 
     def test_field_lists_add_up_to_the_stated_frame_sizes(self):
         for name, (_, frame_size, _) in KINDS.items():
@@ -326,12 +336,202 @@ class Help(unittest.TestCase):
                     self.assertIn(flag, text)
 
 
+def free_udp_port():
+    """A UDP port on 127.0.0.1 that nothing listens on (just now)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# Two whole command frames of one session (sequences 1 and 2), and a cut one.
+GOOD_COMMANDS = (
+    encode({"kind": "CancelByOrder", "sequence": 1, "account_id": 7,
+            "order_id": 1}) +
+    encode({"kind": "CancelByOrder", "sequence": 2, "account_id": 7,
+            "order_id": 2}))
+CUT_COMMANDS = GOOD_COMMANDS[:-1]
+# A command whose sequence is not the session's next one.
+OUT_OF_ORDER = encode({"kind": "CancelByOrder", "sequence": 5,
+                       "account_id": 7, "order_id": 1})
+
+# (subcommand, arguments, stdin, expected exit status, text stderr must hold)
+# for every subcommand: --help (0), usage errors (2), failures (1). In the
+# arguments, {tmp} is a scratch directory, {port} a UDP port nothing listens
+# on. "DEVFULL" as stdin means: standard output is /dev/full.
+EXIT_CASES = [
+    # orderwire itself
+    ("orderwire", [], b"", 2, "usage: orderwire"),
+    ("orderwire", ["--help"], b"", 0, ""),
+    ("orderwire", ["frobnicate"], b"", 2, "unknown command 'frobnicate'"),
+    # encode
+    ("encode", ["--help"], b"", 0, ""),
+    ("encode", ["--bogus"], b"", 2, "unknown flag '--bogus'"),
+    ("encode", ["extra"], b"", 2, "unexpected argument 'extra'"),
+    ("encode", ["--hex=1"], b"", 2, "--hex"),
+    ("encode", [], b'{"kind":"NewLimit"}\n', 1, "line 1"),
+    # decode
+    ("decode", ["--help"], b"", 0, ""),
+    ("decode", ["--hex", "--datagram"], b"", 2, "exclusive"),
+    ("decode", ["--nope"], b"", 2, "unknown flag '--nope'"),
+    ("decode", [], CUT_COMMANDS, 1, "byte offset 25: truncated"),
+    ("decode", ["--hex"], b"zz\n", 1, "line 1, column 0"),
+    # bench-decode
+    ("bench-decode", ["--help"], b"", 0, ""),
+    ("bench-decode", ["--count", "x"], b"", 2, "--count: 'x'"),
+    ("bench-decode", ["--count", "0"], b"", 2, "--count: 0"),
+    ("bench-decode", ["--passes", "0"], b"", 2, "--passes: 0"),
+    ("bench-decode", ["--seed", "-1"], b"", 2, "--seed: '-1'"),
+    ("bench-decode", ["--count", "100", "--passes", "1"], "DEVFULL", 1,
+     "writing standard output"),
+    # match
+    ("match", ["--help"], b"", 0, ""),
+    ("match", ["--book", "x"], b"", 2, "--book: 'x' is not an integer"),
+    ("match", ["--book", "-1"], b"", 2, "--book: -1 is out of range"),
+    ("match", ["--book"], b"", 2, "--book' needs a value"),
+    ("match", ["--config", "/nonexistent/ow.conf", "--book", "x"], b"", 2,
+     "--book: 'x'"),
+    ("match", [], OUT_OF_ORDER, 1, "byte offset 0: frame sequence 5"),
+    ("match", [], CUT_COMMANDS, 1, "byte offset 25: truncated"),
+    ("match", ["--config", "/nonexistent/ow.conf"], GOOD_COMMANDS, 1,
+     "cannot open"),
+    ("match", [], GOOD_COMMANDS + b"", 0, ""),
+    # gen
+    ("gen", ["--help"], b"", 0, ""),
+    ("gen", ["--count", "x"], b"", 2, "--count: 'x'"),
+    ("gen", ["--seed", "1.5"], b"", 2, "--seed: '1.5'"),
+    ("gen", ["--workload", "nope"], b"", 2, "--workload: unknown workload"),
+    ("gen", ["--count", "10"], "DEVFULL", 1, "writing standard output"),
+    # journal
+    ("journal", [], b"", 2, "usage: orderwire journal"),
+    ("journal", ["--help"], b"", 0, ""),
+    ("journal", ["frobnicate"], b"", 2, "unknown command 'frobnicate'"),
+    # journal write
+    ("journal", ["write", "--help"], b"", 0, ""),
+    ("journal", ["write"], b"", 2, "--journal DIR is required"),
+    ("journal", ["write", "--journal", "{tmp}/j", "--segment-size", "x"], b"",
+     2, "--segment-size: 'x'"),
+    ("journal", ["write", "--journal", "{tmp}/j", "--segment-size", "10"], b"",
+     2, "--segment-size: 10 is out of range"),
+    ("journal", ["write", "--journal", "{tmp}/j", "--session", "x"], b"", 2,
+     "--session: 'x'"),
+    ("journal", ["write", "--journal", "{tmp}/j", "--durability", "fast"],
+     b"", 2, "--durability: unknown durability mode 'fast'"),
+    ("journal", ["write", "--journal", "{tmp}/j"], CUT_COMMANDS, 1,
+     "byte offset 25: truncated"),
+    ("journal", ["write", "--journal", "{tmp}/file/j"], GOOD_COMMANDS, 1, ""),
+    # journal inspect
+    ("journal", ["inspect", "--help"], b"", 0, ""),
+    ("journal", ["inspect"], b"", 2, "give one journal directory"),
+    ("journal", ["inspect", "a", "b"], b"", 2, "give one journal directory"),
+    ("journal", ["inspect", "{tmp}/j", "--records=yes"], b"", 2,
+     "takes no value"),
+    ("journal", ["inspect", "{tmp}/nope"], b"", 1, ""),
+    # replay
+    ("replay", ["--help"], b"", 0, ""),
+    ("replay", [], b"", 2, "--journal DIR is required"),
+    ("replay", ["--journal", "{tmp}/j", "--book", "x"], b"", 2,
+     "--book: 'x' is not an integer"),
+    ("replay", ["--journal", "{tmp}/j", "--json"], b"", 2,
+     "--json needs --reports"),
+    ("replay", ["--journal", "{tmp}/j", "--verify", "--book", "3"], b"", 2,
+     "--verify"),
+    ("replay", ["--journal", "{tmp}/nope"], b"", 1, "does not exist"),
+    ("replay", ["--journal", "{tmp}/nope", "--verify"], b"", 1,
+     "does not exist"),
+    # serve
+    ("serve", ["--help"], b"", 0, ""),
+    ("serve", [], b"", 2, "--journal DIR is required"),
+    ("serve", ["--journal", "{tmp}/j", "--segment-size", "10"], b"", 2,
+     "--segment-size: 10 is out of range"),
+    ("serve", ["--journal", "{tmp}/j", "--stats-interval", "x"], b"", 2,
+     "--stats-interval: 'x' is not a number"),
+    ("serve", ["--journal", "{tmp}/j", "--durability", "fast"], b"", 2,
+     "--durability: unknown durability mode 'fast'"),
+    ("serve", ["--journal", "{tmp}/j", "--listen", "nonsense"], b"", 2,
+     "--listen"),
+    ("serve", ["--journal", "{tmp}/j", "--listen", "127.0.0.1:{port}",
+               "--config", "/nonexistent/ow.conf"], b"", 1, "cannot open"),
+    ("serve", ["--journal", "{tmp}/file/j", "--listen", "127.0.0.1:{port}",
+               "--quiet"], b"", 1, ""),
+    # submit
+    ("submit", ["--help"], b"", 0, ""),
+    ("submit", ["--count", "x"], b"", 2, "--session ID is required"),
+    ("submit", ["--session", "1", "--workload", "wl1", "--count", "x"], b"",
+     2, "--count: 'x'"),
+    ("submit", ["--session", "1", "--input", "in.bin", "--count", "x"], b"",
+     2, "--count: 'x'"),
+    ("submit", ["--session", "x", "--workload", "wl1"], b"", 2,
+     "--session: 'x'"),
+    ("submit", ["--session", "1", "--workload", "wl1", "--window", "0"], b"",
+     2, "--window: 0 is out of range"),
+    ("submit", ["--session", "1"], b"", 2, "give either --workload"),
+    ("submit", ["--session", "1", "--workload", "nope"], b"", 2,
+     "--workload: unknown workload 'nope'"),
+    ("submit", ["--session", "1", "--input", "{tmp}/nope"], b"", 1,
+     "cannot open"),
+    ("submit", ["--session", "1", "--workload", "wl1", "--count", "3",
+                "--target", "127.0.0.1:{port}", "--timeout-ms", "20",
+                "--give-up-ms", "300"], b"", 1, ""),
+]
+
+
+class ExitStatus(unittest.TestCase):
+    """0 success, 1 failure, 2 usage error: the same for every subcommand."""
+
+    def test_every_subcommand_follows_the_rule(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            # A regular file where a directory is needed: an I/O failure.
+            with open(os.path.join(tmp, "file"), "wb") as f:
+                f.write(b"not a directory")
+            port = str(free_udp_port())
+            for command, args, stdin, expected, needle in EXIT_CASES:
+                argv = [] if command == "orderwire" else [command]
+                argv += [a.replace("{tmp}", tmp).replace("{port}", port)
+                         for a in args]
+                with self.subTest(argv=" ".join(argv)):
+                    if stdin == "DEVFULL":
+                        with open("/dev/full", "wb") as full:
+                            result = run(argv, b"", stdout=full, cwd=tmp)
+                    else:
+                        result = run(argv, stdin, cwd=tmp)
+                    stderr = result.stderr.decode(errors="replace")
+                    self.assertEqual(result.returncode, expected, stderr)
+                    self.assertIn(needle, stderr)
+                    if expected == 0 and "--help" in argv:
+                        self.assertIn(b"usage: orderwire", result.stdout)
+                    if expected != 0:
+                        self.assertTrue(stderr, "an error says why")
+            self.assertFalse(os.path.exists(os.path.join(tmp, "j")),
+                             "no case was meant to create a journal")
+
+    def test_every_subcommand_is_in_the_table(self):
+        result = run(["--help"], b"")
+        listed = [line.split()[0] for line in
+                  result.stdout.decode().split("commands:\n")[1]
+                  .split("\n\n")[0].splitlines()]
+        self.assertGreater(len(listed), 5)
+        for name in listed:
+            with self.subTest(name):
+                cases = [c for c in EXIT_CASES if c[0] == name]
+                self.assertEqual(
+                    {0, 1, 2} & {c[3] for c in cases}, {0, 1, 2}, name)
+
+    def test_top_level_help_documents_the_exit_statuses(self):
+        result = run(["--help"], b"")
+        self.assertEqual(result.returncode, 0)
+        text = result.stdout.decode()
+        self.assertIn("exit status:", text)
+        for line in ("0  success", "1  failure", "2  usage error"):
+            self.assertIn(line, text)
+        self.assertEqual(run([], b"").stdout, b"")
+
+
 def main():
     global ORDERWIRE
     if len(sys.argv) < 2:
         sys.stderr.write(__doc__)
         return 2
-    ORDERWIRE = sys.argv.pop(1)
+    ORDERWIRE = os.path.abspath(sys.argv.pop(1))
     program = unittest.main(exit=False, verbosity=2)
     return 0 if program.result.wasSuccessful() else 1
 
