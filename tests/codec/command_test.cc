@@ -117,13 +117,6 @@ Command Poisoned() {
 }
 
 template <typename Model>
-std::vector<std::byte> Encode(std::uint64_t sequence, const Model& model) {
-  std::vector<std::byte> out(kFrameSize<Model>);
-  if (!EncodeFrame(sequence, model, out).ok()) std::abort();
-  return out;
-}
-
-template <typename Model>
 class CommandKindTest : public ::testing::Test {};
 TYPED_TEST_SUITE(CommandKindTest, CommandModels, ModelName);
 
@@ -135,7 +128,7 @@ TYPED_TEST(CommandKindTest,
     const bool extreme = (i % 2) == 1;
     const Model model = RandomModel<Model>(rng, extreme);
     const std::uint64_t sequence = RandomValue<std::uint64_t>(rng, extreme);
-    const ExactBuffer bytes(Encode(sequence, model));
+    const ExactBuffer bytes(Frame(sequence, model));
     Command command = Poisoned();
     const Result<std::size_t> read = DecodeCommand(bytes.span(), command);
     ASSERT_TRUE(read.ok()) << Name(read.error());
@@ -152,7 +145,7 @@ TYPED_TEST(CommandKindTest, EncodeCommandReproducesTheFrameBytes) {
   for (int i = 0; i < 5000; ++i) {
     const Model model = RandomModel<Model>(rng, (i % 2) == 1);
     const std::uint64_t sequence = rng.Next();
-    const std::vector<std::byte> frame = Encode(sequence, model);
+    const std::vector<std::byte> frame = Frame(sequence, model);
     std::vector<std::byte> out(kFrameSize<Model>);
     const Result<std::size_t> written =
         EncodeCommand(Expected(sequence, model), out);
@@ -183,13 +176,13 @@ TYPED_TEST(CommandKindTest, RoundTripsEveryExtremeValueInEveryField) {
       Model model = PatternModel<Model>(0x1111111111111111);
       model.*kMember = value;
       Command command = Poisoned();
-      const ExactBuffer bytes(Encode(5, model));
+      const ExactBuffer bytes(Frame(5, model));
       ASSERT_TRUE(DecodeCommand(bytes.span(), command).ok());
       EXPECT_TRUE(CommandsEqual(Expected(5, model), command))
           << "field " << decltype(index)::value << " value " << Widen(value);
       std::vector<std::byte> out(kFrameSize<Model>);
       ASSERT_TRUE(EncodeCommand(command, out).ok());
-      EXPECT_EQ(ToHex(out), ToHex(bytes.span()));
+      EXPECT_EQ(Hex(out), Hex(bytes.span()));
     }
   });
 }
@@ -198,7 +191,7 @@ TYPED_TEST(CommandKindTest, RejectsEveryTruncatedLengthWithoutOverreading) {
   using Model = TypeParam;
   Rng rng(400);
   const std::vector<std::byte> bytes =
-      Encode(rng.Next(), RandomModel<Model>(rng, false));
+      Frame(rng.Next(), RandomModel<Model>(rng, false));
   for (std::size_t length = 0; length < bytes.size(); ++length) {
     const ExactBuffer truncated(bytes, length);
     Command command{};
@@ -246,7 +239,7 @@ Stream RandomStream(std::size_t count, std::uint64_t seed) {
     const std::uint64_t sequence = i + 1;
     std::vector<std::byte> frame;
     auto add = [&](const auto& model) {
-      frame = Encode(sequence, model);
+      frame = Frame(sequence, model);
       stream.expected.push_back(Expected(sequence, model));
     };
     switch (rng.Below(5)) {
@@ -356,7 +349,7 @@ TEST(CommandTest, DecodeCommandRejectsEveryReportKindAsNotACommand) {
   ForEachMessage([&](auto type) {
     using Model = typename decltype(type)::type;
     if constexpr (!kIsCommand<Model>) {
-      const ExactBuffer bytes(Encode(1, RandomModel<Model>(rng, false)));
+      const ExactBuffer bytes(Frame(1, RandomModel<Model>(rng, false)));
       Command command{};
       const Result<std::size_t> read = DecodeCommand(bytes.span(), command);
       ASSERT_FALSE(read.ok());
@@ -368,7 +361,7 @@ TEST(CommandTest, DecodeCommandRejectsEveryReportKindAsNotACommand) {
 
 TEST(CommandTest, EncodeCommandRejectsAReportOrUnknownKind) {
   for (unsigned b = 0; b < 256; ++b) {
-    const bool is_command = b >= 0x01 && b <= 0x05;  // PROTOCOL.md
+    const bool is_command = b >= 0x01 && b <= 0x05;  // docs/PROTOCOL.md
     if (is_command) continue;
     Command command{};
     command.kind = static_cast<Kind>(b);

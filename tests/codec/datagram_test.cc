@@ -1,7 +1,7 @@
 // DatagramView::Parse (every malformation, each with its exact error and
 // byte offset), FrameIterator, and DatagramBuilder. Datagrams are built by
-// hand from PROTOCOL.md's header table so a builder bug cannot hide a parser
-// bug.
+// hand from docs/PROTOCOL.md's header table so a builder bug cannot hide a
+// parser bug.
 #include "codec/datagram.h"
 
 #include <algorithm>
@@ -23,7 +23,7 @@ namespace {
 
 using Rng = ::orderwire::codec::testing::SplitMix64;
 
-// PROTOCOL.md "Datagram" offsets.
+// docs/PROTOCOL.md "Datagram" offsets.
 constexpr std::size_t kMagicAt = 0;
 constexpr std::size_t kVersionAt = 2;
 constexpr std::size_t kFlagsAt = 3;
@@ -39,7 +39,7 @@ constexpr std::size_t kSecondFrameAt = kHeader + 47;
 
 std::vector<std::byte> Golden() { return FromHex(golden::kDatagramHex); }
 
-// A datagram header, written field by field from PROTOCOL.md.
+// A datagram header, written field by field from docs/PROTOCOL.md.
 std::vector<std::byte> Header(std::uint32_t session, std::uint16_t count) {
   std::vector<std::byte> out(kHeader, std::byte{0});
   out[0] = std::byte{'O'};
@@ -62,8 +62,7 @@ void SetCount(std::vector<std::byte>& datagram, std::uint16_t count) {
 template <typename Model>
 void AppendEncoded(std::vector<std::byte>& out, std::uint64_t sequence,
                    const Model& model) {
-  std::vector<std::byte> frame(kFrameSize<Model>);
-  if (!EncodeFrame(sequence, model, frame).ok()) std::abort();
+  const Bytes frame = Frame(sequence, model);
   out.insert(out.end(), frame.begin(), frame.end());
 }
 
@@ -324,7 +323,7 @@ TEST(FrameIteratorTest, YieldsExactlyTheFramesOfAValidDatagram) {
     const FrameView frame = *it;
     EXPECT_EQ(it.OffsetFrom(exact.span().data()), offsets[i]);
     EXPECT_EQ(frame.bytes().data(), exact.span().data() + offsets[i]);
-    EXPECT_EQ(ToHex(frame.bytes()), ToHex(frames[i]));
+    EXPECT_EQ(Hex(frame.bytes()), Hex(frames[i]));
     EXPECT_EQ(frame.sequence(), i + 1);
   }
   EXPECT_EQ(i, frames.size());
@@ -344,7 +343,7 @@ TEST(DatagramBuilderTest, WritesTheHeaderAtOnce) {
   EXPECT_TRUE(builder.empty());
   EXPECT_EQ(builder.size(), kHeader);
   EXPECT_EQ(builder.frame_count(), 0u);
-  EXPECT_EQ(ToHex(builder.bytes()),
+  EXPECT_EQ(Hex(builder.bytes()),
             "4f570100040302010000"
             "0000");
   EXPECT_EQ(buffer[kHeader], std::byte{0xEE});
@@ -386,7 +385,7 @@ TEST(DatagramBuilderTest, PacksFramesUpTo1472BytesAndNoFurther) {
   EXPECT_EQ(builder.AppendFrame(gap), CodecError::kBufferTooSmall);
   EXPECT_EQ(builder.size(), kLimit);
   EXPECT_EQ(builder.frame_count(), 84u);
-  EXPECT_EQ(ToHex(builder.bytes()), ToHex(full));
+  EXPECT_EQ(Hex(builder.bytes()), Hex(full));
   for (std::size_t i = kLimit; i < buffer.size(); ++i) {
     ASSERT_EQ(buffer[i], std::byte{0xEE}) << i;
   }
@@ -457,7 +456,7 @@ TEST(DatagramBuilderTest, ResetStartsANewDatagramInTheSameBuffer) {
   ASSERT_EQ(builder.AppendFrame(FromHex(golden::kFrames[0].hex)),
             CodecError::kOk);
   ASSERT_EQ(builder.Append(2, CancelByClient{7, 1001}), CodecError::kOk);
-  EXPECT_EQ(ToHex(builder.bytes()), golden::kDatagramHex);
+  EXPECT_EQ(Hex(builder.bytes()), golden::kDatagramHex);
 }
 
 }  // namespace

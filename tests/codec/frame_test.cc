@@ -21,7 +21,7 @@ namespace {
 
 using Rng = ::orderwire::codec::testing::SplitMix64;
 
-// PROTOCOL.md's kind tables: kind byte and frame size.
+// docs/PROTOCOL.md's kind tables: kind byte and frame size.
 struct ProtocolKind {
   std::uint8_t kind;
   std::size_t frame_size;
@@ -46,14 +46,6 @@ const ProtocolKind* FindProtocolKind(std::uint8_t kind) {
     if (k.kind == kind) return &k;
   }
   return nullptr;
-}
-
-template <typename Model>
-std::vector<std::byte> Encode(std::uint64_t sequence, const Model& model) {
-  std::vector<std::byte> out(kFrameSize<Model>);
-  const Result<std::size_t> written = EncodeFrame(sequence, model, out);
-  if (!written.ok() || *written != out.size()) std::abort();
-  return out;
 }
 
 // Decodes `bytes` every way a typed frame can be decoded and checks each gives
@@ -110,7 +102,7 @@ TYPED_TEST(FrameKindTest, RoundTripsRandomValues) {
     const bool extreme = (i % 2) == 1;
     const Model model = RandomModel<Model>(rng, extreme);
     const std::uint64_t sequence = RandomValue<std::uint64_t>(rng, extreme);
-    const std::vector<std::byte> bytes = Encode(sequence, model);
+    const std::vector<std::byte> bytes = Frame(sequence, model);
     const ExactBuffer exact(bytes);
     ASSERT_TRUE(DecodesTo(exact.span(), sequence, model)) << "iteration " << i;
   }
@@ -124,7 +116,7 @@ TYPED_TEST(FrameKindTest, RoundTripsEveryExtremeValueInEveryField) {
     // Truncating the 64-bit pattern gives, per width: 0, 1, max-1, max; the
     // sign bit of each width is set below field by field.
     const Model model = PatternModel<Model>(raw);
-    const std::vector<std::byte> bytes = Encode(raw, model);
+    const std::vector<std::byte> bytes = Frame(raw, model);
     EXPECT_TRUE(DecodesTo(ExactBuffer(bytes).span(), raw, model));
   }
   // Each field in turn takes each extreme of its own width (sign bit of that
@@ -135,7 +127,7 @@ TYPED_TEST(FrameKindTest, RoundTripsEveryExtremeValueInEveryField) {
     for (T value : ExtremeValues<T>()) {
       Model model = PatternModel<Model>(0x5A5A5A5A5A5A5A5A);
       model.*kMember = value;
-      const std::vector<std::byte> bytes = Encode(7, model);
+      const std::vector<std::byte> bytes = Frame(7, model);
       EXPECT_TRUE(DecodesTo(ExactBuffer(bytes).span(), 7, model))
           << "field " << decltype(index)::value << " value " << Widen(value);
     }
@@ -151,7 +143,7 @@ TYPED_TEST(FrameKindTest, RoundTripsEveryByteOfEveryOneByteField) {
       for (unsigned b = 0; b < 256; ++b) {
         Model model = PatternModel<Model>(0x0102030405060708);
         model.*kMember = static_cast<T>(b);
-        const std::vector<std::byte> bytes = Encode(b, model);
+        const std::vector<std::byte> bytes = Frame(b, model);
         EXPECT_TRUE(DecodesTo(ExactBuffer(bytes).span(), b, model))
             << "byte " << b;
       }
@@ -159,7 +151,7 @@ TYPED_TEST(FrameKindTest, RoundTripsEveryByteOfEveryOneByteField) {
   });
 }
 
-// PROTOCOL.md: "No reader may assume any alignment of a buffer."
+// docs/PROTOCOL.md: "No reader may assume any alignment of a buffer."
 TYPED_TEST(FrameKindTest, EncodesAndDecodesAtEveryAlignment) {
   using Model = TypeParam;
   Rng rng(42);
@@ -169,7 +161,7 @@ TYPED_TEST(FrameKindTest, EncodesAndDecodesAtEveryAlignment) {
     const std::span<std::byte> at = std::span(buffer).subspan(shift);
     const Result<std::size_t> written = EncodeFrame(shift + 1, model, at);
     ASSERT_TRUE(written.ok());
-    EXPECT_EQ(ToHex(at), ToHex(Encode(shift + 1, model)));
+    EXPECT_EQ(Hex(at), Hex(Frame(shift + 1, model)));
     EXPECT_TRUE(DecodesTo<Model>(at, shift + 1, model)) << "shift " << shift;
   }
 }
@@ -181,7 +173,7 @@ TYPED_TEST(FrameKindTest, RejectsEveryTruncatedLengthWithoutOverreading) {
   using Model = TypeParam;
   Rng rng(7);
   const std::vector<std::byte> bytes =
-      Encode(rng.Next(), RandomModel<Model>(rng, false));
+      Frame(rng.Next(), RandomModel<Model>(rng, false));
   for (std::size_t length = 0; length < bytes.size(); ++length) {
     SCOPED_TRACE(length);
     const ExactBuffer truncated(bytes, length);
@@ -209,7 +201,7 @@ TYPED_TEST(FrameKindTest, RejectsEveryTruncatedLengthWithoutOverreading) {
 TYPED_TEST(FrameKindTest, FrameViewCoversOnlyTheFrameWhenMoreBytesFollow) {
   using Model = TypeParam;
   Rng rng(9);
-  std::vector<std::byte> bytes = Encode(3, RandomModel<Model>(rng, false));
+  std::vector<std::byte> bytes = Frame(3, RandomModel<Model>(rng, false));
   const std::size_t frame_size = bytes.size();
   bytes.resize(frame_size + 100, std::byte{0xEE});
   const Result<FrameView> frame = FrameView::Parse(bytes);
@@ -256,7 +248,7 @@ TYPED_TEST(FrameKindTest, TypedViewRejectsEveryOtherKind) {
   ForEachMessage([&](auto other) {
     using Other = typename decltype(other)::type;
     const std::vector<std::byte> bytes =
-        Encode(1, RandomModel<Other>(rng, false));
+        Frame(1, RandomModel<Other>(rng, false));
     const Result<View<Model>> view = View<Model>::Parse(bytes);
     const Result<FrameView> frame = FrameView::Parse(bytes);
     ASSERT_TRUE(frame.ok());
@@ -278,7 +270,7 @@ TYPED_TEST(FrameKindTest, VisitFrameCallsBackOnceWithTheViewOfItsKind) {
   using Model = TypeParam;
   Rng rng(14);
   const Model model = RandomModel<Model>(rng, true);
-  const std::vector<std::byte> bytes = Encode(77, model);
+  const std::vector<std::byte> bytes = Frame(77, model);
   int calls = 0;
   VisitFrame(*FrameView::Parse(bytes), [&](const auto& view) {
     ++calls;

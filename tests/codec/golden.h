@@ -1,10 +1,10 @@
-// The golden frames and the golden datagram of PROTOCOL.md, as hex.
+// The golden frames and the golden datagram of docs/PROTOCOL.md, as hex.
 //
-// Copied by hand from ../shared/PROTOCOL.md ("Golden frames"); they are the
+// Copied by hand from docs/PROTOCOL.md ("Golden frames"); they are the
 // published vectors every encoder and decoder must reproduce byte for byte.
 // The field values each frame encodes are typed out in golden_test.cc and
-// json_test.cc, from the same section of PROTOCOL.md, not derived from here.
-// The fuzz seed corpus is built from these too (fuzz/make_corpus.cc).
+// json_test.cc, from the same section of docs/PROTOCOL.md, not derived from
+// here. The fuzz seed corpus is built from these too (fuzz/make_corpus.cc).
 #ifndef ORDERWIRE_TESTS_CODEC_GOLDEN_H_
 #define ORDERWIRE_TESTS_CODEC_GOLDEN_H_
 
@@ -20,11 +20,11 @@ namespace orderwire::codec::golden {
 struct GoldenFrame {
   std::string_view name;  // e.g. "NewLimitBuy"
   Kind kind;
-  std::size_t size;  // as stated by PROTOCOL.md
+  std::size_t size;  // as stated by docs/PROTOCOL.md
   std::string_view hex;
 };
 
-// In PROTOCOL.md order.
+// In docs/PROTOCOL.md order.
 inline constexpr std::array<GoldenFrame, 12> kFrames = {{
     {"NewLimitBuy", Kind::kNewLimit, 47,
      "0100000000000000010700000000000000e9030000000000002a00000001014227000000"

@@ -1,7 +1,8 @@
-// The published vectors of PROTOCOL.md ("Golden frames"): every golden frame
-// decodes to exactly the field values PROTOCOL.md states for it, and encoding
-// those values gives exactly its bytes, through every decoder and encoder the
-// codec has. The values below are typed from the text of PROTOCOL.md.
+// The published vectors of docs/PROTOCOL.md ("Golden frames"): every golden
+// frame decodes to exactly the field values docs/PROTOCOL.md states for it, and
+// encoding those values gives exactly its bytes, through every decoder and
+// encoder the codec has. The values below are typed from the text of
+// docs/PROTOCOL.md.
 #include "tests/codec/golden.h"
 
 #include <array>
@@ -31,7 +32,7 @@ struct Stated {
   Model model;
 };
 
-// PROTOCOL.md, "Golden frames", one line each.
+// docs/PROTOCOL.md, "Golden frames", one line each.
 // NewLimit seq=1 account=7 client_order_id=1001 instrument=42 Buy GTC
 // price=10050 qty=300
 constexpr Stated<NewLimit> kNewLimitBuy{
@@ -175,7 +176,7 @@ void ExpectEncodes(const Stated<Model>& stated) {
       EncodeFrame(stated.sequence, stated.model, out);
   ASSERT_TRUE(written.ok()) << Name(written.error());
   EXPECT_EQ(*written, golden_bytes.size());
-  EXPECT_EQ(ToHex(out), kFrames[stated.golden_index].hex);
+  EXPECT_EQ(Hex(out), kFrames[stated.golden_index].hex);
 }
 
 // The same through the normalized Command: DecodeCommand gives the stated
@@ -198,7 +199,7 @@ void ExpectCommandRoundTrip(const Stated<Model>& stated) {
       EncodeCommand(Command::From(stated.sequence, stated.model), out);
   ASSERT_TRUE(written.ok()) << Name(written.error());
   EXPECT_EQ(*written, golden_bytes.size());
-  EXPECT_EQ(ToHex(out), kFrames[stated.golden_index].hex);
+  EXPECT_EQ(Hex(out), kFrames[stated.golden_index].hex);
 }
 
 TEST(GoldenFrameTest, EveryGoldenFrameHasItsStatedSizeAndKindByte) {
@@ -423,7 +424,7 @@ TEST(GoldenDatagramTest, DatagramBuilderAppendProducesTheGoldenBytes) {
             CodecError::kOk);
   EXPECT_EQ(builder.frame_count(), 2u);
   EXPECT_EQ(builder.size(), golden::kDatagramSize);
-  EXPECT_EQ(ToHex(builder.bytes()), golden::kDatagramHex);
+  EXPECT_EQ(Hex(builder.bytes()), golden::kDatagramHex);
 }
 
 TEST(GoldenDatagramTest, DatagramBuilderAppendFrameProducesTheGoldenBytes) {
@@ -434,7 +435,7 @@ TEST(GoldenDatagramTest, DatagramBuilderAppendFrameProducesTheGoldenBytes) {
       FromHex("0200000000000000040700000000000000e903000000000000");  // seq 2
   ASSERT_EQ(builder.AppendFrame(first), CodecError::kOk);
   ASSERT_EQ(builder.AppendFrame(second), CodecError::kOk);
-  EXPECT_EQ(ToHex(builder.bytes()), golden::kDatagramHex);
+  EXPECT_EQ(Hex(builder.bytes()), golden::kDatagramHex);
 }
 
 }  // namespace

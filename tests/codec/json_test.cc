@@ -1,5 +1,5 @@
 // The JSON Lines form: FrameToJson of every golden frame (expected text typed
-// from PROTOCOL.md's values), JsonToFrame round trips of all 11 kinds with
+// from docs/PROTOCOL.md's values), JsonToFrame round trips of all 11 kinds with
 // extreme values, and every way JsonToFrame rejects a line, each with the
 // field or column named in the message.
 #include "codec/json.h"
@@ -67,7 +67,7 @@ absl::StatusOr<std::string> JsonToHex(std::string_view line) {
   std::array<std::byte, kMaxFrameSize> out{};
   absl::StatusOr<std::size_t> size = JsonToFrame(line, out);
   if (!size.ok()) return size.status();
-  return ToHex(std::span(out).first(*size));
+  return Hex(std::span(out).first(*size));
 }
 
 // `line` must be rejected with InvalidArgument, a message that contains each
@@ -150,7 +150,7 @@ TYPED_TEST(JsonKindTest, RoundTripsRandomAndExtremeValues) {
     const absl::StatusOr<std::size_t> size = JsonToFrame(json, out);
     ASSERT_TRUE(size.ok()) << size.status() << "\n" << json;
     ASSERT_EQ(*size, frame.size());
-    ASSERT_EQ(ToHex(std::span(out).first(*size)), ToHex(frame)) << json;
+    ASSERT_EQ(Hex(std::span(out).first(*size)), Hex(frame)) << json;
   }
 }
 
@@ -182,7 +182,7 @@ TYPED_TEST(JsonKindTest, AcceptsKeysInAnyOrderAndWhitespace) {
                         MessageTraits<Model>::kName);
   const absl::StatusOr<std::string> hex = JsonToHex(json);
   ASSERT_TRUE(hex.ok()) << hex.status() << "\n" << json;
-  EXPECT_EQ(*hex, ToHex(frame));
+  EXPECT_EQ(*hex, Hex(frame));
 }
 
 TEST(JsonToFrameTest, RejectsAMissingKeyNamingIt) {

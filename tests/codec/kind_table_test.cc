@@ -1,5 +1,5 @@
-// The 256-entry kind-dispatch table against PROTOCOL.md's kind tables and
-// body field offsets, typed here from the text of PROTOCOL.md.
+// The 256-entry kind-dispatch table against docs/PROTOCOL.md's kind tables and
+// body field offsets, typed here from the text of docs/PROTOCOL.md.
 #include "codec/kind_table.h"
 
 #include <array>
@@ -23,7 +23,7 @@ struct ProtocolKind {
   KindClass kind_class;
 };
 
-// PROTOCOL.md "Commands" and "Reports" tables.
+// docs/PROTOCOL.md "Commands" and "Reports" tables.
 constexpr std::array<ProtocolKind, 11> kProtocolKinds = {{
     {0x01, "NewLimit", 38, 47, KindClass::kCommand},
     {0x02, "NewMarket", 29, 38, KindClass::kCommand},
@@ -67,9 +67,9 @@ TEST(KindTableTest, MaxFrameSizeIsTheFilledFrame) {
   EXPECT_EQ(kMaxFrameSize, 71u);
 }
 
-// Where each normalized Command field sits in each command frame: PROTOCOL.md
-// body offsets + 9 for the frame header; absent fields have offset 0 and a
-// zero mask.
+// Where each normalized Command field sits in each command frame:
+// docs/PROTOCOL.md body offsets + 9 for the frame header; absent fields have
+// offset 0 and a zero mask.
 TEST(KindTableTest, CommandRecipesReadTheProtocolOffsets) {
   struct Slot {
     CommandSlot slot;

@@ -52,8 +52,8 @@ TEST(LayoutTest, ForEachVisitsFieldsInWireOrderWithOffsetsAndSlots) {
                        CommandSlot::kOrderId, CommandSlot::kNone}));
 }
 
-// The frame header and a sample of PROTOCOL.md body offsets, as the views see
-// them (FrameOffsetOf includes the 9-byte header).
+// The frame header and a sample of docs/PROTOCOL.md body offsets, as the views
+// see them (FrameOffsetOf includes the 9-byte header).
 TEST(LayoutTest, FrameOffsetsMatchProtocolForEveryCommandField) {
   static_assert(kFrameHeaderSize == 9);
   static_assert(FrameOffsetOf<&NewLimit::account_id>() == 9 + 0);

@@ -1,7 +1,8 @@
-// Helpers shared by the codec tests: hex, exact-size heap buffers (so that
+// Helpers shared by the codec tests: exact-size heap buffers (so that
 // AddressSanitizer catches any read past a span), random and extreme models of
 // every kind, field-by-field model comparison, and the list of all 11 models
-// for typed tests.
+// for typed tests. Bytes, hex and frames are the shared ones of
+// tests/support/bytes.h.
 #ifndef ORDERWIRE_TESTS_CODEC_TEST_SUPPORT_H_
 #define ORDERWIRE_TESTS_CODEC_TEST_SUPPORT_H_
 
@@ -25,6 +26,7 @@
 #include "codec/testing/random_commands.h"
 #include "codec/wire.h"
 #include "gtest/gtest.h"
+#include "tests/support/bytes.h"
 
 namespace orderwire::codec {
 
@@ -51,7 +53,7 @@ using AllModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
 using CommandModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
                                        CancelByClient, Replace>;
 
-// Names typed tests after the PROTOCOL.md kind name (e.g. "/NewLimit").
+// Names typed tests after the docs/PROTOCOL.md kind name (e.g. "/NewLimit").
 struct ModelName {
   template <typename Model>
   static std::string GetName(int) {
@@ -59,30 +61,11 @@ struct ModelName {
   }
 };
 
-// Bytes from hex digits. Aborts on malformed input (test data is fixed).
-inline std::vector<std::byte> FromHex(std::string_view hex) {
-  auto nibble = [](char c) -> int {
-    if (c >= '0' && c <= '9') return c - '0';
-    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-    std::abort();
-  };
-  if (hex.size() % 2 != 0) std::abort();
-  std::vector<std::byte> out(hex.size() / 2);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    out[i] = static_cast<std::byte>(nibble(hex[2 * i]) * 16 +
-                                    nibble(hex[2 * i + 1]));
-  }
-  return out;
-}
-
-inline std::string ToHex(std::span<const std::byte> bytes) {
-  std::string out;
-  for (std::byte b : bytes) {
-    absl::StrAppendFormat(&out, "%02x", static_cast<unsigned>(b));
-  }
-  return out;
-}
+// Bytes, hex and frames: the shared helpers of tests/support/bytes.h.
+using ::orderwire::test_support::Bytes;
+using ::orderwire::test_support::Frame;
+using ::orderwire::test_support::FromHex;
+using ::orderwire::test_support::Hex;
 
 // A heap block of exactly `size` bytes holding a copy of the first `size`
 // bytes of `source`: any read past span() is a heap-buffer-overflow under

@@ -1,4 +1,4 @@
-// The enumerations' values and PROTOCOL.md names; values the protocol does
+// The enumerations' values and docs/PROTOCOL.md names; values the protocol does
 // not define have the empty name, and no enumeration uses 0.
 #include "codec/types.h"
 

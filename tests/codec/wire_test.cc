@@ -19,17 +19,17 @@ TEST(WireTest, StoreLEWritesLeastSignificantByteFirstAtAnyAlignment) {
   for (std::size_t at = 0; at < 8; ++at) {
     std::array<std::byte, 24> buffer{};
     StoreLE(buffer.data() + at, std::uint64_t{0x0102030405060708});
-    EXPECT_EQ(ToHex(std::span(buffer).subspan(at, 8)), "0807060504030201");
+    EXPECT_EQ(Hex(std::span(buffer).subspan(at, 8)), "0807060504030201");
     StoreLE(buffer.data() + at, std::uint32_t{0xA1B2C3D4});
-    EXPECT_EQ(ToHex(std::span(buffer).subspan(at, 4)), "d4c3b2a1");
+    EXPECT_EQ(Hex(std::span(buffer).subspan(at, 4)), "d4c3b2a1");
     StoreLE(buffer.data() + at, std::uint16_t{0xBEEF});
-    EXPECT_EQ(ToHex(std::span(buffer).subspan(at, 2)), "efbe");
+    EXPECT_EQ(Hex(std::span(buffer).subspan(at, 2)), "efbe");
     StoreLE(buffer.data() + at, std::int64_t{-2});
-    EXPECT_EQ(ToHex(std::span(buffer).subspan(at, 8)), "feffffffffffffff");
+    EXPECT_EQ(Hex(std::span(buffer).subspan(at, 8)), "feffffffffffffff");
     StoreLE(buffer.data() + at, RejectReason::kUnauthorized);
-    EXPECT_EQ(ToHex(std::span(buffer).subspan(at, 2)), "0b00");
+    EXPECT_EQ(Hex(std::span(buffer).subspan(at, 2)), "0b00");
     // Bytes outside the stored width are untouched.
-    EXPECT_EQ(ToHex(std::span(buffer).subspan(at + 2, 6)), "ffffffffffff");
+    EXPECT_EQ(Hex(std::span(buffer).subspan(at + 2, 6)), "ffffffffffff");
   }
 }
 

@@ -3,7 +3,7 @@
 
 The frames come from the project itself: JSON Lines go through
 `orderwire encode --hex`. This script wraps them into datagrams (the header of
-PROTOCOL.md, checked against its golden datagram), some well-formed and some
+docs/PROTOCOL.md, checked against its golden datagram), some well-formed and some
 with each malformation, writes them into a pcap file (Ethernet, IPv4, UDP)
 and runs tshark with the dissector on it:
 
@@ -15,7 +15,7 @@ and runs tshark with the dissector on it:
     the heuristic registration;
   * -Y: the display filters docs/WIRESHARK.md shows.
 
-Positions are checked against this file's copy of PROTOCOL.md's frame tables,
+Positions are checked against this file's copy of docs/PROTOCOL.md's frame tables,
 values against the JSON the frames were encoded from.
 
 Exit status: 0 pass, 1 fail, 77 skipped (no tshark, or a tshark without Lua);
@@ -40,7 +40,7 @@ OTHER_PORTS = (9000, 9001)  # neither is the service port: heuristic only
 PAYLOAD_OFFSET = 14 + 20 + 8  # Ethernet + IPv4 + UDP headers
 MAX_DATAGRAM = 1472
 
-# PROTOCOL.md, "Commands" and "Reports": body fields in wire order, with
+# docs/PROTOCOL.md, "Commands" and "Reports": body fields in wire order, with
 # their widths and the display filter field each one is decoded into.
 U64, I64, U32, U16, U8 = ("u64", 8), ("i64", 8), ("u32", 4), ("u16", 2), ("u8", 1)
 SIDE = {1: "Buy", 2: "Sell"}
@@ -107,7 +107,7 @@ for _kind, (_size, _fields) in SPEC.items():
     assert 9 + sum(w for _, (_, w), _, _ in _fields) == _size, _kind
 HEX_FIELDS = {"orderwire.kind", "orderwire.command_kind"}  # base.HEX
 
-# The frames, as JSON Lines for `orderwire encode`: PROTOCOL.md's golden
+# The frames, as JSON Lines for `orderwire encode`: docs/PROTOCOL.md's golden
 # frames first, then extreme and out-of-range values.
 FRAMES = {
     "limit_buy": {"kind": "NewLimit", "sequence": 1, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "side": 1, "time_in_force": 1, "price": 10050, "quantity": 300},
@@ -122,12 +122,12 @@ FRAMES = {
     "cancelled": {"kind": "Cancelled", "sequence": 4, "order_id": 3, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "cancelled_quantity": 50, "reason": 1},
     "replaced": {"kind": "Replaced", "sequence": 5, "order_id": 3, "account_id": 7, "client_order_id": 1003, "price": 10049, "quantity": 200, "priority_kept": 2},
     "gap": {"kind": "SequenceGap", "sequence": 0, "expected_sequence": 17},
-    # PROTOCOL.md's golden datagram: the first NewLimit, then this.
+    # docs/PROTOCOL.md's golden datagram: the first NewLimit, then this.
     "golden_cancel": {"kind": "CancelByClient", "sequence": 2, "account_id": 7, "client_order_id": 1001},
     # Extremes of every integer type.
     "limit_extreme": {"kind": "NewLimit", "sequence": 18446744073709551615, "account_id": 18446744073709551615, "client_order_id": 9223372036854775808, "instrument_id": 4294967295, "side": 2, "time_in_force": 4, "price": -9223372036854775808, "quantity": 18446744073709551615},
     "replace_extreme": {"kind": "Replace", "sequence": 9223372036854775807, "account_id": 1, "order_id": 18446744073709551614, "new_client_order_id": 0, "price": 9223372036854775807, "quantity": 1},
-    # Well-formed frames with enumeration values PROTOCOL.md does not define.
+    # Well-formed frames with enumeration values docs/PROTOCOL.md does not define.
     "limit_bad_enums": {"kind": "NewLimit", "sequence": 3, "account_id": 7, "client_order_id": 1004, "instrument_id": 42, "side": 7, "time_in_force": 0, "price": 100, "quantity": 1},
     "rejected_bad_enums": {"kind": "Rejected", "sequence": 6, "account_id": 7, "client_order_id": 1004, "order_id": 0, "command_kind": 0x41, "reason": 12},
     "filled_bad_enum": {"kind": "Filled", "sequence": 7, "order_id": 3, "account_id": 7, "client_order_id": 1001, "match_id": 2, "instrument_id": 42, "side": 1, "liquidity": 3, "price": 10050, "quantity": 1, "leaves_quantity": 0},
@@ -238,7 +238,7 @@ def Cases():
              info="Session 4294967295: " + Summary(*reports)),
         Case("SequenceGap, from the service port", [Frame("gap")], session=1,
              ports=from_service, info="Session 1: SequenceGap #0"),
-        Case("PROTOCOL.md's golden datagram",
+        Case("docs/PROTOCOL.md's golden datagram",
              [Frame("limit_buy"), Frame("golden_cancel")], ports=to_service,
              info="Session 51966: NewLimit #1, CancelByClient #2"),
         Case("every value of every enumeration, from the service port",
@@ -334,7 +334,7 @@ def Cases():
              extras=[("orderwire.undecoded", 12 + 47 + 9, 16 + 25)],
              experts=[Malformed("orderwire.frame", "unknown_kind",
                                 "UnknownKind: frame 2 has kind 0x07, which "
-                                "PROTOCOL.md does not define; the frames "
+                                "docs/PROTOCOL.md does not define; the frames "
                                 "after it cannot be delimited")],
              info="Session 51966: NewLimit #1 [Malformed: UnknownKind]"),
         Case("truncated frame", [Frame("limit_buy"), Frame("replace", cut=30)],
@@ -400,9 +400,9 @@ def Cases():
         Case("undefined enumeration values in a command",
              [Frame("limit_bad_enums")],
              experts=[InvalidEnum("orderwire.side", "side 7 is not defined "
-                                  "by PROTOCOL.md (NewLimit frame)"),
+                                  "by docs/PROTOCOL.md (NewLimit frame)"),
                       InvalidEnum("orderwire.time_in_force", "time_in_force 0 "
-                                  "is not defined by PROTOCOL.md (NewLimit "
+                                  "is not defined by docs/PROTOCOL.md (NewLimit "
                                   "frame)")],
              info="Session 51966: NewLimit #3"),
         Case("undefined enumeration values in reports",
@@ -410,17 +410,17 @@ def Cases():
                                  "cancelled_bad_enum", "replaced_bad_enum")],
              ports=from_service,
              experts=[InvalidEnum("orderwire.command_kind", "command_kind 65 "
-                                  "is not defined by PROTOCOL.md (Rejected "
+                                  "is not defined by docs/PROTOCOL.md (Rejected "
                                   "frame)"),
                       InvalidEnum("orderwire.reject_reason", "reason 12 is "
-                                  "not defined by PROTOCOL.md (Rejected "
+                                  "not defined by docs/PROTOCOL.md (Rejected "
                                   "frame)"),
                       InvalidEnum("orderwire.liquidity", "liquidity 3 is not "
-                                  "defined by PROTOCOL.md (Filled frame)"),
+                                  "defined by docs/PROTOCOL.md (Filled frame)"),
                       InvalidEnum("orderwire.cancel_reason", "reason 7 is not "
-                                  "defined by PROTOCOL.md (Cancelled frame)"),
+                                  "defined by docs/PROTOCOL.md (Cancelled frame)"),
                       InvalidEnum("orderwire.priority_kept", "priority_kept 0 "
-                                  "is not defined by PROTOCOL.md (Replaced "
+                                  "is not defined by docs/PROTOCOL.md (Replaced "
                                   "frame)")],
              info="Session 51966: Rejected #6, Filled #7, Cancelled #8, "
                   "Replaced #9"),
@@ -470,7 +470,7 @@ def EncodeFrames(orderwire):
         data = bytes.fromhex(line)
         kind = FRAMES[key]["kind"]
         if len(data) != SPEC[kind][0] or data[8] != KIND_BY_NAME[kind]:
-            Fail("%s: orderwire encoded %d bytes of kind 0x%02x, PROTOCOL.md "
+            Fail("%s: orderwire encoded %d bytes of kind 0x%02x, docs/PROTOCOL.md "
                  "says %d bytes of kind 0x%02x" % (key, len(data), data[8],
                                                    SPEC[kind][0],
                                                    KIND_BY_NAME[kind]))
@@ -706,7 +706,7 @@ def Main():
     checker = Checker()
     golden = Case("", [Frame("limit_buy"), Frame("golden_cancel")])
     checker.Check(golden.payload == GOLDEN_DATAGRAM,
-                  "the test's datagram header gives PROTOCOL.md's golden "
+                  "the test's datagram header gives docs/PROTOCOL.md's golden "
                   "datagram", golden.payload.hex())
 
     cases = Cases()

@@ -1,14 +1,9 @@
 // `orderwire match` and `orderwire gen` as a user runs them: the real binary,
 // bytes on standard input, bytes and exit status out.
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <iterator>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codec/command.h"
@@ -20,46 +15,23 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/engine/scenario.h"
+#include "tests/support/files.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/shell.h"
 
 namespace orderwire::engine::testing {
 namespace {
 
 using ::testing::HasSubstr;
 
-struct Outcome {
-  int status;
-  std::string out;
-  std::string err;
-};
+using Outcome = ::orderwire::test_support::ShellOutcome;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
-
-void WriteFile(const std::string& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-// Runs `orderwire <args>` with `input` on standard input.
+// Runs `orderwire <args>` with `input` on standard input, in a scratch
+// directory of its own (CTest runs tests in parallel processes).
 Outcome Orderwire(const std::string& args, std::string_view input = {}) {
-  // CTest runs tests in parallel processes: names unique to this one.
-  const std::string base =
-      ::testing::TempDir() + "/ow_engine_cli_" + std::to_string(::getpid());
-  const std::string in = base + "_in";
-  const std::string out = base + "_out";
-  const std::string err = base + "_err";
-  WriteFile(in, input);
-  const std::string command = std::string("'") + ORDERWIRE_BINARY + "' " +
-                              args + " < '" + in + "' > '" + out + "' 2> '" +
-                              err + "'";
-  const int raw = std::system(command.c_str());
-  Outcome outcome{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, ReadFile(out),
-                  ReadFile(err)};
-  for (const std::string& path : {in, out, err}) std::remove(path.c_str());
-  return outcome;
+  const ::orderwire::test_support::ScratchDir dir("ow-engine-cli");
+  return ::orderwire::test_support::RunShell(
+      dir.path(), std::string("'") + ORDERWIRE_BINARY + "' " + args, input);
 }
 
 std::string Frames(const std::vector<codec::Command>& commands) {
@@ -170,12 +142,11 @@ TEST(MatchCli, BookPrintsADepthTableOfEveryNonEmptyBook) {
 }
 
 TEST(MatchCli, ConfigFileSetsTheLimitsAndItsErrorsNameLineAndKey) {
-  const std::string base =
-      ::testing::TempDir() + "/ow_engine_" + std::to_string(::getpid());
-  const std::string good = base + "_good.conf";
-  const std::string bad = base + "_bad.conf";
-  WriteFile(good, "# tiny\nmax_live_orders = 1\n");
-  WriteFile(bad, "max_price = 10\nmax_qty = 5\n");
+  const ::orderwire::test_support::ScratchDir dir("ow-engine-cli");
+  const std::string good = dir.Sub("good.conf");
+  const std::string bad = dir.Sub("bad.conf");
+  ::orderwire::test_support::WriteText(good, "# tiny\nmax_live_orders = 1\n");
+  ::orderwire::test_support::WriteText(bad, "max_price = 10\nmax_qty = 5\n");
   const std::string input =
       Frames({Numbered(Limit(1, 1, 1, kBuy, kGtc, 100, 10), 1),
               Numbered(Limit(1, 2, 1, kBuy, kGtc, 99, 10), 2)});
@@ -186,8 +157,6 @@ TEST(MatchCli, ConfigFileSetsTheLimitsAndItsErrorsNameLineAndKey) {
   EXPECT_EQ(run.status, 1);
   EXPECT_THAT(run.err, HasSubstr("line 2: unknown key 'max_qty'"));
   EXPECT_THAT(run.err, HasSubstr(bad));
-  std::remove(good.c_str());
-  std::remove(bad.c_str());
   run = Orderwire("match --config /nonexistent/ow.conf", input);
   EXPECT_EQ(run.status, 1);
   EXPECT_THAT(run.err, HasSubstr("cannot open"));

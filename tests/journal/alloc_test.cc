@@ -127,7 +127,7 @@ TEST_P(AllocTest, AppendPollAndFlushAllocateNothingOnceWarm) {
   if (absl::Status s = internal::ProbeIoUring(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  testing::ScratchDir dir;
+  test_support::ScratchDir dir;
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = GetParam(),
                                      .segment_size = std::uint64_t{256} << 20,

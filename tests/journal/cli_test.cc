@@ -2,46 +2,29 @@
 // them: the real binary, bytes in, bytes, text and exit status out. The
 // central check is the exactness rule: gen | journal write, then
 // replay --reports, gives the very bytes of gen | match.
-#include <sys/wait.h>
-
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/journal/test_support.h"
+#include "tests/support/files.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/shell.h"
 
 namespace orderwire::journal {
 namespace {
 
+using test_support::ReadText;
+using test_support::ScratchDir;
 using ::testing::HasSubstr;
-using testing::ScratchDir;
+using Outcome = test_support::ShellOutcome;
 
-struct Outcome {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string Slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in),
-                     std::istreambuf_iterator<char>());
-}
-
-// Runs `sh -c "<command line>"` with ORDERWIRE set to the binary.
+// Runs `sh -c "<command line>"` in `dir` with ORDERWIRE set to the binary.
 Outcome Shell(const ScratchDir& dir, const std::string& line) {
-  const std::string out = dir.Sub("stdout");
-  const std::string err = dir.Sub("stderr");
-  const std::string command = "ORDERWIRE='" + std::string(ORDERWIRE_BINARY) +
-                              "'; cd '" + dir.path() + "' && ( " + line +
-                              " ) > '" + out + "' 2> '" + err + "'";
-  const int raw = std::system(command.c_str());
-  return Outcome{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, Slurp(out),
-                 Slurp(err)};
+  return test_support::RunShell(
+      dir.path(), "ORDERWIRE='" + std::string(ORDERWIRE_BINARY) + "'; " + line);
 }
 
 TEST(JournalCliTest, ReplayGivesTheReportBytesOfMatch) {
@@ -64,9 +47,9 @@ TEST(JournalCliTest, ReplayGivesTheReportBytesOfMatch) {
     ASSERT_EQ(replay.status, 0) << replay.err;
     EXPECT_THAT(replay.out, HasSubstr("30000 records in"));
     EXPECT_THAT(replay.out, HasSubstr("final index 30000"));
-    const std::string match = Slurp(dir.Sub("match.bin"));
+    const std::string match = ReadText(dir.Sub("match.bin"));
     ASSERT_FALSE(match.empty());
-    EXPECT_TRUE(match == Slurp(dir.Sub("replay.bin"))) << workload;
+    EXPECT_TRUE(match == ReadText(dir.Sub("replay.bin"))) << workload;
     // The same as JSON Lines.
     ASSERT_EQ(
         Shell(dir, gen + " | \"$ORDERWIRE\" match --json > m.jsonl").status, 0);
@@ -75,7 +58,7 @@ TEST(JournalCliTest, ReplayGivesTheReportBytesOfMatch) {
                     "--reports r.jsonl")
                   .status,
               0);
-    EXPECT_TRUE(Slurp(dir.Sub("m.jsonl")) == Slurp(dir.Sub("r.jsonl")));
+    EXPECT_TRUE(ReadText(dir.Sub("m.jsonl")) == ReadText(dir.Sub("r.jsonl")));
     // And the same books at the end.
     const Outcome match_book =
         Shell(dir, gen + " | \"$ORDERWIRE\" match --book 4 > /dev/null");
@@ -130,7 +113,7 @@ TEST(JournalCliTest, InspectShowsSegmentsAndRecordsAsJsonLines) {
                   "decode > decoded.jsonl")
                 .status,
             0);
-  const std::string decoded = Slurp(dir.Sub("decoded.jsonl"));
+  const std::string decoded = ReadText(dir.Sub("decoded.jsonl"));
   const std::string first_line = decoded.substr(0, decoded.find('\n'));
   EXPECT_THAT(records.out, HasSubstr("\"frame\":" + first_line + "}"));
 }

@@ -26,9 +26,9 @@ namespace {
 
 using ::orderwire::journal::testing::FramesFor;
 using ::orderwire::journal::testing::ReadAndCheck;
-using ::orderwire::journal::testing::ScratchDir;
 using ::orderwire::journal::testing::SessionFor;
 using ::orderwire::journal::testing::TimeFor;
+using ::orderwire::test_support::ScratchDir;
 
 using Clock = std::chrono::steady_clock;
 

@@ -8,17 +8,16 @@
 
 #include "codec/testing/random_commands.h"
 #include "gtest/gtest.h"
+#include "tests/support/bytes.h"
 
 namespace orderwire::journal {
 namespace {
 
-std::span<const std::byte> Bytes(std::string_view s) {
-  return {reinterpret_cast<const std::byte*>(s.data()), s.size()};
-}
+using test_support::AsBytes;
 
 TEST(Crc32cTest, MatchesThePublishedCheckValue) {
-  EXPECT_EQ(Crc32c(Bytes("123456789")), 0xE3069283u);
-  EXPECT_EQ(Crc32cPortable(Bytes("123456789")), 0xE3069283u);
+  EXPECT_EQ(Crc32c(AsBytes("123456789")), 0xE3069283u);
+  EXPECT_EQ(Crc32cPortable(AsBytes("123456789")), 0xE3069283u);
   EXPECT_EQ(Crc32c({}), 0u);
 }
 

@@ -9,6 +9,7 @@
 #include "journal/crc32c.h"
 #include "journal/writer.h"
 #include "tests/journal/test_support.h"
+#include "tests/support/bytes.h"
 
 namespace orderwire::journal {
 namespace {
@@ -78,24 +79,8 @@ TEST(FormatTest, SegmentHeaderRoundTripsWithItsChecksum) {
   EXPECT_EQ(bytes[9], std::byte{0});
 }
 
-std::string Hex(std::span<const std::byte> bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (std::byte b : bytes) {
-    out += kDigits[static_cast<unsigned>(b) >> 4];
-    out += kDigits[static_cast<unsigned>(b) & 15];
-  }
-  return out;
-}
-
-std::vector<std::byte> FromHex(std::string_view hex) {
-  std::vector<std::byte> out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<std::byte>(
-        std::stoi(std::string(hex.substr(i, 2)), nullptr, 16)));
-  }
-  return out;
-}
+using test_support::FromHex;
+using test_support::Hex;
 
 // The published vectors of docs/JOURNAL.md ("Worked example").
 TEST(FormatTest, TheSegmentHeaderOfTheFormatPageEncodesToItsBytes) {
@@ -118,12 +103,12 @@ TEST(FormatTest, TheSegmentHeaderOfTheFormatPageEncodesToItsBytes) {
 }
 
 TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
-  // PROTOCOL.md's first golden frame, journaled as index 1 of session
+  // docs/PROTOCOL.md's first golden frame, journaled as index 1 of session
   // 0xCAFE received at 1700000000000000000 ns.
   const std::vector<std::byte> frame = FromHex(
       "0100000000000000010700000000000000e9030000000000002a0000000101"
       "42270000000000002c01000000000000");
-  testing::ScratchDir dir;
+  test_support::ScratchDir dir;
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = Durability::kNone,
                                      .segment_size = 64 * 1024,
@@ -133,7 +118,7 @@ TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
             AppendStatus::kOk);
   ASSERT_TRUE((*writer)->Close().ok());
   const std::vector<std::byte> bytes =
-      testing::ReadFile(testing::SegmentPaths(dir.path()).at(0));
+      test_support::ReadFile(testing::SegmentPaths(dir.path()).at(0));
   ASSERT_GE(bytes.size(), 2 * kBlockSize);
   EXPECT_EQ(Hex({bytes.data() + kBlockSize, 111}),
             "4f574748470000000100000000000000000000000000000001000000000000"

@@ -25,7 +25,7 @@ namespace {
 using internal::IoCompletion;
 using internal::IoOp;
 using internal::OpCode;
-using testing::ScratchDir;
+using test_support::ScratchDir;
 
 #define SKIP_WITHOUT_URING()                                  \
   do {                                                        \

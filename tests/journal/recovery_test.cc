@@ -25,10 +25,10 @@ using ::orderwire::journal::testing::AppendRange;
 using ::orderwire::journal::testing::FlipBits;
 using ::orderwire::journal::testing::FrameFor;
 using ::orderwire::journal::testing::ReadAndCheck;
-using ::orderwire::journal::testing::ReadFile;
-using ::orderwire::journal::testing::ScratchDir;
 using ::orderwire::journal::testing::SegmentPaths;
-using ::orderwire::journal::testing::WriteFile;
+using ::orderwire::test_support::ReadFile;
+using ::orderwire::test_support::ScratchDir;
+using ::orderwire::test_support::WriteFile;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
@@ -372,7 +372,9 @@ TEST(RecoveryTest,
   ScratchDir dir;
   BuildJournal(dir.path(), 5, 3);
   const std::string segment = SegmentPaths(dir.path()).at(0);
-  FlipBits(segment, Block(5) + 60, std::byte{0x01});  // a record, last group
+  // A frame byte of the last group's first record.
+  FlipBits(segment, Block(5) + kGroupHeaderSize + kRecordHeaderSize + 4,
+           std::byte{0x01});
   auto writer = JournalWriter::Open(Reopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()),

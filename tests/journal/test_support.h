@@ -1,19 +1,17 @@
-// Helpers for the journal tests: scratch directories, deterministic command
-// frames whose content follows from their journal index, and file surgery.
+// Helpers for the journal tests: deterministic command frames whose content
+// follows from their journal index, and file surgery. Scratch directories and
+// whole-file reads and writes are the shared ones (tests/support/).
 #ifndef ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
 #define ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
 
 #include <fcntl.h>
-#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <span>
 #include <string>
 #include <vector>
@@ -22,33 +20,10 @@
 #include "codec/messages.h"
 #include "journal/format.h"
 #include "journal/internal/io_queue.h"
+#include "tests/support/files.h"
+#include "tests/support/scratch_dir.h"
 
 namespace orderwire::journal::testing {
-
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents.
-class ScratchDir {
- public:
-  ScratchDir() {
-    const char* base = std::getenv("TMPDIR");
-    std::string pattern =
-        std::string(base != nullptr ? base : "/tmp") + "/ow-journal-XXXXXX";
-    path_ = ::mkdtemp(pattern.data()) != nullptr ? pattern : "";
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-  ~ScratchDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  [[nodiscard]] const std::string& path() const { return path_; }
-  // A path inside the directory (not created).
-  [[nodiscard]] std::string Sub(const std::string& name) const {
-    return path_ + "/" + name;
-  }
-
- private:
-  std::string path_;
-};
 
 // Whether the file system of `dir` accepts O_DIRECT (tmpfs does not; the
 // writer then uses its fdatasync method, and tests of the O_DIRECT method
@@ -133,24 +108,6 @@ inline std::uint32_t SessionFor(std::uint64_t i) {
 }
 inline std::uint64_t TimeFor(std::uint64_t i) {
   return 1'700'000'000'000'000'000ull + i;
-}
-
-inline std::vector<std::byte> ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::vector<char> chars((std::istreambuf_iterator<char>(in)),
-                          std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(chars.size());
-  for (std::size_t i = 0; i < chars.size(); ++i) {
-    bytes[i] = static_cast<std::byte>(chars[i]);
-  }
-  return bytes;
-}
-
-inline void WriteFile(const std::string& path,
-                      std::span<const std::byte> bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
 }
 
 // XORs one byte of a file in place.

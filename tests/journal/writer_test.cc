@@ -31,8 +31,8 @@ using ::orderwire::journal::testing::FaultRule;
 using ::orderwire::journal::testing::FrameFor;
 using ::orderwire::journal::testing::FramesFor;
 using ::orderwire::journal::testing::ReadAndCheck;
-using ::orderwire::journal::testing::ScratchDir;
 using ::orderwire::journal::testing::SegmentPaths;
+using ::orderwire::test_support::ScratchDir;
 using ::testing::HasSubstr;
 
 bool UringAvailable() { return internal::ProbeIoUring().ok(); }
@@ -246,12 +246,13 @@ TEST(WriterTest, NeverCountsAGroupDurableBeforeItsWriteAndSyncComplete) {
 
     // The last index and end offset of each group in the segment.
     const std::string segment = SegmentPaths(dir.path()).at(0);
-    const std::vector<std::byte> bytes = testing::ReadFile(segment);
+    const std::vector<std::byte> bytes = test_support::ReadFile(segment);
     struct Group {
       std::uint64_t offset, end, last;
     };
     std::vector<Group> groups;
-    for (std::uint64_t off = kFirstGroupOffset; off + 32 <= bytes.size();) {
+    for (std::uint64_t off = kFirstGroupOffset;
+         off + kGroupHeaderSize <= bytes.size();) {
       const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(&bytes[off]);
       if (h.magic != kGroupMagic) break;
       const std::uint64_t end = off + AlignUp(kGroupOverhead + h.records_bytes);
@@ -594,16 +595,22 @@ TEST(WriterTest, DescribesItsIoPath) {
 namespace orderwire::journal {
 namespace {
 
-TEST(WriterTest, RecordFlagsAreWrittenAndReadBack) {
-  testing::ScratchDir dir;
+// Record flags are the caller's: the journal stores every bit verbatim and
+// gives none a meaning (the service defines them, service/record_flags.h).
+TEST(WriterTest, RecordFlagsAreWrittenAndReadBackVerbatim) {
+  constexpr std::uint32_t kSomeFlag = 1;
+  constexpr std::uint32_t kEveryBit = 0xFFFF'FFFF;
+  constexpr std::uint32_t kHighBits = 0xA5A5'0000;
+  test_support::ScratchDir dir;
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = Durability::kNone,
                                      .backend = IoBackend::kBlocking});
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::vector<std::byte> frame = testing::FrameFor(1);
   ASSERT_EQ((*writer)->Append(frame, 7, 100, 0), AppendStatus::kOk);
-  ASSERT_EQ((*writer)->Append(frame, 7, 101, kRecordUnauthorized),
-            AppendStatus::kOk);
+  ASSERT_EQ((*writer)->Append(frame, 7, 101, kSomeFlag), AppendStatus::kOk);
+  ASSERT_EQ((*writer)->Append(frame, 8, 102, kEveryBit), AppendStatus::kOk);
+  ASSERT_EQ((*writer)->Append(frame, 9, 103, kHighBits), AppendStatus::kOk);
   ASSERT_TRUE((*writer)->Close().ok());
   auto reader = JournalReader::Open(dir.path());
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -611,10 +618,24 @@ TEST(WriterTest, RecordFlagsAreWrittenAndReadBack) {
   ASSERT_EQ((*reader)->Next(r), ReadResult::kRecord);
   EXPECT_EQ(r.flags, 0u);
   ASSERT_EQ((*reader)->Next(r), ReadResult::kRecord);
-  EXPECT_EQ(r.flags, kRecordUnauthorized);
+  EXPECT_EQ(r.flags, kSomeFlag);
   EXPECT_EQ(r.session_id, 7u);
   EXPECT_EQ(r.receive_ns, 101u);
+  ASSERT_EQ((*reader)->Next(r), ReadResult::kRecord);
+  EXPECT_EQ(r.flags, kEveryBit);
+  EXPECT_EQ(r.session_id, 8u);
+  ASSERT_EQ((*reader)->Next(r), ReadResult::kRecord);
+  EXPECT_EQ(r.flags, kHighBits);
+  EXPECT_EQ(r.session_id, 9u);
   EXPECT_EQ((*reader)->Next(r), ReadResult::kEnd);
+  // Recovery takes them as they are too.
+  reader->reset();
+  auto reopened = JournalWriter::Open({.directory = dir.path(),
+                                       .durability = Durability::kNone,
+                                       .backend = IoBackend::kBlocking});
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->last_index(), 4u);
+  EXPECT_FALSE((*reopened)->recovery().torn_tail);
 }
 
 }  // namespace
