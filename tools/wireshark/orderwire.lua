@@ -1,5 +1,5 @@
 -- Wireshark / tshark dissector for the orderwire datagram protocol, version 1
--- (../shared/PROTOCOL.md: a 12-byte datagram header, then whole frames of 11
+-- (docs/PROTOCOL.md: a 12-byte datagram header, then whole frames of 11
 -- kinds, back to back).
 --
 -- Install: copy this file into Wireshark's personal Lua plugins folder
@@ -16,9 +16,9 @@
 --     a datagram of at least 12 bytes that starts with "OW" (0x4F 0x57) and
 --     version 1, and leaves everything else to other dissectors.
 --
--- Field names are flat: orderwire.<PROTOCOL.md field name>, one field per
+-- Field names are flat: orderwire.<docs/PROTOCOL.md field name>, one field per
 -- name across all frame kinds, so `orderwire.account_id == 7` finds account
--- 7 in any command or report. The one PROTOCOL.md name with two meanings,
+-- 7 in any command or report. The one docs/PROTOCOL.md name with two meanings,
 -- `reason`, is orderwire.reject_reason (Rejected, u16) and
 -- orderwire.cancel_reason (Cancelled, u8).
 --
@@ -27,7 +27,7 @@
 -- (orderwire.bad_magic, ...) named after the codec's CodecError
 -- (codec/error.h), and its message starts with that name (BadMagic: ...), the
 -- name the service counts its drops under. Checks follow
--- docs/PROTOCOL-DECISIONS.md: size limit, header length, magic, version,
+-- docs/PROTOCOL.md: size limit, header length, magic, version,
 -- flags, reserved, frame_count, then the frames in order. Unlike the service,
 -- which stops at the first cause, the dissector reports every cause it can
 -- still see; after a bad magic or version it decodes only the header,
@@ -118,7 +118,7 @@ Field("kind",
       ProtoField.uint8("orderwire.kind", "Kind", base.HEX, kKindNames), 1,
       kKindNames)
 
--- Frame bodies: one field per PROTOCOL.md name.
+-- Frame bodies: one field per docs/PROTOCOL.md name.
 local function U64(key, label)
   Field(key, ProtoField.uint64("orderwire." .. key, label, base.DEC), 8)
 end
@@ -165,8 +165,8 @@ local proto_fields = {}
 for _, f in pairs(F) do proto_fields[#proto_fields + 1] = f end
 orderwire.fields = proto_fields
 
--- The frame kinds: body fields in wire order, as {PROTOCOL.md name, field key}
--- (they differ only for `reason`), and PROTOCOL.md's frame size, which the
+-- The frame kinds: body fields in wire order, as {docs/PROTOCOL.md name, field key}
+-- (they differ only for `reason`), and docs/PROTOCOL.md's frame size, which the
 -- field widths must add up to (checked below, at load time).
 local kKinds = {
   [0x01] = { frame_size = 47, body = {
@@ -210,7 +210,7 @@ for kind, info in pairs(kKinds) do
   end
   assert(size == info.frame_size,
          string.format("orderwire.lua: %s fields add up to %d bytes, " ..
-                       "PROTOCOL.md says %d", info.name, size, info.frame_size))
+                       "docs/PROTOCOL.md says %d", info.name, size, info.frame_size))
 end
 
 -- Expert infos. Malformations are errors (the service drops the datagram);
@@ -306,7 +306,7 @@ local function AddFrame(state, frame_number, pos, available)
       local value = tvb(offset, width):le_uint()
       if not names[value] then
         field_item:add_proto_expert_info(E.invalid_enum, string.format(
-          "%s %d is not defined by PROTOCOL.md (%s frame)", name, value,
+          "%s %d is not defined by docs/PROTOCOL.md (%s frame)", name, value,
           info.name))
       end
     end
@@ -451,7 +451,7 @@ local function Dissect(tvb, pinfo, tree)
     end
     if info == nil then
       Error(state, item, E.unknown_kind, "UnknownKind", string.format(
-        "frame %d has kind 0x%02x, which PROTOCOL.md does not define; the " ..
+        "frame %d has kind 0x%02x, which docs/PROTOCOL.md does not define; the " ..
         "frames after it cannot be delimited", decoded + 1, kind))
       Undecoded(pos + kFrameHeaderSize, "after an unknown kind")
       delimited = false
