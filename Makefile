@@ -4,13 +4,15 @@
 #   make test    install what is missing, build, run the whole test suite
 #
 # Others: make build, make asan (tests under ASan+UBSan), make fuzz
-# (libFuzzer targets, FUZZ_SECONDS each), make bench, make format, make clean.
+# (libFuzzer targets, FUZZ_SECONDS each), make bench, make format, make lint
+# (layering + clang-format check + clang-tidy), make clean.
 
 JOBS ?= 2
 FUZZ_SECONDS ?= 30
 BUILD := build/release
 
-.PHONY: all setup build demo test asan fuzz bench format clean
+.PHONY: all setup build demo test asan fuzz bench format lint lint-layering \
+        lint-format lint-tidy clean
 
 all: build
 
@@ -42,7 +44,25 @@ bench: build
 	@scripts/bench.sh $(BUILD)
 
 format:
-	@git ls-files '*.h' '*.cc' | xargs clang-format -i
+	@scripts/setup.sh lint
+	@git ls-files --cached --others --exclude-standard '*.h' '*.cc' | xargs clang-format -i
+
+# Static checks; each fails on any finding. lint-tidy needs only a configured
+# build/release (its compile_commands.json), not a built one; it takes a few
+# minutes (one file at a time; TIDY_JOBS=2 to use two cores).
+lint: lint-layering lint-format lint-tidy
+
+lint-layering:
+	@scripts/check_layering.sh
+
+lint-format:
+	@scripts/setup.sh lint
+	@scripts/lint.sh format
+
+lint-tidy: setup
+	@scripts/setup.sh lint
+	@cmake --preset release >/dev/null
+	@scripts/lint.sh tidy $(BUILD)
 
 clean:
 	rm -rf build

@@ -138,7 +138,9 @@ class FlatObjectParser {
       ++pos_;
     }
   }
-  char Peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+  [[nodiscard]] char Peek() const {
+    return pos_ < text_.size() ? text_[pos_] : '\0';
+  }
   bool Consume(char c) {
     if (Peek() != c || pos_ >= text_.size()) return false;
     ++pos_;

@@ -20,10 +20,10 @@ class [[nodiscard]] Result {
  public:
   // Implicit from a value or an error, so functions can `return value;` and
   // `return CodecError::kTruncated;`.
-  constexpr Result(T value) noexcept  // NOLINT(google-explicit-constructor)
-      : value_(value), error_(CodecError::kOk) {}
-  constexpr Result(CodecError error) noexcept  // NOLINT
-      : empty_{}, error_(error) {}
+  // NOLINTNEXTLINE(google-explicit-constructor): implicit on purpose, above
+  constexpr Result(T value) noexcept : value_(value), error_(CodecError::kOk) {}
+  // NOLINTNEXTLINE(google-explicit-constructor): implicit on purpose, above
+  constexpr Result(CodecError error) noexcept : empty_{}, error_(error) {}
 
   [[nodiscard]] constexpr bool ok() const noexcept {
     return error_ == CodecError::kOk;

@@ -7,6 +7,7 @@
 #   scripts/setup.sh            # build, tests, benchmarks
 #   scripts/setup.sh fuzz       # ... and clang with libFuzzer
 #   scripts/setup.sh tshark     # ... and tshark for the dissector test
+#   scripts/setup.sh lint       # ... and clang-format, clang-tidy
 set -euo pipefail
 
 packages=(
@@ -19,8 +20,9 @@ packages=(
 for extra in "$@"; do
   case "$extra" in
     fuzz) packages+=(clang libclang-rt-dev) ;;
+    lint) packages+=(clang-format clang-tidy) ;;
     tshark) packages+=(tshark) ;;
-    *) echo "setup.sh: unknown extra '$extra' (fuzz, tshark)" >&2; exit 2 ;;
+    *) echo "setup.sh: unknown extra '$extra' (fuzz, tshark, lint)" >&2; exit 2 ;;
   esac
 done
 
