@@ -96,9 +96,8 @@ struct WriterOptions {
   std::uint32_t group_size = 0;
   // Group buffers (2 to 64); 0 picks the default, 4. Every buffer but the
   // one being filled can be in flight. More buffers give more throughput
-  // and a longer queue at the device: with 64 KiB batch groups, 8 buffers
-  // gave ~30% more records/s than 4 and 2-12x the p99 submit-to-durable
-  // time (docs/BENCHMARKS.md).
+  // and a longer queue at the device, so a longer submit-to-durable tail;
+  // 4 is the balance measured in docs/BENCHMARKS.md (Journal).
   std::uint32_t slots = 0;
   // Poll() seals a group that is not full only while fewer than this many
   // groups are in flight (group commit); 0 picks 2. At most slots - 1.

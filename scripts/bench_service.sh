@@ -22,7 +22,9 @@
 # picks, is stopped with SIGINT, and its final counters (--stats-json) show
 # any loss: send_failures (reports the kernel refused), reports_resent,
 # duplicates, gaps; the client's retransmitted and out_of_order_reports show
-# it from the other side. A run is "clean" when all of them are 0. The load
+# it from the other side. A run is "clean" when all of them are 0. The
+# server's CPU per command is its user + system time (/proc/PID/stat, read
+# just before the stop; clock ticks of 1/CLK_TCK s) over the commands. The load
 # average and the CPU and I/O pressure (/proc/pressure, "some avg10") are
 # recorded at the start of each run: the machine is shared, and the figures
 # move with it.
@@ -58,7 +60,9 @@ lat_window=${LAT_WINDOW:-4096}
 server_cpu=${SERVER_CPU:-0}
 client_cpu=${CLIENT_CPU:-1}
 baseline=${BASELINE:-1}
-for f in "$ow" "$net_bench"; do
+needed=("$ow")
+[ "$baseline" != 0 ] && needed+=("$net_bench")
+for f in "${needed[@]}"; do
   if [ ! -x "$f" ]; then
     echo "bench_service.sh: $f is not built (cmake --build $build --target" \
       "orderwire net_bench)" >&2
@@ -157,6 +161,10 @@ run_once() {
     --session 1 --workload mixed --count "$n" --seed 1 --window "$window" \
     --rate "$rate_arg" --json >"$dir/client.json" 2>"$dir/client.err" ||
     client_rc=$?
+  # The server's CPU time (user + system, clock ticks) while it served:
+  # read before the stop, so the shutdown is not counted.
+  local ticks
+  ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat" 2>/dev/null || echo 0)
   kill -INT "$server_pid"
   local server_rc=0
   wait "$server_pid" || server_rc=$?
@@ -168,8 +176,10 @@ run_once() {
     cat "$dir/client.err" "$dir/serve.log" >&2
     return 1
   fi
-  printf '{"kind":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","client":%s,"server":%s}\n' \
-    "$kind" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" \
+  local cpu_s
+  cpu_s=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", t / hz}')
+  printf '{"kind":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"client":%s,"server":%s}\n' \
+    "$kind" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" "$cpu_s" \
     "$(cat "$dir/client.json")" "$(cat "$dir/stats.json")" >>"$out"
   python3 - "$out" <<'EOF'
 import json, sys
@@ -179,6 +189,7 @@ lat = c["latency_us"]
 print(f'  {r["kind"]:8} {r["durability"]:5} w={r["window"]:<6} run {r["run"]}: '
       f'{c["commands_per_second"]:>9,.0f} cmd/s  p50 {lat["p50"]:.0f} '
       f'p99 {lat["p99"]:.0f} p99.9 {lat["p99.9"]:.0f} max {lat["max"]:.0f} us  '
+      f'server cpu {r["server_cpu_s"] * 1e9 / r["count"]:.0f} ns/cmd  '
       f'retx {c["retransmitted"]} send_fail {s["send_failures"]} '
       f'resent {s["reports_resent"]} dup {s["duplicates"]} gaps {s["gaps"]}  '
       f'(load {r["load"]})')
@@ -217,22 +228,27 @@ for r in rows:
         groups.setdefault((r["kind"], r["durability"], r["window"]), []).append(r)
 print()
 print("| figure | durability | window | runs | commands/s (median) | "
-      "p50 us | p90 us | p99 us | p99.9 us | max us | clean runs | load (1 min) |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+      "p50 us | p90 us | p99 us | p99.9 us | max us | server CPU ns/cmd | "
+      "clean runs | load (1 min) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 best = {}
 for (kind, mode, window), rs in groups.items():
     cps = med([r["client"]["commands_per_second"] for r in rs])
     lat = {p: med([r["client"]["latency_us"][p] for r in rs])
            for p in ("p50", "p90", "p99", "p99.9", "max")}
+    cpu = med([r.get("server_cpu_s", float("nan")) * 1e9 / r["count"]
+               for r in rs])
     clean = sum(1 for r in rs if loss(r) == 0)
     loads = ", ".join(r["load"].split()[0] for r in rs)
     label = "highest rate" if kind == "max_rate" else "at offered rate"
     print(f"| {label} | {mode} | {window} | {len(rs)} | {cps:,.0f} | "
           f"{lat['p50']:.0f} | {lat['p90']:.0f} | {lat['p99']:.0f} | "
-          f"{lat['p99.9']:.0f} | {lat['max']:.0f} | {clean}/{len(rs)} | {loads} |")
+          f"{lat['p99.9']:.0f} | {lat['max']:.0f} | {cpu:.0f} | "
+          f"{clean}/{len(rs)} | {loads} |")
     row = {"kind": "summary", "figure": kind, "durability": mode,
            "window": window, "runs": len(rs), "commands_per_second": cps,
-           "latency_us": lat, "clean_runs": clean, "loads": loads}
+           "latency_us": lat, "server_cpu_ns_per_command": cpu,
+           "clean_runs": clean, "loads": loads}
     summary.append(row)
     if kind == "max_rate" and clean == len(rs):
         if mode not in best or cps > best[mode]["commands_per_second"]:
@@ -245,10 +261,10 @@ for b in rows:
     if "p50_us" in b:
         print(f"| baseline {name} (1 datagram in flight) | - | - | {runs} | - | "
               f"{b['p50_us']:.1f} | {b['p90_us']:.1f} | {b['p99_us']:.1f} | "
-              f"{b['p999_us']:.1f} | {b['max_us']:.0f} | lost {b['lost']:.0f} | {load1} |")
+              f"{b['p999_us']:.1f} | {b['max_us']:.0f} | - | lost {b['lost']:.0f} | {load1} |")
     else:
         print(f"| baseline {name}: {b['dgrams_per_s']:,.0f} datagrams/s | - | - | "
-              f"{runs} | {b['items_per_second']:,.0f} frames/s | | | | | | "
+              f"{runs} | {b['items_per_second']:,.0f} frames/s | | | | | | | "
               f"lost {b['lost']:.0f} | {load1} |")
 print()
 for mode, row in sorted(best.items()):
