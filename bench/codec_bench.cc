@@ -147,7 +147,8 @@ std::vector<Command> DecodeAll(std::span<const std::byte> bytes) {
     std::span<const Command> commands) noexcept {
   std::uint64_t sum = 0;
   for (const Command& command : commands) {
-    sum += command.quantity + static_cast<std::uint64_t>(command.price);
+    sum += command.quantity.value() +
+           static_cast<std::uint64_t>(command.price.value());
   }
   return sum;
 }
@@ -455,9 +456,10 @@ const FlatStream& FlatStructStream() {
   static const FlatStream stream = MakeFlatStream(
       [](flatbuffers::FlatBufferBuilder& builder, const Command& c) {
         const fb::NewLimit fields(
-            c.sequence, c.account_id, c.client_order_id, c.instrument_id,
-            static_cast<std::uint8_t>(c.side),
-            static_cast<std::uint8_t>(c.time_in_force), c.price, c.quantity);
+            c.sequence, c.account_id.value(), c.client_order_id.value(),
+            c.instrument_id.value(), static_cast<std::uint8_t>(c.side),
+            static_cast<std::uint8_t>(c.time_in_force), c.price.value(),
+            c.quantity.value());
         builder.FinishSizePrefixed(fb::CreateNewLimitStruct(builder, &fields));
       });
   return stream;
@@ -468,10 +470,11 @@ const FlatStream& FlatTableStream() {
       [](flatbuffers::FlatBufferBuilder& builder, const Command& c) {
         fb::FinishSizePrefixedNewLimitTableBuffer(
             builder, fb::CreateNewLimitTable(
-                         builder, c.sequence, c.account_id, c.client_order_id,
-                         c.instrument_id, static_cast<std::uint8_t>(c.side),
-                         static_cast<std::uint8_t>(c.time_in_force), c.price,
-                         c.quantity));
+                         builder, c.sequence, c.account_id.value(),
+                         c.client_order_id.value(), c.instrument_id.value(),
+                         static_cast<std::uint8_t>(c.side),
+                         static_cast<std::uint8_t>(c.time_in_force),
+                         c.price.value(), c.quantity.value()));
       });
   return stream;
 }
@@ -538,12 +541,12 @@ void BM_FlatBuffersStruct(benchmark::State& state) {
                     ->command();
             if (fields == nullptr) return false;
             c.sequence = fields->sequence();
-            c.account_id = fields->account_id();
-            c.client_order_id = fields->client_order_id();
-            c.order_id = 0;
-            c.price = fields->price();
-            c.quantity = fields->quantity();
-            c.instrument_id = fields->instrument_id();
+            c.account_id = codec::AccountId(fields->account_id());
+            c.client_order_id = codec::ClientOrderId(fields->client_order_id());
+            c.order_id = codec::OrderId(0);
+            c.price = codec::Price(fields->price());
+            c.quantity = codec::Quantity(fields->quantity());
+            c.instrument_id = codec::InstrumentId(fields->instrument_id());
             c.kind = Kind::kNewLimit;
             c.side = static_cast<Side>(fields->side());
             c.time_in_force = static_cast<TimeInForce>(fields->time_in_force());
@@ -563,12 +566,12 @@ void BM_FlatBuffersVerified(benchmark::State& state) {
             const fb::NewLimitTable* table =
                 fb::GetSizePrefixedNewLimitTable(message);
             c.sequence = table->sequence();
-            c.account_id = table->account_id();
-            c.client_order_id = table->client_order_id();
-            c.order_id = 0;
-            c.price = table->price();
-            c.quantity = table->quantity();
-            c.instrument_id = table->instrument_id();
+            c.account_id = codec::AccountId(table->account_id());
+            c.client_order_id = codec::ClientOrderId(table->client_order_id());
+            c.order_id = codec::OrderId(0);
+            c.price = codec::Price(table->price());
+            c.quantity = codec::Quantity(table->quantity());
+            c.instrument_id = codec::InstrumentId(table->instrument_id());
             c.kind = Kind::kNewLimit;
             c.side = static_cast<Side>(table->side());
             c.time_in_force = static_cast<TimeInForce>(table->time_in_force());
@@ -588,13 +591,13 @@ const ProtoStream& NewLimitProtoStream() {
     for (const Command& c : DecodeAll(KindStream(Kind::kNewLimit).bytes)) {
       pb::NewLimit message;
       message.set_sequence(c.sequence);
-      message.set_account_id(c.account_id);
-      message.set_client_order_id(c.client_order_id);
-      message.set_instrument_id(c.instrument_id);
+      message.set_account_id(c.account_id.value());
+      message.set_client_order_id(c.client_order_id.value());
+      message.set_instrument_id(c.instrument_id.value());
       message.set_side(static_cast<std::uint8_t>(c.side));
       message.set_time_in_force(static_cast<std::uint8_t>(c.time_in_force));
-      message.set_price(c.price);
-      message.set_quantity(c.quantity);
+      message.set_price(c.price.value());
+      message.set_quantity(c.quantity.value());
       const std::string encoded = message.SerializeAsString();
       const std::size_t at = s.bytes.size();
       s.bytes.resize(at + sizeof(std::uint32_t) + encoded.size());
@@ -622,12 +625,12 @@ void BM_Protobuf(benchmark::State& state) {
           return false;
         }
         c.sequence = message.sequence();
-        c.account_id = message.account_id();
-        c.client_order_id = message.client_order_id();
-        c.order_id = 0;
-        c.price = message.price();
-        c.quantity = message.quantity();
-        c.instrument_id = message.instrument_id();
+        c.account_id = codec::AccountId(message.account_id());
+        c.client_order_id = codec::ClientOrderId(message.client_order_id());
+        c.order_id = codec::OrderId(0);
+        c.price = codec::Price(message.price());
+        c.quantity = codec::Quantity(message.quantity());
+        c.instrument_id = codec::InstrumentId(message.instrument_id());
         c.kind = Kind::kNewLimit;
         c.side = static_cast<Side>(message.side());
         c.time_in_force = static_cast<TimeInForce>(message.time_in_force());

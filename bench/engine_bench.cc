@@ -90,38 +90,41 @@ class MapLevels {
   std::map<std::int64_t, std::uint32_t> levels_;
 };
 
-// Both lookups as absl::flat_hash_map, reserved to capacity.
+// Both lookups as absl::flat_hash_map, reserved to capacity (keyed on the
+// strong types: codec::Strong hashes as its integer).
 class AbslIndex {
  public:
   explicit AbslIndex(std::uint32_t max_entries) {
     by_id_.reserve(max_entries);
     by_client_.reserve(max_entries);
   }
-  [[nodiscard]] std::uint32_t FindById(std::uint64_t order_id,
+  [[nodiscard]] std::uint32_t FindById(codec::OrderId order_id,
                                        const internal::Order*) const noexcept {
     const auto it = by_id_.find(order_id);
     return it == by_id_.end() ? internal::kNil : it->second;
   }
-  void InsertId(std::uint64_t order_id, std::uint32_t index) noexcept {
+  void InsertId(codec::OrderId order_id, std::uint32_t index) noexcept {
     by_id_.emplace(order_id, index);
   }
-  void EraseId(std::uint64_t order_id, std::uint32_t) noexcept {
+  void EraseId(codec::OrderId order_id, std::uint32_t) noexcept {
     by_id_.erase(order_id);
   }
   [[nodiscard]] std::uint32_t FindByClient(
-      std::uint64_t account_id, std::uint32_t owner,
-      std::uint64_t client_order_id, const internal::Order*) const noexcept {
+      codec::AccountId account_id, std::uint32_t owner,
+      codec::ClientOrderId client_order_id,
+      const internal::Order*) const noexcept {
     const auto it = by_client_.find({account_id, owner, client_order_id});
     return it == by_client_.end() ? internal::kNil : it->second;
   }
-  void InsertClient(std::uint64_t account_id, std::uint32_t owner,
-                    std::uint64_t client_order_id,
+  void InsertClient(codec::AccountId account_id, std::uint32_t owner,
+                    codec::ClientOrderId client_order_id,
                     std::uint32_t index) noexcept {
     by_client_.emplace(std::make_tuple(account_id, owner, client_order_id),
                        index);
   }
-  void EraseClient(std::uint64_t account_id, std::uint32_t owner,
-                   std::uint64_t client_order_id, std::uint32_t) noexcept {
+  void EraseClient(codec::AccountId account_id, std::uint32_t owner,
+                   codec::ClientOrderId client_order_id,
+                   std::uint32_t) noexcept {
     by_client_.erase({account_id, owner, client_order_id});
   }
   void Clear() noexcept {
@@ -130,9 +133,10 @@ class AbslIndex {
   }
 
  private:
-  absl::flat_hash_map<std::uint64_t, std::uint32_t> by_id_;
-  absl::flat_hash_map<std::tuple<std::uint64_t, std::uint32_t, std::uint64_t>,
-                      std::uint32_t>
+  absl::flat_hash_map<codec::OrderId, std::uint32_t> by_id_;
+  absl::flat_hash_map<
+      std::tuple<codec::AccountId, std::uint32_t, codec::ClientOrderId>,
+      std::uint32_t>
       by_client_;
 };
 
@@ -269,7 +273,7 @@ void BM_Decode(benchmark::State& state, workload::Workload which) {
       const auto size = codec::DecodeCommand(frames.subspan(offset), command);
       if (!size.ok()) break;
       offset += *size;
-      sum += command.order_id + command.quantity;
+      sum += command.order_id.value() + command.quantity.value();
     }
     benchmark::DoNotOptimize(sum);
   }

@@ -80,8 +80,8 @@ absl::Status BenchDecode(const Args& args) {
       pos += batch.bytes;
       for (std::size_t i = 0; i < batch.frames; ++i) {
         const codec::Command& command = commands[i];
-        checksum += command.account_id ^ command.quantity ^
-                    static_cast<std::uint64_t>(command.price);
+        checksum += command.account_id.value() ^ command.quantity.value() ^
+                    static_cast<std::uint64_t>(command.price.value());
       }
       decoded += batch.frames;
     }

@@ -183,8 +183,9 @@ absl::Status Match(const Args& args) {
         all.size(), report_count, count(codec::Kind::kAccepted),
         count(codec::Kind::kRejected), count(codec::Kind::kFilled),
         count(codec::Kind::kCancelled), count(codec::Kind::kReplaced),
-        engine->live_orders(), engine->next_order_id(), engine->next_match_id(),
-        per_command, per_command > 0 ? 1e3 / per_command : 0.0);
+        engine->live_orders(), engine->next_order_id().value(),
+        engine->next_match_id(), per_command,
+        per_command > 0 ? 1e3 / per_command : 0.0);
     if (absl::Status s = WriteAll(stderr, stats, "standard error"); !s.ok()) {
       return s;
     }

@@ -166,14 +166,13 @@ template <typename DecodeOne>
   const CommandRecipe& r = kKindTable[kind].recipe;
   using internal::LoadSlot;
   out->sequence = LoadLE<std::uint64_t>(p + kSequenceOffset);
-  out->account_id = LoadSlot<CommandSlot::kAccountId, std::uint64_t>(p, r);
+  out->account_id = LoadSlot<CommandSlot::kAccountId, AccountId>(p, r);
   out->client_order_id =
-      LoadSlot<CommandSlot::kClientOrderId, std::uint64_t>(p, r);
-  out->order_id = LoadSlot<CommandSlot::kOrderId, std::uint64_t>(p, r);
-  out->price = LoadSlot<CommandSlot::kPrice, std::int64_t>(p, r);
-  out->quantity = LoadSlot<CommandSlot::kQuantity, std::uint64_t>(p, r);
-  out->instrument_id =
-      LoadSlot<CommandSlot::kInstrumentId, std::uint32_t>(p, r);
+      LoadSlot<CommandSlot::kClientOrderId, ClientOrderId>(p, r);
+  out->order_id = LoadSlot<CommandSlot::kOrderId, OrderId>(p, r);
+  out->price = LoadSlot<CommandSlot::kPrice, Price>(p, r);
+  out->quantity = LoadSlot<CommandSlot::kQuantity, Quantity>(p, r);
+  out->instrument_id = LoadSlot<CommandSlot::kInstrumentId, InstrumentId>(p, r);
   out->kind = static_cast<Kind>(kind);
   out->side = LoadSlot<CommandSlot::kSide, Side>(p, r);
   out->time_in_force = LoadSlot<CommandSlot::kTimeInForce, TimeInForce>(p, r);

@@ -22,19 +22,20 @@
 #include "codec/kind_table.h"
 #include "codec/messages.h"
 #include "codec/result.h"
+#include "codec/strong.h"
 #include "codec/wire.h"
 
 namespace orderwire::codec {
 
 struct Command {
   std::uint64_t sequence;
-  std::uint64_t account_id;       // every kind
-  std::uint64_t client_order_id;  // NewLimit, NewMarket, CancelByClient;
+  AccountId account_id;           // every kind
+  ClientOrderId client_order_id;  // NewLimit, NewMarket, CancelByClient;
                                   // Replace: new_client_order_id
-  std::uint64_t order_id;         // CancelByOrder, Replace
-  std::int64_t price;             // NewLimit, Replace
-  std::uint64_t quantity;         // NewLimit, NewMarket, Replace
-  std::uint32_t instrument_id;    // NewLimit, NewMarket
+  OrderId order_id;               // CancelByOrder, Replace
+  Price price;                    // NewLimit, Replace
+  Quantity quantity;              // NewLimit, NewMarket, Replace
+  InstrumentId instrument_id;     // NewLimit, NewMarket
   Kind kind;
   Side side;                  // NewLimit, NewMarket
   TimeInForce time_in_force;  // NewLimit
@@ -55,6 +56,9 @@ struct Command {
 };
 
 static_assert(std::is_trivially_copyable_v<Command>);
+static_assert(std::is_standard_layout_v<Command>);
+// The strong types are their integers byte for byte (strong.h), so the
+// decoders' recipes and byte permutation (command.cc) see the same layout.
 static_assert(sizeof(Command) == 56);
 
 namespace internal {
@@ -71,14 +75,24 @@ inline constexpr std::array<std::uint8_t, 256> kCommandFrameSize = [] {
   return sizes;
 }();
 
+// The integer a slot's type is carried as: the Rep of a strong type, the
+// underlying type of an enum, else the type itself.
+template <typename T>
+struct SlotRep : std::type_identity<T> {};
+template <typename Tag, typename Rep>
+struct SlotRep<Strong<Tag, Rep>> : std::type_identity<Rep> {};
+
+// One slot of `frame` as a T (a strong type is built from its integer: the
+// same load and mask, nothing more).
 template <CommandSlot kSlot, typename T>
 [[nodiscard]] inline T LoadSlot(const std::byte* frame,
                                 const CommandRecipe& recipe) noexcept {
   constexpr auto s = static_cast<std::size_t>(kSlot) - 1;
+  using R = typename SlotRep<T>::type;
   using U = std::make_unsigned_t<typename std::conditional_t<
-      std::is_enum_v<T>, std::underlying_type<T>, std::type_identity<T>>::type>;
+      std::is_enum_v<R>, std::underlying_type<R>, std::type_identity<R>>::type>;
   const U raw = LoadLE<U>(frame + recipe.offset[s]);
-  return static_cast<T>(raw & static_cast<U>(recipe.mask[s]));
+  return T(static_cast<R>(raw & static_cast<U>(recipe.mask[s])));
 }
 
 // Why the bytes at `bytes` are not a command frame. Cold.
@@ -112,13 +126,13 @@ template <CommandSlot kSlot, typename T>
   const CommandRecipe& r = kKindTable[kind].recipe;
   using internal::LoadSlot;
   out.sequence = LoadLE<std::uint64_t>(p + kSequenceOffset);
-  out.account_id = LoadSlot<CommandSlot::kAccountId, std::uint64_t>(p, r);
+  out.account_id = LoadSlot<CommandSlot::kAccountId, AccountId>(p, r);
   out.client_order_id =
-      LoadSlot<CommandSlot::kClientOrderId, std::uint64_t>(p, r);
-  out.order_id = LoadSlot<CommandSlot::kOrderId, std::uint64_t>(p, r);
-  out.price = LoadSlot<CommandSlot::kPrice, std::int64_t>(p, r);
-  out.quantity = LoadSlot<CommandSlot::kQuantity, std::uint64_t>(p, r);
-  out.instrument_id = LoadSlot<CommandSlot::kInstrumentId, std::uint32_t>(p, r);
+      LoadSlot<CommandSlot::kClientOrderId, ClientOrderId>(p, r);
+  out.order_id = LoadSlot<CommandSlot::kOrderId, OrderId>(p, r);
+  out.price = LoadSlot<CommandSlot::kPrice, Price>(p, r);
+  out.quantity = LoadSlot<CommandSlot::kQuantity, Quantity>(p, r);
+  out.instrument_id = LoadSlot<CommandSlot::kInstrumentId, InstrumentId>(p, r);
   out.kind = static_cast<Kind>(kind);
   out.side = LoadSlot<CommandSlot::kSide, Side>(p, r);
   out.time_in_force = LoadSlot<CommandSlot::kTimeInForce, TimeInForce>(p, r);
@@ -187,21 +201,21 @@ constexpr std::uint64_t Command::Slot(CommandSlot slot) const noexcept {
     case CommandSlot::kNone:
       return 0;
     case CommandSlot::kAccountId:
-      return account_id;
+      return account_id.value();
     case CommandSlot::kClientOrderId:
-      return client_order_id;
+      return client_order_id.value();
     case CommandSlot::kOrderId:
-      return order_id;
+      return order_id.value();
     case CommandSlot::kInstrumentId:
-      return instrument_id;
+      return instrument_id.value();
     case CommandSlot::kSide:
       return static_cast<std::uint8_t>(side);
     case CommandSlot::kTimeInForce:
       return static_cast<std::uint8_t>(time_in_force);
     case CommandSlot::kPrice:
-      return static_cast<std::uint64_t>(price);
+      return static_cast<std::uint64_t>(price.value());
     case CommandSlot::kQuantity:
-      return quantity;
+      return quantity.value();
   }
   return 0;
 }
@@ -211,16 +225,16 @@ constexpr void Command::SetSlot(CommandSlot slot, std::uint64_t v) noexcept {
     case CommandSlot::kNone:
       break;
     case CommandSlot::kAccountId:
-      account_id = v;
+      account_id = AccountId(v);
       break;
     case CommandSlot::kClientOrderId:
-      client_order_id = v;
+      client_order_id = ClientOrderId(v);
       break;
     case CommandSlot::kOrderId:
-      order_id = v;
+      order_id = OrderId(v);
       break;
     case CommandSlot::kInstrumentId:
-      instrument_id = static_cast<std::uint32_t>(v);
+      instrument_id = InstrumentId(static_cast<std::uint32_t>(v));
       break;
     case CommandSlot::kSide:
       side = static_cast<Side>(v);
@@ -229,10 +243,10 @@ constexpr void Command::SetSlot(CommandSlot slot, std::uint64_t v) noexcept {
       time_in_force = static_cast<TimeInForce>(v);
       break;
     case CommandSlot::kPrice:
-      price = static_cast<std::int64_t>(v);
+      price = Price(static_cast<std::int64_t>(v));
       break;
     case CommandSlot::kQuantity:
-      quantity = v;
+      quantity = Quantity(v);
       break;
   }
 }

@@ -146,6 +146,7 @@
 
 #include "absl/status/status.h"
 #include "codec/command.h"
+#include "codec/strong.h"
 #include "codec/types.h"
 #include "engine/config.h"
 #include "engine/internal/order_index.h"
@@ -163,21 +164,21 @@ enum class ExecuteStatus : std::uint8_t {
 
 // A live order, as the engine holds it.
 struct OrderInfo {
-  std::uint64_t order_id;
-  std::uint64_t account_id;
-  std::uint64_t client_order_id;
-  std::uint32_t instrument_id;
+  codec::OrderId order_id;
+  codec::AccountId account_id;
+  codec::ClientOrderId client_order_id;
+  codec::InstrumentId instrument_id;
   codec::Side side;
   codec::TimeInForce time_in_force;
-  std::int64_t price;
-  std::uint64_t leaves_quantity;
+  codec::Price price;
+  codec::Quantity leaves_quantity;
   OwnerTag owner;  // the tag of the command that entered it
 };
 
 // One price level of a book, for market data.
 struct LevelInfo {
-  std::int64_t price;
-  std::uint64_t quantity;  // total leaves of its orders
+  codec::Price price;
+  codec::Quantity quantity;  // total leaves of its orders
   std::uint32_t order_count;
 };
 
@@ -196,7 +197,7 @@ class BasicEngine {
   // A read-only view of one book, valid until the next Execute() or Reset().
   class BookView {
    public:
-    [[nodiscard]] std::uint32_t instrument_id() const noexcept {
+    [[nodiscard]] codec::InstrumentId instrument_id() const noexcept {
       return instrument_id_;
     }
     // True when neither side has an order.
@@ -205,17 +206,18 @@ class BasicEngine {
     [[nodiscard]] std::optional<LevelInfo> Best(codec::Side side) const;
     // Writes the top `out.size()` levels of `side`, best first; returns how
     // many it wrote. O(levels written).
-    std::size_t Depth(codec::Side side, std::span<LevelInfo> out) const;
+    [[nodiscard]] std::size_t Depth(codec::Side side,
+                                    std::span<LevelInfo> out) const;
     // The number of price levels of `side`.
     [[nodiscard]] std::size_t level_count(codec::Side side) const noexcept;
 
    private:
     friend class BasicEngine;
-    BookView(const BasicEngine* engine, std::uint32_t instrument_id,
+    BookView(const BasicEngine* engine, codec::InstrumentId instrument_id,
              const BookData* book)
         : engine_(engine), instrument_id_(instrument_id), book_(book) {}
     const BasicEngine* engine_;
-    std::uint32_t instrument_id_;
+    codec::InstrumentId instrument_id_;
     const BookData* book_;  // null for an unknown instrument
   };
 
@@ -255,16 +257,16 @@ class BasicEngine {
                                    OwnerTag owner, ReportBuffer& out) noexcept;
 
   // The book of `instrument_id` (an empty view for an unknown instrument).
-  [[nodiscard]] BookView Book(std::uint32_t instrument_id) const noexcept;
+  [[nodiscard]] BookView Book(codec::InstrumentId instrument_id) const noexcept;
 
   // The live order with this id, if any. O(1).
   [[nodiscard]] std::optional<OrderInfo> FindOrder(
-      std::uint64_t order_id) const noexcept;
+      codec::OrderId order_id) const noexcept;
   // The live order of (account_id, owner, client_order_id), if any: the one
   // a CancelByClient of `owner` would cancel. O(1).
   [[nodiscard]] std::optional<OrderInfo> FindOrderByClient(
-      std::uint64_t account_id, OwnerTag owner,
-      std::uint64_t client_order_id) const noexcept;
+      codec::AccountId account_id, OwnerTag owner,
+      codec::ClientOrderId client_order_id) const noexcept;
 
   // Calls `fn(const OrderInfo&)` for every live order, book by book, bids
   // then asks, best level first, oldest first. Cold: O(live orders).
@@ -275,8 +277,8 @@ class BasicEngine {
     return orders_.in_use();
   }
   // The id the next accepted order will get (1 for a new engine).
-  [[nodiscard]] std::uint64_t next_order_id() const noexcept {
-    return next_order_id_;
+  [[nodiscard]] codec::OrderId next_order_id() const noexcept {
+    return codec::OrderId(next_order_id_);
   }
   // The match id the next trade will get (1 for a new engine).
   [[nodiscard]] std::uint64_t next_match_id() const noexcept {
@@ -301,13 +303,13 @@ class BasicEngine {
   };
   // The incoming order while it trades.
   struct Taker {
-    std::uint64_t order_id;
-    std::uint64_t account_id;
-    std::uint64_t client_order_id;
-    std::uint32_t instrument_id;
+    codec::OrderId order_id;
+    codec::AccountId account_id;
+    codec::ClientOrderId client_order_id;
+    codec::InstrumentId instrument_id;
     codec::Side side;
     OwnerTag owner;
-    std::uint64_t leaves;
+    codec::Quantity leaves;
   };
 
   void NewOrder(const codec::Command& c, OwnerTag owner, bool market,
@@ -330,15 +332,15 @@ class BasicEngine {
              ReportBuffer& out) noexcept;
   // Other accounts' resting quantity at keys >= threshold, counted up to
   // `wanted` (FillOrKill).
-  std::uint64_t AvailableFor(const BookData& book, const Taker& taker,
-                             std::int64_t threshold,
-                             std::uint64_t wanted) const noexcept;
+  [[nodiscard]] codec::Quantity AvailableFor(
+      const BookData& book, const Taker& taker, std::int64_t threshold,
+      codec::Quantity wanted) const noexcept;
   // True if the best opposite level of an order on `side` has a key >=
   // `threshold` (it would trade).
   [[nodiscard]] bool CanTrade(const BookData& book, codec::Side side,
                               std::int64_t threshold) const noexcept;
   [[nodiscard]] bool Crosses(const BookData& book, codec::Side side,
-                             std::int64_t price) const noexcept;
+                             codec::Price price) const noexcept;
   // Puts order `index` (fields set) at the back of its price level.
   void Rest(BookData& book, std::uint32_t index) noexcept;
   // Takes order `index` out of its level (closing the level if empty).
@@ -347,7 +349,7 @@ class BasicEngine {
   void Release(std::uint32_t index) noexcept;
   [[nodiscard]] OrderInfo InfoOf(const internal::Order& order) const noexcept;
   [[nodiscard]] const BookData* BookOf(
-      std::uint32_t instrument_id) const noexcept;
+      codec::InstrumentId instrument_id) const noexcept;
 
   EngineConfig config_;
   std::vector<BookData> books_;

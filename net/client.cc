@@ -43,15 +43,16 @@ absl::Status CheckPrimary(const codec::Command& command,
       if (command.kind != Kind::kNewLimit && command.kind != Kind::kNewMarket) {
         return mismatch("Accepted answers only new orders");
       }
-      if (a.client_order_id != command.client_order_id ||
-          a.account_id != command.account_id) {
+      if (a.client_order_id != command.client_order_id.value() ||
+          a.account_id != command.account_id.value()) {
         return mismatch("account or client_order_id");
       }
       return absl::OkStatus();
     }
     case Kind::kReplaced: {
       const auto r = codec::View<codec::Replaced>::FromFrame(report)->ToModel();
-      if (command.kind != Kind::kReplace || r.order_id != command.order_id) {
+      if (command.kind != Kind::kReplace ||
+          r.order_id != command.order_id.value()) {
         return mismatch("Replaced answers the Replace of that order");
       }
       return absl::OkStatus();
@@ -60,11 +61,11 @@ absl::Status CheckPrimary(const codec::Command& command,
       const auto c =
           codec::View<codec::Cancelled>::FromFrame(report)->ToModel();
       if (command.kind == Kind::kCancelByOrder &&
-          c.order_id != command.order_id) {
+          c.order_id != command.order_id.value()) {
         return mismatch("order_id");
       }
       if (command.kind == Kind::kCancelByClient &&
-          c.client_order_id != command.client_order_id) {
+          c.client_order_id != command.client_order_id.value()) {
         return mismatch("client_order_id");
       }
       if (command.kind != Kind::kCancelByOrder &&

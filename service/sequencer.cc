@@ -88,7 +88,8 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
   codec::Command command{};
   while (offset < run.size()) {
     const auto size = *codec::DecodeCommand(run.subspan(offset), command);
-    const bool allowed = accounts.Contains(command.account_id);
+    // AccountSet holds the configuration's plain account numbers.
+    const bool allowed = accounts.Contains(command.account_id.value());
     if (group_count > 0 && allowed != group_allowed) {
       if (!Journal(*session, run.subspan(group_begin, offset - group_begin),
                    group_count, receive_ns,

@@ -202,7 +202,8 @@ absl::Status Service::Impl::Start() {
         "\n  replayed %d records in %.3f s: %d session(s), %d live orders, "
         "next order id %d",
         replayed_, seconds, machine_.session_count(),
-        machine_.engine().live_orders(), machine_.engine().next_order_id());
+        machine_.engine().live_orders(),
+        machine_.engine().next_order_id().value());
   }
   durable_index_ = writer_->durable_index();
 

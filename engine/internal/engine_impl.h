@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "codec/command.h"
 #include "codec/messages.h"
+#include "codec/strong.h"
 #include "codec/types.h"
 #include "engine/engine.h"
 #include "engine/internal/pool.h"
@@ -33,8 +34,8 @@ namespace internal {
 }
 // The sort key of `price` on `side`: larger is better on both sides.
 [[nodiscard]] inline std::int64_t KeyOf(codec::Side side,
-                                        std::int64_t price) noexcept {
-  return side == codec::Side::kBuy ? price : -price;
+                                        codec::Price price) noexcept {
+  return side == codec::Side::kBuy ? price.value() : -price.value();
 }
 
 }  // namespace internal
@@ -94,7 +95,7 @@ void BasicEngine<Traits>::Reject(const codec::Command& c, OwnerTag owner,
                                  codec::RejectReason reason,
                                  ReportBuffer& out) noexcept {
   // PROTOCOL.md "What a Rejected report carries", kind by kind.
-  codec::Rejected rejected{.account_id = c.account_id,
+  codec::Rejected rejected{.account_id = c.account_id.value(),
                            .client_order_id = 0,
                            .order_id = 0,
                            .command_kind = c.kind,
@@ -103,14 +104,14 @@ void BasicEngine<Traits>::Reject(const codec::Command& c, OwnerTag owner,
     case codec::Kind::kNewLimit:
     case codec::Kind::kNewMarket:
     case codec::Kind::kCancelByClient:
-      rejected.client_order_id = c.client_order_id;
+      rejected.client_order_id = c.client_order_id.value();
       break;
     case codec::Kind::kCancelByOrder:
-      rejected.order_id = c.order_id;
+      rejected.order_id = c.order_id.value();
       break;
     case codec::Kind::kReplace:
-      rejected.client_order_id = c.client_order_id;  // the new one
-      rejected.order_id = c.order_id;
+      rejected.client_order_id = c.client_order_id.value();  // the new one
+      rejected.order_id = c.order_id.value();
       break;
     default:
       break;
@@ -124,7 +125,8 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, OwnerTag owner,
   using codec::RejectReason;
   using codec::TimeInForce;
   // Validation, in PROTOCOL.md's order; the first failure is the reason.
-  const std::uint32_t book_index = c.instrument_id - config_.min_instrument;
+  const std::uint32_t book_index =
+      c.instrument_id.value() - config_.min_instrument;
   if (book_index >= books_.size()) {
     return Reject(c, owner, RejectReason::kUnknownInstrument, out);
   }
@@ -139,11 +141,13 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, OwnerTag owner,
         raw_tif > static_cast<std::uint8_t>(TimeInForce::kPostOnly)) {
       return Reject(c, owner, RejectReason::kInvalidTimeInForce, out);
     }
-    if (c.price < config_.min_price || c.price > config_.max_price) {
+    if (c.price.value() < config_.min_price ||
+        c.price.value() > config_.max_price) {
       return Reject(c, owner, RejectReason::kInvalidPrice, out);
     }
   }
-  if (c.quantity < config_.min_quantity || c.quantity > config_.max_quantity) {
+  if (c.quantity.value() < config_.min_quantity ||
+      c.quantity.value() > config_.max_quantity) {
     return Reject(c, owner, RejectReason::kInvalidQuantity, out);
   }
   if (index_.FindByClient(c.account_id, owner, c.client_order_id,
@@ -161,34 +165,35 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, OwnerTag owner,
   }
 
   // Accepted: the order gets its id.
-  Taker taker{.order_id = next_order_id_++,
+  Taker taker{.order_id = codec::OrderId(next_order_id_++),
               .account_id = c.account_id,
               .client_order_id = c.client_order_id,
               .instrument_id = c.instrument_id,
               .side = c.side,
               .owner = owner,
               .leaves = c.quantity};
-  const std::int64_t price = market ? 0 : c.price;
-  out.Append(codec::Accepted{.order_id = taker.order_id,
-                             .account_id = c.account_id,
-                             .client_order_id = c.client_order_id,
-                             .instrument_id = c.instrument_id,
+  const std::int64_t price = market ? 0 : c.price.value();
+  out.Append(codec::Accepted{.order_id = taker.order_id.value(),
+                             .account_id = c.account_id.value(),
+                             .client_order_id = c.client_order_id.value(),
+                             .instrument_id = c.instrument_id.value(),
                              .side = c.side,
                              .time_in_force = tif,
                              .price = price,
-                             .quantity = c.quantity},
+                             .quantity = c.quantity.value()},
              owner);
   const std::int64_t threshold =
       market ? std::numeric_limits<std::int64_t>::min()
              : internal::KeyOf(internal::Opposite(c.side), c.price);
   const auto cancel_rest = [&](codec::CancelReason reason) {
-    out.Append(codec::Cancelled{.order_id = taker.order_id,
-                                .account_id = taker.account_id,
-                                .client_order_id = taker.client_order_id,
-                                .instrument_id = taker.instrument_id,
-                                .cancelled_quantity = taker.leaves,
-                                .reason = reason},
-               taker.owner);
+    out.Append(
+        codec::Cancelled{.order_id = taker.order_id.value(),
+                         .account_id = taker.account_id.value(),
+                         .client_order_id = taker.client_order_id.value(),
+                         .instrument_id = taker.instrument_id.value(),
+                         .cancelled_quantity = taker.leaves.value(),
+                         .reason = reason},
+        taker.owner);
   };
   if (tif == TimeInForce::kFillOrKill &&
       AvailableFor(book, taker, threshold, c.quantity) < c.quantity) {
@@ -197,7 +202,7 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, OwnerTag owner,
   if (tif != TimeInForce::kPostOnly && CanTrade(book, c.side, threshold)) {
     Match(book, taker, threshold, out);
   }
-  if (taker.leaves == 0) return;
+  if (taker.leaves == codec::Quantity(0)) return;
   if (!rests) {
     return cancel_rest(market ? codec::CancelReason::kNoLiquidity
                               : codec::CancelReason::kImmediateOrCancel);
@@ -231,7 +236,7 @@ bool BasicEngine<Traits>::CanTrade(const BookData& book, codec::Side side,
 
 template <typename Traits>
 bool BasicEngine<Traits>::Crosses(const BookData& book, codec::Side side,
-                                  std::int64_t price) const noexcept {
+                                  codec::Price price) const noexcept {
   const auto& opposite = book.sides[1 - internal::SideIndex(side)];
   return !opposite.empty() &&
          opposite.Best().key >=
@@ -239,10 +244,10 @@ bool BasicEngine<Traits>::Crosses(const BookData& book, codec::Side side,
 }
 
 template <typename Traits>
-std::uint64_t BasicEngine<Traits>::AvailableFor(
+codec::Quantity BasicEngine<Traits>::AvailableFor(
     const BookData& book, const Taker& taker, std::int64_t threshold,
-    std::uint64_t wanted) const noexcept {
-  std::uint64_t available = 0;
+    codec::Quantity wanted) const noexcept {
+  codec::Quantity available(0);
   book.sides[1 - internal::SideIndex(taker.side)].ForEachFromBest(
       [&](internal::LevelRef ref) {
         if (ref.key < threshold) return false;
@@ -263,11 +268,11 @@ void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
                                 std::int64_t threshold,
                                 ReportBuffer& out) noexcept {
   auto& opposite = book.sides[1 - internal::SideIndex(taker.side)];
-  while (taker.leaves != 0 && !opposite.empty()) {
+  while (taker.leaves != codec::Quantity(0) && !opposite.empty()) {
     const internal::LevelRef best = opposite.Best();
     if (best.key < threshold) break;
     internal::Level& level = levels_[best.level];
-    while (taker.leaves != 0 && level.head != internal::kNil) {
+    while (taker.leaves != codec::Quantity(0) && level.head != internal::kNil) {
       const std::uint32_t index = level.head;
       internal::Order& maker = orders_[index];
       if (maker.next != internal::kNil) {
@@ -276,43 +281,46 @@ void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
       bool finished = true;
       if (maker.account_id == taker.account_id) {
         // Self-trade prevention: the resting order goes, matching goes on.
-        out.Append(codec::Cancelled{.order_id = maker.order_id,
-                                    .account_id = maker.account_id,
-                                    .client_order_id = maker.client_order_id,
-                                    .instrument_id = maker.instrument_id,
-                                    .cancelled_quantity = maker.leaves,
-                                    .reason = codec::CancelReason::kSelfTrade},
-                   maker.owner);
+        out.Append(
+            codec::Cancelled{.order_id = maker.order_id.value(),
+                             .account_id = maker.account_id.value(),
+                             .client_order_id = maker.client_order_id.value(),
+                             .instrument_id = maker.instrument_id.value(),
+                             .cancelled_quantity = maker.leaves.value(),
+                             .reason = codec::CancelReason::kSelfTrade},
+            maker.owner);
         level.quantity -= maker.leaves;
       } else {
-        const std::uint64_t quantity = std::min(maker.leaves, taker.leaves);
+        const codec::Quantity quantity = std::min(maker.leaves, taker.leaves);
         maker.leaves -= quantity;
         taker.leaves -= quantity;
         level.quantity -= quantity;
         const std::uint64_t match_id = next_match_id_++;
-        out.Append(codec::Filled{.order_id = maker.order_id,
-                                 .account_id = maker.account_id,
-                                 .client_order_id = maker.client_order_id,
-                                 .match_id = match_id,
-                                 .instrument_id = maker.instrument_id,
-                                 .side = maker.side,
-                                 .liquidity = codec::Liquidity::kMaker,
-                                 .price = level.price,
-                                 .quantity = quantity,
-                                 .leaves_quantity = maker.leaves},
-                   maker.owner);
-        out.Append(codec::Filled{.order_id = taker.order_id,
-                                 .account_id = taker.account_id,
-                                 .client_order_id = taker.client_order_id,
-                                 .match_id = match_id,
-                                 .instrument_id = taker.instrument_id,
-                                 .side = taker.side,
-                                 .liquidity = codec::Liquidity::kTaker,
-                                 .price = level.price,
-                                 .quantity = quantity,
-                                 .leaves_quantity = taker.leaves},
-                   taker.owner);
-        finished = maker.leaves == 0;
+        out.Append(
+            codec::Filled{.order_id = maker.order_id.value(),
+                          .account_id = maker.account_id.value(),
+                          .client_order_id = maker.client_order_id.value(),
+                          .match_id = match_id,
+                          .instrument_id = maker.instrument_id.value(),
+                          .side = maker.side,
+                          .liquidity = codec::Liquidity::kMaker,
+                          .price = level.price.value(),
+                          .quantity = quantity.value(),
+                          .leaves_quantity = maker.leaves.value()},
+            maker.owner);
+        out.Append(
+            codec::Filled{.order_id = taker.order_id.value(),
+                          .account_id = taker.account_id.value(),
+                          .client_order_id = taker.client_order_id.value(),
+                          .match_id = match_id,
+                          .instrument_id = taker.instrument_id.value(),
+                          .side = taker.side,
+                          .liquidity = codec::Liquidity::kTaker,
+                          .price = level.price.value(),
+                          .quantity = quantity.value(),
+                          .leaves_quantity = taker.leaves.value()},
+            taker.owner);
+        finished = maker.leaves == codec::Quantity(0);
       }
       if (finished) {
         // Pop the head of the FIFO and drop the order.
@@ -340,7 +348,7 @@ void BasicEngine<Traits>::Rest(BookData& book, std::uint32_t index) noexcept {
       side.FindOrInsert(internal::KeyOf(order.side, order.price), [&] {
         const std::uint32_t fresh = levels_.Allocate();
         levels_[fresh] = internal::Level{.price = order.price,
-                                         .quantity = 0,
+                                         .quantity = codec::Quantity(0),
                                          .count = 0,
                                          .head = internal::kNil,
                                          .tail = internal::kNil};
@@ -411,14 +419,14 @@ template <typename Traits>
 void BasicEngine<Traits>::CancelRequested(std::uint32_t index,
                                           ReportBuffer& out) noexcept {
   const internal::Order& order = orders_[index];
-  out.Append(codec::Cancelled{.order_id = order.order_id,
-                              .account_id = order.account_id,
-                              .client_order_id = order.client_order_id,
-                              .instrument_id = order.instrument_id,
-                              .cancelled_quantity = order.leaves,
+  out.Append(codec::Cancelled{.order_id = order.order_id.value(),
+                              .account_id = order.account_id.value(),
+                              .client_order_id = order.client_order_id.value(),
+                              .instrument_id = order.instrument_id.value(),
+                              .cancelled_quantity = order.leaves.value(),
                               .reason = codec::CancelReason::kRequested},
              order.owner);
-  Unlink(books_[order.instrument_id - config_.min_instrument], index);
+  Unlink(books_[order.instrument_id.value() - config_.min_instrument], index);
   Release(index);
 }
 
@@ -448,10 +456,12 @@ void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
   if (order.account_id != c.account_id || order.owner != owner) {
     return Reject(c, owner, RejectReason::kNotOwner, out);
   }
-  if (c.price < config_.min_price || c.price > config_.max_price) {
+  if (c.price.value() < config_.min_price ||
+      c.price.value() > config_.max_price) {
     return Reject(c, owner, RejectReason::kInvalidPrice, out);
   }
-  if (c.quantity < config_.min_quantity || c.quantity > config_.max_quantity) {
+  if (c.quantity.value() < config_.min_quantity ||
+      c.quantity.value() > config_.max_quantity) {
     return Reject(c, owner, RejectReason::kInvalidQuantity, out);
   }
   // The new id may be the order's own; held by another live order of the
@@ -461,7 +471,7 @@ void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
                           orders_.data()) != internal::kNil) {
     return Reject(c, owner, RejectReason::kDuplicateClientOrderId, out);
   }
-  BookData& book = books_[order.instrument_id - config_.min_instrument];
+  BookData& book = books_[order.instrument_id.value() - config_.min_instrument];
   if (order.time_in_force == codec::TimeInForce::kPostOnly &&
       Crosses(book, order.side, c.price)) {
     return Reject(c, owner, RejectReason::kWouldCross, out);
@@ -475,11 +485,11 @@ void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
                         index);
   }
   const bool keep = c.price == order.price && c.quantity <= order.leaves;
-  out.Append(codec::Replaced{.order_id = order.order_id,
-                             .account_id = order.account_id,
-                             .client_order_id = order.client_order_id,
-                             .price = c.price,
-                             .quantity = c.quantity,
+  out.Append(codec::Replaced{.order_id = order.order_id.value(),
+                             .account_id = order.account_id.value(),
+                             .client_order_id = order.client_order_id.value(),
+                             .price = c.price.value(),
+                             .quantity = c.quantity.value(),
                              .priority_kept = keep ? codec::PriorityKept::kYes
                                                    : codec::PriorityKept::kNo},
              order.owner);
@@ -506,20 +516,21 @@ void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
     Match(book, taker, threshold, out);
   }
   order.leaves = taker.leaves;
-  if (order.leaves == 0) return Release(index);
+  if (order.leaves == codec::Quantity(0)) return Release(index);
   Rest(book, index);
 }
 
 template <typename Traits>
 const typename BasicEngine<Traits>::BookData* BasicEngine<Traits>::BookOf(
-    std::uint32_t instrument_id) const noexcept {
-  const std::uint32_t book_index = instrument_id - config_.min_instrument;
+    codec::InstrumentId instrument_id) const noexcept {
+  const std::uint32_t book_index =
+      instrument_id.value() - config_.min_instrument;
   return book_index < books_.size() ? &books_[book_index] : nullptr;
 }
 
 template <typename Traits>
 typename BasicEngine<Traits>::BookView BasicEngine<Traits>::Book(
-    std::uint32_t instrument_id) const noexcept {
+    codec::InstrumentId instrument_id) const noexcept {
   return BookView(this, instrument_id, BookOf(instrument_id));
 }
 
@@ -579,7 +590,7 @@ OrderInfo BasicEngine<Traits>::InfoOf(
 
 template <typename Traits>
 std::optional<OrderInfo> BasicEngine<Traits>::FindOrder(
-    std::uint64_t order_id) const noexcept {
+    codec::OrderId order_id) const noexcept {
   const std::uint32_t index = index_.FindById(order_id, orders_.data());
   if (index == internal::kNil) return std::nullopt;
   return InfoOf(orders_[index]);
@@ -587,8 +598,8 @@ std::optional<OrderInfo> BasicEngine<Traits>::FindOrder(
 
 template <typename Traits>
 std::optional<OrderInfo> BasicEngine<Traits>::FindOrderByClient(
-    std::uint64_t account_id, OwnerTag owner,
-    std::uint64_t client_order_id) const noexcept {
+    codec::AccountId account_id, OwnerTag owner,
+    codec::ClientOrderId client_order_id) const noexcept {
   const std::uint32_t index =
       index_.FindByClient(account_id, owner, client_order_id, orders_.data());
   if (index == internal::kNil) return std::nullopt;
@@ -605,8 +616,8 @@ absl::Status BasicEngine<Traits>::CheckInvariants() const {
     return false;
   };
   for (std::size_t b = 0; b < books_.size() && status.ok(); ++b) {
-    const std::uint32_t instrument =
-        config_.min_instrument + static_cast<std::uint32_t>(b);
+    const codec::InstrumentId instrument(config_.min_instrument +
+                                         static_cast<std::uint32_t>(b));
     for (int s = 0; s < 2 && status.ok(); ++s) {
       const codec::Side side = s == 0 ? codec::Side::kBuy : codec::Side::kSell;
       bool first = true;
@@ -617,23 +628,23 @@ absl::Status BasicEngine<Traits>::CheckInvariants() const {
           return fail(absl::StrFormat(
               "instrument %d side %d: level keys not strictly decreasing from "
               "the best (%d then %d)",
-              instrument, s, previous_key, ref.key));
+              instrument.value(), s, previous_key, ref.key));
         }
         first = false;
         previous_key = ref.key;
         const internal::Level& level = levels_[ref.level];
         if (internal::KeyOf(side, level.price) != ref.key) {
-          return fail(
-              absl::StrFormat("instrument %d: level %d has price %d "
-                              "but key %d",
-                              instrument, ref.level, level.price, ref.key));
+          return fail(absl::StrFormat(
+              "instrument %d: level %d has price %d "
+              "but key %d",
+              instrument.value(), ref.level, level.price.value(), ref.key));
         }
         if (level.count == 0 || level.head == internal::kNil) {
           return fail(absl::StrFormat("instrument %d: empty level at price %d",
-                                      instrument, level.price));
+                                      instrument.value(), level.price.value()));
         }
         std::uint32_t count = 0;
-        std::uint64_t quantity = 0;
+        codec::Quantity quantity(0);
         std::uint32_t previous = internal::kNil;
         for (std::uint32_t i = level.head; i != internal::kNil;
              i = orders_[i].next) {
@@ -642,31 +653,32 @@ absl::Status BasicEngine<Traits>::CheckInvariants() const {
           quantity += order.leaves;
           if (order.prev != previous || order.level != ref.level ||
               order.price != level.price || order.side != side ||
-              order.instrument_id != instrument || order.leaves == 0 ||
-              count > level.count) {
+              order.instrument_id != instrument ||
+              order.leaves == codec::Quantity(0) || count > level.count) {
             return fail(absl::StrFormat(
                 "order %d (index %d) does not belong where it is linked: "
                 "price %d side %d instrument %d leaves %d, level price %d",
-                order.order_id, i, order.price, static_cast<int>(order.side),
-                order.instrument_id, order.leaves, level.price));
+                order.order_id.value(), i, order.price.value(),
+                static_cast<int>(order.side), order.instrument_id.value(),
+                order.leaves.value(), level.price.value()));
           }
           if (order.time_in_force != codec::TimeInForce::kGoodTillCancel &&
               order.time_in_force != codec::TimeInForce::kPostOnly) {
             return fail(absl::StrFormat("order %d rests with time in force %d",
-                                        order.order_id,
+                                        order.order_id.value(),
                                         static_cast<int>(order.time_in_force)));
           }
           if (index_.FindById(order.order_id, orders_.data()) != i) {
             return fail(absl::StrFormat("order %d is not found by its id",
-                                        order.order_id));
+                                        order.order_id.value()));
           }
           if (index_.FindByClient(order.account_id, order.owner,
                                   order.client_order_id, orders_.data()) != i) {
             return fail(absl::StrFormat(
                 "order %d is not found by (account %d, owner %d, "
                 "client_order_id %d)",
-                order.order_id, order.account_id, order.owner,
-                order.client_order_id));
+                order.order_id.value(), order.account_id.value(), order.owner,
+                order.client_order_id.value()));
           }
           previous = i;
         }
@@ -675,8 +687,8 @@ absl::Status BasicEngine<Traits>::CheckInvariants() const {
           return fail(absl::StrFormat(
               "instrument %d price %d: level says %d orders / %d lots, its "
               "FIFO holds %d / %d",
-              instrument, level.price, level.count, level.quantity, count,
-              quantity));
+              instrument.value(), level.price.value(), level.count,
+              level.quantity.value(), count, quantity.value()));
         }
         orders_seen += count;
         return true;
@@ -687,7 +699,8 @@ absl::Status BasicEngine<Traits>::CheckInvariants() const {
     if (status.ok() && !bids.empty() && !asks.empty() &&
         bids.Best().key >= -asks.Best().key) {
       fail(absl::StrFormat("instrument %d is crossed at rest: bid %d, ask %d",
-                           instrument, bids.Best().key, -asks.Best().key));
+                           instrument.value(), bids.Best().key,
+                           -asks.Best().key));
     }
   }
   if (status.ok() && orders_seen != orders_.in_use()) {

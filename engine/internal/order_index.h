@@ -38,6 +38,7 @@
 #include <memory>
 #include <new>
 
+#include "codec/strong.h"
 #include "engine/internal/pool.h"
 
 namespace orderwire::engine::internal {
@@ -170,15 +171,15 @@ class IndexTable {
 // again, so every input bit reaches the top bits (two multiplies; the full
 // splitmix64 finaliser was measurably slower on mixed: docs/BENCHMARKS.md,
 // Engine). Owner 0 hashes exactly as the key without an owner did.
-[[nodiscard]] inline std::uint64_t HashOrderId(std::uint64_t id) noexcept {
-  return id * 0x9E37'79B9'7F4A'7C15ull;
+[[nodiscard]] inline std::uint64_t HashOrderId(codec::OrderId id) noexcept {
+  return id.value() * 0x9E37'79B9'7F4A'7C15ull;
 }
 [[nodiscard]] inline std::uint64_t HashClientKey(
-    std::uint64_t account_id, std::uint32_t owner,
-    std::uint64_t client_order_id) noexcept {
-  const std::uint64_t z =
-      (account_id ^ (std::uint64_t{owner} << 32)) * 0x9E37'79B9'7F4A'7C15ull ^
-      client_order_id;
+    codec::AccountId account_id, std::uint32_t owner,
+    codec::ClientOrderId client_order_id) noexcept {
+  const std::uint64_t z = (account_id.value() ^ (std::uint64_t{owner} << 32)) *
+                              0x9E37'79B9'7F4A'7C15ull ^
+                          client_order_id.value();
   return (z ^ (z >> 32)) * 0xBF58'476D'1CE4'E5B9ull;
 }
 
@@ -190,24 +191,24 @@ class OrderIndex {
       : by_id_(max_entries, initial_slots),
         by_client_(max_entries, initial_slots) {}
 
-  [[nodiscard]] std::uint32_t FindById(std::uint64_t order_id,
+  [[nodiscard]] std::uint32_t FindById(codec::OrderId order_id,
                                        const Order* orders) const noexcept {
     return by_id_.Find(HashOrderId(order_id), [&](std::uint32_t i) {
       return orders[i].order_id == order_id;
     });
   }
-  void InsertId(std::uint64_t order_id, std::uint32_t index) noexcept {
+  void InsertId(codec::OrderId order_id, std::uint32_t index) noexcept {
     by_id_.Insert(HashOrderId(order_id), index);
   }
-  void EraseId(std::uint64_t order_id, std::uint32_t index) noexcept {
+  void EraseId(codec::OrderId order_id, std::uint32_t index) noexcept {
     by_id_.Erase(HashOrderId(order_id), index);
   }
 
   // The client key is (account_id, owner, client_order_id): all three are
   // hashed and all three compared.
-  [[nodiscard]] std::uint32_t FindByClient(std::uint64_t account_id,
+  [[nodiscard]] std::uint32_t FindByClient(codec::AccountId account_id,
                                            std::uint32_t owner,
-                                           std::uint64_t client_order_id,
+                                           codec::ClientOrderId client_order_id,
                                            const Order* orders) const noexcept {
     return by_client_.Find(
         HashClientKey(account_id, owner, client_order_id),
@@ -216,13 +217,13 @@ class OrderIndex {
                  orders[i].account_id == account_id && orders[i].owner == owner;
         });
   }
-  void InsertClient(std::uint64_t account_id, std::uint32_t owner,
-                    std::uint64_t client_order_id,
+  void InsertClient(codec::AccountId account_id, std::uint32_t owner,
+                    codec::ClientOrderId client_order_id,
                     std::uint32_t index) noexcept {
     by_client_.Insert(HashClientKey(account_id, owner, client_order_id), index);
   }
-  void EraseClient(std::uint64_t account_id, std::uint32_t owner,
-                   std::uint64_t client_order_id,
+  void EraseClient(codec::AccountId account_id, std::uint32_t owner,
+                   codec::ClientOrderId client_order_id,
                    std::uint32_t index) noexcept {
     by_client_.Erase(HashClientKey(account_id, owner, client_order_id), index);
   }

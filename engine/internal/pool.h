@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "codec/strong.h"
 #include "codec/types.h"
 
 namespace orderwire::engine::internal {
@@ -25,12 +26,12 @@ inline constexpr std::uint32_t kNil = 0xFFFF'FFFFu;
 // A live (resting) order: one cache line. `prev`/`next` link it into its
 // level's FIFO; `next` links a free record into the free list.
 struct alignas(64) Order {
-  std::uint64_t order_id;
-  std::uint64_t account_id;
-  std::uint64_t client_order_id;
-  std::int64_t price;
-  std::uint64_t leaves;
-  std::uint32_t instrument_id;
+  codec::OrderId order_id;
+  codec::AccountId account_id;
+  codec::ClientOrderId client_order_id;
+  codec::Price price;
+  codec::Quantity leaves;
+  codec::InstrumentId instrument_id;
   std::uint32_t level;  // index in the level pool
   std::uint32_t prev;
   std::uint32_t next;
@@ -43,8 +44,8 @@ static_assert(sizeof(Order) == 64);
 // A price level: the FIFO of its orders (oldest at `head`), their count and
 // their total leaves quantity. Never empty while it is in a book.
 struct Level {
-  std::int64_t price;
-  std::uint64_t quantity;
+  codec::Price price;
+  codec::Quantity quantity;
   std::uint32_t count;
   std::uint32_t head;  // free list link when the level is free
   std::uint32_t tail;

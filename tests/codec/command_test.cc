@@ -27,60 +27,60 @@ using Rng = ::orderwire::codec::testing::SplitMix64;
 // The Command each command model must decode to (command.h's field comments).
 Command Expected(std::uint64_t sequence, const NewLimit& m) {
   return {.sequence = sequence,
-          .account_id = m.account_id,
-          .client_order_id = m.client_order_id,
-          .order_id = 0,
-          .price = m.price,
-          .quantity = m.quantity,
-          .instrument_id = m.instrument_id,
+          .account_id = AccountId(m.account_id),
+          .client_order_id = ClientOrderId(m.client_order_id),
+          .order_id = OrderId(0),
+          .price = Price(m.price),
+          .quantity = Quantity(m.quantity),
+          .instrument_id = InstrumentId(m.instrument_id),
           .kind = Kind::kNewLimit,
           .side = m.side,
           .time_in_force = m.time_in_force};
 }
 Command Expected(std::uint64_t sequence, const NewMarket& m) {
   return {.sequence = sequence,
-          .account_id = m.account_id,
-          .client_order_id = m.client_order_id,
-          .order_id = 0,
-          .price = 0,
-          .quantity = m.quantity,
-          .instrument_id = m.instrument_id,
+          .account_id = AccountId(m.account_id),
+          .client_order_id = ClientOrderId(m.client_order_id),
+          .order_id = OrderId(0),
+          .price = Price(0),
+          .quantity = Quantity(m.quantity),
+          .instrument_id = InstrumentId(m.instrument_id),
           .kind = Kind::kNewMarket,
           .side = m.side,
           .time_in_force = TimeInForce{0}};
 }
 Command Expected(std::uint64_t sequence, const CancelByOrder& m) {
   return {.sequence = sequence,
-          .account_id = m.account_id,
-          .client_order_id = 0,
-          .order_id = m.order_id,
-          .price = 0,
-          .quantity = 0,
-          .instrument_id = 0,
+          .account_id = AccountId(m.account_id),
+          .client_order_id = ClientOrderId(0),
+          .order_id = OrderId(m.order_id),
+          .price = Price(0),
+          .quantity = Quantity(0),
+          .instrument_id = InstrumentId(0),
           .kind = Kind::kCancelByOrder,
           .side = Side{0},
           .time_in_force = TimeInForce{0}};
 }
 Command Expected(std::uint64_t sequence, const CancelByClient& m) {
   return {.sequence = sequence,
-          .account_id = m.account_id,
-          .client_order_id = m.client_order_id,
-          .order_id = 0,
-          .price = 0,
-          .quantity = 0,
-          .instrument_id = 0,
+          .account_id = AccountId(m.account_id),
+          .client_order_id = ClientOrderId(m.client_order_id),
+          .order_id = OrderId(0),
+          .price = Price(0),
+          .quantity = Quantity(0),
+          .instrument_id = InstrumentId(0),
           .kind = Kind::kCancelByClient,
           .side = Side{0},
           .time_in_force = TimeInForce{0}};
 }
 Command Expected(std::uint64_t sequence, const Replace& m) {
   return {.sequence = sequence,
-          .account_id = m.account_id,
-          .client_order_id = m.new_client_order_id,
-          .order_id = m.order_id,
-          .price = m.price,
-          .quantity = m.quantity,
-          .instrument_id = 0,
+          .account_id = AccountId(m.account_id),
+          .client_order_id = ClientOrderId(m.new_client_order_id),
+          .order_id = OrderId(m.order_id),
+          .price = Price(m.price),
+          .quantity = Quantity(m.quantity),
+          .instrument_id = InstrumentId(0),
           .kind = Kind::kReplace,
           .side = Side{0},
           .time_in_force = TimeInForce{0}};
@@ -95,12 +95,14 @@ Command Expected(std::uint64_t sequence, const Replace& m) {
       absl::StrAppendFormat(&diff, " %s: expected %d, got %d;", name, e, a);
   };
   check("sequence", expected.sequence, actual.sequence);
-  check("account_id", expected.account_id, actual.account_id);
-  check("client_order_id", expected.client_order_id, actual.client_order_id);
-  check("order_id", expected.order_id, actual.order_id);
-  check("price", Widen(expected.price), Widen(actual.price));
-  check("quantity", expected.quantity, actual.quantity);
-  check("instrument_id", expected.instrument_id, actual.instrument_id);
+  check("account_id", expected.account_id.value(), actual.account_id.value());
+  check("client_order_id", expected.client_order_id.value(),
+        actual.client_order_id.value());
+  check("order_id", expected.order_id.value(), actual.order_id.value());
+  check("price", Widen(expected.price.value()), Widen(actual.price.value()));
+  check("quantity", expected.quantity.value(), actual.quantity.value());
+  check("instrument_id", expected.instrument_id.value(),
+        actual.instrument_id.value());
   check("kind", Widen(expected.kind), Widen(actual.kind));
   check("side", Widen(expected.side), Widen(actual.side));
   check("time_in_force", Widen(expected.time_in_force),
@@ -365,7 +367,7 @@ TEST(CommandTest, EncodeCommandRejectsAReportOrUnknownKind) {
     if (is_command) continue;
     Command command{};
     command.kind = static_cast<Kind>(b);
-    command.account_id = 1;
+    command.account_id = AccountId(1);
     std::array<std::byte, kMaxFrameSize> out;
     out.fill(std::byte{0xCC});
     const Result<std::size_t> written = EncodeCommand(command, out);
@@ -387,14 +389,14 @@ TEST(CommandTest, SlotAndSetSlotReachTheNamedFields) {
   c.SetSlot(CommandSlot::kPrice, static_cast<std::uint64_t>(-7));
   c.SetSlot(CommandSlot::kQuantity, 8);
   c.SetSlot(CommandSlot::kNone, 99);  // ignored
-  EXPECT_EQ(c.account_id, 1u);
-  EXPECT_EQ(c.client_order_id, 2u);
-  EXPECT_EQ(c.order_id, 3u);
-  EXPECT_EQ(c.instrument_id, 4u);
+  EXPECT_EQ(c.account_id.value(), 1u);
+  EXPECT_EQ(c.client_order_id.value(), 2u);
+  EXPECT_EQ(c.order_id.value(), 3u);
+  EXPECT_EQ(c.instrument_id.value(), 4u);
   EXPECT_EQ(static_cast<int>(c.side), 5);
   EXPECT_EQ(static_cast<int>(c.time_in_force), 6);
-  EXPECT_EQ(c.price, -7);
-  EXPECT_EQ(c.quantity, 8u);
+  EXPECT_EQ(c.price.value(), -7);
+  EXPECT_EQ(c.quantity.value(), 8u);
   EXPECT_EQ(c.Slot(CommandSlot::kPrice), static_cast<std::uint64_t>(-7));
   EXPECT_EQ(c.Slot(CommandSlot::kSide), 5u);
   EXPECT_EQ(c.Slot(CommandSlot::kNone), 0u);

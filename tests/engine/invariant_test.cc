@@ -73,7 +73,7 @@ class ChaosStream {
     if (rng_.Below(50) == 0) {
       switch (rng_.Below(5)) {
         case 0:
-          c.instrument_id = 0;
+          c.instrument_id = codec::InstrumentId(0);
           break;
         case 1:
           c.side = static_cast<Side>(3);
@@ -82,10 +82,10 @@ class ChaosStream {
           c.time_in_force = static_cast<TimeInForce>(0);
           break;
         case 3:
-          c.price = 0;
+          c.price = codec::Price(0);
           break;
         default:
-          c.quantity = 0;
+          c.quantity = codec::Quantity(0);
           break;
       }
     }
@@ -202,7 +202,7 @@ class ShadowBook {
           ASSERT_EQ(r.owner, it->second.owner);
           if (c.reason == codec::CancelReason::kRequested) {
             ASSERT_EQ(it->second.owner, owner) << "cancelled for its owner";
-            ASSERT_EQ(it->second.account_id, command.account_id);
+            ASSERT_EQ(it->second.account_id, command.account_id.value());
           } else {
             ASSERT_EQ(c.reason, codec::CancelReason::kSelfTrade);
           }
@@ -258,8 +258,8 @@ class ShadowBook {
     const auto own_by_client = [&](std::uint64_t client_order_id) {
       std::uint64_t found = 0;
       for (const auto& [id, order] : live_) {
-        if (order.account_id == command.account_id && order.owner == owner &&
-            order.client_order_id == client_order_id) {
+        if (order.account_id == command.account_id.value() &&
+            order.owner == owner && order.client_order_id == client_order_id) {
           EXPECT_EQ(found, 0u) << "two live orders share a client key";
           found = id;
         }
@@ -270,39 +270,40 @@ class ShadowBook {
       case codec::Kind::kNewLimit:
       case codec::Kind::kNewMarket:
         if (first.kind == codec::Kind::kAccepted) {
-          ASSERT_EQ(own_by_client(command.client_order_id), 0u)
+          ASSERT_EQ(own_by_client(command.client_order_id.value()), 0u)
               << "accepted although the owner holds its client order id";
         } else if (rejected_for(codec::RejectReason::kDuplicateClientOrderId)) {
-          ASSERT_NE(own_by_client(command.client_order_id), 0u)
+          ASSERT_NE(own_by_client(command.client_order_id.value()), 0u)
               << "duplicate although the owner does not hold the id";
         }
         break;
       case codec::Kind::kCancelByOrder:
       case codec::Kind::kReplace: {
-        const auto it = live_.find(command.order_id);
+        const auto it = live_.find(command.order_id.value());
         if (it == live_.end()) {
           ASSERT_TRUE(rejected_for(codec::RejectReason::kUnknownOrder));
-        } else if (it->second.account_id != command.account_id ||
+        } else if (it->second.account_id != command.account_id.value() ||
                    it->second.owner != owner) {
           ASSERT_TRUE(rejected_for(codec::RejectReason::kNotOwner))
-              << "order " << command.order_id << " of account "
+              << "order " << command.order_id.value() << " of account "
               << it->second.account_id << " owner " << it->second.owner;
         } else {
           ASSERT_FALSE(rejected_for(codec::RejectReason::kNotOwner));
         }
         if (command.kind == codec::Kind::kReplace && it != live_.end() &&
-            command.client_order_id != it->second.client_order_id &&
+            command.client_order_id.value() != it->second.client_order_id &&
             first.kind != codec::Kind::kRejected) {
-          ASSERT_EQ(own_by_client(command.client_order_id), 0u)
+          ASSERT_EQ(own_by_client(command.client_order_id.value()), 0u)
               << "replaced to a client order id the owner holds";
         }
         if (rejected_for(codec::RejectReason::kDuplicateClientOrderId)) {
-          ASSERT_NE(own_by_client(command.client_order_id), 0u);
+          ASSERT_NE(own_by_client(command.client_order_id.value()), 0u);
         }
         break;
       }
       case codec::Kind::kCancelByClient: {
-        const std::uint64_t own = own_by_client(command.client_order_id);
+        const std::uint64_t own =
+            own_by_client(command.client_order_id.value());
         if (own == 0) {
           ASSERT_TRUE(rejected_for(codec::RejectReason::kUnknownOrder));
         } else {
@@ -320,17 +321,18 @@ class ShadowBook {
   void Compare(const Engine& engine) const {
     ASSERT_EQ(engine.live_orders(), live_.size());
     for (const auto& [id, order] : live_) {
-      const auto found = engine.FindOrder(id);
+      const auto found = engine.FindOrder(codec::OrderId(id));
       ASSERT_TRUE(found.has_value()) << "order " << id;
-      ASSERT_EQ(found->leaves_quantity, order.leaves) << "order " << id;
-      ASSERT_EQ(found->price, order.price);
+      ASSERT_EQ(found->leaves_quantity.value(), order.leaves) << "order " << id;
+      ASSERT_EQ(found->price.value(), order.price);
       ASSERT_EQ(found->side, order.side);
-      ASSERT_EQ(found->instrument_id, order.instrument_id);
+      ASSERT_EQ(found->instrument_id.value(), order.instrument_id);
       ASSERT_EQ(found->owner, order.owner);
       const auto by_client = engine.FindOrderByClient(
-          order.account_id, order.owner, order.client_order_id);
+          codec::AccountId(order.account_id), order.owner,
+          codec::ClientOrderId(order.client_order_id));
       ASSERT_TRUE(by_client.has_value());
-      ASSERT_EQ(by_client->order_id, id);
+      ASSERT_EQ(by_client->order_id.value(), id);
     }
   }
 

@@ -32,10 +32,10 @@ TEST(NewOrder, GoodTillCancelIsAcceptedWithOrderIdOneAndRests) {
   EXPECT_THAT(s.Send(Limit(7, 1001, 42, kBuy, kGtc, 10050, 300)),
               ElementsAre("Accepted #1 acct=7 coid=1001 inst=42 Buy GTC "
                           "px=10050 qty=300"));
-  const auto best = s.engine().Book(42).Best(kBuy);
+  const auto best = s.engine().Book(codec::InstrumentId(42)).Best(kBuy);
   ASSERT_TRUE(best.has_value());
-  EXPECT_EQ(best->price, 10050);
-  EXPECT_EQ(best->quantity, 300u);
+  EXPECT_EQ(best->price.value(), 10050);
+  EXPECT_EQ(best->quantity.value(), 300u);
   EXPECT_EQ(best->order_count, 1u);
 }
 
@@ -52,7 +52,7 @@ TEST(NewOrder, OrderIdsCountUpFromOneAndRejectsConsumeNone) {
   EXPECT_THAT(s.Send(Limit(1, 4, 1, kBuy, kGtc, 99, 10)),
               ElementsAre("Accepted #2 acct=1 coid=4 inst=1 Buy GTC px=99 "
                           "qty=10"));
-  EXPECT_EQ(s.engine().next_order_id(), 3u);
+  EXPECT_EQ(s.engine().next_order_id().value(), 3u);
 }
 
 TEST(NewOrder, MatchIdsCountUpFromOneAndRejectsConsumeNone) {
@@ -279,7 +279,7 @@ TEST(Matching, TradesAtTheRestingPriceMakerFirstThenTaker) {
                           "Maker px=10050 qty=50 leaves=0",
                           "Filled #3 acct=9 coid=78 match=2 inst=42 Sell "
                           "Taker px=10050 qty=50 leaves=0"));
-  EXPECT_TRUE(s.engine().Book(42).empty());
+  EXPECT_TRUE(s.engine().Book(codec::InstrumentId(42)).empty());
 }
 
 TEST(Matching, PartialFillsAcrossLevelsInPriceThenTimeOrder) {
@@ -304,12 +304,13 @@ TEST(Matching, PartialFillsAcrossLevelsInPriceThenTimeOrder) {
                   "Filled #5 acct=5 coid=1 match=3 inst=1 Buy Taker px=102 "
                   "qty=10 leaves=5"));
   // The remainder rests at its limit; the level beyond stays.
-  const auto book = s.engine().Book(1);
+  const auto book = s.engine().Book(codec::InstrumentId(1));
   ASSERT_TRUE(book.Best(kBuy).has_value());
-  EXPECT_EQ(book.Best(kBuy)->price, 102);
-  EXPECT_EQ(book.Best(kBuy)->quantity, 5u);
-  EXPECT_EQ(book.Best(kSell)->price, 103);
-  EXPECT_EQ(s.engine().FindOrder(5)->leaves_quantity, 5u);
+  EXPECT_EQ(book.Best(kBuy)->price.value(), 102);
+  EXPECT_EQ(book.Best(kBuy)->quantity.value(), 5u);
+  EXPECT_EQ(book.Best(kSell)->price.value(), 103);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(5))->leaves_quantity.value(),
+            5u);
 }
 
 TEST(Matching, EarlierOrderAtAPriceFillsFirstAndPartially) {
@@ -342,8 +343,10 @@ TEST(Matching, BooksOfDifferentInstrumentsNeverMeet) {
   EXPECT_THAT(s.Send(Limit(2, 1, 2, kBuy, kGtc, 200, 10)),
               ElementsAre("Accepted #2 acct=2 coid=1 inst=2 Buy GTC px=200 "
                           "qty=10"));
-  EXPECT_EQ(s.engine().Book(1).Best(kSell)->price, 100);
-  EXPECT_EQ(s.engine().Book(2).Best(kBuy)->price, 200);
+  EXPECT_EQ(s.engine().Book(codec::InstrumentId(1)).Best(kSell)->price.value(),
+            100);
+  EXPECT_EQ(s.engine().Book(codec::InstrumentId(2)).Best(kBuy)->price.value(),
+            200);
 }
 
 TEST(Matching, ImmediateOrCancelCancelsItsUnfilledRemainder) {
@@ -363,7 +366,7 @@ TEST(Matching, ImmediateOrCancelCancelsItsUnfilledRemainder) {
                           "qty=5",
                           "Cancelled #3 acct=2 coid=2 inst=1 qty=5 "
                           "ImmediateOrCancel"));
-  EXPECT_TRUE(s.engine().Book(1).empty());
+  EXPECT_TRUE(s.engine().Book(codec::InstrumentId(1)).empty());
   EXPECT_EQ(s.engine().live_orders(), 0u);
 }
 
@@ -392,8 +395,10 @@ TEST(Matching, FillOrKillThatCannotFillIsCancelledWholeAndNothingTrades) {
       s.Send(Limit(3, 1, 1, kBuy, kFok, 101, 11)),
       ElementsAre("Accepted #3 acct=3 coid=1 inst=1 Buy FOK px=101 qty=11",
                   "Cancelled #3 acct=3 coid=1 inst=1 qty=11 FillOrKill"));
-  EXPECT_EQ(s.engine().FindOrder(1)->leaves_quantity, 10u);
-  EXPECT_EQ(s.engine().FindOrder(2)->leaves_quantity, 10u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->leaves_quantity.value(),
+            10u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(2))->leaves_quantity.value(),
+            10u);
   EXPECT_EQ(s.engine().next_match_id(), 1u);
 }
 
@@ -424,7 +429,8 @@ TEST(Matching, PostOnlyRestsWhenItDoesNotCross) {
   EXPECT_THAT(s.Send(Limit(2, 1, 1, kBuy, kPostOnly, 100, 10)),
               ElementsAre("Accepted #2 acct=2 coid=1 inst=1 Buy PostOnly "
                           "px=100 qty=10"));
-  EXPECT_EQ(s.engine().Book(1).Best(kBuy)->price, 100);
+  EXPECT_EQ(s.engine().Book(codec::InstrumentId(1)).Best(kBuy)->price.value(),
+            100);
 }
 
 TEST(Matching, PostOnlyThatWouldTradeIsRejectedWouldCross) {
@@ -434,8 +440,9 @@ TEST(Matching, PostOnlyThatWouldTradeIsRejectedWouldCross) {
               ElementsAre("Rejected acct=2 coid=1 #0 NewLimit WouldCross"));
   EXPECT_THAT(s.Send(Limit(2, 1, 1, kBuy, kPostOnly, 150, 10)),
               ElementsAre("Rejected acct=2 coid=1 #0 NewLimit WouldCross"));
-  EXPECT_EQ(s.engine().FindOrder(1)->leaves_quantity, 10u);
-  EXPECT_EQ(s.engine().next_order_id(), 2u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->leaves_quantity.value(),
+            10u);
+  EXPECT_EQ(s.engine().next_order_id().value(), 2u);
 }
 
 TEST(Matching, PostOnlyCrossingOnlyItsOwnOrdersIsStillWouldCross) {
@@ -443,7 +450,7 @@ TEST(Matching, PostOnlyCrossingOnlyItsOwnOrdersIsStillWouldCross) {
   s.Send(Limit(1, 1, 1, kSell, kGtc, 101, 10));
   EXPECT_THAT(s.Send(Limit(1, 2, 1, kBuy, kPostOnly, 101, 10)),
               ElementsAre("Rejected acct=1 coid=2 #0 NewLimit WouldCross"));
-  EXPECT_TRUE(s.engine().FindOrder(1).has_value());
+  EXPECT_TRUE(s.engine().FindOrder(codec::OrderId(1)).has_value());
 }
 
 TEST(Matching, MarketOrderIsAcceptedWithPriceZeroAndImmediateOrCancel) {
@@ -497,9 +504,9 @@ TEST(SelfTrade, RestingOrderOfTheSameAccountIsCancelledAndMatchingGoesOn) {
                   "qty=10 leaves=5",
                   "Cancelled #4 acct=5 coid=2 inst=1 qty=10 SelfTrade"));
   // The remainder rests; the self-trade cancels emptied the ask side.
-  const auto book = s.engine().Book(1);
+  const auto book = s.engine().Book(codec::InstrumentId(1));
   EXPECT_FALSE(book.Best(kSell).has_value());
-  EXPECT_EQ(book.Best(kBuy)->quantity, 5u);
+  EXPECT_EQ(book.Best(kBuy)->quantity.value(), 5u);
   EXPECT_THAT(s.Send(CancelOrder(5, 2)),
               ElementsAre("Rejected acct=5 coid=0 #2 CancelByOrder "
                           "UnknownOrder"));
@@ -526,8 +533,11 @@ TEST(Cancel, CancelByOrderCancelsTheLeavesQuantity) {
   EXPECT_THAT(s.Send(CancelOrder(7, 1)),
               ElementsAre("Cancelled #1 acct=7 coid=1001 inst=42 qty=50 "
                           "Requested"));
-  EXPECT_TRUE(s.engine().Book(42).empty());
-  EXPECT_FALSE(s.engine().FindOrderByClient(7, 0, 1001).has_value());
+  EXPECT_TRUE(s.engine().Book(codec::InstrumentId(42)).empty());
+  EXPECT_FALSE(
+      s.engine()
+          .FindOrderByClient(codec::AccountId(7), 0, codec::ClientOrderId(1001))
+          .has_value());
 }
 
 TEST(Cancel, CancelByClientFindsTheAccountsLiveOrder) {
@@ -537,7 +547,9 @@ TEST(Cancel, CancelByClientFindsTheAccountsLiveOrder) {
   EXPECT_THAT(s.Send(CancelClient(8, 1001)),
               ElementsAre("Cancelled #2 acct=8 coid=1001 inst=42 qty=100 "
                           "Requested"));
-  EXPECT_EQ(s.engine().Book(42).Best(kBuy)->quantity, 300u);
+  EXPECT_EQ(
+      s.engine().Book(codec::InstrumentId(42)).Best(kBuy)->quantity.value(),
+      300u);
 }
 
 TEST(Cancel, UnknownOrderForAnIdNeverAssignedOrFinished) {
@@ -567,7 +579,7 @@ TEST(Cancel, CancelByOrderOfAnotherAccountsOrderIsNotOwner) {
   EXPECT_THAT(s.Send(CancelOrder(8, 1)),
               ElementsAre("Rejected acct=8 coid=0 #1 CancelByOrder "
                           "NotOwner"));
-  EXPECT_TRUE(s.engine().FindOrder(1).has_value());
+  EXPECT_TRUE(s.engine().FindOrder(codec::OrderId(1)).has_value());
 }
 
 TEST(Cancel, CancelByClientWithoutSuchLiveOrderIsUnknownOrder) {
@@ -591,7 +603,9 @@ TEST(Replace, SizeDownAtTheSamePriceKeepsPriority) {
   s.Send(Limit(2, 1, 1, kBuy, kGtc, 100, 10));  // #2
   EXPECT_THAT(s.Send(Replace(1, 1, 11, 100, 4)),
               ElementsAre("Replaced #1 acct=1 coid=11 px=100 qty=4 kept=Yes"));
-  EXPECT_EQ(s.engine().Book(1).Best(kBuy)->quantity, 14u);
+  EXPECT_EQ(
+      s.engine().Book(codec::InstrumentId(1)).Best(kBuy)->quantity.value(),
+      14u);
   EXPECT_THAT(
       s.Send(Limit(3, 1, 1, kSell, kIoc, 100, 1)),
       ElementsAre("Accepted #3 acct=3 coid=1 inst=1 Sell IOC px=100 qty=1",
@@ -607,7 +621,9 @@ TEST(Replace, UnchangedPriceAndQuantityKeepsPriority) {
   s.Send(Limit(2, 1, 1, kBuy, kGtc, 100, 10));
   EXPECT_THAT(s.Send(Replace(1, 1, 1, 100, 10)),
               ElementsAre("Replaced #1 acct=1 coid=1 px=100 qty=10 kept=Yes"));
-  EXPECT_EQ(s.engine().Book(1).Best(kBuy)->quantity, 20u);
+  EXPECT_EQ(
+      s.engine().Book(codec::InstrumentId(1)).Best(kBuy)->quantity.value(),
+      20u);
 }
 
 TEST(Replace, QuantityIncreaseLosesPriority) {
@@ -616,7 +632,9 @@ TEST(Replace, QuantityIncreaseLosesPriority) {
   s.Send(Limit(2, 1, 1, kBuy, kGtc, 100, 10));  // #2
   EXPECT_THAT(s.Send(Replace(1, 1, 1, 100, 12)),
               ElementsAre("Replaced #1 acct=1 coid=1 px=100 qty=12 kept=No"));
-  EXPECT_EQ(s.engine().Book(1).Best(kBuy)->quantity, 22u);
+  EXPECT_EQ(
+      s.engine().Book(codec::InstrumentId(1)).Best(kBuy)->quantity.value(),
+      22u);
   EXPECT_THAT(
       s.Send(Limit(3, 1, 1, kSell, kIoc, 100, 1)),
       ElementsAre("Accepted #3 acct=3 coid=1 inst=1 Sell IOC px=100 qty=1",
@@ -632,8 +650,9 @@ TEST(Replace, PriceChangeLosesPriorityEvenBackToTheSamePrice) {
   s.Send(Limit(2, 1, 1, kSell, kGtc, 100, 10));  // #2
   EXPECT_THAT(s.Send(Replace(1, 1, 1, 101, 10)),
               ElementsAre("Replaced #1 acct=1 coid=1 px=101 qty=10 kept=No"));
-  EXPECT_EQ(s.engine().Book(1).Best(kSell)->price, 100);
-  EXPECT_EQ(s.engine().Book(1).level_count(kSell), 2u);
+  EXPECT_EQ(s.engine().Book(codec::InstrumentId(1)).Best(kSell)->price.value(),
+            100);
+  EXPECT_EQ(s.engine().Book(codec::InstrumentId(1)).level_count(kSell), 2u);
   EXPECT_THAT(s.Send(Replace(1, 1, 1, 100, 10)),
               ElementsAre("Replaced #1 acct=1 coid=1 px=100 qty=10 kept=No"));
   EXPECT_THAT(
@@ -661,11 +680,15 @@ TEST(Replace, CrossingReplaceTradesAtOnceAsTakerAndRestsTheRemainder) {
                   "qty=5 leaves=0",
                   "Filled #3 acct=3 coid=2 match=1 inst=1 Buy Taker px=101 "
                   "qty=5 leaves=7"));
-  const auto book = s.engine().Book(1);
-  EXPECT_EQ(book.Best(kBuy)->price, 101);
-  EXPECT_EQ(book.Best(kBuy)->quantity, 7u);
-  EXPECT_EQ(book.Best(kSell)->price, 102);
-  EXPECT_EQ(s.engine().FindOrderByClient(3, 0, 2)->order_id, 3u);
+  const auto book = s.engine().Book(codec::InstrumentId(1));
+  EXPECT_EQ(book.Best(kBuy)->price.value(), 101);
+  EXPECT_EQ(book.Best(kBuy)->quantity.value(), 7u);
+  EXPECT_EQ(book.Best(kSell)->price.value(), 102);
+  EXPECT_EQ(
+      s.engine()
+          .FindOrderByClient(codec::AccountId(3), 0, codec::ClientOrderId(2))
+          ->order_id.value(),
+      3u);
 }
 
 TEST(Replace, CrossingReplaceThatFillsInFullFinishesTheOrder) {
@@ -698,7 +721,7 @@ TEST(Replace, CrossingReplaceCancelsOwnRestingOrdersItMeets) {
                   "qty=5 leaves=0",
                   "Filled #3 acct=1 coid=2 match=1 inst=1 Buy Taker px=101 "
                   "qty=5 leaves=0"));
-  EXPECT_TRUE(s.engine().Book(1).empty());
+  EXPECT_TRUE(s.engine().Book(codec::InstrumentId(1)).empty());
 }
 
 TEST(Replace, QuantityIsTheNewLeavesWhateverHasFilled) {
@@ -709,7 +732,8 @@ TEST(Replace, QuantityIsTheNewLeavesWhateverHasFilled) {
               ElementsAre("Replaced #1 acct=1 coid=1 px=100 qty=30 kept=Yes"));
   EXPECT_THAT(s.Send(Replace(1, 1, 1, 100, 50)),
               ElementsAre("Replaced #1 acct=1 coid=1 px=100 qty=50 kept=No"));
-  EXPECT_EQ(s.engine().FindOrder(1)->leaves_quantity, 50u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->leaves_quantity.value(),
+            50u);
   EXPECT_THAT(s.Send(CancelOrder(1, 1)),
               ElementsAre("Cancelled #1 acct=1 coid=1 inst=1 qty=50 "
                           "Requested"));
@@ -724,7 +748,8 @@ TEST(Replace, ToQuantityZeroIsInvalidQuantity) {
   EXPECT_THAT(s.Send(Replace(7, 1, 1003, 100, 1'000'000'001)),
               ElementsAre("Rejected acct=7 coid=1003 #1 Replace "
                           "InvalidQuantity"));
-  EXPECT_EQ(s.engine().FindOrder(1)->leaves_quantity, 10u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->leaves_quantity.value(),
+            10u);
 }
 
 TEST(Replace, ChecksFollowTheProtocolOrder) {
@@ -756,10 +781,10 @@ TEST(Replace, PostOnlyReplaceThatWouldTradeIsWouldCrossAndChangesNothing) {
   s.Send(Limit(2, 1, 1, kBuy, kPostOnly, 100, 10));  // #2
   EXPECT_THAT(s.Send(Replace(2, 2, 5, 101, 10)),
               ElementsAre("Rejected acct=2 coid=5 #2 Replace WouldCross"));
-  const auto order = s.engine().FindOrder(2);
+  const auto order = s.engine().FindOrder(codec::OrderId(2));
   ASSERT_TRUE(order.has_value());
-  EXPECT_EQ(order->price, 100);
-  EXPECT_EQ(order->client_order_id, 1u);
+  EXPECT_EQ(order->price.value(), 100);
+  EXPECT_EQ(order->client_order_id.value(), 1u);
   // A GoodTillCancel order at the same price would have traded instead.
   s.Send(Limit(2, 6, 1, kBuy, kGtc, 99, 10));  // #3
   EXPECT_THAT(
@@ -857,8 +882,9 @@ TEST(Ownership, CancelByOrderOfAnotherSessionsOrderOfTheSameAccountIsNotOwner) {
               ElementsAre("Rejected acct=7 coid=0 #1 CancelByOrder "
                           "NotOwner"));
   EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
-  ASSERT_TRUE(s.engine().FindOrder(1).has_value());
-  EXPECT_EQ(s.engine().FindOrder(1)->leaves_quantity, 10u);
+  ASSERT_TRUE(s.engine().FindOrder(codec::OrderId(1)).has_value());
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->leaves_quantity.value(),
+            10u);
   // Its own session still may.
   EXPECT_THAT(s.Send(CancelOrder(7, 1), kSessionA),
               ElementsAre("Cancelled #1 acct=7 coid=1001 inst=1 qty=10 "
@@ -873,11 +899,11 @@ TEST(Ownership, ReplaceOfAnotherSessionsOrderOfTheSameAccountIsNotOwner) {
               ElementsAre("Rejected acct=7 coid=1002 #1 Replace NotOwner"));
   EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
   // Nothing changed: price, quantity and client order id are the old ones.
-  const auto order = s.engine().FindOrder(1);
+  const auto order = s.engine().FindOrder(codec::OrderId(1));
   ASSERT_TRUE(order.has_value());
-  EXPECT_EQ(order->price, 100);
-  EXPECT_EQ(order->leaves_quantity, 10u);
-  EXPECT_EQ(order->client_order_id, 1001u);
+  EXPECT_EQ(order->price.value(), 100);
+  EXPECT_EQ(order->leaves_quantity.value(), 10u);
+  EXPECT_EQ(order->client_order_id.value(), 1001u);
   EXPECT_THAT(s.Send(Replace(7, 1, 1002, 101, 5), kSessionA),
               ElementsAre("Replaced #1 acct=7 coid=1002 px=101 qty=5 "
                           "kept=No"));
@@ -894,10 +920,17 @@ TEST(Ownership,
               ElementsAre("Rejected acct=7 coid=1001 #0 CancelByClient "
                           "UnknownOrder"));
   EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
-  ASSERT_TRUE(s.engine().FindOrder(1).has_value());
+  ASSERT_TRUE(s.engine().FindOrder(codec::OrderId(1)).has_value());
   EXPECT_EQ(s.engine().live_orders(), 1u);
-  EXPECT_FALSE(s.engine().FindOrderByClient(7, kSessionB, 1001).has_value());
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
+  EXPECT_FALSE(s.engine()
+                   .FindOrderByClient(codec::AccountId(7), kSessionB,
+                                      codec::ClientOrderId(1001))
+                   .has_value());
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionA,
+                                   codec::ClientOrderId(1001))
+                ->order_id.value(),
+            1u);
 }
 
 TEST(Ownership, TwoSessionsHoldTheSameClientOrderIdAndEachCancelsItsOwn) {
@@ -908,14 +941,26 @@ TEST(Ownership, TwoSessionsHoldTheSameClientOrderIdAndEachCancelsItsOwn) {
   EXPECT_THAT(s.Send(Limit(7, 1001, 1, kBuy, kGtc, 99, 20), kSessionB),
               ElementsAre("Accepted #2 acct=7 coid=1001 inst=1 Buy GTC px=99 "
                           "qty=20"));
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 1001)->order_id, 2u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionA,
+                                   codec::ClientOrderId(1001))
+                ->order_id.value(),
+            1u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionB,
+                                   codec::ClientOrderId(1001))
+                ->order_id.value(),
+            2u);
   // B first (the later order), then A: each finds its own.
   EXPECT_THAT(s.Send(CancelClient(7, 1001), kSessionB),
               ElementsAre("Cancelled #2 acct=7 coid=1001 inst=1 qty=20 "
                           "Requested"));
   EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionA,
+                                   codec::ClientOrderId(1001))
+                ->order_id.value(),
+            1u);
   EXPECT_THAT(s.Send(CancelClient(7, 1001), kSessionB),
               ElementsAre("Rejected acct=7 coid=1001 #0 CancelByClient "
                           "UnknownOrder"));
@@ -957,22 +1002,43 @@ TEST(Ownership, ReplaceToAnotherSessionsClientOrderIdIsAllowedToItsOwnIsNot) {
   EXPECT_THAT(s.Send(Replace(7, 3, 1001, 98, 5), kSessionB),
               ElementsAre("Replaced #3 acct=7 coid=1001 px=98 qty=5 "
                           "kept=Yes"));
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 1001)->order_id, 1u);
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 1001)->order_id, 3u);
-  EXPECT_FALSE(s.engine().FindOrderByClient(7, kSessionB, 3003).has_value());
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionA,
+                                   codec::ClientOrderId(1001))
+                ->order_id.value(),
+            1u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionB,
+                                   codec::ClientOrderId(1001))
+                ->order_id.value(),
+            3u);
+  EXPECT_FALSE(s.engine()
+                   .FindOrderByClient(codec::AccountId(7), kSessionB,
+                                      codec::ClientOrderId(3003))
+                   .has_value());
   // B's #3 to 2002, which B's own #2 holds: rejected, nothing changes.
   EXPECT_THAT(s.Send(Replace(7, 3, 2002, 98, 4), kSessionB),
               ElementsAre("Rejected acct=7 coid=2002 #3 Replace "
                           "DuplicateClientOrderId"));
   EXPECT_THAT(s.Owners(), ElementsAre(kSessionB));
-  EXPECT_EQ(s.engine().FindOrder(3)->client_order_id, 1001u);
-  EXPECT_EQ(s.engine().FindOrder(3)->leaves_quantity, 5u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(3))->client_order_id.value(),
+            1001u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(3))->leaves_quantity.value(),
+            5u);
   // A's #1 to 2002 (B's): allowed.
   EXPECT_THAT(s.Send(Replace(7, 1, 2002, 100, 10), kSessionA),
               ElementsAre("Replaced #1 acct=7 coid=2002 px=100 qty=10 "
                           "kept=Yes"));
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionA, 2002)->order_id, 1u);
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 2002)->order_id, 2u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionA,
+                                   codec::ClientOrderId(2002))
+                ->order_id.value(),
+            1u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionB,
+                                   codec::ClientOrderId(2002))
+                ->order_id.value(),
+            2u);
 }
 
 TEST(Ownership, EachReportGoesToTheOwnerOfTheOrderItConcerns) {
@@ -1047,17 +1113,25 @@ TEST(Ownership, OrderInfoCarriesTheOwner) {
   s.Send(Limit(7, 1, 1, kBuy, kGtc, 100, 10), kSessionA);    // #1
   s.Send(Limit(7, 1, 1, kBuy, kGtc, 99, 10), kSessionB);     // #2
   s.Send(Limit(7, 2, 1, kBuy, kGtc, 98, 10), 0xFFFF'FFFFu);  // #3
-  EXPECT_EQ(s.engine().FindOrder(1)->owner, kSessionA);
-  EXPECT_EQ(s.engine().FindOrder(2)->owner, kSessionB);
-  EXPECT_EQ(s.engine().FindOrder(3)->owner, 0xFFFF'FFFFu);
-  EXPECT_EQ(s.engine().FindOrderByClient(7, kSessionB, 1)->owner, kSessionB);
-  EXPECT_EQ(s.engine().FindOrderByClient(7, 0xFFFF'FFFFu, 2)->order_id, 3u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->owner, kSessionA);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(2))->owner, kSessionB);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(3))->owner, 0xFFFF'FFFFu);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), kSessionB,
+                                   codec::ClientOrderId(1))
+                ->owner,
+            kSessionB);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(7), 0xFFFF'FFFFu,
+                                   codec::ClientOrderId(2))
+                ->order_id.value(),
+            3u);
   // A replaced order keeps its owner, wherever it moves.
   s.Send(Replace(7, 1, 5, 97, 10), kSessionA);
-  EXPECT_EQ(s.engine().FindOrder(1)->owner, kSessionA);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->owner, kSessionA);
   std::vector<std::pair<std::uint64_t, OwnerTag>> seen;
   s.engine().ForEachLiveOrder([&](const OrderInfo& order) {
-    seen.emplace_back(order.order_id, order.owner);
+    seen.emplace_back(order.order_id.value(), order.owner);
   });
   EXPECT_THAT(seen,
               ElementsAre(std::pair<std::uint64_t, OwnerTag>{2, kSessionB},
@@ -1073,11 +1147,15 @@ TEST(Ownership, ClientKeysThatShareAHashTagAreToldApartByTheOwner) {
   constexpr std::uint64_t kCoid = 1001;
   const auto tag = [&](OwnerTag owner) {
     return static_cast<std::uint32_t>(
-        internal::HashClientKey(kAccount, owner, kCoid) >> 32);
+        internal::HashClientKey(codec::AccountId(kAccount), owner,
+                                codec::ClientOrderId(kCoid)) >>
+        32);
   };
   // The owner is part of the hash.
-  EXPECT_NE(internal::HashClientKey(kAccount, 1, kCoid),
-            internal::HashClientKey(kAccount, 2, kCoid));
+  EXPECT_NE(internal::HashClientKey(codec::AccountId(kAccount), 1,
+                                    codec::ClientOrderId(kCoid)),
+            internal::HashClientKey(codec::AccountId(kAccount), 2,
+                                    codec::ClientOrderId(kCoid)));
   // A birthday search over owners for two that collide on the tag.
   absl::flat_hash_map<std::uint32_t, OwnerTag> first_of_tag;
   OwnerTag a = 0;
@@ -1093,19 +1171,34 @@ TEST(Ownership, ClientKeysThatShareAHashTagAreToldApartByTheOwner) {
   ASSERT_NE(b, 0u) << "no tag collision found";
   Scenario s;
   s.Send(Limit(kAccount, kCoid, 1, kBuy, kGtc, 100, 10), a);  // #1
-  EXPECT_FALSE(s.engine().FindOrderByClient(kAccount, b, kCoid).has_value());
+  EXPECT_FALSE(s.engine()
+                   .FindOrderByClient(codec::AccountId(kAccount), b,
+                                      codec::ClientOrderId(kCoid))
+                   .has_value());
   EXPECT_THAT(s.Send(CancelClient(kAccount, kCoid), b),
               ElementsAre("Rejected acct=7 coid=1001 #0 CancelByClient "
                           "UnknownOrder"));
   EXPECT_THAT(s.Send(Limit(kAccount, kCoid, 1, kBuy, kGtc, 99, 10), b),
               ElementsAre("Accepted #2 acct=7 coid=1001 inst=1 Buy GTC px=99 "
                           "qty=10"));
-  EXPECT_EQ(s.engine().FindOrderByClient(kAccount, a, kCoid)->order_id, 1u);
-  EXPECT_EQ(s.engine().FindOrderByClient(kAccount, b, kCoid)->order_id, 2u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(kAccount), a,
+                                   codec::ClientOrderId(kCoid))
+                ->order_id.value(),
+            1u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(kAccount), b,
+                                   codec::ClientOrderId(kCoid))
+                ->order_id.value(),
+            2u);
   EXPECT_THAT(s.Send(CancelClient(kAccount, kCoid), a),
               ElementsAre("Cancelled #1 acct=7 coid=1001 inst=1 qty=10 "
                           "Requested"));
-  EXPECT_EQ(s.engine().FindOrderByClient(kAccount, b, kCoid)->order_id, 2u);
+  EXPECT_EQ(s.engine()
+                .FindOrderByClient(codec::AccountId(kAccount), b,
+                                   codec::ClientOrderId(kCoid))
+                ->order_id.value(),
+            2u);
 }
 
 // ---------------------------------------------------------------------------
@@ -1129,7 +1222,8 @@ TEST(Unauthorized, RejectedWithTheFieldsOfEachCommandKind) {
               ElementsAre("Rejected acct=7 coid=1002 #1 Replace "
                           "Unauthorized"));
   // Nothing changed and no id was consumed.
-  EXPECT_EQ(s.engine().FindOrder(1)->leaves_quantity, 10u);
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(1))->leaves_quantity.value(),
+            10u);
   EXPECT_THAT(s.Send(Limit(9, 5, 1, kBuy, kGtc, 90, 1)),
               ElementsAre("Accepted #2 acct=9 coid=5 inst=1 Buy GTC px=90 "
                           "qty=1"));
@@ -1144,7 +1238,7 @@ TEST(Engine, ANonCommandKindIsRefusedAndChangesNothing) {
   EXPECT_EQ(s.engine().RejectUnauthorized(report_kind, 0, out),
             ExecuteStatus::kNotACommand);
   EXPECT_TRUE(out.empty());
-  EXPECT_EQ(s.engine().next_order_id(), 1u);
+  EXPECT_EQ(s.engine().next_order_id().value(), 1u);
 }
 
 TEST(BookView, BestAndDepthGiveTotalQuantityAndOrderCountPerLevel) {
@@ -1155,27 +1249,28 @@ TEST(BookView, BestAndDepthGiveTotalQuantityAndOrderCountPerLevel) {
   s.Send(Limit(4, 1, 3, kBuy, kGtc, 99, 1));
   s.Send(Limit(5, 1, 3, kSell, kGtc, 103, 2));
   s.Send(Limit(6, 1, 3, kSell, kGtc, 101, 4));
-  const auto book = s.engine().Book(3);
+  const auto book = s.engine().Book(codec::InstrumentId(3));
   EXPECT_FALSE(book.empty());
-  EXPECT_EQ(book.instrument_id(), 3u);
+  EXPECT_EQ(book.instrument_id().value(), 3u);
   EXPECT_EQ(book.level_count(kBuy), 3u);
   EXPECT_EQ(book.level_count(kSell), 2u);
   LevelInfo levels[5];
   ASSERT_EQ(book.Depth(kBuy, std::span<LevelInfo>(levels, 2)), 2u);
-  EXPECT_EQ(levels[0].price, 100);
-  EXPECT_EQ(levels[0].quantity, 15u);
+  EXPECT_EQ(levels[0].price.value(), 100);
+  EXPECT_EQ(levels[0].quantity.value(), 15u);
   EXPECT_EQ(levels[0].order_count, 2u);
-  EXPECT_EQ(levels[1].price, 99);
-  EXPECT_EQ(levels[1].quantity, 1u);
+  EXPECT_EQ(levels[1].price.value(), 99);
+  EXPECT_EQ(levels[1].quantity.value(), 1u);
   ASSERT_EQ(book.Depth(kSell, levels), 2u);
-  EXPECT_EQ(levels[0].price, 101);
-  EXPECT_EQ(levels[1].price, 103);
+  EXPECT_EQ(levels[0].price.value(), 101);
+  EXPECT_EQ(levels[1].price.value(), 103);
   EXPECT_EQ(levels[1].order_count, 1u);
-  EXPECT_EQ(book.Best(kSell)->quantity, 4u);
-  EXPECT_TRUE(s.engine().Book(4).empty());
-  EXPECT_TRUE(s.engine().Book(0).empty());
-  EXPECT_EQ(s.engine().Book(5000).level_count(kBuy), 0u);
-  EXPECT_FALSE(s.engine().Book(5000).Best(kBuy).has_value());
+  EXPECT_EQ(book.Best(kSell)->quantity.value(), 4u);
+  EXPECT_TRUE(s.engine().Book(codec::InstrumentId(4)).empty());
+  EXPECT_TRUE(s.engine().Book(codec::InstrumentId(0)).empty());
+  EXPECT_EQ(s.engine().Book(codec::InstrumentId(5000)).level_count(kBuy), 0u);
+  EXPECT_FALSE(
+      s.engine().Book(codec::InstrumentId(5000)).Best(kBuy).has_value());
 }
 
 TEST(Engine, FindsLiveOrdersByBothKeysAndListsThemInBookOrder) {
@@ -1183,17 +1278,24 @@ TEST(Engine, FindsLiveOrdersByBothKeysAndListsThemInBookOrder) {
   s.Send(Limit(1, 11, 1, kBuy, kGtc, 100, 10));
   s.Send(Limit(2, 22, 1, kBuy, kGtc, 101, 5));
   s.Send(Limit(3, 33, 1, kSell, kPostOnly, 105, 7));
-  const auto by_id = s.engine().FindOrder(3);
+  const auto by_id = s.engine().FindOrder(codec::OrderId(3));
   ASSERT_TRUE(by_id.has_value());
-  EXPECT_EQ(by_id->account_id, 3u);
-  EXPECT_EQ(by_id->client_order_id, 33u);
+  EXPECT_EQ(by_id->account_id.value(), 3u);
+  EXPECT_EQ(by_id->client_order_id.value(), 33u);
   EXPECT_EQ(by_id->time_in_force, kPostOnly);
   EXPECT_EQ(by_id->side, kSell);
-  EXPECT_EQ(s.engine().FindOrderByClient(2, 0, 22)->order_id, 2u);
-  EXPECT_FALSE(s.engine().FindOrderByClient(2, 0, 11).has_value());
+  EXPECT_EQ(
+      s.engine()
+          .FindOrderByClient(codec::AccountId(2), 0, codec::ClientOrderId(22))
+          ->order_id.value(),
+      2u);
+  EXPECT_FALSE(
+      s.engine()
+          .FindOrderByClient(codec::AccountId(2), 0, codec::ClientOrderId(11))
+          .has_value());
   std::vector<std::uint64_t> ids;
   s.engine().ForEachLiveOrder(
-      [&](const OrderInfo& order) { ids.push_back(order.order_id); });
+      [&](const OrderInfo& order) { ids.push_back(order.order_id.value()); });
   EXPECT_THAT(ids, ElementsAre(2, 1, 3));
 }
 
@@ -1203,7 +1305,7 @@ TEST(Engine, ResetReturnsToTheStateOfANewEngine) {
   s.Send(Limit(2, 1, 1, kSell, kIoc, 100, 3));
   s.engine().Reset();
   EXPECT_EQ(s.engine().live_orders(), 0u);
-  EXPECT_TRUE(s.engine().Book(1).empty());
+  EXPECT_TRUE(s.engine().Book(codec::InstrumentId(1)).empty());
   EXPECT_TRUE(s.engine().CheckInvariants().ok());
   EXPECT_THAT(s.Send(Limit(1, 1, 1, kBuy, kGtc, 100, 10)),
               ElementsAre("Accepted #1 acct=1 coid=1 inst=1 Buy GTC px=100 "

@@ -44,20 +44,20 @@ TEST(Wl1, FirstCommandsMatchAHandComputationOfTheRecipe) {
     const codec::Command& c = commands[i];
     EXPECT_EQ(c.sequence, i + 1);
     ASSERT_EQ(c.kind, codec::Kind::kNewLimit) << i;
-    EXPECT_EQ(c.account_id, id) << i;
-    EXPECT_EQ(c.client_order_id, id) << i;
-    EXPECT_EQ(c.instrument_id, 1u) << i;
+    EXPECT_EQ(c.account_id.value(), id) << i;
+    EXPECT_EQ(c.client_order_id.value(), id) << i;
+    EXPECT_EQ(c.instrument_id.value(), 1u) << i;
     EXPECT_EQ(c.side, side) << i;
     EXPECT_EQ(c.time_in_force, tif) << i;
-    EXPECT_EQ(c.price, price) << i;
-    EXPECT_EQ(c.quantity, quantity) << i;
+    EXPECT_EQ(c.price.value(), price) << i;
+    EXPECT_EQ(c.quantity.value(), quantity) << i;
   };
   const auto expect_cancel = [&](std::size_t i, std::uint64_t id) {
     const codec::Command& c = commands[i];
     EXPECT_EQ(c.sequence, i + 1);
     ASSERT_EQ(c.kind, codec::Kind::kCancelByOrder) << i;
-    EXPECT_EQ(c.account_id, id) << i;
-    EXPECT_EQ(c.order_id, id) << i;
+    EXPECT_EQ(c.account_id.value(), id) << i;
+    EXPECT_EQ(c.order_id.value(), id) << i;
   };
   expect_limit(0, 1, kBuy, kGtc, 99985, 20);
   expect_cancel(1, 1);
@@ -78,7 +78,7 @@ TEST(Wl1, EngineOrderIdsEqualTheRecipesIds) {
     (void)engine->Execute(c, reports);
     if (c.kind == codec::Kind::kNewLimit) {
       ASSERT_EQ(reports[0].kind, codec::Kind::kAccepted);
-      ASSERT_EQ(reports[0].accepted.order_id, c.client_order_id);
+      ASSERT_EQ(reports[0].accepted.order_id, c.client_order_id.value());
     } else {
       // A cancel hits a live order or one that has traded away.
       ASSERT_TRUE(reports[0].kind == codec::Kind::kCancelled ||
@@ -123,13 +123,13 @@ TEST(Mixed, HasTheSpecifiedShape) {
     ++kinds[static_cast<std::size_t>(c.kind)];
     if (c.kind == codec::Kind::kNewLimit) {
       ++tifs[static_cast<std::size_t>(c.time_in_force)];
-      EXPECT_GE(c.instrument_id, 1u);
-      EXPECT_LE(c.instrument_id, 8u);
-      EXPECT_GE(c.account_id, 1u);
-      EXPECT_LE(c.account_id, 64u);
-      EXPECT_GE(c.quantity, 1u);
-      EXPECT_LE(c.quantity, 100u);
-      EXPECT_LT(std::abs(c.price - 100'000), 5'000);
+      EXPECT_GE(c.instrument_id.value(), 1u);
+      EXPECT_LE(c.instrument_id.value(), 8u);
+      EXPECT_GE(c.account_id.value(), 1u);
+      EXPECT_LE(c.account_id.value(), 64u);
+      EXPECT_GE(c.quantity.value(), 1u);
+      EXPECT_LE(c.quantity.value(), 100u);
+      EXPECT_LT(std::abs(c.price.value() - 100'000), 5'000);
     }
     reports.Clear();
     (void)engine->Execute(c, reports);

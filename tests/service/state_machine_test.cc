@@ -50,11 +50,11 @@ void ExpectAnswers(const codec::Command& command, codec::FrameView report) {
       EXPECT_TRUE(command.kind == Kind::kNewLimit ||
                   command.kind == Kind::kNewMarket);
       EXPECT_EQ(As<codec::Accepted>(report).client_order_id,
-                command.client_order_id);
+                command.client_order_id.value());
       break;
     case Kind::kReplaced:
       EXPECT_EQ(command.kind, Kind::kReplace);
-      EXPECT_EQ(As<codec::Replaced>(report).order_id, command.order_id);
+      EXPECT_EQ(As<codec::Replaced>(report).order_id, command.order_id.value());
       break;
     case Kind::kCancelled:
       EXPECT_TRUE(command.kind == Kind::kCancelByOrder ||
@@ -185,7 +185,7 @@ TEST(StateMachine, UnauthorizedFlagRejectsWithoutEffect) {
 TEST(StateMachine, RefusesRecordsItCannotApplyAndStaysUnchanged) {
   Machine m;
   ASSERT_TRUE(m.Apply(1, Frame(1, Limit(1, 1, codec::Side::kBuy, 10, 1))).ok());
-  const std::uint64_t orders = m.machine().engine().next_order_id();
+  const codec::OrderId orders = m.machine().engine().next_order_id();
 
   // An unknown flag bit.
   absl::Status s =

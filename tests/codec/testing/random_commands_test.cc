@@ -33,7 +33,7 @@ TEST(RandomCommandTest, PlausibleValuesAreInRangeAndAbsentFieldsAreZero) {
     const Kind kind = RandomKind(rng, kDecodeBenchMix);
     const Command c = RandomCommand(rng, kind, false);
     EXPECT_EQ(c.kind, kind);
-    EXPECT_GE(c.account_id, 1u);
+    EXPECT_GE(c.account_id.value(), 1u);
     const CommandRecipe& r = Info(kind).recipe;
     for (std::size_t s = 0; s < kCommandSlotCount; ++s) {
       if (r.mask[s] == 0) {
@@ -42,12 +42,12 @@ TEST(RandomCommandTest, PlausibleValuesAreInRangeAndAbsentFieldsAreZero) {
     }
     if (kind == Kind::kNewLimit || kind == Kind::kNewMarket) {
       EXPECT_TRUE(c.side == Side::kBuy || c.side == Side::kSell);
-      EXPECT_GE(c.quantity, 1u);
+      EXPECT_GE(c.quantity.value(), 1u);
     }
     if (kind == Kind::kNewLimit) {
       EXPECT_GE(static_cast<int>(c.time_in_force), 1);
       EXPECT_LE(static_cast<int>(c.time_in_force), 4);
-      EXPECT_GT(c.price, 0);
+      EXPECT_GT(c.price.value(), 0);
     }
   }
 }
