@@ -152,7 +152,8 @@ struct DecodeBatch {
 // until `out` is full, `bytes` is used up, or a frame is bad (then `error`
 // says why and `bytes` is that frame's offset). Hot path: no allocation, no
 // branch on the kind; two frames per step of the length chain, and AVX-512
-// VBMI where the CPU has it (command.cc explains). About 1.5 ns per frame.
+// VBMI where the CPU has it (command.cc explains). Figures: docs/BENCHMARKS.md,
+// Codec.
 [[nodiscard]] DecodeBatch DecodeCommands(std::span<const std::byte> bytes,
                                          std::span<Command> out) noexcept;
 
