@@ -15,6 +15,7 @@
 #ifndef ORDERWIRE_SERVICE_REPORT_HISTORY_H_
 #define ORDERWIRE_SERVICE_REPORT_HISTORY_H_
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,22 +29,26 @@ namespace orderwire::service {
 
 class ReportHistory {
  public:
+  // Capacities are rounded up to powers of two (a slot is then a mask, not
+  // a division, on every report). Precondition: both are at least 1.
   ReportHistory(std::size_t report_capacity, std::size_t command_capacity)
-      : frames_(report_capacity * kSlotSize),
-        sizes_(report_capacity),
-        command_first_report_(command_capacity) {}
+      : frames_(std::bit_ceil(report_capacity) * kSlotSize),
+        sizes_(std::bit_ceil(report_capacity)),
+        command_first_report_(std::bit_ceil(command_capacity)),
+        report_mask_(sizes_.size() - 1),
+        command_mask_(command_first_report_.size() - 1) {}
 
   // Records that command `command_sequence` begins; the next report
   // recorded will be `next_report`.
   void BeginCommand(std::uint64_t command_sequence,
                     std::uint64_t next_report) noexcept {
-    command_first_report_[command_sequence % command_first_report_.size()] = {
-        command_sequence, next_report};
+    command_first_report_[command_sequence & command_mask_] = {command_sequence,
+                                                               next_report};
   }
 
   // Keeps report `sequence` (sequences are recorded in order, 1, 2, ...).
   void Add(std::uint64_t sequence, std::span<const std::byte> frame) noexcept {
-    const std::size_t slot = sequence % sizes_.size();
+    const std::size_t slot = sequence & report_mask_;
     std::memcpy(frames_.data() + slot * kSlotSize, frame.data(), frame.size());
     sizes_[slot] = static_cast<std::uint8_t>(frame.size());
     if (first_ == 0) first_ = sequence;
@@ -54,8 +59,7 @@ class ReportHistory {
   // The first report of command `command_sequence`, if it is still known.
   [[nodiscard]] std::optional<std::uint64_t> FirstReportOf(
       std::uint64_t command_sequence) const noexcept {
-    const Entry& e =
-        command_first_report_[command_sequence % command_first_report_.size()];
+    const Entry& e = command_first_report_[command_sequence & command_mask_];
     if (e.command != command_sequence || e.report < first_ || first_ == 0) {
       return std::nullopt;
     }
@@ -66,7 +70,7 @@ class ReportHistory {
   [[nodiscard]] std::span<const std::byte> Get(
       std::uint64_t sequence) const noexcept {
     if (first_ == 0 || sequence < first_ || sequence >= next_) return {};
-    const std::size_t slot = sequence % sizes_.size();
+    const std::size_t slot = sequence & report_mask_;
     return {frames_.data() + slot * kSlotSize, sizes_[slot]};
   }
 
@@ -82,6 +86,8 @@ class ReportHistory {
   std::vector<std::byte> frames_;
   std::vector<std::uint8_t> sizes_;
   std::vector<Entry> command_first_report_;
+  std::size_t report_mask_;
+  std::size_t command_mask_;
   std::uint64_t first_ = 0;  // oldest report held (0: none yet)
   std::uint64_t next_ = 1;
 };

@@ -103,7 +103,6 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
     }
     group_allowed = allowed;
     ++group_count;
-    ++stats_.journaled[static_cast<std::uint8_t>(command.kind)];
     offset += size;
   }
   if (!Journal(*session, run.subspan(group_begin), group_count, receive_ns,
@@ -120,16 +119,15 @@ bool Sequencer::Journal(Session& session, std::span<const std::byte> frames,
                         std::uint32_t flags) {
   // Room in the pending ring first (back-pressure on the apply side).
   while (pending_size_ + count > pending_.size()) {
-    owner_.WaitForJournal();
-    if (writer_.failed()) return false;
+    if (!owner_.WaitForJournal()) return false;
   }
   while (true) {
     const journal::AppendStatus status =
         writer_.Append(frames, session.id, receive_ns, flags);
     if (status == journal::AppendStatus::kOk) break;
     if (status != journal::AppendStatus::kFull) return false;
-    owner_.WaitForJournal();  // back-pressure on the disk side
-    if (writer_.failed()) return false;
+    // Back-pressure on the disk side.
+    if (!owner_.WaitForJournal()) return false;
   }
   if (flags != 0) stats_.unauthorized += count;
   std::uint64_t index = writer_.last_index() - count + 1;
@@ -138,10 +136,10 @@ bool Sequencer::Journal(Session& session, std::span<const std::byte> frames,
     std::size_t tail = pending_head_ + pending_size_;
     if (tail >= pending_.size()) tail -= pending_.size();
     Pending& p = pending_[tail];
-    const std::size_t size =
-        codec::kKindTable[codec::LoadLE<std::uint8_t>(frames.data() + offset +
-                                                      codec::kKindOffset)]
-            .frame_size;
+    const auto kind = codec::LoadLE<std::uint8_t>(frames.data() + offset +
+                                                  codec::kKindOffset);
+    const std::size_t size = codec::kKindTable[kind].frame_size;
+    ++stats_.journaled[kind];
     p.index = index++;
     p.receive_ns = receive_ns;
     p.session_id = session.id;

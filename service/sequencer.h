@@ -17,7 +17,8 @@
 //
 // Back-pressure: when the journal has no free buffer or the pending ring is
 // full, Sequence() calls the owner's WaitForJournal(), which must make
-// progress (wait for the disk and apply what became durable).
+// progress (wait for the disk and apply what became durable). The pending
+// ring must hold at least one datagram's commands (kMinPending).
 //
 // Hot path: no allocation. The pending ring is allocated at construction.
 #ifndef ORDERWIRE_SERVICE_SEQUENCER_H_
@@ -48,8 +49,14 @@ struct Sequenced {
   std::uint64_t first_duplicate = 0;
   bool gap = false;  // a frame above the next sequence: SequenceGap is due
   std::size_t journaled = 0;    // frames appended to the journal
-  bool journal_failed = false;  // the writer failed: see its status()
+  bool journal_failed = false;  // the service cannot go on: stop
 };
+
+// The fewest pending commands the ring may hold: a whole datagram of the
+// smallest command frames.
+inline constexpr std::size_t kMinPending =
+    (codec::kMaxDatagramSize - codec::kDatagramHeaderSize) /
+    codec::kMinCommandFrameSize;
 
 struct SequencerStats {
   std::array<std::uint64_t, 5> refused{};      // by Admission
@@ -63,16 +70,19 @@ struct SequencerStats {
 class Sequencer {
  public:
   // Whoever owns the loop: called when the journal or the pending ring is
-  // full; must wait for the disk and apply what became durable.
+  // full; must wait for the disk and apply what became durable. Returns
+  // false when the service cannot go on (the journal failed, or a record
+  // was refused): the Sequencer then journals nothing more.
   class Backpressure {
    public:
-    virtual void WaitForJournal() = 0;
+    virtual bool WaitForJournal() = 0;
 
    protected:
     ~Backpressure() = default;
   };
 
-  // `config`, `writer` and `owner` must outlive the sequencer.
+  // `config`, `writer` and `owner` must outlive the sequencer. Precondition:
+  // max_pending >= kMinPending.
   Sequencer(const ServiceConfig& config, std::size_t max_pending,
             journal::JournalWriter& writer, Backpressure& owner);
 

@@ -75,7 +75,7 @@ class Service::Impl final : public Sequencer::Backpressure {
 
   absl::Status Start();
   absl::Status Run(const std::atomic<bool>& stop);
-  void WaitForJournal() override;
+  bool WaitForJournal() override;
   void RefreshStats() const;
 
   ServiceOptions options_;
@@ -129,6 +129,16 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
     ServiceOptions options) {
   if (absl::Status s = engine::ValidateConfig(options.config.engine); !s.ok()) {
     return s;
+  }
+  if (options.max_pending < kMinPending || options.report_history == 0 ||
+      options.command_history == 0 || options.batch == 0 ||
+      options.config.max_sessions == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "service options: max_pending %d (at least %d, one datagram of "
+        "commands), report_history %d, command_history %d, batch %d and "
+        "max_sessions %d (each at least 1)",
+        options.max_pending, kMinPending, options.report_history,
+        options.command_history, options.batch, options.config.max_sessions));
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   if (absl::Status s = impl->Start(); !s.ok()) return s;
@@ -260,6 +270,11 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
 
 void Service::Impl::ProcessDatagram(std::size_t slot,
                                     std::uint64_t receive_ns) {
+  // After a journal failure or a refused record nothing more is journaled
+  // or answered; Run() returns the error at the top of its loop.
+  if (writer_->failed() || !fatal_.ok()) [[unlikely]] {
+    return;
+  }
   const std::span<const std::byte> bytes = rx_.datagram(slot);
   ++datagrams_in_;
   bytes_in_ += bytes.size();
@@ -289,24 +304,29 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
         session.state >= 0
             ? &machine_.session(static_cast<std::uint32_t>(session.state))
             : machine_.Find(session.id);
-    std::optional<std::uint64_t> from;
-    if (state != nullptr) {
-      from = state->history.FirstReportOf(result.first_duplicate);
-    }
-    if (from.has_value()) {
-      ResendFrom(session, *from);
-    } else {
-      ++resend_unavailable_;
+    const bool applied =
+        state != nullptr && result.first_duplicate < state->next_expected;
+    // A duplicate of a command journaled but not yet applied needs nothing:
+    // its reports go out when it is durable.
+    if (applied) {
+      const std::optional<std::uint64_t> from =
+          state->history.FirstReportOf(result.first_duplicate);
+      if (from.has_value()) {
+        ResendFrom(session, *from);
+      } else {
+        ++resend_unavailable_;  // older than the history holds
+      }
     }
   }
   // After the run: the SequenceGap names the sequence expected now.
   if (result.gap) SendGap(session);
 }
 
-void Service::Impl::WaitForJournal() {
+bool Service::Impl::WaitForJournal() {
   ++backpressure_waits_;
   (void)writer_->Wait();
   ApplyDurable();
+  return !writer_->failed() && fatal_.ok();
 }
 
 Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
@@ -341,7 +361,9 @@ void Service::Impl::ApplyDurable() {
     }
     for (const Output& out : machine_.outputs()) {
       Session* target = SessionOfState(out.session);
-      if (target == nullptr) continue;  // recovered, never admitted
+      // Recovered from the journal and not heard from since: nowhere to
+      // send (the report is in the session's history for a resend).
+      if (target == nullptr || !target->pinned) continue;
       ++frames_out_[static_cast<std::uint8_t>(out.kind)];
       Emit(*target, out.frame);
     }

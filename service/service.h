@@ -75,7 +75,7 @@ struct ServiceStats {
   std::uint64_t datagrams_out = 0;
   std::uint64_t bytes_out = 0;
   std::uint64_t send_failures = 0;              // datagrams the kernel refused
-  std::array<std::uint64_t, 256> frames_in{};   // by kind, applied
+  std::array<std::uint64_t, 256> frames_in{};   // by kind, journaled
   std::array<std::uint64_t, 256> frames_out{};  // by kind, reports sent
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause
   std::array<std::uint64_t, 5> refused{};  // by Admission cause
@@ -85,7 +85,7 @@ struct ServiceStats {
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t sequence_gaps_sent = 0;
   std::uint64_t reports_resent = 0;
-  std::uint64_t resend_unavailable = 0;     // duplicate too old to answer
+  std::uint64_t resend_unavailable = 0;     // duplicate older than history
   std::array<std::uint64_t, 16> rejects{};  // by RejectReason
   std::uint64_t commands_applied = 0;
   std::uint64_t replayed = 0;            // records replayed at start-up

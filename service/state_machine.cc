@@ -26,19 +26,7 @@ const SessionState* StateMachine::Find(std::uint32_t id) const {
   return it == by_id_.end() ? nullptr : sessions_[it->second].get();
 }
 
-SessionState* StateMachine::SessionFor(std::uint32_t id,
-                                       std::uint64_t record_index,
-                                       absl::Status& error) {
-  if (const auto it = by_id_.find(id); it != by_id_.end()) {
-    return sessions_[it->second].get();
-  }
-  if (sessions_.size() >= options_.max_sessions) {
-    error = absl::ResourceExhaustedError(absl::StrFormat(
-        "journal record %d: session %d does not fit: the journal has more "
-        "sessions than max_sessions = %d",
-        record_index, id, options_.max_sessions));
-    return nullptr;
-  }
+SessionState* StateMachine::NewSession(std::uint32_t id) {
   // Once per session, when its first record is applied.
   const auto index = static_cast<std::uint32_t>(sessions_.size());
   sessions_.push_back(std::make_unique<SessionState>(SessionState{
@@ -71,17 +59,36 @@ absl::Status StateMachine::Apply(const Record& record) {
     return absl::DataLossError(absl::StrFormat(
         "journal record %d is not a whole command frame", record.index));
   }
-  absl::Status error;
-  SessionState* const submitter =
-      SessionFor(record.session_id, record.index, error);
-  if (submitter == nullptr) return error;
-  if (command.sequence != submitter->next_expected) {
+  // Everything is checked before anything changes: a refused record leaves
+  // the state as it was (a new session is created only once its first
+  // record is known to apply).
+  // Consecutive records are mostly of one session (a datagram's run): the
+  // last one saves the hash lookup.
+  SessionState* submitter = last_session_;
+  if (submitter == nullptr || submitter->id != record.session_id) {
+    const auto found = by_id_.find(record.session_id);
+    submitter =
+        found == by_id_.end() ? nullptr : sessions_[found->second].get();
+  }
+  const std::uint64_t expected =
+      submitter == nullptr ? 1 : submitter->next_expected;
+  if (command.sequence != expected) {
     return absl::DataLossError(absl::StrFormat(
         "journal record %d: session %d sequence %d, expected %d", record.index,
-        record.session_id, command.sequence, submitter->next_expected));
+        record.session_id, command.sequence, expected));
+  }
+  if (submitter == nullptr) {
+    if (sessions_.size() >= options_.max_sessions) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "journal record %d: session %d does not fit: the journal has more "
+          "sessions than max_sessions = %d",
+          record.index, record.session_id, options_.max_sessions));
+    }
+    submitter = NewSession(record.session_id);
   }
 
   // The record is applied from here on.
+  last_session_ = submitter;
   last_index_ = record.index;
   ++submitter->next_expected;
   ++stats_.records;

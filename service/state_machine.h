@@ -147,14 +147,14 @@ class StateMachine {
   }
 
  private:
-  SessionState* SessionFor(std::uint32_t id, std::uint64_t record_index,
-                           absl::Status& error);
+  SessionState* NewSession(std::uint32_t id);
 
   StateMachineOptions options_;
   std::unique_ptr<engine::Engine> engine_;
   engine::ReportBuffer reports_{1 << 12};
   std::vector<std::unique_ptr<SessionState>> sessions_;  // by index
   absl::flat_hash_map<std::uint32_t, std::uint32_t> by_id_;
+  SessionState* last_session_ = nullptr;  // of the last record applied
   // Outputs of the last Apply and their numbered frames.
   std::vector<Output> outputs_;
   std::size_t output_count_ = 0;

@@ -53,6 +53,7 @@
 #include "net/client.h"
 #include "net/udp.h"
 #include "service/record_flags.h"
+#include "service/sequencer.h"
 #include "service/service_config.h"
 #include "service/session_table.h"
 #include "service/state_machine.h"
@@ -487,6 +488,117 @@ TEST(ServiceEndToEnd, AGapIsAnsweredWithSequenceGapAndRecoveredByResending) {
   EXPECT_EQ(stats.commands_applied, 5u);
   ExpectJournalHolds(ReplayJournal(dir.Sub("journal"), engine::EngineConfig{}),
                      kSession, commands);
+}
+
+TEST(ServiceEndToEnd, ANewSessionWhoseFirstFrameIsNotOneGetsSequenceGapOne) {
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  constexpr std::uint32_t kSession = 61;
+  const codec::NewLimit order = Limit(1, 1, 9, Side::kBuy, 100, 1);
+  client.Send(kSession, {Frame(3, order)});
+  std::vector<Bytes> reports = client.Frames(kSession, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FRAME_EQ(reports[0], Frame(0, codec::SequenceGap{1}));
+  client.Send(kSession, {Frame(1, order)});
+  reports = client.Frames(kSession, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FRAME_EQ(reports[0], AcceptedFor(1, 1, order));
+  ASSERT_TRUE(service->Stop().ok());
+  EXPECT_EQ(service->final_stats().commands_applied, 1u);
+}
+
+// docs/PROTOCOL.md "The applied run": a frame below the expected sequence
+// after the run ends it; that frame and the rest of the datagram are
+// dropped (never journaled inside the run).
+TEST(ServiceEndToEnd, ADuplicateAfterTheRunEndsItAndDropsTheRest) {
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  constexpr std::uint32_t kSession = 62;
+  std::vector<codec::NewLimit> orders;
+  std::vector<Bytes> commands;
+  for (std::uint64_t i = 1; i <= 4; ++i) {
+    orders.push_back(Limit(1, 300 + i, 9, Side::kSell,
+                           7000 + static_cast<std::int64_t>(i), i));
+    commands.push_back(Frame(i, orders.back()));
+  }
+  client.Send(kSession, {commands[0], commands[1]});
+  ASSERT_EQ(client.Frames(kSession, 2).size(), 2u);
+  // 3 (the run), then 2 (a duplicate: ends the run), then 4 (dropped).
+  client.Send(kSession, {commands[2], commands[1], commands[3]});
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.commands_applied == 3; }));
+  // 3's Accepted, and the resend of 2's reports (its Accepted, report 2).
+  std::vector<Bytes> reports = client.Drain(kSession, 100);
+  bool saw_three = false;
+  for (const Bytes& r : reports) {
+    if (SequenceOf(r) == 3) {
+      EXPECT_FRAME_EQ(r, AcceptedFor(3, 3, orders[2]));
+      saw_three = true;
+    }
+    EXPECT_LE(SequenceOf(r), 3u) << "4 was applied";
+  }
+  EXPECT_TRUE(saw_three);
+  // 4 is still expected.
+  client.Send(kSession, {commands[3]});
+  reports = client.Frames(kSession, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FRAME_EQ(reports[0], AcceptedFor(4, 4, orders[3]));
+  ASSERT_TRUE(service->Stop().ok());
+  const ServiceStats& stats = service->final_stats();
+  EXPECT_EQ(stats.commands_applied, 4u);
+  EXPECT_EQ(stats.duplicates, 1u);
+  ExpectJournalHolds(ReplayJournal(dir.Sub("journal"), engine::EngineConfig{}),
+                     kSession, commands);
+}
+
+// docs/PROTOCOL.md: at most one SequenceGap per session per round trip for
+// the same expected sequence.
+TEST(ServiceEndToEnd, SequenceGapIsNotRepeatedWithinARoundTrip) {
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  constexpr std::uint32_t kSession = 63;
+  const codec::NewLimit order = Limit(1, 1, 9, Side::kBuy, 100, 1);
+  // Five datagrams that each reveal the same gap, back to back (well within
+  // the 2 ms repeat interval).
+  std::vector<Bytes> datagrams;
+  for (int i = 0; i < 5; ++i) {
+    datagrams.push_back(Datagram(kSession, {Frame(2, order)}));
+  }
+  for (const Bytes& d : datagrams) client.Send(d);
+  ASSERT_TRUE(
+      service->WaitFor([](const ServiceStats& s) { return s.gaps == 5; }));
+  const std::vector<Bytes> reports = client.Drain(kSession, 50);
+  ASSERT_TRUE(service->Stop().ok());
+  const ServiceStats& stats = service->final_stats();
+  EXPECT_EQ(stats.gaps, 5u);
+  // Scheduling can stretch five sends over more than 2 ms on a loaded
+  // machine, but never so that each gets its own report.
+  EXPECT_GE(stats.sequence_gaps_sent, 1u);
+  EXPECT_LT(stats.sequence_gaps_sent, 5u);
+  EXPECT_EQ(reports.size(), stats.sequence_gaps_sent);
+}
+
+TEST(ServiceEndToEnd, OptionsThatCannotWorkAreRefusedAtStart) {
+  ScratchDir dir;
+  ServiceOptions options =
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone);
+  options.max_pending = kMinPending - 1;
+  const auto service = Service::Start(options);
+  ASSERT_FALSE(service.ok());
+  EXPECT_EQ(service.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(service.status().message().find("max_pending"), std::string::npos);
+  options = TestOptions(dir.Sub("journal"), journal::Durability::kNone);
+  options.report_history = 0;
+  EXPECT_FALSE(Service::Start(options).ok());
 }
 
 // ---------------------------------------------------------------------------

@@ -219,6 +219,22 @@ TEST(StateMachine, RefusesRecordsItCannotApplyAndStaysUnchanged) {
   EXPECT_TRUE(m.Apply(1, Frame(2, Limit(1, 2, codec::Side::kBuy, 10, 1))).ok());
 }
 
+TEST(StateMachine, ARefusedFirstRecordOfASessionCreatesNothing) {
+  Machine m;
+  // Session 9's first record must carry sequence 1.
+  const absl::Status s =
+      m.Apply(9, Frame(2, Limit(1, 1, codec::Side::kBuy, 10, 1)));
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  EXPECT_EQ(m.machine().session_count(), 0u);
+  EXPECT_EQ(m.machine().Find(9), nullptr);
+  EXPECT_EQ(m.machine().last_index(), 0u);
+  // The session that does apply first gets dense index (owner tag) 0.
+  m.set_next_index(1);
+  ASSERT_TRUE(m.Apply(5, Frame(1, Limit(1, 1, codec::Side::kBuy, 10, 1))).ok());
+  ASSERT_NE(m.machine().Find(5), nullptr);
+  EXPECT_EQ(m.machine().Find(5)->index, 0u);
+}
+
 TEST(StateMachine, SessionsBeyondTheCapAreRefused) {
   StateMachineOptions options;
   options.max_sessions = 2;
