@@ -76,8 +76,9 @@ class Strong {
   [[nodiscard]] constexpr Rep value() const noexcept { return value_; }
 
   friend constexpr bool operator==(Strong, Strong) noexcept = default;
-  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 sees the 0 that a
-  // defaulted <=> compares its result with (a known false positive).
+  // clang-tidy 14 sees the 0 that a defaulted <=> compares its result with
+  // (a known false positive of modernize-use-nullptr).
+  // NOLINTNEXTLINE(modernize-use-nullptr)
   friend constexpr auto operator<=>(Strong, Strong) noexcept = default;
 
   // Quantity arithmetic (unsigned: wraps like the Rep; the engine subtracts
