@@ -82,6 +82,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "base/clock.h"
 #include "base/latency_histogram.h"
 #include "codec/datagram.h"
 #include "codec/wire.h"
@@ -101,11 +102,7 @@ constexpr unsigned kMultishotBuffers = 512;  // a power of two
 constexpr unsigned kMultishotBufferSize = 2048;
 constexpr std::size_t kHeaderOnly = codec::kDatagramHeaderSize;
 
-std::int64_t WallNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+std::int64_t WallNs() { return base::MonotonicNs(); }
 
 std::int64_t ThreadCpuNs() {
   timespec ts;

@@ -31,6 +31,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "base/clock.h"
 #include "cli/book_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -136,12 +137,7 @@ const CommandSpec kReplaySpec{
               {"config", "FILE", "", "service (or engine) configuration"}},
 };
 
-std::uint64_t RealtimeNs() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
+using base::RealtimeNs;
 
 double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();

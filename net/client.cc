@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "absl/strings/str_format.h"
+#include "base/clock.h"
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
@@ -16,11 +17,7 @@
 namespace orderwire::net {
 namespace {
 
-std::int64_t NowNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+std::int64_t NowNs() { return base::MonotonicNs(); }
 
 // What the primary report of a command must say.
 absl::Status CheckPrimary(const codec::Command& command,

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "base/clock.h"
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
@@ -23,18 +24,8 @@
 namespace orderwire::service {
 namespace {
 
-std::int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-std::uint64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000 +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
+using base::MonotonicNs;
+using base::RealtimeNs;
 
 // A SequenceGap is sent at most once per session per this long, unless the
 // client has answered the previous one (a round trip on loopback is tens of

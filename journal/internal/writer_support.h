@@ -13,6 +13,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "base/clock.h"
 
 namespace orderwire::journal::internal {
 
@@ -28,18 +29,8 @@ inline constexpr std::uint32_t kTagPrepDirSync = 6;
 inline constexpr std::uint32_t kZeroChunk = 1u << 20;
 inline constexpr std::uint32_t kZeroWritesInFlight = 2;
 
-inline std::int64_t MonotonicNs() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-inline std::uint64_t RealtimeNs() noexcept {
-  timespec ts{};
-  ::clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
+using base::MonotonicNs;
+using base::RealtimeNs;
 
 // "<strerror> (errno <err>)".
 std::string ErrnoText(int err);
