@@ -106,7 +106,8 @@ struct WriterOptions {
   IoBackend backend = IoBackend::kAuto;
   // Pre-zero new segments under kBatch and kSync.
   bool prezero = true;
-  // Tests only: rewrites I/O results (see internal/io_queue.h).
+  // Tests only: sees every I/O op and completion of the writer's queue and
+  // may rewrite results (see internal/io_queue.h). Null: no wrapper, no cost.
   internal::IoFaults* faults = nullptr;
 };
 

@@ -223,10 +223,17 @@ class FaultyQueue final : public IoQueue {
     }
     if (op.link) linked_from_ = op.user_data;
     ops_[op.user_data] = op;
+    faults_->Pushed(op);
     return true;
   }
 
-  int Submit() noexcept override { return inner_->Submit(); }
+  int Submit() noexcept override {
+    const int ret = inner_->Submit();
+    // A link does not reach into the next batch (see IoFaults::Submitted).
+    linked_from_.reset();
+    faults_->Submitted();
+    return ret;
+  }
 
   int Reap(std::span<IoCompletion> out, bool wait) noexcept override {
     const int n = inner_->Reap(out, wait);
@@ -238,6 +245,7 @@ class FaultyQueue final : public IoQueue {
       ops_.erase(it);
       if (cancelled_.erase(c.user_data) > 0) {
         if (c.result >= 0) c.result = -ECANCELED;
+        faults_->Completed(op, c.result);
         continue;
       }
       const std::int32_t before = c.result;
@@ -256,6 +264,7 @@ class FaultyQueue final : public IoQueue {
         }
       }
       follower_.erase(c.user_data);
+      faults_->Completed(op, c.result);
     }
     return n;
   }

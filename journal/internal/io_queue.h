@@ -13,8 +13,9 @@
 //   after a failed or short write completes with -ECANCELED), and queues
 //   their completions. It blocks the caller for the duration of the I/O.
 //
-// FaultyQueue wraps either and rewrites chosen completions, so tests can
-// inject -EAGAIN, short writes and I/O errors.
+// FaultyQueue wraps either and passes every op and completion through an
+// IoFaults, so tests can inject -EAGAIN, short writes and I/O errors, and
+// record what was written and synced when (tests/journal/io_recorder.h).
 #ifndef ORDERWIRE_JOURNAL_INTERNAL_IO_QUEUE_H_
 #define ORDERWIRE_JOURNAL_INTERNAL_IO_QUEUE_H_
 
@@ -80,18 +81,39 @@ absl::StatusOr<std::unique_ptr<IoQueue>> MakeUringQueue(unsigned entries);
 // The blocking fallback, holding up to `entries` queued ops.
 std::unique_ptr<IoQueue> MakeBlockingQueue(unsigned entries);
 
-// Test hook: decides the result the writer sees for a completed op.
+// Test hook, installed with WriterOptions::faults: sees every op the writer
+// pushes and every completion it reaps, and decides the result the writer
+// sees. Without one the writer's queue is not wrapped, so none of this costs
+// anything. Every method has a default that does nothing (Rewrite: keeps the
+// result); a fault injector overrides Rewrite, a recorder the other two.
 class IoFaults {
  public:
   virtual ~IoFaults() = default;
+  // Called for every op the wrapped queue accepted, in push order, before it
+  // is submitted. op.fd is open during the call, so a recorder may fstat()
+  // it (which file) or fcntl(F_GETFL) it (O_DSYNC, O_SYNC, O_DIRECT), and
+  // op.data holds the bytes the write will put down.
+  virtual void Pushed(const IoOp& /*op*/) {}
+  // Called after each Submit() of the wrapped queue. An op's `link` does not
+  // reach across a submission: io_uring ends a chain at the end of the
+  // batch, so the op pushed after the next Submitted() is not linked.
+  virtual void Submitted() {}
   // Called for every completion of the wrapped queue with the op and its
   // real result; returns the result to report. A write's data has been
   // written either way, so reporting -EAGAIN or a short count makes the
   // writer write the same bytes again, which is harmless.
-  virtual std::int32_t Rewrite(const IoOp& op, std::int32_t result) = 0;
+  virtual std::int32_t Rewrite(const IoOp& /*op*/, std::int32_t result) {
+    return result;
+  }
+  // Called for every completion with the result the writer will see (after
+  // Rewrite, or -ECANCELED for an op whose linked predecessor was rewritten
+  // to a failure), in the order the writer sees them and before it handles
+  // them: whatever durable_index() says afterwards follows from the
+  // completions reported so far.
+  virtual void Completed(const IoOp& /*op*/, std::int32_t /*result*/) {}
 };
 
-// Wraps `inner`, passing completions through `faults`. When a write's
+// Wraps `inner`, passing ops and completions through `faults`. When a write's
 // result is rewritten to an error or a short count, the op linked behind it
 // is reported as -ECANCELED, as io_uring would. For tests (allocates).
 std::unique_ptr<IoQueue> MakeFaultyQueue(std::unique_ptr<IoQueue> inner,

@@ -146,7 +146,11 @@ TEST_P(CrashTest, EveryIndexReportedDurableSurvivesSigkill) {
                  << " does not support O_DIRECT";
   }
   const WriterOptions options = CrashOptions(dir.path(), durability, method);
-  codec::testing::SplitMix64 rng(static_cast<std::uint64_t>(::time(nullptr)));
+  const std::uint64_t seed = testing::TestSeed();
+  SCOPED_TRACE(::testing::Message()
+               << "seed " << seed << " (rerun with ORDERWIRE_TEST_SEED=" << seed
+               << ")");
+  codec::testing::SplitMix64 rng(seed);
   int torn = 0;
   std::uint64_t previous_last = 0;
   for (int iteration = 0; iteration < 10; ++iteration) {

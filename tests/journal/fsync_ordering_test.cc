@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -213,6 +214,56 @@ TEST(FsyncOrderingTest, TheBlockingQueueCancelsWhatIsLinkedBehindAFailure) {
   EXPECT_EQ(c[1].result, -ECANCELED);
   EXPECT_EQ(c[2].result, static_cast<int>(kChunk));
   EXPECT_EQ(c[3].result, 0);
+  ::close(fd);
+}
+
+// The I/O seam (IoFaults) sees every op when pushed, each Submit(), and
+// every completion with the result the writer will see: a rewritten write
+// and the -ECANCELED of the fdatasync linked behind it.
+TEST(FsyncOrderingTest, TheFaultSeamReportsEveryOpAndTheResultTheWriterSees) {
+  struct Seen : internal::IoFaults {
+    std::vector<std::string> events;
+    void Pushed(const IoOp& op) override {
+      events.push_back("push " + std::to_string(op.user_data) +
+                       (op.dsync ? " dsync" : "") + (op.link ? " link" : ""));
+    }
+    void Submitted() override { events.push_back("submit"); }
+    std::int32_t Rewrite(const IoOp& op, std::int32_t result) override {
+      return op.user_data == 1 ? -EIO : result;
+    }
+    void Completed(const IoOp& op, std::int32_t result) override {
+      events.push_back("done " + std::to_string(op.user_data) + " " +
+                       std::to_string(result));
+    }
+  } seen;
+  auto queue = internal::MakeFaultyQueue(internal::MakeBlockingQueue(8), &seen);
+  AlignedBuffer buf(kChunk);
+  ScratchDir dir;
+  const int fd = ::open(dir.Sub("f").c_str(), O_CREAT | O_RDWR, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(queue->Push(IoOp{.code = OpCode::kWrite,
+                               .fd = fd,
+                               .data = buf.data,
+                               .length = kChunk,
+                               .link = true,
+                               .user_data = 1}));
+  ASSERT_TRUE(
+      queue->Push(IoOp{.code = OpCode::kFdatasync, .fd = fd, .user_data = 2}));
+  ASSERT_TRUE(queue->Push(IoOp{.code = OpCode::kWrite,
+                               .fd = fd,
+                               .data = buf.data,
+                               .length = kChunk,
+                               .dsync = true,
+                               .user_data = 3}));
+  ASSERT_EQ(queue->Submit(), 0);
+  IoCompletion c[3];
+  ASSERT_EQ(queue->Reap(c, true), 3);
+  EXPECT_EQ(c[0].result, -EIO);
+  EXPECT_EQ(c[1].result, -ECANCELED);
+  EXPECT_EQ(c[2].result, static_cast<int>(kChunk));
+  EXPECT_EQ(seen.events, (std::vector<std::string>{
+                             "push 1 link", "push 2", "push 3 dsync", "submit",
+                             "done 1 -5", "done 2 -125", "done 3 4096"}));
   ::close(fd);
 }
 

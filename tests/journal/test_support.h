@@ -5,11 +5,14 @@
 #define ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
 
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <functional>
 #include <span>
@@ -135,6 +138,27 @@ inline std::vector<std::string> SegmentPaths(const std::string& dir) {
   }
   std::sort(paths.begin(), paths.end());
   return paths;
+}
+
+// The seed of a randomized test: $ORDERWIRE_TEST_SEED when set (to rerun a
+// failure), else the clock. Printed, with the way to rerun it, so that a
+// failure can be reproduced; also attach it to failures with SCOPED_TRACE.
+inline std::uint64_t TestSeed() {
+  std::uint64_t seed = 0;
+  if (const char* env = std::getenv("ORDERWIRE_TEST_SEED");
+      env != nullptr && *env != '\0') {
+    seed = std::strtoull(env, nullptr, 0);
+  } else {
+    timespec ts{};
+    ::clock_gettime(CLOCK_REALTIME, &ts);
+    seed = static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+  }
+  std::printf("seed %llu (rerun with ORDERWIRE_TEST_SEED=%llu)\n",
+              static_cast<unsigned long long>(seed),
+              static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
+  return seed;
 }
 
 // Rewrites completions by a rule given as a function (tests only).
