@@ -68,7 +68,9 @@ const CommandSpec kServeSpec{
              "print a line of counters every S seconds (0: only at exit)"},
             {"stats-json", "FILE", "",
              "write every counter as JSON to FILE (each interval and at exit)"},
-            {"quiet", "", "", "no start-up banner"},
+            {"quiet", "", "",
+             "no start-up banner (a torn tail cut off at "
+             "recovery is still reported)"},
         },
 };
 
@@ -133,7 +135,21 @@ absl::Status Serve(const Args& args) {
       service::Service::Start(std::move(options));
   if (!service.ok()) return service.status();
   service_ptr = service->get();
-  if (!args.Bool("quiet")) {
+  // The counters file is written once now: a path that cannot be written
+  // is an error at start, not a silent gap later.
+  if (!stats_json.empty()) {
+    if (absl::Status s = WriteStatsJson(stats_json, **service); !s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("--stats-json %s: %s", stats_json, s.message()));
+    }
+  }
+  if (args.Bool("quiet")) {
+    // No banner, but what recovery repaired is never hidden.
+    if (!(*service)->startup_warning().empty()) {
+      std::fprintf(stderr, "orderwire serve: %s\n",
+                   (*service)->startup_warning().c_str());
+    }
+  } else {
     std::fprintf(stderr, "orderwire serve: listening on %s\n  %s\n  %s\n",
                  (*service)->local_endpoint().ToString().c_str(),
                  (*service)->startup_report().c_str(),

@@ -98,6 +98,7 @@ class Service::Impl final : public Sequencer::Backpressure {
   mutable ServiceStats stats_;
   absl::Status fatal_;  // a record the StateMachine refused: stop
   std::string startup_report_;
+  std::string startup_warning_;
   std::int64_t now_ns_ = 0;
 
  private:
@@ -148,6 +149,9 @@ const StateMachine& Service::state() const { return impl_->machine_; }
 const std::string& Service::startup_report() const {
   return impl_->startup_report_;
 }
+const std::string& Service::startup_warning() const {
+  return impl_->startup_warning_;
+}
 
 absl::Status Service::Impl::Start() {
   absl::StatusOr<std::unique_ptr<journal::JournalWriter>> writer =
@@ -164,6 +168,7 @@ absl::Status Service::Impl::Start() {
       journal::Name(writer_->durability()));
   if (recovery.torn_tail) {
     absl::StrAppendFormat(&startup_report_, "\n  %s", recovery.message);
+    startup_warning_ = recovery.message;
   }
 
   // Restart: every record through the StateMachine, as the live loop

@@ -124,6 +124,9 @@ class Service {
   [[nodiscard]] std::string StatsJson() const;
   // What Start() recovered and replayed, for the start-up banner.
   [[nodiscard]] const std::string& startup_report() const;
+  // What Start() had to repair (a torn tail it cut off), empty if nothing:
+  // an operator must see it even when the banner is off.
+  [[nodiscard]] const std::string& startup_warning() const;
 
  private:
   class Impl;

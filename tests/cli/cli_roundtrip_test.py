@@ -453,6 +453,11 @@ EXIT_CASES = [
                "--config", "/nonexistent/ow.conf"], b"", 1, "cannot open"),
     ("serve", ["--journal", "{tmp}/file/j", "--listen", "127.0.0.1:{port}",
                "--quiet"], b"", 1, ""),
+    # A counters file that cannot be written is an error at start, not a
+    # silent gap while the service runs.
+    ("serve", ["--journal", "{tmp}/j-stats", "--listen", "127.0.0.1:{port}",
+               "--stats-json", "/nonexistent/dir/stats.json"], b"", 1,
+     "--stats-json /nonexistent/dir/stats.json"),
     # submit
     ("submit", ["--help"], b"", 0, ""),
     ("submit", ["--count", "x"], b"", 2, "--session ID is required"),

@@ -976,6 +976,10 @@ TEST(ServiceEndToEnd, ARestartRecoversSessionsAndReportsFromTheJournal) {
   auto service = RunningService::Start(
       TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
   ASSERT_NE(service, nullptr);
+  // The counters show the recovered session before it is heard from.
+  EXPECT_TRUE(service->WaitFor([](const ServiceStats& s) {
+    return s.sessions == 1 && s.replayed == 2;
+  })) << "the counters after a restart do not show the recovered session";
   TestClient client(service->endpoint());  // a new port: pinned afresh
   // A retransmission of command 2 gets its reports again, from history
   // rebuilt by the replay: the same bytes as the first time.
