@@ -23,6 +23,7 @@ Standard library only.
 import json
 import os
 import random
+import select
 import socket
 import struct
 import subprocess
@@ -529,6 +530,41 @@ class ExitStatus(unittest.TestCase):
         for line in ("0  success", "1  failure", "2  usage error"):
             self.assertIn(line, text)
         self.assertEqual(run([], b"").stdout, b"")
+
+
+class ServeQuiet(unittest.TestCase):
+    """`serve --quiet` drops the banner, never the news that recovery cut a
+    torn tail off the journal."""
+
+    def test_a_torn_tail_is_reported_even_when_quiet(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = os.path.join(tmp, "j")
+            frames = run(["gen", "--workload", "mixed", "--count", "1000",
+                          "--seed", "1"], b"").stdout
+            written = run(["journal", "write", "--journal", journal], frames)
+            self.assertEqual(written.returncode, 0, written.stderr)
+            inspect = run(["journal", "inspect", journal], b"").stdout.decode()
+            used = int(inspect.split("(to offset ")[1].split(")")[0])
+            segment = os.path.join(journal, sorted(
+                f for f in os.listdir(journal) if f.endswith(".owj"))[-1])
+            # Cut the last group short: a write the crash interrupted.
+            os.truncate(segment, used - 4000)
+            server = subprocess.Popen(
+                [ORDERWIRE, "serve", "--journal", journal, "--listen",
+                 "127.0.0.1:%d" % free_udp_port(), "--quiet"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+            try:
+                # The first line, if any comes within 10 s (a server that
+                # says nothing must fail this test, not hang it).
+                ready, _, _ = select.select([server.stderr], [], [], 10)
+                first = server.stderr.readline().decode() if ready else ""
+            finally:
+                server.send_signal(2)  # SIGINT: a clean stop
+                _, rest = server.communicate(timeout=30)
+            self.assertIn("torn tail", first)
+            self.assertNotIn("listening on", first + rest.decode())
+            self.assertEqual(server.returncode, 0)
 
 
 def main():
