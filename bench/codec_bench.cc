@@ -339,7 +339,7 @@ void BM_FrameWalk(benchmark::State& state) {
     std::size_t pos = 0;
     std::size_t frames = 0;
     while (pos + kFrameHeaderSize <= bytes.size()) {
-      const std::size_t size = internal::kCommandFrameSize[LoadLE<std::uint8_t>(
+      const std::size_t size = kCommandFrameSize[LoadLE<std::uint8_t>(
           bytes.data() + pos + kKindOffset)];
       if (size == 0) [[unlikely]] {
         break;

@@ -58,7 +58,7 @@ static_assert(kSizeCancelByOrder == kSizeCancelByClient,
 constexpr std::uint64_t PackedSizes(std::uint64_t bias) {
   std::uint64_t packed = 0;
   for (unsigned k = 0; k < 8; ++k) {
-    packed |= (internal::kCommandFrameSize[k] + bias) << (8 * k);
+    packed |= (kCommandFrameSize[k] + bias) << (8 * k);
   }
   return packed;
 }
@@ -105,7 +105,7 @@ template <typename DecodeOne>
   // pair loop, which needs no prediction.
   if (static_cast<std::size_t>(end - p) >= kLookahead) {
     const std::uint8_t run_kind = kind_at(p);
-    const std::size_t run_size = internal::kCommandFrameSize[run_kind];
+    const std::size_t run_size = kCommandFrameSize[run_kind];
     if (run_size != 0 && kind_at(p + run_size) == run_kind) {
       while (static_cast<std::size_t>(end - p) >= 64 + run_size &&
              n < out.size() && kind_at(p) == run_kind) {
@@ -132,12 +132,12 @@ template <typename DecodeOne>
     const std::uint64_t high = Select(k1 == 5, pair_replace, pair_cancel);
     const std::uint64_t pair = Select(k1 <= 2, low, high);
 
-    const std::size_t s1 = internal::kCommandFrameSize[k1];
+    const std::size_t s1 = kCommandFrameSize[k1];
     if (s1 == 0) [[unlikely]]
       break;
     const std::byte* const p2 = p + s1;
     const std::uint8_t k2 = kind_at(p2);
-    if (internal::kCommandFrameSize[k2] == 0) [[unlikely]]
+    if (kCommandFrameSize[k2] == 0) [[unlikely]]
       break;
     decode_one(p, k1, &out[n]);
     decode_one(p2, k2, &out[n + 1]);
@@ -211,7 +211,7 @@ static_assert(std::is_standard_layout_v<Command> && sizeof(Command) <= 64);
 constexpr std::array<PermuteRecipe, 8> kPermuteRecipes = [] {
   std::array<PermuteRecipe, 8> recipes{};
   for (std::size_t kind = 0; kind < recipes.size(); ++kind) {
-    if (internal::kCommandFrameSize[kind] == 0) continue;
+    if (kCommandFrameSize[kind] == 0) continue;
     PermuteRecipe& r = recipes[kind];
     const CommandRecipe& scalar = kKindTable[kind].recipe;
     const auto place = [&](std::size_t at, std::size_t from) {
@@ -247,7 +247,7 @@ struct EncodeRecipe {
 constexpr std::array<EncodeRecipe, 8> kEncodeRecipes = [] {
   std::array<EncodeRecipe, 8> recipes{};
   for (std::size_t kind = 0; kind < recipes.size(); ++kind) {
-    const std::size_t size = internal::kCommandFrameSize[kind];
+    const std::size_t size = kCommandFrameSize[kind];
     if (size == 0) continue;
     EncodeRecipe& r = recipes[kind];
     std::uint64_t covered = 0;
@@ -301,7 +301,7 @@ EncodeCommandsVbmi(std::span<const Command> commands,
   EncodeBatch batch{0, 0, CodecError::kOk};
   for (const Command& command : commands) {
     const std::size_t size =
-        internal::kCommandFrameSize[static_cast<std::uint8_t>(command.kind)];
+        kCommandFrameSize[static_cast<std::uint8_t>(command.kind)];
     if (size == 0 || out.size() - batch.bytes < size) [[unlikely]] {
       batch.error =
           size == 0 ? CodecError::kNotACommand : CodecError::kBufferTooSmall;
@@ -412,7 +412,7 @@ EncodeBatch EncodeCommands(std::span<const Command> commands,
 Result<std::size_t> EncodeCommand(const Command& command,
                                   std::span<std::byte> out) noexcept {
   const std::size_t size =
-      internal::kCommandFrameSize[static_cast<std::uint8_t>(command.kind)];
+      kCommandFrameSize[static_cast<std::uint8_t>(command.kind)];
   if (size == 0) [[unlikely]]
     return CodecError::kNotACommand;
   if (out.size() < size) [[unlikely]]

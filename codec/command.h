@@ -63,18 +63,6 @@ static_assert(sizeof(Command) == 56);
 
 namespace internal {
 
-// The frame sizes of the command kinds only (0 for every other byte): the
-// one table the bulk decoder touches per frame. Derived from kKindTable.
-inline constexpr std::array<std::uint8_t, 256> kCommandFrameSize = [] {
-  std::array<std::uint8_t, 256> sizes{};
-  for (std::size_t i = 0; i < 256; ++i) {
-    if (kKindTable[i].kind_class == KindClass::kCommand) {
-      sizes[i] = kKindTable[i].frame_size;
-    }
-  }
-  return sizes;
-}();
-
 // The integer a slot's type is carried as: the Rep of a strong type, the
 // underlying type of an enum, else the type itself.
 template <typename T>
@@ -119,7 +107,7 @@ template <CommandSlot kSlot, typename T>
     return CodecError::kTruncated;
   }
   const std::uint8_t kind = LoadLE<std::uint8_t>(p + kKindOffset);
-  const std::size_t size = internal::kCommandFrameSize[kind];
+  const std::size_t size = kCommandFrameSize[kind];
   if (size == 0 || bytes.size() < size) [[unlikely]] {
     return internal::DiagnoseCommand(bytes);
   }

@@ -125,6 +125,19 @@ inline constexpr std::size_t kMaxCommandFrameSize = [] {
   return max;
 }();
 static_assert(kMinCommandFrameSize == 25 && kMaxCommandFrameSize == 49);
+
+// The frame size of each command kind, 0 for every other kind byte: the one
+// 256-byte table (four cache lines) that the bulk decoder and the journal's
+// append loop touch per frame.
+inline constexpr std::array<std::uint8_t, 256> kCommandFrameSize = [] {
+  std::array<std::uint8_t, 256> sizes{};
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    if (kKindTable[i].kind_class == KindClass::kCommand) {
+      sizes[i] = static_cast<std::uint8_t>(kKindTable[i].frame_size);
+    }
+  }
+  return sizes;
+}();
 static_assert(kKindTable[0x00].frame_size == 0, "0 is never a valid kind");
 
 }  // namespace orderwire::codec

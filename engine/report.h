@@ -34,6 +34,7 @@
 #include "codec/kind_table.h"
 #include "codec/messages.h"
 #include "codec/types.h"
+#include "codec/wire.h"
 
 namespace orderwire::engine {
 
@@ -101,6 +102,14 @@ class ReportBuffer {
   // The frame of report `i`.
   [[nodiscard]] std::span<const std::byte> frame(std::size_t i) const noexcept {
     return {frames_.data() + reports_[i].frame_offset, reports_[i].frame_size};
+  }
+
+  // Rewrites the sequence number of frame `i` in place: a service that
+  // splits reports between sessions numbers each on its session. Hot path.
+  void SetFrameSequence(std::size_t i, std::uint64_t sequence) noexcept {
+    codec::StoreLE(
+        frames_.data() + reports_[i].frame_offset + codec::kSequenceOffset,
+        sequence);
   }
 
   // The sequence number the next frame gets (1 for a new buffer).

@@ -37,18 +37,6 @@ using internal::OpCode;
 
 namespace {
 
-// The frame size of each command kind, 0 for every other kind byte: a
-// 256-byte table (four cache lines) for the append loop.
-constexpr std::array<std::uint8_t, 256> kCommandFrameSize = [] {
-  std::array<std::uint8_t, 256> sizes{};
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    if (codec::kKindTable[k].kind_class == codec::KindClass::kCommand) {
-      sizes[k] = codec::kKindTable[k].frame_size;
-    }
-  }
-  return sizes;
-}();
-
 // Copies a command frame (25 to 49 bytes) with two fixed-size, overlapping
 // copies, which the compiler turns into a few vector loads and stores.
 inline void CopyFrame(std::byte* dst, const std::byte* src,
@@ -61,6 +49,20 @@ inline void CopyFrame(std::byte* dst, const std::byte* src,
     std::memcpy(dst, src, 16);
     std::memcpy(dst + size - 16, src + size - 16, 16);
   }
+}
+
+// Writes record `index` (header and frame) at `out`; returns its end.
+inline std::byte* WriteRecord(std::byte* out, std::uint64_t index,
+                              std::uint64_t receive_ns,
+                              std::uint32_t session_id, std::uint32_t flags,
+                              const std::byte* frame,
+                              std::size_t frame_size) noexcept {
+  StoreLE(out + kRecordIndexOffset, index);
+  StoreLE(out + kRecordReceiveNsOffset, receive_ns);
+  StoreLE(out + kRecordSessionIdOffset, session_id);
+  StoreLE(out + kRecordFlagsOffset, flags);
+  CopyFrame(out + kRecordHeaderSize, frame, frame_size);
+  return out + kRecordHeaderSize + frame_size;
 }
 
 }  // namespace
@@ -86,15 +88,11 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
     std::size_t pos = 0;
     while (pos + codec::kFrameHeaderSize <= size) {
       const std::size_t frame_size =
-          kCommandFrameSize[static_cast<std::uint8_t>(
+          codec::kCommandFrameSize[static_cast<std::uint8_t>(
               data[pos + codec::kKindOffset])];
       if (frame_size == 0 || size - pos < frame_size) break;
-      StoreLE(out + kRecordIndexOffset, ++index);
-      StoreLE(out + kRecordReceiveNsOffset, receive_ns);
-      StoreLE(out + kRecordSessionIdOffset, session_id);
-      StoreLE(out + kRecordFlagsOffset, flags);
-      CopyFrame(out + kRecordHeaderSize, data + pos, frame_size);
-      out += kRecordHeaderSize + frame_size;
+      out = WriteRecord(out, ++index, receive_ns, session_id, flags, data + pos,
+                        frame_size);
       pos += frame_size;
     }
     if (pos != size || index == last_index_) return AppendStatus::kInvalidFrame;
@@ -105,8 +103,9 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
   std::size_t count = 0;
   std::size_t pos = 0;
   while (pos + codec::kFrameHeaderSize <= size) {
-    const std::size_t frame_size = kCommandFrameSize[static_cast<std::uint8_t>(
-        data[pos + codec::kKindOffset])];
+    const std::size_t frame_size =
+        codec::kCommandFrameSize[static_cast<std::uint8_t>(
+            data[pos + codec::kKindOffset])];
     if (frame_size == 0 || size - pos < frame_size) break;
     pos += frame_size;
     ++count;
@@ -132,14 +131,11 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
   std::byte* out = slot->buffer + slot->used;
   std::uint64_t index = last_index_;
   for (pos = 0; pos < size;) {
-    const std::size_t frame_size = kCommandFrameSize[static_cast<std::uint8_t>(
-        data[pos + codec::kKindOffset])];
-    StoreLE(out + kRecordIndexOffset, ++index);
-    StoreLE(out + kRecordReceiveNsOffset, receive_ns);
-    StoreLE(out + kRecordSessionIdOffset, session_id);
-    StoreLE(out + kRecordFlagsOffset, flags);
-    CopyFrame(out + kRecordHeaderSize, data + pos, frame_size);
-    out += kRecordHeaderSize + frame_size;
+    const std::size_t frame_size =
+        codec::kCommandFrameSize[static_cast<std::uint8_t>(
+            data[pos + codec::kKindOffset])];
+    out = WriteRecord(out, ++index, receive_ns, session_id, flags, data + pos,
+                      frame_size);
     pos += frame_size;
   }
   return Commit(*slot, static_cast<std::uint32_t>(out - slot->buffer), index);

@@ -109,7 +109,9 @@ class Service::Impl final : public Sequencer::Backpressure {
   Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
-  void ResendFrom(Session& session, std::uint64_t first_report);
+  // Sends `state`'s reports from `first_report` on again to `session`.
+  void ResendFrom(Session& session, const SessionState& state,
+                  std::uint64_t first_report);
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
 };
@@ -308,7 +310,7 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
       const std::optional<std::uint64_t> from =
           state->history.FirstReportOf(result.first_duplicate);
       if (from.has_value()) {
-        ResendFrom(session, *from);
+        ResendFrom(session, *state, *from);
       } else {
         ++resend_unavailable_;  // older than the history holds
       }
@@ -418,7 +420,8 @@ void Service::Impl::SendGap(Session& session) {
   Emit(session, frame);
 }
 
-void Service::Impl::ResendFrom(Session& session, std::uint64_t first_report) {
+void Service::Impl::ResendFrom(Session& session, const SessionState& state,
+                               std::uint64_t first_report) {
   SessionOutput& out = outputs_[session.index];
   // Once per round trip: a resend from this point or an earlier one went out
   // less than a round trip ago (e.g. for the previous datagram of the same
@@ -431,10 +434,8 @@ void Service::Impl::ResendFrom(Session& session, std::uint64_t first_report) {
   }
   out.resent_from = first_report;
   out.resent_ns = now_ns_;
-  const SessionState* state = machine_.Find(session.id);
-  if (state == nullptr) return;
-  for (std::uint64_t seq = first_report; seq < state->next_report; ++seq) {
-    const std::span<const std::byte> frame = state->history.Get(seq);
+  for (std::uint64_t seq = first_report; seq < state.next_report; ++seq) {
+    const std::span<const std::byte> frame = state.history.Get(seq);
     if (frame.empty()) break;
     Emit(session, frame);
     ++reports_resent_;

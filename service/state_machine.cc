@@ -1,13 +1,11 @@
 // The state machine of the service; see state_machine.h.
 #include "service/state_machine.h"
 
-#include <cstring>
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "codec/frame.h"
 #include "codec/types.h"
-#include "codec/wire.h"
 #include "service/record_flags.h"
 
 namespace orderwire::service {
@@ -18,7 +16,6 @@ StateMachine::StateMachine(const StateMachineOptions& options)
   sessions_.reserve(options_.max_sessions);
   by_id_.reserve(options_.max_sessions);
   outputs_.resize(1 << 10);
-  frames_.resize(outputs_.size() * codec::kMaxFrameSize);
 }
 
 const SessionState* StateMachine::Find(std::uint32_t id) const {
@@ -103,28 +100,20 @@ absl::Status StateMachine::Apply(const Record& record) {
     (void)engine_->Execute(command, owner, reports_);
   }
 
-  // Number each report on the session it goes to. Room for all of them
-  // first, so that the frames do not move while outputs point at them.
+  // Number each report, in place, on the session it goes to.
   const std::size_t count = reports_.size();
   if (count > outputs_.size()) [[unlikely]] {
     outputs_.resize(count);  // a sweep larger than any before
   }
-  if (reports_.frames().size() > frames_.size()) [[unlikely]] {
-    frames_.resize(reports_.frames().size());
-  }
-  std::byte* out = frames_.data();
   for (std::size_t i = 0; i < count; ++i) {
     const engine::Report& report = reports_[i];
     SessionState& target = *sessions_[report.owner];
-    const std::span<const std::byte> frame = reports_.frame(i);
-    std::memcpy(out, frame.data(), frame.size());
-    codec::StoreLE(out + codec::kSequenceOffset, target.next_report);
-    const std::span<const std::byte> numbered(out, frame.size());
+    reports_.SetFrameSequence(i, target.next_report);
+    const std::span<const std::byte> numbered = reports_.frame(i);
     target.history.Add(target.next_report, numbered);
     outputs_[i] = Output{target.index, target.id, target.next_report,
                          report.kind, numbered};
     ++target.next_report;
-    out += frame.size();
     ++stats_.reports[static_cast<std::uint8_t>(report.kind)];
     if (report.kind == codec::Kind::kRejected) {
       const auto reason = static_cast<std::size_t>(report.rejected.reason);

@@ -155,10 +155,9 @@ class StateMachine {
   std::vector<std::unique_ptr<SessionState>> sessions_;  // by index
   absl::flat_hash_map<std::uint32_t, std::uint32_t> by_id_;
   SessionState* last_session_ = nullptr;  // of the last record applied
-  // Outputs of the last Apply and their numbered frames.
+  // Outputs of the last Apply; their frames are reports_'s, renumbered.
   std::vector<Output> outputs_;
   std::size_t output_count_ = 0;
-  std::vector<std::byte> frames_;
   std::uint64_t last_index_ = 0;
   StateMachineStats stats_;
 };
