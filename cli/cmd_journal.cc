@@ -307,6 +307,13 @@ absl::Status Write(const Args& args) {
                                RealtimeNs())) == journal::AppendStatus::kFull) {
       if (absl::Status s = writer.Wait(); !s.ok()) return s;
     }
+    if (st == journal::AppendStatus::kJournalFull) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "append at byte offset %d: the journal is full: need %d bytes free "
+          "in its directory (%s); nothing after index %d was appended",
+          offset, writer.space_needed(), writer.space_reason(),
+          writer.last_index()));
+    }
     if (st != journal::AppendStatus::kOk) {
       if (writer.failed()) return writer.status();
       return absl::InternalError(absl::StrFormat("append at byte offset %d: %s",

@@ -75,6 +75,8 @@ std::string_view Name(AppendStatus status) noexcept {
       return "InvalidFrame";
     case AppendStatus::kTooLarge:
       return "TooLarge";
+    case AppendStatus::kJournalFull:
+      return "JournalFull";
     case AppendStatus::kFailed:
       return "Failed";
   }
@@ -122,6 +124,11 @@ absl::Status JournalWriter::Init() {
   group = std::min<std::uint64_t>(
       {group, kMaxGroupBytes, capacity_ - kFirstGroupOffset});
   group_size_ = static_cast<std::uint32_t>(group);
+  if (o.no_space_retry_ms == 0) {
+    return absl::InvalidArgumentError(
+        "no_space_retry_ms must be at least 1 (a retry without a pause would "
+        "busy-loop on a full disk)");
+  }
   const std::uint32_t slots = o.slots != 0 ? o.slots : 4u;
   if (slots < 2 || slots > 64) {
     return absl::InvalidArgumentError(

@@ -28,6 +28,17 @@
 // and kSync pre-zeroed so that synced writes change no file metadata, then
 // fsynced with its directory), renames into place and gives its header;
 // nothing in the new segment counts as durable before the header does.
+// Preparation starts once an eighth of the current segment is used, so that
+// a disk too full for the next segment shows long before the current one
+// ends.
+//
+// Disk full is a state, not an error: when preparing the next segment fails
+// with ENOSPC or EDQUOT, the writer removes the partial file, remembers the
+// free space it needs (space_needed()) and tries again at most every
+// WriterOptions::no_space_retry_ms (from Poll, Wait and Append; never a
+// busy loop). Appends go on into the current segment while it has room;
+// once it has none, Append() answers kJournalFull (nothing appended, nothing
+// lost, the writer keeps running) until a preparation succeeds.
 //
 // Errors: a failed write or sync (any errno other than EAGAIN/EINTR, which
 // are retried; short writes are completed) stops the writer for good:
@@ -106,6 +117,9 @@ struct WriterOptions {
   IoBackend backend = IoBackend::kAuto;
   // Pre-zero new segments under kBatch and kSync.
   bool prezero = true;
+  // While the disk is too full for the next segment, preparing it is tried
+  // again at most this often (milliseconds, at least 1).
+  std::uint32_t no_space_retry_ms = 250;
   // Tests only: sees every I/O op and completion of the writer's queue and
   // may rewrite results (see internal/io_queue.h). Null: no wrapper, no cost.
   internal::IoFaults* faults = nullptr;
@@ -118,6 +132,10 @@ enum class AppendStatus : std::uint8_t {
   kInvalidFrame,  // `frames` is empty, holds a partial frame or a
                   // non-command kind: nothing appended
   kTooLarge,      // more than max_append_bytes() of records: nothing
+  kJournalFull,   // the current segment has no room for the records and
+                  // the disk none for the next segment: nothing appended;
+                  // not an error (space_needed() says how much to free;
+                  // the writer resumes by itself)
   kFailed,        // the writer has stopped, see status()
 };
 
@@ -146,7 +164,10 @@ struct WriterStats {
   std::uint64_t short_writes = 0;
   std::uint64_t retries = 0;  // EAGAIN/EINTR resubmissions
   std::uint64_t rotations = 0;
-  std::uint64_t full = 0;  // Append() calls answered kFull
+  std::uint64_t full = 0;              // Append() calls answered kFull
+  std::uint64_t journal_full = 0;      // Append() calls answered kJournalFull
+  std::uint64_t prepare_no_space = 0;  // preparation attempts that found
+                                       // no space
 };
 
 class JournalWriter {
@@ -211,6 +232,16 @@ class JournalWriter {
     return durable_index_;
   }
   [[nodiscard]] bool failed() const noexcept { return !status_.ok(); }
+  // 0, or while the disk is too full for the next segment, the free bytes
+  // its preparation needs in the journal's directory (a segment's size).
+  [[nodiscard]] std::uint64_t space_needed() const noexcept {
+    return space_needed_;
+  }
+  // Why, while space_needed() is not 0: the operation, file and errno of
+  // the first failed preparation of this episode.
+  [[nodiscard]] const std::string& space_reason() const noexcept {
+    return space_reason_;
+  }
   [[nodiscard]] const absl::Status& status() const noexcept { return status_; }
   [[nodiscard]] const RecoveryReport& recovery() const noexcept {
     return recovery_;
@@ -260,13 +291,22 @@ class JournalWriter {
     std::string path;
   };
   struct Prepared {
-    enum class State : std::uint8_t { kNone, kZeroing, kSyncing, kReady };
+    // kNoSpace: the last attempt found the disk full; the partial file is
+    // removed once in_flight is 0, and the next attempt is at retry_ns.
+    enum class State : std::uint8_t {
+      kNone,
+      kZeroing,
+      kSyncing,
+      kReady,
+      kNoSpace
+    };
     State state = State::kNone;
     base::UniqueFd fd;
     std::uint32_t chunks = 0;      // zero writes needed
     std::uint32_t next_chunk = 0;  // next zero write to submit
     std::uint32_t chunks_done = 0;
     std::uint32_t in_flight = 0;  // zero writes and the fsync
+    std::int64_t retry_ns = 0;    // kNoSpace: monotonic time of the retry
   };
 
   explicit JournalWriter(const WriterOptions& options);
@@ -296,6 +336,11 @@ class JournalWriter {
   void Release(Slot& slot) noexcept;
   bool Rotate() noexcept;
   void PumpPrepared(bool start_now) noexcept;
+  // Preparation found no space (errno ENOSPC or EDQUOT, `what` failed):
+  // the partial file is removed (once no op on it is in flight) and a retry
+  // is due no_space_retry_ms later.
+  void PreparedNoSpace(int err, std::string_view what) noexcept;
+  void DiscardPrepared() noexcept;
   void Fail(const absl::Status& status) noexcept;
   absl::Status WaitDurable(std::uint64_t index);
   [[nodiscard]] bool Complete(const Slot& slot) const noexcept;
@@ -339,6 +384,8 @@ class JournalWriter {
   std::uint32_t active_ = 0;
   std::uint64_t write_pos_ = 0;  // next group offset in the active one
   Prepared prepared_;
+  std::uint64_t space_needed_ = 0;  // see space_needed()
+  std::string space_reason_;        // see space_reason()
 
   // State.
   std::uint64_t last_index_ = 0;

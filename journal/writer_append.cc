@@ -123,6 +123,13 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
     slot = OpenGroup(need);
     if (slot == nullptr) {
       if (!status_.ok()) return AppendStatus::kFailed;
+      if (space_needed_ != 0 && segments_[active_].capacity - write_pos_ <
+                                    AlignUp(kGroupOverhead + need)) {
+        // No room here, and no next segment: wait for space, not the disk.
+        ++stats_.journal_full;
+        SubmitPending();
+        return AppendStatus::kJournalFull;
+      }
       ++stats_.full;
       SubmitPending();
       return AppendStatus::kFull;

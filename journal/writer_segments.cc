@@ -111,9 +111,45 @@ absl::Status JournalWriter::CreateFirstSegment(std::uint64_t journal_id) {
 // ---------------------------------------------------------------------------
 // The next segment: preparation and rotation.
 
+namespace {
+
+// Errors that mean the disk (or the quota) has no room: a state to wait out.
+bool IsNoSpace(int err) noexcept { return err == ENOSPC || err == EDQUOT; }
+
+}  // namespace
+
+void JournalWriter::DiscardPrepared() noexcept {
+  prepared_.fd.reset();
+  ::unlink(PreparedPath().c_str());
+}
+
+void JournalWriter::PreparedNoSpace(int err, std::string_view what) noexcept {
+  Prepared& p = prepared_;
+  if (space_needed_ == 0) {
+    // Cold: once per episode of a full disk.
+    space_reason_ = absl::StrFormat(
+        "preparing the next segment: %s %s (%d bytes): %s", what,
+        PreparedPath(), capacity_, internal::ErrnoText(err));
+  }
+  ++stats_.prepare_no_space;
+  p.state = Prepared::State::kNoSpace;
+  space_needed_ = capacity_;
+  p.retry_ns =
+      MonotonicNs() + std::int64_t{options_.no_space_retry_ms} * 1'000'000;
+  // The file goes once the kernel is done with it: a zero write still in
+  // flight would otherwise land in a file of the same name made later.
+  if (p.in_flight == 0) DiscardPrepared();
+}
+
 void JournalWriter::PumpPrepared(bool start_now) noexcept {
   if (!status_.ok() || closing_) return;
   Prepared& p = prepared_;
+  if (p.state == Prepared::State::kNoSpace) {
+    // Retried at a bounded rate, whoever asks (start_now included).
+    if (p.in_flight > 0 || MonotonicNs() < p.retry_ns) return;
+    p.state = Prepared::State::kNone;
+    start_now = true;
+  }
   if (p.state == Prepared::State::kNone) {
     // Start once an eighth of the active segment is used, or on demand.
     if (!start_now && write_pos_ < segments_[active_].capacity / 8) return;
@@ -123,19 +159,30 @@ void JournalWriter::PumpPrepared(bool start_now) noexcept {
         O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC | (direct_ ? O_DIRECT : 0),
         0644));
     if (!fd) {
-      Fail(ErrnoStatus(errno, absl::StrFormat("preparing the next segment: "
-                                              "open %s",
-                                              path)));
+      const int err = errno;
+      if (IsNoSpace(err)) {
+        PreparedNoSpace(err, "open");
+        return;
+      }
+      Fail(ErrnoStatus(err, absl::StrFormat("preparing the next segment: "
+                                            "open %s",
+                                            path)));
       return;
     }
     if (::fallocate(fd.get(), 0, 0, static_cast<off_t>(capacity_)) != 0) {
       const int err = errno;
-      fd.reset();
+      p.fd = std::move(fd);  // removed with the partial file
+      if (IsNoSpace(err)) {
+        PreparedNoSpace(err, "fallocate");
+        return;
+      }
+      DiscardPrepared();
       Fail(ErrnoStatus(err, absl::StrFormat("preparing the next segment: "
                                             "fallocate %s (%d bytes)",
                                             path, capacity_)));
       return;
     }
+    space_needed_ = 0;
     p.fd = std::move(fd);
     p.chunks = prezero_ ? static_cast<std::uint32_t>(
                               (capacity_ + kZeroChunk - 1) / kZeroChunk)
@@ -184,6 +231,11 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
   Prepared& p = prepared_;
   --p.in_flight;
   if (!status_.ok()) return;
+  if (p.state == Prepared::State::kNoSpace) {
+    // An op of an abandoned preparation: the file goes with the last one.
+    if (p.in_flight == 0) DiscardPrepared();
+    return;
+  }
   if (result == -EAGAIN || result == -EINTR ||
       (tag == kTagZero && result >= 0 &&
        static_cast<std::uint64_t>(result) <
@@ -207,6 +259,10 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
     op.user_data = id << 8 | tag;
     ++p.in_flight;
     PushOp(op);
+    return;
+  }
+  if (result < 0 && IsNoSpace(-result)) {
+    PreparedNoSpace(-result, tag == kTagZero ? "pre-zeroing write" : "fsync");
     return;
   }
   if (result < 0) {
