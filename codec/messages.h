@@ -127,6 +127,11 @@ struct SequenceGap {
   std::uint64_t expected_sequence;
 };
 
+struct Busy {
+  std::uint64_t expected_sequence;
+  BusyCause cause;
+};
+
 // ---------------------------------------------------------------------------
 // Layouts: declared once per kind.
 
@@ -277,6 +282,15 @@ struct MessageTraits<SequenceGap> {
       MakeLayout(Field{"expected_sequence", &SequenceGap::expected_sequence});
 };
 
+template <>
+struct MessageTraits<Busy> {
+  static constexpr Kind kKind = Kind::kBusy;
+  static constexpr std::string_view kName = "Busy";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"expected_sequence", &Busy::expected_sequence},
+                 Field{"cause", &Busy::cause});
+};
+
 // ---------------------------------------------------------------------------
 // Derived sizes.
 
@@ -317,6 +331,7 @@ static_assert(kBodySize<Filled> == 62 && kFrameSize<Filled> == 71);
 static_assert(kBodySize<Cancelled> == 37 && kFrameSize<Cancelled> == 46);
 static_assert(kBodySize<Replaced> == 41 && kFrameSize<Replaced> == 50);
 static_assert(kBodySize<SequenceGap> == 8 && kFrameSize<SequenceGap> == 17);
+static_assert(kBodySize<Busy> == 9 && kFrameSize<Busy> == 18);
 // A few offsets PROTOCOL.md states outright, as a cross-check of the
 // declarations (the layouts, not these lines, are what the code uses).
 static_assert(FrameOffsetOf<&NewLimit::price>() == 9 + 22);
@@ -339,6 +354,7 @@ static_assert(std::is_trivially_copyable_v<Filled>);
 static_assert(std::is_trivially_copyable_v<Cancelled>);
 static_assert(std::is_trivially_copyable_v<Replaced>);
 static_assert(std::is_trivially_copyable_v<SequenceGap>);
+static_assert(std::is_trivially_copyable_v<Busy>);
 
 // Calls `fn(std::type_identity<Model>{})` for every frame body model, commands
 // first, in kind order. The one list of kinds the rest of the codec iterates.
@@ -355,6 +371,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<Cancelled>{});
   fn(std::type_identity<Replaced>{});
   fn(std::type_identity<SequenceGap>{});
+  fn(std::type_identity<Busy>{});
 }
 
 template <typename Model>

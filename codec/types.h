@@ -28,6 +28,7 @@ enum class Kind : std::uint8_t {
   kCancelled = 0x44,
   kReplaced = 0x45,
   kSequenceGap = 0x46,
+  kBusy = 0x48,
 };
 
 enum class Side : std::uint8_t { kBuy = 1, kSell = 2 };
@@ -66,6 +67,9 @@ enum class Liquidity : std::uint8_t { kMaker = 1, kTaker = 2 };
 
 // Replaced.priority_kept: 1 yes, 2 no.
 enum class PriorityKept : std::uint8_t { kYes = 1, kNo = 2 };
+
+// Busy.cause: why the service takes no commands for now.
+enum class BusyCause : std::uint8_t { kJournalFull = 1 };
 
 [[nodiscard]] constexpr std::string_view Name(Side v) noexcept {
   switch (v) {
@@ -153,6 +157,14 @@ enum class PriorityKept : std::uint8_t { kYes = 1, kNo = 2 };
       return "Yes";
     case PriorityKept::kNo:
       return "No";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(BusyCause v) noexcept {
+  switch (v) {
+    case BusyCause::kJournalFull:
+      return "JournalFull";
   }
   return "";
 }

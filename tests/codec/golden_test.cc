@@ -133,6 +133,9 @@ constexpr Stated<Replaced> kReplaced{
 // SequenceGap seq=0 expected_sequence=17
 constexpr Stated<SequenceGap> kSequenceGap{
     11, 0, SequenceGap{.expected_sequence = 17}};
+// Busy seq=0 expected_sequence=17 cause=1 JournalFull
+constexpr Stated<Busy> kBusy{
+    12, 0, Busy{.expected_sequence = 17, .cause = BusyCause::kJournalFull}};
 
 std::vector<std::byte> GoldenBytes(std::size_t index) {
   return FromHex(kFrames[index].hex);
@@ -270,6 +273,11 @@ TEST(GoldenFrameTest, ReplacedRoundTripsTheGoldenBytes) {
 TEST(GoldenFrameTest, SequenceGapRoundTripsTheGoldenBytes) {
   ExpectDecodes(kSequenceGap);
   ExpectEncodes(kSequenceGap);
+}
+
+TEST(GoldenFrameTest, BusyRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kBusy);
+  ExpectEncodes(kBusy);
 }
 
 TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {

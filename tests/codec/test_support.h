@@ -1,6 +1,6 @@
 // Helpers shared by the codec tests: exact-size heap buffers (so that
 // AddressSanitizer catches any read past a span), random and extreme models of
-// every kind, field-by-field model comparison, and the list of all 11 models
+// every kind, field-by-field model comparison, and the list of all 12 models
 // for typed tests. Bytes, hex and frames are the shared ones of
 // tests/support/bytes.h.
 #ifndef ORDERWIRE_TESTS_CODEC_TEST_SUPPORT_H_
@@ -46,9 +46,10 @@ inline void PrintTo(TimeInForce v, std::ostream* os) {
 
 namespace orderwire::codec::test {
 
-using AllModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
-                                   CancelByClient, Replace, Accepted, Rejected,
-                                   Filled, Cancelled, Replaced, SequenceGap>;
+using AllModels =
+    ::testing::Types<NewLimit, NewMarket, CancelByOrder, CancelByClient,
+                     Replace, Accepted, Rejected, Filled, Cancelled, Replaced,
+                     SequenceGap, Busy>;
 
 using CommandModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
                                        CancelByClient, Replace>;

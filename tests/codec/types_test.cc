@@ -45,12 +45,16 @@ TEST(TypesTest, EnumerationsHaveTheirProtocolValuesAndNames) {
 TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
   static_assert(sizeof(Kind) == 1 && sizeof(Side) == 1 &&
                 sizeof(TimeInForce) == 1 && sizeof(CancelReason) == 1 &&
-                sizeof(Liquidity) == 1 && sizeof(PriorityKept) == 1);
+                sizeof(Liquidity) == 1 && sizeof(PriorityKept) == 1 &&
+                sizeof(BusyCause) == 1);
   static_assert(sizeof(RejectReason) == 2);
   EXPECT_EQ(static_cast<int>(Kind::kNewLimit), 0x01);
   EXPECT_EQ(static_cast<int>(Kind::kReplace), 0x05);
   EXPECT_EQ(static_cast<int>(Kind::kAccepted), 0x41);
   EXPECT_EQ(static_cast<int>(Kind::kSequenceGap), 0x46);
+  EXPECT_EQ(static_cast<int>(Kind::kBusy), 0x48);
+  EXPECT_EQ(static_cast<int>(BusyCause::kJournalFull), 1);
+  EXPECT_EQ(Name(BusyCause::kJournalFull), "JournalFull");
 }
 
 }  // namespace
