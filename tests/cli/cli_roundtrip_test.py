@@ -69,6 +69,7 @@ KINDS = {
         ("order_id", "Q"), ("account_id", "Q"), ("client_order_id", "Q"),
         ("price", "q"), ("quantity", "Q"), ("priority_kept", "B")]),
     "SequenceGap": (0x46, 17, [("expected_sequence", "Q")]),
+    "Busy": (0x48, 18, [("expected_sequence", "Q"), ("cause", "B")]),
 }
 
 FRAME_HEADER = "<QB"  # sequence u64, kind u8

@@ -55,6 +55,7 @@ local kKindNames = {
   [0x44] = "Cancelled",
   [0x45] = "Replaced",
   [0x46] = "SequenceGap",
+  [0x48] = "Busy",
 }
 local kCommandKindNames = {}
 for kind = 0x01, 0x05 do kCommandKindNames[kind] = kKindNames[kind] end
@@ -88,6 +89,7 @@ local kCancelReasonNames = {
 }
 local kLiquidityNames = { [1] = "Maker", [2] = "Taker" }
 local kPriorityKeptNames = { [1] = "Yes", [2] = "No" }
+local kBusyCauseNames = { [1] = "JournalFull" }
 
 -- Protocol fields. `size` is the wire width; `names` the enumeration, if any.
 local F = {}
@@ -155,6 +157,9 @@ Field("reject_reason",
 Field("cancel_reason",
       ProtoField.uint8("orderwire.cancel_reason", "Reason", base.DEC,
                        kCancelReasonNames), 1, kCancelReasonNames)
+Field("busy_cause",
+      ProtoField.uint8("orderwire.busy_cause", "Cause", base.DEC,
+                       kBusyCauseNames), 1, kBusyCauseNames)
 
 -- Bytes the dissector cannot delimit (after an unknown kind, a bad magic or
 -- version) or that follow the last frame.
@@ -166,7 +171,7 @@ for _, f in pairs(F) do proto_fields[#proto_fields + 1] = f end
 orderwire.fields = proto_fields
 
 -- The frame kinds: body fields in wire order, as {docs/PROTOCOL.md name, field key}
--- (they differ only for `reason`), and docs/PROTOCOL.md's frame size, which the
+-- (they differ only for `reason` and `cause`), and docs/PROTOCOL.md's frame size, which the
 -- field widths must add up to (checked below, at load time).
 local kKinds = {
   [0x01] = { frame_size = 47, body = {
@@ -195,6 +200,8 @@ local kKinds = {
     "order_id", "account_id", "client_order_id", "price", "quantity",
     "priority_kept" } },
   [0x46] = { frame_size = 17, body = { "expected_sequence" } },
+  [0x48] = { frame_size = 18, body = {
+    "expected_sequence", { "cause", "busy_cause" } } },
 }
 for kind, info in pairs(kKinds) do
   info.name = kKindNames[kind]
