@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "codec/types.h"
 #include "engine/workload.h"
 #include "journal/format.h"
 #include "journal/writer.h"
@@ -331,6 +332,23 @@ absl::Status Submit(const Args& args) {
         static_cast<unsigned long long>(r.duplicate_reports),
         static_cast<unsigned long long>(r.out_of_order_reports), rate_out,
         r.seconds, us(0.50), us(0.90), us(0.99), us(0.999), us(1.0));
+  }
+  // Busy: the service took no commands for a while (docs/PROTOCOL.md).
+  const std::string busy_cause =
+      r.busy == 0 ? std::string("none")
+      : codec::Name(static_cast<codec::BusyCause>(r.busy_cause)).empty()
+          ? absl::StrFormat("unknown (%d)", r.busy_cause)
+          : std::string(
+                codec::Name(static_cast<codec::BusyCause>(r.busy_cause)));
+  if (args.Bool("json")) {
+    summary.insert(summary.size() - 2,
+                   absl::StrFormat(",\"busy\":%d,\"busy_cause\":\"%s\"", r.busy,
+                                   busy_cause));
+  } else if (r.busy > 0) {
+    absl::StrAppendFormat(&summary,
+                          "  busy            %d Busy from the service (cause "
+                          "%s): backed off and retransmitted\n",
+                          r.busy, busy_cause);
   }
   if (absl::Status s = WriteAll(
           out, summary, out == stdout ? "standard output" : "standard error");

@@ -165,6 +165,12 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
   bool report_hole = false;
   std::uint64_t last_gap_handled = 0;
   std::int64_t last_gap_ns = 0;
+  // Busy: nothing is sent before busy_until_ns; the back-off doubles while
+  // Busy repeats.
+  constexpr std::int64_t kBusyBackoffMinNs = 1'000'000;
+  constexpr std::int64_t kBusyBackoffMaxNs = 50'000'000;
+  std::int64_t busy_backoff_ns = kBusyBackoffMinNs;
+  std::int64_t busy_until_ns = 0;
   const std::int64_t start_ns = NowNs();
   std::int64_t last_progress_ns = start_ns;
   std::int64_t last_ack_ns = start_ns;
@@ -210,7 +216,8 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
       return i < limit && (i < high_water || i < paced);
     };
     std::size_t datagrams = 0;
-    while (may_send(next_to_send) && datagrams < kBatch) {
+    const bool backing_off = now < busy_until_ns;
+    while (!backing_off && may_send(next_to_send) && datagrams < kBatch) {
       codec::DatagramBuilder builder(tx.buffer(datagrams), options.session_id);
       while (may_send(next_to_send)) {
         const std::span<const std::byte> frame =
@@ -249,7 +256,7 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
           absl::StrFormat("receiving: %s", std::strerror(-received)));
     }
     if (received <= 0) {
-      if (!may_send(next_to_send)) socket->WaitReadable(1);
+      if (backing_off || !may_send(next_to_send)) socket->WaitReadable(1);
       continue;
     }
     for (int d = 0; d < received; ++d) {
@@ -276,6 +283,25 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
             last_gap_handled = expected;
             last_gap_ns = now;
           }
+          continue;
+        }
+        if (report.kind() == codec::Kind::kBusy) {
+          ++result.busy;
+          const auto busy = codec::View<codec::Busy>::FromFrame(report);
+          const std::uint64_t expected =
+              busy->Get<&codec::Busy::expected_sequence>();
+          result.busy_cause =
+              static_cast<std::uint8_t>(busy->Get<&codec::Busy::cause>());
+          // The service is alive: this is not a silence to give up on.
+          last_progress_ns = now;
+          // Back off once per Busy burst (a window of datagrams gets one
+          // Busy each 2 ms), then go back to the expected sequence.
+          if (now >= busy_until_ns) {
+            busy_until_ns = now + busy_backoff_ns;
+            busy_backoff_ns = std::min(2 * busy_backoff_ns, kBusyBackoffMaxNs);
+          }
+          const std::uint64_t index = expected - options.first_sequence;
+          if (index < next_to_send && index >= acked) next_to_send = index;
           continue;
         }
         if (report.sequence() < expected_report) {
@@ -331,6 +357,7 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
             static_cast<std::uint64_t>(t - first_send_ns[acked]));
         ++acked;
         ++result.acknowledged;
+        busy_backoff_ns = kBusyBackoffMinNs;
         if (next_to_send < acked) next_to_send = acked;
         last_progress_ns = t;
         last_ack_ns = t;

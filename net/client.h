@@ -19,7 +19,11 @@
 // while a report is missing, from the last acknowledged one (the missing
 // report may be one of its own, after its primary), so the service's resend
 // starts at or before it. The client does not finish while a report is
-// known to be missing.
+// known to be missing. On Busy (the service takes no commands for now, e.g.
+// its disk is full) the client counts it, sends nothing for a back-off (1 ms,
+// doubling while Busy repeats, at most 50 ms; back to 1 ms on the next
+// acknowledgement), then retransmits from the Busy's expected sequence. A
+// Busy shows the service alive: it does not count towards `give_up_ms`.
 //
 // Cold set-up (the frames, one send time per command) is allocated once;
 // the send/receive loop does not allocate.
@@ -69,6 +73,8 @@ struct ClientResult {
   std::uint64_t duplicate_reports = 0;
   std::uint64_t out_of_order_reports = 0;  // dropped, waited for again
   std::uint64_t sequence_gaps = 0;         // SequenceGap frames received
+  std::uint64_t busy = 0;                  // Busy frames received
+  std::uint8_t busy_cause = 0;             // the cause of the last Busy
   std::uint64_t datagrams_sent = 0;
   std::uint64_t datagrams_received = 0;
   std::uint64_t bad_datagrams = 0;  // malformed or for another session

@@ -86,18 +86,34 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
   std::size_t group_count = 0;
   bool group_allowed = true;
   codec::Command command{};
+  // The outcome of one append; on anything but kOk the rest of the run is
+  // not taken.
+  const auto taken = [&](JournalOutcome outcome, std::size_t count) {
+    if (outcome == JournalOutcome::kOk) {
+      result.journaled += count;
+      return true;
+    }
+    if (outcome == JournalOutcome::kJournalFull) {
+      result.journal_full = true;
+      ++stats_.journal_full_datagrams;
+      stats_.journal_full_frames += run_count - result.journaled;
+    } else {
+      result.journal_failed = true;
+    }
+    return false;
+  };
   while (offset < run.size()) {
     const auto size = *codec::DecodeCommand(run.subspan(offset), command);
     // AccountSet holds the configuration's plain account numbers.
     const bool allowed = accounts.Contains(command.account_id.value());
     if (group_count > 0 && allowed != group_allowed) {
-      if (!Journal(*session, run.subspan(group_begin, offset - group_begin),
-                   group_count, receive_ns,
-                   group_allowed ? 0 : kRecordUnauthorized)) {
-        result.journal_failed = true;
+      if (!taken(
+              Journal(*session, run.subspan(group_begin, offset - group_begin),
+                      group_count, receive_ns,
+                      group_allowed ? 0 : kRecordUnauthorized),
+              group_count)) {
         return result;
       }
-      result.journaled += group_count;
       group_begin = offset;
       group_count = 0;
     }
@@ -105,29 +121,31 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
     ++group_count;
     offset += size;
   }
-  if (!Journal(*session, run.subspan(group_begin), group_count, receive_ns,
-               group_allowed ? 0 : kRecordUnauthorized)) {
-    result.journal_failed = true;
-    return result;
-  }
-  result.journaled += group_count;
+  (void)taken(Journal(*session, run.subspan(group_begin), group_count,
+                      receive_ns, group_allowed ? 0 : kRecordUnauthorized),
+              group_count);
   return result;
 }
 
-bool Sequencer::Journal(Session& session, std::span<const std::byte> frames,
-                        std::size_t count, std::uint64_t receive_ns,
-                        std::uint32_t flags) {
+Sequencer::JournalOutcome Sequencer::Journal(Session& session,
+                                             std::span<const std::byte> frames,
+                                             std::size_t count,
+                                             std::uint64_t receive_ns,
+                                             std::uint32_t flags) {
   // Room in the pending ring first (back-pressure on the apply side).
   while (pending_size_ + count > pending_.size()) {
-    if (!owner_.WaitForJournal()) return false;
+    if (!owner_.WaitForJournal()) return JournalOutcome::kFailed;
   }
   while (true) {
     const journal::AppendStatus status =
         writer_.Append(frames, session.id, receive_ns, flags);
     if (status == journal::AppendStatus::kOk) break;
-    if (status != journal::AppendStatus::kFull) return false;
+    if (status == journal::AppendStatus::kJournalFull) {
+      return JournalOutcome::kJournalFull;
+    }
+    if (status != journal::AppendStatus::kFull) return JournalOutcome::kFailed;
     // Back-pressure on the disk side.
-    if (!owner_.WaitForJournal()) return false;
+    if (!owner_.WaitForJournal()) return JournalOutcome::kFailed;
   }
   if (flags != 0) stats_.unauthorized += count;
   std::uint64_t index = writer_.last_index() - count + 1;
@@ -150,7 +168,7 @@ bool Sequencer::Journal(Session& session, std::span<const std::byte> frames,
     ++pending_size_;
   }
   session.next_expected += count;
-  return true;
+  return JournalOutcome::kOk;
 }
 
 }  // namespace orderwire::service

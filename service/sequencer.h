@@ -20,6 +20,10 @@
 // progress (wait for the disk and apply what became durable). The pending
 // ring must hold at least one datagram's commands (kMinPending).
 //
+// Disk full: when the journal answers kJournalFull, the frames from there on
+// are not taken (the session's next sequence stays at the first of them),
+// Sequenced::journal_full says so and the owner answers Busy; counted.
+//
 // Hot path: no allocation. The pending ring is allocated at construction.
 #ifndef ORDERWIRE_SERVICE_SEQUENCER_H_
 #define ORDERWIRE_SERVICE_SEQUENCER_H_
@@ -50,6 +54,8 @@ struct Sequenced {
   bool gap = false;  // a frame above the next sequence: SequenceGap is due
   std::size_t journaled = 0;    // frames appended to the journal
   bool journal_failed = false;  // the service cannot go on: stop
+  bool journal_full = false;    // no room on the disk: frames from the
+                                // session's next sequence on not taken
 };
 
 // The fewest pending commands the ring may hold: a whole datagram of the
@@ -65,6 +71,9 @@ struct SequencerStats {
   std::uint64_t gaps = 0;                      // datagrams
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t unauthorized = 0;  // commands flagged
+  // Not taken because the journal was full (kJournalFull).
+  std::uint64_t journal_full_datagrams = 0;
+  std::uint64_t journal_full_frames = 0;
 };
 
 class Sequencer {
@@ -115,11 +124,13 @@ class Sequencer {
     std::array<std::byte, codec::kMaxCommandFrameSize> frame;
   };
 
+  enum class JournalOutcome : std::uint8_t { kOk, kJournalFull, kFailed };
   // Journals `frames` (whole command frames of `session`, `count` of them)
-  // with `flags`, waiting when full. False if the writer failed.
-  bool Journal(Session& session, std::span<const std::byte> frames,
-               std::size_t count, std::uint64_t receive_ns,
-               std::uint32_t flags);
+  // with `flags`, waiting when the writer has no free buffer. kJournalFull:
+  // no room on the disk, nothing journaled; kFailed: the writer failed.
+  JournalOutcome Journal(Session& session, std::span<const std::byte> frames,
+                         std::size_t count, std::uint64_t receive_ns,
+                         std::uint32_t flags);
 
   SessionTable sessions_;
   journal::JournalWriter& writer_;

@@ -33,12 +33,16 @@ using base::RealtimeNs;
 constexpr std::int64_t kGapRepeatNs = 2'000'000;
 // The same for sending a session's reports again on a duplicate command.
 constexpr std::int64_t kResendRepeatNs = 2'000'000;
+// The same for Busy (docs/PROTOCOL.md "Busy").
+constexpr std::int64_t kBusyRepeatNs = 2'000'000;
 
 // Outgoing state of a session, by the Sequencer's session index.
 struct SessionOutput {
   int tx_slot = -1;  // the datagram being filled in the send batch
   std::uint64_t resent_from = 0;
   std::int64_t resent_ns = 0;
+  std::uint64_t busy_sent_for = 0;  // expected sequence of the last Busy
+  std::int64_t busy_sent_ns = 0;
 };
 
 StateMachineOptions MachineOptions(const ServiceOptions& options) {
@@ -93,6 +97,9 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::uint64_t sequence_gaps_sent_ = 0;
   std::uint64_t reports_resent_ = 0;
   std::uint64_t resend_unavailable_ = 0;
+  std::uint64_t busy_sent_ = 0;
+  std::uint64_t journal_full_episodes_ = 0;
+  bool journal_full_ = false;  // the journal answered kJournalFull
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed_{};
   std::array<std::uint64_t, 256> frames_out_{};
   mutable ServiceStats stats_;
@@ -109,6 +116,12 @@ class Service::Impl final : public Sequencer::Backpressure {
   Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
+  void SendBusy(Session& session);
+  // The disk-full state: entered on a kJournalFull, left once the journal
+  // found space; each change logged once.
+  void EnterJournalFull();
+  void CheckJournalResumed();
+  void Log(const std::string& line);
   // Sends `state`'s reports from `first_report` on again to `session`.
   void ResendFrom(Session& session, const SessionState& state,
                   std::uint64_t first_report);
@@ -248,6 +261,9 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
       }
     }
     ApplyDurable();
+    if (journal_full_) [[unlikely]] {
+      CheckJournalResumed();
+    }
     if (n > 0) continue;
     // Nothing arrived: wait for the disk if it has work, else the network.
     if (sequencer_->pending() > 0) {
@@ -291,6 +307,10 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
       sequencer_->Sequence(*datagram, rx_.peer(slot), receive_ns);
   if (result.admission != Admission::kOk || result.journal_failed) return;
   Session& session = *result.session;
+  if (result.journal_full) [[unlikely]] {
+    EnterJournalFull();
+    SendBusy(session);
+  }
   if (result.duplicates) {
     // A retransmission of commands already journaled: the client lacks
     // their reports (a datagram lost, or a restart between durable and
@@ -420,6 +440,55 @@ void Service::Impl::SendGap(Session& session) {
   Emit(session, frame);
 }
 
+void Service::Impl::SendBusy(Session& session) {
+  SessionOutput& out = outputs_[session.index];
+  if (out.busy_sent_for == session.next_expected &&
+      now_ns_ - out.busy_sent_ns < kBusyRepeatNs) {
+    return;  // one per 2 ms for the same expected sequence
+  }
+  out.busy_sent_for = session.next_expected;
+  out.busy_sent_ns = now_ns_;
+  std::array<std::byte, codec::kFrameSize<codec::Busy>> frame;
+  (void)codec::EncodeFrame(
+      0,
+      codec::Busy{.expected_sequence = session.next_expected,
+                  .cause = codec::BusyCause::kJournalFull},
+      frame);
+  ++busy_sent_;
+  ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kBusy)];
+  Emit(session, frame);
+}
+
+void Service::Impl::Log(const std::string& line) {
+  if (options_.on_event) {
+    options_.on_event(line);
+  } else {
+    std::fprintf(stderr, "orderwire serve: %s\n", line.c_str());
+  }
+}
+
+void Service::Impl::EnterJournalFull() {
+  if (journal_full_) return;
+  journal_full_ = true;
+  ++journal_full_episodes_;
+  Log(absl::StrFormat(
+      "journal full: need %d bytes free in %s (%s); new commands are "
+      "answered Busy until then, everything journaled is answered",
+      writer_->space_needed(), options_.journal.directory,
+      writer_->space_reason()));
+}
+
+void Service::Impl::CheckJournalResumed() {
+  // ApplyDurable() has just polled the writer, which retries the
+  // preparation of the next segment when it is due.
+  if (writer_->space_needed() != 0 || writer_->failed()) return;
+  journal_full_ = false;
+  Log(
+      absl::StrFormat("journal resumed: space found in %s; taking commands "
+                      "again (journal at index %d)",
+                      options_.journal.directory, writer_->last_index()));
+}
+
 void Service::Impl::ResendFrom(Session& session, const SessionState& state,
                                std::uint64_t first_report) {
   SessionOutput& out = outputs_[session.index];
@@ -497,6 +566,11 @@ void Service::Impl::RefreshStats() const {
   s.commands_applied = m.records;
   s.replayed = replayed_;
   s.backpressure_waits = backpressure_waits_;
+  s.refused_journal_full_datagrams = q.journal_full_datagrams;
+  s.refused_journal_full_frames = q.journal_full_frames;
+  s.busy_sent = busy_sent_;
+  s.journal_full_episodes = journal_full_episodes_;
+  s.journal_full = journal_full_;
   s.durable_index = durable_index_;
   s.last_index = writer_ != nullptr ? writer_->last_index() : 0;
   s.sessions = sequencer_->sessions().size();
@@ -517,9 +591,14 @@ std::string Service::StatsLine() const {
   for (std::uint64_t v : s.frames_out) frames_out += v;
   return absl::StrFormat(
       "datagrams in %d out %d | commands %d reports %d | durable %d/%d | "
-      "dup %d gaps %d malformed %d refused %d | sessions %d",
+      "dup %d gaps %d malformed %d refused %d | sessions %d%s",
       s.datagrams_in, s.datagrams_out, frames_in, frames_out, s.durable_index,
-      s.last_index, s.duplicates, s.gaps, malformed, refused, s.sessions);
+      s.last_index, s.duplicates, s.gaps, malformed, refused, s.sessions,
+      s.journal_full_episodes == 0
+          ? std::string()
+          : absl::StrFormat(" | journal full%s: %d frames refused, %d Busy",
+                            s.journal_full ? " NOW" : " (resumed)",
+                            s.refused_journal_full_frames, s.busy_sent));
 }
 
 std::string Service::StatsReport() const {
@@ -575,6 +654,13 @@ std::string Service::StatsReport() const {
   absl::StrAppendFormat(
       &out, "  journal           durable %d of %d, %d waits for the disk\n",
       s.durable_index, s.last_index, s.backpressure_waits);
+  absl::StrAppendFormat(&out,
+                        "  journal full      %d time(s), %d datagrams (%d "
+                        "frames) refused, %d Busy sent%s\n",
+                        s.journal_full_episodes,
+                        s.refused_journal_full_datagrams,
+                        s.refused_journal_full_frames, s.busy_sent,
+                        s.journal_full ? " (full now)" : "");
   absl::StrAppendFormat(&out, "  sessions          %d\n", s.sessions);
   return out;
 }
@@ -604,6 +690,11 @@ std::string Service::StatsJson() const {
   field("durable_index", s.durable_index);
   field("last_index", s.last_index);
   field("sessions", s.sessions);
+  field("refused_journal_full_datagrams", s.refused_journal_full_datagrams);
+  field("refused_journal_full_frames", s.refused_journal_full_frames);
+  field("busy_sent", s.busy_sent);
+  field("journal_full_episodes", s.journal_full_episodes);
+  field("journal_full", s.journal_full ? 1 : 0);
   const auto group = [&](std::string_view name, auto&& fill) {
     absl::StrAppendFormat(&out, ",\"%s\":{", name);
     bool first = true;

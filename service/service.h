@@ -19,6 +19,14 @@
 // socket and waits for the disk; datagrams wait in the socket buffer or are
 // dropped by the kernel, and clients retransmit.
 //
+// Disk full (docs/SERVICE.md "Disk full"): when the journal has no room on
+// its disk (JournalWriter kJournalFull), new commands are not journaled: the
+// session gets Busy (cause JournalFull) and retransmits later; duplicates
+// still get their reports sent again, and everything journaled becomes
+// durable and is answered. The service logs when the state starts ("journal
+// full: need N bytes free in DIR") and when it ends, and resumes by itself
+// once the journal has found space.
+//
 // Restart: Start() recovers the journal (a torn tail is cut off) and applies
 // every record through the same StateMachine::Apply as the live loop, so
 // every session's expected sequence and report sequence, every book and the
@@ -33,6 +41,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -66,6 +75,10 @@ struct ServiceOptions {
   // runs (e.g. to print counters); 0 turns it off.
   double interval_s = 0;
   std::function<void()> on_interval;
+  // Called from the service's thread with a line for the operator when the
+  // service changes state (the journal full, and resumed). Null: the line
+  // goes to stderr.
+  std::function<void(std::string_view)> on_event;
 };
 
 // Every counter the service keeps. Drops are counted by cause.
@@ -90,6 +103,13 @@ struct ServiceStats {
   std::uint64_t commands_applied = 0;
   std::uint64_t replayed = 0;            // records replayed at start-up
   std::uint64_t backpressure_waits = 0;  // times the loop waited for disk
+  // Disk full: datagrams and frames not taken, Busy frames sent, times the
+  // state began, and whether it holds now.
+  std::uint64_t refused_journal_full_datagrams = 0;
+  std::uint64_t refused_journal_full_frames = 0;
+  std::uint64_t busy_sent = 0;
+  std::uint64_t journal_full_episodes = 0;
+  bool journal_full = false;
   std::uint64_t durable_index = 0;
   std::uint64_t last_index = 0;
   std::uint64_t sessions = 0;

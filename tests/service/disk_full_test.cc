@@ -1,0 +1,246 @@
+// The service on a full disk, end to end (docs/SERVICE.md "Disk full"): a
+// Service with 256 KiB journal segments on a small ext4 file system of its
+// own (a file mounted through a loop device), the go-back-N client offering
+// load on one session, the disk filled with a ballast file. The test checks
+// that the service keeps running and answers Busy, that everything it
+// journaled is durable while it is full, that it resumes by itself once the
+// ballast is removed, that the client finishes with every command
+// acknowledged, and that the journal holds each command exactly once,
+// verbatim, in sequence order. A second test, on a small tmpfs with a raw
+// client, checks the Busy frame itself (its expected sequence and cause, its
+// repetition) and that duplicates are still answered while the disk is
+// full. Skip where mounting is not permitted.
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "codec/frame.h"
+#include "codec/types.h"
+#include "engine/workload.h"
+#include "gtest/gtest.h"
+#include "journal/reader.h"
+#include "net/client.h"
+#include "service/service.h"
+#include "tests/support/bytes.h"
+#include "tests/support/service_harness.h"
+#include "tests/support/small_filesystem.h"
+
+namespace orderwire::service {
+namespace {
+
+using test_support::Bytes;
+using test_support::Frame;
+using test_support::Hex;
+using test_support::RunningService;
+using test_support::SmallFilesystem;
+using test_support::TestClient;
+using test_support::TestOptions;
+
+constexpr std::size_t kCommands = 30'000;
+constexpr std::uint32_t kSession = 7;
+
+TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
+  std::string why;
+  std::unique_ptr<SmallFilesystem> fs = SmallFilesystem::Mount(
+      SmallFilesystem::Type::kLoopExt4, std::uint64_t{24} << 20, &why);
+  if (fs == nullptr) GTEST_SKIP() << why;
+  const std::string dir = fs->path() + "/journal";
+
+  ServiceOptions options = TestOptions(dir, journal::Durability::kBatch);
+  options.journal.segment_size = 256 << 10;
+  options.journal.no_space_retry_ms = 50;
+  std::vector<std::string> events;  // read after Stop() only
+  options.on_event = [&events](std::string_view line) {
+    events.emplace_back(line);
+  };
+  std::unique_ptr<RunningService> running =
+      RunningService::Start(std::move(options));
+  ASSERT_NE(running, nullptr);
+  fs->Fill();  // no room for a second segment
+
+  const std::vector<codec::Command> commands =
+      workload::Generate(workload::Workload::kMixed, kCommands, 11);
+  const std::vector<std::byte> frames = workload::EncodeCommands(commands);
+  net::ClientOptions client;
+  client.target = running->endpoint();
+  client.session_id = kSession;
+  client.rate = 100'000;
+  client.window = 1024;
+  client.retransmit_timeout_ms = 100;
+  client.give_up_ms = 30'000;
+  std::atomic<bool> stop{false};
+  absl::StatusOr<net::ClientResult> result = absl::UnknownError("not run");
+  std::thread client_thread(
+      [&] { result = net::RunClient(client, frames, stop); });
+  struct Joiner {
+    std::atomic<bool>& stop;
+    std::thread& thread;
+    ~Joiner() {
+      stop.store(true);
+      if (thread.joinable()) thread.join();
+    }
+  } joiner{stop, client_thread};
+
+  // The journal fills its first segment, then answers kJournalFull: the
+  // service keeps running (its counters keep coming) and answers Busy.
+  ASSERT_TRUE(running->WaitFor(
+      [](const ServiceStats& s) {
+        return s.journal_full && s.busy_sent > 0 &&
+               s.refused_journal_full_frames > 0;
+      },
+      20'000))
+      << "the service never reported the journal full";
+  // While full: everything journaled becomes durable and is answered, and
+  // nothing more is journaled.
+  std::uint64_t full_at = 0;
+  ASSERT_TRUE(running->WaitFor(
+      [&](const ServiceStats& s) {
+        full_at = s.last_index;
+        return s.journal_full && s.durable_index == s.last_index &&
+               s.commands_applied == s.last_index;
+      },
+      5'000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ServiceStats during;
+  ASSERT_TRUE(running->WaitFor(
+      [&](const ServiceStats& s) {
+        during = s;
+        return true;
+      },
+      5'000))
+      << "the service stopped while the disk was full";
+  EXPECT_TRUE(during.journal_full);
+  EXPECT_EQ(during.last_index, full_at);
+  EXPECT_LT(during.last_index, kCommands);
+  EXPECT_GT(during.busy_sent, 1u);
+
+  // Space appears: the service resumes by itself and the client finishes.
+  fs->Free();
+  ASSERT_TRUE(running->WaitFor(
+      [](const ServiceStats& s) { return !s.journal_full && s.last_index > 0; },
+      10'000))
+      << "the service did not resume after space was freed";
+  client_thread.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->acknowledged, kCommands);
+  EXPECT_GT(result->busy, 0u);
+  EXPECT_EQ(result->busy_cause,
+            static_cast<std::uint8_t>(codec::BusyCause::kJournalFull));
+  ASSERT_TRUE(running->Stop().ok());
+  const ServiceStats& end = running->final_stats();
+  EXPECT_EQ(end.journal_full_episodes, 1u);
+  EXPECT_FALSE(end.journal_full);
+  EXPECT_EQ(end.last_index, kCommands);
+  EXPECT_EQ(end.frames_out[static_cast<std::size_t>(codec::Kind::kBusy)],
+            end.busy_sent);
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_NE(events[0].find("journal full: need 262144 bytes free in " + dir),
+            std::string::npos)
+      << events[0];
+  EXPECT_NE(events[1].find("journal resumed"), std::string::npos) << events[1];
+
+  // The journal: every command exactly once, verbatim, in sequence order.
+  auto reader = journal::JournalReader::Open(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  journal::Record record;
+  std::size_t offset = 0;
+  std::uint64_t count = 0;
+  while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
+    ++count;
+    ASSERT_EQ(record.session_id, kSession);
+    ASSERT_EQ(record.frame.sequence(), count);
+    const auto bytes = record.frame.bytes();
+    ASSERT_LE(offset + bytes.size(), frames.size());
+    ASSERT_TRUE(std::equal(bytes.begin(), bytes.end(),
+                           frames.begin() + static_cast<long>(offset)))
+        << "record " << count << " is not the command sent";
+    offset += bytes.size();
+  }
+  ASSERT_TRUE((*reader)->status().ok()) << (*reader)->status();
+  EXPECT_EQ(count, kCommands);
+  EXPECT_EQ(offset, frames.size());
+}
+
+TEST(ServiceDiskFull, BusyCarriesTheExpectedSequenceAndDuplicatesAreAnswered) {
+  std::string why;
+  std::unique_ptr<SmallFilesystem> fs = SmallFilesystem::Mount(
+      SmallFilesystem::Type::kTmpfs, std::uint64_t{1} << 20, &why);
+  if (fs == nullptr) GTEST_SKIP() << why;
+  const std::string dir = fs->path() + "/journal";
+  ServiceOptions options = TestOptions(dir, journal::Durability::kBatch);
+  options.journal.segment_size = 64 << 10;
+  options.journal.no_space_retry_ms = 10;
+  std::unique_ptr<RunningService> running =
+      RunningService::Start(std::move(options));
+  ASSERT_NE(running, nullptr);
+  fs->Fill();
+  TestClient client(running->endpoint());
+  constexpr std::uint32_t kRaw = 3;
+  const auto order = [](std::uint64_t seq) {
+    return Frame(seq, codec::NewLimit{
+                          .account_id = 1,
+                          .client_order_id = seq,
+                          .instrument_id = 9,
+                          .side = codec::Side::kSell,
+                          .time_in_force = codec::TimeInForce::kGoodTillCancel,
+                          .price = 5000 + static_cast<int>(seq),
+                          .quantity = 1});
+  };
+
+  // One command per datagram (a journal group each) until one is refused.
+  std::vector<Bytes> accepted;
+  std::uint64_t seq = 1;
+  std::vector<Bytes> reports;
+  for (; seq <= 200; ++seq) {
+    client.Send(kRaw, {order(seq)});
+    reports = client.Frames(kRaw, 1);
+    ASSERT_EQ(reports.size(), 1u);
+    const auto kind = static_cast<codec::Kind>(reports[0][8]);
+    if (kind != codec::Kind::kAccepted) break;
+    accepted.push_back(reports[0]);
+  }
+  ASSERT_GT(accepted.size(), 1u);
+  ASSERT_LE(seq, 200u) << "the journal never filled up";
+  // Busy, frame sequence 0, naming the refused command's sequence.
+  const codec::Busy busy{.expected_sequence = seq,
+                         .cause = codec::BusyCause::kJournalFull};
+  EXPECT_EQ(Hex(reports[0]), Hex(Frame(0, busy)));
+
+  // A duplicate is answered while the disk is full: its report again.
+  client.Send(kRaw, {order(seq - 1)});
+  reports = client.Frames(kRaw, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(Hex(reports[0]), Hex(accepted.back()));
+
+  // The refused command again (past the 2 ms repeat limit): Busy again.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3));
+  client.Send(kRaw, {order(seq)});
+  reports = client.Frames(kRaw, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(Hex(reports[0]), Hex(Frame(0, busy)));
+  EXPECT_TRUE(running->WaitFor([&](const ServiceStats& s) {
+    return s.journal_full && s.busy_sent == 2 &&
+           s.refused_journal_full_datagrams == 2 &&
+           s.refused_journal_full_frames == 2 && s.last_index == seq - 1 &&
+           s.durable_index == seq - 1;
+  }));
+
+  // Space: the service resumes by itself and takes the command.
+  fs->Free();
+  ASSERT_TRUE(running->WaitFor(
+      [](const ServiceStats& s) { return !s.journal_full; }, 10'000));
+  client.Send(kRaw, {order(seq)});
+  reports = client.Frames(kRaw, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(static_cast<codec::Kind>(reports[0][8]), codec::Kind::kAccepted);
+  ASSERT_TRUE(running->Stop().ok());
+  EXPECT_EQ(running->final_stats().last_index, seq);
+}
+
+}  // namespace
+}  // namespace orderwire::service
