@@ -16,6 +16,7 @@ packages=(
   libxxhash-dev
   libflatbuffers-dev flatbuffers-compiler libprotobuf-dev protobuf-compiler
   tshark python3  # tests/dissector: the Wireshark dissector test
+  e2fsprogs mount  # disk-full tests: mkfs.ext4, mount -o loop (skip if denied)
 )
 for extra in "$@"; do
   case "$extra" in
