@@ -44,6 +44,7 @@
 #include "engine/report.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
+#include "service/pinned_config.h"
 #include "service/service_config.h"
 #include "service/state_machine.h"
 
@@ -104,14 +105,18 @@ const CommandSpec kReplaySpec{
     .details =
         "Reads every segment of the journal in DIR in order, checking every\n"
         "checksum and the continuity of the indexes, and applies each record\n"
-        "through the same StateMachine as 'orderwire serve' (the engine with\n"
-        "the default limits of docs/PROTOCOL.md, or the limits of --config\n"
-        "FILE, the file 'serve --config' reads; its session lists do not\n"
-        "matter here: each record carries the decision taken when it was\n"
-        "received). So every session's reports are reproduced exactly as the\n"
-        "service sent them, numbered on their session. Prints the records,\n"
-        "the commands and reports by kind, the sessions, the final index and\n"
-        "the records/s.\n\n"
+        "through the same StateMachine as 'orderwire serve', with the\n"
+        "configuration the journal pins: each segment's (engine limits and\n"
+        "max_sessions) from its first record, as the service applied them.\n"
+        "--config FILE (the file 'serve --config' reads; its session lists do\n"
+        "not matter here: each record carries the decision taken when it was\n"
+        "received) applies only to segments that pin none (journals written\n"
+        "before the configuration was pinned, and 'journal write'); where it\n"
+        "differs from a pinned one, a note on standard error names the\n"
+        "differences and the journal's own is used. So every session's\n"
+        "reports are reproduced exactly as the service sent them, numbered on\n"
+        "their session. Prints the records, the commands and reports by kind,\n"
+        "the sessions, the final index and the records/s.\n\n"
         "--reports FILE writes every report frame in emission order (for one\n"
         "session: its reports; FILE '-' is standard output, and the summary\n"
         "then goes to standard error). --reports-dir DIR writes one file per\n"
@@ -119,8 +124,9 @@ const CommandSpec kReplaySpec{
         "session received, byte for byte (DIR is created if missing).\n"
         "--json writes JSON Lines instead of frames. --book N prints the top\n"
         "N levels of every non-empty book to standard error at the end.\n\n"
-        "--verify checks the journal without the engine and prints the\n"
-        "records by kind, the final index and the records/s.\n\n"
+        "--verify checks the journal without the engine (and that every\n"
+        "configuration it pins can be read) and prints the records by kind,\n"
+        "the final index and the records/s.\n\n"
         "A journal that is not whole (a torn tail, corruption) ends the\n"
         "replay with an error naming the file, offset and last good index:\n"
         "exit status 1, never a summary that looks complete. So does a record\n"
@@ -134,7 +140,8 @@ const CommandSpec kReplaySpec{
                "write each session's reports to DIR/session-<id>.bin"},
               {"json", "", "", "with --reports/--reports-dir: JSON Lines"},
               {"book", "N", "0", "depth table of every book (stderr)"},
-              {"config", "FILE", "", "service (or engine) configuration"}},
+              {"config", "FILE", "",
+               "configuration for segments that pin none"}},
 };
 
 using base::RealtimeNs;
@@ -368,6 +375,26 @@ std::string SegmentText(const journal::SegmentInfo& s) {
     absl::StrAppendFormat(&out, " (first index %d)", h.first_index);
   }
   out += "\n";
+  // The metadata: the service's pinned configuration, shown as its text.
+  if (s.metadata.empty()) {
+    out += "  metadata: none (pins no configuration)\n";
+  } else {
+    absl::StrAppendFormat(&out, "  metadata: %d bytes, CRC32C 0x%08x\n",
+                          s.metadata.size(), h.metadata_crc);
+    absl::StatusOr<service::PinnedConfig> pinned =
+        service::DecodePinnedConfig(s.metadata);
+    if (pinned.ok()) {
+      for (std::string_view rest = s.metadata; !rest.empty();) {
+        const std::size_t eol = rest.find('\n');
+        absl::StrAppendFormat(&out, "    %s\n", rest.substr(0, eol));
+        rest = eol == std::string_view::npos ? std::string_view{}
+                                             : rest.substr(eol + 1);
+      }
+    } else {
+      absl::StrAppendFormat(&out, "    (not a configuration: %s)\n",
+                            pinned.status().message());
+    }
+  }
   return out;
 }
 
@@ -435,6 +462,12 @@ absl::Status Verify(const std::string& dir) {
   }
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
+  // Every configuration the journal pins must be readable: replay needs it.
+  for (const journal::SegmentInfo& segment : reader.segments()) {
+    absl::StatusOr<service::PinnedConfig> pinned =
+        service::SegmentConfig(segment, service::PinnedConfig{});
+    if (!pinned.ok()) return pinned.status();
+  }
   std::string out = absl::StrFormat(
       "replay --verify: %d records in %d segment%s, every checksum and index "
       "checked%s\n",
@@ -521,8 +554,39 @@ absl::Status Replay(const Args& args) {
   std::uint64_t report_count = 0;
   journal::Record r;
   journal::ReadResult result;
+  // The journal's own configuration, segment by segment; --config (or the
+  // defaults) for segments that pin none.
+  const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
+  std::size_t segments_seen = 0;
+  std::size_t segments_noted = 0;
+  std::vector<std::string> reconfigurations;
   const auto start = Clock::now();
   while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
+    if (segments_seen != reader.segments().size()) {
+      // Cold: a new segment. A pinned configuration that differs from an
+      // explicit --config is worth a note: the journal's own is used.
+      for (; args.Has("config") && segments_noted < reader.segments().size();
+           ++segments_noted) {
+        const journal::SegmentInfo& segment = reader.segments()[segments_noted];
+        absl::StatusOr<service::PinnedConfig> pinned =
+            service::SegmentConfig(segment, unpinned);
+        if (pinned.ok() && !(*pinned == unpinned)) {
+          std::fprintf(
+              stderr,
+              "replay: note: segment %s pins its own configuration "
+              "from index %llu, used instead of --config (journal vs "
+              "--config: %s)\n",
+              segment.path.c_str(),
+              static_cast<unsigned long long>(segment.header.first_index),
+              service::DescribeDifferences(*pinned, unpinned).c_str());
+        }
+      }
+      if (absl::Status s = service::FollowSegments(
+              reader, segments_seen, unpinned, *machine, &reconfigurations);
+          !s.ok()) {
+        return s;
+      }
+    }
     if (absl::Status s = machine->Apply(service::Record::FromJournal(r));
         !s.ok()) {
       return s;
@@ -583,6 +647,9 @@ absl::Status Replay(const Args& args) {
   }
   if (machine->session_count() > 8) out += ", ...";
   out += "\n";
+  for (const std::string& change : reconfigurations) {
+    absl::StrAppendFormat(&out, "  reconfigured %s\n", change);
+  }
   absl::StrAppendFormat(&out, "  final index %d; %d live orders at the end\n",
                         reader.last_index(), engine.live_orders());
   absl::StrAppendFormat(&out, "  %.3f s: %s records/s\n", seconds,

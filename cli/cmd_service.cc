@@ -45,7 +45,8 @@ const CommandSpec kServeSpec{
     .name = "serve",
     .synopsis =
         "--journal DIR [--listen HOST:PORT] [--durability MODE] "
-        "[--config FILE] [--stats-interval S] [--stats-json FILE]",
+        "[--config FILE] [--reconfigure] [--stats-interval S] "
+        "[--stats-json FILE]",
     .summary = "Run the UDP order-entry service.",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
@@ -56,7 +57,15 @@ const CommandSpec kServeSpec{
         "carry on where they were. SIGINT or SIGTERM stops reading, makes\n"
         "everything durable, sends the last reports, prints the counters and\n"
         "exits 0. Without --config: instruments 1-1024, any session may trade\n"
-        "for any account from loopback only (see docs/SERVICE.md).",
+        "for any account from loopback only (see docs/SERVICE.md).\n\n"
+        "The journal pins the settings that decide how its records apply (the\n"
+        "engine's limits and max_sessions): a new journal pins the ones "
+        "given.\n"
+        "A restart whose --config (or defaults) differs from what the journal\n"
+        "pins is refused with each difference named (exit 1), unless\n"
+        "--reconfigure is given: then a new segment pins the new settings "
+        "from\n"
+        "the next index, where a replay changes them too.",
     .flags =
         {
             {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
@@ -64,6 +73,9 @@ const CommandSpec kServeSpec{
             {"durability", "MODE", "batch",
              "none | batch | sync: when a command counts as durable"},
             {"config", "FILE", "", "service configuration (docs/SERVICE.md)"},
+            {"reconfigure", "", "",
+             "accept a configuration that differs from the journal's and "
+             "pin it from the next index"},
             {"segment-size", "BYTES", "67108864", "journal segment size"},
             {"stats-interval", "S", "0",
              "print a line of counters every S seconds (0: only at exit)"},
@@ -120,6 +132,7 @@ absl::Status Serve(const Args& args) {
     options.config = *config;
   }
   const std::string stats_json = args.String("stats-json");
+  options.reconfigure = args.Bool("reconfigure");
 
   InstallStopHandlers();
   service::Service* service_ptr = nullptr;

@@ -294,6 +294,22 @@ class BasicEngine {
   // Returns Internal naming the first violation. For tests. O(live orders).
   [[nodiscard]] absl::Status CheckInvariants() const;
 
+  // Changes the configuration between two commands (docs/ENGINE.md
+  // "Reconfiguration"): the new instrument range, price band and quantity
+  // range apply to the commands that follow; live orders stay as they are
+  // (an order resting at a price outside the new band rests on, trades and
+  // can be cancelled; a Replace is checked against the new band). The
+  // capacity may grow (the pools and index tables are reallocated and the
+  // live records copied, indexes unchanged: O(capacity), cold) or shrink to
+  // no fewer than the live orders (the memory is kept). Order and match ids
+  // continue. Everything is checked before anything changes. Errors, the
+  // engine unchanged: InvalidArgument (ValidateConfig); FailedPrecondition
+  // when the new range leaves out an instrument that has live orders, when
+  // max_live_orders is below the live orders, or when the live orders'
+  // quantity plus max_live_orders * max_quantity could exceed 2^63-1 (a
+  // book's total must stay exact). Cost: O(books + levels) to check.
+  absl::Status Reconfigure(const EngineConfig& config);
+
   // Returns to the state of a new engine, keeping all memory. O(capacity).
   void Reset() noexcept;
 

@@ -98,6 +98,14 @@ constexpr std::array<std::size_t, 16> kGroupRecords = {
 
 // Flag bits for some records: opaque to the journal, stored verbatim.
 constexpr std::uint32_t kSomeFlag = 1;
+// The caller's metadata in every segment's header block: 600 bytes, so it
+// spans the first two 512-byte sectors of the block.
+const std::string kMetadata = [] {
+  std::string text;
+  for (int i = 0; text.size() < 600; ++i)
+    text += static_cast<char>('a' + i % 26);
+  return text.substr(0, 600);
+}();
 
 // ---------------------------------------------------------------------------
 // The format as docs/JOURNAL.md states it. Offsets and sizes are format.h's
@@ -125,8 +133,13 @@ constexpr std::size_t kSegJournalIdAt =
     kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::journal_id>;
 constexpr std::size_t kSegFlagsAt =
     kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::flags>;
-constexpr std::size_t kSegReservedAt =
-    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::reserved>;
+constexpr std::size_t kSegMetadataSizeAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::metadata_size>;
+constexpr std::size_t kSegMetadataCrcAt =
+    kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::metadata_crc>;
+// "Segment metadata": at offset 64, at most 4032 bytes.
+constexpr std::size_t kMetadataAt = kSegmentHeaderSize;
+constexpr std::size_t kMetadataMax = kBlockSize - kSegmentHeaderSize;
 constexpr std::size_t kGroupRecordsBytesAt =
     kOffsetOf<kGroupHeaderLayout, &GroupHeader::records_bytes>;
 constexpr std::size_t kGroupFirstIndexAt =
@@ -219,8 +232,21 @@ std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
   }
   if (LoadLE<std::uint16_t>(h + kSegHeaderSizeAt) != kSegmentHeaderSize ||
       LoadLE<std::uint32_t>(h + kSegBlockSizeAt) != kBlock ||
-      LoadLE<std::uint32_t>(h + kSegFlagsAt) != 0 ||
-      LoadLE<std::uint64_t>(h + kSegReservedAt) != 0) {
+      LoadLE<std::uint32_t>(h + kSegFlagsAt) != 0) {
+    return std::nullopt;
+  }
+  // The metadata: its size and CRC32C are header fields.
+  const std::uint32_t metadata_size =
+      LoadLE<std::uint32_t>(h + kSegMetadataSizeAt);
+  const std::uint32_t metadata_crc =
+      LoadLE<std::uint32_t>(h + kSegMetadataCrcAt);
+  if (metadata_size > kMetadataMax ||
+      file.size() < kMetadataAt + metadata_size) {
+    return std::nullopt;
+  }
+  if (metadata_size == 0
+          ? metadata_crc != 0
+          : Crc32c(file.subspan(kMetadataAt, metadata_size)) != metadata_crc) {
     return std::nullopt;
   }
   DocHeader out;
@@ -235,8 +261,9 @@ std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
     return std::nullopt;
   }
   const std::size_t block_end = std::min(file.size(), kBlock);
-  if (!AllZero(
-          file.subspan(kSegmentHeaderSize, block_end - kSegmentHeaderSize))) {
+  const std::size_t metadata_end = kMetadataAt + metadata_size;
+  if (block_end > metadata_end &&
+      !AllZero(file.subspan(metadata_end, block_end - metadata_end))) {
     return std::nullopt;
   }
   return out;
@@ -508,6 +535,14 @@ Reading ReadJournal(const std::string& path) {
                            record.flags, Bytes(frame.begin(), frame.end())});
   }
   FUZZ_CHECK(out.end == ReadResult::kEnd || out.end == ReadResult::kError);
+  // Each segment's metadata is whole: the size and checksum its header
+  // (under the header's checksum) gives.
+  for (const SegmentInfo& info : reader.segments()) {
+    const auto metadata = std::as_bytes(std::span(info.metadata));
+    FUZZ_CHECK(metadata.size() == info.header.metadata_size);
+    FUZZ_CHECK(metadata.empty() ? info.header.metadata_crc == 0
+                                : Crc32c(metadata) == info.header.metadata_crc);
+  }
   // After the end every call answers the same.
   FUZZ_CHECK(reader.Next(record) == out.end);
   out.status = reader.status();
@@ -569,7 +604,8 @@ void BuildBase() {
                                        .segment_size = kSegmentSize,
                                        .group_size = 8192,
                                        .slots = 2,
-                                       .backend = IoBackend::kBlocking});
+                                       .backend = IoBackend::kBlocking,
+                                       .metadata = kMetadata});
     FUZZ_CHECK(writer.ok());
     std::uint64_t index = 0;
     for (std::size_t g = 0; g < kGroupRecords.size(); ++g) {
@@ -714,6 +750,14 @@ void Apply(Directory& dir, const RecipeStep& step) {
     case JournalOp::kResealHeader: {
       File* f = PickFile(dir, step.operand[0]);
       if (f == nullptr || f->bytes.size() < kSegmentHeaderSize) return;
+      // The metadata's CRC too, when its size fits the file.
+      if (const std::uint32_t size =
+              LoadLE<std::uint32_t>(f->bytes.data() + kSegMetadataSizeAt);
+          size != 0 && size <= kMetadataMax &&
+          kMetadataAt + size <= f->bytes.size()) {
+        codec::StoreLE(f->bytes.data() + kSegMetadataCrcAt,
+                       Crc32c(std::span(f->bytes).subspan(kMetadataAt, size)));
+      }
       codec::StoreLE(f->bytes.data() + kHeaderCrcAt,
                      Crc32c(std::span(f->bytes).first(kHeaderCrcAt)));
       return;

@@ -26,6 +26,7 @@
 //   kResealGroup       file u8, block u8           recompute the CRC of the
 //                                                  group at block % blocks
 //   kResealHeader      file u8                     recompute the header CRC
+//                                                  (and the metadata CRC)
 //   kRemoveFile        file u8                     delete the file
 //   kRenameFile        file u8, name u8            rename to next.owj.prep
 //                                                  (name 0) or to the segment

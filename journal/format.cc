@@ -2,6 +2,7 @@
 #include "journal/format.h"
 
 #include <charconv>
+#include <cstring>
 #include <span>
 
 #include "absl/strings/str_format.h"
@@ -15,6 +16,17 @@ void EncodeSegmentHeader(SegmentHeader header, std::byte* dst) noexcept {
   const std::uint32_t crc =
       Crc32c(std::span<const std::byte>(dst, kSegmentHeaderCrcOffset));
   codec::StoreLE(dst + kSegmentHeaderCrcOffset, crc);
+}
+
+void EncodeSegmentHeader(SegmentHeader header,
+                         std::span<const std::byte> metadata,
+                         std::byte* dst) noexcept {
+  header.metadata_size = static_cast<std::uint32_t>(metadata.size());
+  header.metadata_crc = metadata.empty() ? 0 : Crc32c(metadata);
+  if (!metadata.empty()) {
+    std::memcpy(dst + kSegmentMetadataOffset, metadata.data(), metadata.size());
+  }
+  EncodeSegmentHeader(header, dst);
 }
 
 std::string SegmentFileName(std::uint64_t first_index) {

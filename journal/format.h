@@ -13,8 +13,16 @@
 //   block 0                 blocks 1..                          zeros
 //   +---------------------+-------------------+----------------+--------+
 //   | segment header (64) | group | pad to 4K | group | pad    |  ...   |
+//   | metadata (0..4032)  |                   |                |        |
 //   | zeros to 4096       |                   |                |        |
 //   +---------------------+-------------------+----------------+--------+
+//
+// The metadata is the caller's, opaque to the journal (the service pins its
+// configuration there): `metadata_size` bytes at offset 64, checksummed by
+// `metadata_crc`; both fields are in the header, under the header's own
+// CRC, so a metadata area that was zeroed or cut short can never pass for
+// "no metadata". A segment without metadata has both fields 0 (the
+// journals written before the field existed).
 //
 // A group is what one write puts on disk: the records of one or more
 // Append() calls, sealed by a checksum. It starts on a block boundary:
@@ -51,6 +59,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -71,31 +80,33 @@ inline constexpr std::size_t kBlockSize = 4096;
 
 // At offset 0 of every segment. `crc` is the CRC32C of bytes 0..59.
 struct SegmentHeader {
-  std::uint64_t magic;        // kSegmentMagic, the bytes "OWJOURNL"
-  std::uint16_t version;      // kFormatVersion
-  std::uint16_t header_size;  // kSegmentHeaderSize
-  std::uint32_t block_size;   // kBlockSize
-  std::uint64_t first_index;  // index of the segment's first record, >= 1
-  std::uint64_t created_ns;   // CLOCK_REALTIME when the segment was started
-  std::uint64_t capacity;     // bytes preallocated (the file's size)
-  std::uint64_t journal_id;   // random, the same in every segment
-  std::uint32_t flags;        // 0
-  std::uint64_t reserved;     // 0
+  std::uint64_t magic;          // kSegmentMagic, the bytes "OWJOURNL"
+  std::uint16_t version;        // kFormatVersion
+  std::uint16_t header_size;    // kSegmentHeaderSize
+  std::uint32_t block_size;     // kBlockSize
+  std::uint64_t first_index;    // index of the segment's first record, >= 1
+  std::uint64_t created_ns;     // CLOCK_REALTIME when the segment was started
+  std::uint64_t capacity;       // bytes preallocated (the file's size)
+  std::uint64_t journal_id;     // random, the same in every segment
+  std::uint32_t flags;          // 0
+  std::uint32_t metadata_size;  // bytes of metadata at offset 64; <= 4032
+  std::uint32_t metadata_crc;   // CRC32C of them (0 when there are none)
   std::uint32_t crc;
 };
 
-inline constexpr auto kSegmentHeaderLayout =
-    codec::MakeLayout(codec::Field{"magic", &SegmentHeader::magic},
-                      codec::Field{"version", &SegmentHeader::version},
-                      codec::Field{"header_size", &SegmentHeader::header_size},
-                      codec::Field{"block_size", &SegmentHeader::block_size},
-                      codec::Field{"first_index", &SegmentHeader::first_index},
-                      codec::Field{"created_ns", &SegmentHeader::created_ns},
-                      codec::Field{"capacity", &SegmentHeader::capacity},
-                      codec::Field{"journal_id", &SegmentHeader::journal_id},
-                      codec::Field{"flags", &SegmentHeader::flags},
-                      codec::Field{"reserved", &SegmentHeader::reserved},
-                      codec::Field{"crc", &SegmentHeader::crc});
+inline constexpr auto kSegmentHeaderLayout = codec::MakeLayout(
+    codec::Field{"magic", &SegmentHeader::magic},
+    codec::Field{"version", &SegmentHeader::version},
+    codec::Field{"header_size", &SegmentHeader::header_size},
+    codec::Field{"block_size", &SegmentHeader::block_size},
+    codec::Field{"first_index", &SegmentHeader::first_index},
+    codec::Field{"created_ns", &SegmentHeader::created_ns},
+    codec::Field{"capacity", &SegmentHeader::capacity},
+    codec::Field{"journal_id", &SegmentHeader::journal_id},
+    codec::Field{"flags", &SegmentHeader::flags},
+    codec::Field{"metadata_size", &SegmentHeader::metadata_size},
+    codec::Field{"metadata_crc", &SegmentHeader::metadata_crc},
+    codec::Field{"crc", &SegmentHeader::crc});
 
 // At the start of every group. `stable_index` is the writer's proof horizon:
 // every record with an index <= stable_index had been completely written
@@ -164,6 +175,10 @@ inline constexpr std::size_t kSegmentHeaderCrcOffset =
     kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::crc>;
 // Offset of the first group in a segment.
 inline constexpr std::size_t kFirstGroupOffset = kBlockSize;
+// The caller's metadata follows the header in block 0.
+inline constexpr std::size_t kSegmentMetadataOffset = 64;
+inline constexpr std::size_t kMaxSegmentMetadata =
+    kFirstGroupOffset - kSegmentMetadataOffset;
 // The fields of a record header, which the writer stores and the reader
 // loads one by one (the other structures go through StoreStruct and
 // LoadStruct below; kOffsetOf gives any of their fields' offsets).
@@ -178,6 +193,8 @@ inline constexpr std::size_t kRecordFlagsOffset =
 
 static_assert(kSegmentHeaderSize == 64);
 static_assert(kSegmentHeaderCrcOffset == 60);
+static_assert(kSegmentMetadataOffset == kSegmentHeaderSize);
+static_assert(kMaxSegmentMetadata == 4032);
 static_assert(kGroupHeaderSize == 32);
 static_assert(kGroupTrailerSize == 8);
 static_assert(kRecordHeaderSize == 24);
@@ -235,8 +252,15 @@ template <const auto& kLayout, typename Model>
   return model;
 }
 
-// Writes `header` at `dst` (64 bytes) with its crc field computed.
+// Writes `header` at `dst` (64 bytes) with its crc field computed. The
+// metadata fields are written as given (0 and 0: no metadata).
 void EncodeSegmentHeader(SegmentHeader header, std::byte* dst) noexcept;
+// Writes `header` and `metadata` (at most kMaxSegmentMetadata bytes) at
+// `dst` (64 + metadata.size() bytes), with header.metadata_size,
+// header.metadata_crc and header.crc computed.
+void EncodeSegmentHeader(SegmentHeader header,
+                         std::span<const std::byte> metadata,
+                         std::byte* dst) noexcept;
 
 // The file name of the segment whose first record is `first_index`.
 [[nodiscard]] std::string SegmentFileName(std::uint64_t first_index);

@@ -130,6 +130,7 @@ bool JournalReader::EnterSegment(std::size_t i) {
   SegmentInfo info;
   info.path = entry.path;
   info.header = check.header;
+  info.metadata = check.metadata;
   info.file_size = bytes->size();
   info.data_end = kFirstGroupOffset;
   infos_.push_back(std::move(info));

@@ -64,6 +64,10 @@ enum class ReadResult : std::uint8_t {
 struct SegmentInfo {
   std::string path;
   SegmentHeader header;
+  // The caller's metadata from the segment's header block (checksummed;
+  // empty if the segment has none). header.first_index is the index from
+  // which it applies.
+  std::string metadata{};
   std::uint64_t file_size = 0;
   std::uint64_t records = 0;     // records read from it so far
   std::uint64_t groups = 0;      // groups read from it so far

@@ -116,6 +116,11 @@ absl::Status JournalWriter::Init() {
         "segment size %d is out of range [%d, %d]", o.segment_size,
         kMinSegmentCapacity, kMaxSegmentCapacity));
   }
+  if (o.metadata.size() > kMaxSegmentMetadata) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "segment metadata of %d bytes is too large (at most %d)",
+        o.metadata.size(), kMaxSegmentMetadata));
+  }
   capacity_ = AlignUp(o.segment_size);
   std::uint64_t group = o.group_size != 0                  ? o.group_size
                         : durability_ == Durability::kNone ? 256u << 10
@@ -181,7 +186,9 @@ absl::Status JournalWriter::Init() {
   segments_.reserve(8);
 
   if (absl::Status s = SetUpIo(); !s.ok()) return s;
-  return Recover();
+  metadata_ = o.metadata;  // for a journal Recover() creates
+  if (absl::Status s = Recover(); !s.ok()) return s;
+  return recovery_.created ? absl::OkStatus() : LoadActiveMetadata();
 }
 
 const std::string& JournalWriter::PreparedPath() const {

@@ -120,6 +120,13 @@ struct WriterOptions {
   // While the disk is too full for the next segment, preparing it is tried
   // again at most this often (milliseconds, at least 1).
   std::uint32_t no_space_retry_ms = 250;
+  // The caller's metadata for the header block of the journal's first
+  // segment, if Open creates the journal (at most kMaxSegmentMetadata
+  // bytes; opaque to the journal: the service pins its configuration
+  // there). An existing journal keeps its own: the writer takes the
+  // metadata of its last segment (metadata()), and every rotation copies
+  // it; only StartSegment() changes it.
+  std::string metadata{};
   // Tests only: sees every I/O op and completion of the writer's queue and
   // may rewrite results (see internal/io_queue.h). Null: no wrapper, no cost.
   internal::IoFaults* faults = nullptr;
@@ -223,6 +230,29 @@ class JournalWriter {
   // segment and releases the lock. Further calls do nothing.
   absl::Status Close();
 
+  // Starts a new segment whose header block carries `metadata` (at most
+  // kMaxSegmentMetadata bytes): the next record appended (index
+  // last_index() + 1) is its first, so a reader sees the new metadata take
+  // effect exactly there. Later rotations copy it. Blocks: flushes what was
+  // appended, prepares and rotates to the new segment and waits until its
+  // header is written (under kBatch and kSync, durable). If the current
+  // segment holds no record yet, the new segment replaces it (same first
+  // index: the rename replaces the file). Errors: InvalidArgument (too
+  // large), ResourceExhausted when the disk has no room for the new
+  // segment (space_needed(); nothing changed, the writer goes on), status()
+  // if the writer stopped (it stops on an I/O error here as in Append).
+  // Cold.
+  absl::Status StartSegment(std::string_view metadata);
+
+  // The path of the segment being appended to.
+  [[nodiscard]] const std::string& segment_path() const noexcept {
+    return segments_[active_].path;
+  }
+  // The metadata of the segment being appended to (see WriterOptions).
+  [[nodiscard]] const std::string& metadata() const noexcept {
+    return metadata_;
+  }
+
   // Index of the last record appended (0 if none yet).
   [[nodiscard]] std::uint64_t last_index() const noexcept {
     return last_index_;
@@ -315,6 +345,9 @@ class JournalWriter {
   absl::Status SetUpIo();
   absl::Status Recover();
   absl::Status CreateFirstSegment(std::uint64_t journal_id);
+  // Sets metadata_ from the header block of the active segment (after
+  // recovery of an existing journal).
+  absl::Status LoadActiveMetadata();
   absl::StatusOr<base::UniqueFd> OpenSegmentFd(const std::string& path,
                                                int flags);
 
@@ -360,6 +393,7 @@ class JournalWriter {
   std::uint32_t max_partial_ = 0;
   std::uint64_t journal_id_ = 0;
   std::string prepared_path_;  // directory + "/" + kPreparedFileName
+  std::string metadata_;       // for the header of the next segment
 
   // I/O.
   std::unique_ptr<internal::IoQueue> queue_;

@@ -10,11 +10,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "base/unique_fd.h"
 #include "journal/internal/io_queue.h"
+#include "journal/internal/scan.h"
 #include "journal/internal/writer_support.h"
 #include "journal/writer.h"
 
@@ -46,18 +49,71 @@ absl::StatusOr<base::UniqueFd> JournalWriter::OpenSegmentFd(
 void JournalWriter::WriteSegmentHeader(std::uint64_t first_index,
                                        std::byte* block) const noexcept {
   std::memset(block, 0, kBlockSize);
-  EncodeSegmentHeader(SegmentHeader{.magic = kSegmentMagic,
-                                    .version = kFormatVersion,
-                                    .header_size = kSegmentHeaderSize,
-                                    .block_size = kBlockSize,
-                                    .first_index = first_index,
-                                    .created_ns = RealtimeNs(),
-                                    .capacity = capacity_,
-                                    .journal_id = journal_id_,
-                                    .flags = 0,
-                                    .reserved = 0,
-                                    .crc = 0},
-                      block);
+  EncodeSegmentHeader(
+      SegmentHeader{.magic = kSegmentMagic,
+                    .version = kFormatVersion,
+                    .header_size = kSegmentHeaderSize,
+                    .block_size = kBlockSize,
+                    .first_index = first_index,
+                    .created_ns = RealtimeNs(),
+                    .capacity = capacity_,
+                    .journal_id = journal_id_,
+                    .flags = 0,
+                    .metadata_size = 0,
+                    .metadata_crc = 0,
+                    .crc = 0},
+      std::as_bytes(std::span(metadata_.data(), metadata_.size())), block);
+}
+
+absl::Status JournalWriter::LoadActiveMetadata() {
+  const std::string& path = segments_[active_].path;
+  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return ErrnoStatus(errno, absl::StrFormat("open %s", path));
+  std::vector<std::byte> block(kBlockSize);
+  const ssize_t got = ::pread(fd.get(), block.data(), block.size(), 0);
+  if (got < 0) return ErrnoStatus(errno, absl::StrFormat("read %s", path));
+  block.resize(static_cast<std::size_t>(got));
+  const internal::HeaderCheck check =
+      internal::CheckSegmentHeader(block, segments_[active_].first_index);
+  if (!check.ok) {
+    return absl::DataLossError(
+        absl::StrFormat("segment %s: %s", path, check.problem));
+  }
+  metadata_ = check.metadata;
+  return absl::OkStatus();
+}
+
+absl::Status JournalWriter::StartSegment(std::string_view metadata) {
+  if (closed_) {
+    return status_.ok() ? absl::FailedPreconditionError(
+                              "StartSegment: the journal writer is closed")
+                        : status_;
+  }
+  if (metadata.size() > kMaxSegmentMetadata) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "segment metadata of %d bytes is too large (at most %d)",
+        metadata.size(), kMaxSegmentMetadata));
+  }
+  if (absl::Status s = Flush(); !s.ok()) return s;
+  std::string previous = std::exchange(metadata_, std::string(metadata));
+  // Rotate() takes the prepared segment once it is ready and two slots
+  // are free (every group is durable now, so only an earlier header write
+  // can hold one).
+  while (!Rotate()) {
+    if (!status_.ok()) return status_;
+    if (space_needed_ != 0) {
+      // The disk is too full for the new segment: nothing changed.
+      metadata_ = std::move(previous);
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "cannot start a new segment in %s: the disk is full (%s); free "
+          "%d bytes and try again",
+          options_.directory, space_reason_, space_needed_));
+    }
+    Reap(true);
+  }
+  // Every sealed write, the new header among them, complete.
+  while (status_.ok() && fifo_count_ > 0) Reap(true);
+  return status_;
 }
 
 absl::Status JournalWriter::CreateFirstSegment(std::uint64_t journal_id) {

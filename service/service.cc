@@ -18,6 +18,7 @@
 #include "codec/datagram.h"
 #include "codec/frame.h"
 #include "journal/reader.h"
+#include "service/pinned_config.h"
 #include "service/sequencer.h"
 #include "service/state_machine.h"
 
@@ -69,6 +70,10 @@ class Service::Impl final : public Sequencer::Backpressure {
   }
 
   absl::Status Start();
+  // After the replay: the journal's current configuration in force in
+  // machine_; `given` pinned when the journal pins none; a difference
+  // refused, or with options_.reconfigure pinned from the next index.
+  absl::Status PinConfiguration(const PinnedConfig& given);
   absl::Status Run(const std::atomic<bool>& stop);
   bool WaitForJournal() override;
   void RefreshStats() const;
@@ -169,6 +174,9 @@ const std::string& Service::startup_warning() const {
 }
 
 absl::Status Service::Impl::Start() {
+  // A new journal pins the configuration given from its first segment.
+  const PinnedConfig given = PinnedConfigOf(options_.config);
+  options_.journal.metadata = EncodePinnedConfig(given);
   absl::StatusOr<std::unique_ptr<journal::JournalWriter>> writer =
       journal::JournalWriter::Open(options_.journal);
   if (!writer.ok()) return writer.status();
@@ -189,14 +197,23 @@ absl::Status Service::Impl::Start() {
   // Restart: every record through the StateMachine, as the live loop
   // applied it; then the Sequencer continues each session where the
   // journal left it.
+  std::vector<std::string> reconfigurations;
   if (recovery.last_index > 0) {
     absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
         journal::JournalReader::Open(options_.journal.directory);
     if (!reader.ok()) return reader.status();
     journal::Record record;
     const std::int64_t start = MonotonicNs();
+    // Each segment's configuration is in force from its first record
+    // (segments that pin none: the configuration given).
+    std::size_t segments_seen = 0;
     while (record.index < recovery.last_index &&
            (*reader)->Next(record) == journal::ReadResult::kRecord) {
+      if (absl::Status s = FollowSegments(**reader, segments_seen, given,
+                                          machine_, &reconfigurations);
+          !s.ok()) {
+        return s;
+      }
       if (absl::Status s = machine_.Apply(Record::FromJournal(record));
           !s.ok()) {
         return s;
@@ -226,6 +243,11 @@ absl::Status Service::Impl::Start() {
         machine_.engine().live_orders(),
         machine_.engine().next_order_id().value());
   }
+  for (const std::string& change : reconfigurations) {
+    absl::StrAppendFormat(&startup_report_, "\n  journal reconfigured %s",
+                          change);
+  }
+  if (absl::Status s = PinConfiguration(given); !s.ok()) return s;
   durable_index_ = writer_->durable_index();
 
   absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(options_.listen);
@@ -234,6 +256,67 @@ absl::Status Service::Impl::Start() {
   absl::StatusOr<net::Endpoint> local = socket_->LocalEndpoint();
   if (!local.ok()) return local.status();
   local_ = *local;
+  return absl::OkStatus();
+}
+
+absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
+  const std::string& directory = options_.journal.directory;
+  const std::uint64_t next = writer_->last_index() + 1;
+  if (writer_->metadata().empty()) {
+    // A journal written before the configuration was pinned: its records
+    // were applied with the configuration given, which is pinned from now.
+    if (absl::Status s = writer_->StartSegment(EncodePinnedConfig(given));
+        !s.ok()) {
+      return s;
+    }
+    absl::StrAppendFormat(&startup_report_,
+                          "\n  journal %s pinned no configuration: the one "
+                          "given is pinned from index %d",
+                          directory, next);
+    return absl::OkStatus();
+  }
+  const journal::SegmentInfo current{.path = writer_->segment_path(),
+                                     .header = {},
+                                     .metadata = writer_->metadata()};
+  absl::StatusOr<PinnedConfig> pinned = SegmentConfig(current, given);
+  if (!pinned.ok()) return pinned.status();
+  // The last segment's configuration holds from its first index, records or
+  // not (a segment started by a reconfiguration may have none yet).
+  if (!(PinnedConfigOf(machine_) == *pinned)) {
+    if (absl::Status s =
+            machine_.Reconfigure(pinned->engine, pinned->max_sessions);
+        !s.ok()) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "journal %s: the configuration its last segment pins cannot be "
+          "taken: %s",
+          directory, s.message()));
+    }
+  }
+  if (*pinned == given) return absl::OkStatus();
+  const std::string differences = DescribeDifferences(*pinned, given);
+  if (!options_.reconfigure) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the configuration given differs from the one journal %s pins "
+        "(journal -> given): %s. The journal's records were applied with its "
+        "own configuration and must stay so; start with the same "
+        "configuration, or add --reconfigure to change it from index %d on "
+        "(a new segment pins it there, so a replay changes at the same "
+        "index)",
+        directory, differences, next));
+  }
+  if (absl::Status s = machine_.Reconfigure(given.engine, given.max_sessions);
+      !s.ok()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "--reconfigure refused, nothing changed (journal -> given: %s): %s",
+        differences, s.message()));
+  }
+  if (absl::Status s = writer_->StartSegment(EncodePinnedConfig(given));
+      !s.ok()) {
+    return s;
+  }
+  absl::StrAppendFormat(&startup_report_,
+                        "\n  journal reconfigured from index %d: %s", next,
+                        differences);
   return absl::OkStatus();
 }
 

@@ -30,7 +30,10 @@
 // Restart: Start() recovers the journal (a torn tail is cut off) and applies
 // every record through the same StateMachine::Apply as the live loop, so
 // every session's expected sequence and report sequence, every book and the
-// report history are as they were.
+// report history are as they were. The configuration that decides how
+// records apply is the journal's own (pinned_config.h): each segment's, in
+// force from its first record; a configuration given that differs from the
+// journal's current one is refused unless ServiceOptions::reconfigure.
 #ifndef ORDERWIRE_SERVICE_SERVICE_H_
 #define ORDERWIRE_SERVICE_SERVICE_H_
 
@@ -63,6 +66,11 @@ struct ServiceOptions {
   net::Endpoint listen;
   journal::WriterOptions journal;  // directory, durability, ...
   ServiceConfig config;
+  // The journal pins the configuration that decides how its records apply
+  // (pinned_config.h). When `config` differs from the one the journal pins,
+  // Start() refuses, naming each difference, unless this is set: then it
+  // starts a new segment that pins `config` from the next index on.
+  bool reconfigure = false;
   // Most commands journaled but not yet applied; beyond it the service
   // stops reading until the journal catches up.
   std::size_t max_pending = 1 << 16;
@@ -120,7 +128,12 @@ class Service {
   // Opens and recovers the journal, replays it, binds the socket. Errors:
   // those of JournalWriter::Open and JournalReader (DataLoss names the file
   // and offset), a journal that does not replay (a record from a session the
-  // table cannot hold, a sequence out of order), the bind error.
+  // table cannot hold, a sequence out of order, a configuration in a
+  // segment header that cannot be read), FailedPrecondition when
+  // options.config differs from the configuration the journal pins (each
+  // difference named) and options.reconfigure is not set, or when the
+  // state cannot take the new configuration (e.g. fewer max_live_orders
+  // than live orders), the bind error.
   static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options);
   ~Service();
 

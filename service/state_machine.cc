@@ -18,6 +18,22 @@ StateMachine::StateMachine(const StateMachineOptions& options)
   outputs_.resize(1 << 10);
 }
 
+absl::Status StateMachine::Reconfigure(const engine::EngineConfig& engine,
+                                       std::uint32_t max_sessions) {
+  if (max_sessions == 0 || max_sessions < sessions_.size()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "max_sessions %d is below the %d sessions the journal already has "
+        "(or 0)",
+        max_sessions, sessions_.size()));
+  }
+  if (absl::Status s = engine_->Reconfigure(engine); !s.ok()) return s;
+  options_.engine = engine;
+  options_.max_sessions = max_sessions;
+  sessions_.reserve(max_sessions);
+  by_id_.reserve(max_sessions);
+  return absl::OkStatus();
+}
+
 const SessionState* StateMachine::Find(std::uint32_t id) const {
   const auto it = by_id_.find(id);
   return it == by_id_.end() ? nullptr : sessions_[it->second].get();

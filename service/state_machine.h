@@ -121,6 +121,22 @@ class StateMachine {
   // the header comment); the state is then unchanged.
   absl::Status Apply(const Record& record);
 
+  // Changes the settings that decide how records apply, between two
+  // records: the engine's limits (engine::Engine::Reconfigure: new limits
+  // for new commands, live orders kept) and max_sessions, which may grow or
+  // shrink to no fewer than the sessions the journal already has. The
+  // service does it where the journal pins a new configuration (a segment
+  // start, pinned_config.h), so live, restart and replay change at the same
+  // index. Errors, the state unchanged: InvalidArgument or
+  // FailedPrecondition naming the setting (max_sessions 0 or below the
+  // sessions, or the engine's refusal). Cold.
+  absl::Status Reconfigure(const engine::EngineConfig& engine,
+                           std::uint32_t max_sessions);
+
+  [[nodiscard]] const StateMachineOptions& options() const noexcept {
+    return options_;
+  }
+
   // The reports of the last Apply(), in emission order.
   [[nodiscard]] std::span<const Output> outputs() const noexcept {
     return {outputs_.data(), output_count_};

@@ -11,6 +11,8 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -712,6 +714,67 @@ absl::Status BasicEngine<Traits>::CheckInvariants() const {
                          levels_.in_use()));
   }
   return status;
+}
+
+template <typename Traits>
+absl::Status BasicEngine<Traits>::Reconfigure(const EngineConfig& config) {
+  if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
+  // Check everything first: a refused reconfiguration changes nothing.
+  if (config.max_live_orders < orders_.in_use()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "max_live_orders %d is below the %d orders live now: they would be "
+        "lost (cancel some first, or keep max_live_orders >= %d)",
+        config.max_live_orders, orders_.in_use(), orders_.in_use()));
+  }
+  std::uint64_t live_quantity = 0;
+  for (std::size_t b = 0; b < books_.size(); ++b) {
+    const std::uint32_t instrument =
+        config_.min_instrument + static_cast<std::uint32_t>(b);
+    const BookData& book = books_[b];
+    if (book.sides[0].empty() && book.sides[1].empty()) continue;
+    if (instrument < config.min_instrument ||
+        instrument > config.max_instrument) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "instrument %d has live orders but is outside the new range "
+          "min_instrument..max_instrument = %d..%d: they would be lost",
+          instrument, config.min_instrument, config.max_instrument));
+    }
+    for (const auto& side : book.sides) {
+      side.ForEachFromBest([&](internal::LevelRef ref) {
+        live_quantity += levels_[ref.level].quantity.value();
+        return true;
+      });
+    }
+  }
+  constexpr std::uint64_t kMaxTotal = std::numeric_limits<std::int64_t>::max();
+  // ValidateConfig bounds the product by kMaxTotal.
+  const std::uint64_t new_total =
+      std::uint64_t{config.max_live_orders} * config.max_quantity;
+  if (live_quantity > kMaxTotal - new_total) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the live orders' quantity (%d) plus max_live_orders (%d) times "
+        "max_quantity (%d) exceeds 2^63-1, so a book's total quantity could "
+        "overflow; lower one of them",
+        live_quantity, config.max_live_orders, config.max_quantity));
+  }
+
+  // Apply: capacity first (the one step that allocates), then the books.
+  orders_.Reserve(config.max_live_orders);
+  levels_.Reserve(config.max_live_orders);
+  index_.Reserve(config.max_live_orders);
+  std::vector<BookData> books(std::size_t{config.max_instrument} -
+                              config.min_instrument + 1);
+  for (std::size_t b = 0; b < books_.size(); ++b) {
+    const std::uint32_t instrument =
+        config_.min_instrument + static_cast<std::uint32_t>(b);
+    if (instrument >= config.min_instrument &&
+        instrument <= config.max_instrument) {
+      books[instrument - config.min_instrument] = std::move(books_[b]);
+    }
+  }
+  books_ = std::move(books);
+  config_ = config;
+  return absl::OkStatus();
 }
 
 template <typename Traits>

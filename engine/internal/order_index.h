@@ -114,6 +114,25 @@ class IndexTable {
     --size_;
   }
 
+  // Raises the most entries to `max_entries` (no change if that needs no
+  // larger table): reserves the larger arrays and copies the table in use,
+  // which keeps its size, so every entry stays where it is. Cold: the one
+  // allocation after construction (an engine reconfiguration).
+  void Reserve(std::uint32_t max_entries) {
+    const std::uint64_t max_slots = std::max<std::uint64_t>(
+        16, std::bit_ceil(std::uint64_t{max_entries} * 2));
+    if (max_slots <= max_slots_) return;
+    std::unique_ptr<Slot[], FreeDeleter> slots(
+        static_cast<Slot*>(std::calloc(max_slots, sizeof(Slot))));
+    std::unique_ptr<Slot[], FreeDeleter> scratch(
+        static_cast<Slot*>(std::calloc(max_slots / 2, sizeof(Slot))));
+    if (slots == nullptr || scratch == nullptr) throw std::bad_alloc();
+    std::memcpy(slots.get(), slots_.get(), (mask_ + 1) * sizeof(Slot));
+    slots_ = std::move(slots);
+    scratch_ = std::move(scratch);
+    max_slots_ = max_slots;
+  }
+
   // Removes every entry, keeping the current size. O(slots in use).
   void Clear() noexcept {
     std::memset(slots_.get(), 0, (mask_ + 1) * sizeof(Slot));
@@ -231,6 +250,11 @@ class OrderIndex {
   void Clear() noexcept {
     by_id_.Clear();
     by_client_.Clear();
+  }
+  // Room for `max_entries` entries in both tables (see IndexTable). Cold.
+  void Reserve(std::uint32_t max_entries) {
+    by_id_.Reserve(max_entries);
+    by_client_.Reserve(max_entries);
   }
 
  private:

@@ -11,9 +11,11 @@
 #ifndef ORDERWIRE_ENGINE_INTERNAL_POOL_H_
 #define ORDERWIRE_ENGINE_INTERNAL_POOL_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 
 #include "codec/strong.h"
 #include "codec/types.h"
@@ -80,6 +82,18 @@ class Pool {
     records_[index].*Link = free_;
     free_ = index;
     --in_use_;
+  }
+
+  // Raises the capacity to `capacity` (no change if it is not larger):
+  // allocates the larger array and copies the records handed out so far,
+  // so every index, link and free-list entry stays valid. Cold: the one
+  // allocation after construction (an engine reconfiguration).
+  void Reserve(std::uint32_t capacity) {
+    if (capacity <= capacity_) return;
+    std::unique_ptr<T[]> records(new T[capacity]);
+    std::copy(records_.get(), records_.get() + high_water_, records.get());
+    records_ = std::move(records);
+    capacity_ = capacity;
   }
 
   // Frees every record. O(1).

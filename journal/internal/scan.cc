@@ -212,10 +212,8 @@ HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
         h.header_size, h.block_size, kSegmentHeaderSize, kBlockSize);
     return check;
   }
-  if (h.flags != 0 || h.reserved != 0) {
-    check.problem =
-        absl::StrFormat("unknown segment flags 0x%x or reserved bits 0x%x set",
-                        h.flags, h.reserved);
+  if (h.flags != 0) {
+    check.problem = absl::StrFormat("unknown segment flags 0x%x set", h.flags);
     return check;
   }
   if (h.first_index == 0 || h.first_index != name_index) {
@@ -230,16 +228,58 @@ HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
         absl::StrFormat("implausible segment capacity %d", h.capacity);
     return check;
   }
-  const std::size_t block_end = std::min(file.size(), kBlockSize);
-  const std::uint64_t nonzero =
-      FirstNonZero(file.first(block_end), kSegmentHeaderSize);
-  if (nonzero != block_end) {
+  // The metadata area: its size and checksum are in the header, under the
+  // header's checksum, so it is never taken for absent or half there.
+  if (h.metadata_size > kMaxSegmentMetadata ||
+      (h.metadata_size == 0 && h.metadata_crc != 0)) {
     check.problem = absl::StrFormat(
-        "non-zero byte at offset %d of the header block (bytes %d..%d must "
-        "be zero)",
-        nonzero, kSegmentHeaderSize, kBlockSize - 1);
+        "implausible segment metadata size %d (at most %d) or checksum 0x%08x "
+        "without metadata",
+        h.metadata_size, kMaxSegmentMetadata, h.metadata_crc);
     return check;
   }
+  const std::uint64_t metadata_end = kSegmentMetadataOffset + h.metadata_size;
+  if (file.size() < metadata_end) {
+    check.problem = absl::StrFormat(
+        "the file (%d bytes) ends inside the segment metadata (bytes %d..%d)",
+        file.size(), kSegmentMetadataOffset, metadata_end - 1);
+    check.torn = true;
+    return check;
+  }
+  const std::span<const std::byte> metadata =
+      file.subspan(kSegmentMetadataOffset, h.metadata_size);
+  if (h.metadata_size != 0) {
+    const std::uint32_t metadata_crc = Crc32c(metadata);
+    if (metadata_crc != h.metadata_crc) {
+      check.problem = absl::StrFormat(
+          "segment metadata checksum mismatch (bytes %d..%d: stored 0x%08x, "
+          "computed 0x%08x)",
+          kSegmentMetadataOffset, metadata_end - 1, h.metadata_crc,
+          metadata_crc);
+      // A sector of the metadata still zero: the header block's write was
+      // cut short (the header's own sector landed, a later one did not).
+      for (std::uint64_t sector = kSectorSize; sector < metadata_end;
+           sector += kSectorSize) {
+        if (sector + kSectorSize <= file.size() &&
+            AllZero(file.subspan(sector, kSectorSize))) {
+          check.torn = true;
+        }
+      }
+      return check;
+    }
+  }
+  const std::size_t block_end = std::min(file.size(), kBlockSize);
+  const std::uint64_t nonzero =
+      FirstNonZero(file.first(block_end), metadata_end);
+  if (nonzero != block_end) {
+    check.problem = absl::StrFormat(
+        "non-zero byte at offset %d of the header block (bytes %d..%d, after "
+        "the header and its %d bytes of metadata, must be zero)",
+        nonzero, metadata_end, kBlockSize - 1, h.metadata_size);
+    return check;
+  }
+  check.metadata.assign(reinterpret_cast<const char*>(metadata.data()),
+                        metadata.size());
   check.ok = true;
   return check;
 }

@@ -98,12 +98,15 @@ struct HeaderCheck {
   // header at all (zeros) or one whose checksum field is still zero.
   bool torn = false;
   SegmentHeader header{};
-  std::string problem;  // when !ok
+  std::string metadata;  // the caller's metadata, when ok (may be empty)
+  std::string problem;   // when !ok
 };
 
 // Checks the header block of a segment file (its first 4096 bytes): size,
-// magic, version, checksum, fields, zero padding. `name_index` is the index
-// the file name gives. Cold.
+// magic, version, checksum, fields, the metadata area (size and checksum),
+// zero padding. `name_index` is the index the file name gives. A metadata
+// checksum that fails with a zeroed 512-byte sector in the metadata is
+// `torn` (the header block's write was cut short). Cold.
 HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
                                std::uint64_t name_index);
 

@@ -455,6 +455,8 @@ EXIT_CASES = [
                "--config", "/nonexistent/ow.conf"], b"", 1, "cannot open"),
     ("serve", ["--journal", "{tmp}/file/j", "--listen", "127.0.0.1:{port}",
                "--quiet"], b"", 1, ""),
+    ("serve", ["--journal", "{tmp}/j", "--reconfigure=yes"], b"", 2,
+     "takes no value"),
     # A counters file that cannot be written is an error at start, not a
     # silent gap while the service runs.
     ("serve", ["--journal", "{tmp}/j-stats", "--listen", "127.0.0.1:{port}",
@@ -566,6 +568,111 @@ class ServeQuiet(unittest.TestCase):
             self.assertIn("torn tail", first)
             self.assertNotIn("listening on", first + rest.decode())
             self.assertEqual(server.returncode, 0)
+
+
+def start_serve(journal, port, *extra):
+    """`orderwire serve` on 127.0.0.1:port; returns (process, the first
+    text on its standard error: the banner once it listens, or the error;
+    one write, read unbuffered so communicate() later loses nothing)."""
+    server = subprocess.Popen(
+        [ORDERWIRE, "serve", "--journal", journal, "--listen",
+         "127.0.0.1:%d" % port] + list(extra),
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    ready, _, _ = select.select([server.stderr], [], [], 10)
+    first = os.read(server.stderr.fileno(), 65536).decode() if ready else ""
+    return server, first
+
+
+def stop_serve(server):
+    server.send_signal(2)  # SIGINT: a clean stop
+    _, rest = server.communicate(timeout=30)
+    return server.returncode, rest.decode()
+
+
+class ConfigurationPinned(unittest.TestCase):
+    """The journal pins the configuration: a restart with another one fails
+    (exit 1) naming the differences; --reconfigure changes it from the next
+    index; replay, with no --config, gives every session the reports it
+    received live, before and after the change."""
+
+    def test_restart_refused_then_reconfigured_and_replayed_byte_for_byte(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = os.path.join(tmp, "j")
+            narrow = os.path.join(tmp, "narrow.conf")
+            wide = os.path.join(tmp, "wide.conf")
+            with open(narrow, "w") as f:
+                f.write("max_price = 1000\n")
+            with open(wide, "w") as f:
+                f.write("max_price = 5000\n")
+            # One NewLimit at price 2000: valid only under the wide limits.
+            order = os.path.join(tmp, "order.bin")
+            with open(order, "wb") as f:
+                f.write(encode({"kind": "NewLimit", "sequence": 1,
+                                "account_id": 1, "client_order_id": 1,
+                                "instrument_id": 2, "side": 1,
+                                "time_in_force": 1, "price": 2000,
+                                "quantity": 10}))
+
+            def submit(port, session):
+                received = os.path.join(tmp, "live-%d.bin" % session)
+                result = run(["submit", "--session", str(session), "--input",
+                              order, "--target", "127.0.0.1:%d" % port,
+                              "--reports", received], b"")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                with open(received, "rb") as f:
+                    return f.read()
+
+            port = free_udp_port()
+            server, first = start_serve(journal, port, "--config", narrow)
+            self.assertIn("listening on", first)
+            live1 = submit(port, 1)
+            self.assertEqual(stop_serve(server)[0], 0)
+            self.assertEqual(live1[8], 0x42)  # Rejected (InvalidPrice)
+
+            # Another configuration: refused, naming the difference.
+            refused = run(["serve", "--journal", journal, "--listen",
+                           "127.0.0.1:%d" % free_udp_port(), "--config",
+                           wide], b"")
+            self.assertEqual(refused.returncode, 1, refused.stderr)
+            self.assertIn(b"max_price: 1000 -> 5000", refused.stderr)
+            self.assertIn(b"--reconfigure", refused.stderr)
+
+            port = free_udp_port()
+            server, first = start_serve(journal, port, "--config", wide,
+                                        "--reconfigure")
+            self.assertIn("listening on", first)
+            self.assertIn("reconfigured from index 2: max_price: 1000 -> 5000",
+                          first)
+            live2 = submit(port, 2)
+            self.assertEqual(stop_serve(server)[0], 0)
+            self.assertEqual(live2[8], 0x41)  # Accepted
+
+            # Replay without --config: the journal's own, segment by segment.
+            replayed = os.path.join(tmp, "replay")
+            result = run(["replay", "--journal", journal, "--reports-dir",
+                          replayed], b"")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn(b"reconfigured from index 2", result.stdout)
+            for session, live in ((1, live1), (2, live2)):
+                with open(os.path.join(replayed, "session-%d.bin" % session),
+                          "rb") as f:
+                    self.assertEqual(f.read(), live, session)
+            # A --config that differs from what the journal pins: a note,
+            # and the journal's own configuration is used.
+            noted = run(["replay", "--journal", journal, "--config", narrow,
+                         "--reports-dir", os.path.join(tmp, "replay2")], b"")
+            self.assertEqual(noted.returncode, 0, noted.stderr)
+            self.assertIn(b"note: segment", noted.stderr)
+            with open(os.path.join(tmp, "replay2", "session-2.bin"),
+                      "rb") as f:
+                self.assertEqual(f.read(), live2)
+            self.assertEqual(
+                run(["replay", "--journal", journal, "--verify"], b"")
+                .returncode, 0)
+            inspect = run(["journal", "inspect", journal], b"").stdout
+            self.assertIn(b"max_price = 1000", inspect)
+            self.assertIn(b"max_price = 5000", inspect)
 
 
 def main():

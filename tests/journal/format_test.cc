@@ -27,8 +27,12 @@ TEST(FormatTest, OffsetsMatchTheFormatPage) {
   static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::journal_id> ==
                 40);
   static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::flags> == 48);
-  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::reserved> ==
-                52);
+  static_assert(
+      kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::metadata_size> == 52);
+  static_assert(kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::metadata_crc> ==
+                56);
+  static_assert(kSegmentMetadataOffset == 64);
+  static_assert(kMaxSegmentMetadata == 4032);
   static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::records_bytes> ==
                 4);
   static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::first_index> == 8);
@@ -65,7 +69,8 @@ TEST(FormatTest, SegmentHeaderRoundTripsWithItsChecksum) {
                         .capacity = 64 << 20,
                         .journal_id = 0xFEEDFACECAFEBEEFull,
                         .flags = 0,
-                        .reserved = 0,
+                        .metadata_size = 0,
+                        .metadata_crc = 0,
                         .crc = 0};
   std::vector<std::byte> bytes(kSegmentHeaderSize);
   EncodeSegmentHeader(h, bytes.data());
@@ -94,12 +99,44 @@ TEST(FormatTest, TheSegmentHeaderOfTheFormatPageEncodesToItsBytes) {
                        .capacity = 67108864,
                        .journal_id = 0x0123456789ABCDEFull,
                        .flags = 0,
-                       .reserved = 0,
+                       .metadata_size = 0,
+                       .metadata_crc = 0,
                        .crc = 0},
                       bytes.data());
   EXPECT_EQ(Hex(bytes),
             "4f574a4f55524e4c0100400000100000010000000000000000002a36fe9c9717"
             "0000000400000000efcdab8967452301000000000000000000000000911d5888");
+}
+
+// docs/JOURNAL.md "Worked example": the header with the service's default
+// pinned configuration as its metadata.
+TEST(FormatTest, TheSegmentHeaderWithMetadataOfTheFormatPageEncodesToItsBytes) {
+  const std::string metadata =
+      "orderwire pinned configuration 1\nmin_instrument = 1\n"
+      "max_instrument = 1024\nmin_price = 1\nmax_price = 1000000000\n"
+      "min_quantity = 1\nmax_quantity = 1000000000\n"
+      "max_live_orders = 1048576\nmax_sessions = 1024\n";
+  ASSERT_EQ(metadata.size(), 200u);
+  std::vector<std::byte> bytes(kBlockSize);
+  EncodeSegmentHeader({.magic = kSegmentMagic,
+                       .version = 1,
+                       .header_size = 64,
+                       .block_size = 4096,
+                       .first_index = 1,
+                       .created_ns = 1700000000000000000ull,
+                       .capacity = 67108864,
+                       .journal_id = 0x0123456789ABCDEFull,
+                       .flags = 0,
+                       .metadata_size = 0,  // computed
+                       .metadata_crc = 0,   // computed
+                       .crc = 0},
+                      std::as_bytes(std::span(metadata)), bytes.data());
+  EXPECT_EQ(Hex(std::span(bytes).first(kSegmentHeaderSize)),
+            "4f574a4f55524e4c0100400000100000010000000000000000002a36fe9c9717"
+            "0000000400000000efcdab896745230100000000c80000002b7aff226c0af9e4");
+  EXPECT_EQ(std::memcmp(bytes.data() + 64, metadata.data(), metadata.size()),
+            0);
+  EXPECT_EQ(Crc32c(std::as_bytes(std::span(metadata))), 0x22FF7A2Bu);
 }
 
 TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
