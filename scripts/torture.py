@@ -42,6 +42,7 @@ import ctypes
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import socket
@@ -315,6 +316,7 @@ class Accounting:
         self.identical = 0
         self.tail_bytes = 0
         self.unfinished = 0
+        self.acknowledged = 0  # over the clients, from summaries or errors
         replay_dir = os.path.join(work, f"{name}-replay")
         rc, _, err = tool.run(["replay", "--journal", journal, "--reports-dir",
                                replay_dir], timeout=300)
@@ -343,6 +345,10 @@ class Accounting:
                 self.fail(f"session {c.session} client exit "
                           f"{c.proc.returncode}: {c.error()}")
             acked = s["acknowledged"] if s else 0
+            if s is None:  # a failed submit says how far it got
+                m = re.search(r"(\d+) of \d+ commands acknowledged", c.error())
+                acked = int(m.group(1)) if m else 0
+            self.acknowledged += acked
             missing = sum(1 for q in range(1, acked + 1)
                           if (c.session, q) not in seen)
             self.lost += missing
@@ -442,7 +448,7 @@ def scenario_kill(ctx):
     acct = Accounting(ctx.tool, work, "kill", server.journal, clients)
     row.account(acct)
     summaries = [c.summary() or {} for c in clients]
-    acked = sum(s.get("acknowledged", 0) for s in summaries)
+    acked = acct.acknowledged
     retx = sum(s.get("retransmitted", 0) for s in summaries)
     restart_s.sort()
     median = restart_s[len(restart_s) // 2] if restart_s else 0
