@@ -4,7 +4,7 @@
 # session and journal damage, on loopback, bounded in time; prints the table.
 # scripts/torture.py does the work; see its --help.
 #
-#   scripts/torture.sh [--short] [--strict [ROWS]] [BUILD_DIR]   (build/release)
+#   scripts/torture.sh [--short] [--strict] [BUILD_DIR]   (build/release)
 set -euo pipefail
 command -v python3 >/dev/null || {
   echo "torture.sh: python3 is needed (scripts/setup.sh)" >&2
