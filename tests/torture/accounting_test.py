@@ -8,7 +8,9 @@ twice (duplicated), and every report a client received reproduced by
 a checker that checks nothing would show too. Here each is fed a run that
 breaks it, built with the real orderwire binary (a journal written by
 `journal write`, the client's reports taken from its replay), and must
-report it; an unbroken run must pass.
+report it; an unbroken run must pass. And the run's verdict: a broken
+invariant always fails it, a missed target only when `--strict` or
+`--strict-rows` requires it.
 
 Usage: accounting_test.py ORDERWIRE_BINARY
 """
@@ -129,6 +131,40 @@ class AccountingTest(unittest.TestCase):
                             RecordedClient(1, reports, COMMANDS, returncode=1))
         self.assertFalse(acct.ok)
         self.assertEqual(acct.unfinished, 1)
+
+
+class VerdictTest(unittest.TestCase):
+    """Which rows fail the run: broken invariants always, missed targets
+    only when required."""
+
+    @staticmethod
+    def row(key, target_met=True, invariants_ok=True, skipped=""):
+        r = torture.Row(key, key, "-", "-")
+        r.target_met = target_met
+        r.invariants_ok = invariants_ok
+        r.skipped = skipped
+        return r
+
+    def test_a_missed_target_is_reported_not_failed(self):
+        rows = [self.row("kill"), self.row("damage:truncate", target_met=False)]
+        self.assertEqual(torture.verdict(rows, False, ""), ([], []))
+
+    def test_a_broken_invariant_always_fails(self):
+        rows = [self.row("kill", invariants_ok=False)]
+        self.assertEqual(torture.verdict(rows, False, ""), (["kill"], []))
+
+    def test_strict_requires_every_target_but_skips(self):
+        rows = [self.row("flood", target_met=False),
+                self.row("diskfull", target_met=None, skipped="no loop")]
+        self.assertEqual(torture.verdict(rows, True, ""), ([], ["flood"]))
+
+    def test_strict_rows_name_rows_or_scenarios(self):
+        rows = [self.row("damage:flip"), self.row("damage:lock", target_met=False),
+                self.row("flood", target_met=False)]
+        self.assertEqual(torture.verdict(rows, False, "damage:flip,flood"),
+                         ([], ["flood"]))
+        self.assertEqual(torture.verdict(rows, False, "damage"),
+                         ([], ["damage:lock"]))
 
 
 if __name__ == "__main__":
