@@ -298,9 +298,14 @@ class Client:
         except (OSError, ValueError, IndexError):
             return None
 
-    def error(self):
+    def stderr(self):
         with open(self.err, errors="replace") as f:
-            return first_line(f.read())
+            return f.read()
+
+    def error(self):
+        """The last line submit wrote on standard error: its error, if it
+        failed (warnings before it do not hide it)."""
+        return last_line(self.stderr())
 
 
 # --- the invariants --------------------------------------------------------
@@ -347,7 +352,8 @@ class Accounting:
                           f"{c.proc.returncode}: {c.error()}")
             acked = s["acknowledged"] if s else 0
             if s is None:  # a failed submit says how far it got
-                m = re.search(r"(\d+) of \d+ commands acknowledged", c.error())
+                m = re.search(r"(\d+) of \d+ commands acknowledged",
+                              c.stderr())
                 acked = int(m.group(1)) if m else 0
             self.acknowledged += acked
             missing = sum(1 for q in range(1, acked + 1)

@@ -48,8 +48,11 @@ class RecordedClient:
     def summary(self):
         return {"acknowledged": self._acknowledged}
 
-    def error(self):
+    def stderr(self):
         return "recorded client"
+
+    def error(self):
+        return self.stderr()
 
 
 class AccountingTest(unittest.TestCase):
