@@ -5,14 +5,15 @@
 #
 # Others: make build, make asan (tests under ASan+UBSan), make fuzz
 # (libFuzzer targets, FUZZ_SECONDS each), make bench, make format, make lint
-# (layering + clang-format check + clang-tidy), make clean.
+# (layering + clang-format check + clang-tidy), make torture (the reliability
+# run, docs/RELIABILITY.md), make clean.
 
 JOBS ?= 2
 FUZZ_SECONDS ?= 30
 BUILD := build/release
 
-.PHONY: all setup build demo test asan fuzz bench format lint lint-layering \
-        lint-format lint-tidy clean
+.PHONY: all setup build demo test asan fuzz bench torture format lint \
+        lint-layering lint-format lint-tidy clean
 
 all: build
 
@@ -42,6 +43,9 @@ fuzz:
 
 bench: build
 	@scripts/bench.sh $(BUILD)
+
+torture: build
+	@scripts/torture.sh $(BUILD)
 
 format:
 	@scripts/setup.sh lint
