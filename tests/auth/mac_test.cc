@@ -9,6 +9,7 @@
 
 #include "codec/datagram.h"
 #include "gtest/gtest.h"
+#include "tests/codec/golden.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -20,11 +21,10 @@ using test_support::Bytes;
 using test_support::FromHex;
 using test_support::Hex;
 
-// docs/PROTOCOL.md, "Golden frames": the authenticated datagram and its key.
+// docs/PROTOCOL.md, "Golden frames": the authenticated datagram
+// (tests/codec/golden.h) and its key.
 constexpr std::string_view kGoldenAuthenticatedHex =
-    "4f570101feca0000020000000100000000000000010700000000000000e9030000000000"
-    "002a000000010142270000000000002c0100000000000002000000000000000407000000"
-    "00000000e903000000000000644b7c681822eb36aedd4bb52122e530";
+    codec::golden::kAuthenticatedDatagramHex;
 constexpr std::string_view kGoldenKeyHex =
     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
