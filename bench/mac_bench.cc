@@ -24,8 +24,8 @@ namespace {
 // orderwire::auth does: every candidate runs after it.
 const int kSodiumReady = sodium_init();
 
-constexpr std::size_t kSmall = 12 + 47;     // header + one NewLimit
-constexpr std::size_t kFull = 1472 - 16;    // a full datagram's MACed bytes
+constexpr std::size_t kSmall = 12 + 47;   // header + one NewLimit
+constexpr std::size_t kFull = 1472 - 16;  // a full datagram's MACed bytes
 
 std::vector<unsigned char> Message(std::size_t size) {
   std::vector<unsigned char> m(size);
@@ -137,8 +137,8 @@ void BM_HmacSha256OpenSslOneShot(benchmark::State& state) {
   unsigned char tag[32];
   unsigned int len = 0;
   for (auto _ : state) {
-    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), m.data(),
-         size, tag, &len);
+    HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), m.data(), size,
+         tag, &len);
     benchmark::DoNotOptimize(tag);
   }
   Finish(state, size);
