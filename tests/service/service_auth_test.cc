@@ -8,7 +8,9 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "auth/mac.h"
@@ -17,6 +19,7 @@
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "net/client.h"
+#include "net/udp.h"
 #include "service/service.h"
 #include "service/service_config.h"
 #include "service/session_table.h"
@@ -326,6 +329,62 @@ TEST(ServiceAuthTest, RefusalsAreLoggedAtMostOncePerCausePerSecond) {
       << written;
   EXPECT_NE(written.find("MissingMac"), std::string::npos) << written;
   EXPECT_EQ(Refused(service->final_stats(), Admission::kBadMac), 20u);
+}
+
+// A scripted service: answers the client's first datagram with the
+// Accepted of its command sealed with another key (the client must drop it
+// and count it), then with the same Accepted unsigned (dropped, counted),
+// then correctly sealed (acknowledged).
+TEST(ServiceAuthTest, TheClientDropsReportsWithAWrongOrMissingMac) {
+  absl::StatusOr<net::UdpSocket> server =
+      net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(server.ok()) << server.status();
+  const codec::NewLimit order = Limit(1, 1, Side::kBuy, 10);
+  const Bytes command = Frame(1, order);
+  const auth::Mac mac = TheMac();
+  net::ClientOptions options;
+  options.target = *server->LocalEndpoint();
+  options.session_id = kKeyed;
+  options.mac.emplace(*auth::ParseKeyHex(kKeyHex));
+  options.retransmit_timeout_ms = 20;
+  options.give_up_ms = 5000;
+  options.quiet_ms = 50;
+  const std::atomic<bool> stop{false};
+  absl::StatusOr<net::ClientResult> result;
+  std::thread client([&] { result = net::RunClient(options, command, stop); });
+
+  net::DatagramBatch rx(4);
+  net::DatagramBatch tx(1);
+  ASSERT_TRUE(server->WaitReadable(5000));
+  ASSERT_GT(server->Receive(rx, 4), 0);
+  // The client signed what it sent.
+  const auto sent = codec::DatagramView::Parse(rx.datagram(0));
+  ASSERT_TRUE(sent.ok());
+  EXPECT_TRUE(auth::VerifyDatagram(mac, *sent));
+  const Bytes accepted = Frame(
+      1, codec::Accepted{.order_id = 1,
+                         .account_id = 1,
+                         .client_order_id = 1,
+                         .instrument_id = 3,
+                         .side = Side::kBuy,
+                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
+                         .price = 10,
+                         .quantity = 10});
+  const auth::Mac other(*auth::ParseKeyHex(std::string(64, '7')));
+  const auto reply = [&](const Bytes& datagram) {
+    std::memcpy(tx.buffer(0).data(), datagram.data(), datagram.size());
+    tx.set_length(0, datagram.size());
+    tx.set_peer(0, rx.peer(0));
+    ASSERT_EQ(server->Send(tx, 1), 1);
+  };
+  reply(Build(kKeyed, {accepted}, &other));
+  reply(Build(kKeyed, {accepted}, nullptr));
+  reply(Build(kKeyed, {accepted}, &mac));
+  client.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->acknowledged, 1u);
+  EXPECT_EQ(result->bad_mac_datagrams, 2u);
+  EXPECT_EQ(result->reports, 1u);
 }
 
 }  // namespace
