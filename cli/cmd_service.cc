@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "auth/mac.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "codec/types.h"
@@ -46,7 +47,7 @@ const CommandSpec kServeSpec{
     .synopsis =
         "--journal DIR [--listen HOST:PORT] [--durability MODE] "
         "[--config FILE] [--reconfigure] [--stats-interval S] "
-        "[--stats-json FILE]",
+        "[--stats-json FILE] [--log-refusals]",
     .summary = "Run the UDP order-entry service.",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
@@ -84,6 +85,10 @@ const CommandSpec kServeSpec{
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
+            {"log-refusals", "", "",
+             "write a line to standard error naming each refused datagram's "
+             "session, source and cause (at most one per cause per second, "
+             "with the count of those not written)"},
         },
 };
 
@@ -133,6 +138,12 @@ absl::Status Serve(const Args& args) {
   }
   const std::string stats_json = args.String("stats-json");
   options.reconfigure = args.Bool("reconfigure");
+  if (args.Bool("log-refusals")) options.refusal_log = stderr;
+  // What the configuration accepted but an operator must see (a key file
+  // readable by others), even with --quiet.
+  for (const std::string& warning : options.config.warnings) {
+    std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
+  }
 
   InstallStopHandlers();
   service::Service* service_ptr = nullptr;
@@ -186,7 +197,7 @@ const CommandSpec kSubmitSpec{
     .synopsis =
         "--session ID [--target HOST:PORT] (--workload NAME --count N "
         "--seed S | --input FILE) [--rate R] [--window W] "
-        "[--reports FILE]",
+        "[--reports FILE] [--key-file FILE]",
     .summary =
         "Send a session's commands to 'orderwire serve' and check "
         "every report.",
@@ -197,7 +208,11 @@ const CommandSpec kSubmitSpec{
         "sent, acknowledged, rejected, fills, retransmissions, throughput and\n"
         "round-trip latency percentiles (send to first report) at the end.\n"
         "The input is one session: sequences 1, 2, 3, ... (generated with\n"
-        "--workload, as 'orderwire gen' does, or read from --input).",
+        "--workload, as 'orderwire gen' does, or read from --input).\n"
+        "With --key-file the session is keyed: every datagram carries a MAC\n"
+        "and reports without a valid one are dropped. The service never\n"
+        "answers a datagram it refuses: when nothing comes back for a second,\n"
+        "submit prints the likely causes on standard error.",
     .flags =
         {
             {"target", "HOST:PORT", "127.0.0.1:7400", "the service"},
@@ -216,6 +231,9 @@ const CommandSpec kSubmitSpec{
              "save the report frames received, in order ('-': standard "
              "output, the summary then goes to standard error)"},
             {"json", "", "", "print the summary as one JSON object"},
+            {"key-file", "FILE", "",
+             "the session's key (64 hex digits, as in the service's "
+             "session.<id>.key_file): sign datagrams, check reports"},
         },
 };
 
@@ -246,6 +264,18 @@ absl::Status Submit(const Args& args) {
   absl::StatusOr<std::int64_t> give_up = args.Int("give-up-ms", 1, 3'600'000);
   if (!give_up.ok()) return give_up.status();
   options.give_up_ms = static_cast<int>(*give_up);
+
+  if (args.Has("key-file")) {
+    std::string warning;
+    absl::StatusOr<auth::Key> key =
+        auth::LoadKeyFile(args.String("key-file"), &warning);
+    if (!key.ok()) return key.status();
+    if (!warning.empty()) {
+      std::fprintf(stderr, "orderwire submit: warning: %s\n", warning.c_str());
+    }
+    options.mac.emplace(*key);
+  }
+  options.diagnostics = stderr;
 
   // Every flag value is checked, even --count and --seed beside --input.
   absl::StatusOr<std::uint64_t> count = args.Uint("count", 100'000'000);
@@ -301,6 +331,7 @@ absl::Status Submit(const Args& args) {
         "\"cancelled\":%llu,\"fills\":%llu,\"reports\":%llu,"
         "\"retransmitted\":%llu,\"sequence_gaps\":%llu,"
         "\"duplicate_reports\":%llu,\"out_of_order_reports\":%llu,"
+        "\"bad_mac_datagrams\":%llu,"
         "\"seconds\":%.6f,\"commands_per_second\":%.0f,"
         "\"latency_us\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,"
         "\"p99.9\":%.1f,\"max\":%.1f},\"report_hash\":\"%016llx\"}\n",
@@ -316,7 +347,8 @@ absl::Status Submit(const Args& args) {
         static_cast<unsigned long long>(r.retransmitted),
         static_cast<unsigned long long>(r.sequence_gaps),
         static_cast<unsigned long long>(r.duplicate_reports),
-        static_cast<unsigned long long>(r.out_of_order_reports), r.seconds,
+        static_cast<unsigned long long>(r.out_of_order_reports),
+        static_cast<unsigned long long>(r.bad_mac_datagrams), r.seconds,
         rate_out, us(0.50), us(0.90), us(0.99), us(0.999), us(1.0),
         static_cast<unsigned long long>(r.report_hash));
   } else {

@@ -258,8 +258,13 @@ absl::StatusOr<service::ServiceConfig> LoadServiceConfig(
     const std::string& path) {
   absl::StatusOr<std::vector<std::byte>> bytes = ReadFile("config", path);
   if (!bytes.ok()) return bytes.status();
+  // A relative session.N.key_file is read from the file's directory.
+  const std::size_t slash = path.rfind('/');
+  const std::string directory = slash == std::string::npos ? ""
+                                : slash == 0               ? "/"
+                                             : path.substr(0, slash);
   absl::StatusOr<service::ServiceConfig> config =
-      service::ParseServiceConfig(AsText(*bytes));
+      service::ParseServiceConfig(AsText(*bytes), directory);
   if (!config.ok()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("config %s: %s", path, config.status().message()));

@@ -45,7 +45,8 @@ Result<DatagramView> DatagramView::Parse(std::span<const std::byte> bytes,
     return Fail(CodecError::kBadVersion,
                 DatagramOffsetOf<&DatagramHeader::version>(), error_offset);
   }
-  if ((HeaderField<&DatagramHeader::flags>(data) & ~kKnownFlags) != 0) {
+  const std::uint8_t flags = HeaderField<&DatagramHeader::flags>(data);
+  if ((flags & ~kKnownFlags) != 0) {
     return Fail(CodecError::kBadFlags,
                 DatagramOffsetOf<&DatagramHeader::flags>(), error_offset);
   }
@@ -58,10 +59,21 @@ Result<DatagramView> DatagramView::Parse(std::span<const std::byte> bytes,
     return Fail(CodecError::kZeroFrameCount,
                 DatagramOffsetOf<&DatagramHeader::frame_count>(), error_offset);
   }
+  // With the Authenticated flag, the frames end where the trailer begins.
+  std::size_t frames_end = size;
+  if ((flags & kFlagAuthenticated) != 0) {
+    if (size < kDatagramHeaderSize + kMacSize) {
+      return Fail(CodecError::kTruncated, size, error_offset);
+    }
+    frames_end = size - kMacSize;
+  }
+  const std::span<const std::byte> framed = bytes.first(frames_end);
   std::size_t pos = kDatagramHeaderSize;
   for (std::size_t i = 0; i < count; ++i) {
-    if (pos == size) return Fail(CodecError::kCountMismatch, pos, error_offset);
-    const Result<FrameView> frame = FrameView::Parse(bytes.subspan(pos));
+    if (pos == frames_end) {
+      return Fail(CodecError::kCountMismatch, pos, error_offset);
+    }
+    const Result<FrameView> frame = FrameView::Parse(framed.subspan(pos));
     if (!frame.ok()) return Fail(frame.error(), pos, error_offset);
     const KindClass kind_class = frame->info().kind_class;
     if (filter == FrameFilter::kCommands && kind_class != KindClass::kCommand) {
@@ -72,8 +84,11 @@ Result<DatagramView> DatagramView::Parse(std::span<const std::byte> bytes,
     }
     pos += frame->size();
   }
-  if (pos != size) return Fail(CodecError::kTrailingBytes, pos, error_offset);
-  return DatagramView(data, static_cast<std::uint32_t>(size));
+  if (pos != frames_end) {
+    return Fail(CodecError::kTrailingBytes, pos, error_offset);
+  }
+  return DatagramView(data, static_cast<std::uint32_t>(size),
+                      static_cast<std::uint32_t>(frames_end));
 }
 
 DatagramHeader DatagramView::header() const noexcept {
@@ -87,16 +102,25 @@ DatagramHeader DatagramView::header() const noexcept {
 }
 
 DatagramBuilder::DatagramBuilder(std::span<std::byte> buffer,
-                                 std::uint32_t session_id) noexcept
-    : buffer_(buffer.first(std::min(buffer.size(), kMaxDatagramSize))) {
+                                 std::uint32_t session_id,
+                                 bool authenticated) noexcept
+    : buffer_(buffer.first(std::min(buffer.size(), kMaxDatagramSize))),
+      frames_limit_(buffer_.size() - (authenticated ? kMacSize : 0)) {
   Reset(session_id);
+}
+
+std::span<const std::byte> DatagramBuilder::Seal(
+    std::span<const std::byte, kMacSize> mac) noexcept {
+  std::memcpy(buffer_.data() + size_, mac.data(), kMacSize);
+  return buffer_.first(size_ + kMacSize);
 }
 
 void DatagramBuilder::Reset(std::uint32_t session_id) noexcept {
   std::byte* const data = buffer_.data();
   SetHeaderField<&DatagramHeader::magic>(data, kDatagramMagic);
   SetHeaderField<&DatagramHeader::version>(data, kProtocolVersion);
-  SetHeaderField<&DatagramHeader::flags>(data, 0);
+  SetHeaderField<&DatagramHeader::flags>(
+      data, authenticated() ? kFlagAuthenticated : 0);
   SetHeaderField<&DatagramHeader::session_id>(data, session_id);
   SetHeaderField<&DatagramHeader::frame_count>(data, 0);
   SetHeaderField<&DatagramHeader::reserved>(data, 0);
@@ -110,7 +134,7 @@ CodecError DatagramBuilder::AppendFrame(
   if (!view.ok()) return view.error();
   if (view->size() != frame.size()) return CodecError::kTrailingBytes;
   if (frame_count_ == UINT16_MAX) return CodecError::kTooManyFrames;
-  if (frame.size() > buffer_.size() - size_) {
+  if (frame.size() > frames_limit_ - size_) {
     return CodecError::kBufferTooSmall;
   }
   std::memcpy(buffer_.data() + size_, frame.data(), frame.size());

@@ -3,10 +3,16 @@
 // a caller-owned buffer.
 //
 //   0     2   3   4          8       10      12
-//   +-----+---+---+----------+-------+-------+------------------------+
-//   |"OW" |ver|flg|session_id|count  |reserv.| count whole frames,    |
-//   |     | 1 | 0 |   u32    |  u16  | 0 u16 | back to back, no more  |
-//   +-----+---+---+----------+-------+-------+------------------------+
+//   +-----+---+---+----------+-------+-------+------------------------+----------+
+//   |"OW" |ver|flg|session_id|count  |reserv.| count whole frames,    | MAC, 16
+//   | |     | 1 |0/1|   u32    |  u16  | 0 u16 | back to back, no more  | if
+//   flg=1 |
+//   +-----+---+---+----------+-------+-------+------------------------+----------+
+//
+// Flag 0x01 (Authenticated): a 16-byte MAC trailer follows the frames. The
+// codec knows only its place and size: it exposes the authenticated bytes
+// (header and frames) and the trailer, and the builder leaves room for it;
+// computing and checking the MAC is orderwire::auth's (auth/mac.h).
 //
 // A datagram counts as valid only when every check passes: header fields,
 // every frame whole and of a known kind, exactly frame_count frames and no
@@ -57,8 +63,12 @@ inline constexpr std::size_t kDatagramHeaderSize =
 inline constexpr std::size_t kMaxDatagramSize = 1472;
 inline constexpr std::uint16_t kDatagramMagic = 0x574F;  // "OW"
 inline constexpr std::uint8_t kProtocolVersion = 1;
-// Flag bits defined by this version: none.
-inline constexpr std::uint8_t kKnownFlags = 0;
+// Flag bit 0: a MAC trailer of kMacSize bytes follows the frames.
+inline constexpr std::uint8_t kFlagAuthenticated = 0x01;
+// Flag bits defined by this version.
+inline constexpr std::uint8_t kKnownFlags = kFlagAuthenticated;
+// The size of the MAC trailer of an authenticated datagram.
+inline constexpr std::size_t kMacSize = 16;
 
 template <auto Member>
 consteval std::size_t DatagramOffsetOf() {
@@ -121,8 +131,11 @@ class DatagramView {
  public:
   // Checks the whole datagram, all or nothing. On failure, if `error_offset`
   // is not null it receives the byte offset where the problem was found.
-  // Errors: kTruncated, kOversize, kBadMagic, kBadVersion, kBadFlags,
-  // kBadReserved, kZeroFrameCount, kUnknownKind, kNotACommand, kNotAReport,
+  // With the Authenticated flag the last kMacSize bytes are the trailer
+  // (not checked here: auth/ verifies it) and the frames end before them.
+  // Errors: kTruncated (also: the flag set and no room for the trailer),
+  // kOversize, kBadMagic, kBadVersion, kBadFlags, kBadReserved,
+  // kZeroFrameCount, kUnknownKind, kNotACommand, kNotAReport,
   // kCountMismatch, kTrailingBytes. Hot path: O(frames), no allocation.
   [[nodiscard]] static Result<DatagramView> Parse(
       std::span<const std::byte> bytes, FrameFilter filter = FrameFilter::kAny,
@@ -140,43 +153,66 @@ class DatagramView {
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
     return {data_, size_};
   }
-  // The frames, back to back, without the header.
+  // Whether the Authenticated flag is set (a MAC trailer follows the
+  // frames).
+  [[nodiscard]] bool authenticated() const noexcept {
+    return frames_end_ != size_;
+  }
+  // What the MAC covers: the header (as received) and the frames, without
+  // the trailer. For a datagram without the flag: all of it.
+  [[nodiscard]] std::span<const std::byte> authenticated_bytes()
+      const noexcept {
+    return {data_, frames_end_};
+  }
+  // The MAC trailer: kMacSize bytes, or empty without the flag.
+  [[nodiscard]] std::span<const std::byte> mac() const noexcept {
+    return {data_ + frames_end_, size_ - frames_end_};
+  }
+  // The frames, back to back, without the header (and the trailer).
   [[nodiscard]] std::span<const std::byte> frame_bytes() const noexcept {
-    return bytes().subspan(kDatagramHeaderSize);
+    return authenticated_bytes().subspan(kDatagramHeaderSize);
   }
   [[nodiscard]] FrameIterator begin() const noexcept {
-    return {data_ + kDatagramHeaderSize, data_ + size_};
+    return {data_ + kDatagramHeaderSize, data_ + frames_end_};
   }
   [[nodiscard]] FrameIterator end() const noexcept {
-    return {data_ + size_, data_ + size_};
+    return {data_ + frames_end_, data_ + frames_end_};
   }
 
  private:
-  DatagramView(const std::byte* data, std::uint32_t size) noexcept
-      : data_(data), size_(size) {}
+  DatagramView(const std::byte* data, std::uint32_t size,
+               std::uint32_t frames_end) noexcept
+      : data_(data), size_(size), frames_end_(frames_end) {}
 
   const std::byte* data_;
   std::uint32_t size_;
+  std::uint32_t frames_end_;  // == size_ unless authenticated
 };
 
 // Packs frames into a caller-owned buffer, header first. Frames are encoded
 // in place (Append), so the bytes that go on the wire are the bytes that were
 // encoded; AppendFrame copies an already encoded frame. The buffer always
 // holds a well-formed datagram once it has one frame. Never allocates.
+//
+// Authenticated datagrams: with `authenticated`, the header carries the flag
+// and the builder keeps kMacSize bytes free at the end; once the frames are
+// in, the caller computes the MAC over bytes() and calls Seal(mac), which
+// writes the trailer and returns the whole datagram.
 class DatagramBuilder {
  public:
   // Uses at most kMaxDatagramSize bytes of `buffer`. Writes the header.
-  // Precondition: buffer.size() >= kDatagramHeaderSize.
-  DatagramBuilder(std::span<std::byte> buffer,
-                  std::uint32_t session_id) noexcept;
+  // Precondition: buffer.size() >= kDatagramHeaderSize (+ kMacSize when
+  // authenticated).
+  DatagramBuilder(std::span<std::byte> buffer, std::uint32_t session_id,
+                  bool authenticated = false) noexcept;
 
   // Encodes a frame at the end of the datagram. Errors: kBufferTooSmall (the
   // frame does not fit; nothing is written), kTooManyFrames.
   template <typename Model>
   CodecError Append(std::uint64_t sequence, const Model& model) noexcept {
     if (frame_count_ == UINT16_MAX) return CodecError::kTooManyFrames;
-    const Result<std::size_t> written =
-        EncodeFrame(sequence, model, buffer_.subspan(size_));
+    const Result<std::size_t> written = EncodeFrame(
+        sequence, model, buffer_.subspan(size_, frames_limit_ - size_));
     if (!written.ok()) return written.error();
     Commit(*written);
     return CodecError::kOk;
@@ -187,19 +223,29 @@ class DatagramBuilder {
   // one whole frame of a known kind.
   CodecError AppendFrame(std::span<const std::byte> frame) noexcept;
 
-  // Whether a frame of `frame_size` bytes still fits.
+  // Whether a frame of `frame_size` bytes still fits (leaving room for the
+  // trailer of an authenticated datagram).
   [[nodiscard]] bool Fits(std::size_t frame_size) const noexcept {
-    return frame_size <= buffer_.size() - size_ && frame_count_ < UINT16_MAX;
+    return frame_size <= frames_limit_ - size_ && frame_count_ < UINT16_MAX;
   }
   [[nodiscard]] std::size_t frame_count() const noexcept {
     return frame_count_;
   }
   [[nodiscard]] bool empty() const noexcept { return frame_count_ == 0; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
-  // The datagram so far (header and frames).
+  // The datagram so far (header and frames): for an authenticated datagram,
+  // the bytes its MAC covers.
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
     return buffer_.first(size_);
   }
+  [[nodiscard]] bool authenticated() const noexcept {
+    return frames_limit_ != buffer_.size();
+  }
+  // Writes `mac` as the trailer after the frames and returns the whole
+  // datagram (header, frames, trailer). Only for an authenticated builder;
+  // appending after Seal is allowed, and Seal must then be called again.
+  std::span<const std::byte> Seal(
+      std::span<const std::byte, kMacSize> mac) noexcept;
   // Starts a new datagram in the same buffer.
   void Reset(std::uint32_t session_id) noexcept;
 
@@ -207,6 +253,7 @@ class DatagramBuilder {
   void Commit(std::size_t frame_size) noexcept;
 
   std::span<std::byte> buffer_;
+  std::size_t frames_limit_ = 0;  // buffer_.size(), less the trailer's room
   std::size_t size_ = 0;
   std::uint16_t frame_count_ = 0;
 };

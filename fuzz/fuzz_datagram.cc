@@ -5,7 +5,10 @@
 // the kinds its filter allows; rebuilt frame by frame with
 // DatagramBuilder::AppendFrame it must give back exactly its bytes. A
 // filter never accepts what kAny rejects, and every rejection names an offset
-// inside the datagram (or the 1472-byte limit).
+// inside the datagram (or the 1472-byte limit). With the Authenticated flag
+// the last 16 bytes are the trailer: the frames end before it, and the
+// rebuilt datagram (an authenticated builder, sealed with the same trailer)
+// is again exactly its bytes.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -48,8 +51,15 @@ Outcome CheckWithFilter(std::span<const std::byte> bytes, FrameFilter filter) {
   FUZZ_CHECK(view->header().frame_count == view->frame_count());
   FUZZ_CHECK(view->header().session_id == view->session_id());
 
+  const bool authenticated = view->authenticated();
+  const std::size_t trailer = authenticated ? kMacSize : 0;
+  FUZZ_CHECK(authenticated ==
+             ((std::to_integer<unsigned>(bytes[3]) & kFlagAuthenticated) != 0));
+  FUZZ_CHECK(view->mac().size() == trailer);
+  FUZZ_CHECK(view->authenticated_bytes().size() + trailer == bytes.size());
+  FUZZ_CHECK(view->mac().data() == bytes.data() + bytes.size() - trailer);
   std::array<std::byte, kMaxDatagramSize> buffer{};
-  DatagramBuilder builder(buffer, view->session_id());
+  DatagramBuilder builder(buffer, view->session_id(), authenticated);
   std::size_t total = kDatagramHeaderSize;
   std::size_t frames = 0;
   for (auto it = view->begin(); it != view->end(); ++it) {
@@ -61,14 +71,18 @@ Outcome CheckWithFilter(std::span<const std::byte> bytes, FrameFilter filter) {
     FUZZ_CHECK(builder.AppendFrame(frame.bytes()) == CodecError::kOk);
     total += frame.size();
     ++frames;
-    FUZZ_CHECK(total <= bytes.size());
+    FUZZ_CHECK(total + trailer <= bytes.size());
   }
-  FUZZ_CHECK(total == bytes.size());
+  FUZZ_CHECK(total + trailer == bytes.size());
   FUZZ_CHECK(frames == view->frame_count());
   FUZZ_CHECK(builder.frame_count() == frames);
-  FUZZ_CHECK(builder.size() == bytes.size());
-  FUZZ_CHECK(std::memcmp(builder.bytes().data(), bytes.data(), bytes.size()) ==
-             0);
+  FUZZ_CHECK(builder.size() + trailer == bytes.size());
+  std::span<const std::byte> rebuilt = builder.bytes();
+  if (authenticated) {
+    rebuilt = builder.Seal(view->mac().first<kMacSize>());
+  }
+  FUZZ_CHECK(rebuilt.size() == bytes.size());
+  FUZZ_CHECK(std::memcmp(rebuilt.data(), bytes.data(), bytes.size()) == 0);
   return {true, CodecError::kOk};
 }
 

@@ -78,6 +78,9 @@ int main(int argc, char** argv) {
   ok &= Write(datagram_dir / "GoldenDatagram",
               FromHex(codec::golden::kDatagramHex));
   ok &= Write(datagram_dir / "Reports", reports.bytes());
+  // PROTOCOL.md's authenticated golden datagram (flag 0x01, MAC trailer).
+  ok &= Write(datagram_dir / "GoldenAuthenticatedDatagram",
+              FromHex(codec::golden::kAuthenticatedDatagramHex));
   if (!ok) {
     std::fprintf(stderr, "fuzz_make_corpus: cannot write under %s\n", argv[1]);
     return 1;

@@ -105,6 +105,36 @@ void DrawProgress(std::uint64_t done, std::uint64_t total, double seconds) {
 
 }  // namespace
 
+std::string ExplainSilence(const ClientOptions& options) {
+  std::string out = absl::StrFormat(
+      "no answer from %s for session %u. The service drops, without "
+      "answering, what it refuses; likely causes:\n"
+      "  - the service is not running, or listens on another address or "
+      "port (--target)\n"
+      "  - session %u is not in the service's configuration "
+      "(UnknownSession)\n"
+      "  - the service already has max_sessions sessions "
+      "(TooManySessions)\n"
+      "  - this address is not allowed for the session (AddressNotAllowed), "
+      "or the session is pinned to another client's address and port "
+      "(PinnedElsewhere; an unkeyed session is pinned until the service "
+      "restarts)\n",
+      options.target.ToString(), options.session_id, options.session_id);
+  if (options.mac.has_value()) {
+    out +=
+        "  - the key is wrong (BadMac), or the session has no key on the "
+        "service (UnexpectedMac)\n";
+  } else {
+    out +=
+        "  - the session is keyed on the service and this client has no "
+        "key (MissingMac: give --key-file)\n";
+  }
+  out +=
+      "  The service's counters ('dropped refused', --stats-json) and "
+      "'serve --log-refusals' name the cause.";
+  return out;
+}
+
 std::uint64_t Fnv1a(std::uint64_t hash, std::span<const std::byte> bytes) {
   for (std::byte b : bytes) {
     hash ^= static_cast<std::uint64_t>(b);
@@ -175,6 +205,11 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
   std::int64_t last_progress_ns = start_ns;
   std::int64_t last_ack_ns = start_ns;
   std::int64_t last_draw_ns = 0;
+  // The time of the last datagram received (a silence is measured from it).
+  std::int64_t last_heard_ns = start_ns;
+  bool silence_explained = false;
+  const std::int64_t explain_ns =
+      static_cast<std::int64_t>(options.explain_after_ms) * 1'000'000;
   const std::int64_t timeout_ns =
       static_cast<std::int64_t>(options.retransmit_timeout_ms) * 1'000'000;
 
@@ -189,9 +224,22 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
     }
     if (now - last_progress_ns >
         static_cast<std::int64_t>(options.give_up_ms) * 1'000'000) {
+      if (now - last_heard_ns >= explain_ns) {
+        return absl::DeadlineExceededError(
+            absl::StrFormat("%d of %d commands acknowledged, then %s", acked,
+                            total, ExplainSilence(options)));
+      }
       return absl::DeadlineExceededError(absl::StrFormat(
-          "no answer from %s for %d ms (%d of %d commands acknowledged)",
+          "no progress from %s for %d ms (%d of %d commands acknowledged)",
           options.target.ToString(), options.give_up_ms, acked, total));
+    }
+    if (options.diagnostics != nullptr && !silence_explained &&
+        (acked < total || report_hole) && now - last_heard_ns >= explain_ns) {
+      std::fprintf(options.diagnostics, "orderwire submit: %s\n",
+                   ExplainSilence(options).c_str());
+      std::fflush(options.diagnostics);
+      silence_explained = true;
+      ++result.silences_explained;
     }
     // Retransmit from the oldest unacknowledged command on timeout. When a
     // report is missing, from the last acknowledged one: the missing report
@@ -218,7 +266,8 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
     std::size_t datagrams = 0;
     const bool backing_off = now < busy_until_ns;
     while (!backing_off && may_send(next_to_send) && datagrams < kBatch) {
-      codec::DatagramBuilder builder(tx.buffer(datagrams), options.session_id);
+      codec::DatagramBuilder builder(tx.buffer(datagrams), options.session_id,
+                                     options.mac.has_value());
       while (may_send(next_to_send)) {
         const std::span<const std::byte> frame =
             frames.subspan(offsets[next_to_send],
@@ -234,7 +283,12 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
         }
         ++next_to_send;
       }
-      tx.set_length(datagrams, builder.size());
+      if (options.mac.has_value()) {
+        tx.set_length(datagrams,
+                      auth::SealDatagram(*options.mac, builder).size());
+      } else {
+        tx.set_length(datagrams, builder.size());
+      }
       ++datagrams;
     }
     for (std::size_t sent = 0; sent < datagrams;) {
@@ -268,6 +322,16 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
         ++result.bad_datagrams;
         continue;
       }
+      // A keyed session's reports must carry a valid MAC; an unkeyed
+      // session's must not carry one.
+      if (options.mac.has_value()
+              ? !auth::VerifyDatagram(*options.mac, *datagram)
+              : datagram->authenticated()) {
+        ++result.bad_mac_datagrams;
+        continue;
+      }
+      last_heard_ns = now;
+      silence_explained = false;
       for (const codec::FrameView report : *datagram) {
         if (report.kind() == codec::Kind::kSequenceGap) {
           ++result.sequence_gaps;

@@ -25,6 +25,18 @@
 // acknowledgement), then retransmits from the Busy's expected sequence. A
 // Busy shows the service alive: it does not count towards `give_up_ms`.
 //
+// Keyed sessions (docs/PROTOCOL.md "Authenticated datagrams"): with a MAC,
+// every datagram sent carries the Authenticated flag and its MAC trailer,
+// and a report datagram without a valid MAC is dropped and counted
+// (bad_mac_datagrams), like any malformed one.
+//
+// Silence is explained. The service never answers a datagram it refuses
+// (unknown session, too many sessions, address not allowed or pinned
+// elsewhere, missing or wrong MAC) so as not to be an amplifier; when the
+// client hears nothing for `explain_after_ms`, it writes the likely causes
+// (ExplainSilence) to `diagnostics`, and the DeadlineExceeded error at the
+// end names them too.
+//
 // Cold set-up (the frames, one send time per command) is allocated once;
 // the send/receive loop does not allocate.
 #ifndef ORDERWIRE_NET_CLIENT_H_
@@ -33,11 +45,13 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "auth/mac.h"
 #include "base/latency_histogram.h"
 #include "net/udp.h"
 
@@ -56,6 +70,11 @@ struct ClientOptions {
   bool progress = false;             // a progress bar on stderr
   // First command sequence to send (a client that resumes a session).
   std::uint64_t first_sequence = 1;
+  // The session's MAC (from --key-file): sign what is sent, check reports.
+  std::optional<auth::Mac> mac;
+  // Where to explain a silence (no answer for explain_after_ms); null: not.
+  std::FILE* diagnostics = nullptr;
+  int explain_after_ms = 1000;
 };
 
 struct ClientResult {
@@ -77,7 +96,9 @@ struct ClientResult {
   std::uint8_t busy_cause = 0;             // the cause of the last Busy
   std::uint64_t datagrams_sent = 0;
   std::uint64_t datagrams_received = 0;
-  std::uint64_t bad_datagrams = 0;  // malformed or for another session
+  std::uint64_t bad_datagrams = 0;      // malformed or for another session
+  std::uint64_t bad_mac_datagrams = 0;  // keyed: MAC missing or wrong
+  std::uint64_t silences_explained = 0;
   double seconds = 0;
   LatencyHistogram latency_ns;    // send to primary report
   std::uint64_t report_hash = 0;  // FNV-1a 64 of the report frames
@@ -91,6 +112,14 @@ struct ClientResult {
 absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
                                        std::span<const std::byte> frames,
                                        const std::atomic<bool>& stop);
+
+// The likely causes of hearing nothing from the service, for a person:
+// the service not running or another port, the session not configured,
+// max_sessions reached, the address not allowed or the session pinned to
+// another endpoint, and for the key: missing (the session is keyed and this
+// client has no --key-file) or wrong. Several lines, each starting with
+// "  - ".
+[[nodiscard]] std::string ExplainSilence(const ClientOptions& options);
 
 // FNV-1a 64 over `bytes`, continuing from `hash` (start: kFnvOffset).
 inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;

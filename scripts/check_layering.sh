@@ -14,8 +14,9 @@
 #   codec/     base/
 #   engine/    codec/ base/
 #   journal/   codec/ base/
-#   net/       codec/ base/          (UDP transport and client)
-#   service/   base/ codec/ engine/ journal/ net/
+#   auth/      codec/ base/          (the datagram MAC and session keys)
+#   net/       codec/ base/ auth/    (UDP transport and client)
+#   service/   base/ codec/ engine/ journal/ net/ auth/
 #   cli/       every library component above (not tests/ bench/ fuzz/
 #              examples/: the shipped binary does not link test code)
 #   tests/ bench/ fuzz/ examples/    anything
@@ -49,15 +50,16 @@ declare -A allowed=(
   [codec]="base"
   [engine]="codec base"
   [journal]="codec base"
-  [net]="codec base"
-  [service]="base codec engine journal net"
+  [auth]="codec base"
+  [net]="codec base auth"
+  [service]="base codec engine journal net auth"
   [cli]="lib"
   [tests]="*"
   [bench]="*"
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec engine journal net service cli"
+libs="base codec engine journal auth net service cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

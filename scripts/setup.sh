@@ -14,6 +14,8 @@ packages=(
   build-essential g++ cmake ninja-build pkg-config
   libabsl-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev
+  libsodium-dev  # auth/: the datagram MAC (keyed BLAKE2b)
+  libssl-dev     # bench/mac_bench: OpenSSL HMAC-SHA-256, a measured candidate
   libflatbuffers-dev flatbuffers-compiler libprotobuf-dev protobuf-compiler
   tshark python3  # tests/dissector: the Wireshark dissector test
   e2fsprogs mount  # disk-full tests: mkfs.ext4, mount -o loop (skip if denied)

@@ -32,7 +32,7 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
                               std::uint64_t receive_ns) {
   Sequenced result;
   Session* session = nullptr;
-  result.admission = sessions_.Admit(datagram.session_id(), peer, &session);
+  result.admission = sessions_.Admit(datagram, peer, &session);
   if (result.admission != Admission::kOk) {
     ++stats_.refused[static_cast<std::size_t>(result.admission)];
     return result;

@@ -65,10 +65,10 @@ inline constexpr std::size_t kMinPending =
     codec::kMinCommandFrameSize;
 
 struct SequencerStats {
-  std::array<std::uint64_t, 5> refused{};      // by Admission
-  std::array<std::uint64_t, 256> journaled{};  // commands, by kind
-  std::uint64_t duplicates = 0;                // frames
-  std::uint64_t gaps = 0;                      // datagrams
+  std::array<std::uint64_t, kAdmissionCount> refused{};  // by Admission
+  std::array<std::uint64_t, 256> journaled{};            // commands, by kind
+  std::uint64_t duplicates = 0;                          // frames
+  std::uint64_t gaps = 0;                                // datagrams
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t unauthorized = 0;  // commands flagged
   // Not taken because the journal was full (kJournalFull).

@@ -13,6 +13,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_format.h"
+#include "auth/mac.h"
 #include "base/clock.h"
 #include "codec/command.h"
 #include "codec/datagram.h"
@@ -36,6 +37,8 @@ constexpr std::int64_t kGapRepeatNs = 2'000'000;
 constexpr std::int64_t kResendRepeatNs = 2'000'000;
 // The same for Busy (docs/PROTOCOL.md "Busy").
 constexpr std::int64_t kBusyRepeatNs = 2'000'000;
+// At most one refusal log line per cause per this long.
+constexpr std::int64_t kRefusalLogEveryNs = 1'000'000'000;
 
 // Outgoing state of a session, by the Sequencer's session index.
 struct SessionOutput {
@@ -112,8 +115,13 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::string startup_report_;
   std::string startup_warning_;
   std::int64_t now_ns_ = 0;
+  // Per refusal cause: when a line was last written, and refusals since.
+  std::array<std::int64_t, kAdmissionCount> refusal_logged_ns_{};
+  std::array<std::uint64_t, kAdmissionCount> refusals_unlogged_{};
 
  private:
+  void LogRefusal(Admission cause, std::uint32_t session_id,
+                  const net::Endpoint& source);
   void ProcessDatagram(std::size_t slot, std::uint64_t receive_ns);
   // Applies every pending record the journal has made durable and sends
   // their reports.
@@ -388,7 +396,15 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
   }
   const Sequenced result =
       sequencer_->Sequence(*datagram, rx_.peer(slot), receive_ns);
-  if (result.admission != Admission::kOk || result.journal_failed) return;
+  if (result.admission != Admission::kOk) [[unlikely]] {
+    // Never answered (no amplifier for forged sources): counted, and named
+    // in the log when asked for.
+    if (options_.refusal_log != nullptr) {
+      LogRefusal(result.admission, datagram->session_id(), rx_.peer(slot));
+    }
+    return;
+  }
+  if (result.journal_failed) return;
   Session& session = *result.session;
   if (result.journal_full) [[unlikely]] {
     EnterJournalFull();
@@ -421,6 +437,33 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
   }
   // After the run: the SequenceGap names the sequence expected now.
   if (result.gap) SendGap(session);
+}
+
+void Service::Impl::LogRefusal(Admission cause, std::uint32_t session_id,
+                               const net::Endpoint& source) {
+  const auto c = static_cast<std::size_t>(cause);
+  const std::int64_t now = MonotonicNs();
+  if (refusal_logged_ns_[c] != 0 &&
+      now - refusal_logged_ns_[c] < kRefusalLogEveryNs) {
+    ++refusals_unlogged_[c];
+    return;
+  }
+  refusal_logged_ns_[c] = now;
+  std::string since;
+  if (refusals_unlogged_[c] != 0) {
+    since = absl::StrFormat(
+        " (%d more %s refusals not logged since the last "
+        "line)",
+        refusals_unlogged_[c], Name(cause));
+    refusals_unlogged_[c] = 0;
+  }
+  std::fprintf(options_.refusal_log,
+               "orderwire serve: refused a datagram for session %u from %s: "
+               "%s, %s%s\n",
+               session_id, source.ToString().c_str(),
+               std::string(Name(cause)).c_str(),
+               std::string(Explain(cause)).c_str(), since.c_str());
+  std::fflush(options_.refusal_log);
 }
 
 bool Service::Impl::WaitForJournal() {
@@ -475,10 +518,15 @@ void Service::Impl::ApplyDurable() {
 std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
                                                   std::size_t size) {
   SessionOutput& out = outputs_[session.index];
+  // A keyed session's datagrams keep room for the MAC trailer, added when
+  // the datagram is closed (SealOutput).
+  const bool keyed = session.policy != nullptr && session.policy->mac;
+  const std::size_t limit =
+      codec::kMaxDatagramSize - (keyed ? codec::kMacSize : 0);
   if (out.tx_slot >= 0) {
     const auto slot = static_cast<std::size_t>(out.tx_slot);
     const std::size_t used = tx_.datagram(slot).size();
-    if (used + size <= codec::kMaxDatagramSize) {
+    if (used + size <= limit) {
       return tx_.buffer(slot).subspan(used, size);
     }
     out.tx_slot = -1;  // full: it is sent with the batch
@@ -486,7 +534,7 @@ std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
   if (tx_used_ == tx_.capacity()) FlushOutput();
   const std::size_t slot = tx_used_++;
   tx_owner_[slot] = session.index;
-  codec::DatagramBuilder builder(tx_.buffer(slot), session.id);
+  codec::DatagramBuilder builder(tx_.buffer(slot), session.id, keyed);
   tx_.set_length(slot, builder.size());
   tx_.set_peer(slot, session.peer);
   out.tx_slot = static_cast<int>(slot);
@@ -597,8 +645,17 @@ void Service::Impl::ResendFrom(Session& session, const SessionState& state,
 void Service::Impl::FlushOutput() {
   if (tx_used_ == 0) return;
   // The datagrams being filled are closed: their sessions start new ones.
+  // A keyed session's datagram gets its MAC trailer now, over its header
+  // (the flag set) and frames.
   for (std::size_t i = 0; i < tx_used_; ++i) {
     outputs_[tx_owner_[i]].tx_slot = -1;
+    const Session& owner = sequencer_->sessions().at(tx_owner_[i]);
+    if (owner.policy != nullptr && owner.policy->mac) {
+      const std::size_t length = tx_.datagram(i).size();
+      const auth::Tag tag = owner.policy->mac->Compute(tx_.datagram(i));
+      std::memcpy(tx_.buffer(i).data() + length, tag.data(), tag.size());
+      tx_.set_length(i, length + tag.size());
+    }
   }
   std::size_t sent = 0;
   int attempts = 0;
@@ -657,6 +714,7 @@ void Service::Impl::RefreshStats() const {
   s.durable_index = durable_index_;
   s.last_index = writer_ != nullptr ? writer_->last_index() : 0;
   s.sessions = sequencer_->sessions().size();
+  s.sessions_moved = sequencer_->sessions().moves();
 }
 
 // ---------------------------------------------------------------------------
@@ -744,7 +802,10 @@ std::string Service::StatsReport() const {
                         s.refused_journal_full_datagrams,
                         s.refused_journal_full_frames, s.busy_sent,
                         s.journal_full ? " (full now)" : "");
-  absl::StrAppendFormat(&out, "  sessions          %d\n", s.sessions);
+  absl::StrAppendFormat(&out,
+                        "  sessions          %d (%d moves of a keyed "
+                        "session to a new endpoint)\n",
+                        s.sessions, s.sessions_moved);
   return out;
 }
 
@@ -778,6 +839,7 @@ std::string Service::StatsJson() const {
   field("busy_sent", s.busy_sent);
   field("journal_full_episodes", s.journal_full_episodes);
   field("journal_full", s.journal_full ? 1 : 0);
+  field("sessions_moved", s.sessions_moved);
   const auto group = [&](std::string_view name, auto&& fill) {
     absl::StrAppendFormat(&out, ",\"%s\":{", name);
     bool first = true;

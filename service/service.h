@@ -87,6 +87,10 @@ struct ServiceOptions {
   // service changes state (the journal full, and resumed). Null: the line
   // goes to stderr.
   std::function<void(std::string_view)> on_event;
+  // Where to write a line naming a refused datagram (session, source,
+  // cause, likely reason), at most one per cause per second with the count
+  // of those not written since; null: none (`serve --log-refusals`).
+  std::FILE* refusal_log = nullptr;
 };
 
 // Every counter the service keeps. Drops are counted by cause.
@@ -99,10 +103,11 @@ struct ServiceStats {
   std::array<std::uint64_t, 256> frames_in{};   // by kind, journaled
   std::array<std::uint64_t, 256> frames_out{};  // by kind, reports sent
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause
-  std::array<std::uint64_t, 5> refused{};  // by Admission cause
-  std::uint64_t truncated_by_kernel = 0;   // longer than 1472 bytes
-  std::uint64_t duplicates = 0;            // frames below the expected seq
-  std::uint64_t gaps = 0;                  // datagrams that revealed a gap
+  std::array<std::uint64_t, kAdmissionCount> refused{};  // by Admission
+  std::uint64_t sessions_moved = 0;  // keyed sessions that changed endpoint
+  std::uint64_t truncated_by_kernel = 0;  // longer than 1472 bytes
+  std::uint64_t duplicates = 0;           // frames below the expected seq
+  std::uint64_t gaps = 0;                 // datagrams that revealed a gap
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t sequence_gaps_sent = 0;
   std::uint64_t reports_resent = 0;

@@ -197,7 +197,8 @@ const SessionPolicy* ServiceConfig::PolicyFor(std::uint32_t id) const {
   return open_sessions ? &open_policy : nullptr;
 }
 
-absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text) {
+absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
+                                                 std::string_view base_dir) {
   ServiceConfig config;
   // Engine keys are handed to engine::ParseConfig; service lines are blanked
   // there so that its line numbers stay those of the file.
@@ -264,8 +265,8 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text) {
       if (dot == std::string_view::npos || !ParseU64(rest.substr(0, dot), id) ||
           id > UINT32_MAX) {
         return fail(
-            "expected session.<id>.accounts or session.<id>.addresses"
-            " with a u32 session id");
+            "expected session.<id>.accounts, session.<id>.addresses or "
+            "session.<id>.key_file with a u32 session id");
       }
       const std::string_view what = rest.substr(dot + 1);
       const auto sid = static_cast<std::uint32_t>(id);
@@ -279,8 +280,26 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text) {
         absl::StatusOr<AddressSet> set = AddressSet::Parse(value);
         if (!set.ok()) return fail(std::string(set.status().message()));
         addresses[sid] = *set;
+      } else if (what == "key_file") {
+        if (value.empty()) return fail("needs a path");
+        std::string path(value);
+        if (path.front() != '/' && !base_dir.empty()) {
+          path = absl::StrFormat("%s/%s", base_dir, value);
+        }
+        std::string warning;
+        absl::StatusOr<auth::Key> session_key =
+            auth::LoadKeyFile(path, &warning);
+        if (!session_key.ok()) {
+          return fail(std::string(session_key.status().message()));
+        }
+        if (!warning.empty()) {
+          config.warnings.push_back(
+              absl::StrFormat("line %d: %s: %s", line_number, key, warning));
+        }
+        policy.mac.emplace(*session_key);
+        policy.key_file = path;
       } else {
-        return fail("unknown session key (accounts, addresses)");
+        return fail("unknown session key (accounts, addresses, key_file)");
       }
     }
     if (end == std::string_view::npos) break;
@@ -293,7 +312,9 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text) {
   for (auto& [id, policy] : config.sessions) {
     if (!has_accounts.contains(id)) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "session %d has addresses but no session.%d.accounts line", id, id));
+          "session %d has addresses or a key file but no session.%d.accounts "
+          "line",
+          id, id));
     }
     auto it = addresses.find(id);
     policy.addresses = it != addresses.end() && it->second.has_value()
@@ -312,7 +333,11 @@ absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path) {
   }
   std::stringstream text;
   text << file.rdbuf();
-  absl::StatusOr<ServiceConfig> config = ParseServiceConfig(text.str());
+  const std::size_t slash = path.rfind('/');
+  const std::string base_dir =
+      slash == std::string::npos ? "" : path.substr(0, slash);
+  absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
+      text.str(), base_dir.empty() && slash == 0 ? "/" : base_dir);
   if (!config.ok()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s: %s", path, config.status().message()));
@@ -337,7 +362,12 @@ std::string DescribeServiceConfig(const ServiceConfig& config) {
   } else {
     out += "; only listed sessions may connect";
   }
-  absl::StrAppendFormat(&out, "; %d listed session(s)", config.sessions.size());
+  std::size_t keyed = 0;
+  for (const auto& [id, policy] : config.sessions) {
+    if (policy.mac.has_value()) ++keyed;
+  }
+  absl::StrAppendFormat(&out, "; %d listed session(s), %d keyed",
+                        config.sessions.size(), keyed);
   return out;
 }
 

@@ -22,6 +22,15 @@
 //   session.7.accounts  = 7, 8, 100-199
 //   session.7.addresses = 127.0.0.1
 //   session.9.accounts  = any
+//   session.9.key_file  = /etc/orderwire/session-9.key
+//
+// A session with a key_file is keyed (docs/PROTOCOL.md "Authenticated
+// datagrams"): the file holds its 32-byte key as 64 hexadecimal digits
+// (auth::LoadKeyFile; a relative path is taken from the configuration
+// file's directory). Its datagrams must carry a valid MAC, its reports carry
+// one, and it may move to a new source endpoint by proving the key. A key
+// file that its group or others can read is accepted with a warning
+// (ServiceConfig::warnings).
 //
 // A key given twice is an error, as in the engine configuration.
 // Account lists are comma-separated ids and inclusive ranges `a-b`, or
@@ -35,19 +44,22 @@
 // deployment lists its sessions.
 //
 // A session is pinned to the first source address (and port) it is seen
-// from; datagrams for it from anywhere else are dropped and counted.
+// from; datagrams for it from anywhere else are dropped and counted (a keyed
+// session moves with a datagram that has a valid MAC and a new command).
 #ifndef ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
 #define ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
 
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "auth/mac.h"
 #include "engine/config.h"
 #include "net/udp.h"
 
@@ -104,6 +116,9 @@ class AddressSet {
 struct SessionPolicy {
   AccountSet accounts = AccountSet::Any();
   AddressSet addresses = AddressSet::Loopback();
+  // The session's MAC, keyed from key_file; none for an unkeyed session.
+  std::optional<auth::Mac> mac;
+  std::string key_file;
 };
 
 struct ServiceConfig {
@@ -112,14 +127,20 @@ struct ServiceConfig {
   bool open_sessions = true;
   SessionPolicy open_policy;  // for sessions not listed
   absl::flat_hash_map<std::uint32_t, SessionPolicy> sessions;
+  // What an operator should know but that does not stop the service (a key
+  // file readable by others).
+  std::vector<std::string> warnings;
 
   // The policy of session `id`, or null if it may not connect.
   [[nodiscard]] const SessionPolicy* PolicyFor(std::uint32_t id) const;
 };
 
-// Parses a configuration file's text. Errors: InvalidArgument "line N: ...".
+// Parses a configuration file's text; relative key_file paths are taken
+// from `base_dir` (the current directory when empty). Errors:
+// InvalidArgument "line N: ..." (a key file that cannot be read or holds no
+// valid key is such an error, naming the key file too).
 [[nodiscard]] absl::StatusOr<ServiceConfig> ParseServiceConfig(
-    std::string_view text);
+    std::string_view text, std::string_view base_dir = "");
 
 // Reads and parses `path`; errors name the file.
 [[nodiscard]] absl::StatusOr<ServiceConfig> LoadServiceConfig(

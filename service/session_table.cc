@@ -20,8 +20,37 @@ Session* SessionTable::Create(std::uint32_t id, const SessionPolicy* policy) {
   return &session;
 }
 
-Admission SessionTable::Admit(std::uint32_t id, const Endpoint& source,
-                              Session** out) {
+namespace {
+
+// What the MAC of `datagram` says under `policy`: kOk for an unkeyed session
+// without the flag or a keyed one with a valid MAC.
+Admission CheckMac(const SessionPolicy& policy,
+                   const codec::DatagramView& datagram) {
+  if (!policy.mac.has_value()) {
+    return datagram.authenticated() ? Admission::kUnexpectedMac
+                                    : Admission::kOk;
+  }
+  if (!datagram.authenticated()) return Admission::kMissingMac;
+  return auth::VerifyDatagram(*policy.mac, datagram) ? Admission::kOk
+                                                     : Admission::kBadMac;
+}
+
+// Whether `datagram` holds the command `next_expected` after any
+// duplicates: it brings something new, which a replayed datagram cannot.
+bool CarriesNextCommand(const codec::DatagramView& datagram,
+                        std::uint64_t next_expected) {
+  for (const codec::FrameView frame : datagram) {
+    if (frame.sequence() < next_expected) continue;
+    return frame.sequence() == next_expected;
+  }
+  return false;
+}
+
+}  // namespace
+
+Admission SessionTable::Admit(const codec::DatagramView& datagram,
+                              const Endpoint& source, Session** out) {
+  const std::uint32_t id = datagram.session_id();
   Session* session = Find(id);
   if (session == nullptr) {
     const SessionPolicy* policy = config_.PolicyFor(id);
@@ -29,19 +58,41 @@ Admission SessionTable::Admit(std::uint32_t id, const Endpoint& source,
     if (!policy->addresses.Contains(source)) {
       return Admission::kAddressNotAllowed;
     }
+    // Before the session takes a slot: a datagram that cannot prove the key
+    // creates nothing.
+    if (const Admission mac = CheckMac(*policy, datagram);
+        mac != Admission::kOk) {
+      return mac;
+    }
     session = Create(id, policy);
     if (session == nullptr) return Admission::kTooManySessions;
   } else if (session->policy == nullptr) {
     // Recovered from the journal, but the configuration no longer lets it
     // connect.
     return Admission::kUnknownSession;
-  }
-  if (session->pinned) {
-    if (!(session->peer == source)) return Admission::kPinnedElsewhere;
   } else {
-    if (!session->policy->addresses.Contains(source)) {
+    const bool keyed = session->policy->mac.has_value();
+    const bool elsewhere = session->pinned && !(session->peer == source);
+    if (elsewhere && !keyed) return Admission::kPinnedElsewhere;
+    if ((elsewhere || !session->pinned) &&
+        !session->policy->addresses.Contains(source)) {
       return Admission::kAddressNotAllowed;
     }
+    if (const Admission mac = CheckMac(*session->policy, datagram);
+        mac != Admission::kOk) {
+      return mac;
+    }
+    if (elsewhere) {
+      // A keyed session moves only with a new command: a valid MAC on a
+      // copy of an old datagram, replayed from anywhere, moves nothing.
+      if (!CarriesNextCommand(datagram, session->next_expected)) {
+        return Admission::kPinnedElsewhere;
+      }
+      session->peer = source;
+      ++moves_;
+    }
+  }
+  if (!session->pinned) {
     session->peer = source;
     session->pinned = true;
   }

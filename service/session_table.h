@@ -13,6 +13,13 @@
 // construction, so admitting a datagram never allocates. A session is pinned
 // to the first source endpoint that uses it (after a restart: the first one
 // that uses it again); a datagram for it from any other endpoint is refused.
+//
+// Keyed sessions (docs/PROTOCOL.md "Authenticated datagrams"): every
+// datagram must carry a MAC that verifies under the session's key, checked
+// before the datagram can create, pin or move a session. A keyed session
+// pinned elsewhere moves to the datagram's source when the MAC verifies and
+// the datagram carries the command the session expects next (so a replayed
+// old datagram moves nothing).
 #ifndef ORDERWIRE_SERVICE_SESSION_TABLE_H_
 #define ORDERWIRE_SERVICE_SESSION_TABLE_H_
 
@@ -21,6 +28,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "codec/datagram.h"
 #include "net/udp.h"
 #include "service/service_config.h"
 
@@ -51,7 +59,35 @@ enum class Admission : std::uint8_t {
   kTooManySessions,    // max_sessions reached
   kAddressNotAllowed,  // source not in the session's allowed addresses
   kPinnedElsewhere,    // session already pinned to another source
+  kMissingMac,         // keyed session, datagram without the flag
+  kBadMac,             // keyed session, MAC does not verify
+  kUnexpectedMac,      // the flag on a session that has no key
 };
+inline constexpr std::size_t kAdmissionCount = 8;
+
+// What a refusal most likely means, for a person reading a log line.
+[[nodiscard]] constexpr std::string_view Explain(Admission a) {
+  switch (a) {
+    case Admission::kOk:
+      return "admitted";
+    case Admission::kUnknownSession:
+      return "the session is not in the configuration";
+    case Admission::kTooManySessions:
+      return "max_sessions sessions are already in use";
+    case Admission::kAddressNotAllowed:
+      return "the source address is not in the session's allowed addresses";
+    case Admission::kPinnedElsewhere:
+      return "the session is pinned to another source endpoint";
+    case Admission::kMissingMac:
+      return "the session is keyed and the datagram has no MAC (client "
+             "without --key-file?)";
+    case Admission::kBadMac:
+      return "the MAC does not verify: wrong key, or the datagram was altered";
+    case Admission::kUnexpectedMac:
+      return "the datagram has a MAC but the session has no key configured";
+  }
+  return "invalid";
+}
 
 [[nodiscard]] constexpr std::string_view Name(Admission a) {
   switch (a) {
@@ -65,6 +101,12 @@ enum class Admission : std::uint8_t {
       return "AddressNotAllowed";
     case Admission::kPinnedElsewhere:
       return "PinnedElsewhere";
+    case Admission::kMissingMac:
+      return "MissingMac";
+    case Admission::kBadMac:
+      return "BadMac";
+    case Admission::kUnexpectedMac:
+      return "UnexpectedMac";
   }
   return "Invalid";
 }
@@ -75,10 +117,14 @@ class SessionTable {
   // the table.
   explicit SessionTable(const ServiceConfig& config);
 
-  // Finds or creates the session `id` for a datagram from `source`, checks
-  // the policy and pins it. On kOk, `*out` is the session. Hot path: one
-  // hash lookup, no allocation.
-  Admission Admit(std::uint32_t id, const Endpoint& source, Session** out);
+  // Finds or creates the session of `datagram` (from `source`), checks the
+  // policy and the MAC of a keyed session, and pins it (or moves a keyed
+  // session). On kOk, `*out` is the session. Hot path: one hash lookup, one
+  // MAC for a keyed session, no allocation.
+  Admission Admit(const codec::DatagramView& datagram, const Endpoint& source,
+                  Session** out);
+  // Times a keyed session moved to a new endpoint.
+  [[nodiscard]] std::uint64_t moves() const { return moves_; }
 
   // The session `id` as recovered from the journal (created if new, not
   // pinned), or null if the table is full. Cold path (recovery).
@@ -95,6 +141,7 @@ class SessionTable {
   const ServiceConfig& config_;
   std::vector<Session> sessions_;  // capacity max_sessions, never grows
   std::size_t size_ = 0;
+  std::uint64_t moves_ = 0;
   absl::flat_hash_map<std::uint32_t, std::uint32_t> by_id_;
 };
 

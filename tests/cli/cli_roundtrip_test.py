@@ -296,7 +296,7 @@ class Errors(unittest.TestCase):
         cases = [
             ("bad magic", b"XW" + good[2:], 0),
             ("bad version", good[:2] + b"\x02" + good[3:], 2),
-            ("flag set", good[:3] + b"\x01" + good[4:], 3),
+            ("undefined flag bit", good[:3] + b"\x02" + good[4:], 3),
             ("reserved", good[:10] + b"\x01\x00" + good[12:], 10),
             ("zero count", datagram(1, frames, count=0), 8),
             ("count too big", datagram(1, frames, count=4), len(good)),
@@ -673,6 +673,95 @@ class ConfigurationPinned(unittest.TestCase):
             inspect = run(["journal", "inspect", journal], b"").stdout
             self.assertIn(b"max_price = 1000", inspect)
             self.assertIn(b"max_price = 5000", inspect)
+class KeyedSubmit(unittest.TestCase):
+    """`submit --key-file` against `serve --config` with a keyed session
+    (docs/PROTOCOL.md "Authenticated datagrams"): the keyed client trades;
+    one without the key, or with another key, is refused, hears nothing and
+    says why; the server names each refusal (--log-refusals) and counts it."""
+
+    KEY = "5a" * 32
+    OTHER_KEY = "a5" * 32
+
+    def test_submit_with_the_key_trades_and_without_it_is_explained(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            key = os.path.join(tmp, "7.key")
+            with open(key, "w") as f:
+                f.write("# session 7\n%s\n" % self.KEY)
+            os.chmod(key, 0o600)
+            other = os.path.join(tmp, "other.key")
+            with open(other, "w") as f:
+                f.write(self.OTHER_KEY + "\n")
+            os.chmod(other, 0o644)  # readable by others: a warning
+            config = os.path.join(tmp, "service.conf")
+            with open(config, "w") as f:
+                # A relative key_file is read from the config's directory.
+                f.write("session.7.accounts = any\n"
+                        "session.7.key_file = 7.key\n")
+            port = free_udp_port()
+            target = "127.0.0.1:%d" % port
+            server = subprocess.Popen(
+                [ORDERWIRE, "serve", "--journal", os.path.join(tmp, "j"),
+                 "--listen", target, "--config", config, "--durability",
+                 "none", "--log-refusals"],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+            try:
+                ready, _, _ = select.select([server.stderr], [], [], 10)
+                self.assertTrue(ready, "serve said nothing in 10 s")
+                self.assertIn("listening on", server.stderr.readline().decode())
+                keyed = run(["submit", "--session", "7", "--target", target,
+                             "--workload", "mixed", "--count", "2000",
+                             "--seed", "1", "--key-file", key, "--json"], b"")
+                self.assertEqual(keyed.returncode, 0, keyed.stderr)
+                summary = json.loads(keyed.stdout)
+                self.assertEqual(summary["acknowledged"], 2000)
+                self.assertEqual(summary["bad_mac_datagrams"], 0)
+
+                plain = run(["submit", "--session", "7", "--target", target,
+                             "--workload", "mixed", "--count", "5", "--seed",
+                             "2", "--give-up-ms", "1500"], b"")
+                self.assertEqual(plain.returncode, 1)
+                err = plain.stderr.decode()
+                self.assertIn("likely causes", err)
+                self.assertIn("MissingMac: give --key-file", err)
+                self.assertIn("UnknownSession", err)
+
+                wrong = run(["submit", "--session", "7", "--target", target,
+                             "--workload", "mixed", "--count", "5", "--seed",
+                             "2", "--give-up-ms", "1500", "--key-file",
+                             other], b"")
+                self.assertEqual(wrong.returncode, 1)
+                err = wrong.stderr.decode()
+                self.assertIn("chmod 600", err)
+                self.assertIn("the key is wrong (BadMac)", err)
+            finally:
+                server.send_signal(2)  # SIGINT: a clean stop
+                _, rest = server.communicate(timeout=30)
+            log = rest.decode()
+            self.assertEqual(server.returncode, 0, log)
+            self.assertIn("refused a datagram for session 7 from 127.0.0.1:",
+                          log)
+            self.assertIn(": MissingMac, the session is keyed", log)
+            self.assertIn(": BadMac, the MAC does not verify", log)
+            self.assertRegex(log, r"dropped refused +MissingMac +[1-9]")
+            self.assertRegex(log, r"dropped refused +BadMac +[1-9]")
+
+    def test_serve_names_the_line_and_file_of_a_bad_key(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            key = os.path.join(tmp, "bad.key")
+            with open(key, "w") as f:
+                f.write("not a key\n")
+            config = os.path.join(tmp, "service.conf")
+            with open(config, "w") as f:
+                f.write("session.7.accounts = any\n"
+                        "session.7.key_file = %s\n" % key)
+            result = run(["serve", "--journal", os.path.join(tmp, "j"),
+                          "--listen", "127.0.0.1:%d" % free_udp_port(),
+                          "--config", config], b"")
+            self.assertEqual(result.returncode, 1)
+            err = result.stderr.decode()
+            self.assertIn("line 2: session.7.key_file", err)
+            self.assertIn(key + ":1:", err)
 
 
 def main():

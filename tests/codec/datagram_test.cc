@@ -127,14 +127,110 @@ TEST(DatagramParseTest, RejectsVersionsOtherThanOneAtOffsetTwo) {
   }
 }
 
-TEST(DatagramParseTest, RejectsEachFlagBitAtOffsetThree) {
-  for (unsigned bit = 0; bit < 8; ++bit) {
+TEST(DatagramParseTest, RejectsEachFlagBitButAuthenticatedAtOffsetThree) {
+  for (unsigned bit = 1; bit < 8; ++bit) {
     std::vector<std::byte> d = Golden();
     d[kFlagsAt] = std::byte(1u << bit);
     SCOPED_TRACE(bit);
     EXPECT_TRUE(
         IsRejected(d, FrameFilter::kAny, CodecError::kBadFlags, kFlagsAt));
   }
+}
+
+// The golden datagram with the Authenticated flag and a 16-byte trailer
+// (docs/PROTOCOL.md "Authenticated datagrams"): the codec does not check the
+// MAC, only its place.
+std::vector<std::byte> GoldenAuthenticated() {
+  std::vector<std::byte> d = Golden();
+  d[kFlagsAt] = std::byte{0x01};
+  for (int i = 0; i < 16; ++i) d.push_back(std::byte(0xA0 + i));
+  return d;
+}
+
+TEST(DatagramParseTest, AuthenticatedFlagPutsTheLast16BytesInTheTrailer) {
+  const std::vector<std::byte> d = GoldenAuthenticated();
+  const ExactBuffer exact(d);
+  const Result<DatagramView> view =
+      DatagramView::Parse(exact.span(), FrameFilter::kCommands);
+  ASSERT_TRUE(view.ok()) << Name(view.error());
+  EXPECT_TRUE(view->authenticated());
+  EXPECT_EQ(view->frame_count(), 2u);
+  EXPECT_EQ(view->bytes().size(), d.size());
+  EXPECT_EQ(view->authenticated_bytes().size(), d.size() - 16);
+  EXPECT_EQ(view->authenticated_bytes().data(), exact.span().data());
+  ASSERT_EQ(view->mac().size(), kMacSize);
+  EXPECT_EQ(view->mac().data(), exact.span().data() + d.size() - 16);
+  EXPECT_EQ(view->mac()[0], std::byte{0xA0});
+  EXPECT_EQ(view->frame_bytes().size(), d.size() - 16 - kHeader);
+  std::size_t frames = 0;
+  for (const FrameView frame : *view) {
+    (void)frame;
+    ++frames;
+  }
+  EXPECT_EQ(frames, 2u);
+}
+
+TEST(DatagramParseTest, DatagramWithoutTheFlagHasNoTrailer) {
+  const std::vector<std::byte> d = Golden();
+  const Result<DatagramView> view = DatagramView::Parse(d);
+  ASSERT_TRUE(view.ok());
+  EXPECT_FALSE(view->authenticated());
+  EXPECT_TRUE(view->mac().empty());
+  EXPECT_EQ(view->authenticated_bytes().size(), d.size());
+}
+
+TEST(DatagramParseTest, AuthenticatedFlagWithoutTrailerIsTruncatedOrWrong) {
+  // The flag set on a datagram that has no trailer: the frames run into the
+  // place of the trailer and the last one is cut off.
+  std::vector<std::byte> d = Golden();
+  d[kFlagsAt] = std::byte{0x01};
+  EXPECT_TRUE(
+      IsRejected(d, FrameFilter::kAny, CodecError::kTruncated, kSecondFrameAt));
+  // Too short for a header and a trailer at all.
+  std::vector<std::byte> tiny = Header(1, 1);
+  tiny[kFlagsAt] = std::byte{0x01};
+  for (int i = 0; i < 15; ++i) tiny.push_back(std::byte{0});
+  EXPECT_TRUE(
+      IsRejected(tiny, FrameFilter::kAny, CodecError::kTruncated, tiny.size()));
+  // A trailer and no frame: the count names a frame that is not there.
+  tiny.push_back(std::byte{0});
+  EXPECT_TRUE(
+      IsRejected(tiny, FrameFilter::kAny, CodecError::kCountMismatch, kHeader));
+  // Bytes between the frames and the trailer.
+  std::vector<std::byte> extra = Golden();
+  extra[kFlagsAt] = std::byte{0x01};
+  const std::size_t frames_end = extra.size();
+  for (int i = 0; i < 17; ++i) extra.push_back(std::byte{0});
+  EXPECT_TRUE(IsRejected(extra, FrameFilter::kAny, CodecError::kTrailingBytes,
+                         frames_end));
+}
+
+TEST(DatagramParseTest, RejectsEveryTruncatedAuthenticatedDatagram) {
+  const std::vector<std::byte> d = GoldenAuthenticated();
+  for (std::size_t n = 0; n < d.size(); ++n) {
+    SCOPED_TRACE(n);
+    const std::span<const std::byte> cut(d.data(), n);
+    EXPECT_NE(ParseExact(cut).error, CodecError::kOk);
+  }
+  EXPECT_EQ(ParseExact(d).error, CodecError::kOk);
+}
+
+TEST(DatagramParseTest, AuthenticatedDatagramIsAtMost1472BytesWithItsTrailer) {
+  // As many frames as fit with the trailer: accepted; a datagram of 1473
+  // bytes is over the limit whatever it holds.
+  std::vector<std::byte> d = Header(1, 0);
+  d[kFlagsAt] = std::byte{0x01};
+  std::uint16_t count = 0;
+  while (d.size() + 17 + 16 <= kLimit) {
+    AppendEncoded(d, 0, SequenceGap{1});
+    ++count;
+  }
+  SetCount(d, count);
+  for (int i = 0; i < 16; ++i) d.push_back(std::byte{0});
+  ASSERT_LE(d.size(), kLimit);
+  EXPECT_EQ(ParseExact(d).error, CodecError::kOk);
+  d.resize(kLimit + 1, std::byte{0});
+  EXPECT_TRUE(IsRejected(d, FrameFilter::kAny, CodecError::kOversize, kLimit));
 }
 
 TEST(DatagramParseTest, RejectsANonZeroReservedFieldAtOffsetTen) {
@@ -347,6 +443,39 @@ TEST(DatagramBuilderTest, WritesTheHeaderAtOnce) {
             "4f570100040302010000"
             "0000");
   EXPECT_EQ(buffer[kHeader], std::byte{0xEE});
+}
+
+TEST(DatagramBuilderTest, AuthenticatedBuilderSetsTheFlagAndSealsTheTrailer) {
+  std::array<std::byte, kLimit> buffer{};
+  DatagramBuilder builder(buffer, 0xCAFE, /*authenticated=*/true);
+  EXPECT_TRUE(builder.authenticated());
+  EXPECT_EQ(builder.bytes()[kFlagsAt], std::byte{0x01});
+  ASSERT_EQ(builder.Append(1, CancelByOrder{7, 42}), CodecError::kOk);
+  std::array<std::byte, kMacSize> mac;
+  for (std::size_t i = 0; i < mac.size(); ++i) mac[i] = std::byte(0x30 + i);
+  const std::span<const std::byte> whole = builder.Seal(mac);
+  ASSERT_EQ(whole.size(), kHeader + 25 + kMacSize);
+  const Result<DatagramView> view = DatagramView::Parse(whole);
+  ASSERT_TRUE(view.ok()) << Name(view.error());
+  EXPECT_TRUE(view->authenticated());
+  EXPECT_EQ(Hex(view->mac()), Hex(mac));
+  EXPECT_EQ(Hex(view->authenticated_bytes()), Hex(builder.bytes()));
+  // Reset keeps the flag.
+  builder.Reset(3);
+  EXPECT_EQ(builder.bytes()[kFlagsAt], std::byte{0x01});
+}
+
+TEST(DatagramBuilderTest, AuthenticatedBuilderLeavesRoomForTheTrailer) {
+  std::vector<std::byte> buffer(4000);
+  DatagramBuilder builder(buffer, 1, /*authenticated=*/true);
+  while (builder.Fits(17)) {
+    ASSERT_EQ(builder.Append(0, SequenceGap{1}), CodecError::kOk);
+  }
+  EXPECT_LE(builder.size() + kMacSize, kLimit);
+  EXPECT_GT(builder.size() + 17 + kMacSize, kLimit);
+  EXPECT_EQ(builder.Append(0, SequenceGap{1}), CodecError::kBufferTooSmall);
+  const std::array<std::byte, kMacSize> mac{};
+  EXPECT_EQ(ParseExact(builder.Seal(mac)).error, CodecError::kOk);
 }
 
 TEST(DatagramBuilderTest, CountsFramesInTheHeaderAsTheyAreAppended) {

@@ -72,6 +72,13 @@ inline constexpr std::string_view kDatagramHex =
 inline constexpr std::size_t kDatagramSize = 84;
 inline constexpr std::uint32_t kDatagramSessionId = 0xCAFE;
 
+// The same datagram authenticated (flag 0x01) with the key 0x00..0x1f: its
+// 84 bytes with byte 3 = 01, then the 16-byte keyed BLAKE2b MAC. 100 bytes.
+inline constexpr std::string_view kAuthenticatedDatagramHex =
+    "4f570101feca0000020000000100000000000000010700000000000000e9030000000000"
+    "002a000000010142270000000000002c010000000000000200000000000000040700000000"
+    "000000e903000000000000644b7c681822eb36aedd4bb52122e530";
+
 }  // namespace orderwire::codec::golden
 
 #endif  // ORDERWIRE_TESTS_CODEC_GOLDEN_H_

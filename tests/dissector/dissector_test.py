@@ -221,6 +221,10 @@ def Summary(*keys):
                      for k in keys)
 
 
+# docs/PROTOCOL.md: the MAC of the golden datagram under the key 0x00..0x1f.
+GOLDEN_MAC = bytes.fromhex("644b7c681822eb36aedd4bb52122e530")
+
+
 def Cases():
     to_service = (CLIENT_PORT, SERVICE_PORT)
     from_service = (SERVICE_PORT, CLIENT_PORT)
@@ -247,6 +251,36 @@ def Cases():
         Case("docs/PROTOCOL.md's golden datagram",
              [Frame("limit_buy"), Frame("golden_cancel")], ports=to_service,
              info="Session 51966: NewLimit #1, CancelByClient #2"),
+        # docs/PROTOCOL.md "Authenticated datagrams": the flag and the
+        # 16-byte MAC trailer (shown, not verified: no key), the golden one.
+        Case("docs/PROTOCOL.md's golden authenticated datagram",
+             [Frame("limit_buy"), Frame("golden_cancel")], ports=to_service,
+             flags=0x01, tail=GOLDEN_MAC,
+             extras=[("orderwire.mac", 84, 16)],
+             info="Session 51966: NewLimit #1, CancelByClient #2 [MAC]"),
+        Case("authenticated reports, from the service port",
+             [Frame("accepted"), Frame("filled")], ports=from_service,
+             flags=0x01, tail=bytes(range(16)),
+             extras=[("orderwire.mac", 12 + 55 + 71, 16)],
+             info="Session 51966: " + Summary("accepted", "filled") +
+                  " [MAC]"),
+        Case("the Authenticated flag and no room for the trailer",
+             payload=struct.pack("<2sBBIHH", b"OW", 1, 0x01, 0xCAFE, 1, 0) +
+             bytes(10),
+             extras=[("orderwire.undecoded", 12, 10)],
+             experts=[Malformed("orderwire.flags", "truncated",
+                                "Truncated: the Authenticated flag is set and "
+                                "the datagram has 22 bytes, a header and a MAC "
+                                "trailer need 28")],
+             info="22 bytes [Malformed: Truncated]"),
+        Case("the Authenticated flag and bytes between frames and trailer",
+             [Frame("limit_buy")], flags=0x01, tail=bytes(3) + bytes(16),
+             extras=[("orderwire.trailing", 59, 3), ("orderwire.mac", 62, 16)],
+             experts=[Malformed("orderwire.trailing", "trailing_bytes",
+                                "TrailingBytes: 3 bytes after the 1 frame "
+                                "frame_count announces")],
+             info="Session 51966: NewLimit #1 [MAC] "
+                  "[Malformed: TrailingBytes]"),
         Case("every value of every enumeration, from the service port",
              [Frame(k) for k in EVERY_ENUM_VALUE], session=2,
              ports=from_service,
@@ -276,8 +310,8 @@ def Cases():
         Case("unknown flags, heuristic port", [Frame("limit_buy")], flags=0x02,
              ports=heuristic,
              experts=[Malformed("orderwire.flags", "bad_flags",
-                                "BadFlags: flags 0x02, version 1 defines no "
-                                "flag bits")],
+                                "BadFlags: flags 0x02, version 1 defines only "
+                                "0x01 (Authenticated)")],
              info="Session 51966: NewLimit #1 [Malformed: BadFlags]"),
         Case("commands and reports mixed, heuristic port",
              [Frame("limit_buy"), Frame("accepted"), Frame("filled")],
@@ -303,8 +337,8 @@ def Cases():
              info="59 bytes [Malformed: BadVersion]"),
         Case("unknown flag bits", [Frame("limit_buy")], flags=0x80,
              experts=[Malformed("orderwire.flags", "bad_flags",
-                                "BadFlags: flags 0x80, version 1 defines no "
-                                "flag bits")],
+                                "BadFlags: flags 0x80, version 1 defines only "
+                                "0x01 (Authenticated)")],
              info="Session 51966: NewLimit #1 [Malformed: BadFlags]"),
         Case("reserved not 0", [Frame("limit_buy")], reserved=0x0100,
              experts=[Malformed("orderwire.reserved", "bad_reserved",
@@ -389,12 +423,12 @@ def Cases():
                                 "7400")],
              info="Session 51966: Accepted #1, CancelByOrder #4 "
                   "[Malformed: NotAReport]"),
-        Case("several causes at once", [Frame("limit_buy")], flags=0x01,
+        Case("several causes at once", [Frame("limit_buy")], flags=0x02,
              reserved=0x0002, tail=b"\x00\x00\x00",
              extras=[("orderwire.trailing", 59, 3)],
              experts=[Malformed("orderwire.flags", "bad_flags",
-                                "BadFlags: flags 0x01, version 1 defines no "
-                                "flag bits"),
+                                "BadFlags: flags 0x02, version 1 defines only "
+                                "0x01 (Authenticated)"),
                       Malformed("orderwire.reserved", "bad_reserved",
                                 "BadReserved: reserved is 0x0002, must be 0"),
                       Malformed("orderwire.trailing", "trailing_bytes",
@@ -824,6 +858,12 @@ def Main():
                        for e in c.experts)),
         ("orderwire.invalid_enum",
          lambda c: any(e[1] == "orderwire.invalid_enum" for e in c.experts)),
+        # The Authenticated flag bit, and the MAC trailer where it fits.
+        ("orderwire.flags.authenticated == 1",
+         lambda c: c.decoded and len(c.payload) >= 4 and
+         c.payload[:3] == b"OW\x01" and c.payload[3] & 0x01 != 0),
+        ("orderwire.mac",
+         lambda c: any(e[0] == "orderwire.mac" for e in c.extras)),
     ]
     for display_filter, predicate in filters:
         out = Tshark(env, "-r", capture, "-Y", display_filter, "-T", "fields",

@@ -34,6 +34,8 @@
 -- because nothing says what follows.
 
 local kHeaderSize = 12
+local kFlagAuthenticated = 0x01 -- docs/PROTOCOL.md "Authenticated datagrams"
+local kMacSize = 16
 local kFrameHeaderSize = 9
 local kMaxDatagramSize = 1472
 local kMagic = 0x4F57 -- "OW", read big-endian so it shows as 0x4f57
@@ -105,6 +107,9 @@ end
 Field("magic", ProtoField.uint16("orderwire.magic", "Magic", base.HEX), 2)
 Field("version", ProtoField.uint8("orderwire.version", "Version", base.DEC), 1)
 Field("flags", ProtoField.uint8("orderwire.flags", "Flags", base.HEX), 1)
+Field("flag_authenticated",
+      ProtoField.bool("orderwire.flags.authenticated", "Authenticated", 8,
+                      nil, kFlagAuthenticated), 1)
 Field("session_id",
       ProtoField.uint32("orderwire.session_id", "Session ID", base.DEC_HEX), 4)
 Field("frame_count",
@@ -165,6 +170,9 @@ Field("busy_cause",
 -- version) or that follow the last frame.
 Field("undecoded", ProtoField.bytes("orderwire.undecoded", "Undecoded"), 0)
 Field("trailing", ProtoField.bytes("orderwire.trailing", "Trailing bytes"), 0)
+-- The MAC trailer of an authenticated datagram. The dissector has no key,
+-- so it shows the trailer and checks its place and size, not its value.
+Field("mac", ProtoField.bytes("orderwire.mac", "MAC"), kMacSize)
 
 local proto_fields = {}
 for _, f in pairs(F) do proto_fields[#proto_fields + 1] = f end
@@ -409,9 +417,25 @@ local function Dissect(tvb, pinfo, tree)
     return Finish(Plural(reported, "byte"))
   end
   local flags = tvb(3, 1):uint()
-  if flags ~= 0 then
+  items.flags:add(F.flag_authenticated, tvb(3, 1))
+  if bit32.band(flags, bit32.bnot(kFlagAuthenticated)) ~= 0 then
     Error(state, items.flags, E.bad_flags, "BadFlags", string.format(
-      "flags 0x%02x, version 1 defines no flag bits", flags))
+      "flags 0x%02x, version 1 defines only 0x01 (Authenticated)", flags))
+  end
+  -- With the Authenticated flag the last 16 bytes are the MAC trailer and
+  -- the frames end before them.
+  local authenticated = bit32.band(flags, kFlagAuthenticated) ~= 0
+  local frames_end = length
+  if authenticated then
+    if reported < kHeaderSize + kMacSize then
+      Error(state, items.flags, E.truncated, "Truncated", string.format(
+        "the Authenticated flag is set and the datagram has %s, a header " ..
+        "and a MAC trailer need %d", Plural(reported, "byte"),
+        kHeaderSize + kMacSize))
+      Undecoded(kHeaderSize, "no room for the MAC trailer")
+      return Finish(Plural(reported, "byte"))
+    end
+    frames_end = math.min(length, reported - kMacSize)
   end
   local reserved = tvb(10, 2):le_uint()
   if reserved ~= 0 then
@@ -437,7 +461,7 @@ local function Dissect(tvb, pinfo, tree)
   local commands, reports = 0, 0
   local delimited = true
   while decoded < frame_count do
-    local available = length - pos
+    local available = frames_end - pos
     if available == 0 then
       if length == reported then
         Error(state, items.frame_count, E.count_mismatch, "CountMismatch",
@@ -496,15 +520,21 @@ local function Dissect(tvb, pinfo, tree)
       "%s and %s in one datagram: malformed in either direction",
       Plural(commands, "command"), Plural(reports, "report")))
   end
-  if delimited and pos < length then
-    local item = root:add(F.trailing, tvb(pos, length - pos))
+  if delimited and pos < frames_end then
+    local item = root:add(F.trailing, tvb(pos, frames_end - pos))
     Error(state, item, E.trailing_bytes, "TrailingBytes", string.format(
-      "%s after the %s frame_count announces", Plural(length - pos, "byte"),
+      "%s after the %s frame_count announces", Plural(frames_end - pos, "byte"),
       Plural(frame_count, "frame")))
+  end
+
+  if authenticated and frames_end + kMacSize <= length then
+    root:add(F.mac, tvb(frames_end, kMacSize)):append_text(
+      " (not verified: the dissector has no key)")
   end
 
   local summary = table.concat(state.summary, ", ")
   if summary == "" then summary = "no frames" end
+  if authenticated then summary = summary .. " [MAC]" end
   root:append_text(string.format(", Session %d, %s", session_id,
                                  Plural(frame_count, "frame")))
   local info = string.format("Session %d: %s", session_id, summary)
