@@ -156,7 +156,7 @@ class AllocationCounter {
 volatile std::uint64_t g_sink = 0;
 void* volatile g_pointer_sink = nullptr;
 
-// A random model of each kind, cycling through the 11 kinds.
+// A random model of each kind, cycling through the 12 kinds.
 struct AnyModel {
   Kind kind;
   NewLimit new_limit;
@@ -170,6 +170,7 @@ struct AnyModel {
   Cancelled cancelled;
   Replaced replaced;
   SequenceGap sequence_gap;
+  ReportsGone reports_gone;
 
   template <typename Model>
   Model& Get() {
@@ -186,6 +187,7 @@ struct AnyModel {
     if constexpr (std::is_same_v<Model, Cancelled>) return cancelled;
     if constexpr (std::is_same_v<Model, Replaced>) return replaced;
     if constexpr (std::is_same_v<Model, SequenceGap>) return sequence_gap;
+    if constexpr (std::is_same_v<Model, ReportsGone>) return reports_gone;
   }
 };
 
@@ -196,7 +198,7 @@ std::vector<AnyModel> RandomModels(std::size_t count) {
     std::size_t k = 0;
     ForEachMessage([&](auto type) {
       using Model = typename decltype(type)::type;
-      if (k++ == i % 11) {
+      if (k++ == i % 12) {
         models[i].kind = MessageTraits<Model>::kKind;
         models[i].Get<Model>() = RandomModel<Model>(rng, false);
       }

@@ -133,6 +133,9 @@ constexpr Stated<Replaced> kReplaced{
 // SequenceGap seq=0 expected_sequence=17
 constexpr Stated<SequenceGap> kSequenceGap{
     11, 0, SequenceGap{.expected_sequence = 17}};
+// ReportsGone seq=0 resend_command=5 resend_from=9
+constexpr Stated<ReportsGone> kReportsGone{
+    12, 0, ReportsGone{.resend_command = 5, .resend_from = 9}};
 
 std::vector<std::byte> GoldenBytes(std::size_t index) {
   return FromHex(kFrames[index].hex);
@@ -270,6 +273,11 @@ TEST(GoldenFrameTest, ReplacedRoundTripsTheGoldenBytes) {
 TEST(GoldenFrameTest, SequenceGapRoundTripsTheGoldenBytes) {
   ExpectDecodes(kSequenceGap);
   ExpectEncodes(kSequenceGap);
+}
+
+TEST(GoldenFrameTest, ReportsGoneRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kReportsGone);
+  ExpectEncodes(kReportsGone);
 }
 
 TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {

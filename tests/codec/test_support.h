@@ -46,9 +46,10 @@ inline void PrintTo(TimeInForce v, std::ostream* os) {
 
 namespace orderwire::codec::test {
 
-using AllModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
-                                   CancelByClient, Replace, Accepted, Rejected,
-                                   Filled, Cancelled, Replaced, SequenceGap>;
+using AllModels =
+    ::testing::Types<NewLimit, NewMarket, CancelByOrder, CancelByClient,
+                     Replace, Accepted, Rejected, Filled, Cancelled, Replaced,
+                     SequenceGap, ReportsGone>;
 
 using CommandModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
                                        CancelByClient, Replace>;

@@ -51,6 +51,7 @@ TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
   EXPECT_EQ(static_cast<int>(Kind::kReplace), 0x05);
   EXPECT_EQ(static_cast<int>(Kind::kAccepted), 0x41);
   EXPECT_EQ(static_cast<int>(Kind::kSequenceGap), 0x46);
+  EXPECT_EQ(static_cast<int>(Kind::kReportsGone), 0x47);
 }
 
 }  // namespace
