@@ -19,7 +19,10 @@
 // while a report is missing, from the last acknowledged one (the missing
 // report may be one of its own, after its primary), so the service's resend
 // starts at or before it. The client does not finish while a report is
-// known to be missing.
+// known to be missing, unless the service says it is gone (ReportsGone,
+// docs/PROTOCOL.md "Reports gone"): the client then continues from the
+// report and command it names, and counts the commands it skipped as
+// applied but unconfirmed.
 //
 // Cold set-up (the frames, one send time per command) is allocated once;
 // the send/receive loop does not allocate.
@@ -69,6 +72,12 @@ struct ClientResult {
   std::uint64_t duplicate_reports = 0;
   std::uint64_t out_of_order_reports = 0;  // dropped, waited for again
   std::uint64_t sequence_gaps = 0;         // SequenceGap frames received
+  // ReportsGone frames that told something new, the reports they said are
+  // gone, and the commands applied whose acknowledgement was among them
+  // (their results are unknown: reconcile them).
+  std::uint64_t reports_gone = 0;
+  std::uint64_t reports_lost = 0;
+  std::uint64_t unconfirmed = 0;
   std::uint64_t datagrams_sent = 0;
   std::uint64_t datagrams_received = 0;
   std::uint64_t bad_datagrams = 0;  // malformed or for another session

@@ -3,15 +3,18 @@
 // idle session releases its history and still trades, and 100,000 session
 // ids - first ids that only send gaps and garbage, then ids that each send
 // one valid command - keep the service's memory under the stated bound while
-// a listed session still trades, before and after a restart.
+// a listed session still trades, before and after a restart; and the client
+// goes on after ReportsGone.
 //
 // RSS is read from /proc/self/status: the service runs in this process (the
 // harness's RunningService), so the growth of VmRSS over the run is the
 // service's (the raw test client allocates nothing per datagram).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -20,6 +23,8 @@
 #include "codec/frame.h"
 #include "codec/messages.h"
 #include "gtest/gtest.h"
+#include "net/client.h"
+#include "net/udp.h"
 #include "service/report_history.h"
 #include "service/service.h"
 #include "service/service_config.h"
@@ -275,6 +280,71 @@ TEST(SessionMemory, HundredThousandSessionIdsStayWithinTheStatedBound) {
   EXPECT_FRAME_EQ(reports[0], AcceptedFor(2, 2, next));
   ASSERT_TRUE(restarted->Stop().ok());
   EXPECT_EQ(restarted->final_stats().replayed, kIds + 1);
+}
+
+// The client side of "Reports gone": a stand-in service answers command 1,
+// loses the report of command 2, answers command 3, and on the
+// retransmission says ReportsGone(3, 3) and sends report 3 again. The
+// client does not wait for report 2 for ever: it continues from report 3,
+// counts command 2 as applied but unconfirmed, and finishes. Before it knew
+// ReportsGone it kept retransmitting until it gave up (DeadlineExceeded).
+TEST(SessionMemory, TheClientContinuesAfterReportsGoneAndCountsTheUnconfirmed) {
+  net::Endpoint local = *net::Endpoint::Parse("127.0.0.1:0");
+  absl::StatusOr<net::UdpSocket> server = net::UdpSocket::Bind(local);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const net::Endpoint address = *server->LocalEndpoint();
+  std::vector<codec::NewLimit> orders;
+  Bytes input;
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    orders.push_back(Limit(1, i, 100 + static_cast<int>(i)));
+    const Bytes frame = Frame(i, orders.back());
+    input.insert(input.end(), frame.begin(), frame.end());
+  }
+  std::atomic<bool> done{false};
+  std::thread stand_in([&] {
+    net::DatagramBatch rx(8);
+    net::DatagramBatch tx(1);
+    int datagrams = 0;
+    while (!done.load()) {
+      const int n = server->Receive(rx, 8);
+      if (n <= 0) {
+        server->WaitReadable(5);
+        continue;
+      }
+      for (int d = 0; d < n; ++d) {
+        std::vector<Bytes> reports;
+        if (datagrams++ == 0) {  // report 2 is "lost"
+          reports = {AcceptedFor(1, 1, orders[0]),
+                     AcceptedFor(3, 3, orders[2])};
+        } else {
+          reports = {Frame(0, codec::ReportsGone{3, 3}),
+                     AcceptedFor(3, 3, orders[2])};
+        }
+        const Bytes reply = Datagram(1, reports);
+        std::memcpy(tx.buffer(0).data(), reply.data(), reply.size());
+        tx.set_length(0, reply.size());
+        tx.set_peer(0, rx.peer(static_cast<std::size_t>(d)));
+        (void)server->Send(tx, 1);
+      }
+    }
+  });
+  net::ClientOptions options;
+  options.target = address;
+  options.session_id = 1;
+  options.retransmit_timeout_ms = 20;
+  options.quiet_ms = 50;
+  options.give_up_ms = 2000;
+  const std::atomic<bool> stop{false};
+  const absl::StatusOr<net::ClientResult> result =
+      net::RunClient(options, input, stop);
+  done.store(true);
+  stand_in.join();
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ(result->acknowledged, 2u);
+  EXPECT_EQ(result->unconfirmed, 1u);
+  EXPECT_EQ(result->reports_gone, 1u);
+  EXPECT_EQ(result->reports_lost, 1u);
+  EXPECT_EQ(result->reports, 2u);
 }
 
 }  // namespace
