@@ -489,7 +489,7 @@ void BM_ReplayEngine(benchmark::State& state) {
         service::StateMachineOptions{.engine = engine::EngineConfig{},
                                      .max_sessions = 1024,
                                      .report_history = 1,
-                                     .command_history = 1});
+                                     .history_budget_bytes = 0});
     state.ResumeTiming();
     auto reader = JournalReader::Open(dir);
     if (!reader.ok()) {

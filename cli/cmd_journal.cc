@@ -545,11 +545,13 @@ absl::Status Replay(const Args& args) {
 
   // Replay needs no report history: a session's reports are written, not
   // sent again.
-  auto machine = std::make_unique<service::StateMachine>(
-      service::StateMachineOptions{.engine = config.engine,
-                                   .max_sessions = config.max_sessions,
-                                   .report_history = 1,
-                                   .command_history = 1});
+  auto machine =
+      std::make_unique<service::StateMachine>(service::StateMachineOptions{
+          .engine = config.engine,
+          .max_sessions = static_cast<std::uint32_t>(config.max_sessions +
+                                                     config.sessions.size()),
+          .report_history = 1,
+          .history_budget_bytes = 0});
   std::uint64_t count = 0;
   std::uint64_t report_count = 0;
   journal::Record r;

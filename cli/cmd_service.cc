@@ -378,6 +378,21 @@ absl::Status Submit(const Args& args) {
         static_cast<unsigned long long>(r.out_of_order_reports), rate_out,
         r.seconds, us(0.50), us(0.90), us(0.99), us(0.999), us(1.0));
   }
+  // ReportsGone (docs/PROTOCOL.md "Reports gone"): reports the service no
+  // longer holds, and the commands they would have confirmed.
+  if (args.Bool("json")) {
+    summary.resize(summary.size() - 2);  // "}\n"
+    absl::StrAppendFormat(&summary,
+                          ",\"reports_gone\":%d,\"reports_lost\":%d,"
+                          "\"unconfirmed\":%d}\n",
+                          r.reports_gone, r.reports_lost, r.unconfirmed);
+  } else if (r.reports_gone != 0) {
+    absl::StrAppendFormat(
+        &summary,
+        "  reports gone    %d ReportsGone: %d reports will never come; %d "
+        "commands were applied but are unconfirmed (reconcile them)\n",
+        r.reports_gone, r.reports_lost, r.unconfirmed);
+  }
   // Busy: the service took no commands for a while (docs/PROTOCOL.md).
   const std::string busy_cause =
       r.busy == 0 ? std::string("none")
@@ -399,6 +414,12 @@ absl::Status Submit(const Args& args) {
           out, summary, out == stdout ? "standard output" : "standard error");
       !s.ok()) {
     return s;
+  }
+  if (r.unconfirmed != 0) {
+    return absl::DataLossError(absl::StrFormat(
+        "%d of %d commands were applied but are unconfirmed: the service "
+        "no longer holds their reports (ReportsGone); reconcile them",
+        r.unconfirmed, r.commands));
   }
   if (r.acknowledged != r.commands) {
     return absl::AbortedError(

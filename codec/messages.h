@@ -127,6 +127,13 @@ struct SequenceGap {
   std::uint64_t expected_sequence;
 };
 
+// The reports before resend_from that the client lacks are gone; the
+// commands before resend_command were applied (docs/PROTOCOL.md).
+struct ReportsGone {
+  std::uint64_t resend_command;
+  std::uint64_t resend_from;
+};
+
 struct Busy {
   std::uint64_t expected_sequence;
   BusyCause cause;
@@ -283,6 +290,15 @@ struct MessageTraits<SequenceGap> {
 };
 
 template <>
+struct MessageTraits<ReportsGone> {
+  static constexpr Kind kKind = Kind::kReportsGone;
+  static constexpr std::string_view kName = "ReportsGone";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"resend_command", &ReportsGone::resend_command},
+                 Field{"resend_from", &ReportsGone::resend_from});
+};
+
+template <>
 struct MessageTraits<Busy> {
   static constexpr Kind kKind = Kind::kBusy;
   static constexpr std::string_view kName = "Busy";
@@ -331,6 +347,7 @@ static_assert(kBodySize<Filled> == 62 && kFrameSize<Filled> == 71);
 static_assert(kBodySize<Cancelled> == 37 && kFrameSize<Cancelled> == 46);
 static_assert(kBodySize<Replaced> == 41 && kFrameSize<Replaced> == 50);
 static_assert(kBodySize<SequenceGap> == 8 && kFrameSize<SequenceGap> == 17);
+static_assert(kBodySize<ReportsGone> == 16 && kFrameSize<ReportsGone> == 25);
 static_assert(kBodySize<Busy> == 9 && kFrameSize<Busy> == 18);
 // A few offsets PROTOCOL.md states outright, as a cross-check of the
 // declarations (the layouts, not these lines, are what the code uses).
@@ -354,6 +371,7 @@ static_assert(std::is_trivially_copyable_v<Filled>);
 static_assert(std::is_trivially_copyable_v<Cancelled>);
 static_assert(std::is_trivially_copyable_v<Replaced>);
 static_assert(std::is_trivially_copyable_v<SequenceGap>);
+static_assert(std::is_trivially_copyable_v<ReportsGone>);
 static_assert(std::is_trivially_copyable_v<Busy>);
 
 // Calls `fn(std::type_identity<Model>{})` for every frame body model, commands
@@ -371,6 +389,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<Cancelled>{});
   fn(std::type_identity<Replaced>{});
   fn(std::type_identity<SequenceGap>{});
+  fn(std::type_identity<ReportsGone>{});
   fn(std::type_identity<Busy>{});
 }
 

@@ -28,6 +28,7 @@ enum class Kind : std::uint8_t {
   kCancelled = 0x44,
   kReplaced = 0x45,
   kSequenceGap = 0x46,
+  kReportsGone = 0x47,
   kBusy = 0x48,
 };
 

@@ -349,6 +349,36 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
           }
           continue;
         }
+        if (report.kind() == codec::Kind::kReportsGone) {
+          // docs/PROTOCOL.md "Reports gone": the reports below resend_from
+          // that this client lacks will never come; the commands below
+          // resend_command were applied but their results are unknown
+          // (unconfirmed: the user must reconcile them). Continue from
+          // there instead of waiting for them.
+          const auto gone = *codec::View<codec::ReportsGone>::FromFrame(report);
+          const std::uint64_t from =
+              gone.Get<&codec::ReportsGone::resend_from>();
+          const std::uint64_t command =
+              gone.Get<&codec::ReportsGone::resend_command>();
+          if (from <= expected_report) continue;  // nothing new
+          ++result.reports_gone;
+          result.reports_lost += from - expected_report;
+          expected_report = from;
+          report_hole = false;
+          const std::size_t up_to =
+              command <= options.first_sequence
+                  ? 0
+                  : static_cast<std::size_t>(std::min<std::uint64_t>(
+                        command - options.first_sequence, high_water));
+          if (up_to > acked) {
+            result.unconfirmed += up_to - acked;
+            acked = up_to;
+            if (next_to_send < acked) next_to_send = acked;
+          }
+          last_progress_ns = NowNs();
+          last_ack_ns = last_progress_ns;
+          continue;
+        }
         if (report.kind() == codec::Kind::kBusy) {
           ++result.busy;
           const auto busy = codec::View<codec::Busy>::FromFrame(report);

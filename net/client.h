@@ -19,7 +19,12 @@
 // while a report is missing, from the last acknowledged one (the missing
 // report may be one of its own, after its primary), so the service's resend
 // starts at or before it. The client does not finish while a report is
-// known to be missing. On Busy (the service takes no commands for now, e.g.
+// known to be missing, unless the service says it is gone (ReportsGone,
+// docs/PROTOCOL.md "Reports gone"): the client then continues from the
+// report and command it names, and counts the commands it skipped as
+// applied but unconfirmed.
+//
+// On Busy (the service takes no commands for now, e.g.
 // its disk is full) the client counts it, sends nothing for a back-off (1 ms,
 // doubling while Busy repeats, at most 50 ms; back to 1 ms on the next
 // acknowledgement), then retransmits from the Busy's expected sequence. A
@@ -94,6 +99,12 @@ struct ClientResult {
   std::uint64_t sequence_gaps = 0;         // SequenceGap frames received
   std::uint64_t busy = 0;                  // Busy frames received
   std::uint8_t busy_cause = 0;             // the cause of the last Busy
+  // ReportsGone frames that told something new, the reports they said are
+  // gone, and the commands applied whose acknowledgement was among them
+  // (their results are unknown: reconcile them).
+  std::uint64_t reports_gone = 0;
+  std::uint64_t reports_lost = 0;
+  std::uint64_t unconfirmed = 0;
   std::uint64_t datagrams_sent = 0;
   std::uint64_t datagrams_received = 0;
   std::uint64_t bad_datagrams = 0;      // malformed or for another session

@@ -27,14 +27,46 @@ absl::Status Sequencer::Recover(std::uint32_t id, std::uint64_t next_expected) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// Whether `datagram` would open a new session: its first frame with a
+// sequence above 0 has sequence 1 (frames with sequence 0 are duplicates).
+// Usually decided by the first frame.
+bool OpensSession(const codec::DatagramView& datagram) {
+  for (const codec::FrameView frame : datagram) {
+    if (frame.sequence() != 0) return frame.sequence() == 1;
+  }
+  return false;
+}
+
+}  // namespace
+
 Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
                               const net::Endpoint& peer,
                               std::uint64_t receive_ns) {
   Sequenced result;
   Session* session = nullptr;
-  result.admission = sessions_.Admit(datagram, peer, &session);
+  result.admission = sessions_.Admit(datagram, peer, OpensSession(datagram),
+                                     &session);
   if (result.admission != Admission::kOk) {
     ++stats_.refused[static_cast<std::size_t>(result.admission)];
+    return result;
+  }
+  if (session == nullptr) {
+    // A session not held, and this datagram does not open it: its frames
+    // are duplicates (sequence 0) up to a gap, if any. Nothing is kept.
+    result.no_session = true;
+    std::size_t duplicates = 0;
+    for (const codec::FrameView frame : datagram) {
+      if (frame.sequence() != 0) break;
+      ++duplicates;
+    }
+    stats_.duplicates += duplicates;
+    if (duplicates < datagram.frame_count()) {
+      result.gap = true;
+      ++stats_.gaps;
+      stats_.gap_frames_dropped += datagram.frame_count() - duplicates;
+    }
     return result;
   }
   result.session = session;

@@ -20,6 +20,10 @@
 // progress (wait for the disk and apply what became durable). The pending
 // ring must hold at least one datagram's commands (kMinPending).
 //
+// A datagram for a session the table does not hold creates it only when the
+// datagram opens it (its first frame above sequence 0 is 1); otherwise
+// nothing is kept (docs/PROTOCOL.md "A session begins with frame 1").
+//
 // Disk full: when the journal answers kJournalFull, the frames from there on
 // are not taken (the session's next sequence stays at the first of them),
 // Sequenced::journal_full says so and the owner answers Busy; counted.
@@ -52,6 +56,10 @@ struct Sequenced {
   bool duplicates = false;     // frames below the next sequence were skipped
   std::uint64_t first_duplicate = 0;
   bool gap = false;  // a frame above the next sequence: SequenceGap is due
+  // Admitted, but for a session the table does not hold and the datagram
+  // does not open (its first frame above 0 is not 1): `session` is null,
+  // nothing was kept, and `gap` says whether SequenceGap(1) is due.
+  bool no_session = false;
   std::size_t journaled = 0;    // frames appended to the journal
   bool journal_failed = false;  // the service cannot go on: stop
   bool journal_full = false;    // no room on the disk: frames from the

@@ -40,21 +40,21 @@ constexpr std::int64_t kBusyRepeatNs = 2'000'000;
 // At most one refusal log line per cause per this long.
 constexpr std::int64_t kRefusalLogEveryNs = 1'000'000'000;
 
-// Outgoing state of a session, by the Sequencer's session index.
-struct SessionOutput {
-  int tx_slot = -1;  // the datagram being filled in the send batch
-  std::uint64_t resent_from = 0;
-  std::int64_t resent_ns = 0;
-  std::uint64_t busy_sent_for = 0;  // expected sequence of the last Busy
-  std::int64_t busy_sent_ns = 0;
-};
+// SequenceGap(1) answers to datagrams of sessions the service does not hold
+// (docs/PROTOCOL.md "A session begins with frame 1"): at most this many per
+// kGapRepeatNs across all such sessions.
+constexpr std::uint32_t kNewSessionGapsPerWindow = 64;
+// The owner of a send slot that belongs to no session.
+constexpr std::uint32_t kNoOwner = UINT32_MAX;
 
 StateMachineOptions MachineOptions(const ServiceOptions& options) {
   return StateMachineOptions{
       .engine = options.config.engine,
-      .max_sessions = options.config.max_sessions,
+      .max_sessions = static_cast<std::uint32_t>(
+          options.config.max_sessions + options.config.sessions.size()),
       .report_history = options.report_history,
-      .command_history = options.command_history,
+      .history_budget_bytes =
+          static_cast<std::size_t>(options.config.max_report_history_bytes),
   };
 }
 
@@ -67,10 +67,7 @@ class Service::Impl final : public Sequencer::Backpressure {
         machine_(MachineOptions(options_)),
         rx_(options_.batch),
         tx_(options_.batch),
-        tx_owner_(options_.batch),
-        outputs_(options_.config.max_sessions) {
-    by_state_.reserve(options_.config.max_sessions);
-  }
+        tx_owner_(options_.batch) {}
 
   absl::Status Start();
   // After the replay: the journal's current configuration in force in
@@ -90,8 +87,7 @@ class Service::Impl final : public Sequencer::Backpressure {
   net::DatagramBatch rx_;
   net::DatagramBatch tx_;
   std::size_t tx_used_ = 0;  // slots of tx_ holding datagrams to send
-  std::vector<std::uint32_t> tx_owner_;  // Session::index of each slot
-  std::vector<SessionOutput> outputs_;   // by Session::index
+  std::vector<std::uint32_t> tx_owner_;  // Session::index (or kNoOwner)
   // The Sequencer's session of each StateMachine session (by its index),
   // found once per session: routing a report is then two array reads.
   std::vector<Session*> by_state_;
@@ -108,6 +104,22 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::uint64_t busy_sent_ = 0;
   std::uint64_t journal_full_episodes_ = 0;
   bool journal_full_ = false;  // the journal answered kJournalFull
+  std::uint64_t reports_gone_sent_ = 0;
+  std::uint64_t new_session_gaps_dropped_ = 0;
+  std::uint64_t histories_released_ = 0;
+  // The current window of SequenceGap(1) answers without a session.
+  std::int64_t new_session_gap_window_ns_ = 0;
+  std::uint32_t new_session_gaps_in_window_ = 0;
+  // The sessions answered so last, by a hash of the id (a collision only
+  // lets a second answer through): one SequenceGap(1) per session per
+  // round trip without keeping a session.
+  struct RecentGap {
+    std::uint32_t id = 0;
+    std::int64_t sent_ns = 0;
+  };
+  std::array<RecentGap, 256> recent_new_session_gaps_{};
+  std::int64_t started_ns_ = 0;
+  std::int64_t next_idle_sweep_ns_ = 0;
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed_{};
   std::array<std::uint64_t, 256> frames_out_{};
   mutable ServiceStats stats_;
@@ -135,9 +147,18 @@ class Service::Impl final : public Sequencer::Backpressure {
   void EnterJournalFull();
   void CheckJournalResumed();
   void Log(const std::string& line);
-  // Sends `state`'s reports from `first_report` on again to `session`.
+  // SequenceGap(1) to `peer` for session `id`, which the service does not
+  // hold; rate-limited across all such sessions.
+  void SendNewSessionGap(std::uint32_t id, const net::Endpoint& peer);
+  // Sends `state`'s reports from `first_report` on again to `session`,
+  // preceded by ReportsGone(`gone_command`, `first_report`) when
+  // `gone_command` is not 0.
   void ResendFrom(Session& session, const SessionState& state,
-                  std::uint64_t first_report);
+                  std::uint64_t first_report, std::uint64_t gone_command = 0);
+  // Releases the report history of every session not heard from for
+  // session_idle_seconds. Cold: a walk over the sessions, at most every
+  // quarter of that time (and at most once per second).
+  void ReleaseIdleHistories();
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
 };
@@ -151,14 +172,14 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
     return s;
   }
   if (options.max_pending < kMinPending || options.report_history == 0 ||
-      options.command_history == 0 || options.batch == 0 ||
-      options.config.max_sessions == 0) {
+      options.batch == 0 || options.config.max_sessions == 0 ||
+      !(options.config.session_idle_seconds > 0)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "service options: max_pending %d (at least %d, one datagram of "
-        "commands), report_history %d, command_history %d, batch %d and "
-        "max_sessions %d (each at least 1)",
-        options.max_pending, kMinPending, options.report_history,
-        options.command_history, options.batch, options.config.max_sessions));
+        "commands), report_history %d, batch %d and max_sessions %d (each at "
+        "least 1), session_idle_seconds %g (above 0)",
+        options.max_pending, kMinPending, options.report_history, options.batch,
+        options.config.max_sessions, options.config.session_idle_seconds));
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   if (absl::Status s = impl->Start(); !s.ok()) return s;
@@ -331,6 +352,7 @@ absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
 absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   const auto interval_ns = static_cast<std::int64_t>(options_.interval_s * 1e9);
   std::int64_t next_interval_ns = MonotonicNs() + interval_ns;
+  started_ns_ = MonotonicNs();
   while (!stop.load(std::memory_order_relaxed)) {
     if (writer_->failed()) return writer_->status();
     if (!fatal_.ok()) return fatal_;
@@ -340,6 +362,7 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
       options_.on_interval();
       next_interval_ns = now_ns_ + interval_ns;
     }
+    if (now_ns_ >= next_idle_sweep_ns_) ReleaseIdleHistories();
     const int n = socket_->Receive(rx_, rx_.capacity());
     if (n < 0 && n != -EAGAIN && n != -EINTR) {
       return absl::UnavailableError(absl::StrFormat(
@@ -405,7 +428,12 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
     return;
   }
   if (result.journal_failed) return;
+  if (result.no_session) {
+    if (result.gap) SendNewSessionGap(datagram->session_id(), rx_.peer(slot));
+    return;
+  }
   Session& session = *result.session;
+  session.last_heard_ns = now_ns_;
   if (result.journal_full) [[unlikely]] {
     EnterJournalFull();
     SendBusy(session);
@@ -431,7 +459,13 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
       if (from.has_value()) {
         ResendFrom(session, *state, *from);
       } else {
-        ++resend_unavailable_;  // older than the history holds
+        // Older than the history holds: never silence (docs/PROTOCOL.md
+        // "Reports gone"). From the oldest command whose first report is
+        // held, else from what comes next.
+        ++resend_unavailable_;
+        const auto start = state->history.OldestCommandStart();
+        ResendFrom(session, *state, start ? start->report : state->next_report,
+                   start ? start->command : state->next_expected);
       }
     }
   }
@@ -517,19 +551,18 @@ void Service::Impl::ApplyDurable() {
 
 std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
                                                   std::size_t size) {
-  SessionOutput& out = outputs_[session.index];
   // A keyed session's datagrams keep room for the MAC trailer, added when
-  // the datagram is closed (SealOutput).
+  // the datagram is closed (FlushOutput).
   const bool keyed = session.policy != nullptr && session.policy->mac;
   const std::size_t limit =
       codec::kMaxDatagramSize - (keyed ? codec::kMacSize : 0);
-  if (out.tx_slot >= 0) {
-    const auto slot = static_cast<std::size_t>(out.tx_slot);
+  if (session.tx_slot >= 0) {
+    const auto slot = static_cast<std::size_t>(session.tx_slot);
     const std::size_t used = tx_.datagram(slot).size();
     if (used + size <= limit) {
       return tx_.buffer(slot).subspan(used, size);
     }
-    out.tx_slot = -1;  // full: it is sent with the batch
+    session.tx_slot = -1;  // full: it is sent with the batch
   }
   if (tx_used_ == tx_.capacity()) FlushOutput();
   const std::size_t slot = tx_used_++;
@@ -537,7 +570,7 @@ std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
   codec::DatagramBuilder builder(tx_.buffer(slot), session.id, keyed);
   tx_.set_length(slot, builder.size());
   tx_.set_peer(slot, session.peer);
-  out.tx_slot = static_cast<int>(slot);
+  session.tx_slot = static_cast<std::int32_t>(slot);
   return tx_.buffer(slot).subspan(builder.size(), size);
 }
 
@@ -545,7 +578,7 @@ void Service::Impl::Emit(Session& session, std::span<const std::byte> frame) {
   if (!session.pinned) return;  // recovered, not heard from since: nowhere
   const std::span<std::byte> dst = ReserveOutput(session, frame.size());
   std::memcpy(dst.data(), frame.data(), frame.size());
-  const auto slot = static_cast<std::size_t>(outputs_[session.index].tx_slot);
+  const auto slot = static_cast<std::size_t>(session.tx_slot);
   const std::size_t length = tx_.datagram(slot).size() + frame.size();
   tx_.set_length(slot, length);
   // frame_count is the header's u16 at a layout-derived offset.
@@ -572,13 +605,12 @@ void Service::Impl::SendGap(Session& session) {
 }
 
 void Service::Impl::SendBusy(Session& session) {
-  SessionOutput& out = outputs_[session.index];
-  if (out.busy_sent_for == session.next_expected &&
-      now_ns_ - out.busy_sent_ns < kBusyRepeatNs) {
+  if (session.busy_sent_for == session.next_expected &&
+      now_ns_ - session.busy_sent_ns < kBusyRepeatNs) {
     return;  // one per 2 ms for the same expected sequence
   }
-  out.busy_sent_for = session.next_expected;
-  out.busy_sent_ns = now_ns_;
+  session.busy_sent_for = session.next_expected;
+  session.busy_sent_ns = now_ns_;
   std::array<std::byte, codec::kFrameSize<codec::Busy>> frame;
   (void)codec::EncodeFrame(
       0,
@@ -621,24 +653,88 @@ void Service::Impl::CheckJournalResumed() {
 }
 
 void Service::Impl::ResendFrom(Session& session, const SessionState& state,
-                               std::uint64_t first_report) {
-  SessionOutput& out = outputs_[session.index];
+                               std::uint64_t first_report,
+                               std::uint64_t gone_command) {
   // Once per round trip: a resend from this point or an earlier one went out
   // less than a round trip ago (e.g. for the previous datagram of the same
   // retransmitted window) and covered these reports, and those made since
   // went out live. Resending for every such datagram would send
   // O(window^2) reports.
-  if (out.resent_from != 0 && first_report >= out.resent_from &&
-      now_ns_ - out.resent_ns < kResendRepeatNs) {
+  if (session.resent_from != 0 && first_report >= session.resent_from &&
+      now_ns_ - session.resent_ns < kResendRepeatNs) {
     return;
   }
-  out.resent_from = first_report;
-  out.resent_ns = now_ns_;
+  session.resent_from = first_report;
+  session.resent_ns = now_ns_;
+  if (gone_command != 0) {
+    std::array<std::byte, codec::kFrameSize<codec::ReportsGone>> frame;
+    (void)codec::EncodeFrame(0, codec::ReportsGone{gone_command, first_report},
+                             frame);
+    ++reports_gone_sent_;
+    ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kReportsGone)];
+    Emit(session, frame);
+  }
   for (std::uint64_t seq = first_report; seq < state.next_report; ++seq) {
     const std::span<const std::byte> frame = state.history.Get(seq);
     if (frame.empty()) break;
     Emit(session, frame);
     ++reports_resent_;
+  }
+}
+
+void Service::Impl::SendNewSessionGap(std::uint32_t id,
+                                      const net::Endpoint& peer) {
+  if (now_ns_ - new_session_gap_window_ns_ >= kGapRepeatNs) {
+    new_session_gap_window_ns_ = now_ns_;
+    new_session_gaps_in_window_ = 0;
+  }
+  RecentGap& recent = recent_new_session_gaps_[(id * 2654435761u) >> 24];
+  if (recent.id == id && recent.sent_ns != 0 &&
+      now_ns_ - recent.sent_ns < kGapRepeatNs) {
+    return;  // one per round trip
+  }
+  if (new_session_gaps_in_window_ == kNewSessionGapsPerWindow) {
+    ++new_session_gaps_dropped_;
+    return;
+  }
+  ++new_session_gaps_in_window_;
+  recent = RecentGap{id, now_ns_};
+  if (tx_used_ == tx_.capacity()) FlushOutput();
+  const std::size_t slot = tx_used_++;
+  tx_owner_[slot] = kNoOwner;
+  // A keyed session's answer is sealed here (its slot has no owner for
+  // FlushOutput to seal): the policy admitted the datagram's MAC.
+  const SessionPolicy* policy = options_.config.PolicyFor(id);
+  const bool keyed = policy != nullptr && policy->mac;
+  codec::DatagramBuilder builder(tx_.buffer(slot), id, keyed);
+  (void)builder.Append(0, codec::SequenceGap{1});
+  tx_.set_length(slot, keyed ? auth::SealDatagram(*policy->mac, builder).size()
+                             : builder.size());
+  tx_.set_peer(slot, peer);
+  ++sequence_gaps_sent_;
+  ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
+}
+
+void Service::Impl::ReleaseIdleHistories() {
+  const auto idle_ns =
+      static_cast<std::int64_t>(options_.config.session_idle_seconds * 1e9);
+  next_idle_sweep_ns_ =
+      now_ns_ + std::clamp<std::int64_t>(idle_ns / 4, 1'000'000, 1'000'000'000);
+  if (machine_.history_budget().used() == 0) return;
+  SessionTable& table = sequencer_->sessions();
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Session& session = table.at(static_cast<std::uint32_t>(i));
+    // Not heard from since the service started: idle since then.
+    const std::int64_t heard =
+        session.last_heard_ns != 0 ? session.last_heard_ns : started_ns_;
+    if (now_ns_ - heard < idle_ns) continue;
+    const SessionState* state =
+        session.state >= 0
+            ? &machine_.session(static_cast<std::uint32_t>(session.state))
+            : machine_.Find(session.id);
+    if (state == nullptr || state->history.bytes() == 0) continue;
+    (void)machine_.ReleaseHistory(state->index);
+    ++histories_released_;
   }
 }
 
@@ -648,8 +744,9 @@ void Service::Impl::FlushOutput() {
   // A keyed session's datagram gets its MAC trailer now, over its header
   // (the flag set) and frames.
   for (std::size_t i = 0; i < tx_used_; ++i) {
-    outputs_[tx_owner_[i]].tx_slot = -1;
-    const Session& owner = sequencer_->sessions().at(tx_owner_[i]);
+    if (tx_owner_[i] == kNoOwner) continue;  // sealed when built
+    Session& owner = sequencer_->sessions().at(tx_owner_[i]);
+    owner.tx_slot = -1;
     if (owner.policy != nullptr && owner.policy->mac) {
       const std::size_t length = tx_.datagram(i).size();
       const auth::Tag tag = owner.policy->mac->Compute(tx_.datagram(i));
@@ -702,6 +799,10 @@ void Service::Impl::RefreshStats() const {
   s.sequence_gaps_sent = sequence_gaps_sent_;
   s.reports_resent = reports_resent_;
   s.resend_unavailable = resend_unavailable_;
+  s.reports_gone_sent = reports_gone_sent_;
+  s.new_session_gaps_dropped = new_session_gaps_dropped_;
+  s.histories_released = histories_released_;
+  s.history_bytes = machine_.history_budget().used();
   s.rejects = m.rejects;
   s.commands_applied = m.records;
   s.replayed = replayed_;
@@ -787,8 +888,21 @@ std::string Service::StatsReport() const {
                         "  gaps              %d datagrams (%d frames dropped, "
                         "%d SequenceGap sent)\n",
                         s.gaps, s.gap_frames_dropped, s.sequence_gaps_sent);
-  absl::StrAppendFormat(&out, "  reports resent    %d (%d too old)\n",
-                        s.reports_resent, s.resend_unavailable);
+  absl::StrAppendFormat(&out,
+                        "  reports resent    %d (%d too old: %d ReportsGone "
+                        "sent)\n",
+                        s.reports_resent, s.resend_unavailable,
+                        s.reports_gone_sent);
+  absl::StrAppendFormat(&out,
+                        "  report history    %d bytes held, %d idle "
+                        "histories released\n",
+                        s.history_bytes, s.histories_released);
+  if (s.new_session_gaps_dropped != 0) {
+    absl::StrAppendFormat(&out,
+                          "  SequenceGap(1)    %d to unknown sessions not "
+                          "sent (over the limit)\n",
+                          s.new_session_gaps_dropped);
+  }
   absl::StrAppendFormat(&out,
                         "  commands applied  %d (+%d replayed at start)\n",
                         s.commands_applied - s.replayed, s.replayed);
@@ -827,6 +941,10 @@ std::string Service::StatsJson() const {
   field("sequence_gaps_sent", s.sequence_gaps_sent);
   field("reports_resent", s.reports_resent);
   field("resend_unavailable", s.resend_unavailable);
+  field("reports_gone_sent", s.reports_gone_sent);
+  field("new_session_gaps_dropped", s.new_session_gaps_dropped);
+  field("histories_released", s.histories_released);
+  field("history_bytes", s.history_bytes);
   field("truncated_by_kernel", s.truncated_by_kernel);
   field("commands_applied", s.commands_applied);
   field("replayed", s.replayed);

@@ -13,11 +13,14 @@
 // A command's reports leave only after the command is durable under the
 // configured mode. Nothing allocates per command: receive and send buffers,
 // the pending ring, the engine's pools and report buffer and the journal's
-// group buffers are allocated at start-up; a session's report history when
-// the session's first record is applied. Back-pressure: when the journal has
-// no free buffer or the pending ring is full, the loop stops reading the
-// socket and waits for the disk; datagrams wait in the socket buffer or are
-// dropped by the kernel, and clients retransmit.
+// group buffers are allocated at start-up; a session's state when its first
+// command is journaled and applied, and its report history lazily, growing
+// with its reports within a total budget (report_history.h). A session not
+// heard from for session_idle_seconds releases its history; a resend that
+// needs reports no longer held is answered ReportsGone. Back-pressure: when the
+// journal has no free buffer or the pending ring is full, the loop stops
+// reading the socket and waits for the disk; datagrams wait in the socket
+// buffer or are dropped by the kernel, and clients retransmit.
 //
 // Disk full (docs/SERVICE.md "Disk full"): when the journal has no room on
 // its disk (JournalWriter kJournalFull), new commands are not journaled: the
@@ -74,9 +77,9 @@ struct ServiceOptions {
   // Most commands journaled but not yet applied; beyond it the service
   // stops reading until the journal catches up.
   std::size_t max_pending = 1 << 16;
-  // Per session: reports kept for sending again, and commands remembered.
+  // Per session: at most this many reports kept for sending again (the
+  // total is config.max_report_history_bytes; report_history.h).
   std::size_t report_history = 1 << 14;
-  std::size_t command_history = 1 << 13;
   // Datagrams per recvmmsg / sendmmsg.
   std::size_t batch = 64;
   // Called from the service's thread every `interval_s` seconds while it
@@ -111,8 +114,12 @@ struct ServiceStats {
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t sequence_gaps_sent = 0;
   std::uint64_t reports_resent = 0;
-  std::uint64_t resend_unavailable = 0;     // duplicate older than history
-  std::array<std::uint64_t, 16> rejects{};  // by RejectReason
+  std::uint64_t resend_unavailable = 0;        // duplicate older than history
+  std::uint64_t reports_gone_sent = 0;         // ReportsGone frames sent
+  std::uint64_t new_session_gaps_dropped = 0;  // SequenceGap(1) over limit
+  std::uint64_t histories_released = 0;        // idle sessions' histories
+  std::uint64_t history_bytes = 0;             // all histories hold now
+  std::array<std::uint64_t, 16> rejects{};     // by RejectReason
   std::uint64_t commands_applied = 0;
   std::uint64_t replayed = 0;            // records replayed at start-up
   std::uint64_t backpressure_waits = 0;  // times the loop waited for disk

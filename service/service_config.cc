@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 
 namespace orderwire::service {
@@ -220,10 +221,11 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
     const std::string_view key = Trim(line.substr(0, eq));
     const std::string_view value =
         eq == std::string_view::npos ? "" : Trim(line.substr(eq + 1));
-    const bool service_key = key == "max_sessions" || key == "open_sessions" ||
-                             key == "open_accounts" ||
-                             key == "allowed_addresses" ||
-                             key.substr(0, 8) == "session.";
+    const bool service_key =
+        key == "max_sessions" || key == "max_report_history_bytes" ||
+        key == "session_idle_seconds" || key == "open_sessions" ||
+        key == "open_accounts" || key == "allowed_addresses" ||
+        key.substr(0, 8) == "session.";
     if (!service_key || eq == std::string_view::npos) {
       engine_text.append(raw);
       engine_text.push_back('\n');
@@ -244,6 +246,20 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
         return fail("must be an integer from 1 to 1000000");
       }
       config.max_sessions = static_cast<std::uint32_t>(n);
+    } else if (key == "max_report_history_bytes") {
+      std::uint64_t n = 0;
+      if (!ParseU64(value, n) || n > (std::uint64_t{1} << 40)) {
+        return fail("must be an integer from 0 to 1099511627776 (1 TiB)");
+      }
+      config.max_report_history_bytes = n;
+    } else if (key == "session_idle_seconds") {
+      double seconds = 0;
+      if (!absl::SimpleAtod(absl::string_view(value.data(), value.size()),
+                            &seconds) ||
+          !(seconds > 0) || seconds > 1e9) {
+        return fail("must be a number of seconds above 0 (e.g. 60, 0.5)");
+      }
+      config.session_idle_seconds = seconds;
     } else if (key == "open_sessions") {
       if (value != "true" && value != "false") {
         return fail("must be true or false");
@@ -348,11 +364,13 @@ absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path) {
 std::string DescribeServiceConfig(const ServiceConfig& config) {
   std::string out = absl::StrFormat(
       "instruments %d-%d, prices %d-%d, quantities %d-%d, %d live orders; "
-      "max %d sessions",
+      "max %d unlisted sessions, report histories %d bytes in all, released "
+      "after %g s idle",
       config.engine.min_instrument, config.engine.max_instrument,
       config.engine.min_price, config.engine.max_price,
       config.engine.min_quantity, config.engine.max_quantity,
-      config.engine.max_live_orders, config.max_sessions);
+      config.engine.max_live_orders, config.max_sessions,
+      config.max_report_history_bytes, config.session_idle_seconds);
   if (config.open_sessions) {
     absl::StrAppendFormat(&out,
                           "; any session may connect from %s and trade for "

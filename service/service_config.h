@@ -10,7 +10,12 @@
 //   max_live_orders = 1048576
 //
 //   # Sessions.
-//   max_sessions      = 1024     # sessions the service will track at once
+//   max_sessions      = 1024     # unlisted sessions the service will hold
+//                                # (listed sessions always fit)
+//   max_report_history_bytes = 67108864
+//                                # all sessions' report histories together
+//   session_idle_seconds = 60    # a session not heard from for this long
+//                                # releases its report history
 //   allowed_addresses = 127.0.0.1, ::1, 10.1.0.0/16
 //                                # sources a session may use unless it has
 //                                # its own list; "any" allows every source
@@ -37,7 +42,8 @@
 // `any`. Address lists are IPv4/IPv6 addresses or CIDR blocks, or `any`.
 //
 // With no file (the default), or for keys a file leaves out:
-// max_sessions 1024; allowed_addresses 127.0.0.0/8 and ::1 (loopback only);
+// max_sessions 1024; max_report_history_bytes 64 MiB; session_idle_seconds
+// 60; allowed_addresses 127.0.0.0/8 and ::1 (loopback only);
 // open_sessions true when the file lists no session, false when it does;
 // open_accounts any. So the default configuration lets any session trade for
 // any account, but only from this machine: safe for a loopback demo, and a
@@ -123,7 +129,9 @@ struct SessionPolicy {
 
 struct ServiceConfig {
   engine::EngineConfig engine;
-  std::uint32_t max_sessions = 1024;
+  std::uint32_t max_sessions = 1024;  // unlisted; listed ones always fit
+  std::uint64_t max_report_history_bytes = std::uint64_t{64} << 20;
+  double session_idle_seconds = 60;
   bool open_sessions = true;
   SessionPolicy open_policy;  // for sessions not listed
   absl::flat_hash_map<std::uint32_t, SessionPolicy> sessions;

@@ -1,22 +1,28 @@
-// Sessions of the UDP service; see session.h.
+// Sessions of the UDP service; see session_table.h.
 #include "service/session_table.h"
 
 namespace orderwire::service {
 
 SessionTable::SessionTable(const ServiceConfig& config)
-    : config_(config), sessions_(config.max_sessions) {
-  by_id_.reserve(config.max_sessions);
+    : config_(config),
+      capacity_(std::size_t{config.max_sessions} + config.sessions.size()) {
+  sessions_.reserve(capacity_);
+  by_id_.reserve(capacity_);
 }
 
 Session* SessionTable::Create(std::uint32_t id, const SessionPolicy* policy) {
-  if (size_ == sessions_.size()) return nullptr;
-  Session& session = sessions_[size_];
-  session = Session{};
+  const bool listed = config_.sessions.contains(id);
+  if (!listed && unlisted_ >= config_.max_sessions) return nullptr;
+  // Only a journal written under another configuration can hold more
+  // sessions than this (Recover refuses it).
+  if (sessions_.size() == capacity_) return nullptr;
+  const auto index = static_cast<std::uint32_t>(sessions_.size());
+  Session& session = sessions_.emplace_back();
   session.id = id;
-  session.index = static_cast<std::uint32_t>(size_);
+  session.index = index;
   session.policy = policy;
-  by_id_.emplace(id, static_cast<std::uint32_t>(size_));
-  ++size_;
+  by_id_.emplace(id, index);
+  if (!listed) ++unlisted_;
   return &session;
 }
 
@@ -49,7 +55,9 @@ bool CarriesNextCommand(const codec::DatagramView& datagram,
 }  // namespace
 
 Admission SessionTable::Admit(const codec::DatagramView& datagram,
-                              const Endpoint& source, Session** out) {
+                              const Endpoint& source, bool create,
+                              Session** out) {
+  *out = nullptr;
   const std::uint32_t id = datagram.session_id();
   Session* session = Find(id);
   if (session == nullptr) {
@@ -63,6 +71,11 @@ Admission SessionTable::Admit(const codec::DatagramView& datagram,
     if (const Admission mac = CheckMac(*policy, datagram);
         mac != Admission::kOk) {
       return mac;
+    }
+    if (!create) {
+      const bool fits =
+          config_.sessions.contains(id) || unlisted_ < config_.max_sessions;
+      return fits ? Admission::kOk : Admission::kTooManySessions;
     }
     session = Create(id, policy);
     if (session == nullptr) return Admission::kTooManySessions;

@@ -9,10 +9,19 @@
 // report sequences, report history) is the StateMachine's, not this table's:
 // this table holds what the transport needs before a record exists.
 //
-// The table holds at most `max_sessions` sessions in storage allocated at
-// construction, so admitting a datagram never allocates. A session is pinned
-// to the first source endpoint that uses it (after a restart: the first one
-// that uses it again); a datagram for it from any other endpoint is refused.
+// Memory. A session exists only once a frame of it is to be journaled
+// (docs/PROTOCOL.md "A session begins with frame 1"): ids that only ever
+// send gaps, duplicates or garbage leave nothing here. The table holds at
+// most `max_sessions` unlisted sessions plus every listed one (a listed
+// session is never refused for the cap, before or after a restart). Its
+// storage is reserved at construction (address space only: a page is
+// touched when a session is created), so pointers to sessions stay valid
+// and admitting a datagram never allocates; one Session is sizeof(Session)
+// (about 200 bytes) plus about 10 bytes of index.
+//
+// A session is pinned to the first source endpoint that uses it (after a
+// restart: the first one that uses it again); a datagram for it from any
+// other endpoint is refused.
 //
 // Keyed sessions (docs/PROTOCOL.md "Authenticated datagrams"): every
 // datagram must carry a MAC that verifies under the session's key, checked
@@ -50,13 +59,25 @@ struct Session {
   // when, so that one gap is sent per round trip.
   std::uint64_t gap_sent_for = 0;
   std::int64_t gap_sent_ns = 0;
+  // When a datagram of it was last admitted (monotonic; 0: not since the
+  // service started), for releasing an idle session's report history.
+  std::int64_t last_heard_ns = 0;
+  // The service's outgoing state: the datagram being filled in the send
+  // batch (-1: none), and the last resend (its first report, and when).
+  std::int32_t tx_slot = -1;
+  std::uint64_t resent_from = 0;
+  std::int64_t resent_ns = 0;
+  // The expected sequence the last Busy was sent for, and when (one per
+  // round trip, as for SequenceGap).
+  std::uint64_t busy_sent_for = 0;
+  std::int64_t busy_sent_ns = 0;
 };
 
 // Why a datagram was not admitted.
 enum class Admission : std::uint8_t {
   kOk,
   kUnknownSession,     // not listed, and open_sessions is false
-  kTooManySessions,    // max_sessions reached
+  kTooManySessions,    // max_sessions unlisted sessions reached
   kAddressNotAllowed,  // source not in the session's allowed addresses
   kPinnedElsewhere,    // session already pinned to another source
   kMissingMac,         // keyed session, datagram without the flag
@@ -113,16 +134,18 @@ inline constexpr std::size_t kAdmissionCount = 8;
 
 class SessionTable {
  public:
-  // Allocates room for config.max_sessions sessions. `config` must outlive
-  // the table.
+  // Reserves room for config.max_sessions unlisted sessions plus the
+  // listed ones. `config` must outlive the table.
   explicit SessionTable(const ServiceConfig& config);
 
-  // Finds or creates the session of `datagram` (from `source`), checks the
-  // policy and the MAC of a keyed session, and pins it (or moves a keyed
-  // session). On kOk, `*out` is the session. Hot path: one hash lookup, one
-  // MAC for a keyed session, no allocation.
+  // Finds the session of `datagram` (from `source`), checks the policy and
+  // the MAC of a keyed session, and pins it (or moves a keyed session). A
+  // session not in the table is created only when `create` (the datagram
+  // opens it); otherwise kOk with `*out` null says it would be admitted,
+  // and nothing is kept. On kOk with a session, `*out` is it. Hot path: one
+  // hash lookup, one MAC for a keyed session, no allocation.
   Admission Admit(const codec::DatagramView& datagram, const Endpoint& source,
-                  Session** out);
+                  bool create, Session** out);
   // Times a keyed session moved to a new endpoint.
   [[nodiscard]] std::uint64_t moves() const { return moves_; }
 
@@ -133,14 +156,20 @@ class SessionTable {
   // The session `id`, or null.
   [[nodiscard]] Session* Find(std::uint32_t id);
   [[nodiscard]] Session& at(std::uint32_t index) { return sessions_[index]; }
-  [[nodiscard]] std::size_t size() const { return size_; }
+  [[nodiscard]] std::size_t size() const { return sessions_.size(); }
+  // Sessions that are not listed in the configuration (those the cap
+  // bounds).
+  [[nodiscard]] std::size_t unlisted() const { return unlisted_; }
+  // Most sessions the table can hold: max_sessions + listed sessions.
+  [[nodiscard]] std::size_t capacity() const { return capacity_; }
 
  private:
   Session* Create(std::uint32_t id, const SessionPolicy* policy);
 
   const ServiceConfig& config_;
-  std::vector<Session> sessions_;  // capacity max_sessions, never grows
-  std::size_t size_ = 0;
+  std::size_t capacity_;
+  std::vector<Session> sessions_;  // reserved to capacity_, never moves
+  std::size_t unlisted_ = 0;
   std::uint64_t moves_ = 0;
   absl::flat_hash_map<std::uint32_t, std::uint32_t> by_id_;
 };

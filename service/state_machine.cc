@@ -12,9 +12,10 @@ namespace orderwire::service {
 
 StateMachine::StateMachine(const StateMachineOptions& options)
     : options_(options),
+      history_budget_(options.history_budget_bytes),
       engine_(std::make_unique<engine::Engine>(options_.engine)) {
-  sessions_.reserve(options_.max_sessions);
-  by_id_.reserve(options_.max_sessions);
+  // Room for sessions grows with them: a configured max_sessions costs
+  // nothing until sessions exist.
   outputs_.resize(1 << 10);
 }
 
@@ -42,13 +43,19 @@ const SessionState* StateMachine::Find(std::uint32_t id) const {
 SessionState* StateMachine::NewSession(std::uint32_t id) {
   // Once per session, when its first record is applied.
   const auto index = static_cast<std::uint32_t>(sessions_.size());
-  sessions_.push_back(std::make_unique<SessionState>(SessionState{
-      .id = id,
-      .index = index,
-      .history =
-          ReportHistory(options_.report_history, options_.command_history)}));
+  auto state = std::make_unique<SessionState>();
+  state->id = id;
+  state->index = index;
+  sessions_.push_back(std::move(state));
   by_id_.emplace(id, index);
   return sessions_.back().get();
+}
+
+std::size_t StateMachine::ReleaseHistory(std::uint32_t index) noexcept {
+  ReportHistory& history = sessions_[index]->history;
+  const std::size_t bytes = history.bytes();
+  history.Release(history_budget_);
+  return bytes;
 }
 
 absl::Status StateMachine::Apply(const Record& record) {
@@ -106,7 +113,6 @@ absl::Status StateMachine::Apply(const Record& record) {
   ++submitter->next_expected;
   ++stats_.records;
   ++stats_.commands[static_cast<std::uint8_t>(command.kind)];
-  submitter->history.BeginCommand(command.sequence, submitter->next_report);
   reports_.Clear();
   const engine::OwnerTag owner = submitter->index;
   if ((record.flags & kRecordUnauthorized) != 0) {
@@ -126,7 +132,11 @@ absl::Status StateMachine::Apply(const Record& record) {
     SessionState& target = *sessions_[report.owner];
     reports_.SetFrameSequence(i, target.next_report);
     const std::span<const std::byte> numbered = reports_.frame(i);
-    target.history.Add(target.next_report, numbered);
+    // The report follows the last command its session has applied (for the
+    // submitter, this one): ReportHistory finds a command's first report by
+    // it.
+    target.history.Add(target.next_report, target.next_expected - 1, numbered,
+                       options_.report_history, history_budget_);
     outputs_[i] = Output{target.index, target.id, target.next_report,
                          report.kind, numbered};
     ++target.next_report;

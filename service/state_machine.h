@@ -30,8 +30,10 @@
 // continue its session. The state is unchanged by a refused record.
 //
 // Hot path: Apply() does not allocate once its buffers have held the
-// largest command so far (a session's report history is allocated when the
-// session first appears).
+// largest command so far, except once per new session (its state) and when
+// a session's report history doubles (report_history.h: at most
+// log2(report_history / 2) times per session, bounded by the budget; none
+// in the steady state).
 #ifndef ORDERWIRE_SERVICE_STATE_MACHINE_H_
 #define ORDERWIRE_SERVICE_STATE_MACHINE_H_
 
@@ -79,11 +81,14 @@ struct Output {
 
 struct StateMachineOptions {
   engine::EngineConfig engine;
+  // Sessions the journal may hold (the service's table: max_sessions
+  // unlisted plus every listed session).
   std::uint32_t max_sessions = 1024;
-  // Per session: report frames kept for sending again, and commands whose
-  // first report is remembered.
+  // Per session: at most this many report frames kept for sending again
+  // (rounded up to a power of two).
   std::size_t report_history = 1 << 14;
-  std::size_t command_history = 1 << 13;
+  // All sessions' report histories together, in bytes (report_history.h).
+  std::size_t history_budget_bytes = std::size_t{64} << 20;
 };
 
 // What the journal has made of one session.
@@ -151,6 +156,15 @@ class StateMachine {
     return sessions_.size();
   }
 
+  // Frees the report history of session `index` (the service's decision,
+  // e.g. for an idle session; never part of what a replay reproduces).
+  // Returns the bytes given back. Cold.
+  std::size_t ReleaseHistory(std::uint32_t index) noexcept;
+  // Bytes all report histories hold, and their budget.
+  [[nodiscard]] const HistoryBudget& history_budget() const noexcept {
+    return history_budget_;
+  }
+
   // The index of the last record applied (0: none).
   [[nodiscard]] std::uint64_t last_index() const noexcept {
     return last_index_;
@@ -166,6 +180,7 @@ class StateMachine {
   SessionState* NewSession(std::uint32_t id);
 
   StateMachineOptions options_;
+  HistoryBudget history_budget_;
   std::unique_ptr<engine::Engine> engine_;
   engine::ReportBuffer reports_{1 << 12};
   std::vector<std::unique_ptr<SessionState>> sessions_;  // by index

@@ -4,7 +4,7 @@ exit statuses of every subcommand.
 
 The frames are built by an encoder written here, independently of the C++
 codec, from the tables of docs/PROTOCOL.md (field names, types and order typed by
-hand, packed with struct '<'). Random frames of all 11 kinds go through
+hand, packed with struct '<'). Random frames of all 12 kinds go through
 `orderwire decode`; its JSON must equal the Python model; that JSON goes
 through `orderwire encode` and must give back the same bytes. The hex and
 datagram modes and the error paths (non-zero exit, nothing on stdout, the
@@ -69,6 +69,7 @@ KINDS = {
         ("order_id", "Q"), ("account_id", "Q"), ("client_order_id", "Q"),
         ("price", "q"), ("quantity", "Q"), ("priority_kept", "B")]),
     "SequenceGap": (0x46, 17, [("expected_sequence", "Q")]),
+    "ReportsGone": (0x47, 25, [("resend_command", "Q"), ("resend_from", "Q")]),
     "Busy": (0x48, 18, [("expected_sequence", "Q"), ("cause", "B")]),
 }
 
@@ -282,7 +283,7 @@ class Errors(unittest.TestCase):
                              len(self.frames[1]), "line 2")
 
     def test_unknown_kind_names_its_offset(self):
-        for kind in (0x00, 0x06, 0x40, 0x47, 0xFF):
+        for kind in (0x00, 0x06, 0x40, 0x7F, 0xFF):
             with self.subTest(kind=kind):
                 bad = bytearray(self.binary)
                 at = len(self.frames[0]) + len(self.frames[1])

@@ -170,6 +170,7 @@ struct AnyModel {
   Cancelled cancelled;
   Replaced replaced;
   SequenceGap sequence_gap;
+  ReportsGone reports_gone;
   Busy busy;
 
   template <typename Model>
@@ -187,6 +188,7 @@ struct AnyModel {
     if constexpr (std::is_same_v<Model, Cancelled>) return cancelled;
     if constexpr (std::is_same_v<Model, Replaced>) return replaced;
     if constexpr (std::is_same_v<Model, SequenceGap>) return sequence_gap;
+    if constexpr (std::is_same_v<Model, ReportsGone>) return reports_gone;
     if constexpr (std::is_same_v<Model, Busy>) return busy;
   }
 };

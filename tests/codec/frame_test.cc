@@ -27,7 +27,7 @@ struct ProtocolKind {
   std::size_t frame_size;
   bool is_command;
 };
-constexpr std::array<ProtocolKind, 12> kProtocolKinds = {{
+constexpr std::array<ProtocolKind, 13> kProtocolKinds = {{
     {0x01, 47, true},
     {0x02, 38, true},
     {0x03, 25, true},
@@ -39,6 +39,7 @@ constexpr std::array<ProtocolKind, 12> kProtocolKinds = {{
     {0x44, 46, false},
     {0x45, 50, false},
     {0x46, 17, false},
+    {0x47, 25, false},
     {0x48, 18, false},
 }};
 

@@ -25,7 +25,7 @@ struct GoldenFrame {
 };
 
 // In docs/PROTOCOL.md order.
-inline constexpr std::array<GoldenFrame, 13> kFrames = {{
+inline constexpr std::array<GoldenFrame, 14> kFrames = {{
     {"NewLimitBuy", Kind::kNewLimit, 47,
      "0100000000000000010700000000000000e9030000000000002a00000001014227000000"
      "0000002c01000000000000"},
@@ -60,6 +60,8 @@ inline constexpr std::array<GoldenFrame, 13> kFrames = {{
      "0000000000c80000000000000002"},
     {"SequenceGap", Kind::kSequenceGap, 17,
      "0000000000000000461100000000000000"},
+    {"ReportsGone", Kind::kReportsGone, 25,
+     "00000000000000004705000000000000000900000000000000"},
     {"Busy", Kind::kBusy, 18, "000000000000000048110000000000000001"},
 }};
 

@@ -133,9 +133,12 @@ constexpr Stated<Replaced> kReplaced{
 // SequenceGap seq=0 expected_sequence=17
 constexpr Stated<SequenceGap> kSequenceGap{
     11, 0, SequenceGap{.expected_sequence = 17}};
+// ReportsGone seq=0 resend_command=5 resend_from=9
+constexpr Stated<ReportsGone> kReportsGone{
+    12, 0, ReportsGone{.resend_command = 5, .resend_from = 9}};
 // Busy seq=0 expected_sequence=17 cause=1 JournalFull
 constexpr Stated<Busy> kBusy{
-    12, 0, Busy{.expected_sequence = 17, .cause = BusyCause::kJournalFull}};
+    13, 0, Busy{.expected_sequence = 17, .cause = BusyCause::kJournalFull}};
 
 std::vector<std::byte> GoldenBytes(std::size_t index) {
   return FromHex(kFrames[index].hex);
@@ -273,6 +276,11 @@ TEST(GoldenFrameTest, ReplacedRoundTripsTheGoldenBytes) {
 TEST(GoldenFrameTest, SequenceGapRoundTripsTheGoldenBytes) {
   ExpectDecodes(kSequenceGap);
   ExpectEncodes(kSequenceGap);
+}
+
+TEST(GoldenFrameTest, ReportsGoneRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kReportsGone);
+  ExpectEncodes(kReportsGone);
 }
 
 TEST(GoldenFrameTest, BusyRoundTripsTheGoldenBytes) {

@@ -30,7 +30,7 @@ using Rng = ::orderwire::codec::testing::SplitMix64;
 using ::testing::HasSubstr;
 
 // The JSON of each golden frame, in golden::kFrames order.
-constexpr std::array<std::string_view, 13> kGoldenJson = {
+constexpr std::array<std::string_view, 14> kGoldenJson = {
     R"({"kind":"NewLimit","sequence":1,"account_id":7,"client_order_id":1001,)"
     R"("instrument_id":42,"side":1,"time_in_force":1,"price":10050,)"
     R"("quantity":300})",
@@ -58,6 +58,7 @@ constexpr std::array<std::string_view, 13> kGoldenJson = {
     R"({"kind":"Replaced","sequence":5,"order_id":3,"account_id":7,)"
     R"("client_order_id":1003,"price":10049,"quantity":200,"priority_kept":2})",
     R"({"kind":"SequenceGap","sequence":0,"expected_sequence":17})",
+    R"({"kind":"ReportsGone","sequence":0,"resend_command":5,"resend_from":9})",
     R"({"kind":"Busy","sequence":0,"expected_sequence":17,"cause":1})",
 };
 

@@ -24,7 +24,7 @@ struct ProtocolKind {
 };
 
 // docs/PROTOCOL.md "Commands" and "Reports" tables.
-constexpr std::array<ProtocolKind, 12> kProtocolKinds = {{
+constexpr std::array<ProtocolKind, 13> kProtocolKinds = {{
     {0x01, "NewLimit", 38, 47, KindClass::kCommand},
     {0x02, "NewMarket", 29, 38, KindClass::kCommand},
     {0x03, "CancelByOrder", 16, 25, KindClass::kCommand},
@@ -36,6 +36,7 @@ constexpr std::array<ProtocolKind, 12> kProtocolKinds = {{
     {0x44, "Cancelled", 37, 46, KindClass::kReport},
     {0x45, "Replaced", 41, 50, KindClass::kReport},
     {0x46, "SequenceGap", 8, 17, KindClass::kReport},
+    {0x47, "ReportsGone", 16, 25, KindClass::kReport},
     {0x48, "Busy", 9, 18, KindClass::kReport},
 }};
 

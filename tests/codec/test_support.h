@@ -49,7 +49,7 @@ namespace orderwire::codec::test {
 using AllModels =
     ::testing::Types<NewLimit, NewMarket, CancelByOrder, CancelByClient,
                      Replace, Accepted, Rejected, Filled, Cancelled, Replaced,
-                     SequenceGap, Busy>;
+                     SequenceGap, ReportsGone, Busy>;
 
 using CommandModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
                                        CancelByClient, Replace>;

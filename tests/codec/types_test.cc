@@ -52,6 +52,7 @@ TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
   EXPECT_EQ(static_cast<int>(Kind::kReplace), 0x05);
   EXPECT_EQ(static_cast<int>(Kind::kAccepted), 0x41);
   EXPECT_EQ(static_cast<int>(Kind::kSequenceGap), 0x46);
+  EXPECT_EQ(static_cast<int>(Kind::kReportsGone), 0x47);
   EXPECT_EQ(static_cast<int>(Kind::kBusy), 0x48);
   EXPECT_EQ(static_cast<int>(BusyCause::kJournalFull), 1);
   EXPECT_EQ(Name(BusyCause::kJournalFull), "JournalFull");

@@ -59,7 +59,8 @@ BUSY_CAUSE = {1: "JournalFull"}
 KIND_NAMES = {0x01: "NewLimit", 0x02: "NewMarket", 0x03: "CancelByOrder",
               0x04: "CancelByClient", 0x05: "Replace", 0x41: "Accepted",
               0x42: "Rejected", 0x43: "Filled", 0x44: "Cancelled",
-              0x45: "Replaced", 0x46: "SequenceGap", 0x48: "Busy"}
+              0x45: "Replaced", 0x46: "SequenceGap",
+              0x47: "ReportsGone", 0x48: "Busy"}
 COMMAND_KIND = {k: v for k, v in KIND_NAMES.items() if k <= 0x05}
 KIND_BY_NAME = {v: k for k, v in KIND_NAMES.items()}
 
@@ -103,6 +104,7 @@ SPEC = {
                       F("quantity", U64),
                       F("priority_kept", U8, enum=PRIORITY_KEPT)]),
     "SequenceGap": (17, [F("expected_sequence", U64)]),
+    "ReportsGone": (25, [F("resend_command", U64), F("resend_from", U64)]),
     "Busy": (18, [F("expected_sequence", U64),
                   F("cause", U8, "busy_cause", BUSY_CAUSE)]),
 }
@@ -125,6 +127,7 @@ FRAMES = {
     "cancelled": {"kind": "Cancelled", "sequence": 4, "order_id": 3, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "cancelled_quantity": 50, "reason": 1},
     "replaced": {"kind": "Replaced", "sequence": 5, "order_id": 3, "account_id": 7, "client_order_id": 1003, "price": 10049, "quantity": 200, "priority_kept": 2},
     "gap": {"kind": "SequenceGap", "sequence": 0, "expected_sequence": 17},
+    "gone": {"kind": "ReportsGone", "sequence": 0, "resend_command": 5, "resend_from": 9},
     "busy": {"kind": "Busy", "sequence": 0, "expected_sequence": 17, "cause": 1},
     # docs/PROTOCOL.md's golden datagram: the first NewLimit, then this.
     "golden_cancel": {"kind": "CancelByClient", "sequence": 2, "account_id": 7, "client_order_id": 1001},
@@ -246,6 +249,8 @@ def Cases():
              info="Session 4294967295: " + Summary(*reports)),
         Case("SequenceGap, from the service port", [Frame("gap")], session=1,
              ports=from_service, info="Session 1: SequenceGap #0"),
+        Case("ReportsGone, from the service port", [Frame("gone")], session=1,
+             ports=from_service, info="Session 1: ReportsGone #0"),
         Case("Busy, from the service port", [Frame("busy")], session=1,
              ports=from_service, info="Session 1: Busy #0"),
         Case("docs/PROTOCOL.md's golden datagram",

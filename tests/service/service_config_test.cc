@@ -75,6 +75,18 @@ TEST(ServiceConfigTest, DefaultsAreOpenToLoopbackForAnyAccount) {
   EXPECT_EQ(config->engine.max_instrument, 1024u);
 }
 
+TEST(ServiceConfigTest, MemoryKeysHaveDefaultsAndCanBeSet) {
+  absl::StatusOr<ServiceConfig> config = ParseServiceConfig("");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_report_history_bytes, std::uint64_t{64} << 20);
+  EXPECT_EQ(config->session_idle_seconds, 60.0);
+  config = ParseServiceConfig(
+      "max_report_history_bytes = 1048576\nsession_idle_seconds = 0.25\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->max_report_history_bytes, 1048576u);
+  EXPECT_EQ(config->session_idle_seconds, 0.25);
+}
+
 TEST(ServiceConfigTest, ListedSessionsCloseTheDoorToOthers) {
   absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
       "# sessions\n"
@@ -126,6 +138,12 @@ TEST(ServiceConfigTest, ErrorsNameTheLineAndTheKey) {
            Case{"\n\nbogus_key = 1", "line 3"},
            Case{"session.5.addresses = ::1", "no session.5.accounts"},
            Case{"max_sessions = 2\nmax_sessions = 3", "line 2: max_sessions"},
+           Case{"max_report_history_bytes = -1",
+                "line 1: max_report_history_bytes"},
+           Case{"max_report_history_bytes = 2000000000000",
+                "line 1: max_report_history_bytes"},
+           Case{"\nsession_idle_seconds = 0", "line 2: session_idle_seconds"},
+           Case{"session_idle_seconds = soon", "line 1: session_idle_seconds"},
            Case{"session.1.accounts = 1\nsession.1.accounts = 2",
                 "line 2: session.1.accounts"},
        }) {

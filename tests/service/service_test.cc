@@ -785,7 +785,9 @@ TEST(ServiceEndToEnd, ACommandForAnotherAccountIsRejectedUnauthorized) {
   }
 }
 
-TEST(ServiceEndToEnd, UnlistedFarAwayAndSurplusSessionsAreRefusedSilently) {
+// max_sessions bounds unlisted sessions only (docs/PROTOCOL.md
+// "Admission"): here every session is listed, so a third one fits.
+TEST(ServiceEndToEnd, UnlistedAndFarAwaySessionsAreRefusedSilently) {
   ScratchDir dir;
   absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
       "max_sessions = 2\n"
@@ -824,9 +826,12 @@ TEST(ServiceEndToEnd, UnlistedFarAwayAndSurplusSessionsAreRefusedSilently) {
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_FRAME_EQ(reports[0], AcceptedFor(1, 2, second_order));
 
-  // max_sessions = 2: a third listed session does not fit.
+  // max_sessions = 2, but a listed session is never refused for the cap.
   TestClient third(service->endpoint());
   third.Send(9, {Frame(1, order)});
+  reports = third.Frames(9, 1);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FRAME_EQ(reports[0], AcceptedFor(1, 3, order));
 
   // Session 5 carries on from `first`: sequence 2 was not taken by the
   // hijacker's datagram.
@@ -834,7 +839,7 @@ TEST(ServiceEndToEnd, UnlistedFarAwayAndSurplusSessionsAreRefusedSilently) {
   first.Send(5, {Frame(2, next)});
   reports = first.Frames(5, 1);
   ASSERT_EQ(reports.size(), 1u);
-  EXPECT_FRAME_EQ(reports[0], AcceptedFor(2, 3, next));
+  EXPECT_FRAME_EQ(reports[0], AcceptedFor(2, 4, next));
 
   ASSERT_TRUE(service->Stop().ok());
   for (TestClient* c : {&unlisted, &far, &first, &hijacker, &second, &third}) {
@@ -844,19 +849,20 @@ TEST(ServiceEndToEnd, UnlistedFarAwayAndSurplusSessionsAreRefusedSilently) {
   EXPECT_EQ(Refused(stats, Admission::kUnknownSession), 1u);
   EXPECT_EQ(Refused(stats, Admission::kAddressNotAllowed), 1u);
   EXPECT_EQ(Refused(stats, Admission::kPinnedElsewhere), 1u);
-  EXPECT_EQ(Refused(stats, Admission::kTooManySessions), 1u);
+  EXPECT_EQ(Refused(stats, Admission::kTooManySessions), 0u);
   EXPECT_EQ(Refused(stats, Admission::kOk), 0u);
-  EXPECT_EQ(stats.sessions, 2u);
-  EXPECT_EQ(stats.commands_applied, 3u);
+  EXPECT_EQ(stats.sessions, 3u);
+  EXPECT_EQ(stats.commands_applied, 4u);
   EXPECT_EQ(stats.datagrams_in, 7u);
-  EXPECT_EQ(stats.datagrams_out, 3u);
+  EXPECT_EQ(stats.datagrams_out, 4u);
   const Replay replay =
       ReplayJournal(dir.Sub("journal"), engine::EngineConfig{});
-  ASSERT_EQ(replay.records.size(), 3u);
+  ASSERT_EQ(replay.records.size(), 4u);
   EXPECT_EQ(replay.records[0].session_id, 5u);
   EXPECT_EQ(replay.records[1].session_id, 7u);
-  EXPECT_EQ(replay.records[2].session_id, 5u);
-  EXPECT_FRAME_EQ(replay.records[2].frame, Frame(2, next));
+  EXPECT_EQ(replay.records[2].session_id, 9u);
+  EXPECT_EQ(replay.records[3].session_id, 5u);
+  EXPECT_FRAME_EQ(replay.records[3].frame, Frame(2, next));
 }
 
 // ---------------------------------------------------------------------------

@@ -72,18 +72,18 @@ TEST(SessionTableTest, PinsASessionToItsFirstSource) {
   const ServiceConfig config = *ParseServiceConfig("");
   SessionTable table(config);
   Session* session = nullptr;
-  ASSERT_EQ(table.Admit(Datagram(5), Ip("127.0.0.1:4000"), &session),
+  ASSERT_EQ(table.Admit(Datagram(5), Ip("127.0.0.1:4000"), true, &session),
             Admission::kOk);
   ASSERT_NE(session, nullptr);
   EXPECT_EQ(session->id, 5u);
   EXPECT_EQ(session->next_expected, 1u);
   Session* again = nullptr;
-  EXPECT_EQ(table.Admit(Datagram(5), Ip("127.0.0.1:4000"), &again),
+  EXPECT_EQ(table.Admit(Datagram(5), Ip("127.0.0.1:4000"), true, &again),
             Admission::kOk);
   EXPECT_EQ(again, session);
-  EXPECT_EQ(table.Admit(Datagram(5), Ip("127.0.0.1:4001"), &again),
+  EXPECT_EQ(table.Admit(Datagram(5), Ip("127.0.0.1:4001"), true, &again),
             Admission::kPinnedElsewhere);
-  EXPECT_EQ(table.Admit(Datagram(5), Ip("127.0.0.2:4000"), &again),
+  EXPECT_EQ(table.Admit(Datagram(5), Ip("127.0.0.2:4000"), true, &again),
             Admission::kPinnedElsewhere);
   EXPECT_EQ(table.size(), 1u);
 }
@@ -92,7 +92,7 @@ TEST(SessionTableTest, RefusesSourcesOutsideThePolicy) {
   const ServiceConfig config = *ParseServiceConfig("");
   SessionTable table(config);
   Session* session = nullptr;
-  EXPECT_EQ(table.Admit(Datagram(1), Ip("192.0.2.1:4000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(1), Ip("192.0.2.1:4000"), true, &session),
             Admission::kAddressNotAllowed);
   EXPECT_EQ(table.size(), 0u);
 }
@@ -101,9 +101,9 @@ TEST(SessionTableTest, RefusesUnlistedSessionsWhenClosed) {
   const ServiceConfig config = *ParseServiceConfig("session.1.accounts = 1\n");
   SessionTable table(config);
   Session* session = nullptr;
-  EXPECT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:4000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:4000"), true, &session),
             Admission::kUnknownSession);
-  EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:4000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:4000"), true, &session),
             Admission::kOk);
 }
 
@@ -111,14 +111,59 @@ TEST(SessionTableTest, CapsTheNumberOfSessions) {
   const ServiceConfig config = *ParseServiceConfig("max_sessions = 2\n");
   SessionTable table(config);
   Session* session = nullptr;
-  EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), &session),
+  EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), true, &session),
             Admission::kOk);
-  EXPECT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:2"), &session),
+  EXPECT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:2"), true, &session),
             Admission::kOk);
-  EXPECT_EQ(table.Admit(Datagram(3), Ip("127.0.0.1:3"), &session),
+  EXPECT_EQ(table.Admit(Datagram(3), Ip("127.0.0.1:3"), true, &session),
             Admission::kTooManySessions);
-  EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), &session),
+  EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), true, &session),
             Admission::kOk);
+}
+
+// The cap bounds unlisted sessions only: a listed session always fits, even
+// when the unlisted ones have taken every place, and after a restart that
+// recovered them.
+TEST(SessionTableTest, AListedSessionIsNeverRefusedForTheCap) {
+  const ServiceConfig config = *ParseServiceConfig(
+      "max_sessions = 2\nopen_sessions = true\nsession.77.accounts = any\n");
+  SessionTable table(config);
+  Session* session = nullptr;
+  EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:2"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.Admit(Datagram(3), Ip("127.0.0.1:3"), true, &session),
+            Admission::kTooManySessions);
+  EXPECT_EQ(table.Admit(Datagram(77), Ip("127.0.0.1:77"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.unlisted(), 2u);
+
+  SessionTable restarted(config);
+  ASSERT_NE(restarted.Recover(1), nullptr);
+  ASSERT_NE(restarted.Recover(2), nullptr);
+  EXPECT_EQ(restarted.Recover(3), nullptr);
+  EXPECT_EQ(restarted.Admit(Datagram(77), Ip("127.0.0.1:77"), true, &session),
+            Admission::kOk);
+}
+
+// A datagram that does not open a session is checked but leaves nothing.
+TEST(SessionTableTest, AdmittingWithoutCreatingKeepsNothing) {
+  const ServiceConfig config = *ParseServiceConfig("max_sessions = 1\n");
+  SessionTable table(config);
+  Session* session = nullptr;
+  for (std::uint32_t id = 1; id <= 1000; ++id) {
+    EXPECT_EQ(table.Admit(Datagram(id), Ip("127.0.0.1:1"), false, &session),
+              Admission::kOk);
+    EXPECT_EQ(session, nullptr);
+  }
+  EXPECT_EQ(table.size(), 0u);
+  EXPECT_EQ(table.Admit(Datagram(5), Ip("192.0.2.1:1"), false, &session),
+            Admission::kAddressNotAllowed);
+  ASSERT_EQ(table.Admit(Datagram(9), Ip("127.0.0.1:1"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.Admit(Datagram(10), Ip("127.0.0.1:1"), false, &session),
+            Admission::kTooManySessions);
 }
 
 TEST(SessionTableTest, RecoveredSessionsPinToTheFirstSourceAfterRestart) {
@@ -129,7 +174,7 @@ TEST(SessionTableTest, RecoveredSessionsPinToTheFirstSourceAfterRestart) {
   recovered->next_expected = 42;
   EXPECT_FALSE(recovered->pinned);
   Session* session = nullptr;
-  ASSERT_EQ(table.Admit(Datagram(9), Ip("127.0.0.1:7"), &session),
+  ASSERT_EQ(table.Admit(Datagram(9), Ip("127.0.0.1:7"), true, &session),
             Admission::kOk);
   EXPECT_EQ(session, recovered);
   EXPECT_EQ(session->next_expected, 42u);
@@ -140,24 +185,25 @@ TEST(SessionTableTest, KeyedSessionRefusesMissingAndBadMacsBeforeTakingASlot) {
   KeyedConfig keyed;
   SessionTable table(keyed.config);
   Session* session = nullptr;
-  EXPECT_EQ(table.Admit(Datagram(7), Ip("127.0.0.1:4000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(7), Ip("127.0.0.1:4000"), true, &session),
             Admission::kMissingMac);
   EXPECT_EQ(table.Admit(Datagram(7, 1, nullptr, /*forge=*/true),
-                        Ip("127.0.0.1:4000"), &session),
+                        Ip("127.0.0.1:4000"), true, &session),
             Admission::kBadMac);
   const auth::Mac other(*auth::ParseKeyHex(std::string(64, 'f')));
-  EXPECT_EQ(table.Admit(Datagram(7, 1, &other), Ip("127.0.0.1:4000"), &session),
-            Admission::kBadMac);
+  EXPECT_EQ(
+      table.Admit(Datagram(7, 1, &other), Ip("127.0.0.1:4000"), true, &session),
+      Admission::kBadMac);
   EXPECT_EQ(table.size(), 0u);
-  ASSERT_EQ(
-      table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:4000"), &session),
-      Admission::kOk);
+  ASSERT_EQ(table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:4000"), true,
+                        &session),
+            Admission::kOk);
   EXPECT_EQ(table.size(), 1u);
   // Once pinned, from the same endpoint, still every datagram is checked.
-  EXPECT_EQ(table.Admit(Datagram(7, 2), Ip("127.0.0.1:4000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(7, 2), Ip("127.0.0.1:4000"), true, &session),
             Admission::kMissingMac);
   EXPECT_EQ(table.Admit(Datagram(7, 2, nullptr, true), Ip("127.0.0.1:4000"),
-                        &session),
+                        true, &session),
             Admission::kBadMac);
 }
 
@@ -165,11 +211,11 @@ TEST(SessionTableTest, UnkeyedSessionRefusesTheAuthenticatedFlag) {
   KeyedConfig keyed;
   SessionTable table(keyed.config);
   Session* session = nullptr;
-  EXPECT_EQ(
-      table.Admit(Datagram(8, 1, &keyed.mac), Ip("127.0.0.1:4000"), &session),
-      Admission::kUnexpectedMac);
+  EXPECT_EQ(table.Admit(Datagram(8, 1, &keyed.mac), Ip("127.0.0.1:4000"), true,
+                        &session),
+            Admission::kUnexpectedMac);
   EXPECT_EQ(table.size(), 0u);
-  EXPECT_EQ(table.Admit(Datagram(8), Ip("127.0.0.1:4000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(8), Ip("127.0.0.1:4000"), true, &session),
             Admission::kOk);
 }
 
@@ -177,42 +223,42 @@ TEST(SessionTableTest, KeyedSessionMovesOnlyWithAValidMacAndANewCommand) {
   KeyedConfig keyed;
   SessionTable table(keyed.config);
   Session* session = nullptr;
-  ASSERT_EQ(
-      table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:4000"), &session),
-      Admission::kOk);
+  ASSERT_EQ(table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:4000"), true,
+                        &session),
+            Admission::kOk);
   session->next_expected = 2;  // command 1 journaled
   // A copy of the old datagram (command 1) from elsewhere: moves nothing.
-  EXPECT_EQ(
-      table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:5000"), &session),
-      Admission::kPinnedElsewhere);
+  EXPECT_EQ(table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:5000"), true,
+                        &session),
+            Admission::kPinnedElsewhere);
   // No key: no move.
-  EXPECT_EQ(table.Admit(Datagram(7, 2), Ip("127.0.0.1:5000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(7, 2), Ip("127.0.0.1:5000"), true, &session),
             Admission::kMissingMac);
   // A gap is not the next command either.
-  EXPECT_EQ(
-      table.Admit(Datagram(7, 3, &keyed.mac), Ip("127.0.0.1:5000"), &session),
-      Admission::kPinnedElsewhere);
+  EXPECT_EQ(table.Admit(Datagram(7, 3, &keyed.mac), Ip("127.0.0.1:5000"), true,
+                        &session),
+            Admission::kPinnedElsewhere);
   EXPECT_TRUE(session->peer == Ip("127.0.0.1:4000"));
   EXPECT_EQ(table.moves(), 0u);
   // The next command with the key: the session moves.
-  ASSERT_EQ(
-      table.Admit(Datagram(7, 2, &keyed.mac), Ip("127.0.0.1:5000"), &session),
-      Admission::kOk);
+  ASSERT_EQ(table.Admit(Datagram(7, 2, &keyed.mac), Ip("127.0.0.1:5000"), true,
+                        &session),
+            Admission::kOk);
   EXPECT_TRUE(session->peer == Ip("127.0.0.1:5000"));
   EXPECT_EQ(table.moves(), 1u);
   // Not to an address the policy does not allow.
-  EXPECT_EQ(
-      table.Admit(Datagram(7, 2, &keyed.mac), Ip("192.0.2.1:5000"), &session),
-      Admission::kAddressNotAllowed);
+  EXPECT_EQ(table.Admit(Datagram(7, 2, &keyed.mac), Ip("192.0.2.1:5000"), true,
+                        &session),
+            Admission::kAddressNotAllowed);
 }
 
 TEST(SessionTableTest, UnkeyedSessionNeverMoves) {
   KeyedConfig keyed;
   SessionTable table(keyed.config);
   Session* session = nullptr;
-  ASSERT_EQ(table.Admit(Datagram(8, 1), Ip("127.0.0.1:4000"), &session),
+  ASSERT_EQ(table.Admit(Datagram(8, 1), Ip("127.0.0.1:4000"), true, &session),
             Admission::kOk);
-  EXPECT_EQ(table.Admit(Datagram(8, 1), Ip("127.0.0.1:5000"), &session),
+  EXPECT_EQ(table.Admit(Datagram(8, 1), Ip("127.0.0.1:5000"), true, &session),
             Admission::kPinnedElsewhere);
 }
 
@@ -224,12 +270,12 @@ TEST(SessionTableTest, AfterARestartOnlyTheKeyPinsARecoveredKeyedSession) {
   recovered->next_expected = 5;
   Session* session = nullptr;
   // An impostor speaks first, without the key: refused, nothing pinned.
-  EXPECT_EQ(table.Admit(Datagram(7, 5), Ip("127.0.0.1:6666"), &session),
+  EXPECT_EQ(table.Admit(Datagram(7, 5), Ip("127.0.0.1:6666"), true, &session),
             Admission::kMissingMac);
   EXPECT_FALSE(recovered->pinned);
-  ASSERT_EQ(
-      table.Admit(Datagram(7, 5, &keyed.mac), Ip("127.0.0.1:4001"), &session),
-      Admission::kOk);
+  ASSERT_EQ(table.Admit(Datagram(7, 5, &keyed.mac), Ip("127.0.0.1:4001"), true,
+                        &session),
+            Admission::kOk);
   EXPECT_EQ(session, recovered);
   EXPECT_TRUE(session->peer == Ip("127.0.0.1:4001"));
 }

@@ -32,7 +32,6 @@ ServiceOptions TestOptions(const std::string& journal_dir,
   options.config.engine.max_live_orders = 1 << 14;
   options.max_pending = 1 << 12;
   options.report_history = 1 << 12;
-  options.command_history = 1 << 11;
   return options;
 }
 

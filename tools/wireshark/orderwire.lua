@@ -57,6 +57,7 @@ local kKindNames = {
   [0x44] = "Cancelled",
   [0x45] = "Replaced",
   [0x46] = "SequenceGap",
+  [0x47] = "ReportsGone",
   [0x48] = "Busy",
 }
 local kCommandKindNames = {}
@@ -138,6 +139,8 @@ U64("quantity", "Quantity")
 U64("leaves_quantity", "Leaves quantity")
 U64("cancelled_quantity", "Cancelled quantity")
 U64("expected_sequence", "Expected sequence")
+U64("resend_command", "Resend from command")
+U64("resend_from", "Resend from report")
 Field("instrument_id",
       ProtoField.uint32("orderwire.instrument_id", "Instrument ID", base.DEC),
       4)
@@ -208,6 +211,7 @@ local kKinds = {
     "order_id", "account_id", "client_order_id", "price", "quantity",
     "priority_kept" } },
   [0x46] = { frame_size = 17, body = { "expected_sequence" } },
+  [0x47] = { frame_size = 25, body = { "resend_command", "resend_from" } },
   [0x48] = { frame_size = 18, body = {
     "expected_sequence", { "cause", "busy_cause" } } },
 }
