@@ -158,11 +158,15 @@ ReadResult JournalReader::End() {
     const SegmentInfo& info = infos_.back();
     std::string files;
     if (c.segment_first_index > info.header.first_index) {
-      files = absl::StrFormat(
-          "segment file %s (from index %d), and with it %s, which held "
-          "index %d, are missing",
-          SegmentFileName(last + 1), last + 1,
-          SegmentFileName(c.segment_first_index), c.durable_index);
+      files =
+          last + 1 == c.segment_first_index
+              ? absl::StrFormat("segment file %s is missing",
+                                SegmentFileName(last + 1))
+              : absl::StrFormat(
+                    "segment files from %s to %s (which held index %d) "
+                    "are missing",
+                    SegmentFileName(last + 1),
+                    SegmentFileName(c.segment_first_index), c.durable_index);
     } else {
       files = absl::StrFormat(
           "segment %s was cut short: it ends at offset %d, and the group "
