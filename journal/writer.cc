@@ -133,6 +133,10 @@ absl::Status JournalWriter::Init() {
   max_append_bytes_ = group_size_ - kGroupOverhead;
 
   prepared_path_ = absl::StrFormat("%s/%s", o.directory, kPreparedFileName);
+  checkpoint_path_ =
+      absl::StrFormat("%s/%s", o.directory, kCheckpointFileName);
+  checkpoint_temp_path_ =
+      absl::StrFormat("%s/%s", o.directory, kCheckpointTempFileName);
   std::error_code ec;
   std::filesystem::create_directories(o.directory, ec);
   if (ec) {

@@ -50,7 +50,8 @@ absl::Status JournalWriter::WriteCheckpointNow() {
   return absl::OkStatus();
 }
 
-// Called from Poll(): starts a publication when groups became durable
+// Called from Poll(): starts a publication (no allocation: the paths were
+// made at Open) when groups became durable
 // since the last one and the interval has passed. Cheap when there is
 // nothing to do (two comparisons); otherwise one open() of the temp file
 // and two ops pushed (its write, and an fdatasync linked behind it).
@@ -62,12 +63,6 @@ void JournalWriter::MaybeCheckpoint() noexcept {
   const std::int64_t now = MonotonicNs();
   if (now < next_checkpoint_ns_) return;
   next_checkpoint_ns_ = now + checkpoint_interval_ns_;
-  if (checkpoint_path_.empty()) {
-    checkpoint_path_ =
-        absl::StrFormat("%s/%s", options_.directory, kCheckpointFileName);
-    checkpoint_temp_path_ =
-        absl::StrFormat("%s/%s", options_.directory, kCheckpointTempFileName);
-  }
   checkpoint_fd_.reset(::open(checkpoint_temp_path_.c_str(),
                               O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
   if (!checkpoint_fd_) {
