@@ -133,8 +133,7 @@ absl::Status JournalWriter::Init() {
   max_append_bytes_ = group_size_ - kGroupOverhead;
 
   prepared_path_ = absl::StrFormat("%s/%s", o.directory, kPreparedFileName);
-  checkpoint_path_ =
-      absl::StrFormat("%s/%s", o.directory, kCheckpointFileName);
+  checkpoint_path_ = absl::StrFormat("%s/%s", o.directory, kCheckpointFileName);
   checkpoint_temp_path_ =
       absl::StrFormat("%s/%s", o.directory, kCheckpointTempFileName);
   std::error_code ec;
@@ -165,7 +164,7 @@ absl::Status JournalWriter::Init() {
   // was accepted).
   checkpoint_interval_ns_ =
       std::int64_t{o.checkpoint_interval_ms != 0 ? o.checkpoint_interval_ms
-                                                 : 100} *
+                                                 : 1000} *
       1'000'000;
   next_checkpoint_ns_ = internal::MonotonicNs() + checkpoint_interval_ns_;
   return WriteCheckpointNow();
