@@ -73,7 +73,10 @@ const CommandSpec kWriteSpec{
     .flags = {{"journal", "DIR", "", "journal directory (required)"},
               {"durability", "MODE", "batch", "none, batch or sync"},
               {"segment-size", "BYTES", "67108864", "bytes per segment file"},
-              {"session", "ID", "1", "session id recorded with every frame"}},
+              {"session", "ID", "1", "session id recorded with every frame"},
+              {"accept-loss", "", "",
+               "recover a journal that lost durable records by keeping its "
+               "whole prefix (logged)"}},
 };
 
 const CommandSpec kInspectSpec{
@@ -98,7 +101,7 @@ const CommandSpec kReplaySpec{
     .name = "replay",
     .synopsis =
         "--journal DIR [--verify] [--reports FILE] [--reports-dir DIR] "
-        "[--json] [--book N] [--config FILE]",
+        "[--json] [--book N] [--config FILE] [--accept-loss]",
     .summary =
         "Replay a journal through the service's state machine, or "
         "verify it.",
@@ -131,6 +134,12 @@ const CommandSpec kReplaySpec{
         "replay with an error naming the file, offset and last good index:\n"
         "exit status 1, never a summary that looks complete. So does a record\n"
         "the state machine refuses (unknown flags, a sequence out of order).\n"
+        "The journal's end is held against its checkpoint: records it says\n"
+        "were durable that are gone (a truncated or deleted segment), a\n"
+        "segment file shorter than its capacity or a journal rewritten under\n"
+        "the checkpoint is data loss naming the indexes and files (exit 1).\n"
+        "--accept-loss reads what is there instead, prints every loss on\n"
+        "standard error and exits 0.\n"
         "A progress bar is drawn on standard error when it is a terminal and\n"
         "the journal is larger than 64 MiB.",
     .flags = {{"journal", "DIR", "", "journal directory (required)"},
@@ -141,7 +150,9 @@ const CommandSpec kReplaySpec{
               {"json", "", "", "with --reports/--reports-dir: JSON Lines"},
               {"book", "N", "0", "depth table of every book (stderr)"},
               {"config", "FILE", "",
-               "configuration for segments that pin none"}},
+               "configuration for segments that pin none"},
+              {"accept-loss", "", "",
+               "report lost records (DATA LOSS ACCEPTED) and exit 0"}},
 };
 
 using base::RealtimeNs;
@@ -241,6 +252,61 @@ std::string RecoveryText(const journal::RecoveryReport& report) {
   return out;
 }
 
+// What recovery says about the checkpoint and about a loss accepted.
+std::string CheckpointText(const journal::RecoveryReport& report) {
+  std::string out;
+  if (report.loss_accepted) {
+    absl::StrAppendFormat(&out,
+                          "journal: DATA LOSS ACCEPTED (--accept-loss): %s\n",
+                          report.loss_message);
+  }
+  if (report.checkpoint_missing) {
+    out +=
+        "journal: no checkpoint (a journal written before checkpoints): its "
+        "end could not be checked this time; one is kept from now on\n";
+  }
+  return out;
+}
+
+// A DataLoss error gets the way out: --accept-loss.
+absl::Status WithAcceptLossHint(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kDataLoss) return status;
+  return absl::DataLossError(
+      absl::StrFormat("%s. To go on with what is left, accepting the loss, add "
+                      "--accept-loss",
+                      status.message()));
+}
+
+// Under --accept-loss a DataLoss error is a loss reported loudly on
+// standard error, and the command succeeds; otherwise it fails.
+absl::Status AcceptedOrFailed(std::string_view command,
+                              const absl::Status& status, bool accept_loss) {
+  if (status.ok() || !accept_loss ||
+      status.code() != absl::StatusCode::kDataLoss) {
+    return WithAcceptLossHint(status);
+  }
+  return Print(stderr, absl::StrFormat(
+                           "orderwire %s: DATA LOSS ACCEPTED (--accept-loss): "
+                           "%s\n",
+                           command, status.message()));
+}
+
+// The end of a reading: every loss the reader let pass, then its status.
+absl::Status Losses(std::string_view command,
+                    const journal::JournalReader& reader, bool accept_loss) {
+  for (const std::string& loss : reader.accepted_losses()) {
+    if (absl::Status s =
+            Print(stderr,
+                  absl::StrFormat(
+                      "orderwire %s: DATA LOSS ACCEPTED (--accept-loss): %s\n",
+                      command, loss));
+        !s.ok()) {
+      return s;
+    }
+  }
+  return AcceptedOrFailed(command, reader.status(), accept_loss);
+}
+
 // ---------------------------------------------------------------------------
 // journal write
 
@@ -280,14 +346,18 @@ absl::Status Write(const Args& args) {
   options.directory = args.String("journal");
   options.durability = *durability;
   options.segment_size = *segment_size;
+  options.accept_loss = args.Bool("accept-loss");
   absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
       journal::JournalWriter::Open(options);
-  if (!opened.ok()) return opened.status();
+  if (!opened.ok()) return WithAcceptLossHint(opened.status());
   journal::JournalWriter& writer = **opened;
   std::string head = absl::StrFormat(
       "journal: %s, durability %s, I/O: %s\n", options.directory,
       journal::Name(*durability), writer.io_description());
-  if (writer.recovery().torn_tail) head += RecoveryText(writer.recovery());
+  if (writer.recovery().torn_tail && !writer.recovery().loss_accepted) {
+    head += RecoveryText(writer.recovery());
+  }
+  head += CheckpointText(writer.recovery());
   if (absl::Status s = Print(stderr, head); !s.ok()) return s;
 
   const std::uint64_t first = writer.last_index() + 1;
@@ -445,10 +515,12 @@ absl::Status Inspect(const Args& args) {
 // ---------------------------------------------------------------------------
 // replay
 
-absl::Status Verify(const std::string& dir) {
+absl::Status Verify(const std::string& dir, bool accept_loss) {
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
-      journal::JournalReader::Open(dir);
-  if (!opened.ok()) return opened.status();
+      journal::JournalReader::Open(
+          dir, journal::ReaderOptions{.accept_loss = accept_loss});
+  if (!opened.ok())
+    return AcceptedOrFailed("replay --verify", opened.status(), accept_loss);
   journal::JournalReader& reader = **opened;
   Progress progress("replay --verify", reader.total_bytes());
   std::array<std::uint64_t, 256> by_kind{};
@@ -481,7 +553,7 @@ absl::Status Verify(const std::string& dir) {
       seconds > 0 ? static_cast<double>(reader.bytes_done()) / seconds / 1e6
                   : 0.0);
   if (absl::Status s = Print(stdout, out); !s.ok()) return s;
-  return reader.status();
+  return Losses("replay --verify", reader, accept_loss);
 }
 
 absl::Status Replay(const Args& args) {
@@ -498,8 +570,9 @@ absl::Status Replay(const Args& args) {
           "--verify checks the journal without the engine: it takes no "
           "--reports, --reports-dir, --json, --book or --config");
     }
-    return Verify(dir);
+    return Verify(dir, args.Bool("accept-loss"));
   }
+  const bool accept_loss = args.Bool("accept-loss");
   if (json && !to_file && !to_dir) {
     return UsageError("--json needs --reports FILE or --reports-dir DIR");
   }
@@ -538,8 +611,11 @@ absl::Status Replay(const Args& args) {
       sink.has_value() && sink->is_stdout() ? stderr : stdout;
 
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
-      journal::JournalReader::Open(dir);
-  if (!opened.ok()) return opened.status();
+      journal::JournalReader::Open(
+          dir, journal::ReaderOptions{.accept_loss = accept_loss});
+  if (!opened.ok()) {
+    return AcceptedOrFailed("replay", opened.status(), accept_loss);
+  }
   journal::JournalReader& reader = **opened;
   Progress progress("replay", reader.total_bytes());
 
@@ -663,7 +739,7 @@ absl::Status Replay(const Args& args) {
         DepthTables(engine, static_cast<std::size_t>(*book_levels));
     if (absl::Status s = Print(stderr, depth); !s.ok()) return s;
   }
-  return reader.status();
+  return Losses("replay", reader, accept_loss);
 }
 
 // `orderwire journal <write|inspect>`.

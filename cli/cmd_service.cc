@@ -47,7 +47,7 @@ const CommandSpec kServeSpec{
     .synopsis =
         "--journal DIR [--listen HOST:PORT] [--durability MODE] "
         "[--config FILE] [--reconfigure] [--stats-interval S] "
-        "[--stats-json FILE] [--log-refusals]",
+        "[--stats-json FILE] [--log-refusals] [--accept-loss]",
     .summary = "Run the UDP order-entry service.",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
@@ -55,7 +55,12 @@ const CommandSpec kServeSpec{
         "sends each report to the session that owns the order. On start it\n"
         "recovers the journal in DIR (a torn tail is cut off and reported;\n"
         "damage in the middle refuses to start) and replays it, so sessions\n"
-        "carry on where they were. SIGINT or SIGTERM stops reading, makes\n"
+        "carry on where they were. Records the journal's checkpoint says\n"
+        "were durable that are gone (a truncated, deleted or missing\n"
+        "segment) refuse the start, naming the indexes and files, unless\n"
+        "--accept-loss: then the journal is cut to its whole prefix, the\n"
+        "rest set aside as <segment>.lost, and the loss is printed (even\n"
+        "with --quiet). SIGINT or SIGTERM stops reading, makes\n"
         "everything durable, sends the last reports, prints the counters and\n"
         "exits 0. Without --config: instruments 1-1024, any session may trade\n"
         "for any account from loopback only (see docs/SERVICE.md).\n\n"
@@ -82,6 +87,8 @@ const CommandSpec kServeSpec{
              "print a line of counters every S seconds (0: only at exit)"},
             {"stats-json", "FILE", "",
              "write every counter as JSON to FILE (each interval and at exit)"},
+            {"accept-loss", "", "",
+             "start on a journal that lost durable records (logged)"},
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
@@ -127,6 +134,7 @@ absl::Status Serve(const Args& args) {
                 journal::kMaxSegmentCapacity);
   if (!segment.ok()) return segment.status();
   options.journal.segment_size = *segment;
+  options.journal.accept_loss = args.Bool("accept-loss");
   absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
   if (!interval.ok()) return interval.status();
   // Flags first, then files: a usage error is reported before any is read.
@@ -158,7 +166,15 @@ absl::Status Serve(const Args& args) {
   const service::ServiceConfig config_copy = options.config;
   absl::StatusOr<std::unique_ptr<service::Service>> service =
       service::Service::Start(std::move(options));
-  if (!service.ok()) return service.status();
+  if (!service.ok()) {
+    if (service.status().code() == absl::StatusCode::kDataLoss) {
+      return absl::DataLossError(absl::StrFormat(
+          "%s. To start with what is left, accepting the loss, add "
+          "--accept-loss",
+          service.status().message()));
+    }
+    return service.status();
+  }
   service_ptr = service->get();
   // The counters file is written once now: a path that cannot be written
   // is an error at start, not a silent gap later.

@@ -29,9 +29,11 @@
 // 4. A damaged journal is never reported as read in full: after kEnd with n
 //    records no group of the valid journal holding a record after n is
 //    still intact in a segment file, and the undamaged journal reads to kEnd
-//    with all its records. (What the format cannot see is allowed: a file
-//    cut at a group boundary or a group zeroed in full ends a segment like
-//    never-written space does, step 3 of "Reading a journal".)
+//    with all its records. (What the segments alone cannot show is allowed:
+//    a group zeroed in full ends a segment like never-written space does,
+//    step 3 of "Reading a journal"; the checkpoint is what shows it, and
+//    the damaged journals here have none. A file cut short is shorter than
+//    its capacity: never a clean end.)
 // 5. Recovery agrees with the reader. JournalWriter::Open (blocking I/O,
 //    durability none) on a copy of D opens at the reader's clean end with
 //    no torn tail; cuts a torn tail (docs/JOURNAL.md "Recovery") exactly
@@ -76,6 +78,7 @@
 #include "codec/wire.h"
 #include "fuzz/fuzz_check.h"
 #include "fuzz/journal_recipe.h"
+#include "journal/checkpoint.h"
 #include "journal/crc32c.h"
 #include "journal/format.h"
 #include "journal/reader.h"
@@ -428,6 +431,8 @@ DocReading ReadByTheDoc(const Directory& dir) {
       if (verdict == Verdict::kBad) return out;
       if (verdict == Verdict::kEnd) {
         if (pos < bytes.size() && !AllZero(bytes.subspan(pos))) return out;
+        // "Checkpoint": a file shorter than its capacity was truncated.
+        if (bytes.size() < header->capacity) return out;
         break;
       }
       const auto count =
@@ -563,6 +568,7 @@ struct Base {
   std::vector<GroupPlace> groups;
   std::vector<std::uint64_t> group_extent;  // kGroupOverhead + records_bytes
   std::vector<OwnedRecord> records;
+  Bytes checkpoint;  // the valid journal's CHECKPOINT, from its Close
 };
 
 Base* base = nullptr;
@@ -633,6 +639,8 @@ void BuildBase() {
     }
     FUZZ_CHECK((*writer)->Close().ok());
   }
+  base->checkpoint =
+      ReadFileOrDie(valid + "/" + std::string(kCheckpointFileName));
   for (const auto& entry : std::filesystem::directory_iterator(valid)) {
     const std::string name = entry.path().filename().string();
     if (!ParseSegmentFileName(name).has_value()) continue;
@@ -964,6 +972,78 @@ void CheckRecovery(const Directory& dir, const Reading& read,
   FUZZ_CHECK(after.records.back() == appended);
 }
 
+// Invariant 6: the checkpoint is untrusted input too. The valid journal
+// with a CHECKPOINT made from the input (the valid one cut or extended to
+// input[0] % 74 bytes, input[2k+2] ^ input[2k+3] at offset input[2k+2] %
+// its size, re-sealed when input[1] is odd) never crashes the reader or
+// recovery. One that does not decode by docs/JOURNAL.md "Checkpoint" is
+// refused by both with DecodeCheckpoint's code; one that decodes is
+// accepted exactly when what it says is true of the journal: its journal
+// id, and its durable index 0 or the last index of one of the journal's
+// groups, named by its first index, segment, offset and checksum.
+void CheckCheckpoint(std::span<const std::uint8_t> input) {
+  if (input.size() < 2) return;
+  Bytes bytes = base->checkpoint;
+  bytes.resize(input[0] % (kCheckpointSize + 2));
+  for (std::size_t i = 2; i + 1 < input.size() && !bytes.empty(); i += 2) {
+    bytes[input[i] % bytes.size()] ^= std::byte{input[i + 1]};
+  }
+  if ((input[1] & 1) != 0 && bytes.size() >= kCheckpointCrcOffset + 4) {
+    codec::StoreLE(bytes.data() + kCheckpointCrcOffset,
+                   Crc32c(std::span(bytes).first(kCheckpointCrcOffset)));
+  }
+  const absl::StatusOr<Checkpoint> decoded = DecodeCheckpoint(bytes, "input");
+  bool truthful = false;
+  if (decoded.ok()) {
+    const File& first = base->files.front();
+    const std::uint64_t journal_id =
+        LoadLE<std::uint64_t>(first.bytes.data() + kSegJournalIdAt);
+    truthful = decoded->journal_id == journal_id;
+    if (truthful && decoded->durable_index != 0) {
+      truthful = std::any_of(
+          base->groups.begin(), base->groups.end(), [&](const GroupPlace& g) {
+            const Bytes& file = FindFile(base->files, g.file)->bytes;
+            const auto records_bytes =
+                LoadLE<std::uint32_t>(file.data() + g.offset + 4);
+            const auto crc = LoadLE<std::uint32_t>(
+                file.data() + g.offset + kGroupHeader + records_bytes);
+            return g.first_index == decoded->group_first_index &&
+                   g.first_index + g.count - 1 == decoded->durable_index &&
+                   g.file == SegmentFileName(decoded->segment_first_index) &&
+                   g.offset == decoded->group_offset &&
+                   crc == decoded->group_crc;
+          });
+    }
+  }
+  Directory dir = base->files;
+  dir.push_back({std::string(kCheckpointFileName), -1, bytes});
+  WriteDirectory(base->damaged, dir);
+  const Reading read = ReadJournal(base->damaged);
+  if (!decoded.ok()) {
+    FUZZ_CHECK(!read.opened);
+    FUZZ_CHECK(read.open_status.code() == decoded.status().code());
+  } else {
+    FUZZ_CHECK(read.opened);
+    FUZZ_CHECK((read.end == ReadResult::kEnd) == truthful);
+    if (!truthful) {
+      FUZZ_CHECK(read.status.code() == absl::StatusCode::kDataLoss);
+    }
+  }
+  WriteDirectory(base->recover, dir);
+  auto writer = JournalWriter::Open({.directory = base->recover,
+                                     .durability = Durability::kNone,
+                                     .segment_size = kSegmentSize,
+                                     .group_size = 8192,
+                                     .slots = 2,
+                                     .backend = IoBackend::kBlocking});
+  FUZZ_CHECK(writer.ok() == (decoded.ok() && truthful));
+  if (!writer.ok()) {
+    FUZZ_CHECK(
+        writer.status().code() ==
+        (decoded.ok() ? absl::StatusCode::kDataLoss : decoded.status().code()));
+  }
+}
+
 void CheckRecipe(std::span<const std::uint8_t> input) {
   Directory dir = base->files;
   for (const RecipeStep& step : fuzz::ParseRecipe(input)) Apply(dir, step);
@@ -1003,6 +1083,8 @@ void CheckRecipe(std::span<const std::uint8_t> input) {
   CheckNothingDurableLeftBehind(dir, read);
   // 5. Recovery.
   CheckRecovery(dir, read, doc);
+  // 6. The checkpoint.
+  CheckCheckpoint(input);
 }
 
 }  // namespace

@@ -11,6 +11,34 @@ namespace orderwire::journal {
 
 absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
     const std::string& directory, std::size_t first_segment) {
+  return Open(directory, ReaderOptions{.first_segment = first_segment});
+}
+
+absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
+    const std::string& directory, const ReaderOptions& options) {
+  const std::size_t first_segment = options.first_segment;
+  // The checkpoint first: it witnesses what was durable before the
+  // segments are looked at, so a writer appending meanwhile only adds.
+  std::optional<Checkpoint> checkpoint;
+  bool checkpoint_file = false;
+  std::string checkpoint_loss;
+  if (options.use_checkpoint && first_segment == 0) {
+    absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(directory);
+    if (read.ok()) {
+      checkpoint = *read;
+      checkpoint_file = checkpoint.has_value();
+    } else if (options.accept_loss &&
+               read.status().code() == absl::StatusCode::kDataLoss) {
+      checkpoint_file = true;
+      checkpoint_loss = absl::StrFormat(
+          "%s; set aside (--accept-loss): the journal's end is not checked",
+          read.status().message());
+    } else if (read.status().code() == absl::StatusCode::kNotFound) {
+      // The directory itself is missing: said below.
+    } else {
+      return read.status();
+    }
+  }
   absl::StatusOr<std::vector<internal::SegmentEntry>> entries =
       internal::ListSegments(directory);
   if (!entries.ok()) return entries.status();
@@ -32,16 +60,132 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
       total += static_cast<std::uint64_t>(st.st_size);
     }
   }
-  return std::unique_ptr<JournalReader>(
-      new JournalReader(std::move(*entries), total, first_segment));
+  auto reader = std::unique_ptr<JournalReader>(
+      new JournalReader(std::move(*entries), total, options));
+  reader->checkpoint_ = checkpoint;
+  reader->checkpoint_file_ = checkpoint_file;
+  if (checkpoint.has_value() && checkpoint->durable_index > 0) {
+    reader->checkpoint_group_ = checkpoint->group_first_index;
+  }
+  if (!checkpoint_loss.empty()) {
+    reader->accepted_losses_.push_back(std::move(checkpoint_loss));
+  }
+  return reader;
 }
 
 JournalReader::JournalReader(std::vector<internal::SegmentEntry> entries,
                              std::uint64_t total_bytes,
-                             std::size_t first_segment)
+                             const ReaderOptions& options)
     : set_(std::move(entries)),
-      first_segment_(first_segment),
+      first_segment_(options.first_segment),
+      accept_loss_(options.accept_loss),
       total_bytes_(total_bytes) {}
+
+bool JournalReader::CheckpointProblem(std::string message) {
+  if (accept_loss_) {
+    accepted_losses_.push_back(std::move(message));
+    checkpoint_.reset();
+    checkpoint_group_ = 0;
+    return true;
+  }
+  Fail(absl::DataLossError(message));
+  return false;
+}
+
+bool JournalReader::CheckCheckpointGroup(const internal::GroupCheck& check) {
+  const Checkpoint& c = *checkpoint_;
+  checkpoint_group_ = 0;
+  const std::uint64_t last =
+      check.header.first_index + check.header.record_count - 1;
+  const SegmentHeader& segment = infos_.back().header;
+  if (check.header.first_index == c.group_first_index &&
+      last == c.durable_index && segment.first_index == c.segment_first_index &&
+      pos_ == c.group_offset && check.crc == c.group_crc) {
+    return true;
+  }
+  return CheckpointProblem(absl::StrFormat(
+      "data loss: the journal's checkpoint names the group of indexes %d..%d "
+      "at offset %d of segment %s with checksum 0x%08x, but the journal "
+      "holds indexes %d..%d at offset %d of %s with checksum 0x%08x: the "
+      "records up to index %d that were durable have been overwritten (by "
+      "another writer, or a restored copy of the journal)",
+      c.group_first_index, c.durable_index, c.group_offset,
+      SegmentFileName(c.segment_first_index), c.group_crc,
+      check.header.first_index, last, pos_, infos_.back().path, check.crc,
+      c.durable_index));
+}
+
+void JournalReader::SegmentDamage(std::size_t segment, std::string message) {
+  internal::Damage damage;
+  damage.kind = internal::Damage::Kind::kDataLoss;
+  damage.segment = segment;
+  damage.offset = 0;
+  damage.last_good_index = next_index_ - 1;
+  damage.message = message;
+  damage_ = std::move(damage);
+  Fail(absl::DataLossError(std::move(message)));
+}
+
+ReadResult JournalReader::Truncated() {
+  const SegmentInfo& info = infos_.back();
+  const std::uint64_t last = next_index_ - 1;
+  std::string message = absl::StrFormat(
+      "data loss in segment %s: the file is %d bytes, shorter than the %d "
+      "bytes its header promises (the writer preallocates every segment "
+      "in full): it was truncated. The journal holds indexes up to %d "
+      "there (data up to offset %d); whatever followed is gone",
+      info.path, bytes_.size(), info.header.capacity, last, pos_);
+  if (checkpoint_.has_value() && checkpoint_->durable_index > last) {
+    absl::StrAppendFormat(
+        &message,
+        ", including records %d..%d, which the checkpoint says were durable",
+        last + 1, checkpoint_->durable_index);
+  }
+  internal::Damage damage;
+  damage.kind = internal::Damage::Kind::kDataLoss;
+  damage.segment = segment_;
+  damage.offset = pos_;
+  damage.last_good_index = last;
+  damage.message = message;
+  damage_ = std::move(damage);
+  return Fail(absl::DataLossError(message));
+}
+
+ReadResult JournalReader::End() {
+  const std::uint64_t last = next_index_ - 1;
+  if (checkpoint_.has_value() && checkpoint_->durable_index > last) {
+    const Checkpoint& c = *checkpoint_;
+    const SegmentInfo& info = infos_.back();
+    std::string files;
+    if (c.segment_first_index > info.header.first_index) {
+      files =
+          last + 1 == c.segment_first_index
+              ? absl::StrFormat("segment file %s is missing",
+                                SegmentFileName(last + 1))
+              : absl::StrFormat(
+                    "segment files from %s to %s (which held index %d) "
+                    "are missing",
+                    SegmentFileName(last + 1),
+                    SegmentFileName(c.segment_first_index), c.durable_index);
+    } else {
+      files = absl::StrFormat(
+          "segment %s was cut short: it ends at offset %d, and the group "
+          "the checkpoint names is at offset %d",
+          info.path, info.data_end, c.group_offset);
+    }
+    if (!CheckpointProblem(absl::StrFormat(
+            "data loss: the journal ends at index %d, but its checkpoint "
+            "(%s) says every index up to %d was durable: records %d..%d are "
+            "missing; %s",
+            last, DescribeCheckpoint(c), c.durable_index, last + 1,
+            c.durable_index, files))) {
+      return ReadResult::kError;
+    }
+  }
+  state_ = State::kEnd;
+  pos_ = bytes_.size();
+  return ReadResult::kEnd;
+}
 
 ReadResult JournalReader::Fail(absl::Status status) {
   state_ = State::kError;
@@ -53,7 +197,8 @@ ReadResult JournalReader::Fail(absl::Status status) {
 ReadResult JournalReader::Damaged(std::size_t segment, std::uint64_t offset,
                                   bool torn, std::string_view problem) {
   absl::StatusOr<internal::Damage> damage = internal::AnalyzeDamage(
-      set_, segment, offset, next_index_, torn, problem);
+      set_, segment, offset, next_index_, torn, problem,
+      checkpoint_.has_value() ? checkpoint_->durable_index : 0);
   if (!damage.ok()) return Fail(damage.status());
   std::string message = damage->message;
   if (damage->kind == internal::Damage::Kind::kTornTail) {
@@ -89,37 +234,62 @@ bool JournalReader::EnterSegment(std::size_t i) {
       Fail(absl::UnimplementedError(
           absl::StrFormat("segment %s: %s", entry.path, check.problem)));
     } else {
-      Fail(absl::DataLossError(absl::StrFormat(
-          "segment %s: %s (after index %d)%s", entry.path, check.problem,
-          next_index_ - 1,
-          check.torn ? "; only the last segment may be incomplete" : "")));
+      SegmentDamage(
+          i, absl::StrFormat("segment %s: %s (after index %d)%s", entry.path,
+                             check.problem, next_index_ - 1,
+                             check.torn ? "; only the last segment may be "
+                                          "incomplete"
+                                        : ""));
     }
     return false;
   }
+  if (infos_.empty() && checkpoint_.has_value() &&
+      checkpoint_->journal_id != check.header.journal_id) {
+    if (!CheckpointProblem(absl::StrFormat(
+            "the journal's checkpoint belongs to another journal (journal id "
+            "%016x; segment %s has %016x)",
+            checkpoint_->journal_id, entry.path, check.header.journal_id))) {
+      return false;
+    }
+  }
   if (!infos_.empty() &&
       infos_.front().header.journal_id != check.header.journal_id) {
-    Fail(absl::DataLossError(absl::StrFormat(
-        "segment %s belongs to another journal (journal id %016x; %s has "
-        "%016x)",
-        entry.path, check.header.journal_id, infos_.front().path,
-        infos_.front().header.journal_id)));
+    SegmentDamage(
+        i,
+        absl::StrFormat("segment %s belongs to another journal (journal id "
+                        "%016x; %s has %016x)",
+                        entry.path, check.header.journal_id,
+                        infos_.front().path, infos_.front().header.journal_id));
     return false;
   }
   if (i == first_segment_ && i > 0) next_index_ = check.header.first_index;
   if (check.header.first_index != next_index_) {
     if (i == 0) {
-      Fail(absl::DataLossError(absl::StrFormat(
-          "segment %s: the journal's first segment starts at index %d, not "
-          "1: the segments before it are missing",
-          entry.path, check.header.first_index)));
+      SegmentDamage(i, absl::StrFormat(
+                           "segment %s: the journal's first segment starts at "
+                           "index %d, not 1: the segments before it are "
+                           "missing (records 1..%d, from segment file %s)",
+                           entry.path, check.header.first_index,
+                           check.header.first_index - 1, SegmentFileName(1)));
     } else {
       // The previous segment ended early, or segments overlap.
       const bool missing = check.header.first_index > next_index_;
-      Damaged(i - 1, pos_, missing,
-              missing ? "the segment ends here but the next one starts at a "
-                        "later index: records are missing"
-                      : "the next segment starts at an index this one "
-                        "already holds");
+      if (bytes_.size() < infos_.back().header.capacity) {
+        Truncated();
+        return false;
+      }
+      const std::string problem =
+          missing
+              ? absl::StrFormat(
+                    "the segment ends here but the next one, %s, starts "
+                    "at index %d: records %d..%d (segment file %s) are "
+                    "missing",
+                    entry.path, check.header.first_index, next_index_,
+                    check.header.first_index - 1, SegmentFileName(next_index_))
+              : std::string(
+                    "the next segment starts at an index this "
+                    "one already holds");
+      Damaged(i - 1, pos_, missing, problem);
     }
     return false;
   }
@@ -160,13 +330,22 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
       info.last_index =
           check.header.first_index + check.header.record_count - 1;
       info.data_end = check.end;
+      info.last_group_offset = pos_;
+      info.last_group_first_index = check.header.first_index;
+      info.last_group_crc = check.crc;
+      if (checkpoint_group_ != 0 && info.last_index >= checkpoint_group_ &&
+          !CheckCheckpointGroup(check)) {
+        return ReadResult::kError;
+      }
       cursor_ = bytes_.data() + pos_ + kGroupHeaderSize;
       records_left_ = check.header.record_count;
       next_index_ += check.header.record_count;
       pos_ = check.end;
       return Next(record);
     }
+    const bool truncated = bytes_.size() < infos_.back().header.capacity;
     if (check.state == internal::GroupState::kBad) {
+      if (truncated && check.torn) return Truncated();
       return Damaged(segment_, pos_, check.torn, check.problem);
     }
     // kEmpty: this segment's data ends here; the rest must be zeros.
@@ -176,11 +355,8 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
           "no group here, but a non-zero byte follows at offset %d", nonzero);
       return Damaged(segment_, pos_, true, problem);
     }
-    if (segment_ + 1 == set_.size()) {
-      state_ = State::kEnd;
-      pos_ = bytes_.size();
-      return ReadResult::kEnd;
-    }
+    if (truncated) return Truncated();
+    if (segment_ + 1 == set_.size()) return End();
     if (!EnterSegment(segment_ + 1)) return ReadResult::kError;
   }
 }

@@ -21,6 +21,17 @@
 // offset and the last good index: a journal that is not whole is never
 // reported as read in full. The reader does not repair anything; opening the
 // journal for appending (JournalWriter::Open) recovers a torn tail.
+//
+// The journal's end is witnessed: the reader holds it against the journal's
+// checkpoint (checkpoint.h), read before the segments are listed. Records
+// up to the checkpoint's durable index must all be there, the group it
+// names must be the one on disk, and a segment file must be as long as its
+// header's capacity (the writer preallocates it): a journal cut short at a
+// group boundary, a deleted last segment or a journal rewritten by another
+// writer is DataLoss naming the missing indexes and files, not a clean end.
+// With ReaderOptions::accept_loss a disagreement with the checkpoint (or a
+// damaged one) is recorded in accepted_losses() and reading goes on; damage
+// to the segments still ends the reading.
 #ifndef ORDERWIRE_JOURNAL_READER_H_
 #define ORDERWIRE_JOURNAL_READER_H_
 
@@ -34,6 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "codec/frame.h"
+#include "journal/checkpoint.h"
 #include "journal/format.h"
 #include "journal/internal/scan.h"
 
@@ -73,6 +85,23 @@ struct SegmentInfo {
   std::uint64_t groups = 0;      // groups read from it so far
   std::uint64_t last_index = 0;  // last index read from it (0 if none)
   std::uint64_t data_end = 0;    // offset after its last group read
+  // The last group read from it (0s if none): where, its first index and
+  // its trailer checksum, as a checkpoint names a group.
+  std::uint64_t last_group_offset = 0;
+  std::uint64_t last_group_first_index = 0;
+  std::uint32_t last_group_crc = 0;
+};
+
+struct ReaderOptions {
+  // Start at this segment (in name order), at the index its header names:
+  // the reading of a tail only. The checkpoint is not held against it.
+  std::size_t first_segment = 0;
+  // Hold the journal against its checkpoint (see above).
+  bool use_checkpoint = true;
+  // The operator accepts losing records: a checkpoint that disagrees with
+  // the journal, is damaged or belongs to another journal is recorded in
+  // accepted_losses() instead of ending the reading.
+  bool accept_loss = false;
 };
 
 class JournalReader {
@@ -84,6 +113,10 @@ class JournalReader {
   // only the tail this way. Cold.
   static absl::StatusOr<std::unique_ptr<JournalReader>> Open(
       const std::string& directory, std::size_t first_segment = 0);
+  // The same with options. Errors also: a damaged checkpoint (DataLoss)
+  // unless options.accept_loss.
+  static absl::StatusOr<std::unique_ptr<JournalReader>> Open(
+      const std::string& directory, const ReaderOptions& options);
 
   JournalReader(const JournalReader&) = delete;
   JournalReader& operator=(const JournalReader&) = delete;
@@ -121,6 +154,19 @@ class JournalReader {
     return damage_;
   }
 
+  // The checkpoint the journal is held against (none: the journal has none,
+  // options.use_checkpoint is false, or it was set aside under accept_loss).
+  [[nodiscard]] const std::optional<Checkpoint>& checkpoint() const {
+    return checkpoint_;
+  }
+  // Whether the journal directory holds a checkpoint file at all.
+  [[nodiscard]] bool has_checkpoint_file() const { return checkpoint_file_; }
+  // Under accept_loss: each loss the reader let pass, in words (indexes,
+  // files, why).
+  [[nodiscard]] const std::vector<std::string>& accepted_losses() const {
+    return accepted_losses_;
+  }
+
   // The segments entered so far (all of them after kEnd).
   [[nodiscard]] const std::vector<SegmentInfo>& segments() const {
     return infos_;
@@ -141,7 +187,7 @@ class JournalReader {
 
  private:
   JournalReader(std::vector<internal::SegmentEntry> entries,
-                std::uint64_t total_bytes, std::size_t first_segment);
+                std::uint64_t total_bytes, const ReaderOptions& options);
 
   ReadResult NextGroup(Record& record) noexcept;
   // Maps and checks segment `i`; false (status set) on an error.
@@ -149,9 +195,30 @@ class JournalReader {
   ReadResult Damaged(std::size_t segment, std::uint64_t offset, bool torn,
                      std::string_view problem);
   ReadResult Fail(absl::Status status);
+  // The segment being read ends at pos_ but its file is shorter than its
+  // header's capacity: it was truncated.
+  ReadResult Truncated();
+  // Segment `segment` cannot be entered (a damaged or foreign header, a
+  // first segment that does not start at 1): DataLoss, with the damage
+  // placed at its offset 0, where the journal can be cut.
+  void SegmentDamage(std::size_t segment, std::string message);
+  // The journal ended cleanly at next_index_ - 1: held against the
+  // checkpoint.
+  ReadResult End();
+  // A valid group reaching the checkpoint's group: is it that group?
+  bool CheckCheckpointGroup(const internal::GroupCheck& check);
+  // A disagreement with the checkpoint: an error, or under accept_loss a
+  // recorded loss. False if the reading must stop.
+  bool CheckpointProblem(std::string message);
 
   internal::SegmentSet set_;
   std::size_t first_segment_ = 0;
+  bool accept_loss_ = false;
+  std::optional<Checkpoint> checkpoint_;
+  bool checkpoint_file_ = false;
+  // The checkpoint's group first index, until a group reaching it was read.
+  std::uint64_t checkpoint_group_ = 0;
+  std::vector<std::string> accepted_losses_;
   std::vector<SegmentInfo> infos_;
   std::uint64_t total_bytes_ = 0;
   std::uint64_t done_before_segment_ = 0;

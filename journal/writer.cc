@@ -31,6 +31,7 @@ namespace {
 
 using internal::ErrnoStatus;
 using internal::kZeroChunk;
+using internal::PwriteAll;
 
 std::byte* AllocateAligned(std::size_t bytes) {
   void* p = std::aligned_alloc(kBlockSize, bytes);
@@ -144,33 +145,16 @@ absl::Status JournalWriter::Init() {
   max_append_bytes_ = group_size_ - kGroupOverhead;
 
   prepared_path_ = absl::StrFormat("%s/%s", o.directory, kPreparedFileName);
+  checkpoint_path_ = absl::StrFormat("%s/%s", o.directory, kCheckpointFileName);
+  checkpoint_temp_path_ =
+      absl::StrFormat("%s/%s", o.directory, kCheckpointTempFileName);
   std::error_code ec;
   std::filesystem::create_directories(o.directory, ec);
   if (ec) {
     return absl::UnknownError(absl::StrFormat(
         "cannot create journal directory %s: %s", o.directory, ec.message()));
   }
-  dir_fd_.reset(
-      ::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!dir_fd_) {
-    return ErrnoStatus(errno, absl::StrFormat("open %s", o.directory));
-  }
-  const std::string lock_path =
-      absl::StrFormat("%s/%s", o.directory, kLockFileName);
-  lock_fd_.reset(::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644));
-  if (!lock_fd_) {
-    return ErrnoStatus(errno, absl::StrFormat("open %s", lock_path));
-  }
-  if (::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
-    const int err = errno;
-    if (err == EWOULDBLOCK) {
-      return absl::UnavailableError(absl::StrFormat(
-          "journal %s is open for appending by another writer (%s is "
-          "locked)",
-          o.directory, lock_path));
-    }
-    return ErrnoStatus(err, absl::StrFormat("flock %s", lock_path));
-  }
+  if (absl::Status s = Lock(); !s.ok()) return s;
   // Buffers: one per slot, and the zeros that pre-zeroing writes.
   slots_.resize(slots);
   for (Slot& slot : slots_) {
@@ -188,7 +172,90 @@ absl::Status JournalWriter::Init() {
   if (absl::Status s = SetUpIo(); !s.ok()) return s;
   metadata_ = o.metadata;  // for a journal Recover() creates
   if (absl::Status s = Recover(); !s.ok()) return s;
-  return recovery_.created ? absl::OkStatus() : LoadActiveMetadata();
+  if (!recovery_.created) {
+    if (absl::Status s = LoadActiveMetadata(); !s.ok()) return s;
+  }
+  // What was recovered is durable now: witness it (this also starts the
+  // checkpoint of a journal that had none, and re-bases it after a loss
+  // was accepted).
+  checkpoint_interval_ns_ =
+      std::int64_t{o.checkpoint_interval_ms != 0 ? o.checkpoint_interval_ms
+                                                 : 1000} *
+      1'000'000;
+  next_checkpoint_ns_ = internal::MonotonicNs() + checkpoint_interval_ns_;
+  absl::Status s = WriteCheckpointNow();
+  if (absl::IsResourceExhausted(s) && !o.accept_loss) {
+    // No room for the small checkpoint file (ENOSPC, EDQUOT): a restart on
+    // a full disk still works while the last segment has room. The
+    // checkpoint on disk, if any, is true of the journal (recovery just
+    // checked it); Poll publishes a new one once space appears. After an
+    // accepted loss the checkpoint must be re-based, so that stays fatal.
+    ++stats_.checkpoint_failures;
+    return absl::OkStatus();
+  }
+  return s;
+}
+
+absl::Status JournalWriter::Lock() {
+  const WriterOptions& o = options_;
+  dir_fd_.reset(
+      ::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_fd_) {
+    return ErrnoStatus(errno, absl::StrFormat("open %s", o.directory));
+  }
+  // The lock is on the directory itself: no file can be deleted to defeat
+  // it. LOCK is locked too (for older writers, which lock only it) and
+  // holds the pid of the writer, which only messages use.
+  const std::string lock_path =
+      absl::StrFormat("%s/%s", o.directory, kLockFileName);
+  auto locked_by_another = [&]() {
+    std::string holder = "its pid is unknown";
+    if (base::UniqueFd fd(::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC));
+        fd) {
+      char text[32] = {};
+      const ssize_t n = ::pread(fd.get(), text, sizeof(text) - 1, 0);
+      if (n > 0) {
+        std::string_view pid(text, static_cast<std::size_t>(n));
+        while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) {
+          pid.remove_suffix(1);
+        }
+        holder = absl::StrFormat("%s says pid %s", lock_path, pid);
+      }
+    }
+    return absl::UnavailableError(absl::StrFormat(
+        "journal %s is open for appending by another writer (the directory "
+        "is locked; %s)",
+        o.directory, holder));
+  };
+  // A descriptor of its own, never handed to the I/O queue: io_uring may
+  // hold a file it used for a moment after the process died, and the lock
+  // must go with the process.
+  dir_lock_fd_.reset(
+      ::open(o.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir_lock_fd_) {
+    return ErrnoStatus(errno, absl::StrFormat("open %s", o.directory));
+  }
+  if (::flock(dir_lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK) return locked_by_another();
+    return ErrnoStatus(err, absl::StrFormat("flock %s", o.directory));
+  }
+  lock_fd_.reset(::open(lock_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644));
+  if (!lock_fd_) {
+    return ErrnoStatus(errno, absl::StrFormat("open %s", lock_path));
+  }
+  if (::flock(lock_fd_.get(), LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    if (err == EWOULDBLOCK) return locked_by_another();
+    return ErrnoStatus(err, absl::StrFormat("flock %s", lock_path));
+  }
+  const std::string pid = absl::StrFormat("%d\n", ::getpid());
+  if (::ftruncate(lock_fd_.get(), 0) != 0 ||
+      PwriteAll(lock_fd_.get(), reinterpret_cast<const std::byte*>(pid.data()),
+                pid.size(), 0) != 0) {
+    return ErrnoStatus(errno, absl::StrFormat("write %s", lock_path));
+  }
+  return absl::OkStatus();
 }
 
 const std::string& JournalWriter::PreparedPath() const {
@@ -261,6 +328,10 @@ absl::Status JournalWriter::Close() {
   closing_ = true;  // no more segment preparation
   // The kernel may still read the buffers: wait for every op.
   while (ops_in_flight_ > 0 && !submit_pending_) Reap(true);
+  if (status_.ok() && queue_ != nullptr &&
+      durable_index_ > checkpointed_index_) {
+    if (absl::Status s = WriteCheckpointNow(); !s.ok()) Fail(s);
+  }
   closed_ = true;
   // Every segment was synced (or the writer had failed): a close error
   // would say nothing more, so the descriptors are simply dropped.
@@ -270,6 +341,7 @@ absl::Status JournalWriter::Close() {
     ::unlink(PreparedPath().c_str());
   }
   lock_fd_.reset();
+  dir_lock_fd_.reset();
   dir_fd_.reset();
   queue_.reset();
   return status_;

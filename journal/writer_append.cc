@@ -211,6 +211,7 @@ void JournalWriter::Seal(Slot& slot) noexcept {
   const std::uint32_t crc = Crc32c({buffer, slot.used});
   StoreStruct<kGroupTrailerLayout>(
       GroupTrailer{.crc = crc, .magic = kTrailerMagic}, buffer + slot.used);
+  slot.crc = crc;
   const std::uint32_t end =
       slot.used + static_cast<std::uint32_t>(kGroupTrailerSize);
   slot.length = static_cast<std::uint32_t>(AlignUp(end));
@@ -308,6 +309,11 @@ void JournalWriter::Handle(const IoCompletion& c) noexcept {
     HandlePrepared(id, tag, c.result);
     return;
   }
+  if (tag >= internal::kTagCheckpointWrite &&
+      tag <= internal::kTagCheckpointDirSync) {
+    HandleCheckpoint(tag, c.result);
+    return;
+  }
   Slot& slot = slots_[id];
   --slot.outstanding;
   if (!status_.ok()) return;
@@ -393,6 +399,11 @@ void JournalWriter::Advance() noexcept {
     --fifo_count_;
     if (!slot.header) {
       durable_index_ = slot.last_index;
+      durable_group_ = {
+          .first_index = slot.first_index,
+          .segment_first_index = segments_[slot.segment].first_index,
+          .offset = slot.offset,
+          .crc = slot.crc};
       latency_.Record(static_cast<std::uint64_t>(now - slot.submit_ns));
     }
     Release(slot);
@@ -418,6 +429,7 @@ std::uint64_t JournalWriter::Poll() noexcept {
       fifo_count_ < max_partial_) {
     Seal(*filling_);
   }
+  MaybeCheckpoint();
   SubmitPending();
   return durable_index_;
 }

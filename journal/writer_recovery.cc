@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "base/unique_fd.h"
+#include "journal/checkpoint.h"
 #include "journal/internal/scan.h"
 #include "journal/internal/writer_support.h"
 #include "journal/reader.h"
@@ -26,6 +28,20 @@ using internal::ErrnoStatus;
 using internal::kZeroChunk;
 using internal::PwriteAll;
 using internal::RealtimeNs;
+
+namespace {
+
+// Where a file set aside by an accepted loss goes: <path>.lost, or with the
+// time appended when that exists already.
+std::string LostPath(const std::string& path) {
+  std::string lost = path + ".lost";
+  if (::access(lost.c_str(), F_OK) == 0) {
+    lost = absl::StrFormat("%s.lost-%d", path, RealtimeNs());
+  }
+  return lost;
+}
+
+}  // namespace
 
 absl::Status JournalWriter::Recover() {
   absl::StatusOr<std::vector<internal::SegmentEntry>> listed =
@@ -57,17 +73,43 @@ absl::Status JournalWriter::Recover() {
       errno != ENOENT) {
     return ErrnoStatus(errno, absl::StrFormat("unlink %s", PreparedPath()));
   }
+  const bool accept = options_.accept_loss;
+  auto accept_loss = [&](std::string_view what) {
+    recovery_.loss_accepted = true;
+    absl::StrAppendFormat(&recovery_.loss_message, "%s%s",
+                          recovery_.loss_message.empty() ? "" : "; ", what);
+  };
   if (entries.empty()) {
+    // No segment: a new journal, unless a checkpoint says there was one.
+    absl::StatusOr<std::optional<Checkpoint>> checkpoint =
+        ReadCheckpoint(options_.directory);
+    if (!checkpoint.ok()) {
+      if (!accept) return checkpoint.status();
+      accept_loss(std::string(checkpoint.status().message()));
+    } else if (checkpoint->has_value() && (*checkpoint)->durable_index > 0) {
+      const std::string message = absl::StrFormat(
+          "data loss: %s holds no journal segment, but its checkpoint (%s) "
+          "says every index up to %d was durable: records 1..%d are "
+          "missing, segment files %s to %s",
+          options_.directory, DescribeCheckpoint(**checkpoint),
+          (*checkpoint)->durable_index, (*checkpoint)->durable_index,
+          SegmentFileName(1),
+          SegmentFileName((*checkpoint)->segment_first_index));
+      if (!accept) return absl::DataLossError(message);
+      accept_loss(message);
+    }
     std::uint64_t id = 0;
     if (::getrandom(&id, sizeof(id), 0) != sizeof(id)) id = RealtimeNs();
     recovery_.created = true;
     return CreateFirstSegment(id);
   }
 
-  // Every header but the last must be whole, and all of one journal.
+  // Every header but the last must be whole, and all of one journal. (With
+  // accept_loss the reader below finds such damage and the journal is cut
+  // there.)
   const std::size_t n = entries.size();
   std::optional<std::uint64_t> journal_id;
-  for (std::size_t i = 0; i + 1 < n; ++i) {
+  for (std::size_t i = 0; i + 1 < n && !accept; ++i) {
     base::UniqueFd fd(::open(entries[i].path.c_str(), O_RDONLY | O_CLOEXEC));
     if (!fd) {
       return ErrnoStatus(errno, absl::StrFormat("open %s", entries[i].path));
@@ -101,14 +143,20 @@ absl::Status JournalWriter::Recover() {
     journal_id = check.header.journal_id;
   }
 
-  // Walk the last two segments in full.
-  const std::size_t first = n >= 2 ? n - 2 : 0;
-  absl::StatusOr<std::unique_ptr<JournalReader>> reader =
-      JournalReader::Open(options_.directory, first);
+  // Read every segment in full, held against the checkpoint: a gap, a
+  // truncated segment or records below the checkpoint gone anywhere is
+  // found here (about 80 M records/s, docs/BENCHMARKS.md).
+  const std::size_t first = n >= 2 ? n - 2 : 0;  // fsynced below
+  absl::StatusOr<std::unique_ptr<JournalReader>> reader = JournalReader::Open(
+      options_.directory, ReaderOptions{.accept_loss = accept});
   if (!reader.ok()) return reader.status();
+  recovery_.checkpoint_missing = !(*reader)->has_checkpoint_file();
   Record record;
   ReadResult result;
   while ((result = (*reader)->Next(record)) == ReadResult::kRecord) {
+  }
+  for (const std::string& loss : (*reader)->accepted_losses()) {
+    accept_loss(loss);
   }
   std::size_t tail = 0;         // index into entries of the tail segment
   std::uint64_t tail_end = 0;   // offset after its last group
@@ -118,17 +166,38 @@ absl::Status JournalWriter::Recover() {
   if (result == ReadResult::kError) {
     const std::optional<internal::Damage>& damage = (*reader)->damage();
     if (!damage.has_value() ||
-        damage->kind != internal::Damage::Kind::kTornTail) {
+        (damage->kind != internal::Damage::Kind::kTornTail && !accept)) {
       return (*reader)->status();
     }
-    // A torn tail: cut it off.
+    if (damage->kind != internal::Damage::Kind::kTornTail) {
+      // Accepted: the journal keeps its whole prefix, up to the damage.
+      accept_loss(absl::StrFormat(
+          "%s; the journal is cut after index %d and what followed is set "
+          "aside",
+          damage->message, damage->last_good_index));
+      // The segment about to be cut keeps a copy of what it held.
+      const std::string& cut = entries[damage->segment].path;
+      std::error_code ec;
+      if (!std::filesystem::copy_file(cut, LostPath(cut), ec)) {
+        return absl::UnknownError(
+            absl::StrFormat("cannot keep a copy of %s before cutting it: %s",
+                            cut, ec.message()));
+      }
+    }
+    // A torn tail (or an accepted loss): cut it off.
     recovery_.torn_tail = true;
     recovery_.message = damage->message;
     recovery_.torn_segment = entries[damage->segment].path;
     recovery_.torn_offset = damage->offset;
     recovery_.discarded_groups = damage->later_groups;
     for (std::size_t j = n; j-- > damage->segment + 1;) {
-      if (::unlink(entries[j].path.c_str()) != 0) {
+      if (accept) {
+        if (::rename(entries[j].path.c_str(),
+                     LostPath(entries[j].path).c_str()) != 0) {
+          return ErrnoStatus(errno,
+                             absl::StrFormat("set aside %s", entries[j].path));
+        }
+      } else if (::unlink(entries[j].path.c_str()) != 0) {
         return ErrnoStatus(errno,
                            absl::StrFormat("unlink %s", entries[j].path));
       }
@@ -146,7 +215,9 @@ absl::Status JournalWriter::Recover() {
           ++recovery_.discarded_bytes;
         }
       }
-      if (::unlink(entries.back().path.c_str()) != 0) {
+      if (accept ? ::rename(entries.back().path.c_str(),
+                            LostPath(entries.back().path).c_str()) != 0
+                 : ::unlink(entries.back().path.c_str()) != 0) {
         return ErrnoStatus(errno,
                            absl::StrFormat("unlink %s", entries.back().path));
       }
@@ -274,6 +345,21 @@ absl::Status JournalWriter::Recover() {
   active_ = 0;
   write_pos_ = tail_end;
   last_index_ = durable_index_ = tail_last;
+  // The last group kept, which the checkpoint names.
+  for (std::size_t i = std::min(tail + 1, infos.size()); i-- > 0;) {
+    if (infos[i].last_group_first_index != 0) {
+      durable_group_ = {.first_index = infos[i].last_group_first_index,
+                        .segment_first_index = infos[i].header.first_index,
+                        .offset = infos[i].last_group_offset,
+                        .crc = infos[i].last_group_crc};
+      break;
+    }
+  }
+  if (tail_last != 0 && durable_group_.first_index == 0) {
+    return absl::InternalError(absl::StrFormat(
+        "recovery of %s: the group holding index %d was not found",
+        options_.directory, tail_last));
+  }
   recovery_.last_index = tail_last;
   recovery_.segments = entries.size();
   return absl::OkStatus();

@@ -218,9 +218,20 @@ absl::Status Service::Impl::Start() {
       options_.journal.directory, recovery.created ? "created" : "recovered",
       recovery.segments, recovery.last_index, writer_->io_description(),
       journal::Name(writer_->durability()));
-  if (recovery.torn_tail) {
+  if (recovery.loss_accepted) {
+    // Loud, and shown even with --quiet.
+    startup_warning_ = absl::StrFormat("DATA LOSS ACCEPTED (--accept-loss): %s",
+                                       recovery.loss_message);
+    absl::StrAppendFormat(&startup_report_, "\n  %s", startup_warning_);
+  } else if (recovery.torn_tail) {
     absl::StrAppendFormat(&startup_report_, "\n  %s", recovery.message);
     startup_warning_ = recovery.message;
+  }
+  if (recovery.checkpoint_missing) {
+    absl::StrAppendFormat(
+        &startup_report_,
+        "\n  no checkpoint (a journal written before checkpoints): its end "
+        "could not be checked this time; one is kept from now on");
   }
 
   // Restart: every record through the StateMachine, as the live loop

@@ -385,6 +385,7 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
   check.state = GroupState::kValid;
   check.header = h;
   check.end = AlignUp(group_end);
+  check.crc = t.crc;
   return check;
 }
 
@@ -394,7 +395,8 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
 absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
                                      std::uint64_t offset,
                                      std::uint64_t expected_index, bool torn,
-                                     std::string_view problem) {
+                                     std::string_view problem,
+                                     std::uint64_t checkpointed) {
   Damage damage;
   damage.segment = segment;
   damage.offset = offset;
@@ -454,6 +456,14 @@ absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
         "header and trailer are in place and no sector is missing), so this "
         "is corruption, not a write cut short by a crash",
         where, problem);
+    return damage;
+  }
+  if (expected_index <= checkpointed) {
+    damage.kind = Damage::Kind::kDataLoss;
+    damage.message = absl::StrFormat(
+        "data loss in %s: %s; the journal's checkpoint says every index up "
+        "to %d was durable, so records %d..%d were on disk and are gone",
+        where, problem, checkpointed, expected_index, checkpointed);
     return damage;
   }
   damage.kind = Damage::Kind::kTornTail;

@@ -17,7 +17,8 @@
 //      magic in place, no zeroed 512-byte sector) and still fails its
 //      checksum is corruption, not a crash: data loss.
 //    - Anything else is what a crash leaves behind: the tail of a write cut
-//      short, or writes still in flight that landed out of order. Nothing
+//      short, or writes still in flight that landed out of order, unless
+//      the journal's checkpoint (checkpoint.h) says H was durable. Nothing
 //      from P on was ever reported durable: a torn tail, which recovery
 //      reports and cuts off.
 #ifndef ORDERWIRE_JOURNAL_INTERNAL_SCAN_H_
@@ -124,6 +125,7 @@ struct GroupCheck {
   bool torn = false;         // kBad: a crash can explain it (see above)
   GroupHeader header{};      // as read, when the magic matched
   std::uint64_t end = 0;     // kValid: offset of the next group
+  std::uint32_t crc = 0;     // kValid: the trailer's checksum
   std::string_view problem;  // kBad: what failed
 };
 
@@ -155,11 +157,14 @@ struct Damage {
 // bad segment header), where the group starting with index
 // `expected_index` should have been. `torn` says whether the damaged group
 // (or header) itself looks like what a crash leaves; `problem` says what is
-// wrong with it. Maps later segments as needed. Cold.
+// wrong with it. `checkpointed` is the durable index the journal's
+// checkpoint witnesses (0 without one): damage at or below it is data loss
+// whatever it looks like. Maps later segments as needed. Cold.
 absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
                                      std::uint64_t offset,
                                      std::uint64_t expected_index, bool torn,
-                                     std::string_view problem);
+                                     std::string_view problem,
+                                     std::uint64_t checkpointed = 0);
 
 }  // namespace orderwire::journal::internal
 

@@ -24,6 +24,11 @@ inline constexpr std::uint32_t kTagSync = 2;
 inline constexpr std::uint32_t kTagZero = 4;
 inline constexpr std::uint32_t kTagPrepSync = 5;
 inline constexpr std::uint32_t kTagPrepDirSync = 6;
+// The checkpoint's publication: its temp file's write and fdatasync, then
+// the directory's fsync after the rename.
+inline constexpr std::uint32_t kTagCheckpointWrite = 7;
+inline constexpr std::uint32_t kTagCheckpointSync = 8;
+inline constexpr std::uint32_t kTagCheckpointDirSync = 9;
 
 // Pre-zeroing writes this many bytes at a time, from one zero buffer.
 inline constexpr std::uint32_t kZeroChunk = 1u << 20;

@@ -441,6 +441,9 @@ EXIT_CASES = [
     ("replay", ["--journal", "{tmp}/nope"], b"", 1, "does not exist"),
     ("replay", ["--journal", "{tmp}/nope", "--verify"], b"", 1,
      "does not exist"),
+    # --accept-loss accepts lost records, not a journal that is not there.
+    ("replay", ["--journal", "{tmp}/nope", "--verify", "--accept-loss"], b"",
+     1, "does not exist"),
     # serve
     ("serve", ["--help"], b"", 0, ""),
     ("serve", [], b"", 2, "--journal DIR is required"),
@@ -551,8 +554,13 @@ class ServeQuiet(unittest.TestCase):
             used = int(inspect.split("(to offset ")[1].split(")")[0])
             segment = os.path.join(journal, sorted(
                 f for f in os.listdir(journal) if f.endswith(".owj"))[-1])
-            # Cut the last group short: a write the crash interrupted.
-            os.truncate(segment, used - 4000)
+            # Cut the last group short, as a crash leaves it: the end of its
+            # write never arrived (zeros; the preallocated file keeps its
+            # size), and the checkpoint had not caught up with it.
+            with open(segment, "r+b") as f:
+                f.seek(used - 4000)
+                f.write(bytes(4000))
+            os.remove(os.path.join(journal, "CHECKPOINT"))
             server = subprocess.Popen(
                 [ORDERWIRE, "serve", "--journal", journal, "--listen",
                  "127.0.0.1:%d" % free_udp_port(), "--quiet"],
@@ -763,6 +771,110 @@ class KeyedSubmit(unittest.TestCase):
             err = result.stderr.decode()
             self.assertIn("line 2: session.7.key_file", err)
             self.assertIn(key + ":1:", err)
+
+
+class JournalLoss(unittest.TestCase):
+    """Records the journal's checkpoint says were durable that are gone:
+    replay --verify and serve refuse (exit 1) naming the indexes and the
+    file, --accept-loss goes on and says so loudly, and a second server
+    cannot share a journal even after its LOCK file was deleted."""
+
+    def journal(self, tmp):
+        journal = os.path.join(tmp, "j")
+        frames = run(["gen", "--workload", "mixed", "--count", "3000",
+                      "--seed", "1"], b"").stdout
+        written = run(["journal", "write", "--journal", journal,
+                       "--segment-size", "65536", "--durability", "sync"],
+                      frames)
+        self.assertEqual(written.returncode, 0, written.stderr)
+        segments = sorted(f for f in os.listdir(journal)
+                          if f.endswith(".owj"))
+        self.assertGreater(len(segments), 2)
+        return journal, [os.path.join(journal, f) for f in segments]
+
+    def serve(self, journal, *flags):
+        return subprocess.Popen(
+            [ORDERWIRE, "serve", "--journal", journal, "--listen",
+             "127.0.0.1:%d" % free_udp_port()] + list(flags),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE)
+
+    def first_line_then_stop(self, server):
+        try:
+            ready, _, _ = select.select([server.stderr], [], [], 10)
+            first = server.stderr.readline().decode() if ready else ""
+        finally:
+            server.send_signal(2)
+            _, rest = server.communicate(timeout=30)
+        return first, rest.decode()
+
+    def test_a_deleted_last_segment_is_refused_unless_accepted(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal, segments = self.journal(tmp)
+            first_lost = int(os.path.basename(segments[-1])[:20])
+            os.remove(segments[-1])
+            missing = "records %d..3000 are missing" % first_lost
+            for command in (["replay", "--journal", journal, "--verify"],
+                            ["replay", "--journal", journal]):
+                result = run(command, b"")
+                self.assertEqual(result.returncode, 1, command)
+                self.assertIn(missing, result.stderr.decode())
+                self.assertIn(os.path.basename(segments[-1]),
+                              result.stderr.decode())
+                self.assertIn("--accept-loss", result.stderr.decode())
+            server = self.serve(journal, "--quiet")
+            _, err = server.communicate(timeout=30)
+            self.assertEqual(server.returncode, 1)
+            self.assertIn(missing, err.decode())
+
+            accepted = run(["replay", "--journal", journal, "--verify",
+                            "--accept-loss"], b"")
+            self.assertEqual(accepted.returncode, 0, accepted.stderr)
+            self.assertIn("DATA LOSS ACCEPTED", accepted.stderr.decode())
+            self.assertIn(missing, accepted.stderr.decode())
+
+            # serve --accept-loss starts, says so even with --quiet, and
+            # re-bases the checkpoint: the next check is clean.
+            first, _ = self.first_line_then_stop(
+                self.serve(journal, "--quiet", "--accept-loss"))
+            self.assertIn("DATA LOSS ACCEPTED", first)
+            self.assertIn(missing, first)
+            clean = run(["replay", "--journal", journal, "--verify"], b"")
+            self.assertEqual(clean.returncode, 0, clean.stderr)
+
+    def test_a_last_segment_truncated_at_a_group_boundary_is_refused(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal, segments = self.journal(tmp)
+            inspect = run(["journal", "inspect", journal], b"").stdout.decode()
+            used = int(inspect.split("(to offset ")[-1].split(")")[0])
+            os.truncate(segments[-1], used - 4096)  # one group less
+            result = run(["replay", "--journal", journal, "--verify"], b"")
+            self.assertEqual(result.returncode, 1)
+            self.assertIn("shorter than the 65536 bytes its header promises",
+                          result.stderr.decode())
+            server = self.serve(journal)
+            _, err = server.communicate(timeout=30)
+            self.assertEqual(server.returncode, 1)
+            self.assertIn(segments[-1], err.decode())
+
+    def test_deleting_the_lock_file_does_not_let_a_second_server_in(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = os.path.join(tmp, "j")
+            first = self.serve(journal)
+            try:
+                ready, _, _ = select.select([first.stderr], [], [], 10)
+                self.assertTrue(ready)
+                self.assertIn("listening on", first.stderr.readline().decode())
+                os.remove(os.path.join(journal, "LOCK"))
+                second = self.serve(journal)
+                _, err = second.communicate(timeout=30)
+                self.assertEqual(second.returncode, 1)
+                self.assertIn("open for appending by another writer",
+                              err.decode())
+            finally:
+                first.send_signal(2)
+                first.communicate(timeout=30)
+            self.assertEqual(first.returncode, 0)
 
 
 def main():

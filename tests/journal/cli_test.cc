@@ -137,8 +137,14 @@ TEST(JournalCliTest, ATornJournalIsReportedNotReadInFull) {
                 .status,
             0);
   const std::string segment = testing::SegmentPaths(dir.Sub("j")).at(0);
-  // Cut the file in the middle of its data: a torn tail.
-  testing::Truncate(segment, 4096 + 100000);
+  // What a crash leaves: the end of the data never reached the disk (zeros
+  // in the preallocated file) and the checkpoint had not caught up.
+  {
+    std::vector<std::byte> bytes = test_support::ReadFile(segment);
+    std::fill(bytes.begin() + 4096 + 100000, bytes.end(), std::byte{0});
+    test_support::WriteFile(segment, bytes);
+    std::filesystem::remove(dir.Sub("j/CHECKPOINT"));
+  }
   const Outcome verify =
       Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify");
   EXPECT_EQ(verify.status, 1);

@@ -98,6 +98,14 @@ void RewriteStable(const std::string& path, std::uint64_t offset,
   WriteFile(path, bytes);
 }
 
+// What a crash leaves: the checkpoint lags the groups that became durable
+// last (the writer publishes it at a bounded rate). Removing it makes the
+// remains below judged on what the segments say alone.
+void ForgetCheckpoint(const std::string& dir) {
+  ASSERT_TRUE(
+      std::filesystem::remove(dir + "/" + std::string(kCheckpointFileName)));
+}
+
 void ZeroRange(const std::string& path, std::uint64_t from, std::uint64_t to) {
   std::vector<std::byte> bytes = ReadFile(path);
   for (std::uint64_t i = from; i < to && i < bytes.size(); ++i) {
@@ -135,7 +143,10 @@ void AppendOne(JournalWriter& writer, std::uint64_t i) {
 // Torn tails.
 
 TEST(RecoveryTest,
-     TruncationAtEveryLengthOfTheLastRecordIsDetectedAndRecovered) {
+     TruncationAtEveryLengthOfTheLastRecordIsDataLossUnlessAccepted) {
+  // The writer preallocates every segment in full, so no crash leaves one
+  // shorter than its capacity: a truncated file is data loss wherever it
+  // was cut, a group boundary included.
   ScratchDir original;
   BuildJournal(original.path(), 6, 1);  // one record per group
   const std::string segment = SegmentPaths(original.path()).at(0);
@@ -147,40 +158,39 @@ TEST(RecoveryTest,
   for (std::uint64_t length = last; length <= last + group; ++length) {
     ScratchDir dir;
     WriteFile(dir.Sub(name), {bytes.data(), length});
+    const std::uint64_t kept = length == last + group ? 6 : 5;
     const Outcome read = Read(dir.path());
-    if (length == last) {  // ends exactly before the last group: clean
-      EXPECT_EQ(read.result, ReadResult::kEnd) << read.status;
-      EXPECT_EQ(read.records, 5u);
-      continue;
-    }
-    if (length == last + group) {  // the whole group, only padding cut
-      EXPECT_EQ(read.result, ReadResult::kEnd) << read.status;
-      EXPECT_EQ(read.records, 6u);
-      continue;
-    }
     ASSERT_EQ(read.result, ReadResult::kError) << "length " << length;
-    EXPECT_EQ(read.records, 5u) << "length " << length;
+    EXPECT_EQ(read.records, kept) << "length " << length;
     EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
     EXPECT_THAT(std::string(read.status.message()),
-                HasSubstr(absl::StrFormat("torn tail in segment %s at offset "
-                                          "%d (after index 5",
-                                          dir.Sub(name), last)))
+                HasSubstr(absl::StrFormat(
+                    "data loss in segment %s: the file is %d bytes, shorter "
+                    "than the 65536 bytes its header promises",
+                    dir.Sub(name), length)))
         << read.status;
 
-    auto writer = JournalWriter::Open(Reopen(dir.path()));
+    auto refused = JournalWriter::Open(Reopen(dir.path()));
+    ASSERT_FALSE(refused.ok()) << "length " << length;
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
+    if (length % 16 != 0 && length != last + group) continue;  // a sample
+
+    WriterOptions accept = Reopen(dir.path());
+    accept.accept_loss = true;
+    auto writer = JournalWriter::Open(accept);
     ASSERT_TRUE(writer.ok()) << "length " << length << ": " << writer.status();
     const RecoveryReport& report = (*writer)->recovery();
-    EXPECT_TRUE(report.torn_tail);
-    EXPECT_EQ(report.torn_offset, last);
-    EXPECT_EQ(report.last_index, 5u);
-    EXPECT_EQ(report.torn_segment, dir.Sub(name));
-    EXPECT_GT(report.discarded_bytes, 0u);
-    // Appending goes on from index 6, at the torn group's place.
-    AppendOne(**writer, 6);
+    EXPECT_TRUE(report.loss_accepted);
+    EXPECT_THAT(report.loss_message, HasSubstr("shorter than the 65536"));
+    EXPECT_EQ(report.last_index, kept);
+    EXPECT_TRUE(std::filesystem::exists(dir.Sub(name) + ".lost"));
+    // The segment has its capacity back; appending goes on after `kept`.
+    EXPECT_EQ(std::filesystem::file_size(dir.Sub(name)), 64u * 1024);
+    AppendOne(**writer, kept + 1);
     ASSERT_TRUE((*writer)->Close().ok());
     const auto back = ReadAndCheck(dir.path(), 1);
     EXPECT_EQ(back.end, ReadResult::kEnd) << back.status;
-    EXPECT_EQ(back.records, 6u);
+    EXPECT_EQ(back.records, kept + 1);
   }
 }
 
@@ -314,6 +324,7 @@ TEST(RecoveryTest, CorruptionInTheMiddleIsDataLossNamingFileAndOffset) {
 TEST(RecoveryTest, GroupsThatLandedPastAMissingOneAreInFlightRemainsAndCut) {
   ScratchDir dir;
   BuildJournal(dir.path(), 5, 3);  // indexes 1..15, group 4 = 10..12
+  ForgetCheckpoint(dir.path());
   const std::string segment = SegmentPaths(dir.path()).at(0);
   // Group 4 never reached the disk; group 5 did, sealed while group 4 was
   // still in flight (stable_index 9 < 10).
@@ -341,6 +352,7 @@ TEST(RecoveryTest, GroupsThatLandedPastAMissingOneAreInFlightRemainsAndCut) {
 TEST(RecoveryTest, AHalfWrittenGroupBeforeInFlightRemainsIsATornTail) {
   ScratchDir dir;
   BuildJournal(dir.path(), 5, 3);
+  ForgetCheckpoint(dir.path());
   const std::string segment = SegmentPaths(dir.path()).at(0);
   const std::uint64_t group = GroupBytes(segment, Block(4));
   ZeroRange(segment, Block(4) + group / 2, Block(5));  // its trailer missing
@@ -465,6 +477,7 @@ TEST(RecoveryTest, AHeaderlessLastSegmentIsARotationCutShort) {
   auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 2u);
   ZeroRange(paths[1], 0, kSegmentHeaderSize);
+  ForgetCheckpoint(dir.path());
   const Outcome read = Read(dir.path());
   ASSERT_EQ(read.result, ReadResult::kError);
   EXPECT_EQ(read.records, 15u);

@@ -381,7 +381,7 @@ TEST(WriterTest, ASecondWriterOnTheSameJournalIsRefused) {
               HasSubstr("another writer"));
 }
 
-TEST(WriterTest, CloseLeavesOnlySegmentsAndTheLockFile) {
+TEST(WriterTest, CloseLeavesOnlySegmentsTheLockFileAndTheCheckpoint) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
   auto writer = JournalWriter::Open(
@@ -391,7 +391,8 @@ TEST(WriterTest, CloseLeavesOnlySegmentsAndTheLockFile) {
   ASSERT_TRUE((*writer)->Close().ok());
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     const std::string name = entry.path().filename().string();
-    EXPECT_TRUE(ParseSegmentFileName(name).has_value() || name == "LOCK")
+    EXPECT_TRUE(ParseSegmentFileName(name).has_value() || name == "LOCK" ||
+                name == kCheckpointFileName)
         << name;
   }
 }
