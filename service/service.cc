@@ -50,8 +50,7 @@ constexpr std::uint32_t kNoOwner = UINT32_MAX;
 StateMachineOptions MachineOptions(const ServiceOptions& options) {
   return StateMachineOptions{
       .engine = options.config.engine,
-      .max_sessions = static_cast<std::uint32_t>(
-          options.config.max_sessions + options.config.sessions.size()),
+      .max_sessions = options.config.max_sessions,
       .report_history = options.report_history,
       .history_budget_bytes =
           static_cast<std::size_t>(options.config.max_report_history_bytes),

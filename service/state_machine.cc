@@ -21,17 +21,12 @@ StateMachine::StateMachine(const StateMachineOptions& options)
 
 absl::Status StateMachine::Reconfigure(const engine::EngineConfig& engine,
                                        std::uint32_t max_sessions) {
-  if (max_sessions == 0 || max_sessions < sessions_.size()) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "max_sessions %d is below the %d sessions the journal already has "
-        "(or 0)",
-        max_sessions, sessions_.size()));
+  if (max_sessions == 0) {
+    return absl::InvalidArgumentError("max_sessions must be at least 1");
   }
   if (absl::Status s = engine_->Reconfigure(engine); !s.ok()) return s;
   options_.engine = engine;
   options_.max_sessions = max_sessions;
-  sessions_.reserve(max_sessions);
-  by_id_.reserve(max_sessions);
   return absl::OkStatus();
 }
 
@@ -97,15 +92,10 @@ absl::Status StateMachine::Apply(const Record& record) {
         "journal record %d: session %d sequence %d, expected %d", record.index,
         record.session_id, command.sequence, expected));
   }
-  if (submitter == nullptr) {
-    if (sessions_.size() >= options_.max_sessions) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "journal record %d: session %d does not fit: the journal has more "
-          "sessions than max_sessions = %d",
-          record.index, record.session_id, options_.max_sessions));
-    }
-    submitter = NewSession(record.session_id);
-  }
+  // A new session is never refused here: the service's SessionTable bounds
+  // sessions when their first command arrives (max_sessions unlisted plus
+  // every listed one), and what it journaled is applied as it was.
+  if (submitter == nullptr) submitter = NewSession(record.session_id);
 
   // The record is applied from here on.
   last_session_ = submitter;

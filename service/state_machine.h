@@ -26,7 +26,7 @@
 // Errors from Apply() mean the journal is not one this state machine can
 // apply (never a client's fault: the Sequencer only journals what is in
 // sequence): a record out of index order, an unknown flag bit, a frame that
-// is not a command, a session past max_sessions, a sequence that does not
+// is not a command, a sequence that does not
 // continue its session. The state is unchanged by a refused record.
 //
 // Hot path: Apply() does not allocate once its buffers have held the
@@ -81,8 +81,11 @@ struct Output {
 
 struct StateMachineOptions {
   engine::EngineConfig engine;
-  // Sessions the journal may hold (the service's table: max_sessions
-  // unlisted plus every listed session).
+  // The configured cap on unlisted sessions, kept as part of the pinned
+  // configuration (pinned_config.h). The StateMachine refuses no session
+  // for it: the service's SessionTable applies the cap (plus every listed
+  // session) before a session's first command is journaled, and a journal
+  // is applied as it was written.
   std::uint32_t max_sessions = 1024;
   // Per session: at most this many report frames kept for sending again
   // (rounded up to a power of two).
@@ -128,13 +131,13 @@ class StateMachine {
 
   // Changes the settings that decide how records apply, between two
   // records: the engine's limits (engine::Engine::Reconfigure: new limits
-  // for new commands, live orders kept) and max_sessions, which may grow or
-  // shrink to no fewer than the sessions the journal already has. The
+  // for new commands, live orders kept) and max_sessions (at least 1; the
+  // service's cap, see StateMachineOptions). The
   // service does it where the journal pins a new configuration (a segment
   // start, pinned_config.h), so live, restart and replay change at the same
   // index. Errors, the state unchanged: InvalidArgument or
-  // FailedPrecondition naming the setting (max_sessions 0 or below the
-  // sessions, or the engine's refusal). Cold.
+  // FailedPrecondition naming the setting (max_sessions 0, or the engine's
+  // refusal). Cold.
   absl::Status Reconfigure(const engine::EngineConfig& engine,
                            std::uint32_t max_sessions);
 

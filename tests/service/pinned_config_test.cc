@@ -110,7 +110,8 @@ TEST(PinnedConfigTest, ASegmentWithoutMetadataTakesTheUnpinnedConfiguration) {
   EXPECT_THAT(config.status().message(), HasSubstr(segment.path));
 }
 
-TEST(StateMachineReconfigureTest, MaxSessionsShrinksOnlyToTheSessionsSeen) {
+TEST(StateMachineReconfigureTest,
+     MaxSessionsIsTheCapNotARefusalOfSessionsSeen) {
   StateMachineOptions options;
   options.engine.max_live_orders = 1024;
   options.max_sessions = 4;
@@ -131,12 +132,15 @@ TEST(StateMachineReconfigureTest, MaxSessionsShrinksOnlyToTheSessionsSeen) {
                                   .frame = {frame, *size}})
                     .ok());
   }
-  const absl::Status refused = machine.Reconfigure(options.engine, 1);
-  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(refused.message(), HasSubstr("below the 2 sessions"));
+  // 0 is no cap at all: refused, nothing changed.
+  const absl::Status refused = machine.Reconfigure(options.engine, 0);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(machine.options().max_sessions, 4u);
-  ASSERT_TRUE(machine.Reconfigure(options.engine, 2).ok());
-  EXPECT_EQ(machine.options().max_sessions, 2u);
+  // Below the sessions seen (listed sessions are outside the cap): taken,
+  // and the sessions stay.
+  ASSERT_TRUE(machine.Reconfigure(options.engine, 1).ok());
+  EXPECT_EQ(machine.options().max_sessions, 1u);
+  EXPECT_EQ(machine.session_count(), 2u);
   engine::EngineConfig engine = options.engine;
   engine.max_price = 77;
   ASSERT_TRUE(machine.Reconfigure(engine, 100).ok());

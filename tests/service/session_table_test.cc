@@ -226,6 +226,7 @@ TEST(SessionTableTest, KeyedSessionMovesOnlyWithAValidMacAndANewCommand) {
   ASSERT_EQ(table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:4000"), true,
                         &session),
             Admission::kOk);
+  Session* const pinned = session;
   session->next_expected = 2;  // command 1 journaled
   // A copy of the old datagram (command 1) from elsewhere: moves nothing.
   EXPECT_EQ(table.Admit(Datagram(7, 1, &keyed.mac), Ip("127.0.0.1:5000"), true,
@@ -238,7 +239,7 @@ TEST(SessionTableTest, KeyedSessionMovesOnlyWithAValidMacAndANewCommand) {
   EXPECT_EQ(table.Admit(Datagram(7, 3, &keyed.mac), Ip("127.0.0.1:5000"), true,
                         &session),
             Admission::kPinnedElsewhere);
-  EXPECT_TRUE(session->peer == Ip("127.0.0.1:4000"));
+  EXPECT_TRUE(pinned->peer == Ip("127.0.0.1:4000"));
   EXPECT_EQ(table.moves(), 0u);
   // The next command with the key: the session moves.
   ASSERT_EQ(table.Admit(Datagram(7, 2, &keyed.mac), Ip("127.0.0.1:5000"), true,
