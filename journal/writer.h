@@ -197,7 +197,7 @@ struct WriterStats {
   std::uint64_t journal_full = 0;      // Append() calls answered kJournalFull
   std::uint64_t prepare_no_space = 0;  // preparation attempts that found
                                        // no space
-  std::uint64_t checkpoints = 0;          // checkpoints published
+  std::uint64_t checkpoints = 0;       // checkpoints published
   std::uint64_t checkpoint_failures = 0;  // attempts that failed (retried)
 };
 

@@ -46,8 +46,8 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
                               std::uint64_t receive_ns) {
   Sequenced result;
   Session* session = nullptr;
-  result.admission = sessions_.Admit(datagram, peer, OpensSession(datagram),
-                                     &session);
+  result.admission =
+      sessions_.Admit(datagram, peer, OpensSession(datagram), &session);
   if (result.admission != Admission::kOk) {
     ++stats_.refused[static_cast<std::size_t>(result.admission)];
     return result;
