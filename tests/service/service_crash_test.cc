@@ -349,9 +349,14 @@ TEST(ServiceCrashTest, KilledAndRestartedUnderLoadLosesAndDuplicatesNothing) {
     ASSERT_NE(at, std::string::npos) << log;
     const std::uint64_t replayed =
         std::strtoull(log.c_str() + at + 9, nullptr, 10);
-    EXPECT_GT(replayed, 0u) << log;
+    // An incarnation killed before its clients reached it journaled
+    // nothing, so a restart may replay as much as the one before; never
+    // less.
     EXPECT_GE(replayed, replayed_before) << log;
     replayed_before = replayed;
+  }
+  if (incarnation > first_incarnation + 1) {
+    EXPECT_GT(replayed_before, 0u) << "no restart replayed anything";
   }
 
   // A clean stop of the last incarnation.
