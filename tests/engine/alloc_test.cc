@@ -1,10 +1,8 @@
-// No heap allocation in steady state: the global operator new is replaced to
-// count calls, and 1,000,000 commands run after a warm-up with none.
-#include <atomic>
+// No heap allocation in steady state: 1,000,000 commands run after a warm-up
+// with none (tests/support/counting_new.h counts; its own binary, because
+// it replaces the global operator new).
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
-#include <new>
 #include <vector>
 
 #include "codec/command.h"
@@ -12,51 +10,7 @@
 #include "engine/report.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
-
-namespace {
-
-std::atomic<bool> g_counting{false};
-std::atomic<std::size_t> g_allocations{0};
-
-void* Allocate(std::size_t size) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-
-void* AllocateAligned(std::size_t size, std::align_val_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  const auto a = static_cast<std::size_t>(align);
-  if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-
-}  // namespace
-
-void* operator new(std::size_t size) { return Allocate(size); }
-void* operator new[](std::size_t size) { return Allocate(size); }
-void* operator new(std::size_t size, std::align_val_t a) {
-  return AllocateAligned(size, a);
-}
-void* operator new[](std::size_t size, std::align_val_t a) {
-  return AllocateAligned(size, a);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "tests/support/counting_new.h"
 
 namespace orderwire::engine {
 namespace {
@@ -72,24 +26,21 @@ std::size_t AllocationsInSteadyState(workload::Workload which,
     reports.Clear();
     (void)engine->Execute(commands[i], reports);
   }
-  g_allocations = 0;
-  g_counting = true;
+  test_support::StartCountingAllocations();
   std::size_t executed = 0;
   for (std::size_t i = warm_up; i < commands.size(); ++i) {
     reports.Clear();
     executed += engine->Execute(commands[i], reports) == ExecuteStatus::kOk;
   }
-  g_counting = false;
+  const std::size_t allocations = test_support::StopCountingAllocations();
   EXPECT_EQ(executed, counted);
-  return g_allocations.load();
+  return allocations;
 }
 
 TEST(Allocation, CountingWorks) {
-  g_allocations = 0;
-  g_counting = true;
+  test_support::StartCountingAllocations();
   auto p = std::make_unique<int>(1);
-  g_counting = false;
-  EXPECT_EQ(g_allocations.load(), 1u);
+  EXPECT_EQ(test_support::StopCountingAllocations(), 1u);
 }
 
 TEST(Allocation, NoneOverAMillionMixedCommandsAfterWarmUp) {

@@ -2,15 +2,12 @@
 // (service/state_machine.h, service/report_history.h): once every session's
 // ring has grown to its cap, Apply() allocates exactly as often as with no
 // history at all; while rings grow, the history adds the doublings and no
-// more. The global
-// operator new is replaced to count calls, so this is its own binary.
+// more. tests/support/counting_new.h counts (its own binary, because it
+// replaces the global operator new).
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
-#include <new>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -18,51 +15,7 @@
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "service/state_machine.h"
-
-namespace {
-
-std::atomic<bool> g_counting{false};
-std::atomic<std::size_t> g_allocations{0};
-
-void* Allocate(std::size_t size) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-
-void* AllocateAligned(std::size_t size, std::align_val_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  const auto a = static_cast<std::size_t>(align);
-  if (void* p = std::aligned_alloc(a, (size + a - 1) / a * a)) return p;
-  throw std::bad_alloc();
-}
-
-}  // namespace
-
-void* operator new(std::size_t size) { return Allocate(size); }
-void* operator new[](std::size_t size) { return Allocate(size); }
-void* operator new(std::size_t size, std::align_val_t a) {
-  return AllocateAligned(size, a);
-}
-void* operator new[](std::size_t size, std::align_val_t a) {
-  return AllocateAligned(size, a);
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t, std::align_val_t) noexcept {
-  std::free(p);
-}
+#include "tests/support/counting_new.h"
 
 namespace orderwire::service {
 namespace {
@@ -102,7 +55,6 @@ std::size_t AllocationsAfter(const StateMachineOptions& options,
                              std::size_t* ring_capacity = nullptr) {
   auto machine = std::make_unique<StateMachine>(options);
   std::uint64_t index = 1;
-  g_allocations = 0;
   for (std::size_t i = 0; i < stream.frames.size(); ++i) {
     if (i == warm_up) {
       if (ring_capacity != nullptr) {
@@ -112,19 +64,17 @@ std::size_t AllocationsAfter(const StateMachineOptions& options,
               std::min(*ring_capacity, machine->session(s).history.capacity());
         }
       }
-      g_allocations = 0;
-      g_counting = true;
+      test_support::StartCountingAllocations();
     }
     const absl::Status status = machine->Apply(
         Record{index++, 0, stream.sessions[i], 0, stream.frames[i]});
     if (!status.ok()) {
-      g_counting = false;
+      (void)test_support::StopCountingAllocations();
       ADD_FAILURE() << status;
       return SIZE_MAX;
     }
   }
-  g_counting = false;
-  return g_allocations.load();
+  return test_support::StopCountingAllocations();
 }
 
 // The report history adds no allocation once every ring has reached its
