@@ -115,7 +115,8 @@ bool JournalReader::CheckCheckpointGroup(const internal::GroupCheck& check) {
       c.durable_index));
 }
 
-void JournalReader::SegmentDamage(std::size_t segment, std::string message) {
+void JournalReader::SegmentDamage(std::size_t segment,
+                                  const std::string& message) {
   internal::Damage damage;
   damage.kind = internal::Damage::Kind::kDataLoss;
   damage.segment = segment;
@@ -123,7 +124,7 @@ void JournalReader::SegmentDamage(std::size_t segment, std::string message) {
   damage.last_good_index = next_index_ - 1;
   damage.message = message;
   damage_ = std::move(damage);
-  Fail(absl::DataLossError(std::move(message)));
+  Fail(absl::DataLossError(message));
 }
 
 ReadResult JournalReader::Truncated() {

@@ -201,7 +201,7 @@ class JournalReader {
   // Segment `segment` cannot be entered (a damaged or foreign header, a
   // first segment that does not start at 1): DataLoss, with the damage
   // placed at its offset 0, where the journal can be cut.
-  void SegmentDamage(std::size_t segment, std::string message);
+  void SegmentDamage(std::size_t segment, const std::string& message);
   // The journal ended cleanly at next_index_ - 1: held against the
   // checkpoint.
   ReadResult End();

@@ -178,7 +178,7 @@ class ReportHistory {
   Slot& SlotOf(std::uint64_t sequence) noexcept {
     return slots_[sequence & (capacity_ - 1)];
   }
-  const Slot& SlotOf(std::uint64_t sequence) const noexcept {
+  [[nodiscard]] const Slot& SlotOf(std::uint64_t sequence) const noexcept {
     return slots_[sequence & (capacity_ - 1)];
   }
 
