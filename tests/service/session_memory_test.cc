@@ -35,6 +35,15 @@
 namespace orderwire::service {
 namespace {
 
+// Under AddressSanitizer freed blocks (the test client's own datagrams
+// among them) sit in its quarantine and RSS says nothing about the
+// service: the bounds are checked in the other builds, the behaviour in all.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kRssIsMeasurable = false;
+#else
+constexpr bool kRssIsMeasurable = true;
+#endif
+
 using codec::Side;
 using test_support::Bytes;
 using test_support::Datagram;
@@ -230,8 +239,10 @@ TEST(SessionMemory, HundredThousandSessionIdsStayWithinTheStatedBound) {
       "RSS: baseline %zu KiB, after %u gap-only + %u garbage ids %zu "
       "KiB\n",
       baseline / 1024, kIds, kIds, after_gaps / 1024);
-  EXPECT_LT(after_gaps, baseline + (std::size_t{2} << 20))
-      << "ids that sent nothing valid must cost (almost) nothing";
+  if (kRssIsMeasurable) {
+    EXPECT_LT(after_gaps, baseline + (std::size_t{2} << 20))
+        << "ids that sent nothing valid must cost (almost) nothing";
+  }
 
   // 2. Ids that each send one valid command (a cancel of an unknown
   // order: Rejected, one report each).
@@ -246,7 +257,13 @@ TEST(SessionMemory, HundredThousandSessionIdsStayWithinTheStatedBound) {
       "session; bound %zu B)\n",
       kIds, after_sessions / 1024, (after_sessions - baseline) / kIds,
       kSessionBoundBytes);
-  EXPECT_LT(after_sessions, baseline + kIds * kSessionBoundBytes);
+  if (kRssIsMeasurable) {
+    EXPECT_LT(after_sessions, baseline + kIds * kSessionBoundBytes);
+  } else {
+    std::printf(
+        "RSS bounds not checked: under AddressSanitizer freed blocks wait in "
+        "its quarantine (the release build checks them)\n");
+  }
 
   // 3. The cap is full of unlisted sessions: a new unlisted one is refused,
   // the listed one trades.
