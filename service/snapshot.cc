@@ -739,6 +739,26 @@ absl::StatusOr<LoadedSnapshot> DecodeSnapshot(
   return SnapshotCodec::Decode(bytes, name, expected_journal_id);
 }
 
+void ResealSnapshot(std::span<std::byte> bytes) {
+  const std::size_t size = bytes.size();
+  if (size < kHeaderSize + kTableSize + kSnapshotTrailerSize) return;
+  const std::size_t sections_end = size - kSnapshotTrailerSize;
+  for (std::size_t k = 0; k < kSnapshotSectionCount; ++k) {
+    std::byte* entry = bytes.data() + kHeaderSize + k * kSectionEntrySize;
+    const auto e =
+        journal::LoadStruct<kSnapshotSectionLayout, SnapshotSectionEntry>(
+            entry);
+    if (e.offset > sections_end || e.bytes > sections_end - e.offset) continue;
+    codec::StoreLE(entry + codec::OffsetOf<kSnapshotSectionLayout,
+                                           &SnapshotSectionEntry::crc>(),
+                   journal::Crc32c(bytes.subspan(e.offset, e.bytes)));
+  }
+  codec::StoreLE(bytes.data() + kHeaderCrcOffset,
+                 journal::Crc32c(bytes.subspan(0, kHeaderCrcOffset)));
+  codec::StoreLE(bytes.data() + sections_end,
+                 journal::Crc32c(bytes.subspan(0, sections_end)));
+}
+
 absl::StatusOr<SnapshotInfo> WriteSnapshot(const StateMachine& machine,
                                            std::uint64_t journal_id,
                                            const std::string& journal_dir) {

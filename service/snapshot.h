@@ -129,6 +129,13 @@ absl::StatusOr<LoadedSnapshot> DecodeSnapshot(
     std::span<const std::byte> bytes, const std::string& name,
     std::uint64_t expected_journal_id);
 
+// Recomputes every checksum of a snapshot's bytes (each section's CRC as
+// its table entry places it, where the entry lies inside the file, then the
+// header's and the whole file's), so that tests and the fuzz target can
+// reach the checks behind the checksums. Bytes too short for a header and a
+// trailer are left alone. Never reads or writes outside `bytes`.
+void ResealSnapshot(std::span<std::byte> bytes);
+
 // ---------------------------------------------------------------------------
 // The fixed structures of the format (docs/SNAPSHOT.md).
 
