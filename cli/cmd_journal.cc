@@ -649,15 +649,12 @@ absl::Status Replay(const Args& args) {
   const std::uint64_t snapshot_index =
       started->snapshot.has_value() ? started->snapshot->index : 0;
   if (started->snapshot.has_value()) {
-    std::fprintf(
-        stderr,
-        "replay: from snapshot %s (index %llu, %u sessions, %llu "
-        "live orders); reports of records %llu.. only\n",
-        started->snapshot->path.c_str(),
-        static_cast<unsigned long long>(snapshot_index),
-        started->snapshot->sessions,
-        static_cast<unsigned long long>(started->snapshot->live_orders),
-        static_cast<unsigned long long>(snapshot_index + 1));
+    const std::string from = absl::StrFormat(
+        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
+        "reports of records %d.. only\n",
+        started->snapshot->path, snapshot_index, started->snapshot->sessions,
+        started->snapshot->live_orders, snapshot_index + 1);
+    std::fputs(from.c_str(), stderr);
   }
   absl::StatusOr<JournalTail> tail =
       JournalTail::OpenJournalAt(dir, reader_options, snapshot_index + 1);

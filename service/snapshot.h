@@ -226,7 +226,8 @@ static_assert(kSnapshotConfigLayout.kSize == 80);
 
 // Section 2: StateMachineStats, as 2 + 256 + 256 + 16 u64 (records,
 // unauthorized, commands by kind, reports by kind, rejects by reason).
-inline constexpr std::size_t kSnapshotStatsSize = 8 * (2 + 256 + 256 + 16);
+inline constexpr std::size_t kSnapshotStatsSize =
+    std::size_t{8} * (2 + 256 + 256 + 16);
 
 // Section 3: one per session, in order of first appearance.
 struct SnapshotSessionRecord {
