@@ -535,6 +535,18 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
                                  s.history_lost_command, s.history_last_command,
                                  s.next_expected - 1));
     }
+    // A ring grows (doubling from 2) only when full, and is freed whole:
+    // it holds at least one report, and more than half of it once past 2
+    // slots. So a ring never takes more memory than twice the reports this
+    // file holds for it.
+    const bool ring_consistent =
+        cap == 0 ? s.history_first == 0 : held >= (cap == 2 ? 1 : cap / 2 + 1);
+    if (!ring_consistent) {
+      return why("history_capacity",
+                 absl::StrFormat("a ring of %d slots holding %d reports (a "
+                                 "ring holds more than half of its slots)",
+                                 cap, held));
+    }
     held_total += held;
     budget_used += cap * ReportHistory::kSlotSize;
     sessions[i] = s;

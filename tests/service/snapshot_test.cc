@@ -492,6 +492,35 @@ TEST(Snapshot, ACrossedBookIsRefused) {
       << loaded.status();
 }
 
+// A history ring larger than the reports it holds could make a load
+// allocate far more than the file holds: refused.
+TEST(Snapshot, AHistoryRingLargerThanItsReportsIsRefused) {
+  StateMachineOptions options = SmallOptions();
+  options.report_history = 1 << 20;
+  options.history_budget_bytes = std::size_t{1} << 40;
+  StateMachine machine(options);
+  const Stream stream = MakeStream(/*sessions=*/1, /*per_session=*/2, 4);
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    ASSERT_TRUE(machine.Apply(stream.RecordAt(i)).ok());
+  }
+  const std::size_t held = machine.session(0).history.held();
+  ASSERT_GE(held, 1u);
+  std::vector<std::byte> bytes = EncodeSnapshot(machine, 1, 2);
+  ASSERT_TRUE(DecodeSnapshot(bytes, "f", 0).ok());
+  const SnapshotSectionEntry sessions = SectionEntry(bytes, kSectionSessions);
+  codec::StoreLE(
+      bytes.data() + sessions.offset +
+          codec::OffsetOf<kSnapshotSessionLayout,
+                          &SnapshotSessionRecord::history_capacity>(),
+      std::uint64_t{1} << 20);
+  ResealSnapshot(bytes);
+  const auto loaded = DecodeSnapshot(bytes, "f", 0);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("more than half of its slots"),
+            std::string::npos)
+      << loaded.status();
+}
+
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
