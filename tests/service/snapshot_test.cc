@@ -77,7 +77,8 @@ StateMachineOptions SmallOptions() {
   options.engine.max_instrument = 16;
   options.max_sessions = 8;
   options.report_history = 16;  // histories wrap
-  options.history_budget_bytes = 3 * 16 * ReportHistory::kSlotSize;  // full
+  options.history_budget_bytes =
+      std::size_t{3} * 16 * ReportHistory::kSlotSize;  // full
   return options;
 }
 
@@ -534,7 +535,7 @@ void WriteFile(const std::string& path, std::span<const std::byte> bytes) {
 
 TEST(Snapshot, WriteListLoadNewestAndFallBackPastDamage) {
   test_support::ScratchDir dir;
-  const std::string journal = dir.path();
+  const std::string& journal = dir.path();
   const Stream stream = MakeStream(2, 100, 9);
   StateMachine machine(SmallOptions());
   // A missing directory is an empty list.
