@@ -24,10 +24,10 @@ namespace {
 using orderwire::service::StateMachine;
 using orderwire::service::StateMachineOptions;
 
-// Applies `per_session` mixed commands of each of `sessions` sessions,
-// interleaved, some flagged Unauthorized.
+// Applies `per_session` mixed commands of each of `sessions` new sessions
+// (ids first_id, first_id + 3, ...), interleaved, some flagged Unauthorized.
 void Feed(StateMachine& machine, std::uint32_t sessions,
-          std::size_t per_session, std::uint64_t seed) {
+          std::size_t per_session, std::uint64_t seed, std::uint32_t first_id) {
   std::vector<std::vector<orderwire::codec::Command>> streams;
   for (std::uint32_t s = 0; s < sessions; ++s) {
     streams.push_back(orderwire::workload::Generate(
@@ -39,7 +39,7 @@ void Feed(StateMachine& machine, std::uint32_t sessions,
       const auto size = orderwire::codec::EncodeCommand(streams[s][i], frame);
       if (!size.ok()) continue;
       const auto status = machine.Apply(orderwire::service::Record{
-          machine.last_index() + 1, 0, 40 + 3 * s,
+          machine.last_index() + 1, 0, first_id + 3 * s,
           i % 37 == 5 ? orderwire::service::kRecordUnauthorized : 0u,
           std::span<const std::byte>(frame.data(), *size)});
       if (!status.ok()) {
@@ -84,19 +84,19 @@ int main(int argc, char** argv) {
   }
   {
     StateMachine machine(Small());
-    Feed(machine, 1, 40, 1);
+    Feed(machine, 1, 40, 1, 40);
     write("one_session", machine);
   }
   {
     StateMachine machine(Small());
-    Feed(machine, 3, 30, 2);  // histories wrap; the budget runs out
+    Feed(machine, 3, 30, 2, 40);  // histories wrap; the budget runs out
     (void)machine.ReleaseHistory(1);
     write("three_sessions_released", machine);
     auto config = machine.options().engine;
     config.min_price = 99'995;
     config.max_live_orders = 80;
     if (machine.Reconfigure(config, 3).ok()) {
-      Feed(machine, 2, 10, 7);
+      Feed(machine, 2, 10, 7, 100);
       write("reconfigured", machine);
     }
   }
