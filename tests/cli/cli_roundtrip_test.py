@@ -695,6 +695,23 @@ class ConfigurationPinned(unittest.TestCase):
             inspect = run(["journal", "inspect", journal], b"").stdout
             self.assertIn(b"max_price = 1000", inspect)
             self.assertIn(b"max_price = 5000", inspect)
+
+            # From a snapshot taken under the first configuration: the
+            # replay still changes it where the next segment pins the new
+            # one, so session 2's order is Accepted as it was live.
+            made = run(["snapshot", "--journal", journal, "--at-index", "1"],
+                       b"")
+            self.assertEqual(made.returncode, 0, made.stderr)
+            from_snapshot = os.path.join(tmp, "replay3")
+            result = run(["replay", "--journal", journal, "--reports-dir",
+                          from_snapshot], b"")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertIn(b"from snapshot", result.stderr)
+            self.assertIn(b"reconfigured from index 2", result.stdout)
+            self.assertEqual(os.listdir(from_snapshot), ["session-2.bin"])
+            with open(os.path.join(from_snapshot, "session-2.bin"),
+                      "rb") as f:
+                self.assertEqual(f.read(), live2)
 class KeyedSubmit(unittest.TestCase):
     """`submit --key-file` against `serve --config` with a keyed session
     (docs/PROTOCOL.md "Authenticated datagrams"): the keyed client trades;
