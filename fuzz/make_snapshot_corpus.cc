@@ -57,7 +57,7 @@ StateMachineOptions Small() {
   options.engine.max_live_orders = 64;
   options.max_sessions = 4;
   options.report_history = 8;
-  options.history_budget_bytes = 2 * 8 * 80;
+  options.history_budget_bytes = std::size_t{2} * 8 * 80;
   return options;
 }
 
