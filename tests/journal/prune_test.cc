@@ -36,12 +36,15 @@ using ::orderwire::test_support::WriteFile;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// 64 KiB segments: 15 one-record groups each.
+constexpr std::uint64_t kSegmentSize = std::uint64_t{64} * 1024;
+
 // `groups` one-record groups under kSync in 64 KiB segments: 15 groups per
 // segment (segments from 1, 16, 31, ...). Closed cleanly.
 void BuildJournal(const std::string& dir, std::uint64_t first, int groups) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kSync,
-                                     .segment_size = 64 * 1024,
+                                     .segment_size = kSegmentSize,
                                      .group_size = 8192});
   ASSERT_TRUE(writer.ok()) << writer.status();
   AppendRange(**writer, first, static_cast<std::size_t>(groups), 1);
@@ -205,7 +208,7 @@ TEST(PruneTest, NeverTheLastSegmentNorTheOneHoldingTheLastRecord) {
   {
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kSync,
-                                       .segment_size = 64 * 1024});
+                                       .segment_size = kSegmentSize});
     ASSERT_TRUE(writer.ok()) << writer.status();
     ASSERT_TRUE((*writer)->StartSegment("metadata").ok());
     ASSERT_TRUE((*writer)->Close().ok());
@@ -215,8 +218,8 @@ TEST(PruneTest, NeverTheLastSegmentNorTheOneHoldingTheLastRecord) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->segments.empty());
   EXPECT_THAT(report->stopped_because, HasSubstr("holds the journal's last"));
-  auto writer =
-      JournalWriter::Open({.directory = dir.path(), .segment_size = 64 * 1024});
+  auto writer = JournalWriter::Open(
+      {.directory = dir.path(), .segment_size = kSegmentSize});
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_EQ((*writer)->last_index(), 40u);
 }
@@ -257,7 +260,8 @@ TEST(PruneTest, ACrashAfterTheStartWasWrittenLeavesAJournalThatOpens) {
     std::vector<std::byte> last = ReadFile(paths[2]);
     const std::byte torn[] = {std::byte{'O'}, std::byte{'W'}, std::byte{'G'},
                               std::byte{'H'}, std::byte{0x47}};
-    std::copy(std::begin(torn), std::end(torn), last.begin() + 4096 * 11);
+    std::copy(std::begin(torn), std::end(torn),
+              last.begin() + std::ptrdiff_t{4096} * 11);
     WriteFile(paths[2], last);
   }
   const std::vector<std::byte> leftover = ReadFile(paths[0]);
@@ -285,8 +289,8 @@ TEST(PruneTest, ADeletedFirstSegmentWithoutAPruneIsStillDataLoss) {
   const Outcome read = Read(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("not 1"));
-  const auto writer =
-      JournalWriter::Open({.directory = dir.path(), .segment_size = 64 * 1024});
+  const auto writer = JournalWriter::Open(
+      {.directory = dir.path(), .segment_size = kSegmentSize});
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
   // And a prune refuses to make it look intended.
   const absl::StatusOr<PruneReport> report =
@@ -304,11 +308,11 @@ TEST(PruneTest, ASegmentDeletedAfterAPruneIsDataLoss) {
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("the journal starts at index 16"));
-  EXPECT_EQ(
-      JournalWriter::Open({.directory = dir.path(), .segment_size = 64 * 1024})
-          .status()
-          .code(),
-      absl::StatusCode::kDataLoss);
+  EXPECT_EQ(JournalWriter::Open(
+                {.directory = dir.path(), .segment_size = kSegmentSize})
+                .status()
+                .code(),
+            absl::StatusCode::kDataLoss);
 }
 
 TEST(PruneTest, ACheckpointNamingAPrunedGroupStillOpens) {
@@ -325,8 +329,8 @@ TEST(PruneTest, ACheckpointNamingAPrunedGroupStillOpens) {
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.first, 31u);
   EXPECT_EQ(read.last, 40u);
-  auto writer =
-      JournalWriter::Open({.directory = dir.path(), .segment_size = 64 * 1024});
+  auto writer = JournalWriter::Open(
+      {.directory = dir.path(), .segment_size = kSegmentSize});
   EXPECT_TRUE(writer.ok()) << writer.status();
 }
 

@@ -169,6 +169,7 @@ TEST(RetentionPolicyTest, DurationEveryCase) {
       // that stand still included), starting at 5.
       for (const auto& gaps : All(n, 0, 2)) {
         std::vector<std::uint64_t> born;
+        born.reserve(n);
         std::uint64_t t = 5;
         for (const std::uint64_t g : gaps) born.push_back(t += g);
         const auto s = Segments(counts, std::vector<std::uint64_t>(n, 1), born);
