@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -112,6 +113,17 @@ TEST(JournalStartTest, EncodesDecodesAndRefusesDamage) {
   EXPECT_EQ(codec::LoadLE<std::uint64_t>(bytes), kJournalStartMagic);
   EXPECT_EQ(codec::LoadLE<std::uint32_t>(bytes + kJournalStartCrcOffset),
             Crc32c({bytes, kJournalStartCrcOffset}));
+  // The layout of docs/JOURNAL.md "Start record and pruning".
+  EXPECT_EQ(codec::LoadLE<std::uint16_t>(bytes + 8), 1);    // version
+  EXPECT_EQ(codec::LoadLE<std::uint16_t>(bytes + 10), 48);  // size
+  EXPECT_EQ(codec::LoadLE<std::uint32_t>(bytes + 12), 0u);  // flags
+  EXPECT_EQ(codec::LoadLE<std::uint64_t>(bytes + 16), 0x0123456789ABCDEFu);
+  EXPECT_EQ(codec::LoadLE<std::uint64_t>(bytes + 24), 1'000'001u);
+  EXPECT_EQ(codec::LoadLE<std::uint64_t>(bytes + 32),
+            1'700'000'000'000'000'000u);
+  EXPECT_EQ(codec::LoadLE<std::uint32_t>(bytes + 40), 0u);  // reserved
+  const char magic[] = "OWJSTART";
+  EXPECT_EQ(std::memcmp(bytes, magic, 8), 0);
   absl::StatusOr<JournalStart> decoded = DecodeJournalStart(bytes, "START");
   ASSERT_TRUE(decoded.ok()) << decoded.status();
   EXPECT_EQ(decoded->first_index, 1'000'001u);
