@@ -598,8 +598,18 @@ absl::Status Prune(const Args& args) {
                           report.stopped_because);
   } else {
     std::uint64_t bytes = 0;
-    for (const journal::PrunedSegment& segment : report.segments) {
+    // Every segment when there are few; else the first and last five.
+    const std::size_t n = report.segments.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const journal::PrunedSegment& segment = report.segments[i];
       bytes += segment.bytes;
+      if (n > 12 && i >= 5 && i + 5 < n) {
+        if (i == 5) {
+          absl::StrAppendFormat(&out, "journal prune: ... %d more ...\n",
+                                n - 10);
+        }
+        continue;
+      }
       absl::StrAppendFormat(
           &out, "journal prune: %s %s (indexes %d..%d, %d bytes)%s\n",
           segment.archived_to.empty() ? "removed" : "archived", segment.path,

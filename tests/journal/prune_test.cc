@@ -24,6 +24,7 @@
 #include "journal/writer.h"
 #include "tests/journal/journal_model.h"
 #include "tests/journal/test_support.h"
+#include "tests/support/small_filesystem.h"
 
 namespace orderwire::journal {
 namespace {
@@ -251,6 +252,28 @@ TEST(PruneTest, ArchiveMovesTheSegmentsUnchanged) {
   EXPECT_EQ(ReadFile(to + "/" + SegmentFileName(1)), first_bytes);
   EXPECT_EQ(report->segments[0].archived_to, to + "/" + SegmentFileName(1));
   EXPECT_EQ(SegmentPaths(dir.path()).size(), 1u);
+  EXPECT_TRUE(Read(dir.path()).status.ok());
+}
+
+TEST(PruneTest, ArchiveOnAnotherFileSystemCopiesThenRemoves) {
+  std::string why;
+  auto other = test_support::SmallFilesystem::Mount(
+      test_support::SmallFilesystem::Type::kTmpfs, 8u << 20, &why);
+  if (other == nullptr) GTEST_SKIP() << why;
+  ScratchDir dir;
+  BuildJournal(dir.path(), 1, 40);
+  const std::vector<std::string> before = SegmentPaths(dir.path());
+  const std::vector<std::byte> first_bytes = ReadFile(before[0]);
+  const std::string to = other->path() + "/archive";
+  absl::StatusOr<PruneReport> report = PruneJournal(
+      {.directory = dir.path(), .before_index = 31, .archive = to});
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_THAT(SegmentPaths(to), ElementsAre(to + "/" + SegmentFileName(1),
+                                            to + "/" + SegmentFileName(16)));
+  EXPECT_EQ(ReadFile(to + "/" + SegmentFileName(1)), first_bytes);
+  EXPECT_FALSE(
+      std::filesystem::exists(to + "/" + SegmentFileName(1) + ".partial"));
+  EXPECT_FALSE(std::filesystem::exists(before[0]));
   EXPECT_TRUE(Read(dir.path()).status.ok());
 }
 
