@@ -37,6 +37,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/journal_tail.h"
+#include "cli/progress.h"
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "codec/json.h"
@@ -44,7 +45,9 @@
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
+#include "journal/prune.h"
 #include "journal/reader.h"
+#include "journal/start.h"
 #include "journal/writer.h"
 #include "service/pinned_config.h"
 #include "service/service_config.h"
@@ -97,6 +100,34 @@ const CommandSpec kInspectSpec{
         "last good index, after what could be read, and the exit status is 1.",
     .flags = {{"records", "", "", "print every record as JSON Lines"}},
     .positional = "DIR",
+};
+
+const CommandSpec kPruneSpec{
+    .name = "journal prune",
+    .synopsis = "--journal DIR --before-index N [--archive DIR]",
+    .summary = "Remove (or archive) the journal's segments before an index.",
+    .details =
+        "Removes every whole segment of the journal in DIR all of whose\n"
+        "records have an index below N, or with --archive moves them into\n"
+        "the archive directory (created if missing; a rename on the same\n"
+        "file system, else a copy that is synced before the original goes).\n"
+        "Never the last segment (the one being appended to), never the one\n"
+        "holding the journal's last record, never one holding an index >= N.\n"
+        "The journal's new first index is recorded first, durably, in its\n"
+        "start record (DIR/START): a crash at any point leaves a journal that\n"
+        "opens, and a segment that goes missing without a prune is still\n"
+        "data loss. Snapshot files (DIR/snapshots/NNN.ows) older than what\n"
+        "remains (index + 1 below the new first index) are removed.\n\n"
+        "It takes the journal's writer lock: while 'orderwire serve' (or\n"
+        "'journal write') has the journal open, it refuses. Opening the\n"
+        "journal recovers it first, as 'journal write' does. Prints what it\n"
+        "did. A pruned journal is replayed from a snapshot; reading an index\n"
+        "below the first fails with \"index 5 was pruned; the journal starts\n"
+        "at 1,000,001\".",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"before-index", "N", "",
+               "remove segments whose records are all below N (required)"},
+              {"archive", "DIR", "", "move the segments here instead"}},
 };
 
 const CommandSpec kReplaySpec{
@@ -153,8 +184,11 @@ const CommandSpec kReplaySpec{
         "the checkpoint is data loss naming the indexes and files (exit 1).\n"
         "--accept-loss reads what is there instead, prints every loss on\n"
         "standard error and exits 0.\n"
-        "A progress bar is drawn on standard error when it is a terminal and\n"
-        "the journal is larger than 64 MiB.",
+        "A pruned journal (see 'orderwire journal prune') cannot be replayed\n"
+        "through the engine from its first index alone: replay refuses it,\n"
+        "naming the first index; --verify checks what is left.\n\n"
+        "Progress (records, rate, ETA) is shown on standard error when it is\n"
+        "a terminal, and nothing when it is not.",
     .flags = {{"journal", "DIR", "", "journal directory (required)"},
               {"verify", "", "", "check only, without the engine"},
               {"reports", "FILE", "", "write every report frame to FILE"},
@@ -208,44 +242,6 @@ absl::Status Print(std::FILE* file, const std::string& text) {
   return WriteAll(file, text,
                   file == stdout ? "standard output" : "standard error");
 }
-
-// A progress bar on standard error, when it is a terminal and the journal
-// is large. Cold: Update() looks at the clock once per call and the caller
-// calls it every 64k records.
-class Progress {
- public:
-  Progress(std::string_view what, std::uint64_t total)
-      : what_(what),
-        total_(total),
-        enabled_(::isatty(STDERR_FILENO) == 1 && total > (64u << 20)) {}
-  void Update(std::uint64_t done) {
-    if (!enabled_) return;
-    const auto now = Clock::now();
-    if (now - last_ < std::chrono::milliseconds(100)) return;
-    last_ = now;
-    const double fraction =
-        std::min(1.0, static_cast<double>(done) / static_cast<double>(total_));
-    constexpr int kWidth = 40;
-    const int filled = static_cast<int>(fraction * kWidth);
-    std::fprintf(
-        stderr, "\r%s [%s%s] %3d%% %.0f/%.0f MiB", what_.c_str(),
-        std::string(static_cast<std::size_t>(filled), '#').c_str(),
-        std::string(static_cast<std::size_t>(kWidth - filled), ' ').c_str(),
-        static_cast<int>(fraction * 100), static_cast<double>(done) / (1 << 20),
-        static_cast<double>(total_) / (1 << 20));
-    drawn_ = true;
-  }
-  void Finish() {
-    if (drawn_) std::fputs("\r\033[K", stderr);
-  }
-
- private:
-  std::string what_;
-  std::uint64_t total_;
-  bool enabled_;
-  bool drawn_ = false;
-  Clock::time_point last_{};
-};
 
 absl::StatusOr<journal::Durability> DurabilityFlag(const Args& args) {
   absl::StatusOr<journal::Durability> d =
@@ -382,7 +378,9 @@ absl::Status Write(const Args& args) {
   const auto start = Clock::now();
   std::size_t offset = 0;
   std::size_t frame = 0;
+  Progress progress("journal write", sizes.size());
   while (frame < sizes.size()) {
+    progress.Update(frame, frame);
     std::size_t length = 0;
     std::size_t records = 0;
     while (frame + records < sizes.size() &&
@@ -415,6 +413,7 @@ absl::Status Write(const Args& args) {
     offset += frame_bytes;
     frame += records;
   }
+  progress.Finish();
   if (absl::Status s = writer.Close(); !s.ok()) return s;
   const double seconds = Seconds(Clock::now() - start);
   const std::uint64_t count = sizes.size();
@@ -483,6 +482,28 @@ std::string SegmentText(const journal::SegmentInfo& s) {
   return out;
 }
 
+// The journal's first available index and, if it was pruned, the pruned
+// range and any segment files an interrupted prune left.
+std::string StartText(const journal::JournalReader& reader) {
+  std::string out;
+  if (!reader.journal_start().has_value()) {
+    return "first available index 1 (never pruned)\n";
+  }
+  const journal::JournalStart& start = *reader.journal_start();
+  absl::StrAppendFormat(&out,
+                        "first available index %d: indexes 1..%d were pruned "
+                        "(start record written %s)\n",
+                        start.first_index, start.first_index - 1,
+                        FormatTime(start.written_ns));
+  for (const std::string& path : reader.pruned_leftovers()) {
+    absl::StrAppendFormat(&out,
+                          "  %s: pruned, not removed yet (an interrupted "
+                          "prune; the next prune removes it), not read\n",
+                          path);
+  }
+  return out;
+}
+
 absl::Status Inspect(const Args& args) {
   if (args.positional().size() != 1) {
     return UsageError("give one journal directory");
@@ -515,11 +536,13 @@ absl::Status Inspect(const Args& args) {
     out.clear();
   }
   for (const journal::SegmentInfo& s : reader.segments()) out += SegmentText(s);
+  out += StartText(reader);
   absl::StrAppendFormat(&out, "journal %s: %d segment file%s, %d records",
                         args.positional()[0], reader.segment_count(),
                         reader.segment_count() == 1 ? "" : "s", count);
   if (count > 0) {
-    absl::StrAppendFormat(&out, ", indexes 1..%d", reader.last_index());
+    absl::StrAppendFormat(&out, ", indexes %d..%d", reader.first_index(),
+                          reader.last_index());
   }
   out += result == journal::ReadResult::kEnd ? ", ends cleanly\n"
                                              : ", NOT whole (see below)\n";
@@ -528,7 +551,121 @@ absl::Status Inspect(const Args& args) {
 }
 
 // ---------------------------------------------------------------------------
+// journal prune
+
+absl::Status Prune(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  if (absl::Status s = args.Require("before-index"); !s.ok()) return s;
+  absl::StatusOr<std::uint64_t> before =
+      args.Uint("before-index", 1, UINT64_MAX);
+  if (!before.ok()) return before.status();
+  const std::string dir = args.String("journal");
+  // A journal must be there: opening a writer would create one.
+  if (absl::StatusOr<std::vector<journal::SegmentSummary>> segments =
+          journal::ListSegmentSummaries(dir);
+      !segments.ok()) {
+    return segments.status();
+  }
+  // The writer's lock, and a recovered journal: through a writer that
+  // appends nothing (no durability, nothing prepared ahead).
+  journal::WriterOptions options;
+  options.directory = dir;
+  options.durability = journal::Durability::kNone;
+  options.prezero = false;
+  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
+      journal::JournalWriter::Open(options);
+  if (!opened.ok()) {
+    if (opened.status().code() == absl::StatusCode::kUnavailable) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot prune while another process appends to the journal (stop "
+          "'orderwire serve' first, or let 'serve --retain' prune it): %s",
+          opened.status().message()));
+    }
+    return WithAcceptLossHint(opened.status());
+  }
+  journal::JournalWriter& writer = **opened;
+  std::string head;
+  if (writer.recovery().torn_tail) head += RecoveryText(writer.recovery());
+  head += CheckpointText(writer.recovery());
+  if (absl::Status s = Print(stderr, head); !s.ok()) return s;
+
+  Progress progress("journal prune", 0);
+  absl::StatusOr<journal::PruneReport> pruned =
+      journal::PruneJournal({.directory = dir,
+                             .before_index = *before,
+                             .archive = args.String("archive"),
+                             .on_progress = [&](std::size_t done, std::size_t,
+                                                std::uint64_t records) {
+                               progress.Update(records, done);
+                             }});
+  progress.Finish();
+  absl::Status closed = writer.Close();
+  if (!pruned.ok()) return pruned.status();
+  if (!closed.ok()) return closed;
+
+  const journal::PruneReport& report = *pruned;
+  std::string out;
+  if (report.segments.empty()) {
+    absl::StrAppendFormat(&out,
+                          "journal prune: %s: nothing to prune before index "
+                          "%d; the journal starts at index %d (%s)\n",
+                          dir, *before, report.first_index_after,
+                          report.stopped_because);
+  } else {
+    std::uint64_t bytes = 0;
+    // Every segment when there are few; else the first and last five.
+    const std::size_t n = report.segments.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const journal::PrunedSegment& segment = report.segments[i];
+      bytes += segment.bytes;
+      if (n > 12 && i >= 5 && i + 5 < n) {
+        if (i == 5) {
+          absl::StrAppendFormat(&out, "journal prune: ... %d more ...\n",
+                                n - 10);
+        }
+        continue;
+      }
+      absl::StrAppendFormat(
+          &out, "journal prune: %s %s (indexes %d..%d, %d bytes)%s\n",
+          segment.archived_to.empty() ? "removed" : "archived", segment.path,
+          segment.first_index, segment.last_index, segment.bytes,
+          segment.archived_to.empty()
+              ? ""
+              : absl::StrFormat(" to %s", segment.archived_to));
+    }
+    absl::StrAppendFormat(
+        &out,
+        "journal prune: %s: %d segment%s (%d bytes) %s; the journal now "
+        "starts at index %d (it started at %d); kept from there because %s\n",
+        dir, report.segments.size(), report.segments.size() == 1 ? "" : "s",
+        bytes, args.Has("archive") ? "archived" : "removed",
+        report.first_index_after, report.first_index_before,
+        report.stopped_because);
+  }
+  for (const std::string& snapshot : report.snapshots_removed) {
+    absl::StrAppendFormat(&out,
+                          "journal prune: removed snapshot %s (the journal no "
+                          "longer holds the records after it)\n",
+                          snapshot);
+  }
+  return Print(stdout, out);
+}
+
+// ---------------------------------------------------------------------------
 // replay
+
+// Replay through the engine needs every record from index 1.
+absl::Status PrunedReplayError(const std::string& dir,
+                               const journal::JournalReader& reader) {
+  const std::uint64_t first = reader.first_index();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "journal %s starts at index %s: indexes 1..%s were pruned, and replay "
+      "cannot rebuild the engine's state without them. Replay from a "
+      "snapshot taken at an index >= %s (in %s/%s), or check what is left "
+      "with --verify",
+      dir, journal::GroupedDigits(first), journal::GroupedDigits(first - 1),
+      journal::GroupedDigits(first - 1), dir, journal::kSnapshotDirName));
+}
 
 absl::Status Verify(const std::string& dir, bool accept_loss) {
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
@@ -545,7 +682,7 @@ absl::Status Verify(const std::string& dir, bool accept_loss) {
   const auto start = Clock::now();
   while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
     ++by_kind[static_cast<std::uint8_t>(r.frame.kind())];
-    if ((++count & 0xFFFF) == 0) progress.Update(reader.bytes_done());
+    if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
   }
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
@@ -561,6 +698,11 @@ absl::Status Verify(const std::string& dir, bool accept_loss) {
       count, reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
       result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
   absl::StrAppendFormat(&out, "  by kind: %s\n", ByKind(by_kind));
+  if (reader.first_index() > 1) {
+    absl::StrAppendFormat(&out,
+                          "  first index %d (indexes 1..%d were pruned)\n",
+                          reader.first_index(), reader.first_index() - 1);
+  }
   absl::StrAppendFormat(&out, "  final index %d\n", reader.last_index());
   absl::StrAppendFormat(
       &out, "  %.3f s: %s records/s, %.0f MB/s\n", seconds,
@@ -662,6 +804,10 @@ absl::Status Replay(const Args& args) {
     return AcceptedOrFailed("replay", tail.status(), accept_loss);
   }
   journal::JournalReader& reader = tail->reader();
+  // A pruned journal replays only from a snapshot that reaches its start.
+  if (reader.first_index() > snapshot_index + 1) {
+    return PrunedReplayError(dir, reader);
+  }
   Progress progress("replay", reader.total_bytes());
   std::uint64_t count = 0;
   std::uint64_t report_count = 0;
@@ -733,7 +879,7 @@ absl::Status Replay(const Args& args) {
         }
       }
     }
-    if ((++count & 0xFFFF) == 0) progress.Update(reader.bytes_done());
+    if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
   }
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
@@ -793,12 +939,13 @@ absl::Status Replay(const Args& args) {
   return Losses("replay", reader, accept_loss);
 }
 
-// `orderwire journal <write|inspect>`.
+// `orderwire journal <write|inspect|prune>`.
 constexpr std::string_view kJournalUsage =
     "usage: orderwire journal <command> [flags]\n\n"
     "commands:\n"
     "  write     append command frames from standard input to a journal\n"
-    "  inspect   show a journal's segments, or its records as JSON Lines\n\n"
+    "  inspect   show a journal's segments, or its records as JSON Lines\n"
+    "  prune     remove (or archive) the segments before an index\n\n"
     "'orderwire journal <command> --help' describes a command.\n";
 
 }  // namespace
@@ -815,6 +962,7 @@ int RunJournal(int argc, char** argv) {
   if (sub == "inspect") {
     return RunCommand(kInspectSpec, argc - 1, argv + 1, Inspect);
   }
+  if (sub == "prune") return RunCommand(kPruneSpec, argc - 1, argv + 1, Prune);
   if (sub == "--help" || sub == "-h" || sub == "help") {
     std::fputs(kJournalUsage.data(), stdout);
     return kExitOk;

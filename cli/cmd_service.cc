@@ -20,6 +20,7 @@
 #include "codec/types.h"
 #include "engine/workload.h"
 #include "journal/format.h"
+#include "journal/retention.h"
 #include "journal/writer.h"
 #include "net/client.h"
 #include "service/service.h"
@@ -47,7 +48,8 @@ const CommandSpec kServeSpec{
     .synopsis =
         "--journal DIR [--listen HOST:PORT] [--durability MODE] "
         "[--config FILE] [--reconfigure] [--stats-interval S] "
-        "[--stats-json FILE] [--log-refusals] [--accept-loss]",
+        "[--stats-json FILE] [--log-refusals] [--accept-loss] "
+        "[--retain SEGMENTS|BYTES|DURATION]",
     .summary = "Run the UDP order-entry service.",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
@@ -71,7 +73,16 @@ const CommandSpec kServeSpec{
         "pins is refused with each difference named (exit 1), unless\n"
         "--reconfigure is given: then a new segment pins the new settings "
         "from\n"
-        "the next index, where a replay changes them too.",
+        "the next index, where a replay changes them too.\n\n"
+        "--retain keeps the journal bounded: at most once a second, a helper\n"
+        "thread (never the service loop) removes the oldest whole segments\n"
+        "beyond the window (--retain 8: the newest 8 segments; 10GiB: the\n"
+        "newest segments up to that size; 7d: segments with records of the\n"
+        "last 7 days; units B KB MB GB TB KiB MiB GiB TiB, s m h d w), but\n"
+        "only those strictly before the newest snapshot's index + 1 (in\n"
+        "DIR/snapshots): nothing a snapshot needs to restart is removed, and\n"
+        "a journal without snapshots is never pruned. Each prune is printed.\n"
+        "A pruned journal restarts only from a snapshot.",
     .flags =
         {
             {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
@@ -89,6 +100,9 @@ const CommandSpec kServeSpec{
              "write every counter as JSON to FILE (each interval and at exit)"},
             {"accept-loss", "", "",
              "start on a journal that lost durable records (logged)"},
+            {"retain", "SEGMENTS|BYTES|DURATION", "",
+             "prune segments beyond this window and before the newest "
+             "snapshot (never without a snapshot)"},
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
@@ -135,6 +149,16 @@ absl::Status Serve(const Args& args) {
   if (!segment.ok()) return segment.status();
   options.journal.segment_size = *segment;
   options.journal.accept_loss = args.Bool("accept-loss");
+  if (args.Has("retain")) {
+    absl::StatusOr<journal::RetentionPolicy> retain =
+        journal::ParseRetention(args.String("retain"));
+    if (!retain.ok()) return FlagError("retain", retain.status());
+    options.retain = *retain;
+    options.on_retention = [](std::string_view line) {
+      std::fprintf(stderr, "orderwire serve: %.*s\n",
+                   static_cast<int>(line.size()), line.data());
+    };
+  }
   absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
   if (!interval.ok()) return interval.status();
   // Flags first, then files: a usage error is reported before any is read.

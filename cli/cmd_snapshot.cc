@@ -21,6 +21,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/journal_tail.h"
+#include "cli/progress.h"
 #include "journal/reader.h"
 #include "service/pinned_config.h"
 #include "service/service_config.h"
@@ -129,6 +130,14 @@ absl::Status Create(const Args& args) {
       JournalTail::OpenJournalAt(dir, reader_options, from + 1);
   if (!tail.ok()) return tail.status();
   journal::JournalReader& reader = tail->reader();
+  if (reader.first_index() > from + 1) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "snapshot: journal %s starts at index %d (indexes before it were "
+        "pruned) and no valid snapshot reaches it: the state cannot be "
+        "rebuilt",
+        dir, reader.first_index()));
+  }
+  Progress progress("snapshot", reader.total_bytes());
 
   const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
   std::size_t segments_seen = 0;
@@ -150,8 +159,11 @@ absl::Status Create(const Args& args) {
         !s.ok()) {
       return s;
     }
-    ++applied;
+    if ((++applied & 0xFFFF) == 0) {
+      progress.Update(applied, reader.bytes_done());
+    }
   }
+  progress.Finish();
   if (result == journal::ReadResult::kError) return reader.status();
   if (result == journal::ReadResult::kEnd && !reader.status().ok()) {
     return reader.status();

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "journal/start.h"
 
 namespace orderwire::journal {
 
@@ -39,9 +40,34 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
       return read.status();
     }
   }
+  // The start record (start.h): where a pruned journal begins. Segment
+  // files that begin before it are left over from an interrupted prune.
+  absl::StatusOr<std::optional<JournalStart>> start =
+      ReadJournalStart(directory);
+  if (!start.ok() && start.status().code() != absl::StatusCode::kNotFound) {
+    return start.status();
+  }
+  const std::optional<JournalStart> journal_start =
+      start.ok() ? *start : std::nullopt;
   absl::StatusOr<std::vector<internal::SegmentEntry>> entries =
       internal::ListSegments(directory);
   if (!entries.ok()) return entries.status();
+  std::vector<std::string> leftovers;
+  if (journal_start.has_value()) {
+    std::erase_if(*entries, [&](const internal::SegmentEntry& entry) {
+      if (entry.name_index >= journal_start->first_index) return false;
+      leftovers.push_back(entry.path);
+      return true;
+    });
+  }
+  if (entries->empty() && journal_start.has_value()) {
+    return absl::DataLossError(absl::StrFormat(
+        "data loss: %s holds no journal segment from index %d on, where its "
+        "start record (START, written by a prune) says the journal starts: "
+        "segment file %s is missing",
+        directory, journal_start->first_index,
+        SegmentFileName(journal_start->first_index)));
+  }
   if (entries->empty()) {
     return absl::NotFoundError(absl::StrFormat(
         "no journal segments (files named like 00000000000000000001.owj) in "
@@ -64,7 +90,17 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
       new JournalReader(std::move(*entries), total, options));
   reader->checkpoint_ = checkpoint;
   reader->checkpoint_file_ = checkpoint_file;
-  if (checkpoint.has_value() && checkpoint->durable_index > 0) {
+  reader->journal_start_ = journal_start;
+  reader->pruned_leftovers_ = std::move(leftovers);
+  if (journal_start.has_value()) {
+    reader->first_index_ = journal_start->first_index;
+    reader->next_index_ = journal_start->first_index;
+  }
+  // A checkpoint naming a group that was pruned since (the writer's last
+  // one before the prune) still witnesses the durable index; only the
+  // group itself can no longer be compared.
+  if (checkpoint.has_value() && checkpoint->durable_index > 0 &&
+      checkpoint->durable_index >= reader->first_index_) {
     reader->checkpoint_group_ = checkpoint->group_first_index;
   }
   if (!checkpoint_loss.empty()) {
@@ -244,6 +280,16 @@ bool JournalReader::EnterSegment(std::size_t i) {
     }
     return false;
   }
+  if (infos_.empty() && journal_start_.has_value() &&
+      journal_start_->journal_id != check.header.journal_id) {
+    SegmentDamage(
+        i, absl::StrFormat(
+               "the journal's start record (%s) belongs to another journal "
+               "(journal id %016x; segment %s has %016x)",
+               kJournalStartFileName, journal_start_->journal_id, entry.path,
+               check.header.journal_id));
+    return false;
+  }
   if (infos_.empty() && checkpoint_.has_value() &&
       checkpoint_->journal_id != check.header.journal_id) {
     if (!CheckpointProblem(absl::StrFormat(
@@ -265,7 +311,17 @@ bool JournalReader::EnterSegment(std::size_t i) {
   }
   if (i == first_segment_ && i > 0) next_index_ = check.header.first_index;
   if (check.header.first_index != next_index_) {
-    if (i == 0) {
+    if (i == 0 && first_index_ > 1) {
+      SegmentDamage(
+          i,
+          absl::StrFormat(
+              "segment %s: the journal starts at index %d (its start "
+              "record START, written when it was pruned, says so), but "
+              "its first segment starts at index %d: the segments "
+              "holding records %d..%d are missing (from segment file %s)",
+              entry.path, first_index_, check.header.first_index, first_index_,
+              check.header.first_index - 1, SegmentFileName(first_index_)));
+    } else if (i == 0) {
       SegmentDamage(i, absl::StrFormat(
                            "segment %s: the journal's first segment starts at "
                            "index %d, not 1: the segments before it are "

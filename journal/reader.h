@@ -32,6 +32,12 @@
 // With ReaderOptions::accept_loss a disagreement with the checkpoint (or a
 // damaged one) is recorded in accepted_losses() and reading goes on; damage
 // to the segments still ends the reading.
+//
+// A pruned journal starts where its start record (start.h, the file START)
+// says: its first segment must begin exactly there (one that begins later
+// is DataLoss, as a missing first segment of an unpruned journal is), and
+// segment files that begin earlier, left by an interrupted prune, are
+// ignored.
 #ifndef ORDERWIRE_JOURNAL_READER_H_
 #define ORDERWIRE_JOURNAL_READER_H_
 
@@ -48,6 +54,7 @@
 #include "journal/checkpoint.h"
 #include "journal/format.h"
 #include "journal/internal/scan.h"
+#include "journal/start.h"
 
 namespace orderwire::journal {
 
@@ -167,6 +174,23 @@ class JournalReader {
     return accepted_losses_;
   }
 
+  // The journal's first index: 1, or for a pruned journal the first index
+  // its start record (start.h) gives. Segment files that begin before it
+  // (left over from an interrupted prune) are not read: see
+  // pruned_leftovers().
+  [[nodiscard]] std::uint64_t first_index() const noexcept {
+    return first_index_;
+  }
+  // The start record, if the journal has one (it was pruned).
+  [[nodiscard]] const std::optional<JournalStart>& journal_start() const {
+    return journal_start_;
+  }
+  // Segment files below first_index(): pruned, but a prune was interrupted
+  // before it removed them. Ignored; the next prune removes them.
+  [[nodiscard]] const std::vector<std::string>& pruned_leftovers() const {
+    return pruned_leftovers_;
+  }
+
   // The segments entered so far (all of them after kEnd).
   [[nodiscard]] const std::vector<SegmentInfo>& segments() const {
     return infos_;
@@ -219,6 +243,9 @@ class JournalReader {
   // The checkpoint's group first index, until a group reaching it was read.
   std::uint64_t checkpoint_group_ = 0;
   std::vector<std::string> accepted_losses_;
+  std::optional<JournalStart> journal_start_;
+  std::uint64_t first_index_ = 1;
+  std::vector<std::string> pruned_leftovers_;
   std::vector<SegmentInfo> infos_;
   std::uint64_t total_bytes_ = 0;
   std::uint64_t done_before_segment_ = 0;

@@ -20,6 +20,7 @@
 #include "journal/internal/scan.h"
 #include "journal/internal/writer_support.h"
 #include "journal/reader.h"
+#include "journal/start.h"
 #include "journal/writer.h"
 
 namespace orderwire::journal {
@@ -72,6 +73,25 @@ absl::Status JournalWriter::Recover() {
   if (!prepared_listed && ::unlink(PreparedPath().c_str()) != 0 &&
       errno != ENOENT) {
     return ErrnoStatus(errno, absl::StrFormat("unlink %s", PreparedPath()));
+  }
+  // A pruned journal starts where its start record says (start.h); segment
+  // files before it are left over from an interrupted prune: not part of
+  // the journal (the reader skips them too, so its segment numbers match
+  // these entries), kept on disk for the next prune to finish.
+  absl::StatusOr<std::optional<JournalStart>> start =
+      ReadJournalStart(options_.directory);
+  if (!start.ok()) return start.status();
+  const std::uint64_t first_index =
+      start->has_value() ? (*start)->first_index : 1;
+  std::erase_if(entries, [&](const internal::SegmentEntry& entry) {
+    return entry.name_index < first_index;
+  });
+  if (entries.empty() && first_index > 1) {
+    return absl::DataLossError(absl::StrFormat(
+        "data loss: %s holds no journal segment from index %d on, where its "
+        "start record (START, written by a prune) says the journal starts: "
+        "segment file %s is missing",
+        options_.directory, first_index, SegmentFileName(first_index)));
   }
   const bool accept = options_.accept_loss;
   auto accept_loss = [&](std::string_view what) {
@@ -226,6 +246,12 @@ absl::Status JournalWriter::Recover() {
       if (::fsync(dir_fd_.get()) != 0) {
         return ErrnoStatus(errno,
                            absl::StrFormat("fsync %s", options_.directory));
+      }
+      if (entries.empty() && first_index > 1) {
+        return absl::DataLossError(absl::StrFormat(
+            "data loss: the segment where the pruned journal %s starts "
+            "(index %d) has no valid header: %s",
+            options_.directory, first_index, damage->message));
       }
       if (entries.empty()) {
         std::uint64_t id = 0;

@@ -18,8 +18,11 @@
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
+#include "journal/prune.h"
 #include "journal/reader.h"
+#include "journal/start.h"
 #include "service/pinned_config.h"
+#include "service/retention.h"
 #include "service/sequencer.h"
 #include "service/state_machine.h"
 
@@ -74,6 +77,9 @@ class Service::Impl final : public Sequencer::Backpressure {
   // refused, or with options_.reconfigure pinned from the next index.
   absl::Status PinConfiguration(const PinnedConfig& given);
   absl::Status Run(const std::atomic<bool>& stop);
+  // With ServiceOptions::retain: starts the retention thread (stopped when
+  // Run() returns).
+  void StartRetention();
   bool WaitForJournal() override;
   void RefreshStats() const;
 
@@ -81,6 +87,7 @@ class Service::Impl final : public Sequencer::Backpressure {
   StateMachine machine_;
   std::unique_ptr<journal::JournalWriter> writer_;
   std::unique_ptr<Sequencer> sequencer_;
+  std::unique_ptr<RetentionWorker> retention_;  // while Run() runs
   std::optional<net::UdpSocket> socket_;
   net::Endpoint local_;
   net::DatagramBatch rx_;
@@ -233,6 +240,21 @@ absl::Status Service::Impl::Start() {
         "could not be checked this time; one is kept from now on");
   }
 
+  // A pruned journal lacks the records the state is built from.
+  absl::StatusOr<std::uint64_t> first_index =
+      journal::FirstAvailableIndex(options_.journal.directory);
+  if (!first_index.ok()) return first_index.status();
+  if (*first_index > 1) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "journal %s starts at index %s (indexes 1..%s were pruned): the "
+        "service cannot rebuild its state by replaying it; restarting a "
+        "pruned journal needs a snapshot at an index >= %s in %s/%s",
+        options_.journal.directory, journal::GroupedDigits(*first_index),
+        journal::GroupedDigits(*first_index - 1),
+        journal::GroupedDigits(*first_index - 1), options_.journal.directory,
+        journal::kSnapshotDirName));
+  }
+
   // Restart: every record through the StateMachine, as the live loop
   // applied it; then the Sequencer continues each session where the
   // journal left it.
@@ -359,10 +381,19 @@ absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
   return absl::OkStatus();
 }
 
+void Service::Impl::StartRetention() {
+  if (!options_.retain.has_value() || retention_ != nullptr) return;
+  retention_ = std::make_unique<RetentionWorker>(
+      RetentionOptions{.directory = options_.journal.directory,
+                       .policy = *options_.retain,
+                       .on_event = options_.on_retention});
+}
+
 absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   const auto interval_ns = static_cast<std::int64_t>(options_.interval_s * 1e9);
   std::int64_t next_interval_ns = MonotonicNs() + interval_ns;
   started_ns_ = MonotonicNs();
+  StartRetention();
   while (!stop.load(std::memory_order_relaxed)) {
     if (writer_->failed()) return writer_->status();
     if (!fatal_.ok()) return fatal_;
@@ -398,6 +429,7 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   }
   // Shutdown: nothing more is read; what was journaled is made durable,
   // applied and answered.
+  retention_.reset();
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
   ApplyDurable();
   if (!fatal_.ok()) return fatal_;

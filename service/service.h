@@ -37,6 +37,11 @@
 // records apply is the journal's own (pinned_config.h): each segment's, in
 // force from its first record; a configuration given that differs from the
 // journal's current one is refused unless ServiceOptions::reconfigure.
+// A pruned journal (journal/start.h) cannot be replayed from its first
+// record alone: Start() refuses it, naming its first index.
+//
+// Retention (ServiceOptions::retain, docs/SERVICE.md): a helper thread
+// prunes old segments behind the newest snapshot (service/retention.h).
 #ifndef ORDERWIRE_SERVICE_SERVICE_H_
 #define ORDERWIRE_SERVICE_SERVICE_H_
 
@@ -46,6 +51,7 @@
 #include <cstdio>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -53,6 +59,7 @@
 #include "absl/status/statusor.h"
 #include "codec/error.h"
 #include "codec/types.h"
+#include "journal/retention.h"
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "service/service_config.h"
@@ -94,6 +101,12 @@ struct ServiceOptions {
   // cause, likely reason), at most one per cause per second with the count
   // of those not written since; null: none (`serve --log-refusals`).
   std::FILE* refusal_log = nullptr;
+  // `serve --retain`: prune the journal's old segments on a helper thread
+  // (service/retention.h), never past the newest snapshot; none: keep
+  // everything. Its lines go to on_retention (called on that thread; null:
+  // stderr).
+  std::optional<journal::RetentionPolicy> retain;
+  std::function<void(std::string_view)> on_retention;
 };
 
 // Every counter the service keeps. Drops are counted by cause.

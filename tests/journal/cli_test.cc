@@ -5,9 +5,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "journal/format.h"
+#include "journal/writer.h"
 #include "tests/journal/test_support.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -19,6 +22,7 @@ namespace {
 using test_support::ReadText;
 using test_support::ScratchDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using Outcome = test_support::ShellOutcome;
 
 // Runs `sh -c "<command line>"` in `dir` with ORDERWIRE set to the binary.
@@ -181,6 +185,162 @@ TEST(JournalCliTest, BadFlagCombinationsAreUsageErrors) {
   const Outcome missing = Shell(dir, "\"$ORDERWIRE\" replay --journal nope");
   EXPECT_EQ(missing.status, 1);
   EXPECT_THAT(missing.err, HasSubstr("does not exist"));
+}
+
+// ---------------------------------------------------------------------------
+// journal prune, a pruned journal, progress.
+
+// No progress display when standard error is not a terminal: no carriage
+// return, no escape sequence.
+void ExpectNoProgress(const Outcome& outcome) {
+  EXPECT_EQ(outcome.err.find('\r'), std::string::npos) << outcome.err;
+  EXPECT_EQ(outcome.err.find('\033'), std::string::npos) << outcome.err;
+}
+
+// 200,000 records in 64 KiB segments.
+void WriteManySegments(const ScratchDir& dir) {
+  const Outcome write = Shell(dir,
+                              "\"$ORDERWIRE\" gen --count 200000 | "
+                              "\"$ORDERWIRE\" journal write --journal j "
+                              "--durability none --segment-size 65536");
+  ASSERT_EQ(write.status, 0) << write.err;
+  ExpectNoProgress(write);
+}
+
+TEST(JournalCliTest, APrunedJournalIsInspectedVerifiedAndRefusedByReplay) {
+  ScratchDir dir;
+  WriteManySegments(dir);
+  const Outcome prune = Shell(
+      dir, "\"$ORDERWIRE\" journal prune --journal j --before-index 100000");
+  ASSERT_EQ(prune.status, 0) << prune.err;
+  ExpectNoProgress(prune);
+  EXPECT_THAT(prune.out, HasSubstr("journal prune: removed j/" +
+                                   SegmentFileName(1) + " (indexes 1.."));
+  EXPECT_THAT(prune.out, HasSubstr("the journal now starts at index "));
+  EXPECT_THAT(prune.out, HasSubstr("not all below 100000"));
+
+  const Outcome inspect = Shell(dir, "\"$ORDERWIRE\" journal inspect j");
+  ASSERT_EQ(inspect.status, 0) << inspect.err;
+  EXPECT_THAT(inspect.out, HasSubstr("first available index "));
+  EXPECT_THAT(inspect.out, HasSubstr(" were pruned (start record written "));
+  EXPECT_THAT(inspect.out, HasSubstr("..200000, ends cleanly"));
+
+  const Outcome verify =
+      Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify");
+  ASSERT_EQ(verify.status, 0) << verify.err;
+  ExpectNoProgress(verify);
+  EXPECT_THAT(verify.out, HasSubstr("were pruned)"));
+  EXPECT_THAT(verify.out, HasSubstr("final index 200000"));
+
+  const Outcome replay = Shell(dir, "\"$ORDERWIRE\" replay --journal j");
+  EXPECT_EQ(replay.status, 1);
+  EXPECT_THAT(replay.err, HasSubstr(" were pruned, and replay cannot rebuild"));
+  EXPECT_THAT(replay.err, HasSubstr("snapshot"));
+
+  // Appending goes on after the pruned journal's end.
+  const Outcome more = Shell(dir,
+                             "\"$ORDERWIRE\" gen --count 100 | \"$ORDERWIRE\" "
+                             "journal write --journal j --segment-size 65536");
+  ASSERT_EQ(more.status, 0) << more.err;
+  EXPECT_THAT(more.out, HasSubstr("(indexes 200001..200100)"));
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify").status, 0);
+}
+
+TEST(JournalCliTest, PruneArchivesAndRemovesOldSnapshots) {
+  ScratchDir dir;
+  WriteManySegments(dir);
+  std::filesystem::create_directories(dir.Sub("j/snapshots"));
+  for (const char* name :
+       {"00000000000000000010.ows", "00000000000000199999.ows"}) {
+    test_support::WriteFile(dir.Sub(std::string("j/snapshots/") + name),
+                            std::vector<std::byte>(4));
+  }
+  const Outcome prune = Shell(dir,
+                              "\"$ORDERWIRE\" journal prune --journal j "
+                              "--before-index 50000 --archive old");
+  ASSERT_EQ(prune.status, 0) << prune.err;
+  EXPECT_THAT(prune.out,
+              HasSubstr("journal prune: archived j/" + SegmentFileName(1)));
+  EXPECT_THAT(prune.out, HasSubstr("to old/" + SegmentFileName(1)));
+  EXPECT_THAT(prune.out, HasSubstr("removed snapshot j/snapshots/"
+                                   "00000000000000000010.ows"));
+  EXPECT_TRUE(std::filesystem::exists(dir.Sub("old/" + SegmentFileName(1))));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("j/" + SegmentFileName(1))));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir.Sub("j/snapshots/00000000000000199999.ows")));
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify").status, 0);
+}
+
+TEST(JournalCliTest, PruneIsRefusedWhileAWriterHoldsTheJournal) {
+  ScratchDir dir;
+  WriteManySegments(dir);
+  auto writer = JournalWriter::Open({.directory = dir.Sub("j"),
+                                     .durability = Durability::kNone,
+                                     .segment_size = 65536});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const Outcome prune = Shell(
+      dir, "\"$ORDERWIRE\" journal prune --journal j --before-index 100000");
+  EXPECT_EQ(prune.status, 1);
+  EXPECT_THAT(prune.err,
+              HasSubstr("cannot prune while another process appends"));
+  EXPECT_THAT(prune.err, HasSubstr("another writer"));
+  EXPECT_TRUE(std::filesystem::exists(dir.Sub("j/" + SegmentFileName(1))));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("j/START")));
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(Shell(dir,
+                  "\"$ORDERWIRE\" journal prune --journal j "
+                  "--before-index 100000")
+                .status,
+            0);
+}
+
+TEST(JournalCliTest, PruneFlagsAreChecked) {
+  ScratchDir dir;
+  EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" journal prune --journal j").status, 2);
+  EXPECT_EQ(Shell(dir,
+                  "\"$ORDERWIRE\" journal prune --journal j "
+                  "--before-index x")
+                .status,
+            2);
+  const Outcome missing = Shell(
+      dir, "\"$ORDERWIRE\" journal prune --journal nope --before-index 5");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_THAT(missing.err, HasSubstr("does not exist"));
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("nope")));
+}
+
+TEST(JournalCliTest, ProgressIsSilentWhenNotATerminal) {
+  // The write of ProgressIsDrawnOnATerminal, which draws there: nothing of
+  // it on standard error when that is a file.
+  ScratchDir dir;
+  const Outcome write = Shell(dir,
+                              "\"$ORDERWIRE\" gen --count 1000000 | "
+                              "\"$ORDERWIRE\" journal write --journal j "
+                              "--durability batch");
+  ASSERT_EQ(write.status, 0) << write.err;
+  ExpectNoProgress(write);
+  EXPECT_THAT(write.err, Not(HasSubstr("records/s")));
+}
+
+TEST(JournalCliTest, ProgressIsDrawnOnATerminal) {
+  // script(1) gives the command a terminal. Where it is missing, skip. A
+  // million records under batch take about a second here: several
+  // refreshes.
+  if (std::system("command -v script > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "script(1) is not installed";
+  }
+  ScratchDir dir;
+  ASSERT_EQ(Shell(dir, "\"$ORDERWIRE\" gen --count 1000000 > in.bin").status,
+            0);
+  const Outcome write =
+      Shell(dir,
+            "script -qec '\"'\"$ORDERWIRE\"'\" journal write --journal j "
+            "--durability batch < in.bin' /dev/null");
+  ASSERT_EQ(write.status, 0) << write.err;
+  EXPECT_THAT(write.out, HasSubstr("\rjournal write: "));
+  EXPECT_THAT(write.out, HasSubstr(" records/s, "));
+  EXPECT_THAT(write.out, HasSubstr("%, ETA "));
+  EXPECT_THAT(write.out, HasSubstr("\r\033[K"));
 }
 
 }  // namespace

@@ -1,0 +1,164 @@
+// `serve --retain` end to end (service/retention.h): with small segments
+// and a snapshot file in <journal>/snapshots, the service prunes its
+// journal on a helper thread, keeps answering meanwhile, never prunes
+// without a snapshot or past the newest one, and leaves a journal that
+// reads from its new start. A pruned journal cannot be restarted by
+// replaying it alone: Start() says so, naming the first index.
+#include "journal/retention.h"
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "codec/messages.h"
+#include "codec/types.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "journal/prune.h"
+#include "journal/reader.h"
+#include "journal/start.h"
+#include "service/service.h"
+#include "tests/support/bytes.h"
+#include "tests/support/files.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/service_harness.h"
+
+namespace orderwire::service {
+namespace {
+
+using test_support::Bytes;
+using test_support::Frame;
+using test_support::RunningService;
+using test_support::ScratchDir;
+using test_support::TestClient;
+using test_support::TestOptions;
+using ::testing::HasSubstr;
+
+std::size_t SegmentCount(const std::string& dir) {
+  std::size_t n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (journal::ParseSegmentFileName(entry.path().filename().string())) ++n;
+  }
+  return n;
+}
+
+// Sends `datagrams` datagrams of 10 resting buy orders each from session 1,
+// one at a time, each answered (10 Accepted) before the next.
+void SendOrders(TestClient& client, std::uint64_t& sequence,
+                std::size_t datagrams) {
+  for (std::size_t d = 0; d < datagrams; ++d) {
+    std::vector<Bytes> frames;
+    for (int i = 0; i < 10; ++i, ++sequence) {
+      frames.push_back(Frame(
+          sequence,
+          codec::NewLimit{.account_id = 1,
+                          .client_order_id = sequence,
+                          .instrument_id = 3,
+                          .side = codec::Side::kBuy,
+                          .time_in_force = codec::TimeInForce::kGoodTillCancel,
+                          .price = 100,
+                          .quantity = 1}));
+    }
+    client.Send(1, frames);
+    ASSERT_EQ(client.Frames(1, 10).size(), 10u) << "datagram " << d;
+  }
+}
+
+bool WaitUntil(const std::function<bool()>& done, int timeout_ms) {
+  const auto until =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return true;
+}
+
+TEST(ServiceRetention, PrunesBehindTheNewestSnapshotAndKeepsAnswering) {
+  ScratchDir dir;
+  const std::string journal_dir = dir.Sub("journal");
+  ServiceOptions options =
+      TestOptions(journal_dir, journal::Durability::kBatch);
+  options.journal.segment_size = std::uint64_t{64} * 1024;
+  options.retain = *journal::ParseRetention("2");
+  std::mutex mu;
+  std::vector<std::string> events;
+  options.on_retention = [&](std::string_view line) {
+    const std::lock_guard<std::mutex> lock(mu);
+    events.emplace_back(line);
+  };
+  auto service = RunningService::Start(std::move(options));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  std::uint64_t sequence = 1;
+
+  // Several segments, no snapshot: nothing is pruned.
+  SendOrders(client, sequence, 80);
+  const std::size_t grown = SegmentCount(journal_dir);
+  ASSERT_GE(grown, 4u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(SegmentCount(journal_dir), grown);
+  EXPECT_FALSE(std::filesystem::exists(journal_dir + "/START"));
+
+  // A snapshot at index 300 (its content is not the journal's business):
+  // everything before the segment holding 301 may go, and nothing after.
+  std::filesystem::create_directories(journal_dir + "/snapshots");
+  test_support::WriteFile(
+      journal_dir + "/snapshots/" + journal::SnapshotFileName(300),
+      std::vector<std::byte>(16));
+  ASSERT_TRUE(WaitUntil(
+      [&] { return std::filesystem::exists(journal_dir + "/START"); }, 5000));
+  absl::StatusOr<std::uint64_t> first =
+      journal::FirstAvailableIndex(journal_dir);
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_GT(*first, 1u);
+  EXPECT_LE(*first, 301u);  // the snapshot's successor is kept
+
+  // The service kept answering, and keeps answering; with a newer snapshot
+  // the journal stays bounded by the window.
+  SendOrders(client, sequence, 80);
+  test_support::WriteFile(
+      journal_dir + "/snapshots/" + journal::SnapshotFileName(sequence - 1),
+      std::vector<std::byte>(16));
+  ASSERT_TRUE(WaitUntil([&] { return SegmentCount(journal_dir) <= 3; }, 5000))
+      << SegmentCount(journal_dir) << " segments";
+  SendOrders(client, sequence, 5);
+  ASSERT_TRUE(service->Stop().ok());
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    ASSERT_FALSE(events.empty());
+    EXPECT_THAT(events.front(), HasSubstr("pruned"));
+  }
+  // The old snapshot went with the records after it.
+  EXPECT_FALSE(std::filesystem::exists(journal_dir + "/snapshots/" +
+                                       journal::SnapshotFileName(300)));
+
+  // What is left reads whole, from the new start to the last command.
+  auto reader = journal::JournalReader::Open(journal_dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  journal::Record record;
+  std::uint64_t count = 0;
+  while ((*reader)->Next(record) == journal::ReadResult::kRecord) ++count;
+  EXPECT_TRUE((*reader)->status().ok()) << (*reader)->status();
+  EXPECT_EQ((*reader)->last_index(), sequence - 1);
+  EXPECT_EQ(count, sequence - (*reader)->first_index());
+  EXPECT_GT((*reader)->first_index(), 301u);
+
+  // A restart cannot rebuild the state from the tail alone: refused,
+  // naming the first index (restart from a snapshot is the snapshot
+  // work's).
+  absl::StatusOr<std::unique_ptr<Service>> restarted =
+      Service::Start(TestOptions(journal_dir, journal::Durability::kBatch));
+  ASSERT_FALSE(restarted.ok());
+  EXPECT_EQ(restarted.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(restarted.status().message()),
+              HasSubstr("were pruned"));
+  EXPECT_THAT(std::string(restarted.status().message()), HasSubstr("snapshot"));
+}
+
+}  // namespace
+}  // namespace orderwire::service
