@@ -30,7 +30,9 @@
 // nothing in the new segment counts as durable before the header does.
 // Preparation starts once an eighth of the current segment is used, so that
 // a disk too full for the next segment shows long before the current one
-// ends.
+// ends. The zeroing is paced by the fill of the current segment (one small
+// write at a time, finished by the time it is half full), so it
+// never floods the device cache that every group's sync has to flush.
 //
 // Disk full is a state, not an error: when preparing the next segment fails
 // with ENOSPC or EDQUOT, the writer removes the partial file, remembers the
@@ -197,7 +199,11 @@ struct WriterStats {
   std::uint64_t journal_full = 0;      // Append() calls answered kJournalFull
   std::uint64_t prepare_no_space = 0;  // preparation attempts that found
                                        // no space
-  std::uint64_t checkpoints = 0;       // checkpoints published
+  // Rotations that found the next segment not ready yet (for lack of time,
+  // not of space) and waited for it (Append answered kFull meanwhile):
+  // counted once per segment. 0 when the paced zeroing kept up.
+  std::uint64_t prepare_waits = 0;
+  std::uint64_t checkpoints = 0;          // checkpoints published
   std::uint64_t checkpoint_failures = 0;  // attempts that failed (retried)
 };
 
@@ -366,6 +372,13 @@ class JournalWriter {
     std::uint32_t chunks_done = 0;
     std::uint32_t in_flight = 0;  // zero writes and the fsync
     std::int64_t retry_ns = 0;    // kNoSpace: monotonic time of the retry
+    // Paced zeroing (writer_segments.cc): the active segment's write
+    // position when zeroing began; `late` once the schedule is dropped for
+    // full speed (the active segment reached its ready-by point, or a
+    // rotation or StartSegment needs the segment now).
+    std::uint64_t pace_start = 0;
+    bool late = false;
+    bool counted_wait = false;  // stats_.prepare_waits counted this one
   };
 
   explicit JournalWriter(const WriterOptions& options);
@@ -405,7 +418,11 @@ class JournalWriter {
   void Advance() noexcept;
   void Release(Slot& slot) noexcept;
   bool Rotate() noexcept;
-  void PumpPrepared(bool start_now) noexcept;
+  // Moves the next segment's preparation on: creates it once an eighth of
+  // the active segment is used (or retries after a full disk), submits the
+  // zero writes the pace allows (all of them, at full speed, with
+  // `needed_now`: a rotation waits for it), then its syncs.
+  void PumpPrepared(bool needed_now) noexcept;
   // Preparation found no space (errno ENOSPC or EDQUOT, `what` failed):
   // the partial file is removed (once no op on it is in flight) and a retry
   // is due no_space_retry_ms later.

@@ -4,6 +4,26 @@
 // through the I/O queue) and the rotation that renames it into place and
 // writes its header; see writer.h and docs/JOURNAL.md "Segments,
 // preallocation, rotation".
+//
+// Paced zeroing. Under batch and sync every group's write carries a cache
+// flush (RWF_DSYNC, or a linked fdatasync), and a flush writes out
+// everything the device (here: the hypervisor's page cache under a virtual
+// disk) holds dirty, the pre-zeroing's writes included. Zeroing a 64 MiB
+// segment as fast as the device takes it put tens of MiB in front of the
+// next group syncs: round trips of 5-30 ms at 100,000 commands/s
+// (docs/BENCHMARKS.md, "Segment preparation"). So the zeroing follows the
+// fill of the active segment instead: from where it began (normally an
+// eighth in, when the preparation is created and preallocated, which is
+// what detects a full disk early) to kReadyNumerator/kReadyDenominator of
+// the active segment, the zero bytes submitted stay within the same share
+// of the next segment (plus one write), one kPrepZeroChunk write at a time.
+// Each group's flush then carries at most a couple of hundred KiB of zeros.
+// The schedule is tied to bytes appended, not to time, so it keeps up with
+// any rate: at half way the next segment is zeroed and its fsync starts,
+// half a segment before it is needed. If it is needed
+// sooner anyway (StartSegment, or a rotation after a late start such as a
+// disk-full episode), the preparation drops the schedule and runs at full
+// speed, kPrepZeroWritesInFlight writes at a time ("late").
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,11 +45,12 @@ namespace orderwire::journal {
 
 using internal::ErrnoStatus;
 using internal::IoOp;
+using internal::kPrepZeroChunk;
+using internal::kPrepZeroWritesInFlight;
 using internal::kTagPrepDirSync;
 using internal::kTagPrepSync;
 using internal::kTagZero;
 using internal::kZeroChunk;
-using internal::kZeroWritesInFlight;
 using internal::MonotonicNs;
 using internal::OpCode;
 using internal::PwriteAll;
@@ -172,6 +193,34 @@ namespace {
 // Errors that mean the disk (or the quota) has no room: a state to wait out.
 bool IsNoSpace(int err) noexcept { return err == ENOSPC || err == EDQUOT; }
 
+// The next segment is to be zeroed by the time the active one is this full:
+// the rest of it is the margin for the prepared file's fsync and its
+// directory's (each a commit of the file system's journal, which on this
+// shared machine took more than the last quarter of a 16 MiB segment at
+// full speed, ~80 ms).
+constexpr std::uint64_t kReadyNumerator = 1;
+constexpr std::uint64_t kReadyDenominator = 2;
+
+// Paced zeroing: the zero bytes of a `next_capacity`-byte segment that may
+// have been submitted when the active segment (`active_capacity` bytes) is
+// filled to `write_pos`, zeroing having begun at `pace_start`: the share
+// of the way from pace_start to the ready-by point, plus one write, so that
+// the first goes at once. Everything once the ready-by point is passed.
+std::uint64_t ZeroBytesDue(std::uint64_t next_capacity,
+                           std::uint64_t active_capacity,
+                           std::uint64_t pace_start,
+                           std::uint64_t write_pos) noexcept {
+  const std::uint64_t ready_by =
+      active_capacity / kReadyDenominator * kReadyNumerator;
+  if (write_pos >= ready_by || pace_start >= ready_by) return next_capacity;
+  if (write_pos <= pace_start) return kPrepZeroChunk;
+  const double share = static_cast<double>(write_pos - pace_start) /
+                       static_cast<double>(ready_by - pace_start);
+  return static_cast<std::uint64_t>(share *
+                                    static_cast<double>(next_capacity)) +
+         kPrepZeroChunk;
+}
+
 }  // namespace
 
 void JournalWriter::DiscardPrepared() noexcept {
@@ -197,18 +246,21 @@ void JournalWriter::PreparedNoSpace(int err, std::string_view what) noexcept {
   if (p.in_flight == 0) DiscardPrepared();
 }
 
-void JournalWriter::PumpPrepared(bool start_now) noexcept {
+void JournalWriter::PumpPrepared(bool needed_now) noexcept {
   if (!status_.ok() || closing_) return;
   Prepared& p = prepared_;
+  bool retry = false;
   if (p.state == Prepared::State::kNoSpace) {
-    // Retried at a bounded rate, whoever asks (start_now included).
+    // Retried at a bounded rate, whoever asks (needed_now included).
     if (p.in_flight > 0 || MonotonicNs() < p.retry_ns) return;
     p.state = Prepared::State::kNone;
-    start_now = true;
+    retry = true;
   }
   if (p.state == Prepared::State::kNone) {
     // Start once an eighth of the active segment is used, or on demand.
-    if (!start_now && write_pos_ < segments_[active_].capacity / 8) return;
+    if (!needed_now && !retry && write_pos_ < segments_[active_].capacity / 8) {
+      return;
+    }
     const std::string& path = PreparedPath();
     base::UniqueFd fd(::open(
         path.c_str(),
@@ -241,22 +293,32 @@ void JournalWriter::PumpPrepared(bool start_now) noexcept {
     space_needed_ = 0;
     p.fd = std::move(fd);
     p.chunks = prezero_ ? static_cast<std::uint32_t>(
-                              (capacity_ + kZeroChunk - 1) / kZeroChunk)
+                              (capacity_ + kPrepZeroChunk - 1) / kPrepZeroChunk)
                         : 0;
     p.next_chunk = 0;
     p.chunks_done = 0;
     p.in_flight = 0;
+    p.pace_start = write_pos_;
+    p.late = false;
     p.state = Prepared::State::kZeroing;
   }
   if (p.state == Prepared::State::kZeroing) {
-    while (p.next_chunk < p.chunks && p.in_flight < kZeroWritesInFlight) {
-      const std::uint64_t offset = std::uint64_t{p.next_chunk} * kZeroChunk;
+    // On schedule: one write at a time, within the bytes due. Late: as
+    // fast as the device goes.
+    const std::uint64_t due = ZeroBytesDue(
+        capacity_, segments_[active_].capacity, p.pace_start, write_pos_);
+    if (needed_now || due >= capacity_) p.late = true;
+    const std::uint32_t most_in_flight = p.late ? kPrepZeroWritesInFlight : 1;
+    while (
+        p.next_chunk < p.chunks && p.in_flight < most_in_flight &&
+        (p.late || (std::uint64_t{p.next_chunk} + 1) * kPrepZeroChunk <= due)) {
+      const std::uint64_t offset = std::uint64_t{p.next_chunk} * kPrepZeroChunk;
       IoOp op;
       op.code = OpCode::kWrite;
       op.fd = p.fd.get();
       op.data = zeros_;
       op.length = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(kZeroChunk, capacity_ - offset));
+          std::min<std::uint64_t>(kPrepZeroChunk, capacity_ - offset));
       op.offset = offset;
       op.buffer_index = static_cast<int>(slots_.size());
       op.user_data = std::uint64_t{p.next_chunk} << 8 | kTagZero;
@@ -295,17 +357,18 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
   if (result == -EAGAIN || result == -EINTR ||
       (tag == kTagZero && result >= 0 &&
        static_cast<std::uint64_t>(result) <
-           std::min<std::uint64_t>(kZeroChunk, capacity_ - id * kZeroChunk))) {
+           std::min<std::uint64_t>(kPrepZeroChunk,
+                                   capacity_ - id * kPrepZeroChunk))) {
     // Again (a short zero write is redone whole: zeros over zeros).
     ++stats_.retries;
     IoOp op;
     if (tag == kTagZero) {
-      const std::uint64_t offset = id * kZeroChunk;
+      const std::uint64_t offset = id * kPrepZeroChunk;
       op.code = OpCode::kWrite;
       op.fd = p.fd.get();
       op.data = zeros_;
       op.length = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(kZeroChunk, capacity_ - offset));
+          std::min<std::uint64_t>(kPrepZeroChunk, capacity_ - offset));
       op.offset = offset;
       op.buffer_index = static_cast<int>(slots_.size());
     } else {
@@ -330,7 +393,7 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
                         tag == kTagZero       ? "pre-zeroing write"
                         : tag == kTagPrepSync ? "fsync"
                                               : "fsync of the directory",
-                        tag == kTagZero ? id * kZeroChunk : 0)));
+                        tag == kTagZero ? id * kPrepZeroChunk : 0)));
     return;
   }
   if (tag == kTagZero) {
@@ -352,7 +415,14 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
 bool JournalWriter::Rotate() noexcept {
   if (prepared_.state != Prepared::State::kReady) {
     PumpPrepared(true);
-    if (prepared_.state != Prepared::State::kReady) return false;
+    if (prepared_.state != Prepared::State::kReady) {
+      if (prepared_.state != Prepared::State::kNoSpace && space_needed_ == 0 &&
+          !prepared_.counted_wait) {
+        prepared_.counted_wait = true;
+        ++stats_.prepare_waits;
+      }
+      return false;
+    }
   }
   if (free_.size() < 2) return false;  // the header and the first group
   if (filling_ != nullptr) Seal(*filling_);

@@ -29,13 +29,23 @@
 # recorded at the start of each run: the machine is shared, and the figures
 # move with it.
 #
+# Each run also counts the journal's segment files when the server has
+# stopped: a run of `segments` files crossed segments - 1 boundaries, where
+# the next segment's preparation and rotation happened (the table's
+# "boundaries" column, the fewest of the runs). SEGMENT_SIZE passes
+# --segment-size to serve, so that a short run crosses several.
+#
 # Output: a table on stdout (medians of the runs), one JSON object per run
 # and one per summary row in BUILD_DIR/bench/service.jsonl (replaced).
 #
 # Environment (defaults): RUNS (3), COUNT (1000000), LAT_COUNT (500000),
-# RATE (100000), WINDOWS ("4096 16384 65536"), MODES ("none batch"),
-# LAT_WINDOW (4096), SERVER_CPU (0), CLIENT_CPU (1), TMPDIR (/tmp),
-# BASELINE (1; 0 skips net_bench).
+# RATE (100000), WINDOWS ("4096 16384 65536"; empty: no highest-rate runs),
+# MODES ("none batch"), LAT_WINDOW (4096), SERVER_CPU (0), CLIENT_CPU (1),
+# TMPDIR (/tmp), SEGMENT_SIZE (serve's default), BASELINE (1; 0 skips
+# net_bench), BASELINE_FILTER (net_bench's --benchmark_filter; the default
+# runs the one-way stream, the windowed echo and both ping-pongs),
+# ORDERWIRE (BUILD_DIR/cli/orderwire: another binary to measure, e.g. the
+# build before a change, against the same baseline).
 #
 # Exit status: 0 when every run completed (clean or not: the table says),
 # 1 when a server or client failed, 2 on a usage error. Needs python3 (for
@@ -48,18 +58,21 @@ usage() {
 }
 [ $# -eq 1 ] || usage
 build=$1
-ow=$build/cli/orderwire
+ow=${ORDERWIRE:-$build/cli/orderwire}
 net_bench=$build/bench/net_bench
 runs=${RUNS:-3}
 count=${COUNT:-1000000}
 lat_count=${LAT_COUNT:-500000}
 rate=${RATE:-100000}
-windows=${WINDOWS:-4096 16384 65536}
+windows=${WINDOWS-4096 16384 65536}
 modes=${MODES:-none batch}
 lat_window=${LAT_WINDOW:-4096}
 server_cpu=${SERVER_CPU:-0}
 client_cpu=${CLIENT_CPU:-1}
 baseline=${BASELINE:-1}
+baseline_filter=${BASELINE_FILTER:-'BM_OneWay/recvmmsg/full|BM_EchoWindow/full|BM_PingPong/(block|spin)/1/'}
+segment_args=()
+if [ -n "${SEGMENT_SIZE:-}" ]; then segment_args=(--segment-size "$SEGMENT_SIZE"); fi
 needed=("$ow")
 [ "$baseline" != 0 ] && needed+=("$net_bench")
 for f in "${needed[@]}"; do
@@ -109,7 +122,7 @@ printf '{"kind":"machine","cpu":"%s","cpus":%d,"kernel":"%s","date":"%s","load":
 if [ "$baseline" != 0 ]; then
   echo "# baseline: net_bench (load $(load))"
   taskset -c "$server_cpu,$client_cpu" "$net_bench" \
-    --benchmark_filter='BM_OneWay/recvmmsg/full|BM_EchoWindow/full|BM_PingPong/(block|spin)/1/' \
+    --benchmark_filter="$baseline_filter" \
     --benchmark_repetitions="$runs" --benchmark_report_aggregates_only=true \
     --benchmark_out="$build/bench/net_bench.json" \
     --benchmark_out_format=json >"$work/net_bench.txt" 2>&1 || {
@@ -140,7 +153,7 @@ run_once() {
   local start_load
   start_load="$(load), cpu psi $(psi cpu)%, io psi $(psi io)%"
   taskset -c "$server_cpu" "$ow" serve --listen 127.0.0.1:0 \
-    --journal "$dir/journal" --durability "$mode" \
+    --journal "$dir/journal" --durability "$mode" "${segment_args[@]}" \
     --stats-json "$dir/stats.json" 2>"$dir/serve.log" &
   server_pid=$!
   local port=
@@ -176,10 +189,13 @@ run_once() {
     cat "$dir/client.err" "$dir/serve.log" >&2
     return 1
   fi
+  local segments
+  segments=$(find "$dir/journal" -maxdepth 1 -name '*.owj' | wc -l)
   local cpu_s
   cpu_s=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", t / hz}')
-  printf '{"kind":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"client":%s,"server":%s}\n' \
+  printf '{"kind":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"segments":%d,"client":%s,"server":%s}\n' \
     "$kind" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" "$cpu_s" \
+    "$segments" \
     "$(cat "$dir/client.json")" "$(cat "$dir/stats.json")" >>"$out"
   python3 - "$out" <<'EOF'
 import json, sys
@@ -190,6 +206,7 @@ print(f'  {r["kind"]:8} {r["durability"]:5} w={r["window"]:<6} run {r["run"]}: '
       f'{c["commands_per_second"]:>9,.0f} cmd/s  p50 {lat["p50"]:.0f} '
       f'p99 {lat["p99"]:.0f} p99.9 {lat["p99.9"]:.0f} max {lat["max"]:.0f} us  '
       f'server cpu {r["server_cpu_s"] * 1e9 / r["count"]:.0f} ns/cmd  '
+      f'segments {r["segments"]}  '
       f'retx {c["retransmitted"]} send_fail {s["send_failures"]} '
       f'resent {s["reports_resent"]} dup {s["duplicates"]} gaps {s["gaps"]}  '
       f'(load {r["load"]})')
@@ -229,8 +246,8 @@ for r in rows:
 print()
 print("| figure | durability | window | runs | commands/s (median) | "
       "p50 us | p90 us | p99 us | p99.9 us | max us | server CPU ns/cmd | "
-      "clean runs | load (1 min) |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+      "boundaries | clean runs | load (1 min) |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 best = {}
 for (kind, mode, window), rs in groups.items():
     cps = med([r["client"]["commands_per_second"] for r in rs])
@@ -239,16 +256,17 @@ for (kind, mode, window), rs in groups.items():
     cpu = med([r.get("server_cpu_s", float("nan")) * 1e9 / r["count"]
                for r in rs])
     clean = sum(1 for r in rs if loss(r) == 0)
+    boundaries = min(r["segments"] for r in rs) - 1
     loads = ", ".join(r["load"].split()[0] for r in rs)
     label = "highest rate" if kind == "max_rate" else "at offered rate"
     print(f"| {label} | {mode} | {window} | {len(rs)} | {cps:,.0f} | "
           f"{lat['p50']:.0f} | {lat['p90']:.0f} | {lat['p99']:.0f} | "
           f"{lat['p99.9']:.0f} | {lat['max']:.0f} | {cpu:.0f} | "
-          f"{clean}/{len(rs)} | {loads} |")
+          f"{boundaries} | {clean}/{len(rs)} | {loads} |")
     row = {"kind": "summary", "figure": kind, "durability": mode,
            "window": window, "runs": len(rs), "commands_per_second": cps,
            "latency_us": lat, "server_cpu_ns_per_command": cpu,
-           "clean_runs": clean, "loads": loads}
+           "boundaries": boundaries, "clean_runs": clean, "loads": loads}
     summary.append(row)
     if kind == "max_rate" and clean == len(rs):
         if mode not in best or cps > best[mode]["commands_per_second"]:
@@ -261,10 +279,10 @@ for b in rows:
     if "p50_us" in b:
         print(f"| baseline {name} (1 datagram in flight) | - | - | {runs} | - | "
               f"{b['p50_us']:.1f} | {b['p90_us']:.1f} | {b['p99_us']:.1f} | "
-              f"{b['p999_us']:.1f} | {b['max_us']:.0f} | - | lost {b['lost']:.0f} | {load1} |")
+              f"{b['p999_us']:.1f} | {b['max_us']:.0f} | - | - | lost {b['lost']:.0f} | {load1} |")
     else:
         print(f"| baseline {name}: {b['dgrams_per_s']:,.0f} datagrams/s | - | - | "
-              f"{runs} | {b['items_per_second']:,.0f} frames/s | | | | | | | "
+              f"{runs} | {b['items_per_second']:,.0f} frames/s | | | | | | | | "
               f"lost {b['lost']:.0f} | {load1} |")
 print()
 for mode, row in sorted(best.items()):

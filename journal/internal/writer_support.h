@@ -18,7 +18,8 @@
 namespace orderwire::journal::internal {
 
 // An I/O op's user_data = id << 8 | tag. For slots, id is the slot index;
-// for the zero writes of the prepared segment, the chunk number.
+// for the zero writes of the prepared segment, the chunk number (of
+// kPrepZeroChunk bytes).
 inline constexpr std::uint32_t kTagWrite = 1;
 inline constexpr std::uint32_t kTagSync = 2;
 inline constexpr std::uint32_t kTagZero = 4;
@@ -30,9 +31,16 @@ inline constexpr std::uint32_t kTagCheckpointWrite = 7;
 inline constexpr std::uint32_t kTagCheckpointSync = 8;
 inline constexpr std::uint32_t kTagCheckpointDirSync = 9;
 
-// Pre-zeroing writes this many bytes at a time, from one zero buffer.
+// Zeroing writes of the first segment and of recovery take this many
+// bytes at a time, from one zero buffer (of this size).
 inline constexpr std::uint32_t kZeroChunk = 1u << 20;
-inline constexpr std::uint32_t kZeroWritesInFlight = 2;
+
+// The next segment's pre-zeroing (writer_segments.cc, "paced zeroing"):
+// writes of kPrepZeroChunk bytes (a prefix of the zero buffer), one at a
+// time while on schedule, kPrepZeroWritesInFlight at a time once late.
+inline constexpr std::uint32_t kPrepZeroChunk = 256u << 10;
+inline constexpr std::uint32_t kPrepZeroWritesInFlight = 4;
+static_assert(kPrepZeroChunk <= kZeroChunk && kZeroChunk % kPrepZeroChunk == 0);
 
 using base::MonotonicNs;
 using base::RealtimeNs;
