@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -35,6 +36,7 @@
 #include "cli/book_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/journal_tail.h"
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "codec/json.h"
@@ -101,7 +103,7 @@ const CommandSpec kReplaySpec{
     .name = "replay",
     .synopsis =
         "--journal DIR [--verify] [--reports FILE] [--reports-dir DIR] "
-        "[--json] [--book N] [--config FILE] [--accept-loss]",
+        "[--json] [--book N] [--config FILE] [--no-snapshot] [--accept-loss]",
     .summary =
         "Replay a journal through the service's state machine, or "
         "verify it.",
@@ -127,6 +129,17 @@ const CommandSpec kReplaySpec{
         "session received, byte for byte (DIR is created if missing).\n"
         "--json writes JSON Lines instead of frames. --book N prints the top\n"
         "N levels of every non-empty book to standard error at the end.\n\n"
+        "Snapshots: when DIR/snapshots holds snapshots of this journal\n"
+        "('orderwire snapshot', 'serve --snapshot-every'), the replay starts\n"
+        "from the newest one that loads (every checksum and cross-reference\n"
+        "verified) and applies only the records after it; a damaged or\n"
+        "foreign snapshot is named on standard error and the previous one\n"
+        "(or the journal's start) is used. The reports written are then\n"
+        "those of the records after the snapshot only (the same bytes, with\n"
+        "the same session sequences, as the full replay gives for them), and\n"
+        "the counts printed are the tail's (the statistics are the whole\n"
+        "journal's). --no-snapshot replays the whole journal from its "
+        "start.\n\n"
         "--verify checks the journal without the engine (and that every\n"
         "configuration it pins can be read) and prints the records by kind,\n"
         "the final index and the records/s.\n\n"
@@ -151,6 +164,8 @@ const CommandSpec kReplaySpec{
               {"book", "N", "0", "depth table of every book (stderr)"},
               {"config", "FILE", "",
                "configuration for segments that pin none"},
+              {"no-snapshot", "", "",
+               "replay the whole journal, not from its newest snapshot"},
               {"accept-loss", "", "",
                "report lost records (DATA LOSS ACCEPTED) and exit 0"}},
 };
@@ -565,10 +580,12 @@ absl::Status Replay(const Args& args) {
   const bool to_file = args.Has("reports");
   const bool to_dir = args.Has("reports-dir");
   if (args.Bool("verify")) {
-    if (to_file || to_dir || json || *book_levels > 0 || args.Has("config")) {
+    if (to_file || to_dir || json || *book_levels > 0 || args.Has("config") ||
+        args.Has("no-snapshot")) {
       return UsageError(
           "--verify checks the journal without the engine: it takes no "
-          "--reports, --reports-dir, --json, --book or --config");
+          "--reports, --reports-dir, --json, --book, --config or "
+          "--no-snapshot");
     }
     return Verify(dir, args.Bool("accept-loss"));
   }
@@ -610,24 +627,42 @@ absl::Status Replay(const Args& args) {
   std::FILE* const summary =
       sink.has_value() && sink->is_stdout() ? stderr : stdout;
 
-  absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
-      journal::JournalReader::Open(
-          dir, journal::ReaderOptions{.accept_loss = accept_loss});
-  if (!opened.ok()) {
-    return AcceptedOrFailed("replay", opened.status(), accept_loss);
-  }
-  journal::JournalReader& reader = **opened;
-  Progress progress("replay", reader.total_bytes());
-
+  const journal::ReaderOptions reader_options{.accept_loss = accept_loss};
   // Replay needs no report history: a session's reports are written, not
-  // sent again.
-  auto machine =
-      std::make_unique<service::StateMachine>(service::StateMachineOptions{
-          .engine = config.engine,
-          .max_sessions = static_cast<std::uint32_t>(config.max_sessions +
-                                                     config.sessions.size()),
-          .report_history = 1,
-          .history_budget_bytes = 0});
+  // sent again. (A snapshot brings its own.)
+  absl::StatusOr<ReplayStart> started =
+      StartReplay(dir, reader_options, !args.Bool("no-snapshot"),
+                  std::numeric_limits<std::uint64_t>::max(),
+                  service::StateMachineOptions{
+                      .engine = config.engine,
+                      .max_sessions = static_cast<std::uint32_t>(
+                          config.max_sessions + config.sessions.size()),
+                      .report_history = 1,
+                      .history_budget_bytes = 0});
+  if (!started.ok()) {
+    return AcceptedOrFailed("replay", started.status(), accept_loss);
+  }
+  for (const std::string& skipped : started->skipped) {
+    std::fprintf(stderr, "replay: %s\n", skipped.c_str());
+  }
+  std::unique_ptr<service::StateMachine> machine = std::move(started->machine);
+  const std::uint64_t snapshot_index =
+      started->snapshot.has_value() ? started->snapshot->index : 0;
+  if (started->snapshot.has_value()) {
+    const std::string from = absl::StrFormat(
+        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
+        "reports of records %d.. only\n",
+        started->snapshot->path, snapshot_index, started->snapshot->sessions,
+        started->snapshot->live_orders, snapshot_index + 1);
+    std::fputs(from.c_str(), stderr);
+  }
+  absl::StatusOr<JournalTail> tail =
+      JournalTail::OpenJournalAt(dir, reader_options, snapshot_index + 1);
+  if (!tail.ok()) {
+    return AcceptedOrFailed("replay", tail.status(), accept_loss);
+  }
+  journal::JournalReader& reader = tail->reader();
+  Progress progress("replay", reader.total_bytes());
   std::uint64_t count = 0;
   std::uint64_t report_count = 0;
   journal::Record r;
@@ -639,7 +674,12 @@ absl::Status Replay(const Args& args) {
   std::size_t segments_noted = 0;
   std::vector<std::string> reconfigurations;
   const auto start = Clock::now();
-  while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
+  while ((result = tail->Next(r)) == journal::ReadResult::kRecord) {
+    if (count == 0 && snapshot_index > 0) {
+      // The snapshot holds the configuration in force at its index: only
+      // the segments from the one of this record on may change it.
+      segments_seen = reader.segments().size() - 1;
+    }
     if (segments_seen != reader.segments().size()) {
       // Cold: a new segment. A pinned configuration that differs from an
       // explicit --config is worth a note: the journal's own is used.
@@ -706,11 +746,22 @@ absl::Status Replay(const Args& args) {
     }
   }
 
+  if (snapshot_index > reader.last_index() &&
+      result == journal::ReadResult::kEnd) {
+    return absl::DataLossError(absl::StrFormat(
+        "replay: snapshot %s holds the state up to index %d, but the journal "
+        "ends at index %d: records it was made from are gone (--no-snapshot "
+        "replays what the journal holds)",
+        started->snapshot->path, snapshot_index, reader.last_index()));
+  }
   const service::StateMachineStats& stats = machine->stats();
   const engine::Engine& engine = machine->engine();
   std::string out = absl::StrFormat(
-      "replay: %d records in %d segment%s through the state machine%s\n", count,
-      reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      "replay: %d records in %d segment%s through the state machine%s%s\n",
+      count, reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      snapshot_index > 0
+          ? absl::StrFormat(", after snapshot index %d", snapshot_index)
+          : std::string(),
       result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
   absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(stats.commands));
   absl::StrAppendFormat(&out, "  reports: %d (%s)\n", report_count,

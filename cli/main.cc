@@ -42,6 +42,8 @@ constexpr Subcommand kSubcommands[] = {
      "send a session's commands to serve; print acks and latency"},
     {"replay", orderwire::cli::RunReplay,
      "replay a journal through the engine, or --verify it"},
+    {"snapshot", orderwire::cli::RunSnapshot,
+     "write a snapshot of a journal's state; snapshot inspect FILE"},
 };
 
 void PrintUsage(std::FILE* out) {

@@ -313,6 +313,38 @@ class BasicEngine {
   // Returns to the state of a new engine, keeping all memory. O(capacity).
   void Reset() noexcept;
 
+  // Snapshots (service/snapshot.h). The engine's state, as far as any later
+  // command's outcome depends on it, is its configuration, its live orders
+  // in ForEachLiveOrder's order (book by book, bids then asks, best level
+  // first, oldest first: that order is the price-time priority) and its two
+  // id counters. Where records sit in the pools and index tables decides
+  // nothing a command can observe, so it is not part of the state. Both
+  // functions are cold and off the hot path (no virtual, no new member).
+  //
+  // Checks, without changing anything, that `orders` (in ForEachLiveOrder's
+  // order) with these counters can be restored into this engine: the engine
+  // is new (no live order, both counters at 1); at most max_live_orders
+  // orders; each order's instrument in the configured range, side Buy or
+  // Sell, time in force GoodTillCancel or PostOnly, leaves >= 1, price above
+  // INT64_MIN (a price outside the band is allowed: Reconfigure leaves such
+  // orders resting), order id in 1..next_order_id-1; the order is the
+  // canonical one (books ascending, bids before asks, prices from the best
+  // down, so equal prices are adjacent: one level); order ids unique;
+  // (account, owner, client_order_id) unique; no book crossed; the total
+  // leaves plus max_live_orders * max_quantity within 2^63-1 (as
+  // Reconfigure requires); next_order_id and next_match_id >= 1. Errors:
+  // InvalidArgument naming the order's position and field (its position
+  // also in `*bad_order` when given), FailedPrecondition for a used engine.
+  // O(n log n), allocates.
+  [[nodiscard]] absl::Status CheckRestorable(
+      std::span<const OrderInfo> orders, std::uint64_t next_order_id,
+      std::uint64_t next_match_id, std::size_t* bad_order = nullptr) const;
+  // Rebuilds that state: the same books, levels, FIFOs and counters, so
+  // every later command gives the same reports as in the engine exported.
+  // Precondition: CheckRestorable(...) is OK. O(n), allocates.
+  void Restore(std::span<const OrderInfo> orders, std::uint64_t next_order_id,
+               std::uint64_t next_match_id);
+
  private:
   struct BookData {
     typename Traits::Levels sides[2];  // [0] bids, [1] asks

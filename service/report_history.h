@@ -162,6 +162,49 @@ class ReportHistory {
     lost_command_ = std::max(lost_command_, last_command_);
   }
 
+  // Snapshots (service/snapshot.h), cold: everything a history is, besides
+  // the reports it holds (Get, CommandOf).
+  struct State {
+    std::size_t capacity = 0;  // a power of two, or 0
+    std::uint64_t first = 0;   // oldest report held (0: none)
+    std::uint64_t next = 1;    // one past the newest held
+    std::uint64_t lost_command = 0;
+    std::uint64_t last_command = 0;
+  };
+  [[nodiscard]] State state() const noexcept {
+    return State{capacity_, first_, next_, lost_command_, last_command_};
+  }
+  // The command sequence recorded with held report `sequence`.
+  // Precondition: Get(sequence) is not empty.
+  [[nodiscard]] std::uint64_t CommandOf(std::uint64_t sequence) const noexcept {
+    return SlotOf(sequence).command;
+  }
+  // Makes this history (which holds no ring) the one `state` describes,
+  // holding `held` (reports state.first .. state.next - 1, in order), its
+  // ring's bytes taken from `budget`. The caller has checked that `state`
+  // is consistent (snapshot.cc does). Returns false, nothing changed, when
+  // the budget has no room or memory runs out. Cold, allocates.
+  [[nodiscard]] bool Restore(const State& state, std::span<const Slot> held,
+                             HistoryBudget& budget) noexcept {
+    if (capacity_ != 0) return false;
+    if (state.capacity != 0) {
+      if (!budget.TryTake(state.capacity * kSlotSize)) return false;
+      std::unique_ptr<Slot[]> ring(new (std::nothrow) Slot[state.capacity]);
+      if (ring == nullptr) {
+        budget.Give(state.capacity * kSlotSize);
+        return false;
+      }
+      slots_ = std::move(ring);
+    }
+    capacity_ = state.capacity;
+    first_ = state.first;
+    next_ = state.next;
+    lost_command_ = state.lost_command;
+    last_command_ = state.last_command;
+    for (std::size_t i = 0; i < held.size(); ++i) SlotOf(first_ + i) = held[i];
+    return true;
+  }
+
   // Bytes the ring takes.
   [[nodiscard]] std::size_t bytes() const noexcept {
     return capacity_ * kSlotSize;

@@ -180,6 +180,9 @@ class StateMachine {
   }
 
  private:
+  // service/snapshot.cc reads and restores the whole state (cold).
+  friend class SnapshotCodec;
+
   SessionState* NewSession(std::uint32_t id);
 
   StateMachineOptions options_;

@@ -11,6 +11,8 @@
 #include <limits>
 #include <optional>
 #include <span>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -779,6 +781,191 @@ absl::Status BasicEngine<Traits>::Reconfigure(const EngineConfig& config) {
   books_ = std::move(books);
   config_ = config;
   return absl::OkStatus();
+}
+
+template <typename Traits>
+absl::Status BasicEngine<Traits>::CheckRestorable(
+    std::span<const OrderInfo> orders, std::uint64_t next_order_id,
+    std::uint64_t next_match_id, std::size_t* bad_order) const {
+  if (orders_.in_use() != 0 || next_order_id_ != 1 || next_match_id_ != 1) {
+    return absl::FailedPreconditionError(
+        "a state can be restored only into a new engine");
+  }
+  if (next_order_id == 0 || next_match_id == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "next_order_id %d / next_match_id %d: both must be at least 1",
+        next_order_id, next_match_id));
+  }
+  if (orders.size() > config_.max_live_orders) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%d live orders, more than max_live_orders %d",
+                        orders.size(), config_.max_live_orders));
+  }
+  const auto fail = [&](std::size_t i, const std::string& why) {
+    if (bad_order != nullptr) *bad_order = i;
+    return absl::InvalidArgumentError(
+        absl::StrFormat("live order #%d (order_id %d): %s", i,
+                        orders[i].order_id.value(), why));
+  };
+  constexpr std::uint64_t kMaxTotal = std::numeric_limits<std::int64_t>::max();
+  const std::uint64_t reserved =
+      std::uint64_t{config_.max_live_orders} * config_.max_quantity;
+  std::uint64_t total = 0;
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    const OrderInfo& o = orders[i];
+    const std::uint32_t instrument = o.instrument_id.value();
+    if (instrument < config_.min_instrument ||
+        instrument > config_.max_instrument) {
+      return fail(
+          i, absl::StrFormat("instrument_id %d is outside the configured range "
+                             "%d..%d",
+                             instrument, config_.min_instrument,
+                             config_.max_instrument));
+    }
+    if (o.side != codec::Side::kBuy && o.side != codec::Side::kSell) {
+      return fail(i, absl::StrFormat("side %d is neither Buy nor Sell",
+                                     static_cast<int>(o.side)));
+    }
+    if (o.time_in_force != codec::TimeInForce::kGoodTillCancel &&
+        o.time_in_force != codec::TimeInForce::kPostOnly) {
+      return fail(
+          i, absl::StrFormat("time_in_force %d cannot rest (GoodTillCancel or "
+                             "PostOnly only)",
+                             static_cast<int>(o.time_in_force)));
+    }
+    if (o.leaves_quantity.value() == 0) return fail(i, "leaves_quantity is 0");
+    if (o.leaves_quantity.value() > kMaxTotal - reserved - total) {
+      return fail(
+          i, absl::StrFormat("the live orders' total leaves pass 2^63-1 minus "
+                             "max_live_orders * max_quantity (%d)",
+                             reserved));
+    }
+    total += o.leaves_quantity.value();
+    if (o.price.value() == std::numeric_limits<std::int64_t>::min()) {
+      return fail(i, "price is INT64_MIN, which has no sort key");
+    }
+    if (o.order_id.value() == 0 || o.order_id.value() >= next_order_id) {
+      return fail(i, absl::StrFormat("order_id is not in 1..%d (next_order_id "
+                                     "- 1)",
+                                     next_order_id - 1));
+    }
+    if (i > 0) {
+      const OrderInfo& p = orders[i - 1];
+      const bool same_side =
+          p.instrument_id == o.instrument_id && p.side == o.side;
+      const bool in_order =
+          p.instrument_id.value() < instrument ||
+          (p.instrument_id == o.instrument_id &&
+           internal::SideIndex(p.side) < internal::SideIndex(o.side)) ||
+          (same_side && internal::KeyOf(p.side, p.price) >=
+                            internal::KeyOf(o.side, o.price));
+      if (!in_order) {
+        return fail(
+            i, absl::StrFormat("out of book order after order_id %d (books "
+                               "ascending, bids before asks, best price first)",
+                               p.order_id.value()));
+      }
+    }
+  }
+  // Uniqueness of both keys, on sorted copies (cold).
+  std::vector<std::pair<std::uint64_t, std::size_t>> ids(orders.size());
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    ids[i] = {orders[i].order_id.value(), i};
+  }
+  std::sort(ids.begin(), ids.end());
+  for (std::size_t k = 1; k < ids.size(); ++k) {
+    if (ids[k].first == ids[k - 1].first) {
+      return fail(std::max(ids[k].second, ids[k - 1].second),
+                  "order_id is not unique");
+    }
+  }
+  struct ClientKey {
+    std::uint64_t account;
+    std::uint32_t owner;
+    std::uint64_t client_order_id;
+    std::size_t position;
+  };
+  std::vector<ClientKey> keys(orders.size());
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    keys[i] = {orders[i].account_id.value(), orders[i].owner,
+               orders[i].client_order_id.value(), i};
+  }
+  const auto key_less = [](const ClientKey& a, const ClientKey& b) {
+    return std::tie(a.account, a.owner, a.client_order_id, a.position) <
+           std::tie(b.account, b.owner, b.client_order_id, b.position);
+  };
+  std::sort(keys.begin(), keys.end(), key_less);
+  for (std::size_t k = 1; k < keys.size(); ++k) {
+    if (keys[k].account == keys[k - 1].account &&
+        keys[k].owner == keys[k - 1].owner &&
+        keys[k].client_order_id == keys[k - 1].client_order_id) {
+      return fail(keys[k].position,
+                  absl::StrFormat("(account %d, owner %d, client_order_id %d) "
+                                  "is not unique",
+                                  keys[k].account, keys[k].owner,
+                                  keys[k].client_order_id));
+    }
+  }
+  // No book crossed: the first bid of a book (its best) is below its first
+  // ask.
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    const OrderInfo& o = orders[i];
+    const bool first_of_side = i == 0 ||
+                               orders[i - 1].instrument_id != o.instrument_id ||
+                               orders[i - 1].side != o.side;
+    if (!first_of_side || o.side != codec::Side::kSell) continue;
+    // The best bid of this book, if any, is the first order of its bids.
+    std::size_t b = i;
+    while (b > 0 && orders[b - 1].instrument_id == o.instrument_id) --b;
+    if (b < i && orders[b].side == codec::Side::kBuy &&
+        orders[b].price.value() >= o.price.value()) {
+      return fail(i, absl::StrFormat(
+                         "the book of instrument %d is crossed: best bid %d, "
+                         "best ask %d",
+                         o.instrument_id.value(), orders[b].price.value(),
+                         o.price.value()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::Restore(std::span<const OrderInfo> orders,
+                                  std::uint64_t next_order_id,
+                                  std::uint64_t next_match_id) {
+  // Level by level from the worst of each side to the best, so that every
+  // new level goes to the back of its side's array (O(1)); inside a level,
+  // oldest first, so each order goes to the back of its FIFO.
+  std::size_t end = orders.size();
+  while (end > 0) {
+    std::size_t begin = end - 1;
+    while (begin > 0 &&
+           orders[begin - 1].instrument_id == orders[end - 1].instrument_id &&
+           orders[begin - 1].side == orders[end - 1].side &&
+           orders[begin - 1].price == orders[end - 1].price) {
+      --begin;
+    }
+    for (std::size_t i = begin; i < end; ++i) {
+      const OrderInfo& o = orders[i];
+      const std::uint32_t index = orders_.Allocate();
+      internal::Order& order = orders_[index];
+      order.order_id = o.order_id;
+      order.account_id = o.account_id;
+      order.client_order_id = o.client_order_id;
+      order.price = o.price;
+      order.leaves = o.leaves_quantity;
+      order.instrument_id = o.instrument_id;
+      order.side = o.side;
+      order.time_in_force = o.time_in_force;
+      order.owner = o.owner;
+      Rest(books_[o.instrument_id.value() - config_.min_instrument], index);
+      index_.InsertId(o.order_id, index);
+      index_.InsertClient(o.account_id, o.owner, o.client_order_id, index);
+    }
+    end = begin;
+  }
+  next_order_id_ = next_order_id;
+  next_match_id_ = next_match_id;
 }
 
 template <typename Traits>

@@ -444,6 +444,19 @@ EXIT_CASES = [
     # --accept-loss accepts lost records, not a journal that is not there.
     ("replay", ["--journal", "{tmp}/nope", "--verify", "--accept-loss"], b"",
      1, "does not exist"),
+    # snapshot
+    ("snapshot", ["--help"], b"", 0, ""),
+    ("snapshot", [], b"", 2, "--journal DIR is required"),
+    ("snapshot", ["--journal", "{tmp}/j", "--at-index", "0"], b"", 2,
+     "--at-index: 0 is out of range"),
+    ("snapshot", ["--journal", "{tmp}/j", "--at-index", "x"], b"", 2,
+     "--at-index: 'x'"),
+    ("snapshot", ["--journal", "{tmp}/nope"], b"", 1, "does not exist"),
+    ("snapshot", ["inspect", "--help"], b"", 0, ""),
+    ("snapshot", ["inspect"], b"", 2, "give one snapshot file"),
+    ("snapshot", ["inspect", "{tmp}/nope.ows"], b"", 1, "nope.ows"),
+    ("snapshot", ["inspect", "{tmp}/file"], b"", 1,
+     "damaged at offset"),
     # serve
     ("serve", ["--help"], b"", 0, ""),
     ("serve", [], b"", 2, "--journal DIR is required"),
@@ -771,6 +784,109 @@ class KeyedSubmit(unittest.TestCase):
             err = result.stderr.decode()
             self.assertIn("line 2: session.7.key_file", err)
             self.assertIn(key + ":1:", err)
+
+
+class Snapshots(unittest.TestCase):
+    """`orderwire snapshot` writes the state at an index; `replay` starts
+    from the newest valid one and writes, for every session, exactly the
+    reports the full replay gives after it; a damaged snapshot is named and
+    the previous one used; `snapshot inspect` verifies a file or says where
+    it is damaged."""
+
+    def journal(self, tmp):
+        journal = os.path.join(tmp, "j")
+        # Two sessions, 4000 records, several segments.
+        for session, seed in ((1, 1), (2, 2)):
+            frames = run(["gen", "--workload", "mixed", "--count", "2000",
+                          "--seed", str(seed)], b"").stdout
+            written = run(["journal", "write", "--journal", journal,
+                           "--segment-size", "65536", "--session",
+                           str(session)], frames)
+            self.assertEqual(written.returncode, 0, written.stderr)
+        return journal
+
+    def replay(self, journal, out, *flags):
+        result = run(["replay", "--journal", journal, "--reports-dir", out] +
+                     list(flags), b"")
+        self.assertEqual(result.returncode, 0, result.stderr)
+        files = {}
+        for name in sorted(os.listdir(out)):
+            with open(os.path.join(out, name), "rb") as f:
+                files[name] = f.read()
+        return files, result.stderr.decode()
+
+    def assert_tails(self, full, tail):
+        self.assertEqual(set(tail) - set(full), set())
+        self.assertTrue(any(tail.values()), "the tail has reports")
+        self.assertLess(sum(map(len, tail.values())),
+                        sum(map(len, full.values())))
+        for name, data in tail.items():
+            self.assertEqual(full[name][len(full[name]) - len(data):], data,
+                             name)
+
+    def test_replay_from_a_snapshot_writes_the_full_replays_tail(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = self.journal(tmp)
+            full, _ = self.replay(journal, os.path.join(tmp, "full"))
+            self.assertEqual(len(full), 2)
+            paths = {}
+            for index in (1500, 3100):
+                made = run(["snapshot", "--journal", journal, "--at-index",
+                            str(index)], b"")
+                self.assertEqual(made.returncode, 0, made.stderr)
+                paths[index] = os.path.join(journal, "snapshots",
+                                            "%020d.ows" % index)
+                self.assertIn(paths[index], made.stdout.decode())
+            self.assertFalse([f for f in os.listdir(
+                os.path.join(journal, "snapshots")) if f.endswith(".tmp")])
+
+            tail, err = self.replay(journal, os.path.join(tmp, "t1"))
+            self.assertIn("from snapshot %s (index 3100" % paths[3100], err)
+            self.assert_tails(full, tail)
+            tail_3100 = tail
+
+            # --no-snapshot: the full replay again.
+            again, err = self.replay(journal, os.path.join(tmp, "t2"),
+                                     "--no-snapshot")
+            self.assertEqual(again, full)
+            self.assertNotIn("from snapshot", err)
+
+            # The newest damaged: named, the previous one used.
+            with open(paths[3100], "r+b") as f:
+                f.seek(3000)
+                byte = f.read(1)
+                f.seek(3000)
+                f.write(bytes([byte[0] ^ 0x40]))
+            tail, err = self.replay(journal, os.path.join(tmp, "t3"))
+            self.assertIn("snapshot %s: damaged at offset" % paths[3100], err)
+            self.assertIn("using the previous one", err)
+            self.assertIn("from snapshot %s (index 1500" % paths[1500], err)
+            self.assert_tails(full, tail)
+            for name in tail_3100:
+                self.assertGreater(len(tail[name]), len(tail_3100[name]))
+
+            inspect = run(["snapshot", "inspect", paths[1500]], b"")
+            self.assertEqual(inspect.returncode, 0, inspect.stderr)
+            text = inspect.stdout.decode()
+            self.assertIn("index 1500 (last record included)", text)
+            self.assertIn("every checksum and cross-reference verified", text)
+            for section in ("config", "stats", "sessions", "reports",
+                            "orders"):
+                self.assertIn(section, text)
+            bad = run(["snapshot", "inspect", paths[3100]], b"")
+            self.assertEqual(bad.returncode, 1)
+            self.assertIn("damaged at offset", bad.stderr.decode())
+            self.assertIn("section crc", bad.stderr.decode())
+
+            # A snapshot from a journal's full length, then past its end.
+            made = run(["snapshot", "--journal", journal], b"")
+            self.assertEqual(made.returncode, 0, made.stderr)
+            self.assertIn("%020d.ows" % 4000, made.stdout.decode())
+            past = run(["snapshot", "--journal", journal, "--at-index",
+                        "4001"], b"")
+            self.assertEqual(past.returncode, 1)
+            self.assertIn("ends at index 4000, before --at-index 4001",
+                          past.stderr.decode())
 
 
 class JournalLoss(unittest.TestCase):

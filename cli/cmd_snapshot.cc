@@ -1,0 +1,270 @@
+// `orderwire snapshot` and `orderwire snapshot inspect`: snapshots of a
+// journal's state (service/snapshot.h, docs/SNAPSHOT.md) from the command
+// line.
+//
+//   orderwire snapshot --journal /tmp/j [--at-index N]
+//   orderwire snapshot inspect /tmp/j/snapshots/00000000000001000000.ows
+#include <time.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <limits>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_format.h"
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "cli/journal_tail.h"
+#include "journal/reader.h"
+#include "service/pinned_config.h"
+#include "service/service_config.h"
+#include "service/snapshot.h"
+#include "service/state_machine.h"
+
+namespace orderwire::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+const CommandSpec kSnapshotSpec{
+    .name = "snapshot",
+    .synopsis = "--journal DIR [--at-index N] [--config FILE] [--no-snapshot]",
+    .summary = "Write a snapshot of a journal's state at an index.",
+    .details =
+        "Replays the journal in DIR through the service's state machine, with\n"
+        "the configuration each segment pins (--config FILE for segments that\n"
+        "pin none, as 'replay' does), up to record N (--at-index; default:\n"
+        "the journal's last record), and writes the state (engine, sessions,\n"
+        "report histories, configuration, statistics) as\n"
+        "DIR/snapshots/<N, 20 digits>.ows (docs/SNAPSHOT.md): written as\n"
+        ".tmp, synced, renamed, the directory synced. The replay starts from\n"
+        "the newest valid snapshot at or below N, if any (--no-snapshot: from\n"
+        "the journal's start). Report histories are kept as 'serve' keeps\n"
+        "them (16384 reports per session, max_report_history_bytes of\n"
+        "--config), so a service restarted from the snapshot can resend.\n\n"
+        "Errors (exit 1): a journal with damage before N, or that ends before\n"
+        "N, or whose durable records are gone (see 'replay'), writes nothing.",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"at-index", "N", "", "last record included (default: the end)"},
+              {"config", "FILE", "",
+               "configuration for segments that pin none"},
+              {"no-snapshot", "", "",
+               "replay from the journal's start, not from a snapshot"}},
+};
+
+const CommandSpec kInspectSpec{
+    .name = "snapshot inspect",
+    .synopsis = "FILE",
+    .summary = "Verify a snapshot file and show what it holds.",
+    .details =
+        "Reads the snapshot FILE in full and verifies it as a restart would\n"
+        "(magic, version, sizes, every section's CRC32C and the whole file's,\n"
+        "every count, range and cross-reference), then prints its header\n"
+        "(journal id, index, creation time), its sections (offset, bytes,\n"
+        "records, CRC32C), its configuration, its sessions and its books'\n"
+        "totals. A damaged file is an error naming the file, the offset, the\n"
+        "field and why (exit 1).",
+    .flags = {},
+    .positional = "FILE",
+};
+
+std::string FormatTime(std::uint64_t ns) {
+  const auto seconds = static_cast<time_t>(ns / 1'000'000'000u);
+  tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  return absl::StrFormat("%s.%09dZ", text, ns % 1'000'000'000u);
+}
+
+absl::Status Print(std::FILE* file, const std::string& text) {
+  return WriteAll(file, text,
+                  file == stdout ? "standard output" : "standard error");
+}
+
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+absl::Status Create(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  const std::string dir = args.String("journal");
+  std::uint64_t at_index = std::numeric_limits<std::uint64_t>::max();
+  if (args.Has("at-index")) {
+    absl::StatusOr<std::uint64_t> n =
+        args.Uint("at-index", 1, std::numeric_limits<std::int64_t>::max());
+    if (!n.ok()) return n.status();
+    at_index = *n;
+  }
+  service::ServiceConfig config;
+  if (args.Has("config")) {
+    absl::StatusOr<service::ServiceConfig> loaded =
+        LoadServiceConfig(args.String("config"));
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  const auto start = Clock::now();
+  const journal::ReaderOptions reader_options{};
+  absl::StatusOr<ReplayStart> started = StartReplay(
+      dir, reader_options, !args.Bool("no-snapshot"), at_index,
+      service::StateMachineOptions{
+          .engine = config.engine,
+          .max_sessions = static_cast<std::uint32_t>(config.max_sessions +
+                                                     config.sessions.size()),
+          .history_budget_bytes =
+              static_cast<std::size_t>(config.max_report_history_bytes)});
+  if (!started.ok()) return started.status();
+  for (const std::string& skipped : started->skipped) {
+    std::fprintf(stderr, "snapshot: %s\n", skipped.c_str());
+  }
+  service::StateMachine& machine = *started->machine;
+  const std::uint64_t from = machine.last_index();
+  absl::StatusOr<JournalTail> tail =
+      JournalTail::OpenJournalAt(dir, reader_options, from + 1);
+  if (!tail.ok()) return tail.status();
+  journal::JournalReader& reader = tail->reader();
+
+  const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
+  std::size_t segments_seen = 0;
+  std::uint64_t applied = 0;
+  journal::Record r;
+  journal::ReadResult result;
+  while ((result = tail->Next(r)) == journal::ReadResult::kRecord &&
+         r.index <= at_index) {
+    if (applied == 0 && from > 0) {
+      // The snapshot holds the configuration in force at its index.
+      segments_seen = reader.segments().size() - 1;
+    }
+    if (absl::Status s =
+            service::FollowSegments(reader, segments_seen, unpinned, machine);
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = machine.Apply(service::Record::FromJournal(r));
+        !s.ok()) {
+      return s;
+    }
+    ++applied;
+  }
+  if (result == journal::ReadResult::kError) return reader.status();
+  if (result == journal::ReadResult::kEnd && !reader.status().ok()) {
+    return reader.status();
+  }
+  if (args.Has("at-index") && machine.last_index() < at_index) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "snapshot: the journal %s ends at index %d, before --at-index %d", dir,
+        reader.last_index(), at_index));
+  }
+  if (machine.last_index() == 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "snapshot: the journal %s holds no record: nothing to snapshot", dir));
+  }
+  if (reader.segments().empty()) {
+    return absl::InternalError("snapshot: no journal segment was read");
+  }
+  const std::uint64_t journal_id = reader.segments().front().header.journal_id;
+  const double replay_seconds = Seconds(Clock::now() - start);
+  const auto write_start = Clock::now();
+  absl::StatusOr<service::SnapshotInfo> info =
+      service::WriteSnapshot(machine, journal_id, dir);
+  if (!info.ok()) return info.status();
+  const double write_seconds = Seconds(Clock::now() - write_start);
+  std::string out = absl::StrFormat(
+      "snapshot: wrote %s: index %d, %d sessions, %d live orders, %d bytes\n",
+      info->path, info->index, info->sessions, info->live_orders,
+      info->file_bytes);
+  absl::StrAppendFormat(
+      &out, "  %d records applied from %s in %.3f s; written in %.3f s\n",
+      applied,
+      started->snapshot.has_value()
+          ? absl::StrFormat("snapshot %s (index %d)", started->snapshot->path,
+                            started->snapshot->index)
+          : std::string("the journal's start"),
+      replay_seconds, write_seconds);
+  return Print(stdout, out);
+}
+
+absl::Status Inspect(const Args& args) {
+  if (args.positional().size() != 1) {
+    return UsageError("give one snapshot file");
+  }
+  const std::string& path = args.positional()[0];
+  absl::StatusOr<service::LoadedSnapshot> loaded =
+      service::LoadSnapshot(path, 0);
+  if (!loaded.ok()) return loaded.status();
+  const service::SnapshotInfo& info = loaded->info;
+  const service::StateMachine& machine = *loaded->machine;
+  std::string out = absl::StrFormat(
+      "snapshot %s: format version %d, %d bytes, whole-file CRC32C 0x%08x; "
+      "every checksum and cross-reference verified\n",
+      path, service::kSnapshotVersion, info.file_bytes, loaded->file_crc);
+  absl::StrAppendFormat(&out,
+                        "  journal_id %016x, index %d (last record included), "
+                        "created %s\n",
+                        info.journal_id, info.index,
+                        FormatTime(info.created_ns));
+  out += "  sections:\n";
+  for (const service::SnapshotSection& s : loaded->sections) {
+    absl::StrAppendFormat(&out,
+                          "    %d %-8s offset %8d  bytes %10d  records %8d  "
+                          "CRC32C 0x%08x\n",
+                          s.kind, s.name, s.offset, s.bytes, s.count, s.crc);
+  }
+  const service::StateMachineOptions& options = machine.options();
+  const std::string pinned =
+      service::EncodePinnedConfig(service::PinnedConfigOf(machine));
+  out += "  configuration:\n";
+  for (std::string_view rest = pinned; !rest.empty();) {
+    const std::size_t eol = rest.find('\n');
+    absl::StrAppendFormat(&out, "    %s\n", rest.substr(0, eol));
+    rest = eol == std::string_view::npos ? std::string_view{}
+                                         : rest.substr(eol + 1);
+  }
+  absl::StrAppendFormat(&out,
+                        "    report_history %d per session, budget %d bytes "
+                        "(%d in use)\n",
+                        options.report_history, options.history_budget_bytes,
+                        machine.history_budget().used());
+  absl::StrAppendFormat(&out, "  sessions: %d", machine.session_count());
+  for (std::size_t i = 0; i < machine.session_count(); ++i) {
+    const service::SessionState& s =
+        machine.session(static_cast<std::uint32_t>(i));
+    if (i == 16) {
+      out += ", ...";
+      break;
+    }
+    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports, %d held)",
+                          i == 0 ? ":" : ",", s.id, s.next_expected - 1,
+                          s.next_report - 1, s.history.held());
+  }
+  out += "\n";
+  absl::StrAppendFormat(&out,
+                        "  engine: %d live orders; next order id %d, next "
+                        "match id %d\n",
+                        machine.engine().live_orders(),
+                        machine.engine().next_order_id().value(),
+                        machine.engine().next_match_id());
+  absl::StrAppendFormat(&out,
+                        "  statistics: %d records applied, %d "
+                        "unauthorized\n",
+                        machine.stats().records, machine.stats().unauthorized);
+  return Print(stdout, out);
+}
+
+}  // namespace
+
+int RunSnapshot(int argc, char** argv) {
+  if (argc >= 3 && std::string_view(argv[2]) == "inspect") {
+    // Shift argv by one so that argv[1] is the sub-command.
+    return RunCommand(kInspectSpec, argc - 1, argv + 1, Inspect);
+  }
+  return RunCommand(kSnapshotSpec, argc, argv, Create);
+}
+
+}  // namespace orderwire::cli
