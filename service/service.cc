@@ -408,10 +408,13 @@ absl::Status Service::Impl::Start() {
     const double seconds = static_cast<double>(MonotonicNs() - start) * 1e-9;
     absl::StrAppendFormat(
         &startup_report_,
-        "\n  replayed %d records (%d to %d) in %.3f s: %d session(s), %d live "
+        "\n  replayed %d records (%s) in %.3f s: %d session(s), %d live "
         "orders, next order id %d",
-        replayed_, from, recovery.last_index, seconds,
-        machine_->session_count(), machine_->engine().live_orders(),
+        replayed_,
+        from <= recovery.last_index
+            ? absl::StrFormat("%d to %d", from, recovery.last_index)
+            : std::string("none after the snapshot"),
+        seconds, machine_->session_count(), machine_->engine().live_orders(),
         machine_->engine().next_order_id().value());
   }
   records_at_start_ = machine_->stats().records;
