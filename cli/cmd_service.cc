@@ -49,6 +49,7 @@ const CommandSpec kServeSpec{
         "--journal DIR [--listen HOST:PORT] [--durability MODE] "
         "[--config FILE] [--reconfigure] [--stats-interval S] "
         "[--stats-json FILE] [--log-refusals] [--accept-loss] "
+        "[--snapshot-every RECORDS|DURATION] [--no-snapshot]\n"
         "[--retain SEGMENTS|BYTES|DURATION]",
     .summary = "Run the UDP order-entry service.",
     .details =
@@ -74,6 +75,13 @@ const CommandSpec kServeSpec{
         "--reconfigure is given: then a new segment pins the new settings "
         "from\n"
         "the next index, where a replay changes them too.\n\n"
+        "--snapshot-every writes a snapshot of the state to DIR/snapshots\n"
+        "(every N records, e.g. 1000000, or every DURATION with new records,\n"
+        "e.g. 30s, 5m, 500ms) from a forked child, so the service does not\n"
+        "wait for it. A restart starts from the newest snapshot that verifies\n"
+        "and replays only the records after it; a damaged one is reported and\n"
+        "the previous one (or the whole journal) used. --no-snapshot replays\n"
+        "the whole journal instead.\n\n"
         "--retain keeps the journal bounded: at most once a second, a helper\n"
         "thread (never the service loop) removes the oldest whole segments\n"
         "beyond the window (--retain 8: the newest 8 segments; 10GiB: the\n"
@@ -100,6 +108,12 @@ const CommandSpec kServeSpec{
              "write every counter as JSON to FILE (each interval and at exit)"},
             {"accept-loss", "", "",
              "start on a journal that lost durable records (logged)"},
+            {"snapshot-every", "RECORDS|DURATION", "",
+             "snapshot the state every N records or every DURATION (30s, "
+             "5m, 1h, 500ms); off by default"},
+            {"no-snapshot", "", "",
+             "replay the whole journal at start instead of starting from "
+             "the newest snapshot"},
             {"retain", "SEGMENTS|BYTES|DURATION", "",
              "prune segments beyond this window and before the newest "
              "snapshot (never without a snapshot)"},
@@ -128,6 +142,51 @@ absl::Status WriteStatsJson(const std::string& path,
     return absl::UnavailableError(absl::StrFormat("renaming %s to %s: %s", tmp,
                                                   path, std::strerror(errno)));
   }
+  return absl::OkStatus();
+}
+
+// --snapshot-every: a count of records ("1000000") or a duration ("30s",
+// "5m", "1h", "500ms"). Error: a usage error naming the flag and the forms.
+absl::Status ParseSnapshotEvery(std::string_view text,
+                                service::ServiceOptions& options) {
+  const auto bad = [&] {
+    return FlagError("snapshot-every",
+                     absl::InvalidArgumentError(absl::StrFormat(
+                         "'%s' is neither a number of records (at least 1, "
+                         "e.g. 1000000) nor a duration (e.g. 30s, 5m, 1h, "
+                         "500ms)",
+                         text)));
+  };
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') {
+    ++digits;
+  }
+  if (digits == 0 || digits > 15) return bad();
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < digits; ++i) {
+    value = value * 10 + static_cast<std::uint64_t>(text[i] - '0');
+  }
+  if (value == 0) return bad();
+  const std::string_view unit = text.substr(digits);
+  if (unit.empty()) {
+    options.snapshot_every_records = value;
+    return absl::OkStatus();
+  }
+  double seconds_per_unit = 0;
+  if (unit == "ms") {
+    seconds_per_unit = 1e-3;
+  } else if (unit == "s") {
+    seconds_per_unit = 1;
+  } else if (unit == "m") {
+    seconds_per_unit = 60;
+  } else if (unit == "h") {
+    seconds_per_unit = 3600;
+  } else {
+    return bad();
+  }
+  options.snapshot_every_seconds =
+      static_cast<double>(value) * seconds_per_unit;
+  if (options.snapshot_every_seconds > 1e9) return bad();
   return absl::OkStatus();
 }
 
@@ -170,6 +229,14 @@ absl::Status Serve(const Args& args) {
   }
   const std::string stats_json = args.String("stats-json");
   options.reconfigure = args.Bool("reconfigure");
+  if (args.Has("snapshot-every")) {
+    if (absl::Status s =
+            ParseSnapshotEvery(args.String("snapshot-every"), options);
+        !s.ok()) {
+      return s;
+    }
+  }
+  options.restart_from_snapshot = !args.Bool("no-snapshot");
   if (args.Bool("log-refusals")) options.refusal_log = stderr;
   // What the configuration accepted but an operator must see (a key file
   // readable by others), even with --quiet.

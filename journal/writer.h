@@ -287,6 +287,12 @@ class JournalWriter {
     return metadata_;
   }
 
+  // The journal's id: random, chosen when its first segment was created,
+  // the same in every segment header (format.h). Snapshots and checkpoints
+  // name it so they are never applied to another journal.
+  [[nodiscard]] std::uint64_t journal_id() const noexcept {
+    return journal_id_;
+  }
   // Index of the last record appended (0 if none yet).
   [[nodiscard]] std::uint64_t last_index() const noexcept {
     return last_index_;

@@ -14,6 +14,9 @@
 #    commands as fast as the window allows; commands/s acknowledged.
 # 3. Latency: for each durability, RUNS times, `submit --rate RATE` of
 #    LAT_COUNT commands; round-trip percentiles (send to first report).
+#    With SNAPSHOT_EVERY (e.g. 1s or 100000), each run is followed by the
+#    same run with `serve --snapshot-every SNAPSHOT_EVERY` (figure
+#    "latency_snapshot"), so both see the same conditions.
 #
 # Every run: the server pinned to SERVER_CPU (`taskset -c 0`), the client to
 # CLIENT_CPU (`taskset -c 1`), both at normal priority (never `chrt -f`: a
@@ -46,6 +49,7 @@
 # runs the one-way stream, the windowed echo and both ping-pongs),
 # ORDERWIRE (BUILD_DIR/cli/orderwire: another binary to measure, e.g. the
 # build before a change, against the same baseline).
+# SNAPSHOT_EVERY (empty: no snapshot runs).
 #
 # Exit status: 0 when every run completed (clean or not: the table says),
 # 1 when a server or client failed, 2 on a usage error. Needs python3 (for
@@ -73,6 +77,7 @@ baseline=${BASELINE:-1}
 baseline_filter=${BASELINE_FILTER:-'BM_OneWay/recvmmsg/full|BM_EchoWindow/full|BM_PingPong/(block|spin)/1/'}
 segment_args=()
 if [ -n "${SEGMENT_SIZE:-}" ]; then segment_args=(--segment-size "$SEGMENT_SIZE"); fi
+snapshot_every=${SNAPSHOT_EVERY:-}
 needed=("$ow")
 [ "$baseline" != 0 ] && needed+=("$net_bench")
 for f in "${needed[@]}"; do
@@ -152,8 +157,13 @@ run_once() {
   mkdir -p "$dir"
   local start_load
   start_load="$(load), cpu psi $(psi cpu)%, io psi $(psi io)%"
+  local snapshot_args=()
+  if [ "$kind" = latency_snapshot ]; then
+    snapshot_args=(--snapshot-every "$snapshot_every")
+  fi
   taskset -c "$server_cpu" "$ow" serve --listen 127.0.0.1:0 \
     --journal "$dir/journal" --durability "$mode" "${segment_args[@]}" \
+    "${snapshot_args[@]}" \
     --stats-json "$dir/stats.json" 2>"$dir/serve.log" &
   server_pid=$!
   local port=
@@ -209,7 +219,11 @@ print(f'  {r["kind"]:8} {r["durability"]:5} w={r["window"]:<6} run {r["run"]}: '
       f'segments {r["segments"]}  '
       f'retx {c["retransmitted"]} send_fail {s["send_failures"]} '
       f'resent {s["reports_resent"]} dup {s["duplicates"]} gaps {s["gaps"]}  '
-      f'(load {r["load"]})')
+      + (f'snapshots {s.get("snapshots_taken", 0)} fork max '
+         f'{s.get("fork_ns_max", 0) / 1e3:.0f} us  '
+         if s.get("snapshots_taken", 0) or s.get("snapshots_failed", 0)
+         else '')
+      + f'(load {r["load"]})')
 EOF
 }
 
@@ -223,6 +237,10 @@ for mode in $modes; do
   for run in $(seq 1 "$runs"); do
     run_once latency "$mode" "$lat_window" "$rate" "$lat_count" "$run" ||
       status=1
+    if [ -n "$snapshot_every" ]; then
+      run_once latency_snapshot "$mode" "$lat_window" "$rate" "$lat_count" \
+        "$run" || status=1
+    fi
   done
 done
 echo "# uptime at the end: $(uptime)"
@@ -241,7 +259,7 @@ def loss(r):
 summary = []
 groups = {}
 for r in rows:
-    if r["kind"] in ("max_rate", "latency"):
+    if r["kind"] in ("max_rate", "latency", "latency_snapshot"):
         groups.setdefault((r["kind"], r["durability"], r["window"]), []).append(r)
 print()
 print("| figure | durability | window | runs | commands/s (median) | "
@@ -258,7 +276,13 @@ for (kind, mode, window), rs in groups.items():
     clean = sum(1 for r in rs if loss(r) == 0)
     boundaries = min(r["segments"] for r in rs) - 1
     loads = ", ".join(r["load"].split()[0] for r in rs)
-    label = "highest rate" if kind == "max_rate" else "at offered rate"
+    label = {"max_rate": "highest rate", "latency": "at offered rate",
+             "latency_snapshot": "at offered rate, snapshots"}[kind]
+    snaps = [r["server"].get("snapshots_taken", 0) for r in rs]
+    forks = [r["server"].get("fork_ns_max", 0) / 1e3 for r in rs]
+    if kind == "latency_snapshot":
+        label += (f" ({med(snaps):.0f} per run, fork max {med(forks):.0f} us"
+                  " median)")
     print(f"| {label} | {mode} | {window} | {len(rs)} | {cps:,.0f} | "
           f"{lat['p50']:.0f} | {lat['p90']:.0f} | {lat['p99']:.0f} | "
           f"{lat['p99.9']:.0f} | {lat['max']:.0f} | {cpu:.0f} | "

@@ -1,14 +1,22 @@
 // The UDP order-entry service; see service.h.
 #include "service/service.h"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
+#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,12 +26,14 @@
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
+#include "journal/format.h"
 #include "journal/prune.h"
 #include "journal/reader.h"
 #include "journal/start.h"
 #include "service/pinned_config.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
+#include "service/snapshot.h"
 #include "service/state_machine.h"
 
 namespace orderwire::service {
@@ -60,18 +70,86 @@ StateMachineOptions MachineOptions(const ServiceOptions& options) {
   };
 }
 
+// Opens a reader of the journal in `directory` whose next record is
+// `from_index` (at least 2): the records after a snapshot. The one place the
+// service seeks. Until journal::ReaderOptions can start at an index, it
+// starts at the segment whose file name says it holds `from_index` (the
+// reader's own order: segments by the index in their names) and reads past
+// the records before it in that segment, so its cost is bounded by one
+// segment. Errors: the reader's, or DataLoss when that segment ends before
+// `from_index - 1`.
+absl::StatusOr<std::unique_ptr<journal::JournalReader>> OpenJournalFrom(
+    const std::string& directory, std::uint64_t from_index) {
+  std::vector<std::uint64_t> firsts;
+  std::error_code error;
+  for (auto it = std::filesystem::directory_iterator(directory, error);
+       !error && it != std::filesystem::directory_iterator();
+       it.increment(error)) {
+    const std::optional<std::uint64_t> first =
+        journal::ParseSegmentFileName(it->path().filename().string());
+    if (first.has_value()) firsts.push_back(*first);
+  }
+  if (error) {
+    return absl::UnavailableError(
+        absl::StrFormat("listing journal %s: %s", directory, error.message()));
+  }
+  std::sort(firsts.begin(), firsts.end());
+  std::size_t segment = 0;
+  for (std::size_t i = 0; i < firsts.size() && firsts[i] <= from_index; ++i) {
+    segment = i;
+  }
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
+      journal::JournalReader::Open(
+          directory, journal::ReaderOptions{.first_segment = segment});
+  if (!reader.ok()) return reader.status();
+  journal::Record record;
+  const std::uint64_t segment_first = firsts.empty() ? 1 : firsts[segment];
+  if (from_index > segment_first) {
+    while (record.index + 1 < from_index) {
+      if ((*reader)->Next(record) != journal::ReadResult::kRecord) {
+        if (!(*reader)->status().ok()) return (*reader)->status();
+        return absl::DataLossError(
+            absl::StrFormat("journal %s ends at index %d, before index %d",
+                            directory, record.index, from_index));
+      }
+    }
+  }
+  return reader;
+}
+
+// Writes the child's error message to `fd` (at most PIPE_BUF bytes: one
+// write, never interleaved) and ignores a failure: the exit status says it
+// failed anyway.
+void ReportToParent(int fd, std::string_view message) {
+  const std::size_t size = std::min<std::size_t>(message.size(), PIPE_BUF);
+  (void)!::write(fd, message.data(), size);
+}
+
 }  // namespace
 
 class Service::Impl final : public Sequencer::Backpressure {
  public:
   explicit Impl(ServiceOptions options)
       : options_(std::move(options)),
-        machine_(MachineOptions(options_)),
+        machine_(std::make_unique<StateMachine>(MachineOptions(options_))),
         rx_(options_.batch),
         tx_(options_.batch),
         tx_owner_(options_.batch) {}
 
+  ~Impl() {
+    // A snapshot still being written is waited for: the file it publishes
+    // is whole or absent either way, but a stopped service leaves no child.
+    if (snapshot_child_ > 0) ReapSnapshot(/*wait=*/true);
+  }
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
   absl::Status Start();
+  // Loads the newest snapshot of the journal with index <= last_index that
+  // verifies into machine_ (started_from_snapshot_ = its index); each one
+  // skipped, and a snapshot directory that cannot be read, is reported in
+  // startup_warning_ and the next older (or none: the whole journal) used.
+  void StartFromSnapshot(std::uint64_t last_index);
   // After the replay: the journal's current configuration in force in
   // machine_; `given` pinned when the journal pins none; a difference
   // refused, or with options_.reconfigure pinned from the next index.
@@ -84,7 +162,7 @@ class Service::Impl final : public Sequencer::Backpressure {
   void RefreshStats() const;
 
   ServiceOptions options_;
-  StateMachine machine_;
+  std::unique_ptr<StateMachine> machine_;
   std::unique_ptr<journal::JournalWriter> writer_;
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<RetentionWorker> retention_;  // while Run() runs
@@ -99,6 +177,20 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::vector<Session*> by_state_;
   std::uint64_t durable_index_ = 0;
   std::uint64_t replayed_ = 0;
+  std::uint64_t records_at_start_ = 0;  // machine_'s count after Start()
+  // Snapshots while serving (service.h). At most one child at a time.
+  std::uint64_t started_from_snapshot_ = 0;
+  std::uint64_t snapshot_base_index_ = 0;  // index of the last one begun
+  std::int64_t snapshot_base_ns_ = 0;      // and when
+  pid_t snapshot_child_ = -1;
+  int snapshot_report_fd_ = -1;  // read end: the child's error message
+  std::uint64_t snapshot_child_index_ = 0;
+  std::int64_t next_reap_ns_ = 0;
+  std::uint64_t snapshots_taken_ = 0;
+  std::uint64_t snapshots_failed_ = 0;
+  std::uint64_t last_snapshot_index_ = 0;
+  std::uint64_t fork_ns_last_ = 0;
+  std::uint64_t fork_ns_max_ = 0;
   std::uint64_t backpressure_waits_ = 0;
   std::uint64_t send_failures_ = 0;
   std::uint64_t datagrams_in_ = 0, bytes_in_ = 0;
@@ -125,6 +217,7 @@ class Service::Impl final : public Sequencer::Backpressure {
   };
   std::array<RecentGap, 256> recent_new_session_gaps_{};
   std::int64_t started_ns_ = 0;
+  std::int64_t snapshot_every_ns_ = 0;
   std::int64_t next_idle_sweep_ns_ = 0;
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed_{};
   std::array<std::uint64_t, 256> frames_out_{};
@@ -141,6 +234,27 @@ class Service::Impl final : public Sequencer::Backpressure {
   void LogRefusal(Admission cause, std::uint32_t session_id,
                   const net::Endpoint& source);
   void ProcessDatagram(std::size_t slot, std::uint64_t receive_ns);
+  // After records were applied: forks a snapshot child when one is due and
+  // none is running. A few comparisons when none is due.
+  void MaybeSnapshot() {
+    const std::uint64_t index = machine_->last_index();
+    if (snapshot_child_ > 0 || index == snapshot_base_index_) return;
+    const bool due_records =
+        options_.snapshot_every_records != 0 &&
+        index - snapshot_base_index_ >= options_.snapshot_every_records;
+    const bool due_time = snapshot_every_ns_ != 0 &&
+                          now_ns_ - snapshot_base_ns_ >= snapshot_every_ns_;
+    if (due_records || due_time) [[unlikely]] {
+      StartSnapshot();
+    }
+  }
+  // Forks the child that writes the snapshot at machine_->last_index().
+  void StartSnapshot();
+  // The child: writes the snapshot from its copy-on-write image, exits.
+  [[noreturn]] void RunSnapshotChild(int report_fd);
+  // Collects the child if it has exited (or waits for it): counts it, logs
+  // a failure with the child's own message.
+  void ReapSnapshot(bool wait);
   // Applies every pending record the journal has made durable and sends
   // their reports.
   void ApplyDurable();
@@ -179,13 +293,17 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
   }
   if (options.max_pending < kMinPending || options.report_history == 0 ||
       options.batch == 0 || options.config.max_sessions == 0 ||
-      !(options.config.session_idle_seconds > 0)) {
+      !(options.config.session_idle_seconds > 0) ||
+      !(options.snapshot_every_seconds >= 0 &&
+        options.snapshot_every_seconds <= 1e9)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "service options: max_pending %d (at least %d, one datagram of "
         "commands), report_history %d, batch %d and max_sessions %d (each at "
-        "least 1), session_idle_seconds %g (above 0)",
+        "least 1), session_idle_seconds %g (above 0), snapshot_every_seconds "
+        "%g (0 to 1e9)",
         options.max_pending, kMinPending, options.report_history, options.batch,
-        options.config.max_sessions, options.config.session_idle_seconds));
+        options.config.max_sessions, options.config.session_idle_seconds,
+        options.snapshot_every_seconds));
   }
   auto impl = std::make_unique<Impl>(std::move(options));
   if (absl::Status s = impl->Start(); !s.ok()) return s;
@@ -200,7 +318,7 @@ const ServiceStats& Service::stats() const {
   impl_->RefreshStats();
   return impl_->stats_;
 }
-const StateMachine& Service::state() const { return impl_->machine_; }
+const StateMachine& Service::state() const { return *impl_->machine_; }
 const std::string& Service::startup_report() const {
   return impl_->startup_report_;
 }
@@ -240,56 +358,72 @@ absl::Status Service::Impl::Start() {
         "could not be checked this time; one is kept from now on");
   }
 
-  // A pruned journal lacks the records the state is built from.
-  absl::StatusOr<std::uint64_t> first_index =
-      journal::FirstAvailableIndex(options_.journal.directory);
-  if (!first_index.ok()) return first_index.status();
-  if (*first_index > 1) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "journal %s starts at index %s (indexes 1..%s were pruned): the "
-        "service cannot rebuild its state by replaying it; restarting a "
-        "pruned journal needs a snapshot at an index >= %s in %s/%s",
-        options_.journal.directory, journal::GroupedDigits(*first_index),
-        journal::GroupedDigits(*first_index - 1),
-        journal::GroupedDigits(*first_index - 1), options_.journal.directory,
-        journal::kSnapshotDirName));
-  }
-
-  // Restart: every record through the StateMachine, as the live loop
-  // applied it; then the Sequencer continues each session where the
-  // journal left it.
+  // Restart: the newest valid snapshot, if any, then every record after it
+  // through the StateMachine, as the live loop applied it; then the
+  // Sequencer continues each session where the journal left it.
   std::vector<std::string> reconfigurations;
   if (recovery.last_index > 0) {
-    absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
-        journal::JournalReader::Open(options_.journal.directory);
-    if (!reader.ok()) return reader.status();
-    journal::Record record;
+    if (options_.restart_from_snapshot) {
+      StartFromSnapshot(recovery.last_index);
+    }
+    const std::uint64_t from = started_from_snapshot_ + 1;
+    // A pruned journal lacks the records before its first index: the state
+    // comes from a snapshot that reaches it, or not at all.
+    absl::StatusOr<std::uint64_t> first_index =
+        journal::FirstAvailableIndex(options_.journal.directory);
+    if (!first_index.ok()) return first_index.status();
+    if (*first_index > from) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "journal %s starts at index %s (indexes 1..%s were pruned) and no "
+          "valid snapshot reaches it%s: the service cannot rebuild its "
+          "state; restarting a pruned journal needs a snapshot at an index "
+          ">= %s in %s/%s",
+          options_.journal.directory, journal::GroupedDigits(*first_index),
+          journal::GroupedDigits(*first_index - 1),
+          options_.restart_from_snapshot ? "" : " (--no-snapshot)",
+          journal::GroupedDigits(*first_index - 1), options_.journal.directory,
+          journal::kSnapshotDirName));
+    }
     const std::int64_t start = MonotonicNs();
-    // Each segment's configuration is in force from its first record
-    // (segments that pin none: the configuration given).
-    std::size_t segments_seen = 0;
-    while (record.index < recovery.last_index &&
-           (*reader)->Next(record) == journal::ReadResult::kRecord) {
-      if (absl::Status s = FollowSegments(**reader, segments_seen, given,
-                                          machine_, &reconfigurations);
-          !s.ok()) {
-        return s;
+    if (from <= recovery.last_index) {
+      absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
+          from == 1 ? journal::JournalReader::Open(options_.journal.directory)
+                    : OpenJournalFrom(options_.journal.directory, from);
+      if (!reader.ok()) return reader.status();
+      journal::Record record;
+      // Each segment's configuration is in force from its first record
+      // (segments that pin none: the configuration given); the one in
+      // force at a snapshot's index came with the snapshot.
+      std::size_t segments_seen = 0;
+      while (record.index < recovery.last_index &&
+             (*reader)->Next(record) == journal::ReadResult::kRecord) {
+        if (replayed_ == 0 && record.index != from) {
+          return absl::DataLossError(absl::StrFormat(
+              "journal %s: the records after the snapshot start at index %d, "
+              "not %d",
+              options_.journal.directory, record.index, from));
+        }
+        if (absl::Status s = FollowSegments(**reader, segments_seen, given,
+                                            *machine_, &reconfigurations);
+            !s.ok()) {
+          return s;
+        }
+        if (absl::Status s = machine_->Apply(Record::FromJournal(record));
+            !s.ok()) {
+          return s;
+        }
+        ++replayed_;
       }
-      if (absl::Status s = machine_.Apply(Record::FromJournal(record));
-          !s.ok()) {
-        return s;
+      if (!(*reader)->status().ok()) return (*reader)->status();
+      if (record.index != recovery.last_index) {
+        return absl::DataLossError(absl::StrFormat(
+            "journal replay ended at index %d, but the journal holds %d",
+            record.index, recovery.last_index));
       }
-      ++replayed_;
     }
-    if (!(*reader)->status().ok()) return (*reader)->status();
-    if (record.index != recovery.last_index) {
-      return absl::DataLossError(absl::StrFormat(
-          "journal replay ended at index %d, but the journal holds %d",
-          record.index, recovery.last_index));
-    }
-    for (std::size_t i = 0; i < machine_.session_count(); ++i) {
+    for (std::size_t i = 0; i < machine_->session_count(); ++i) {
       const SessionState& state =
-          machine_.session(static_cast<std::uint32_t>(i));
+          machine_->session(static_cast<std::uint32_t>(i));
       if (absl::Status s = sequencer_->Recover(state.id, state.next_expected);
           !s.ok()) {
         return s;
@@ -298,12 +432,17 @@ absl::Status Service::Impl::Start() {
     const double seconds = static_cast<double>(MonotonicNs() - start) * 1e-9;
     absl::StrAppendFormat(
         &startup_report_,
-        "\n  replayed %d records in %.3f s: %d session(s), %d live orders, "
-        "next order id %d",
-        replayed_, seconds, machine_.session_count(),
-        machine_.engine().live_orders(),
-        machine_.engine().next_order_id().value());
+        "\n  replayed %d records (%s) in %.3f s: %d session(s), %d live "
+        "orders, next order id %d",
+        replayed_,
+        from <= recovery.last_index
+            ? absl::StrFormat("%d to %d", from, recovery.last_index)
+            : std::string("none after the snapshot"),
+        seconds, machine_->session_count(), machine_->engine().live_orders(),
+        machine_->engine().next_order_id().value());
   }
+  records_at_start_ = machine_->stats().records;
+  snapshot_base_index_ = started_from_snapshot_;
   for (const std::string& change : reconfigurations) {
     absl::StrAppendFormat(&startup_report_, "\n  journal reconfigured %s",
                           change);
@@ -318,6 +457,37 @@ absl::Status Service::Impl::Start() {
   if (!local.ok()) return local.status();
   local_ = *local;
   return absl::OkStatus();
+}
+
+void Service::Impl::StartFromSnapshot(std::uint64_t last_index) {
+  const std::string& directory = options_.journal.directory;
+  const std::int64_t start = MonotonicNs();
+  std::vector<std::string> skipped;
+  absl::StatusOr<std::optional<LoadedSnapshot>> loaded = LoadNewestSnapshot(
+      directory, writer_->journal_id(), last_index, &skipped);
+  if (!loaded.ok()) {
+    // Snapshots only shorten the restart: one that cannot be read is
+    // reported and the whole journal replayed.
+    skipped.push_back(absl::StrFormat(
+        "snapshots of journal %s not read (%s); replaying the whole journal",
+        directory, loaded.status().ToString()));
+  }
+  for (const std::string& line : skipped) {
+    absl::StrAppendFormat(&startup_report_, "\n  %s", line);
+    if (!startup_warning_.empty()) startup_warning_ += "\n";
+    startup_warning_ += line;
+  }
+  if (!loaded.ok() || !loaded->has_value()) return;
+  LoadedSnapshot& snapshot = **loaded;
+  machine_ = std::move(snapshot.machine);
+  started_from_snapshot_ = snapshot.info.index;
+  absl::StrAppendFormat(
+      &startup_report_,
+      "\n  started from snapshot %s (index %d, %d session(s), %d live "
+      "orders) loaded in %.3f s",
+      snapshot.info.path, snapshot.info.index, snapshot.info.sessions,
+      snapshot.info.live_orders,
+      static_cast<double>(MonotonicNs() - start) * 1e-9);
 }
 
 absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
@@ -343,9 +513,9 @@ absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
   if (!pinned.ok()) return pinned.status();
   // The last segment's configuration holds from its first index, records or
   // not (a segment started by a reconfiguration may have none yet).
-  if (!(PinnedConfigOf(machine_) == *pinned)) {
+  if (!(PinnedConfigOf(*machine_) == *pinned)) {
     if (absl::Status s =
-            machine_.Reconfigure(pinned->engine, pinned->max_sessions);
+            machine_->Reconfigure(pinned->engine, pinned->max_sessions);
         !s.ok()) {
       return absl::FailedPreconditionError(absl::StrFormat(
           "journal %s: the configuration its last segment pins cannot be "
@@ -365,7 +535,7 @@ absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
         "index)",
         directory, differences, next));
   }
-  if (absl::Status s = machine_.Reconfigure(given.engine, given.max_sessions);
+  if (absl::Status s = machine_->Reconfigure(given.engine, given.max_sessions);
       !s.ok()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "--reconfigure refused, nothing changed (journal -> given: %s): %s",
@@ -394,10 +564,16 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   std::int64_t next_interval_ns = MonotonicNs() + interval_ns;
   started_ns_ = MonotonicNs();
   StartRetention();
+  snapshot_base_ns_ = started_ns_;
+  snapshot_every_ns_ =
+      static_cast<std::int64_t>(options_.snapshot_every_seconds * 1e9);
   while (!stop.load(std::memory_order_relaxed)) {
     if (writer_->failed()) return writer_->status();
     if (!fatal_.ok()) return fatal_;
     now_ns_ = MonotonicNs();
+    if (snapshot_child_ > 0 && now_ns_ >= next_reap_ns_) [[unlikely]] {
+      ReapSnapshot(/*wait=*/false);
+    }
     if (interval_ns > 0 && now_ns_ >= next_interval_ns &&
         options_.on_interval) {
       options_.on_interval();
@@ -435,7 +611,109 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   if (!fatal_.ok()) return fatal_;
   absl::Status closed = writer_->Close();
   durable_index_ = writer_->durable_index();
+  // A snapshot being written is finished (its counters then final).
+  if (snapshot_child_ > 0) ReapSnapshot(/*wait=*/true);
   return closed;
+}
+
+void Service::Impl::StartSnapshot() {
+  const std::uint64_t index = machine_->last_index();
+  snapshot_base_index_ = index;
+  snapshot_base_ns_ = now_ns_;
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+    ++snapshots_failed_;
+    Log(absl::StrFormat("snapshot at index %d not taken: pipe: %s", index,
+                        std::strerror(errno)));
+    return;
+  }
+  const std::int64_t before = MonotonicNs();
+  const pid_t pid = ::fork();
+  if (pid == 0) RunSnapshotChild(fds[1]);
+  const auto fork_ns = static_cast<std::uint64_t>(MonotonicNs() - before);
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    ++snapshots_failed_;
+    Log(absl::StrFormat("snapshot at index %d not taken: fork: %s", index,
+                        std::strerror(errno)));
+    return;
+  }
+  fork_ns_last_ = fork_ns;
+  fork_ns_max_ = std::max(fork_ns_max_, fork_ns);
+  snapshot_child_ = pid;
+  snapshot_report_fd_ = fds[0];
+  snapshot_child_index_ = index;
+  next_reap_ns_ = now_ns_ + 1'000'000;
+}
+
+void Service::Impl::RunSnapshotChild(int report_fd) {
+  // A copy of the parent at one record boundary. It inherited the parent's
+  // descriptors (ring, sockets, journal files, the journal's flock) and
+  // uses none of them: a write or a ring submission would act on the
+  // parent's behalf. It closes its own copies (the parent's stay open), so
+  // that a service killed while its child writes leaves no process holding
+  // the journal's lock or port: the restart is not refused as "locked".
+  // Only standard error and the report pipe stay. It yields the CPU to the
+  // service, and leaves by _exit: no destructor, no atexit handler, no
+  // stdio flush of the parent's buffers.
+  constexpr int kReportFd = STDERR_FILENO + 1;
+  if (report_fd != kReportFd) {
+    if (::dup2(report_fd, kReportFd) < 0) ::_exit(2);
+    report_fd = kReportFd;
+  }
+  if (::close_range(kReportFd + 1, ~0U, 0) != 0) {
+    for (int fd = kReportFd + 1; fd < (1 << 16); ++fd) (void)::close(fd);
+  }
+  (void)::setpriority(PRIO_PROCESS, 0, 10);
+  if (options_.in_snapshot_child) options_.in_snapshot_child();
+  absl::StatusOr<SnapshotInfo> written = WriteSnapshot(
+      *machine_, writer_->journal_id(), options_.journal.directory);
+  if (written.ok()) ::_exit(0);
+  ReportToParent(report_fd, written.status().ToString());
+  ::_exit(1);
+}
+
+void Service::Impl::ReapSnapshot(bool wait) {
+  next_reap_ns_ = now_ns_ + 1'000'000;
+  int status = 0;
+  pid_t reaped = 0;
+  do {
+    reaped = ::waitpid(snapshot_child_, &status, wait ? 0 : WNOHANG);
+  } while (reaped < 0 && errno == EINTR);
+  if (reaped == 0) return;  // still writing
+  const int wait_errno = errno;
+  std::array<char, PIPE_BUF> message{};
+  const ssize_t n = ::read(snapshot_report_fd_, message.data(), message.size());
+  ::close(snapshot_report_fd_);
+  snapshot_report_fd_ = -1;
+  snapshot_child_ = -1;
+  if (reaped > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    ++snapshots_taken_;
+    last_snapshot_index_ = snapshot_child_index_;
+    Log(absl::StrFormat("snapshot at index %d written: %s/%s",
+                        snapshot_child_index_,
+                        SnapshotDirectory(options_.journal.directory),
+                        SnapshotFileName(snapshot_child_index_)));
+    return;
+  }
+  ++snapshots_failed_;
+  std::string why;
+  if (reaped < 0) {
+    why = absl::StrFormat("waitpid: %s", std::strerror(wait_errno));
+  } else if (n > 0) {
+    why.assign(message.data(), static_cast<std::size_t>(n));
+  } else if (WIFSIGNALED(status)) {
+    why =
+        absl::StrFormat("the child was killed by signal %d", WTERMSIG(status));
+  } else {
+    why =
+        absl::StrFormat("the child exited with status %d", WEXITSTATUS(status));
+  }
+  Log(absl::StrFormat(
+      "snapshot at index %d failed: %s (the service goes on; the next one is "
+      "tried when due)",
+      snapshot_child_index_, why));
 }
 
 void Service::Impl::ProcessDatagram(std::size_t slot,
@@ -489,8 +767,8 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
     // when it is durable.
     const SessionState* state =
         session.state >= 0
-            ? &machine_.session(static_cast<std::uint32_t>(session.state))
-            : machine_.Find(session.id);
+            ? &machine_->session(static_cast<std::uint32_t>(session.state))
+            : machine_->Find(session.id);
     const bool applied =
         state != nullptr && result.first_duplicate < state->next_expected;
     // A duplicate of a command journaled but not yet applied needs nothing:
@@ -556,7 +834,7 @@ Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
   // Once per session: its first record has just been applied.
   while (by_state_.size() <= state_index) {
     const SessionState& state =
-        machine_.session(static_cast<std::uint32_t>(by_state_.size()));
+        machine_->session(static_cast<std::uint32_t>(by_state_.size()));
     Session* session = sequencer_->sessions().Find(state.id);
     if (session != nullptr)
       session->state = static_cast<std::int32_t>(state.index);
@@ -570,7 +848,7 @@ void Service::Impl::ApplyDurable() {
   durable_index_ = durable;
   sequencer_->ForEachDurable(durable, [&](const Record& record) {
     if (!fatal_.ok()) return;
-    if (absl::Status s = machine_.Apply(record); !s.ok()) [[unlikely]] {
+    if (absl::Status s = machine_->Apply(record); !s.ok()) [[unlikely]] {
       // The Sequencer journals only whole commands in sequence: a refusal
       // here is a bug, and answering anything after it would be wrong. The
       // service stops (Run returns this); the journal holds the record.
@@ -579,7 +857,7 @@ void Service::Impl::ApplyDurable() {
           s.message()));
       return;
     }
-    for (const Output& out : machine_.outputs()) {
+    for (const Output& out : machine_->outputs()) {
       Session* target = SessionOfState(out.session);
       // Recovered from the journal and not heard from since: nowhere to
       // send (the report is in the session's history for a resend).
@@ -589,6 +867,8 @@ void Service::Impl::ApplyDurable() {
     }
   });
   FlushOutput();
+  // After the reports went out: a fork here delays no report of these.
+  if (fatal_.ok()) MaybeSnapshot();
 }
 
 std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
@@ -762,7 +1042,7 @@ void Service::Impl::ReleaseIdleHistories() {
       static_cast<std::int64_t>(options_.config.session_idle_seconds * 1e9);
   next_idle_sweep_ns_ =
       now_ns_ + std::clamp<std::int64_t>(idle_ns / 4, 1'000'000, 1'000'000'000);
-  if (machine_.history_budget().used() == 0) return;
+  if (machine_->history_budget().used() == 0) return;
   SessionTable& table = sequencer_->sessions();
   for (std::size_t i = 0; i < table.size(); ++i) {
     Session& session = table.at(static_cast<std::uint32_t>(i));
@@ -772,10 +1052,10 @@ void Service::Impl::ReleaseIdleHistories() {
     if (now_ns_ - heard < idle_ns) continue;
     const SessionState* state =
         session.state >= 0
-            ? &machine_.session(static_cast<std::uint32_t>(session.state))
-            : machine_.Find(session.id);
+            ? &machine_->session(static_cast<std::uint32_t>(session.state))
+            : machine_->Find(session.id);
     if (state == nullptr || state->history.bytes() == 0) continue;
-    (void)machine_.ReleaseHistory(state->index);
+    (void)machine_->ReleaseHistory(state->index);
     ++histories_released_;
   }
 }
@@ -824,7 +1104,7 @@ void Service::Impl::FlushOutput() {
 void Service::Impl::RefreshStats() const {
   ServiceStats& s = stats_;
   const SequencerStats& q = sequencer_->stats();
-  const StateMachineStats& m = machine_.stats();
+  const StateMachineStats& m = machine_->stats();
   s.datagrams_in = datagrams_in_;
   s.bytes_in = bytes_in_;
   s.datagrams_out = datagrams_out_;
@@ -844,10 +1124,19 @@ void Service::Impl::RefreshStats() const {
   s.reports_gone_sent = reports_gone_sent_;
   s.new_session_gaps_dropped = new_session_gaps_dropped_;
   s.histories_released = histories_released_;
-  s.history_bytes = machine_.history_budget().used();
+  s.history_bytes = machine_->history_budget().used();
   s.rejects = m.rejects;
-  s.commands_applied = m.records;
+  // The machine's count goes on from a snapshot's: what this service
+  // applied is its count since Start() plus the tail it replayed.
+  s.commands_applied = m.records - records_at_start_ + replayed_;
   s.replayed = replayed_;
+  s.started_from_snapshot = started_from_snapshot_;
+  s.snapshots_taken = snapshots_taken_;
+  s.snapshots_failed = snapshots_failed_;
+  s.last_snapshot_index = last_snapshot_index_;
+  s.snapshot_running = snapshot_child_ > 0;
+  s.fork_ns_last = fork_ns_last_;
+  s.fork_ns_max = fork_ns_max_;
   s.backpressure_waits = backpressure_waits_;
   s.refused_journal_full_datagrams = q.journal_full_datagrams;
   s.refused_journal_full_frames = q.journal_full_frames;
@@ -875,9 +1164,16 @@ std::string Service::StatsLine() const {
   for (std::uint64_t v : s.frames_out) frames_out += v;
   return absl::StrFormat(
       "datagrams in %d out %d | commands %d reports %d | durable %d/%d | "
-      "dup %d gaps %d malformed %d refused %d | sessions %d%s",
+      "dup %d gaps %d malformed %d refused %d | sessions %d%s%s",
       s.datagrams_in, s.datagrams_out, frames_in, frames_out, s.durable_index,
       s.last_index, s.duplicates, s.gaps, malformed, refused, s.sessions,
+      s.snapshots_taken + s.snapshots_failed == 0 && !s.snapshot_running
+          ? std::string()
+          : absl::StrFormat(
+                " | snapshots %d (last at %d), %d failed%s, fork %.2f ms max",
+                s.snapshots_taken, s.last_snapshot_index, s.snapshots_failed,
+                s.snapshot_running ? ", one being written" : "",
+                static_cast<double>(s.fork_ns_max) * 1e-6),
       s.journal_full_episodes == 0
           ? std::string()
           : absl::StrFormat(" | journal full%s: %d frames refused, %d Busy",
@@ -949,6 +1245,16 @@ std::string Service::StatsReport() const {
                         "  commands applied  %d (+%d replayed at start)\n",
                         s.commands_applied - s.replayed, s.replayed);
   absl::StrAppendFormat(
+      &out,
+      "  snapshots         %d written (last at index %d), %d failed; "
+      "started from %s; fork %.3f ms last, %.3f ms max\n",
+      s.snapshots_taken, s.last_snapshot_index, s.snapshots_failed,
+      s.started_from_snapshot == 0 ? std::string("no snapshot")
+                                   : absl::StrFormat("the snapshot at index %d",
+                                                     s.started_from_snapshot),
+      static_cast<double>(s.fork_ns_last) * 1e-6,
+      static_cast<double>(s.fork_ns_max) * 1e-6);
+  absl::StrAppendFormat(
       &out, "  journal           durable %d of %d, %d waits for the disk\n",
       s.durable_index, s.last_index, s.backpressure_waits);
   absl::StrAppendFormat(&out,
@@ -990,6 +1296,13 @@ std::string Service::StatsJson() const {
   field("truncated_by_kernel", s.truncated_by_kernel);
   field("commands_applied", s.commands_applied);
   field("replayed", s.replayed);
+  field("started_from_snapshot", s.started_from_snapshot);
+  field("snapshots_taken", s.snapshots_taken);
+  field("snapshots_failed", s.snapshots_failed);
+  field("last_snapshot_index", s.last_snapshot_index);
+  field("snapshot_running", s.snapshot_running ? 1 : 0);
+  field("fork_ns_last", s.fork_ns_last);
+  field("fork_ns_max", s.fork_ns_max);
   field("backpressure_waits", s.backpressure_waits);
   field("durable_index", s.durable_index);
   field("last_index", s.last_index);

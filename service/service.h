@@ -37,8 +37,27 @@
 // records apply is the journal's own (pinned_config.h): each segment's, in
 // force from its first record; a configuration given that differs from the
 // journal's current one is refused unless ServiceOptions::reconfigure.
+//
+// Snapshots (docs/SERVICE.md "Snapshots"): with snapshot_every_records or
+// snapshot_every_seconds the loop, at a record boundary (after applying
+// index k, all of it durable), forks; the child holds a copy-on-write image
+// of the StateMachine at k, writes it with WriteSnapshot (snapshot.h:
+// <journal>/snapshots/<k>.ows, published atomically) and exits. The loop
+// never waits for it: it reaps the child with waitpid(WNOHANG), runs at most
+// one at a time, logs a failure and counts both. The child touches nothing
+// the parent owns (ring, sockets, journal files): it writes and _exit()s.
+// The loop's only stall is fork() itself (page tables copied; measured in
+// docs/BENCHMARKS.md and counted in ServiceStats::fork_ns_max).
+//
+// Bounded restart: Start() loads the newest snapshot that verifies and
+// belongs to this journal (LoadNewestSnapshot, at most the journal's last
+// index), then applies only the records after it; a damaged snapshot is
+// reported (startup_warning) and the previous one, or the whole journal,
+// used. The snapshot holds the configuration in force at its index; the
+// segments after it pin theirs as in a full replay.
+//
 // A pruned journal (journal/start.h) cannot be replayed from its first
-// record alone: Start() refuses it, naming its first index.
+// record alone: Start() needs a snapshot that reaches its first index.
 //
 // Retention (ServiceOptions::retain, docs/SERVICE.md): a helper thread
 // prunes old segments behind the newest snapshot (service/retention.h).
@@ -97,6 +116,17 @@ struct ServiceOptions {
   // service changes state (the journal full, and resumed). Null: the line
   // goes to stderr.
   std::function<void(std::string_view)> on_event;
+  // Snapshots of the state while serving (see above): after at least this
+  // many records since the last one (0: no such trigger), and/or after at
+  // least this many seconds with new records (0: no such trigger).
+  std::uint64_t snapshot_every_records = 0;
+  double snapshot_every_seconds = 0;
+  // Start from the newest valid snapshot (false: replay the whole journal,
+  // `serve --no-snapshot`).
+  bool restart_from_snapshot = true;
+  // Tests only: called in the snapshot child before it writes (e.g. to make
+  // the write slow); it must not touch the parent's resources.
+  std::function<void()> in_snapshot_child;
   // Where to write a line naming a refused datagram (session, source,
   // cause, likely reason), at most one per cause per second with the count
   // of those not written since; null: none (`serve --log-refusals`).
@@ -134,8 +164,15 @@ struct ServiceStats {
   std::uint64_t history_bytes = 0;             // all histories hold now
   std::array<std::uint64_t, 16> rejects{};     // by RejectReason
   std::uint64_t commands_applied = 0;
-  std::uint64_t replayed = 0;            // records replayed at start-up
-  std::uint64_t backpressure_waits = 0;  // times the loop waited for disk
+  std::uint64_t replayed = 0;               // records replayed at start-up
+  std::uint64_t started_from_snapshot = 0;  // its index; 0: none
+  std::uint64_t snapshots_taken = 0;        // written by a child
+  std::uint64_t snapshots_failed = 0;       // children that failed
+  std::uint64_t last_snapshot_index = 0;    // of the last one written
+  bool snapshot_running = false;            // a child is writing now
+  std::uint64_t fork_ns_last = 0;           // time in fork(), the last
+  std::uint64_t fork_ns_max = 0;            // and the longest
+  std::uint64_t backpressure_waits = 0;     // times the loop waited for disk
   // Disk full: datagrams and frames not taken, Busy frames sent, times the
   // state began, and whether it holds now.
   std::uint64_t refused_journal_full_datagrams = 0;

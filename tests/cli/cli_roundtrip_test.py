@@ -474,6 +474,17 @@ EXIT_CASES = [
                "--quiet"], b"", 1, ""),
     ("serve", ["--journal", "{tmp}/j", "--reconfigure=yes"], b"", 2,
      "takes no value"),
+    # --snapshot-every: a number of records or a duration, nothing else.
+    ("serve", ["--journal", "{tmp}/j", "--snapshot-every", "10x"], b"", 2,
+     "--snapshot-every: '10x' is neither a number of records"),
+    ("serve", ["--journal", "{tmp}/j", "--snapshot-every", "0"], b"", 2,
+     "--snapshot-every: '0' is neither"),
+    ("serve", ["--journal", "{tmp}/j", "--snapshot-every", "s"], b"", 2,
+     "e.g. 30s, 5m, 1h, 500ms"),
+    ("serve", ["--journal", "{tmp}/j", "--snapshot-every", "-5"], b"", 2,
+     "--snapshot-every: '-5'"),
+    ("serve", ["--journal", "{tmp}/j", "--no-snapshot=yes"], b"", 2,
+     "takes no value"),
     # A counters file that cannot be written is an error at start, not a
     # silent gap while the service runs.
     ("serve", ["--journal", "{tmp}/j-stats", "--listen", "127.0.0.1:{port}",

@@ -184,6 +184,34 @@ TEST(WriterTest, SyncModeRecordsAreDurableWhenAppendReturns) {
   EXPECT_EQ((*writer)->stats().groups, 50u);
 }
 
+// The id a snapshot names its journal by: the one in every segment header,
+// the same after a reopen, and different for another journal.
+TEST(WriterTest, JournalIdIsTheSegmentHeadersAndSurvivesReopening) {
+  SKIP_WITHOUT_URING();
+  ScratchDir dir;
+  std::uint64_t id = 0;
+  {
+    auto writer = JournalWriter::Open({.directory = dir.path()});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    id = (*writer)->journal_id();
+    EXPECT_NE(id, 0u);
+    ASSERT_EQ((*writer)->Append(FrameFor(1), 1, 1), AppendStatus::kOk);
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  auto reader = JournalReader::Open(dir.path());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Record record;
+  ASSERT_EQ((*reader)->Next(record), ReadResult::kRecord);
+  EXPECT_EQ((*reader)->segments().front().header.journal_id, id);
+  auto reopened = JournalWriter::Open({.directory = dir.path()});
+  ASSERT_TRUE(reopened.ok()) << reopened.status();
+  EXPECT_EQ((*reopened)->journal_id(), id);
+  ScratchDir other;
+  auto another = JournalWriter::Open({.directory = other.path()});
+  ASSERT_TRUE(another.ok()) << another.status();
+  EXPECT_NE((*another)->journal_id(), id);
+}
+
 TEST(WriterTest, BatchModeGroupsManyAppendsAndReachesTheLastIndexOnFlush) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
