@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -30,7 +31,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/time.h"
 #include "base/clock.h"
 #include "cli/book_text.h"
 #include "cli/commands.h"
@@ -81,7 +84,7 @@ const CommandSpec kWriteSpec{
 
 const CommandSpec kInspectSpec{
     .name = "journal inspect",
-    .synopsis = "DIR [--records]",
+    .synopsis = "DIR [--records] [--from-index N | --from-time T]",
     .summary = "Show a journal's segments, or every record as JSON Lines.",
     .details =
         "Reads the journal in DIR, checking every checksum, and prints each\n"
@@ -92,8 +95,19 @@ const CommandSpec kInspectSpec{
         "\"frame\":{...}}\n"
         "where \"frame\" is the form 'orderwire decode' prints. Damage (a\n"
         "torn tail, corruption) is reported with the file, the offset and the\n"
-        "last good index, after what could be read, and the exit status is 1.",
-    .flags = {{"records", "", "", "print every record as JSON Lines"}},
+        "last good index, after what could be read, and the exit status is "
+        "1.\n\n"
+        "--from-index N starts at index N, --from-time T at the first record\n"
+        "received at or after T (RFC 3339, e.g. 2026-12-01T13:00:00.5Z, or\n"
+        "nanoseconds since the epoch): the reader finds it by binary search\n"
+        "(docs/JOURNAL.md \"Seek\") without reading what comes before, so\n"
+        "damage before it is not reported; the segments shown are those read.\n"
+        "An index past the end prints no record; an index before the\n"
+        "journal's first (a pruned journal) is an error naming both.",
+    .flags = {{"records", "", "", "print every record as JSON Lines"},
+              {"from-index", "N", "", "start at index N"},
+              {"from-time", "T", "",
+               "start at the first record received at or after T"}},
     .positional = "DIR",
 };
 
@@ -101,7 +115,8 @@ const CommandSpec kReplaySpec{
     .name = "replay",
     .synopsis =
         "--journal DIR [--verify] [--reports FILE] [--reports-dir DIR] "
-        "[--json] [--book N] [--config FILE] [--accept-loss]",
+        "[--json] [--book N] [--config FILE] [--accept-loss] "
+        "[--from-index N]",
     .summary =
         "Replay a journal through the service's state machine, or "
         "verify it.",
@@ -141,7 +156,12 @@ const CommandSpec kReplaySpec{
         "--accept-loss reads what is there instead, prints every loss on\n"
         "standard error and exits 0.\n"
         "A progress bar is drawn on standard error when it is a terminal and\n"
-        "the journal is larger than 64 MiB.",
+        "the journal is larger than 64 MiB.\n\n"
+        "--from-index N (with --verify) checks the records from index N on,\n"
+        "found by binary search without reading what comes before (damage\n"
+        "there is not reported). Applying the engine from the middle of a\n"
+        "journal needs the state before index N (a snapshot): without one\n"
+        "replay --from-index refuses to run the engine and says so.",
     .flags = {{"journal", "DIR", "", "journal directory (required)"},
               {"verify", "", "", "check only, without the engine"},
               {"reports", "FILE", "", "write every report frame to FILE"},
@@ -152,7 +172,8 @@ const CommandSpec kReplaySpec{
               {"config", "FILE", "",
                "configuration for segments that pin none"},
               {"accept-loss", "", "",
-               "report lost records (DATA LOSS ACCEPTED) and exit 0"}},
+               "report lost records (DATA LOSS ACCEPTED) and exit 0"},
+              {"from-index", "N", "", "with --verify: start at index N"}},
 };
 
 using base::RealtimeNs;
@@ -176,6 +197,41 @@ std::string FormatTime(std::uint64_t ns) {
   char text[32];
   std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
   return absl::StrFormat("%s.%09dZ", text, ns % 1'000'000'000u);
+}
+
+// --from-index N and --from-time T as reader options (neither: the
+// journal's start). T is nanoseconds since the epoch or an RFC 3339 time.
+absl::StatusOr<journal::ReaderOptions> SeekFlags(const Args& args) {
+  journal::ReaderOptions options;
+  if (args.Has("from-index") && args.Has("from-time")) {
+    return UsageError("give --from-index or --from-time, not both");
+  }
+  if (args.Has("from-index")) {
+    absl::StatusOr<std::uint64_t> index = args.Uint(
+        "from-index", 1, std::numeric_limits<std::uint64_t>::max() - 1);
+    if (!index.ok()) return index.status();
+    options.from_index = *index;
+  }
+  if (args.Has("from-time")) {
+    const std::string text = args.String("from-time");
+    std::uint64_t ns = 0;
+    if (!text.empty() && absl::SimpleAtoi(text, &ns)) {
+      options.from_time_ns = ns;
+    } else {
+      absl::Time time;
+      std::string error;
+      if (!absl::ParseTime(absl::RFC3339_full, text, &time, &error) ||
+          time < absl::UnixEpoch()) {
+        return UsageError(absl::StrFormat(
+            "--from-time '%s' is neither nanoseconds since the epoch nor an "
+            "RFC 3339 time after 1970 (like 2026-12-01T13:00:00.5Z)%s%s",
+            text, error.empty() ? "" : ": ", error));
+      }
+      options.from_time_ns =
+          static_cast<std::uint64_t>(absl::ToUnixNanos(time));
+    }
+  }
+  return options;
 }
 
 // The counts of each kind, as "NewLimit 5, CancelByOrder 2".
@@ -473,16 +529,21 @@ absl::Status Inspect(const Args& args) {
     return UsageError("give one journal directory");
   }
   const bool records = args.Bool("records");
+  absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
+  if (!options.ok()) return options.status();
+  const bool seek =
+      options->from_index != 0 || options->from_time_ns.has_value();
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
-      journal::JournalReader::Open(args.positional()[0]);
+      journal::JournalReader::Open(args.positional()[0], *options);
   if (!opened.ok()) return opened.status();
   journal::JournalReader& reader = **opened;
   journal::Record r;
   journal::ReadResult result;
   std::string out;
   std::uint64_t count = 0;
+  std::uint64_t first = 0;
   while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
-    ++count;
+    if (count++ == 0) first = r.index;
     if (!records) continue;
     absl::StrAppendFormat(
         &out,
@@ -503,8 +564,22 @@ absl::Status Inspect(const Args& args) {
   absl::StrAppendFormat(&out, "journal %s: %d segment file%s, %d records",
                         args.positional()[0], reader.segment_count(),
                         reader.segment_count() == 1 ? "" : "s", count);
+  if (seek) {
+    absl::StrAppendFormat(
+        &out, " from %s",
+        options->from_time_ns.has_value()
+            ? absl::StrFormat("the first received at or after %s",
+                              FormatTime(*options->from_time_ns))
+            : absl::StrFormat("index %d", options->from_index));
+    absl::StrAppendFormat(&out, " (%d segment%s read)",
+                          reader.segments().size(),
+                          reader.segments().size() == 1 ? "" : "s");
+  }
   if (count > 0) {
-    absl::StrAppendFormat(&out, ", indexes 1..%d", reader.last_index());
+    absl::StrAppendFormat(&out, ", indexes %d..%d", first, reader.last_index());
+  } else if (seek && result == journal::ReadResult::kEnd) {
+    absl::StrAppendFormat(&out, ", none: the journal ends at index %d",
+                          reader.last_index());
   }
   out += result == journal::ReadResult::kEnd ? ", ends cleanly\n"
                                              : ", NOT whole (see below)\n";
@@ -515,10 +590,12 @@ absl::Status Inspect(const Args& args) {
 // ---------------------------------------------------------------------------
 // replay
 
-absl::Status Verify(const std::string& dir, bool accept_loss) {
+absl::Status Verify(const std::string& dir, bool accept_loss,
+                    std::uint64_t from_index) {
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
       journal::JournalReader::Open(
-          dir, journal::ReaderOptions{.accept_loss = accept_loss});
+          dir, journal::ReaderOptions{.accept_loss = accept_loss,
+                                      .from_index = from_index});
   if (!opened.ok())
     return AcceptedOrFailed("replay --verify", opened.status(), accept_loss);
   journal::JournalReader& reader = **opened;
@@ -541,9 +618,11 @@ absl::Status Verify(const std::string& dir, bool accept_loss) {
     if (!pinned.ok()) return pinned.status();
   }
   std::string out = absl::StrFormat(
-      "replay --verify: %d records in %d segment%s, every checksum and index "
-      "checked%s\n",
-      count, reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      "replay --verify: %d records%s in %d segment%s, every checksum and "
+      "index checked%s\n",
+      count,
+      from_index == 0 ? "" : absl::StrFormat(" from index %d", from_index),
+      reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
       result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
   absl::StrAppendFormat(&out, "  by kind: %s\n", ByKind(by_kind));
   absl::StrAppendFormat(&out, "  final index %d\n", reader.last_index());
@@ -570,7 +649,23 @@ absl::Status Replay(const Args& args) {
           "--verify checks the journal without the engine: it takes no "
           "--reports, --reports-dir, --json, --book or --config");
     }
-    return Verify(dir, args.Bool("accept-loss"));
+    std::uint64_t from_index = 0;
+    if (args.Has("from-index")) {
+      absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
+      if (!options.ok()) return options.status();
+      from_index = options->from_index;
+    }
+    return Verify(dir, args.Bool("accept-loss"), from_index);
+  }
+  if (args.Has("from-index")) {
+    return UsageError(absl::StrFormat(
+        "--from-index %s without --verify would apply the engine from the "
+        "middle of the journal, which needs the state before index %s (a "
+        "snapshot): without one it cannot reproduce the reports. Use "
+        "'replay --verify --from-index %s' to check the records from there, "
+        "or 'journal inspect --records --from-index %s' to print them",
+        args.String("from-index"), args.String("from-index"),
+        args.String("from-index"), args.String("from-index")));
   }
   const bool accept_loss = args.Bool("accept-loss");
   if (json && !to_file && !to_dir) {
