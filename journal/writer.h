@@ -182,6 +182,12 @@ struct RecoveryReport {
   // The journal had no checkpoint (written by older code, or a new
   // journal): its end could not be checked this time. One is written now.
   bool checkpoint_missing = false;
+  // What recovery read: the groups of these segments, from this index on
+  // (the checkpoint's group: the checkpoint witnesses what precedes it; 1
+  // for a journal without one or under accept_loss, read in full). The
+  // headers of all segments are checked either way.
+  std::uint64_t segments_read = 0;
+  std::uint64_t read_from_index = 0;
 };
 
 // Counters since Open.

@@ -419,6 +419,35 @@ std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
   return std::nullopt;
 }
 
+std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
+                                      std::size_t alignment,
+                                      SeekCounters& counters) noexcept {
+  std::optional<FoundGroup> last =
+      FindGroupAtOrAfter(segment, kFirstGroupOffset, alignment, counters);
+  if (!last.has_value()) return std::nullopt;
+  // `low` holds a group; no group that verifies starts at or after `high`.
+  std::uint64_t low = last->offset;
+  std::uint64_t high = segment.size();
+  while (true) {
+    const std::uint64_t mid = (low + (high - low) / 2) / alignment * alignment;
+    if (mid <= low) break;
+    std::optional<FoundGroup> found =
+        FindGroupAtOrAfter(segment, mid, alignment, counters);
+    if (found.has_value() && found->offset < high) {
+      low = found->offset;
+      last = found;
+    } else {
+      high = mid;
+    }
+  }
+  // The few groups between the last probe and the end.
+  while (std::optional<FoundGroup> next = FindGroupAtOrAfter(
+             segment, last->check.end, alignment, counters)) {
+    last = next;
+  }
+  return last;
+}
+
 // ---------------------------------------------------------------------------
 // Damage.
 

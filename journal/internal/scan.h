@@ -179,6 +179,14 @@ std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
                                              std::size_t alignment,
                                              SeekCounters& counters) noexcept;
 
+// The last group of `segment` that verifies in full (see
+// FindGroupAtOrAfter), found by binary search over offsets: O(log(segment
+// size / alignment)) probes. Damage before it is passed over. nullopt: the
+// segment holds no group that verifies. Cold.
+std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
+                                      std::size_t alignment,
+                                      SeekCounters& counters) noexcept;
+
 // The offset of the first non-zero byte at or after `from`, or bytes.size().
 std::uint64_t FirstNonZero(std::span<const std::byte> bytes,
                            std::uint64_t from) noexcept;
