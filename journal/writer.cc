@@ -175,6 +175,14 @@ absl::Status JournalWriter::Init() {
   if (!recovery_.created) {
     if (absl::Status s = LoadActiveMetadata(); !s.ok()) return s;
   }
+  // Followers in other processes read how far the journal is durable from
+  // the DURABLE file (durable_mark.h).
+  {
+    absl::StatusOr<DurableMarkPublisher> mark =
+        DurableMarkPublisher::Open(o.directory, journal_id_, durable_index_);
+    if (!mark.ok()) return mark.status();
+    durable_mark_ = std::move(*mark);
+  }
   // What was recovered is durable now: witness it (this also starts the
   // checkpoint of a journal that had none, and re-bases it after a loss
   // was accepted).

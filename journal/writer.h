@@ -73,6 +73,7 @@
 #include "base/latency_histogram.h"
 #include "base/unique_fd.h"
 #include "journal/checkpoint.h"
+#include "journal/durable_mark.h"
 #include "journal/format.h"
 #include "journal/internal/io_queue.h"
 
@@ -442,6 +443,8 @@ class JournalWriter {
   std::unique_ptr<internal::IoQueue> queue_;
   base::UniqueFd dir_fd_;
   base::UniqueFd lock_fd_;
+  // The DURABLE file, for followers (durable_mark.h).
+  DurableMarkPublisher durable_mark_;
   base::UniqueFd dir_lock_fd_;  // the directory again, flocked
   bool closed_ = false;
   bool closing_ = false;
