@@ -1,4 +1,4 @@
-// `orderwire journal write`, `orderwire journal inspect` and `orderwire
+// `orderwire journal write`, `journal inspect`, `journal follow` and `orderwire
 // replay`: the journal from the command line.
 //
 //   orderwire gen --workload mixed --count 1000000 |
@@ -13,10 +13,12 @@
 // the service sent it, numbered on the session; for a journal of one
 // session (e.g. written from `orderwire gen`) they are byte for byte those
 // of `orderwire gen | orderwire match`.
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -45,6 +47,7 @@
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
+#include "journal/follower.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
 #include "service/pinned_config.h"
@@ -109,6 +112,30 @@ const CommandSpec kInspectSpec{
               {"from-time", "T", "",
                "start at the first record received at or after T"}},
     .positional = "DIR",
+};
+
+const CommandSpec kFollowSpec{
+    .name = "journal follow",
+    .synopsis = "--journal DIR [--from-index N] [--jsonl]",
+    .summary =
+        "Print a journal's records as a running writer makes them "
+        "durable.",
+    .details =
+        "Reads the journal in DIR from its start (or index N), then waits\n"
+        "for new records and prints each one as soon as the writer "
+        "('orderwire\n"
+        "serve', 'journal write') has made it durable, as JSON Lines like\n"
+        "'journal inspect --records' (--jsonl says so explicitly; it is the\n"
+        "only format). Only durable records: the writer publishes its durable\n"
+        "index in the file DURABLE, and nothing past it is read, so no torn\n"
+        "or in-flight group is ever printed. It follows segment rollover, and\n"
+        "segments pruned behind it. It polls every millisecond while idle.\n"
+        "Damage (corruption, a missing segment, an index that was pruned\n"
+        "before it was read) is reported with the file, offset and last good\n"
+        "index: exit status 1. SIGINT or SIGTERM stops it: exit status 0.",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"from-index", "N", "", "start at index N"},
+              {"jsonl", "", "", "JSON Lines (the default and only format)"}},
 };
 
 const CommandSpec kReplaySpec{
@@ -588,6 +615,53 @@ absl::Status Inspect(const Args& args) {
 }
 
 // ---------------------------------------------------------------------------
+// journal follow
+
+std::atomic<bool> g_follow_stop{false};
+
+void OnFollowSignal(int) { g_follow_stop.store(true); }
+
+absl::Status Follow(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  journal::FollowerOptions options;
+  if (args.Has("from-index")) {
+    absl::StatusOr<journal::ReaderOptions> seek = SeekFlags(args);
+    if (!seek.ok()) return seek.status();
+    options.from_index = seek->from_index;
+  }
+  absl::StatusOr<std::unique_ptr<journal::JournalFollower>> opened =
+      journal::JournalFollower::Open(args.String("journal"), options);
+  if (!opened.ok()) return opened.status();
+  struct sigaction action {};
+  action.sa_handler = OnFollowSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  std::string out;
+  while (!g_follow_stop.load()) {
+    out.clear();
+    absl::StatusOr<std::size_t> got = (*opened)->Poll(
+        [&](const journal::Record& r) {
+          absl::StrAppendFormat(
+              &out,
+              "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,"
+              "\"flags\":%d,\"frame\":%s}\n",
+              r.index, r.receive_ns, r.session_id, r.flags,
+              codec::FrameToJson(r.frame));
+        },
+        4096);
+    if (!out.empty()) {
+      if (absl::Status s = Print(stdout, out); !s.ok()) return s;
+      std::fflush(stdout);
+    }
+    if (!got.ok()) return got.status();
+    if (*got == 0) ::usleep(1000);
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
 // replay
 
 absl::Status Verify(const std::string& dir, bool accept_loss,
@@ -842,7 +916,8 @@ constexpr std::string_view kJournalUsage =
     "usage: orderwire journal <command> [flags]\n\n"
     "commands:\n"
     "  write     append command frames from standard input to a journal\n"
-    "  inspect   show a journal's segments, or its records as JSON Lines\n\n"
+    "  inspect   show a journal's segments, or its records as JSON Lines\n"
+    "  follow    print records as a running writer makes them durable\n\n"
     "'orderwire journal <command> --help' describes a command.\n";
 
 }  // namespace
@@ -858,6 +933,9 @@ int RunJournal(int argc, char** argv) {
   if (sub == "write") return RunCommand(kWriteSpec, argc - 1, argv + 1, Write);
   if (sub == "inspect") {
     return RunCommand(kInspectSpec, argc - 1, argv + 1, Inspect);
+  }
+  if (sub == "follow") {
+    return RunCommand(kFollowSpec, argc - 1, argv + 1, Follow);
   }
   if (sub == "--help" || sub == "-h" || sub == "help") {
     std::fputs(kJournalUsage.data(), stdout);

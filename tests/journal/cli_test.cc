@@ -232,6 +232,44 @@ TEST(JournalCliTest, InspectAndVerifyFromAnIndexOrATime) {
   EXPECT_EQ(zero.status, 2);
 }
 
+// journal follow beside a running `orderwire serve` (another process) with
+// small segments: it prints every record exactly once, in order, the same
+// lines as journal inspect --records, across many rollovers, and exits 0 on
+// SIGTERM.
+TEST(JournalCliTest, FollowPrintsWhatServeJournalsAcrossRollovers) {
+  ScratchDir dir;
+  const Outcome run = Shell(
+      dir,
+      "port=$((20000 + $$ % 20000)); "
+      "\"$ORDERWIRE\" serve --listen 127.0.0.1:$port --journal j "
+      "--durability batch --segment-size 65536 2>serve.log & spid=$!; "
+      "for i in $(seq 1 200); do grep -q 'listening on' serve.log && break; "
+      "sleep 0.05; done; "
+      "\"$ORDERWIRE\" journal follow --journal j --jsonl >follow.jsonl "
+      "2>follow.err & fpid=$!; "
+      "\"$ORDERWIRE\" submit --target 127.0.0.1:$port --session 1 "
+      "--workload mixed --count 3000 --window 64 >submit.log 2>&1 || "
+      "{ echo submit failed; cat submit.log; }; "
+      "kill -TERM $spid; wait $spid; echo serve=$?; "
+      "for i in $(seq 1 100); do "
+      "  [ $(wc -l <follow.jsonl) -ge 3000 ] && break; sleep 0.05; done; "
+      "kill -TERM $fpid; wait $fpid; echo follow=$?; "
+      "ls j | grep -c '[.]owj$'");
+  ASSERT_THAT(run.out, HasSubstr("serve=0")) << run.out << run.err;
+  EXPECT_THAT(run.out, HasSubstr("follow=0"))
+      << ReadText(dir.Sub("follow.err"));
+  EXPECT_THAT(run.out, ::testing::Not(HasSubstr("submit failed"))) << run.out;
+  const int segments =
+      std::atoi(run.out.substr(run.out.rfind('=') + 2).c_str());
+  EXPECT_GE(segments, 4) << run.out;  // at least three rollovers
+  const Outcome all = Shell(dir, "\"$ORDERWIRE\" journal inspect j --records");
+  ASSERT_EQ(all.status, 0) << all.err;
+  EXPECT_THAT(all.err, HasSubstr("3000 records"));
+  const std::string followed = ReadText(dir.Sub("follow.jsonl"));
+  EXPECT_TRUE(followed == all.out)
+      << "followed " << followed.size() << " bytes, journal " << all.out.size();
+}
+
 TEST(JournalCliTest, BadFlagCombinationsAreUsageErrors) {
   ScratchDir dir;
   EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay").status, 2);
