@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "journal/checkpoint.h"
 
 namespace orderwire::journal {
 
@@ -33,8 +34,19 @@ absl::StatusOr<std::size_t> JournalFollower::Poll(
     if (!mark.ok()) return status_ = mark.status();
     mark_ = std::move(*mark);
   }
-  limit_ = mark_.has_value() ? mark_->durable_index()
-                             : std::numeric_limits<std::uint64_t>::max();
+  if (mark_.has_value()) {
+    limit_ = mark_->durable_index();
+  } else {
+    // No writer of this version has opened the journal: its checkpoint
+    // witnesses what was durable; without one (a journal of older code)
+    // what verifies up to the clean end is what a restart keeps.
+    absl::StatusOr<std::optional<Checkpoint>> checkpoint =
+        ReadCheckpoint(directory_);
+    if (!checkpoint.ok()) return status_ = checkpoint.status();
+    limit_ = checkpoint->has_value()
+                 ? (*checkpoint)->durable_index
+                 : std::numeric_limits<std::uint64_t>::max();
+  }
   if (next_index_ == 0) {
     // The journal's start: the index its first segment's name gives.
     absl::StatusOr<std::vector<internal::SegmentEntry>> entries =
@@ -65,7 +77,8 @@ absl::StatusOr<std::size_t> JournalFollower::Poll(
       continue;
     }
     const bool torn_without_mark =
-        result == ReadResult::kError && !mark_.has_value() &&
+        result == ReadResult::kError &&
+        limit_ == std::numeric_limits<std::uint64_t>::max() &&
         reader_->damage().has_value() &&
         reader_->damage()->kind == internal::Damage::Kind::kTornTail;
     if (result == ReadResult::kError && !torn_without_mark) {

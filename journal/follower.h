@@ -16,10 +16,11 @@
 // published as durable in the DURABLE file (durable_mark.h): Poll reads the
 // mark (one acquire load) and never asks the reader for a record past it,
 // so it never looks at a group still in flight. A journal without a DURABLE
-// file (no writer of this version opened it) is read up to its clean end;
-// a torn tail there ends the Poll quietly (a restart cuts it). Segment
-// rollover: the reader is reopened (a seek, O(log segments + log groups))
-// at the next index when it reaches the end of the segments it listed.
+// file (no writer of this version opened it) is read up to its checkpoint's
+// durable index, and without a checkpoint either (older code) up to its
+// clean end, where a torn tail ends the Poll quietly (a restart cuts it).
+// Segment rollover: the reader is reopened (a seek, O(log segments + log
+// groups)) at the next index when it reaches the end of the segments it listed.
 // Pruning of early segments (retention) does not disturb it: segments it
 // has mapped stay readable, and it reopens at an index it has not read; an
 // index that was pruned before it was read is an error naming it.
@@ -65,7 +66,8 @@ class JournalFollower {
   [[nodiscard]] std::uint64_t next_index() const noexcept {
     return next_index_;
   }
-  // The durable index the last Poll saw (UINT64_MAX without a DURABLE file).
+  // The durable index the last Poll saw (UINT64_MAX for a journal with
+  // neither DURABLE nor CHECKPOINT).
   [[nodiscard]] std::uint64_t durable_limit() const noexcept { return limit_; }
   // Readers opened so far (1 + reopenings at segment ends).
   [[nodiscard]] std::uint64_t reader_opens() const noexcept { return opens_; }

@@ -12,6 +12,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "journal/checkpoint.h"
 #include "journal/durable_mark.h"
 #include "journal/internal/io_queue.h"
 #include "journal/reader.h"
@@ -204,6 +205,50 @@ TEST(FollowerTest, DamageIsAnErrorAndStaysOne) {
   std::uint64_t count = 0;
   ASSERT_TRUE((*after)->Poll([&](const Record&) { ++count; }).ok());
   EXPECT_EQ(count, 22u);
+}
+
+// Without a DURABLE file (a journal no writer of this version opened) the
+// checkpoint is the limit: a record past it is not handed out.
+TEST(FollowerTest, WithoutDurableFileTheCheckpointIsTheLimit) {
+  SKIP_WITHOUT_URING();
+  ScratchDir dir("follow");
+  {
+    auto writer = JournalWriter::Open({.directory = dir.path(),
+                                       .durability = Durability::kNone,
+                                       .segment_size = kSmallSegment});
+    ASSERT_TRUE(writer.ok());
+    for (std::uint64_t i = 1; i <= 20; ++i) {
+      ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
+      ASSERT_TRUE((*writer)->Flush().ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  const std::string checkpoint =
+      dir.path() + "/" + std::string(kCheckpointFileName);
+  const std::vector<std::byte> at20 = test_support::ReadFile(checkpoint);
+  {
+    auto writer = JournalWriter::Open({.directory = dir.path(),
+                                       .durability = Durability::kNone,
+                                       .segment_size = kSmallSegment});
+    ASSERT_TRUE(writer.ok());
+    for (std::uint64_t i = 21; i <= 30; ++i) {
+      ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
+      ASSERT_TRUE((*writer)->Flush().ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  // As if 21..30 were written but not yet witnessed, by a writer that
+  // publishes no DURABLE file.
+  test_support::WriteFile(checkpoint, at20);
+  ASSERT_EQ(
+      ::unlink((dir.path() + "/" + std::string(kDurableFileName)).c_str()), 0);
+  auto follower = JournalFollower::Open(dir.path());
+  ASSERT_TRUE(follower.ok());
+  Collected seen;
+  ASSERT_TRUE((*follower)->Poll([&](const Record& r) { seen.Add(r); }).ok());
+  EXPECT_TRUE(seen.ok);
+  EXPECT_EQ(seen.last, 20u);
+  EXPECT_EQ((*follower)->durable_limit(), 20u);
 }
 
 }  // namespace
