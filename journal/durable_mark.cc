@@ -34,11 +34,30 @@ absl::StatusOr<DurableMarkPublisher> DurableMarkPublisher::Open(
   const base::UniqueFd fd(
       ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
   if (!fd) return absl::ErrnoToStatus(errno, absl::StrFormat("open %s", path));
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0 ||
-      (st.st_size != static_cast<off_t>(kDurableFileSize) &&
-       ::ftruncate(fd.get(), static_cast<off_t>(kDurableFileSize)) != 0)) {
-    return absl::ErrnoToStatus(errno, absl::StrFormat("size %s", path));
+  // The previous writer's generation, then the whole file written with
+  // pwrite: its block is allocated before it is mapped, so a full disk is
+  // an error here, never a SIGBUS on a store to the map.
+  std::byte image[kDurableFileSize] = {};
+  std::uint64_t generation = 0;
+  if (::pread(fd.get(), image, sizeof(image), 0) ==
+          static_cast<ssize_t>(sizeof(image)) &&
+      codec::LoadLE<std::uint64_t>(image) == kDurableMagic) {
+    generation = codec::LoadLE<std::uint64_t>(image + kDurableGenerationOffset);
+  }
+  std::memset(image, 0, sizeof(image));
+  codec::StoreLE<std::uint64_t>(image, kDurableMagic);
+  codec::StoreLE<std::uint16_t>(image + 8, kDurableVersion);
+  codec::StoreLE<std::uint16_t>(image + 10,
+                                static_cast<std::uint16_t>(kDurableFileSize));
+  codec::StoreLE<std::uint64_t>(image + kDurableJournalIdOffset, journal_id);
+  codec::StoreLE<std::uint64_t>(image + kDurableGenerationOffset,
+                                generation + 1);
+  errno = 0;
+  if (::pwrite(fd.get(), image, sizeof(image), 0) !=
+          static_cast<ssize_t>(sizeof(image)) ||
+      ::ftruncate(fd.get(), static_cast<off_t>(kDurableFileSize)) != 0) {
+    const int err = errno != 0 ? errno : EIO;
+    return absl::ErrnoToStatus(err, absl::StrFormat("write %s", path));
   }
   void* p = ::mmap(nullptr, kDurableFileSize, PROT_READ | PROT_WRITE,
                    MAP_SHARED, fd.get(), 0);
@@ -49,24 +68,6 @@ absl::StatusOr<DurableMarkPublisher> DurableMarkPublisher::Open(
   mark.map_ = static_cast<std::byte*>(p);
   mark.index_ =
       reinterpret_cast<std::uint64_t*>(mark.map_ + kDurableIndexOffset);
-  // A previous writer's file: a new generation. Anything else: a new file.
-  std::uint64_t generation = 0;
-  if (codec::LoadLE<std::uint64_t>(mark.map_) == kDurableMagic) {
-    generation =
-        codec::LoadLE<std::uint64_t>(mark.map_ + kDurableGenerationOffset);
-  }
-  // The index first goes back to what recovery kept, then the fields.
-  mark.Publish(0);
-  codec::StoreLE<std::uint64_t>(mark.map_, kDurableMagic);
-  codec::StoreLE<std::uint16_t>(mark.map_ + 8, kDurableVersion);
-  codec::StoreLE<std::uint16_t>(mark.map_ + 10,
-                                static_cast<std::uint16_t>(kDurableFileSize));
-  codec::StoreLE<std::uint32_t>(mark.map_ + 12, 0);
-  codec::StoreLE<std::uint64_t>(mark.map_ + kDurableJournalIdOffset,
-                                journal_id);
-  codec::StoreLE<std::uint64_t>(mark.map_ + kDurableGenerationOffset,
-                                generation + 1);
-  std::memset(mark.map_ + 40, 0, kDurableFileSize - 40);
   mark.Publish(durable_index);
   return mark;
 }

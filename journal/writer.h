@@ -189,6 +189,10 @@ struct RecoveryReport {
   // headers of all segments are checked either way.
   std::uint64_t segments_read = 0;
   std::uint64_t read_from_index = 0;
+  // Empty, or why the DURABLE file (durable_mark.h) could not be written
+  // (e.g. a full disk): the writer goes on without it; followers then go by
+  // the checkpoint.
+  std::string durable_file_problem;
 };
 
 // Counters since Open.

@@ -80,7 +80,7 @@ TEST(FollowerTest, YieldsEveryDurableRecordOnceInOrderAndNothingPastIt) {
   Collected seen;
   std::uint64_t next = 1;
   std::uint64_t past_durable_on_disk = 0;  // times the test could catch it
-  for (int round = 0; round < 240; ++round) {
+  for (int round = 0; round < 600; ++round) {
     hold = rng() % 3 == 0;
     const std::uint64_t n = 1 + rng() % 5;
     AppendStatus st;
