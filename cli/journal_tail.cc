@@ -10,10 +10,10 @@ namespace orderwire::cli {
 absl::StatusOr<JournalTail> JournalTail::OpenJournalAt(
     const std::string& dir, const journal::ReaderOptions& options,
     std::uint64_t from_index) {
-  // When journal::ReaderOptions::from_index is merged, set it here and Next()
-  // skips nothing.
+  journal::ReaderOptions at = options;
+  at.from_index = from_index;
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
-      journal::JournalReader::Open(dir, options);
+      journal::JournalReader::Open(dir, at);
   if (!opened.ok()) return opened.status();
   return JournalTail(*std::move(opened), from_index);
 }

@@ -1,11 +1,9 @@
 // Where a replay starts: the newest valid snapshot of a journal and the
 // journal's records after it (`orderwire replay`, `orderwire snapshot`).
 //
-// OpenJournalAt is the one place that opens a journal reader at an index.
-// Until journal::ReaderOptions can start a reader at an index (the "seek"
-// work of issue 11), it reads from the journal's start and skips the
-// records before that index: the same records come out, at the cost of
-// reading (and checksumming) the skipped ones.
+// OpenJournalAt is the one place that opens a journal reader at an index:
+// journal::ReaderOptions::from_index, a binary search over segments and
+// groups; nothing before the index is read.
 #ifndef ORDERWIRE_CLI_JOURNAL_TAIL_H_
 #define ORDERWIRE_CLI_JOURNAL_TAIL_H_
 

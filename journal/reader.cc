@@ -74,6 +74,24 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
         "%s",
         directory));
   }
+  if (options.from_index != 0 && options.from_time_ns.has_value()) {
+    return absl::InvalidArgumentError(
+        "a reader starts at an index or at a time, not both");
+  }
+  const bool seek = options.from_index != 0 || options.from_time_ns.has_value();
+  if (seek && first_segment != 0) {
+    return absl::InvalidArgumentError(
+        "a reader seeks (from_index, from_time_ns) or starts at a segment, "
+        "not both");
+  }
+  if (options.from_index != 0 &&
+      options.from_index < entries->front().name_index) {
+    return absl::OutOfRangeError(absl::StrFormat(
+        "index %d is not in the journal %s: it starts at index %d (segment "
+        "%s); the records before it were pruned or are missing",
+        options.from_index, directory, entries->front().name_index,
+        entries->front().path));
+  }
   if (first_segment >= entries->size()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s has %d segments, cannot start at segment %d",
@@ -115,7 +133,155 @@ JournalReader::JournalReader(std::vector<internal::SegmentEntry> entries,
     : set_(std::move(entries)),
       first_segment_(options.first_segment),
       accept_loss_(options.accept_loss),
-      total_bytes_(total_bytes) {}
+      total_bytes_(total_bytes),
+      from_index_(options.from_index),
+      from_time_ns_(options.from_time_ns) {}
+
+namespace {
+
+// Where a group may start in a segment of format `version`: on every block
+// boundary in version 1.
+std::size_t GroupAlignment(std::uint16_t /*version*/) { return kBlockSize; }
+
+std::uint64_t FirstReceiveNs(std::span<const std::byte> segment,
+                             const internal::FoundGroup& group) {
+  return codec::LoadLE<std::uint64_t>(segment.data() + group.offset +
+                                      kGroupHeaderSize +
+                                      kRecordReceiveNsOffset);
+}
+
+std::size_t RecordSize(const std::byte* record) noexcept {
+  return kRecordHeaderSize +
+         codec::kKindTable[codec::LoadLE<std::uint8_t>(
+                               record + kRecordHeaderSize + codec::kKindOffset)]
+             .frame_size;
+}
+
+}  // namespace
+
+bool JournalReader::BeforeSeekPoint(const std::byte* record) const noexcept {
+  if (from_time_ns_.has_value()) {
+    return codec::LoadLE<std::uint64_t>(record + kRecordReceiveNsOffset) <
+           *from_time_ns_;
+  }
+  return codec::LoadLE<std::uint64_t>(record + kRecordIndexOffset) <
+         from_index_;
+}
+
+absl::StatusOr<std::size_t> JournalReader::SegmentForTime(
+    std::uint64_t time_ns) {
+  // The segments whose first record was received before `time_ns` come
+  // first (one writer's clock): find where they end, start in the last.
+  std::size_t low = 0;
+  std::size_t high = set_.size();
+  while (low < high) {
+    const std::size_t mid = low + (high - low) / 2;
+    absl::StatusOr<std::span<const std::byte>> bytes = set_.Map(mid);
+    if (!bytes.ok()) return bytes.status();
+    ++seek_counters_.segments_mapped;
+    std::uint16_t version = 0;
+    if (bytes->size() >= kSegmentHeaderSize) {
+      version = LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes->data())
+                    .version;
+    }
+    const std::optional<internal::FoundGroup> first =
+        internal::FindGroupAtOrAfter(*bytes, kFirstGroupOffset,
+                                     GroupAlignment(version), seek_counters_);
+    if (first.has_value() && FirstReceiveNs(*bytes, *first) < time_ns) {
+      low = mid + 1;
+    } else {
+      high = mid;
+    }
+  }
+  return low == 0 ? 0 : low - 1;
+}
+
+bool JournalReader::Seek() {
+  // The segment: by the index in its name, or by its first receive time.
+  std::size_t segment = 0;
+  if (from_time_ns_.has_value()) {
+    absl::StatusOr<std::size_t> found = SegmentForTime(*from_time_ns_);
+    if (!found.ok()) {
+      Fail(found.status());
+      return false;
+    }
+    segment = *found;
+  } else {
+    std::size_t low = 0;  // name_index <= from_index_ (checked at Open)
+    std::size_t high = set_.size();
+    while (high - low > 1) {
+      const std::size_t mid = low + (high - low) / 2;
+      if (set_.entry(mid).name_index <= from_index_) {
+        low = mid;
+      } else {
+        high = mid;
+      }
+    }
+    segment = low;
+  }
+  first_segment_ = segment;
+  next_index_ = set_.entry(segment).name_index;  // its header must agree
+  if (!EnterSegment(segment)) return false;
+  ++seek_counters_.segments_mapped;
+
+  // The group: binary search over offsets. `low` is a group start whose
+  // first record is before the seek point (or the segment's first group,
+  // not yet verified); no group that verifies and starts at or after
+  // `high` is before it.
+  const std::size_t alignment = GroupAlignment(infos_.back().header.version);
+  auto before = [&](const internal::FoundGroup& group) {
+    return from_time_ns_.has_value()
+               ? FirstReceiveNs(bytes_, group) < *from_time_ns_
+               : group.check.header.first_index <= from_index_;
+  };
+  std::uint64_t low = kFirstGroupOffset;
+  std::uint64_t low_first = next_index_;
+  std::uint64_t high = bytes_.size();
+  while (true) {
+    const std::uint64_t mid = (low + (high - low) / 2) / alignment * alignment;
+    if (mid <= low) break;
+    const std::optional<internal::FoundGroup> found =
+        internal::FindGroupAtOrAfter(bytes_, mid, alignment, seek_counters_);
+    if (found.has_value() && found->offset < high && before(*found)) {
+      low = found->offset;
+      low_first = found->check.header.first_index;
+    } else {
+      high = mid;
+    }
+  }
+  if (!from_time_ns_.has_value()) {
+    // Step over the few whole groups before the index (damaged ones
+    // included: they hold only records before it). A group that starts
+    // after it means the records from the index on are missing here:
+    // reading from `low` reports that.
+    while (true) {
+      const std::optional<internal::FoundGroup> found =
+          internal::FindGroupAtOrAfter(bytes_, low, alignment, seek_counters_);
+      if (!found.has_value() || found->check.header.first_index > from_index_) {
+        break;
+      }
+      const std::uint64_t last = found->check.header.first_index +
+                                 found->check.header.record_count - 1;
+      if (last >= from_index_) {
+        low = found->offset;
+        low_first = found->check.header.first_index;
+        break;
+      }
+      low = found->check.end;
+      low_first = last + 1;
+    }
+  }
+  pos_ = low;
+  next_index_ = low_first;
+  infos_.back().data_end = low;
+  // The checkpoint's group lies before the seek point: it is not read (the
+  // records after it still are held against the checkpoint's end).
+  if (checkpoint_group_ != 0 && checkpoint_group_ < next_index_) {
+    checkpoint_group_ = 0;
+  }
+  seeking_ = true;
+  return true;
+}
 
 bool JournalReader::CheckpointProblem(std::string message) {
   if (accept_loss_) {
@@ -372,7 +538,11 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
       case State::kError:
         return ReadResult::kError;
       case State::kStart:
-        if (!EnterSegment(first_segment_)) return ReadResult::kError;
+        if (from_index_ != 0 || from_time_ns_.has_value()) {
+          if (!Seek()) return ReadResult::kError;
+        } else if (!EnterSegment(first_segment_)) {
+          return ReadResult::kError;
+        }
         state_ = State::kReading;
         break;
       case State::kReading:
@@ -398,6 +568,15 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
       records_left_ = check.header.record_count;
       next_index_ += check.header.record_count;
       pos_ = check.end;
+      if (seeking_) {
+        // Records before the seek point are passed over, not yielded.
+        while (records_left_ != 0 && BeforeSeekPoint(cursor_)) {
+          cursor_ += RecordSize(cursor_);
+          --records_left_;
+        }
+        if (records_left_ == 0) continue;
+        seeking_ = false;
+      }
       return Next(record);
     }
     const bool truncated = bytes_.size() < infos_.back().header.capacity;

@@ -109,6 +109,24 @@ struct ReaderOptions {
   // the journal, is damaged or belongs to another journal is recorded in
   // accepted_losses() instead of ending the reading.
   bool accept_loss = false;
+  // Seek (docs/JOURNAL.md "Seek"): start at the record with this index (0:
+  // the journal's start). Records before it are not yielded, and the
+  // segments and groups before it are not read, so damage there is not
+  // reported. An index past the end of the journal reads nothing: Next()
+  // returns kEnd (the journal's end still held against the checkpoint), so
+  // a follower can start at last_index() + 1. An index before the first
+  // segment's first index (a pruned journal) fails Open with OutOfRange
+  // naming both.
+  std::uint64_t from_index = 0;
+  // Seek by time: start at the first record whose receive_ns >= this. The
+  // group is found by binary search over the segments' and groups' first
+  // receive times, then records are skipped forward while receive_ns < T.
+  // With one writer's CLOCK_REALTIME that never stepped back this is the
+  // first such record of the journal; if the clock stepped back the result
+  // is still defined (the first record >= T after the group the search
+  // lands on) but an earlier record >= T may exist. Exclusive with
+  // from_index and first_segment.
+  std::optional<std::uint64_t> from_time_ns = std::nullopt;
 };
 
 class JournalReader {
@@ -208,12 +226,25 @@ class JournalReader {
   [[nodiscard]] std::uint64_t bytes_done() const noexcept {
     return done_before_segment_ + pos_;
   }
+  // What positioning at ReaderOptions::from_index / from_time_ns cost (all
+  // zero without a seek): O(log segments + log groups) probes.
+  [[nodiscard]] const internal::SeekCounters& seek_counters() const noexcept {
+    return seek_counters_;
+  }
 
  private:
   JournalReader(std::vector<internal::SegmentEntry> entries,
                 std::uint64_t total_bytes, const ReaderOptions& options);
 
   ReadResult NextGroup(Record& record) noexcept;
+  // Positions the reader at options' from_index / from_time_ns: enters the
+  // segment and sets pos_ and next_index_. False (status set) on an error.
+  bool Seek();
+  // Seek by time: the segment to start in (binary search over the first
+  // receive times of segments).
+  absl::StatusOr<std::size_t> SegmentForTime(std::uint64_t time_ns);
+  // Whether the record at `record` comes before the seek point.
+  [[nodiscard]] bool BeforeSeekPoint(const std::byte* record) const noexcept;
   // Maps and checks segment `i`; false (status set) on an error.
   bool EnterSegment(std::size_t i);
   ReadResult Damaged(std::size_t segment, std::uint64_t offset, bool torn,
@@ -260,6 +291,11 @@ class JournalReader {
   State state_ = State::kStart;
   absl::Status status_;
   std::optional<internal::Damage> damage_;
+  // Seek: skip records before the seek point until the first one after it.
+  std::uint64_t from_index_ = 0;
+  std::optional<std::uint64_t> from_time_ns_;
+  bool seeking_ = false;
+  internal::SeekCounters seek_counters_;
 };
 
 }  // namespace orderwire::journal

@@ -175,6 +175,21 @@ absl::Status JournalWriter::Init() {
   if (!recovery_.created) {
     if (absl::Status s = LoadActiveMetadata(); !s.ok()) return s;
   }
+  // Followers in other processes read how far the journal is durable from
+  // the DURABLE file (durable_mark.h).
+  // Optional: without it (no room for it on a full disk) the writer goes
+  // on, and followers go by the checkpoint; a stale one is removed so that
+  // none reads a previous writer's value as current.
+  {
+    absl::StatusOr<DurableMarkPublisher> mark =
+        DurableMarkPublisher::Open(o.directory, journal_id_, durable_index_);
+    if (mark.ok()) {
+      durable_mark_ = std::move(*mark);
+    } else {
+      recovery_.durable_file_problem = std::string(mark.status().message());
+      ::unlink(absl::StrFormat("%s/%s", o.directory, kDurableFileName).c_str());
+    }
+  }
   // What was recovered is durable now: witness it (this also starts the
   // checkpoint of a journal that had none, and re-bases it after a loss
   // was accepted).

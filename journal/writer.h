@@ -75,6 +75,7 @@
 #include "base/latency_histogram.h"
 #include "base/unique_fd.h"
 #include "journal/checkpoint.h"
+#include "journal/durable_mark.h"
 #include "journal/format.h"
 #include "journal/internal/io_queue.h"
 
@@ -184,6 +185,16 @@ struct RecoveryReport {
   // The journal had no checkpoint (written by older code, or a new
   // journal): its end could not be checked this time. One is written now.
   bool checkpoint_missing = false;
+  // What recovery read: the groups of these segments, from this index on
+  // (the checkpoint's group: the checkpoint witnesses what precedes it; 1
+  // for a journal without one or under accept_loss, read in full). The
+  // headers of all segments are checked either way.
+  std::uint64_t segments_read = 0;
+  std::uint64_t read_from_index = 0;
+  // Empty, or why the DURABLE file (durable_mark.h) could not be written
+  // (e.g. a full disk): the writer goes on without it; followers then go by
+  // the checkpoint.
+  std::string durable_file_problem;
 };
 
 // Counters since Open.
@@ -459,6 +470,8 @@ class JournalWriter {
   std::unique_ptr<internal::IoQueue> queue_;
   base::UniqueFd dir_fd_;
   base::UniqueFd lock_fd_;
+  // The DURABLE file, for followers (durable_mark.h).
+  DurableMarkPublisher durable_mark_;
   base::UniqueFd dir_lock_fd_;  // the directory again, flocked
   bool closed_ = false;
   bool closing_ = false;

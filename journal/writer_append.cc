@@ -399,6 +399,7 @@ void JournalWriter::Advance() noexcept {
     --fifo_count_;
     if (!slot.header) {
       durable_index_ = slot.last_index;
+      durable_mark_.Publish(durable_index_);  // one release store
       durable_group_ = {
           .first_index = slot.first_index,
           .segment_first_index = segments_[slot.segment].first_index,

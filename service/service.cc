@@ -72,49 +72,13 @@ StateMachineOptions MachineOptions(const ServiceOptions& options) {
 
 // Opens a reader of the journal in `directory` whose next record is
 // `from_index` (at least 2): the records after a snapshot. The one place the
-// service seeks. Until journal::ReaderOptions can start at an index, it
-// starts at the segment whose file name says it holds `from_index` (the
-// reader's own order: segments by the index in their names) and reads past
-// the records before it in that segment, so its cost is bounded by one
-// segment. Errors: the reader's, or DataLoss when that segment ends before
-// `from_index - 1`.
+// service seeks: binary search over segments and groups
+// (ReaderOptions::from_index), nothing before it read. Errors: the
+// reader's (an index before a pruned journal's start is OutOfRange).
 absl::StatusOr<std::unique_ptr<journal::JournalReader>> OpenJournalFrom(
     const std::string& directory, std::uint64_t from_index) {
-  std::vector<std::uint64_t> firsts;
-  std::error_code error;
-  for (auto it = std::filesystem::directory_iterator(directory, error);
-       !error && it != std::filesystem::directory_iterator();
-       it.increment(error)) {
-    const std::optional<std::uint64_t> first =
-        journal::ParseSegmentFileName(it->path().filename().string());
-    if (first.has_value()) firsts.push_back(*first);
-  }
-  if (error) {
-    return absl::UnavailableError(
-        absl::StrFormat("listing journal %s: %s", directory, error.message()));
-  }
-  std::sort(firsts.begin(), firsts.end());
-  std::size_t segment = 0;
-  for (std::size_t i = 0; i < firsts.size() && firsts[i] <= from_index; ++i) {
-    segment = i;
-  }
-  absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
-      journal::JournalReader::Open(
-          directory, journal::ReaderOptions{.first_segment = segment});
-  if (!reader.ok()) return reader.status();
-  journal::Record record;
-  const std::uint64_t segment_first = firsts.empty() ? 1 : firsts[segment];
-  if (from_index > segment_first) {
-    while (record.index + 1 < from_index) {
-      if ((*reader)->Next(record) != journal::ReadResult::kRecord) {
-        if (!(*reader)->status().ok()) return (*reader)->status();
-        return absl::DataLossError(
-            absl::StrFormat("journal %s ends at index %d, before index %d",
-                            directory, record.index, from_index));
-      }
-    }
-  }
-  return reader;
+  return journal::JournalReader::Open(
+      directory, journal::ReaderOptions{.from_index = from_index});
 }
 
 // Writes the child's error message to `fd` (at most PIPE_BUF bytes: one

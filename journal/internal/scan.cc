@@ -389,6 +389,65 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
   return check;
 }
 
+std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
+                                             std::uint64_t from,
+                                             std::size_t alignment,
+                                             SeekCounters& counters) noexcept {
+  static_assert(kDataEndZeroRun > 2 * kMaxRecordSize);
+  ++counters.probes;
+  const std::uint64_t size = segment.size();
+  std::uint64_t o = (from + alignment - 1) / alignment * alignment;
+  const std::uint64_t limit = o + kMaxGroupBytes + alignment;
+  for (; o + kGroupHeaderSize <= size && o < limit; o += alignment) {
+    counters.bytes_scanned += alignment;
+    const std::uint32_t magic = LoadLE<std::uint32_t>(segment.data() + o);
+    if (magic == 0) {
+      const std::uint64_t run_end =
+          std::min<std::uint64_t>(size, o + kDataEndZeroRun);
+      if (FirstNonZero(segment.first(run_end), o) == run_end) {
+        return std::nullopt;  // the data ended before `o`
+      }
+      continue;
+    }
+    if (magic != kGroupMagic) continue;
+    ++counters.groups_checked;
+    GroupCheck check = CheckGroup(segment, o, 0);
+    if (check.state == GroupState::kValid) {
+      return FoundGroup{.offset = o, .check = check};
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
+                                      std::size_t alignment,
+                                      SeekCounters& counters) noexcept {
+  std::optional<FoundGroup> last =
+      FindGroupAtOrAfter(segment, kFirstGroupOffset, alignment, counters);
+  if (!last.has_value()) return std::nullopt;
+  // `low` holds a group; no group that verifies starts at or after `high`.
+  std::uint64_t low = last->offset;
+  std::uint64_t high = segment.size();
+  while (true) {
+    const std::uint64_t mid = (low + (high - low) / 2) / alignment * alignment;
+    if (mid <= low) break;
+    std::optional<FoundGroup> found =
+        FindGroupAtOrAfter(segment, mid, alignment, counters);
+    if (found.has_value() && found->offset < high) {
+      low = found->offset;
+      last = found;
+    } else {
+      high = mid;
+    }
+  }
+  // The few groups between the last probe and the end.
+  while (std::optional<FoundGroup> next = FindGroupAtOrAfter(
+             segment, last->check.end, alignment, counters)) {
+    last = next;
+  }
+  return last;
+}
+
 // ---------------------------------------------------------------------------
 // Damage.
 

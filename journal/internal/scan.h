@@ -136,6 +136,57 @@ struct GroupCheck {
 GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
                       std::uint64_t expected_first_index) noexcept;
 
+// What positioning a reader (seek) cost: the counters a test holds against
+// the O(log segments + log groups) bound.
+struct SeekCounters {
+  std::uint64_t segments_mapped = 0;  // segments whose groups were looked at
+  std::uint64_t probes = 0;           // FindGroupAtOrAfter calls
+  std::uint64_t groups_checked = 0;   // candidates verified in full
+  std::uint64_t bytes_scanned = 0;    // bytes of candidate offsets passed
+};
+
+// The first group at or after `from` (rounded up to `alignment`) that
+// verifies in full: magic, size fields, trailer magic, CRC32C over header
+// and records, contiguous record indexes, command kinds, exact sizes.
+// `alignment` is where a group may start: kBlockSize in format version 1.
+// Returns nullopt when the data of the segment ends first (a run of
+// kDataEndZeroRun zero bytes at a candidate offset: inside a group no such
+// run exists, since every record holds a non-zero index and kind byte at
+// most kMaxRecordSize bytes apart, and the magics are non-zero), when the
+// file ends, or when no group starts within kMaxGroupBytes of `from`
+// (damage: a group is never longer). Damaged groups on the way are passed
+// over, not reported: seeking does not judge the bytes it skips.
+//
+// Why bytes a client sent cannot pass for a group here: a client controls
+// only command frames, at most kMaxCommandFrame (49) bytes each, and every
+// frame is preceded by a 24-byte record header the writer writes (index,
+// receive time in nanoseconds, session, flags). The smallest group that
+// verifies is 32 + 49 + 8 = 89 bytes, longer than any frame, so a forged
+// one would have to span a writer's record header and still match its
+// CRC32C trailer, which covers the writer's receive_ns: a value the client
+// never sees (no reply carries it). A chance forgery (2^-32 per candidate)
+// is then caught by the reader's continuity check of the next group, so it
+// can make a seek report damage but not yield records that are not there.
+// Cold: O(bytes from `from` to the group found), one group verified per
+// candidate whose magic matches.
+struct FoundGroup {
+  std::uint64_t offset = 0;
+  GroupCheck check;
+};
+inline constexpr std::size_t kDataEndZeroRun = 256;
+std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
+                                             std::uint64_t from,
+                                             std::size_t alignment,
+                                             SeekCounters& counters) noexcept;
+
+// The last group of `segment` that verifies in full (see
+// FindGroupAtOrAfter), found by binary search over offsets: O(log(segment
+// size / alignment)) probes. Damage before it is passed over. nullopt: the
+// segment holds no group that verifies. Cold.
+std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
+                                      std::size_t alignment,
+                                      SeekCounters& counters) noexcept;
+
 // The offset of the first non-zero byte at or after `from`, or bytes.size().
 std::uint64_t FirstNonZero(std::span<const std::byte> bytes,
                            std::uint64_t from) noexcept;

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/format.h"
 #include "journal/writer.h"
@@ -185,6 +186,35 @@ TEST(JournalDiskFull, RestartOnAFullDiskWorksWhileTheCurrentSegmentHasRoom) {
   ASSERT_TRUE(w.Close().ok());
   const auto back = ReadAndCheck(dir, 1);
   EXPECT_EQ(back.records, i - 1);
+}
+
+// A journal whose DURABLE file does not exist yet (written by older code)
+// restarts on a full disk too: the file is optional for the writer (a
+// follower then goes by the checkpoint), and it is never written through a
+// mapping of unallocated blocks (which would raise SIGBUS on a full disk).
+TEST(JournalDiskFull, RestartOnAFullDiskWithoutADurableFile) {
+  std::string why;
+  std::unique_ptr<SmallFilesystem> fs = MountOrSkip(&why);
+  if (fs == nullptr) GTEST_SKIP() << why;
+  const std::string dir = fs->path() + "/journal";
+  std::uint64_t i = 1;
+  {
+    auto writer = JournalWriter::Open(Options(dir));
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (; i <= 100; ++i) ASSERT_EQ(AppendOne(**writer, i), AppendStatus::kOk);
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  ASSERT_EQ(::unlink((dir + "/" + std::string(kDurableFileName)).c_str()), 0);
+  fs->Fill();
+  auto writer = JournalWriter::Open(Options(dir));
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_THAT((*writer)->recovery().durable_file_problem,
+              ::testing::HasSubstr("DURABLE"));
+  for (int k = 0; k < 10; ++k, ++i) {
+    ASSERT_EQ(AppendOne(**writer, i), AppendStatus::kOk);
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(ReadAndCheck(dir, 1).records, i - 1);
 }
 
 }  // namespace

@@ -409,7 +409,7 @@ TEST(WriterTest, ASecondWriterOnTheSameJournalIsRefused) {
               HasSubstr("another writer"));
 }
 
-TEST(WriterTest, CloseLeavesOnlySegmentsTheLockFileAndTheCheckpoint) {
+TEST(WriterTest, CloseLeavesOnlySegmentsLockCheckpointAndDurable) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
   auto writer = JournalWriter::Open(
@@ -420,7 +420,7 @@ TEST(WriterTest, CloseLeavesOnlySegmentsTheLockFileAndTheCheckpoint) {
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     const std::string name = entry.path().filename().string();
     EXPECT_TRUE(ParseSegmentFileName(name).has_value() || name == "LOCK" ||
-                name == kCheckpointFileName)
+                name == kCheckpointFileName || name == kDurableFileName)
         << name;
   }
 }
