@@ -231,7 +231,8 @@ bool JournalReader::EnterSegment(std::size_t i) {
     if (check.torn && i + 1 == set_.size()) {
       Damaged(i, 0, true, check.problem);
     } else if (check.header.magic == kSegmentMagic &&
-               check.header.version != kFormatVersion) {
+               (check.header.version < kOldestFormatVersion ||
+                check.header.version > kFormatVersion)) {
       Fail(absl::UnimplementedError(
           absl::StrFormat("segment %s: %s", entry.path, check.problem)));
     } else {
@@ -298,6 +299,7 @@ bool JournalReader::EnterSegment(std::size_t i) {
   segment_ = i;
   bytes_ = *bytes;
   pos_ = kFirstGroupOffset;
+  group_alignment_ = GroupAlignment(check.header.version);
   SegmentInfo info;
   info.path = entry.path;
   info.header = check.header;
@@ -323,7 +325,7 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
         break;
     }
     const internal::GroupCheck check =
-        internal::CheckGroup(bytes_, pos_, next_index_);
+        internal::CheckGroup(bytes_, pos_, next_index_, group_alignment_);
     if (check.state == internal::GroupState::kValid) {
       SegmentInfo& info = infos_.back();
       info.records += check.header.record_count;

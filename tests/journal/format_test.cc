@@ -80,7 +80,7 @@ TEST(FormatTest, SegmentHeaderRoundTripsWithItsChecksum) {
   EXPECT_EQ(back.journal_id, 0xFEEDFACECAFEBEEFull);
   EXPECT_EQ(back.crc, Crc32c({bytes.data(), kSegmentHeaderCrcOffset}));
   // Byte 8 is the version, little-endian.
-  EXPECT_EQ(bytes[8], std::byte{1});
+  EXPECT_EQ(bytes[8], std::byte{2});
   EXPECT_EQ(bytes[9], std::byte{0});
 }
 

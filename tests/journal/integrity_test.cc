@@ -42,22 +42,27 @@ using ::testing::HasSubstr;
       GTEST_SKIP() << s.message();                          \
   } while (0)
 
-// `groups` one-record groups under kSync in 64 KiB segments: 15 groups per
-// segment, group k of a segment at offset 4096 * (k + 1). Closed cleanly,
-// so its checkpoint says every index is durable.
+// `groups` one-record groups under kSync in 64 KiB segments of format
+// version 1 (what older code wrote; its fixed block layout lets the tests
+// below cut and copy whole groups): 15 groups per segment, group k of a
+// segment at offset 4096 * (k + 1). Closed cleanly, so its checkpoint says
+// every index is durable.
 void BuildJournal(const std::string& dir, int groups) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kSync,
                                      .segment_size = 64 * 1024,
-                                     .group_size = 8192});
+                                     .group_size = 8192,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   AppendRange(**writer, 1, static_cast<std::size_t>(groups), 1);
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
 WriterOptions Reopen(const std::string& dir, bool accept_loss = false) {
-  return WriterOptions{
-      .directory = dir, .segment_size = 64 * 1024, .accept_loss = accept_loss};
+  return WriterOptions{.directory = dir,
+                       .segment_size = 64 * 1024,
+                       .accept_loss = accept_loss,
+                       .format_version = 1};
 }
 
 // Reads the whole journal: the records read and the final status.
@@ -369,7 +374,8 @@ TEST(IntegrityTest, AJournalRewrittenUnderTheCheckpointIsDataLoss) {
     auto writer = JournalWriter::Open({.directory = other.path(),
                                        .durability = Durability::kSync,
                                        .segment_size = 64 * 1024,
-                                       .group_size = 8192});
+                                       .group_size = 8192,
+                                       .format_version = 1});
     ASSERT_TRUE(writer.ok());
     AppendRange(**writer, 1, 10, 1);
     ASSERT_TRUE((*writer)->Close().ok());
