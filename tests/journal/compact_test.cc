@@ -135,7 +135,7 @@ TEST(CompactTest, AVersion1JournalIsAppendedInVersion1ThenNewSegmentsAreV2) {
   {
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kSync,
-                                       .segment_size = 64 * 1024,
+                                       .segment_size = std::uint64_t{64} * 1024,
                                        .format_version = 1});
     ASSERT_TRUE(writer.ok()) << writer.status();
     AppendRange(**writer, 1, 5, 1);
@@ -144,9 +144,10 @@ TEST(CompactTest, AVersion1JournalIsAppendedInVersion1ThenNewSegmentsAreV2) {
   {
     // Today's writer: continues the version-1 segment in version 1 (its
     // groups on 4096-byte boundaries), then starts version-2 segments.
-    auto writer = JournalWriter::Open({.directory = dir.path(),
-                                       .durability = Durability::kSync,
-                                       .segment_size = 64 * 1024});
+    auto writer =
+        JournalWriter::Open({.directory = dir.path(),
+                             .durability = Durability::kSync,
+                             .segment_size = std::uint64_t{64} * 1024});
     ASSERT_TRUE(writer.ok()) << writer.status();
     AppendRange(**writer, 6, 300, 3);
     ASSERT_TRUE((*writer)->Close().ok());
@@ -341,15 +342,16 @@ TEST(CompactTest, NoTwoWritesCoveringTheSameBlockAreInFlightTogether) {
   for (const IoBackend backend : {IoBackend::kIoUring, IoBackend::kBlocking}) {
     ScratchDir journal;
     DurabilityRecorder recorder;
-    auto opened = JournalWriter::Open({.directory = journal.path(),
-                                       .durability = Durability::kBatch,
-                                       .segment_size = 256 * 1024,
-                                       .group_size = 8192,
-                                       .slots = 8,
-                                       .max_partial_in_flight = 6,
-                                       .sync_method = SyncMethod::kDirectDsync,
-                                       .backend = backend,
-                                       .faults = &recorder});
+    auto opened =
+        JournalWriter::Open({.directory = journal.path(),
+                             .durability = Durability::kBatch,
+                             .segment_size = std::uint64_t{256} * 1024,
+                             .group_size = 8192,
+                             .slots = 8,
+                             .max_partial_in_flight = 6,
+                             .sync_method = SyncMethod::kDirectDsync,
+                             .backend = backend,
+                             .faults = &recorder});
     ASSERT_TRUE(opened.ok()) << opened.status();
     JournalWriter& w = **opened;
     recorder.SkipTo(w.durable_index());

@@ -63,13 +63,14 @@ TEST_P(DurabilityOrderTest, NoIndexCountsAsDurableBeforeItsBytesAre) {
   const bool sync = durability == Durability::kSync;
   // Small segments, so that the run rotates (packed groups: 2,000 records
   // of kSync take about 150 KiB).
-  const WriterOptions options{.directory = dir.path(),
-                              .durability = durability,
-                              .segment_size = (sync ? 64u : 256u) * 1024u,
-                              .group_size = 16 * 1024,
-                              .sync_method = method,
-                              .backend = backend,
-                              .faults = &recorder};
+  const WriterOptions options{
+      .directory = dir.path(),
+      .durability = durability,
+      .segment_size = std::uint64_t{sync ? 64u : 256u} * 1024,
+      .group_size = 16 * 1024,
+      .sync_method = method,
+      .backend = backend,
+      .faults = &recorder};
   auto opened = JournalWriter::Open(options);
   ASSERT_TRUE(opened.ok()) << opened.status();
   JournalWriter& w = **opened;

@@ -83,7 +83,7 @@ class DurabilityRecorder : public internal::IoFaults {
       CheckOverlap(op, file);
       // New bytes for the range: what was durable or written there before
       // no longer says anything about the bytes that change.
-      Rewrite(op, file);
+      NoteNewBytes(op, file);
       Trim(file.written, op.offset, op.offset + op.length);
       ++writes_;
       dsync_writes_ += p.dsync ? 1 : 0;
@@ -373,7 +373,10 @@ class DurabilityRecorder : public internal::IoFaults {
 
   static std::string History(const FileState& file) {
     std::string out;
-    for (auto it = file.log.rbegin(); it != file.log.rend(); ++it) {
+    // Last first. (std::views::reverse would do, but clang 14's tidy
+    // cannot parse it over libstdc++ 12's ranges.)
+    for (auto it = file.log.rbegin(); it != file.log.rend();  // NOLINT
+         ++it) {
       absl::StrAppend(&out, "  ", *it, "\n");
     }
     return out;
@@ -408,7 +411,7 @@ class DurabilityRecorder : public internal::IoFaults {
   // Takes durability from the bytes `op` changes (a byte rewritten with its
   // value stays durable); a change to a byte of a group already reported
   // durable is an error.
-  void Rewrite(const internal::IoOp& op, FileState& file) {
+  void NoteNewBytes(const internal::IoOp& op, FileState& file) {
     const std::uint64_t begin = op.offset;
     const std::uint64_t end = op.offset + op.length;
     if (op.data == nullptr) {
