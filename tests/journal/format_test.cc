@@ -148,7 +148,7 @@ TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
   test_support::ScratchDir dir;
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = Durability::kNone,
-                                     .segment_size = 64 * 1024,
+                                     .segment_size = std::uint64_t{64} * 1024,
                                      .backend = IoBackend::kBlocking});
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_EQ((*writer)->Append(frame, 0xCAFE, 1700000000000000000ull),

@@ -50,7 +50,7 @@ using ::testing::HasSubstr;
 void BuildJournal(const std::string& dir, int groups) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kSync,
-                                     .segment_size = 64 * 1024,
+                                     .segment_size = std::uint64_t{64} * 1024,
                                      .group_size = 8192,
                                      .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
@@ -60,7 +60,7 @@ void BuildJournal(const std::string& dir, int groups) {
 
 WriterOptions Reopen(const std::string& dir, bool accept_loss = false) {
   return WriterOptions{.directory = dir,
-                       .segment_size = 64 * 1024,
+                       .segment_size = std::uint64_t{64} * 1024,
                        .accept_loss = accept_loss,
                        .format_version = 1};
 }
@@ -162,7 +162,7 @@ TEST(CheckpointTest, IsPublishedWhileAppendingAtABoundedRate) {
   for (const std::uint32_t interval_ms : {1u, 3'600'000u}) {
     ScratchDir dir;
     auto writer = JournalWriter::Open({.directory = dir.path(),
-                                       .segment_size = 64 * 1024,
+                                       .segment_size = std::uint64_t{64} * 1024,
                                        .checkpoint_interval_ms = interval_ms});
     ASSERT_TRUE(writer.ok()) << writer.status();
     EXPECT_EQ(LoadCheckpoint(dir).durable_index, 0u);  // written at Open
@@ -249,7 +249,7 @@ TEST(IntegrityTest, TheLastSegmentCutAtAGroupBoundaryIsDataLoss) {
   ScratchDir dir;
   BuildJournal(dir.path(), 15);
   const std::string segment = SegmentPaths(dir.path()).at(0);
-  ZeroFrom(segment, 4096 * 13);
+  ZeroFrom(segment, std::uint64_t{4096} * 13);
   const Outcome read = Read(dir.path());
   EXPECT_EQ(read.records, 12u);
   ASSERT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
@@ -354,7 +354,7 @@ TEST(IntegrityTest, AMiddleSegmentTruncatedBelowItsCapacityIsRefused) {
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr(paths[1] + ": the file is 61640 bytes"));
   // The same file cut at its last group boundary.
-  std::filesystem::resize_file(paths[1], 4096 * 15);
+  std::filesystem::resize_file(paths[1], std::uintmax_t{4096} * 15);
   EXPECT_THAT(std::string(Read(dir.path()).status.message()),
               HasSubstr(paths[1] + ": the file is 61440 bytes, shorter than "
                                    "the 65536 bytes its header promises"));
@@ -373,7 +373,7 @@ TEST(IntegrityTest, AJournalRewrittenUnderTheCheckpointIsDataLoss) {
   {
     auto writer = JournalWriter::Open({.directory = other.path(),
                                        .durability = Durability::kSync,
-                                       .segment_size = 64 * 1024,
+                                       .segment_size = std::uint64_t{64} * 1024,
                                        .group_size = 8192,
                                        .format_version = 1});
     ASSERT_TRUE(writer.ok());
@@ -385,7 +385,7 @@ TEST(IntegrityTest, AJournalRewrittenUnderTheCheckpointIsDataLoss) {
   std::vector<std::byte> theirs = ReadFile(SegmentPaths(other.path()).at(0));
   std::copy(mine.begin(), mine.begin() + 4096, theirs.begin());
   // Rewrite group 10's session id and checksum as another writer would.
-  const std::uint64_t at = 4096 * 10;
+  const std::uint64_t at = std::uint64_t{4096} * 10;
   codec::StoreLE(&theirs[at + kGroupHeaderSize + kRecordSessionIdOffset],
                  std::uint32_t{99});
   const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(&theirs[at]);
@@ -465,7 +465,7 @@ TEST(LockTest, AReaderRunsBesideAWriter) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
   auto writer = JournalWriter::Open({.directory = dir.path(),
-                                     .segment_size = 64 * 1024,
+                                     .segment_size = std::uint64_t{64} * 1024,
                                      .checkpoint_interval_ms = 1});
   ASSERT_TRUE(writer.ok());
   AppendRange(**writer, 1, 50, 5);

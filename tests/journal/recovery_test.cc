@@ -39,15 +39,17 @@ using ::testing::HasSubstr;
 // 4096-byte block (group k at offset 4096 * (k + 1)), and each group's
 // stable_index is the last index of the group before it.
 void BuildJournal(const std::string& dir, int groups, int per_group,
-                  std::uint64_t segment_size = 64 * 1024) {
+                  std::uint64_t segment_size = std::uint64_t{64} * 1024) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kSync,
                                      .segment_size = segment_size,
                                      .group_size = 8192,
                                      .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
-  AppendRange(**writer, 1, static_cast<std::size_t>(groups * per_group),
-              static_cast<std::size_t>(per_group));
+  AppendRange(
+      **writer, 1,
+      static_cast<std::size_t>(groups) * static_cast<std::size_t>(per_group),
+      static_cast<std::size_t>(per_group));
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
@@ -127,8 +129,9 @@ constexpr std::uint64_t Block(int k) { return kBlockSize * std::uint64_t(k); }
 
 // Options for reopening a test journal (its small segments).
 WriterOptions Reopen(const std::string& dir) {
-  return WriterOptions{
-      .directory = dir, .segment_size = 64 * 1024, .format_version = 1};
+  return WriterOptions{.directory = dir,
+                       .segment_size = std::uint64_t{64} * 1024,
+                       .format_version = 1};
 }
 
 // Appends the record the model gives index i, waiting while the writer is
@@ -595,7 +598,7 @@ TEST(RecoveryTest, AnUnusedPreparedSegmentIsIgnoredAndRemoved) {
   ScratchDir dir;
   BuildJournal(dir.path(), 3, 1);
   WriteFile(dir.Sub(std::string(kPreparedFileName)),
-            std::vector<std::byte>(64 * 1024));
+            std::vector<std::byte>(std::uint64_t{64} * 1024));
   EXPECT_EQ(Read(dir.path()).records, 3u);
   auto writer = JournalWriter::Open(Reopen(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();

@@ -76,7 +76,7 @@ class WriterModeTest : public ::testing::TestWithParam<Mode> {
                    << " does not support O_DIRECT";
     }
   }
-  WriterOptions Options(const std::string& dir) const {
+  [[nodiscard]] WriterOptions Options(const std::string& dir) const {
     WriterOptions o;
     o.directory = dir;
     o.durability = GetParam().durability;
@@ -105,7 +105,8 @@ TEST_P(WriterModeTest, RoundTripsEveryRecordExactly) {
 TEST_P(WriterModeTest, RoundTripsAcrossManySegmentsAndRotationBoundaries) {
   ScratchDir dir;
   WriterOptions o = Options(dir.path());
-  o.segment_size = 64 * 1024;  // the smallest: rotate every ~850 records
+  o.segment_size =
+      std::uint64_t{64} * 1024;  // the smallest: rotate every ~850 records
   o.group_size = 8 * 1024;
   auto writer = JournalWriter::Open(o);
   ASSERT_TRUE(writer.ok()) << writer.status();
@@ -338,7 +339,7 @@ TEST(WriterTest, AppendRefusesMoreThanOneGroupOfRecords) {
     frames.insert(frames.end(), f.begin(), f.end());
   }
   EXPECT_EQ((*writer)->Append(frames, 1, 1), AppendStatus::kTooLarge);
-  EXPECT_EQ((*writer)->Append({frames.data(), 114 * 47}, 1, 1),
+  EXPECT_EQ((*writer)->Append({frames.data(), std::size_t{114} * 47}, 1, 1),
             AppendStatus::kOk);
   EXPECT_EQ((*writer)->last_index(), 114u);
 }
@@ -389,8 +390,9 @@ TEST(WriterTest, ASecondWriterOnTheSameJournalIsRefused) {
 TEST(WriterTest, CloseLeavesOnlySegmentsTheLockFileAndTheCheckpoint) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
-  auto writer = JournalWriter::Open(
-      {.directory = dir.path(), .segment_size = 64 * 1024, .group_size = 8192});
+  auto writer = JournalWriter::Open({.directory = dir.path(),
+                                     .segment_size = std::uint64_t{64} * 1024,
+                                     .group_size = 8192});
   ASSERT_TRUE(writer.ok());
   AppendRange(**writer, 1, 2000, 20);
   ASSERT_TRUE((*writer)->Close().ok());
