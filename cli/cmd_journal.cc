@@ -118,1030 +118,1022 @@ const CommandSpec kInspectSpec{
     .positional = "DIR",
 };
 
-const CommandSpec kPruneSpec {
-  .name = "journal prune",
-  .synopsis = "--journal DIR --before-index N [--archive DIR]",
-  .summary = "Remove (or archive) the journal's segments before an index.",
-  .details =
-      "Removes every whole segment of the journal in DIR all of whose\n"
-      "records have an index below N, or with --archive moves them into\n"
-      "the archive directory (created if missing; a rename on the same\n"
-      "file system, else a copy that is synced before the original goes).\n"
-      "Never the last segment (the one being appended to), never the one\n"
-      "holding the journal's last record, never one holding an index >= N.\n"
-      "The journal's new first index is recorded first, durably, in its\n"
-      "start record (DIR/START): a crash at any point leaves a journal that\n"
-      "opens, and a segment that goes missing without a prune is still\n"
-      "data loss. Snapshot files (DIR/snapshots/NNN.ows) older than what\n"
-      "remains (index + 1 below the new first index) are removed.\n\n"
-      "It takes the journal's writer lock: while 'orderwire serve' (or\n"
-      "'journal write') has the journal open, it refuses. Opening the\n"
-      "journal recovers it first, as 'journal write' does. Prints what it\n"
-      "did. A pruned journal is replayed from a snapshot; reading an index\n"
-      "below the first fails with \"index 5 was pruned; the journal starts\n"
-      "at 1,000,001\".",
-  .flags = {{"journal", "DIR", "", "journal directory (required)"},
-            {"before-index", "N", "",
-             "remove segments whose records are all below N (required)"},
-            {"archive", "DIR", "", "move the segments here instead"}},
+const CommandSpec kPruneSpec{
+    .name = "journal prune",
+    .synopsis = "--journal DIR --before-index N [--archive DIR]",
+    .summary = "Remove (or archive) the journal's segments before an index.",
+    .details =
+        "Removes every whole segment of the journal in DIR all of whose\n"
+        "records have an index below N, or with --archive moves them into\n"
+        "the archive directory (created if missing; a rename on the same\n"
+        "file system, else a copy that is synced before the original goes).\n"
+        "Never the last segment (the one being appended to), never the one\n"
+        "holding the journal's last record, never one holding an index >= N.\n"
+        "The journal's new first index is recorded first, durably, in its\n"
+        "start record (DIR/START): a crash at any point leaves a journal that\n"
+        "opens, and a segment that goes missing without a prune is still\n"
+        "data loss. Snapshot files (DIR/snapshots/NNN.ows) older than what\n"
+        "remains (index + 1 below the new first index) are removed.\n\n"
+        "It takes the journal's writer lock: while 'orderwire serve' (or\n"
+        "'journal write') has the journal open, it refuses. Opening the\n"
+        "journal recovers it first, as 'journal write' does. Prints what it\n"
+        "did. A pruned journal is replayed from a snapshot; reading an index\n"
+        "below the first fails with \"index 5 was pruned; the journal starts\n"
+        "at 1,000,001\".",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"before-index", "N", "",
+               "remove segments whose records are all below N (required)"},
+              {"archive", "DIR", "", "move the segments here instead"}},
+};
 
-  const CommandSpec kFollowSpec{
-      .name = "journal follow",
-      .synopsis = "--journal DIR [--from-index N] [--jsonl]",
-      .summary =
-          "Print a journal's records as a running writer makes them "
-          "durable.",
-      .details =
-          "Reads the journal in DIR from its start (or index N), then waits\n"
-          "for new records and prints each one as soon as the writer "
-          "('orderwire\n"
-          "serve', 'journal write') has made it durable, as JSON Lines like\n"
-          "'journal inspect --records' (--jsonl says so explicitly; it is the\n"
-          "only format). Only durable records: the writer publishes its "
-          "durable\n"
-          "index in the file DURABLE, and nothing past it is read, so no torn\n"
-          "or in-flight group is ever printed. It follows segment rollover, "
-          "and\n"
-          "segments pruned behind it. It polls every millisecond while idle.\n"
-          "Damage (corruption, a missing segment, an index that was pruned\n"
-          "before it was read) is reported with the file, offset and last "
-          "good\n"
-          "index: exit status 1. SIGINT or SIGTERM stops it: exit status 0.",
-      .flags = {{"journal", "DIR", "", "journal directory (required)"},
-                {"from-index", "N", "", "start at index N"},
-                {"jsonl", "", "", "JSON Lines (the default and only format)"}},
-  };
+const CommandSpec kFollowSpec{
+    .name = "journal follow",
+    .synopsis = "--journal DIR [--from-index N] [--jsonl]",
+    .summary =
+        "Print a journal's records as a running writer makes them "
+        "durable.",
+    .details =
+        "Reads the journal in DIR from its start (or index N), then waits\n"
+        "for new records and prints each one as soon as the writer "
+        "('orderwire\n"
+        "serve', 'journal write') has made it durable, as JSON Lines like\n"
+        "'journal inspect --records' (--jsonl says so explicitly; it is the\n"
+        "only format). Only durable records: the writer publishes its "
+        "durable\n"
+        "index in the file DURABLE, and nothing past it is read, so no torn\n"
+        "or in-flight group is ever printed. It follows segment rollover, "
+        "and\n"
+        "segments pruned behind it. It polls every millisecond while idle.\n"
+        "Damage (corruption, a missing segment, an index that was pruned\n"
+        "before it was read) is reported with the file, offset and last "
+        "good\n"
+        "index: exit status 1. SIGINT or SIGTERM stops it: exit status 0.",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"from-index", "N", "", "start at index N"},
+              {"jsonl", "", "", "JSON Lines (the default and only format)"}},
+};
 
-  const CommandSpec kReplaySpec{
-      .name = "replay",
-      .synopsis =
-          "--journal DIR [--verify] [--reports FILE] [--reports-dir DIR] "
-          "[--json] [--book N] [--config FILE] [--no-snapshot] [--accept-loss] "
-          "[--from-index N]",
-      .summary =
-          "Replay a journal through the service's state machine, or "
-          "verify it.",
-      .details =
-          "Reads every segment of the journal in DIR in order, checking every\n"
-          "checksum and the continuity of the indexes, and applies each "
-          "record\n"
-          "through the same StateMachine as 'orderwire serve', with the\n"
-          "configuration the journal pins: each segment's (engine limits and\n"
-          "max_sessions) from its first record, as the service applied them.\n"
-          "--config FILE (the file 'serve --config' reads; its session lists "
-          "do\n"
-          "not matter here: each record carries the decision taken when it "
-          "was\n"
-          "received) applies only to segments that pin none (journals written\n"
-          "before the configuration was pinned, and 'journal write'); where "
-          "it\n"
-          "differs from a pinned one, a note on standard error names the\n"
-          "differences and the journal's own is used. So every session's\n"
-          "reports are reproduced exactly as the service sent them, numbered "
-          "on\n"
-          "their session. Prints the records, the commands and reports by "
-          "kind,\n"
-          "the sessions, the final index and the records/s.\n\n"
-          "--reports FILE writes every report frame in emission order (for "
-          "one\n"
-          "session: its reports; FILE '-' is standard output, and the summary\n"
-          "then goes to standard error). --reports-dir DIR writes one file "
-          "per\n"
-          "session, DIR/session-<id>.bin, holding the report frames that\n"
-          "session received, byte for byte (DIR is created if missing).\n"
-          "--json writes JSON Lines instead of frames. --book N prints the "
-          "top\n"
-          "N levels of every non-empty book to standard error at the end.\n\n"
-          "Snapshots: when DIR/snapshots holds snapshots of this journal\n"
-          "('orderwire snapshot', 'serve --snapshot-every'), the replay "
-          "starts\n"
-          "from the newest one that loads (every checksum and cross-reference\n"
-          "verified) and applies only the records after it; a damaged or\n"
-          "foreign snapshot is named on standard error and the previous one\n"
-          "(or the journal's start) is used. The reports written are then\n"
-          "those of the records after the snapshot only (the same bytes, with\n"
-          "the same session sequences, as the full replay gives for them), "
-          "and\n"
-          "the counts printed are the tail's (the statistics are the whole\n"
-          "journal's). --no-snapshot replays the whole journal from its "
-          "start.\n\n"
-          "--verify checks the journal without the engine (and that every\n"
-          "configuration it pins can be read) and prints the records by kind,\n"
-          "the final index and the records/s.\n\n"
-          "A journal that is not whole (a torn tail, corruption) ends the\n"
-          "replay with an error naming the file, offset and last good index:\n"
-          "exit status 1, never a summary that looks complete. So does a "
-          "record\n"
-          "the state machine refuses (unknown flags, a sequence out of "
-          "order).\n"
-          "The journal's end is held against its checkpoint: records it says\n"
-          "were durable that are gone (a truncated or deleted segment), a\n"
-          "segment file shorter than its capacity or a journal rewritten "
-          "under\n"
-          "the checkpoint is data loss naming the indexes and files (exit 1).\n"
-          "--accept-loss reads what is there instead, prints every loss on\n"
-          "standard error and exits 0.\n"
-          "A pruned journal (see 'orderwire journal prune') cannot be "
-          "replayed\n"
-          "through the engine from its first index alone: replay refuses it,\n"
-          "naming the first index; --verify checks what is left.\n\n"
-          "Progress (records, rate, ETA) is shown on standard error when it "
-          "is\n"
-          "a terminal, and nothing when it is not.\n\n"
-          "--from-index N (with --verify) checks the records from index N on,\n"
-          "found by binary search without reading what comes before (damage\n"
-          "there is not reported). Applying the engine from the middle of a\n"
-          "journal needs the state before index N (a snapshot): without one\n"
-          "replay --from-index refuses to run the engine and says so.",
-      .flags = {{"journal", "DIR", "", "journal directory (required)"},
-                {"verify", "", "", "check only, without the engine"},
-                {"reports", "FILE", "", "write every report frame to FILE"},
-                {"reports-dir", "DIR", "",
-                 "write each session's reports to DIR/session-<id>.bin"},
-                {"json", "", "", "with --reports/--reports-dir: JSON Lines"},
-                {"book", "N", "0", "depth table of every book (stderr)"},
-                {"config", "FILE", "",
-                 "configuration for segments that pin none"},
-                {"no-snapshot", "", "",
-                 "replay the whole journal, not from its newest snapshot"},
-                {"accept-loss", "", "",
-                 "report lost records (DATA LOSS ACCEPTED) and exit 0"},
-                {"from-index", "N", "", "with --verify: start at index N"}},
-  };
+const CommandSpec kReplaySpec{
+    .name = "replay",
+    .synopsis =
+        "--journal DIR [--verify] [--reports FILE] [--reports-dir DIR] "
+        "[--json] [--book N] [--config FILE] [--no-snapshot] [--accept-loss] "
+        "[--from-index N]",
+    .summary =
+        "Replay a journal through the service's state machine, or "
+        "verify it.",
+    .details =
+        "Reads every segment of the journal in DIR in order, checking every\n"
+        "checksum and the continuity of the indexes, and applies each "
+        "record\n"
+        "through the same StateMachine as 'orderwire serve', with the\n"
+        "configuration the journal pins: each segment's (engine limits and\n"
+        "max_sessions) from its first record, as the service applied them.\n"
+        "--config FILE (the file 'serve --config' reads; its session lists "
+        "do\n"
+        "not matter here: each record carries the decision taken when it "
+        "was\n"
+        "received) applies only to segments that pin none (journals written\n"
+        "before the configuration was pinned, and 'journal write'); where "
+        "it\n"
+        "differs from a pinned one, a note on standard error names the\n"
+        "differences and the journal's own is used. So every session's\n"
+        "reports are reproduced exactly as the service sent them, numbered "
+        "on\n"
+        "their session. Prints the records, the commands and reports by "
+        "kind,\n"
+        "the sessions, the final index and the records/s.\n\n"
+        "--reports FILE writes every report frame in emission order (for "
+        "one\n"
+        "session: its reports; FILE '-' is standard output, and the summary\n"
+        "then goes to standard error). --reports-dir DIR writes one file "
+        "per\n"
+        "session, DIR/session-<id>.bin, holding the report frames that\n"
+        "session received, byte for byte (DIR is created if missing).\n"
+        "--json writes JSON Lines instead of frames. --book N prints the "
+        "top\n"
+        "N levels of every non-empty book to standard error at the end.\n\n"
+        "Snapshots: when DIR/snapshots holds snapshots of this journal\n"
+        "('orderwire snapshot', 'serve --snapshot-every'), the replay "
+        "starts\n"
+        "from the newest one that loads (every checksum and cross-reference\n"
+        "verified) and applies only the records after it; a damaged or\n"
+        "foreign snapshot is named on standard error and the previous one\n"
+        "(or the journal's start) is used. The reports written are then\n"
+        "those of the records after the snapshot only (the same bytes, with\n"
+        "the same session sequences, as the full replay gives for them), "
+        "and\n"
+        "the counts printed are the tail's (the statistics are the whole\n"
+        "journal's). --no-snapshot replays the whole journal from its "
+        "start.\n\n"
+        "--verify checks the journal without the engine (and that every\n"
+        "configuration it pins can be read) and prints the records by kind,\n"
+        "the final index and the records/s.\n\n"
+        "A journal that is not whole (a torn tail, corruption) ends the\n"
+        "replay with an error naming the file, offset and last good index:\n"
+        "exit status 1, never a summary that looks complete. So does a "
+        "record\n"
+        "the state machine refuses (unknown flags, a sequence out of "
+        "order).\n"
+        "The journal's end is held against its checkpoint: records it says\n"
+        "were durable that are gone (a truncated or deleted segment), a\n"
+        "segment file shorter than its capacity or a journal rewritten "
+        "under\n"
+        "the checkpoint is data loss naming the indexes and files (exit 1).\n"
+        "--accept-loss reads what is there instead, prints every loss on\n"
+        "standard error and exits 0.\n"
+        "A pruned journal (see 'orderwire journal prune') cannot be "
+        "replayed\n"
+        "through the engine from its first index alone: replay refuses it,\n"
+        "naming the first index; --verify checks what is left.\n\n"
+        "Progress (records, rate, ETA) is shown on standard error when it "
+        "is\n"
+        "a terminal, and nothing when it is not.\n\n"
+        "--from-index N (with --verify) checks the records from index N on,\n"
+        "found by binary search without reading what comes before (damage\n"
+        "there is not reported). Applying the engine from the middle of a\n"
+        "journal needs the state before index N (a snapshot): without one\n"
+        "replay --from-index refuses to run the engine and says so.",
+    .flags = {{"journal", "DIR", "", "journal directory (required)"},
+              {"verify", "", "", "check only, without the engine"},
+              {"reports", "FILE", "", "write every report frame to FILE"},
+              {"reports-dir", "DIR", "",
+               "write each session's reports to DIR/session-<id>.bin"},
+              {"json", "", "", "with --reports/--reports-dir: JSON Lines"},
+              {"book", "N", "0", "depth table of every book (stderr)"},
+              {"config", "FILE", "",
+               "configuration for segments that pin none"},
+              {"no-snapshot", "", "",
+               "replay the whole journal, not from its newest snapshot"},
+              {"accept-loss", "", "",
+               "report lost records (DATA LOSS ACCEPTED) and exit 0"},
+              {"from-index", "N", "", "with --verify: start at index N"}},
+};
 
-  using base::RealtimeNs;
+using base::RealtimeNs;
 
-  double Seconds(Clock::duration d) {
-    return std::chrono::duration<double>(d).count();
+double Seconds(Clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+std::string Rate(double count, double seconds) {
+  if (seconds <= 0) return "-";
+  const double rate = count / seconds;
+  if (rate >= 1e6) return absl::StrFormat("%.2fM", rate / 1e6);
+  if (rate >= 1e3) return absl::StrFormat("%.1fk", rate / 1e3);
+  return absl::StrFormat("%.0f", rate);
+}
+
+std::string FormatTime(std::uint64_t ns) {
+  const auto seconds = static_cast<time_t>(ns / 1'000'000'000u);
+  tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
+  return absl::StrFormat("%s.%09dZ", text, ns % 1'000'000'000u);
+}
+
+// --from-index N and --from-time T as reader options (neither: the
+// journal's start). T is nanoseconds since the epoch or an RFC 3339 time.
+absl::StatusOr<journal::ReaderOptions> SeekFlags(const Args& args) {
+  journal::ReaderOptions options;
+  if (args.Has("from-index") && args.Has("from-time")) {
+    return UsageError("give --from-index or --from-time, not both");
   }
-
-  std::string Rate(double count, double seconds) {
-    if (seconds <= 0) return "-";
-    const double rate = count / seconds;
-    if (rate >= 1e6) return absl::StrFormat("%.2fM", rate / 1e6);
-    if (rate >= 1e3) return absl::StrFormat("%.1fk", rate / 1e3);
-    return absl::StrFormat("%.0f", rate);
+  if (args.Has("from-index")) {
+    absl::StatusOr<std::uint64_t> index = args.Uint(
+        "from-index", 1, std::numeric_limits<std::uint64_t>::max() - 1);
+    if (!index.ok()) return index.status();
+    options.from_index = *index;
   }
-
-  std::string FormatTime(std::uint64_t ns) {
-    const auto seconds = static_cast<time_t>(ns / 1'000'000'000u);
-    tm utc{};
-    ::gmtime_r(&seconds, &utc);
-    char text[32];
-    std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%S", &utc);
-    return absl::StrFormat("%s.%09dZ", text, ns % 1'000'000'000u);
-  }
-
-  // --from-index N and --from-time T as reader options (neither: the
-  // journal's start). T is nanoseconds since the epoch or an RFC 3339 time.
-  absl::StatusOr<journal::ReaderOptions> SeekFlags(const Args& args) {
-    journal::ReaderOptions options;
-    if (args.Has("from-index") && args.Has("from-time")) {
-      return UsageError("give --from-index or --from-time, not both");
-    }
-    if (args.Has("from-index")) {
-      absl::StatusOr<std::uint64_t> index = args.Uint(
-          "from-index", 1, std::numeric_limits<std::uint64_t>::max() - 1);
-      if (!index.ok()) return index.status();
-      options.from_index = *index;
-    }
-    if (args.Has("from-time")) {
-      const std::string text = args.String("from-time");
-      std::uint64_t ns = 0;
-      if (!text.empty() && absl::SimpleAtoi(text, &ns)) {
-        options.from_time_ns = ns;
-      } else {
-        absl::Time time;
-        std::string error;
-        if (!absl::ParseTime(absl::RFC3339_full, text, &time, &error) ||
-            time < absl::UnixEpoch()) {
-          return UsageError(absl::StrFormat(
-              "--from-time '%s' is neither nanoseconds since the epoch nor an "
-              "RFC 3339 time after 1970 (like 2026-12-01T13:00:00.5Z)%s%s",
-              text, error.empty() ? "" : ": ", error));
-        }
-        options.from_time_ns =
-            static_cast<std::uint64_t>(absl::ToUnixNanos(time));
+  if (args.Has("from-time")) {
+    const std::string text = args.String("from-time");
+    std::uint64_t ns = 0;
+    if (!text.empty() && absl::SimpleAtoi(text, &ns)) {
+      options.from_time_ns = ns;
+    } else {
+      absl::Time time;
+      std::string error;
+      if (!absl::ParseTime(absl::RFC3339_full, text, &time, &error) ||
+          time < absl::UnixEpoch()) {
+        return UsageError(absl::StrFormat(
+            "--from-time '%s' is neither nanoseconds since the epoch nor an "
+            "RFC 3339 time after 1970 (like 2026-12-01T13:00:00.5Z)%s%s",
+            text, error.empty() ? "" : ": ", error));
       }
+      options.from_time_ns =
+          static_cast<std::uint64_t>(absl::ToUnixNanos(time));
     }
-    return options;
   }
+  return options;
+}
 
-  // The counts of each kind, as "NewLimit 5, CancelByOrder 2".
-  std::string ByKind(const std::array<std::uint64_t, 256>& counts) {
-    std::string out;
-    for (std::size_t k = 0; k < counts.size(); ++k) {
-      if (counts[k] == 0) continue;
-      absl::StrAppendFormat(&out, "%s%s %d", out.empty() ? "" : ", ",
-                            codec::kKindTable[k].name, counts[k]);
+// The counts of each kind, as "NewLimit 5, CancelByOrder 2".
+std::string ByKind(const std::array<std::uint64_t, 256>& counts) {
+  std::string out;
+  for (std::size_t k = 0; k < counts.size(); ++k) {
+    if (counts[k] == 0) continue;
+    absl::StrAppendFormat(&out, "%s%s %d", out.empty() ? "" : ", ",
+                          codec::kKindTable[k].name, counts[k]);
+  }
+  return out.empty() ? "none" : out;
+}
+
+absl::Status Print(std::FILE* file, const std::string& text) {
+  return WriteAll(file, text,
+                  file == stdout ? "standard output" : "standard error");
+}
+
+absl::StatusOr<journal::Durability> DurabilityFlag(const Args& args) {
+  absl::StatusOr<journal::Durability> d =
+      journal::ParseDurability(args.String("durability"));
+  if (!d.ok()) return FlagError("durability", d.status());
+  return d;
+}
+
+std::string RecoveryText(const journal::RecoveryReport& report) {
+  std::string out = absl::StrFormat(
+      "journal: torn tail cut off: segment %s, offset %d, last good index "
+      "%d; %d non-zero bytes discarded",
+      report.torn_segment, report.torn_offset, report.last_index,
+      report.discarded_bytes);
+  for (const std::string& file : report.removed_files) {
+    absl::StrAppendFormat(&out, "; removed %s", file);
+  }
+  absl::StrAppendFormat(&out, "\njournal: %s\n", report.message);
+  return out;
+}
+
+// What recovery says about the checkpoint and about a loss accepted.
+std::string CheckpointText(const journal::RecoveryReport& report) {
+  std::string out;
+  if (report.loss_accepted) {
+    absl::StrAppendFormat(&out,
+                          "journal: DATA LOSS ACCEPTED (--accept-loss): %s\n",
+                          report.loss_message);
+  }
+  if (report.checkpoint_missing) {
+    out +=
+        "journal: no checkpoint (a journal written before checkpoints): its "
+        "end could not be checked this time; one is kept from now on\n";
+  }
+  return out;
+}
+
+// A DataLoss error gets the way out: --accept-loss.
+absl::Status WithAcceptLossHint(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kDataLoss) return status;
+  return absl::DataLossError(
+      absl::StrFormat("%s. To go on with what is left, accepting the loss, add "
+                      "--accept-loss",
+                      status.message()));
+}
+
+// Under --accept-loss a DataLoss error is a loss reported loudly on
+// standard error, and the command succeeds; otherwise it fails.
+absl::Status AcceptedOrFailed(std::string_view command,
+                              const absl::Status& status, bool accept_loss) {
+  if (status.ok() || !accept_loss ||
+      status.code() != absl::StatusCode::kDataLoss) {
+    return WithAcceptLossHint(status);
+  }
+  return Print(stderr, absl::StrFormat(
+                           "orderwire %s: DATA LOSS ACCEPTED (--accept-loss): "
+                           "%s\n",
+                           command, status.message()));
+}
+
+// The end of a reading: every loss the reader let pass, then its status.
+absl::Status Losses(std::string_view command,
+                    const journal::JournalReader& reader, bool accept_loss) {
+  for (const std::string& loss : reader.accepted_losses()) {
+    if (absl::Status s =
+            Print(stderr,
+                  absl::StrFormat(
+                      "orderwire %s: DATA LOSS ACCEPTED (--accept-loss): %s\n",
+                      command, loss));
+        !s.ok()) {
+      return s;
     }
-    return out.empty() ? "none" : out;
   }
+  return AcceptedOrFailed(command, reader.status(), accept_loss);
+}
 
-  absl::Status Print(std::FILE * file, const std::string& text) {
-    return WriteAll(file, text,
-                    file == stdout ? "standard output" : "standard error");
-  }
+// ---------------------------------------------------------------------------
+// journal write
 
-  absl::StatusOr<journal::Durability> DurabilityFlag(const Args& args) {
-    absl::StatusOr<journal::Durability> d =
-        journal::ParseDurability(args.String("durability"));
-    if (!d.ok()) return FlagError("durability", d.status());
-    return d;
-  }
+absl::Status Write(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  absl::StatusOr<journal::Durability> durability = DurabilityFlag(args);
+  if (!durability.ok()) return durability.status();
+  absl::StatusOr<std::uint64_t> segment_size =
+      args.Uint("segment-size", journal::kMinSegmentCapacity,
+                journal::kMaxSegmentCapacity);
+  if (!segment_size.ok()) return segment_size.status();
+  absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
+  if (!session.ok()) return session.status();
 
-  std::string RecoveryText(const journal::RecoveryReport& report) {
-    std::string out = absl::StrFormat(
-        "journal: torn tail cut off: segment %s, offset %d, last good index "
-        "%d; %d non-zero bytes discarded",
-        report.torn_segment, report.torn_offset, report.last_index,
-        report.discarded_bytes);
-    for (const std::string& file : report.removed_files) {
-      absl::StrAppendFormat(&out, "; removed %s", file);
+  // The whole input, checked before anything is appended.
+  absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
+  if (!input.ok()) return input.status();
+  const std::span<const std::byte> bytes(*input);
+  std::vector<std::uint32_t> sizes;
+  sizes.reserve(bytes.size() / 25 + 1);
+  for (std::size_t offset = 0; offset < bytes.size();) {
+    const auto frame = codec::FrameView::Parse(bytes.subspan(offset));
+    if (!frame.ok()) {
+      return FrameError(0, offset, frame.error(), bytes.subspan(offset));
     }
-    absl::StrAppendFormat(&out, "\njournal: %s\n", report.message);
-    return out;
-  }
-
-  // What recovery says about the checkpoint and about a loss accepted.
-  std::string CheckpointText(const journal::RecoveryReport& report) {
-    std::string out;
-    if (report.loss_accepted) {
-      absl::StrAppendFormat(&out,
-                            "journal: DATA LOSS ACCEPTED (--accept-loss): %s\n",
-                            report.loss_message);
+    if (!frame->is_command()) {
+      return InputError(0, offset,
+                        absl::StrFormat("%s is not a command frame (only "
+                                        "commands are journaled)",
+                                        frame->info().name));
     }
-    if (report.checkpoint_missing) {
-      out +=
-          "journal: no checkpoint (a journal written before checkpoints): its "
-          "end could not be checked this time; one is kept from now on\n";
+    sizes.push_back(static_cast<std::uint32_t>(frame->size()));
+    offset += frame->size();
+  }
+
+  journal::WriterOptions options;
+  options.directory = args.String("journal");
+  options.durability = *durability;
+  options.segment_size = *segment_size;
+  options.accept_loss = args.Bool("accept-loss");
+  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
+      journal::JournalWriter::Open(options);
+  if (!opened.ok()) return WithAcceptLossHint(opened.status());
+  journal::JournalWriter& writer = **opened;
+  std::string head = absl::StrFormat(
+      "journal: %s, durability %s, I/O: %s\n", options.directory,
+      journal::Name(*durability), writer.io_description());
+  if (writer.recovery().torn_tail && !writer.recovery().loss_accepted) {
+    head += RecoveryText(writer.recovery());
+  }
+  head += CheckpointText(writer.recovery());
+  if (absl::Status s = Print(stderr, head); !s.ok()) return s;
+
+  const std::uint64_t first = writer.last_index() + 1;
+  // Appends of up to 32 KiB of records: many per group under batch.
+  const std::size_t chunk_limit =
+      std::min<std::size_t>(writer.max_append_bytes(), std::size_t{32} * 1024);
+  const auto start = Clock::now();
+  std::size_t offset = 0;
+  std::size_t frame = 0;
+  Progress progress("journal write", sizes.size());
+  while (frame < sizes.size()) {
+    progress.Update(frame, frame);
+    std::size_t length = 0;
+    std::size_t records = 0;
+    while (frame + records < sizes.size() &&
+           length + sizes[frame + records] + journal::kRecordHeaderSize <=
+               chunk_limit) {
+      length += sizes[frame + records] + journal::kRecordHeaderSize;
+      ++records;
     }
-    return out;
-  }
-
-  // A DataLoss error gets the way out: --accept-loss.
-  absl::Status WithAcceptLossHint(const absl::Status& status) {
-    if (status.code() != absl::StatusCode::kDataLoss) return status;
-    return absl::DataLossError(absl::StrFormat(
-        "%s. To go on with what is left, accepting the loss, add "
-        "--accept-loss",
-        status.message()));
-  }
-
-  // Under --accept-loss a DataLoss error is a loss reported loudly on
-  // standard error, and the command succeeds; otherwise it fails.
-  absl::Status AcceptedOrFailed(std::string_view command,
-                                const absl::Status& status, bool accept_loss) {
-    if (status.ok() || !accept_loss ||
-        status.code() != absl::StatusCode::kDataLoss) {
-      return WithAcceptLossHint(status);
+    const std::size_t frame_bytes =
+        length - records * journal::kRecordHeaderSize;
+    const auto span = bytes.subspan(offset, frame_bytes);
+    journal::AppendStatus st;
+    while ((st = writer.Append(span, static_cast<std::uint32_t>(*session),
+                               RealtimeNs())) == journal::AppendStatus::kFull) {
+      if (absl::Status s = writer.Wait(); !s.ok()) return s;
     }
-    return Print(
-        stderr,
-        absl::StrFormat("orderwire %s: DATA LOSS ACCEPTED (--accept-loss): "
-                        "%s\n",
-                        command, status.message()));
+    if (st == journal::AppendStatus::kJournalFull) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "append at byte offset %d: the journal is full: need %d bytes free "
+          "in its directory (%s); nothing after index %d was appended",
+          offset, writer.space_needed(), writer.space_reason(),
+          writer.last_index()));
+    }
+    if (st != journal::AppendStatus::kOk) {
+      if (writer.failed()) return writer.status();
+      return absl::InternalError(absl::StrFormat("append at byte offset %d: %s",
+                                                 offset, journal::Name(st)));
+    }
+    writer.Poll();
+    offset += frame_bytes;
+    frame += records;
   }
+  progress.Finish();
+  if (absl::Status s = writer.Close(); !s.ok()) return s;
+  const double seconds = Seconds(Clock::now() - start);
+  const std::uint64_t count = sizes.size();
+  const auto& latency = writer.durable_latency();
+  std::string out = absl::StrFormat("journal write: %d records", count);
+  if (count > 0) {
+    absl::StrAppendFormat(&out, " (indexes %d..%d)", first,
+                          writer.last_index());
+  }
+  absl::StrAppendFormat(
+      &out,
+      " in %.3f s: %s records/s, %.1f MB/s of frames; durable up to index %d "
+      "(%s)\n",
+      seconds, Rate(static_cast<double>(count), seconds),
+      seconds > 0 ? static_cast<double>(bytes.size()) / seconds / 1e6 : 0.0,
+      writer.durable_index(), journal::Name(*durability));
+  absl::StrAppendFormat(&out,
+                        "journal write: %d groups, %d bytes written; submit "
+                        "to durable p50 %.1f "
+                        "us, p99 %.1f us, max %.1f us\n",
+                        writer.stats().groups, writer.stats().bytes_written,
+                        static_cast<double>(latency.Percentile(0.5)) / 1e3,
+                        static_cast<double>(latency.Percentile(0.99)) / 1e3,
+                        static_cast<double>(latency.max()) / 1e3);
+  return Print(stdout, out);
+}
 
-  // The end of a reading: every loss the reader let pass, then its status.
-  absl::Status Losses(std::string_view command,
-                      const journal::JournalReader& reader, bool accept_loss) {
-    for (const std::string& loss : reader.accepted_losses()) {
-      if (absl::Status s = Print(
-              stderr,
-              absl::StrFormat(
-                  "orderwire %s: DATA LOSS ACCEPTED (--accept-loss): %s\n",
-                  command, loss));
-          !s.ok()) {
-        return s;
+// ---------------------------------------------------------------------------
+// journal inspect
+
+std::string SegmentText(const journal::SegmentInfo& s) {
+  const journal::SegmentHeader& h = s.header;
+  std::string out = absl::StrFormat(
+      "segment %s\n  format version %d, journal id %016x, created %s\n"
+      "  capacity %d bytes, %d used (to offset %d)\n"
+      "  %d groups, %d records",
+      s.path, h.version, h.journal_id, FormatTime(h.created_ns), h.capacity,
+      s.data_end, s.data_end, s.groups, s.records);
+  if (s.records > 0) {
+    absl::StrAppendFormat(&out, ", indexes %d..%d", h.first_index,
+                          s.last_index);
+  } else {
+    absl::StrAppendFormat(&out, " (first index %d)", h.first_index);
+  }
+  out += "\n";
+  // The metadata: the service's pinned configuration, shown as its text.
+  if (s.metadata.empty()) {
+    out += "  metadata: none (pins no configuration)\n";
+  } else {
+    absl::StrAppendFormat(&out, "  metadata: %d bytes, CRC32C 0x%08x\n",
+                          s.metadata.size(), h.metadata_crc);
+    absl::StatusOr<service::PinnedConfig> pinned =
+        service::DecodePinnedConfig(s.metadata);
+    if (pinned.ok()) {
+      for (std::string_view rest = s.metadata; !rest.empty();) {
+        const std::size_t eol = rest.find('\n');
+        absl::StrAppendFormat(&out, "    %s\n", rest.substr(0, eol));
+        rest = eol == std::string_view::npos ? std::string_view{}
+                                             : rest.substr(eol + 1);
       }
+    } else {
+      absl::StrAppendFormat(&out, "    (not a configuration: %s)\n",
+                            pinned.status().message());
     }
-    return AcceptedOrFailed(command, reader.status(), accept_loss);
   }
+  return out;
+}
 
-  // ---------------------------------------------------------------------------
-  // journal write
+// The journal's first available index and, if it was pruned, the pruned
+// range and any segment files an interrupted prune left.
+std::string StartText(const journal::JournalReader& reader) {
+  std::string out;
+  if (!reader.journal_start().has_value()) {
+    return "first available index 1 (never pruned)\n";
+  }
+  const journal::JournalStart& start = *reader.journal_start();
+  absl::StrAppendFormat(&out,
+                        "first available index %d: indexes 1..%d were pruned "
+                        "(start record written %s)\n",
+                        start.first_index, start.first_index - 1,
+                        FormatTime(start.written_ns));
+  for (const std::string& path : reader.pruned_leftovers()) {
+    absl::StrAppendFormat(&out,
+                          "  %s: pruned, not removed yet (an interrupted "
+                          "prune; the next prune removes it), not read\n",
+                          path);
+  }
+  return out;
+}
 
-  absl::Status Write(const Args& args) {
-    if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-    absl::StatusOr<journal::Durability> durability = DurabilityFlag(args);
-    if (!durability.ok()) return durability.status();
-    absl::StatusOr<std::uint64_t> segment_size =
-        args.Uint("segment-size", journal::kMinSegmentCapacity,
-                  journal::kMaxSegmentCapacity);
-    if (!segment_size.ok()) return segment_size.status();
-    absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
-    if (!session.ok()) return session.status();
-
-    // The whole input, checked before anything is appended.
-    absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
-    if (!input.ok()) return input.status();
-    const std::span<const std::byte> bytes(*input);
-    std::vector<std::uint32_t> sizes;
-    sizes.reserve(bytes.size() / 25 + 1);
-    for (std::size_t offset = 0; offset < bytes.size();) {
-      const auto frame = codec::FrameView::Parse(bytes.subspan(offset));
-      if (!frame.ok()) {
-        return FrameError(0, offset, frame.error(), bytes.subspan(offset));
-      }
-      if (!frame->is_command()) {
-        return InputError(0, offset,
-                          absl::StrFormat("%s is not a command frame (only "
-                                          "commands are journaled)",
-                                          frame->info().name));
-      }
-      sizes.push_back(static_cast<std::uint32_t>(frame->size()));
-      offset += frame->size();
-    }
-
-    journal::WriterOptions options;
-    options.directory = args.String("journal");
-    options.durability = *durability;
-    options.segment_size = *segment_size;
-    options.accept_loss = args.Bool("accept-loss");
-    absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
-        journal::JournalWriter::Open(options);
-    if (!opened.ok()) return WithAcceptLossHint(opened.status());
-    journal::JournalWriter& writer = **opened;
-    std::string head = absl::StrFormat(
-        "journal: %s, durability %s, I/O: %s\n", options.directory,
-        journal::Name(*durability), writer.io_description());
-    if (writer.recovery().torn_tail && !writer.recovery().loss_accepted) {
-      head += RecoveryText(writer.recovery());
-    }
-    head += CheckpointText(writer.recovery());
-    if (absl::Status s = Print(stderr, head); !s.ok()) return s;
-
-    const std::uint64_t first = writer.last_index() + 1;
-    // Appends of up to 32 KiB of records: many per group under batch.
-    const std::size_t chunk_limit = std::min<std::size_t>(
-        writer.max_append_bytes(), std::size_t{32} * 1024);
-    const auto start = Clock::now();
-    std::size_t offset = 0;
-    std::size_t frame = 0;
-    Progress progress("journal write", sizes.size());
-    while (frame < sizes.size()) {
-      progress.Update(frame, frame);
-      std::size_t length = 0;
-      std::size_t records = 0;
-      while (frame + records < sizes.size() &&
-             length + sizes[frame + records] + journal::kRecordHeaderSize <=
-                 chunk_limit) {
-        length += sizes[frame + records] + journal::kRecordHeaderSize;
-        ++records;
-      }
-      const std::size_t frame_bytes =
-          length - records * journal::kRecordHeaderSize;
-      const auto span = bytes.subspan(offset, frame_bytes);
-      journal::AppendStatus st;
-      while ((st = writer.Append(span, static_cast<std::uint32_t>(*session),
-                                 RealtimeNs())) ==
-             journal::AppendStatus::kFull) {
-        if (absl::Status s = writer.Wait(); !s.ok()) return s;
-      }
-      if (st == journal::AppendStatus::kJournalFull) {
-        return absl::ResourceExhaustedError(absl::StrFormat(
-            "append at byte offset %d: the journal is full: need %d bytes free "
-            "in its directory (%s); nothing after index %d was appended",
-            offset, writer.space_needed(), writer.space_reason(),
-            writer.last_index()));
-      }
-      if (st != journal::AppendStatus::kOk) {
-        if (writer.failed()) return writer.status();
-        return absl::InternalError(absl::StrFormat(
-            "append at byte offset %d: %s", offset, journal::Name(st)));
-      }
-      writer.Poll();
-      offset += frame_bytes;
-      frame += records;
-    }
-    progress.Finish();
-    if (absl::Status s = writer.Close(); !s.ok()) return s;
-    const double seconds = Seconds(Clock::now() - start);
-    const std::uint64_t count = sizes.size();
-    const auto& latency = writer.durable_latency();
-    std::string out = absl::StrFormat("journal write: %d records", count);
-    if (count > 0) {
-      absl::StrAppendFormat(&out, " (indexes %d..%d)", first,
-                            writer.last_index());
-    }
+absl::Status Inspect(const Args& args) {
+  if (args.positional().size() != 1) {
+    return UsageError("give one journal directory");
+  }
+  const bool records = args.Bool("records");
+  absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
+  if (!options.ok()) return options.status();
+  const bool seek =
+      options->from_index != 0 || options->from_time_ns.has_value();
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
+      journal::JournalReader::Open(args.positional()[0], *options);
+  if (!opened.ok()) return opened.status();
+  journal::JournalReader& reader = **opened;
+  journal::Record r;
+  journal::ReadResult result;
+  std::string out;
+  std::uint64_t count = 0;
+  std::uint64_t first = 0;
+  while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
+    if (count++ == 0) first = r.index;
+    if (!records) continue;
     absl::StrAppendFormat(
         &out,
-        " in %.3f s: %s records/s, %.1f MB/s of frames; durable up to index %d "
-        "(%s)\n",
-        seconds, Rate(static_cast<double>(count), seconds),
-        seconds > 0 ? static_cast<double>(bytes.size()) / seconds / 1e6 : 0.0,
-        writer.durable_index(), journal::Name(*durability));
-    absl::StrAppendFormat(&out,
-                          "journal write: %d groups, %d bytes written; submit "
-                          "to durable p50 %.1f "
-                          "us, p99 %.1f us, max %.1f us\n",
-                          writer.stats().groups, writer.stats().bytes_written,
-                          static_cast<double>(latency.Percentile(0.5)) / 1e3,
-                          static_cast<double>(latency.Percentile(0.99)) / 1e3,
-                          static_cast<double>(latency.max()) / 1e3);
-    return Print(stdout, out);
-  }
-
-  // ---------------------------------------------------------------------------
-  // journal inspect
-
-  std::string SegmentText(const journal::SegmentInfo& s) {
-    const journal::SegmentHeader& h = s.header;
-    std::string out = absl::StrFormat(
-        "segment %s\n  format version %d, journal id %016x, created %s\n"
-        "  capacity %d bytes, %d used (to offset %d)\n"
-        "  %d groups, %d records",
-        s.path, h.version, h.journal_id, FormatTime(h.created_ns), h.capacity,
-        s.data_end, s.data_end, s.groups, s.records);
-    if (s.records > 0) {
-      absl::StrAppendFormat(&out, ", indexes %d..%d", h.first_index,
-                            s.last_index);
-    } else {
-      absl::StrAppendFormat(&out, " (first index %d)", h.first_index);
-    }
-    out += "\n";
-    // The metadata: the service's pinned configuration, shown as its text.
-    if (s.metadata.empty()) {
-      out += "  metadata: none (pins no configuration)\n";
-    } else {
-      absl::StrAppendFormat(&out, "  metadata: %d bytes, CRC32C 0x%08x\n",
-                            s.metadata.size(), h.metadata_crc);
-      absl::StatusOr<service::PinnedConfig> pinned =
-          service::DecodePinnedConfig(s.metadata);
-      if (pinned.ok()) {
-        for (std::string_view rest = s.metadata; !rest.empty();) {
-          const std::size_t eol = rest.find('\n');
-          absl::StrAppendFormat(&out, "    %s\n", rest.substr(0, eol));
-          rest = eol == std::string_view::npos ? std::string_view{}
-                                               : rest.substr(eol + 1);
-        }
-      } else {
-        absl::StrAppendFormat(&out, "    (not a configuration: %s)\n",
-                              pinned.status().message());
-      }
-    }
-    return out;
-  }
-
-  // The journal's first available index and, if it was pruned, the pruned
-  // range and any segment files an interrupted prune left.
-  std::string StartText(const journal::JournalReader& reader) {
-    std::string out;
-    if (!reader.journal_start().has_value()) {
-      return "first available index 1 (never pruned)\n";
-    }
-    const journal::JournalStart& start = *reader.journal_start();
-    absl::StrAppendFormat(&out,
-                          "first available index %d: indexes 1..%d were pruned "
-                          "(start record written %s)\n",
-                          start.first_index, start.first_index - 1,
-                          FormatTime(start.written_ns));
-    for (const std::string& path : reader.pruned_leftovers()) {
-      absl::StrAppendFormat(&out,
-                            "  %s: pruned, not removed yet (an interrupted "
-                            "prune; the next prune removes it), not read\n",
-                            path);
-    }
-    return out;
-  }
-
-  absl::Status Inspect(const Args& args) {
-    if (args.positional().size() != 1) {
-      return UsageError("give one journal directory");
-    }
-    const bool records = args.Bool("records");
-    absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
-    if (!options.ok()) return options.status();
-    const bool seek =
-        options->from_index != 0 || options->from_time_ns.has_value();
-    absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
-        journal::JournalReader::Open(args.positional()[0], *options);
-    if (!opened.ok()) return opened.status();
-    journal::JournalReader& reader = **opened;
-    journal::Record r;
-    journal::ReadResult result;
-    std::string out;
-    std::uint64_t count = 0;
-    std::uint64_t first = 0;
-    while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
-      if (count++ == 0) first = r.index;
-      if (!records) continue;
-      absl::StrAppendFormat(
-          &out,
-          "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,\"flags\":%d,"
-          "\"frame\":%s}\n",
-          r.index, r.receive_ns, r.session_id, r.flags,
-          codec::FrameToJson(r.frame));
-      if (out.size() >= (1u << 20)) {
-        if (absl::Status s = Print(stdout, out); !s.ok()) return s;
-        out.clear();
-      }
-    }
-    if (records) {
+        "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,\"flags\":%d,"
+        "\"frame\":%s}\n",
+        r.index, r.receive_ns, r.session_id, r.flags,
+        codec::FrameToJson(r.frame));
+    if (out.size() >= (1u << 20)) {
       if (absl::Status s = Print(stdout, out); !s.ok()) return s;
       out.clear();
     }
-    for (const journal::SegmentInfo& s : reader.segments())
-      out += SegmentText(s);
-    out += StartText(reader);
-    absl::StrAppendFormat(&out, "journal %s: %d segment file%s, %d records",
-                          args.positional()[0], reader.segment_count(),
-                          reader.segment_count() == 1 ? "" : "s", count);
-    if (seek) {
-      absl::StrAppendFormat(
-          &out, " from %s",
-          options->from_time_ns.has_value()
-              ? absl::StrFormat("the first received at or after %s",
-                                FormatTime(*options->from_time_ns))
-              : absl::StrFormat("index %d", options->from_index));
-      absl::StrAppendFormat(&out, " (%d segment%s read)",
-                            reader.segments().size(),
-                            reader.segments().size() == 1 ? "" : "s");
-    }
-    if (count > 0) {
-      absl::StrAppendFormat(&out, ", indexes %d..%d", first,
-                            reader.last_index());
-    } else if (seek && result == journal::ReadResult::kEnd) {
-      absl::StrAppendFormat(&out, ", none: the journal ends at index %d",
-                            reader.last_index());
-    }
-    out += result == journal::ReadResult::kEnd ? ", ends cleanly\n"
-                                               : ", NOT whole (see below)\n";
-    if (absl::Status s = Print(records ? stderr : stdout, out); !s.ok())
-      return s;
-    return reader.status();
   }
-
-  // ---------------------------------------------------------------------------
-  // journal prune
-
-  absl::Status Prune(const Args& args) {
-    if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-    if (absl::Status s = args.Require("before-index"); !s.ok()) return s;
-    absl::StatusOr<std::uint64_t> before =
-        args.Uint("before-index", 1, UINT64_MAX);
-    if (!before.ok()) return before.status();
-    const std::string dir = args.String("journal");
-    // A journal must be there: opening a writer would create one.
-    if (absl::StatusOr<std::vector<journal::SegmentSummary>> segments =
-            journal::ListSegmentSummaries(dir);
-        !segments.ok()) {
-      return segments.status();
-    }
-    // The writer's lock, and a recovered journal: through a writer that
-    // appends nothing (no durability, nothing prepared ahead).
-    journal::WriterOptions options;
-    options.directory = dir;
-    options.durability = journal::Durability::kNone;
-    options.prezero = false;
-    absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
-        journal::JournalWriter::Open(options);
-    if (!opened.ok()) {
-      if (opened.status().code() == absl::StatusCode::kUnavailable) {
-        return absl::UnavailableError(absl::StrFormat(
-            "cannot prune while another process appends to the journal (stop "
-            "'orderwire serve' first, or let 'serve --retain' prune it): %s",
-            opened.status().message()));
-      }
-      return WithAcceptLossHint(opened.status());
-    }
-    journal::JournalWriter& writer = **opened;
-    std::string head;
-    if (writer.recovery().torn_tail) head += RecoveryText(writer.recovery());
-    head += CheckpointText(writer.recovery());
-    if (absl::Status s = Print(stderr, head); !s.ok()) return s;
-
-    Progress progress("journal prune", 0);
-    absl::StatusOr<journal::PruneReport> pruned =
-        journal::PruneJournal({.directory = dir,
-                               .before_index = *before,
-                               .archive = args.String("archive"),
-                               .on_progress = [&](std::size_t done, std::size_t,
-                                                  std::uint64_t records) {
-                                 progress.Update(records, done);
-                               }});
-    progress.Finish();
-    absl::Status closed = writer.Close();
-    if (!pruned.ok()) return pruned.status();
-    if (!closed.ok()) return closed;
-
-    const journal::PruneReport& report = *pruned;
-    std::string out;
-    if (report.segments.empty()) {
-      absl::StrAppendFormat(&out,
-                            "journal prune: %s: nothing to prune before index "
-                            "%d; the journal starts at index %d (%s)\n",
-                            dir, *before, report.first_index_after,
-                            report.stopped_because);
-    } else {
-      std::uint64_t bytes = 0;
-      // Every segment when there are few; else the first and last five.
-      const std::size_t n = report.segments.size();
-      for (std::size_t i = 0; i < n; ++i) {
-        const journal::PrunedSegment& segment = report.segments[i];
-        bytes += segment.bytes;
-        if (n > 12 && i >= 5 && i + 5 < n) {
-          if (i == 5) {
-            absl::StrAppendFormat(&out, "journal prune: ... %d more ...\n",
-                                  n - 10);
-          }
-          continue;
-        }
-        absl::StrAppendFormat(
-            &out, "journal prune: %s %s (indexes %d..%d, %d bytes)%s\n",
-            segment.archived_to.empty() ? "removed" : "archived", segment.path,
-            segment.first_index, segment.last_index, segment.bytes,
-            segment.archived_to.empty()
-                ? ""
-                : absl::StrFormat(" to %s", segment.archived_to));
-      }
-      absl::StrAppendFormat(
-          &out,
-          "journal prune: %s: %d segment%s (%d bytes) %s; the journal now "
-          "starts at index %d (it started at %d); kept from there because %s\n",
-          dir, report.segments.size(), report.segments.size() == 1 ? "" : "s",
-          bytes, args.Has("archive") ? "archived" : "removed",
-          report.first_index_after, report.first_index_before,
-          report.stopped_because);
-    }
-    for (const std::string& snapshot : report.snapshots_removed) {
-      absl::StrAppendFormat(
-          &out,
-          "journal prune: removed snapshot %s (the journal no "
-          "longer holds the records after it)\n",
-          snapshot);
-    }
-    return Print(stdout, out);
-  }
-
-  // ---------------------------------------------------------------------------
-  // journal follow
-
-  std::atomic<bool> g_follow_stop{false};
-
-  void OnFollowSignal(int) { g_follow_stop.store(true); }
-
-  absl::Status Follow(const Args& args) {
-    if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-    journal::FollowerOptions options;
-    if (args.Has("from-index")) {
-      absl::StatusOr<journal::ReaderOptions> seek = SeekFlags(args);
-      if (!seek.ok()) return seek.status();
-      options.from_index = seek->from_index;
-    }
-    absl::StatusOr<std::unique_ptr<journal::JournalFollower>> opened =
-        journal::JournalFollower::Open(args.String("journal"), options);
-    if (!opened.ok()) return opened.status();
-    struct sigaction action {};
-    action.sa_handler = OnFollowSignal;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGINT, &action, nullptr);
-    sigaction(SIGTERM, &action, nullptr);
-    signal(SIGPIPE, SIG_IGN);
-    std::string out;
-    while (!g_follow_stop.load()) {
-      out.clear();
-      absl::StatusOr<std::size_t> got = (*opened)->Poll(
-          [&](const journal::Record& r) {
-            absl::StrAppendFormat(
-                &out,
-                "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,"
-                "\"flags\":%d,\"frame\":%s}\n",
-                r.index, r.receive_ns, r.session_id, r.flags,
-                codec::FrameToJson(r.frame));
-          },
-          4096);
-      if (!out.empty()) {
-        if (absl::Status s = Print(stdout, out); !s.ok()) return s;
-        std::fflush(stdout);
-      }
-      if (!got.ok()) return got.status();
-      if (*got == 0) ::usleep(1000);
-    }
-    return absl::OkStatus();
-  }
-
-  // ---------------------------------------------------------------------------
-  // replay
-
-  // Replay through the engine needs every record from index 1.
-  absl::Status PrunedReplayError(const std::string& dir,
-                                 const journal::JournalReader& reader) {
-    const std::uint64_t first = reader.first_index();
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "journal %s starts at index %s: indexes 1..%s were pruned, and replay "
-        "cannot rebuild the engine's state without them. Replay from a "
-        "snapshot taken at an index >= %s (in %s/%s), or check what is left "
-        "with --verify",
-        dir, journal::GroupedDigits(first), journal::GroupedDigits(first - 1),
-        journal::GroupedDigits(first - 1), dir, journal::kSnapshotDirName));
-  }
-
-  absl::Status Verify(const std::string& dir, bool accept_loss,
-                      std::uint64_t from_index) {
-    absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
-        journal::JournalReader::Open(
-            dir, journal::ReaderOptions{.accept_loss = accept_loss,
-                                        .from_index = from_index});
-    if (!opened.ok())
-      return AcceptedOrFailed("replay --verify", opened.status(), accept_loss);
-    journal::JournalReader& reader = **opened;
-    Progress progress("replay --verify", reader.total_bytes());
-    std::array<std::uint64_t, 256> by_kind{};
-    journal::Record r;
-    journal::ReadResult result;
-    std::uint64_t count = 0;
-    const auto start = Clock::now();
-    while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
-      ++by_kind[static_cast<std::uint8_t>(r.frame.kind())];
-      if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
-    }
-    const double seconds = Seconds(Clock::now() - start);
-    progress.Finish();
-    // Every configuration the journal pins must be readable: replay needs it.
-    for (const journal::SegmentInfo& segment : reader.segments()) {
-      absl::StatusOr<service::PinnedConfig> pinned =
-          service::SegmentConfig(segment, service::PinnedConfig{});
-      if (!pinned.ok()) return pinned.status();
-    }
-    std::string out = absl::StrFormat(
-        "replay --verify: %d records%s in %d segment%s, every checksum and "
-        "index checked%s\n",
-        count,
-        from_index == 0 ? "" : absl::StrFormat(" from index %d", from_index),
-        reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
-        result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
-    absl::StrAppendFormat(&out, "  by kind: %s\n", ByKind(by_kind));
-    if (reader.first_index() > 1) {
-      absl::StrAppendFormat(&out,
-                            "  first index %d (indexes 1..%d were pruned)\n",
-                            reader.first_index(), reader.first_index() - 1);
-    }
-    absl::StrAppendFormat(&out, "  final index %d\n", reader.last_index());
-    absl::StrAppendFormat(
-        &out, "  %.3f s: %s records/s, %.0f MB/s\n", seconds,
-        Rate(static_cast<double>(count), seconds),
-        seconds > 0 ? static_cast<double>(reader.bytes_done()) / seconds / 1e6
-                    : 0.0);
+  if (records) {
     if (absl::Status s = Print(stdout, out); !s.ok()) return s;
-    return Losses("replay --verify", reader, accept_loss);
+    out.clear();
+  }
+  for (const journal::SegmentInfo& s : reader.segments()) out += SegmentText(s);
+  out += StartText(reader);
+  absl::StrAppendFormat(&out, "journal %s: %d segment file%s, %d records",
+                        args.positional()[0], reader.segment_count(),
+                        reader.segment_count() == 1 ? "" : "s", count);
+  if (seek) {
+    absl::StrAppendFormat(
+        &out, " from %s",
+        options->from_time_ns.has_value()
+            ? absl::StrFormat("the first received at or after %s",
+                              FormatTime(*options->from_time_ns))
+            : absl::StrFormat("index %d", options->from_index));
+    absl::StrAppendFormat(&out, " (%d segment%s read)",
+                          reader.segments().size(),
+                          reader.segments().size() == 1 ? "" : "s");
+  }
+  if (count > 0) {
+    absl::StrAppendFormat(&out, ", indexes %d..%d", first, reader.last_index());
+  } else if (seek && result == journal::ReadResult::kEnd) {
+    absl::StrAppendFormat(&out, ", none: the journal ends at index %d",
+                          reader.last_index());
+  }
+  out += result == journal::ReadResult::kEnd ? ", ends cleanly\n"
+                                             : ", NOT whole (see below)\n";
+  if (absl::Status s = Print(records ? stderr : stdout, out); !s.ok()) return s;
+  return reader.status();
+}
+
+// ---------------------------------------------------------------------------
+// journal prune
+
+absl::Status Prune(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  if (absl::Status s = args.Require("before-index"); !s.ok()) return s;
+  absl::StatusOr<std::uint64_t> before =
+      args.Uint("before-index", 1, UINT64_MAX);
+  if (!before.ok()) return before.status();
+  const std::string dir = args.String("journal");
+  // A journal must be there: opening a writer would create one.
+  if (absl::StatusOr<std::vector<journal::SegmentSummary>> segments =
+          journal::ListSegmentSummaries(dir);
+      !segments.ok()) {
+    return segments.status();
+  }
+  // The writer's lock, and a recovered journal: through a writer that
+  // appends nothing (no durability, nothing prepared ahead).
+  journal::WriterOptions options;
+  options.directory = dir;
+  options.durability = journal::Durability::kNone;
+  options.prezero = false;
+  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
+      journal::JournalWriter::Open(options);
+  if (!opened.ok()) {
+    if (opened.status().code() == absl::StatusCode::kUnavailable) {
+      return absl::UnavailableError(absl::StrFormat(
+          "cannot prune while another process appends to the journal (stop "
+          "'orderwire serve' first, or let 'serve --retain' prune it): %s",
+          opened.status().message()));
+    }
+    return WithAcceptLossHint(opened.status());
+  }
+  journal::JournalWriter& writer = **opened;
+  std::string head;
+  if (writer.recovery().torn_tail) head += RecoveryText(writer.recovery());
+  head += CheckpointText(writer.recovery());
+  if (absl::Status s = Print(stderr, head); !s.ok()) return s;
+
+  Progress progress("journal prune", 0);
+  absl::StatusOr<journal::PruneReport> pruned =
+      journal::PruneJournal({.directory = dir,
+                             .before_index = *before,
+                             .archive = args.String("archive"),
+                             .on_progress = [&](std::size_t done, std::size_t,
+                                                std::uint64_t records) {
+                               progress.Update(records, done);
+                             }});
+  progress.Finish();
+  absl::Status closed = writer.Close();
+  if (!pruned.ok()) return pruned.status();
+  if (!closed.ok()) return closed;
+
+  const journal::PruneReport& report = *pruned;
+  std::string out;
+  if (report.segments.empty()) {
+    absl::StrAppendFormat(&out,
+                          "journal prune: %s: nothing to prune before index "
+                          "%d; the journal starts at index %d (%s)\n",
+                          dir, *before, report.first_index_after,
+                          report.stopped_because);
+  } else {
+    std::uint64_t bytes = 0;
+    // Every segment when there are few; else the first and last five.
+    const std::size_t n = report.segments.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      const journal::PrunedSegment& segment = report.segments[i];
+      bytes += segment.bytes;
+      if (n > 12 && i >= 5 && i + 5 < n) {
+        if (i == 5) {
+          absl::StrAppendFormat(&out, "journal prune: ... %d more ...\n",
+                                n - 10);
+        }
+        continue;
+      }
+      absl::StrAppendFormat(
+          &out, "journal prune: %s %s (indexes %d..%d, %d bytes)%s\n",
+          segment.archived_to.empty() ? "removed" : "archived", segment.path,
+          segment.first_index, segment.last_index, segment.bytes,
+          segment.archived_to.empty()
+              ? ""
+              : absl::StrFormat(" to %s", segment.archived_to));
+    }
+    absl::StrAppendFormat(
+        &out,
+        "journal prune: %s: %d segment%s (%d bytes) %s; the journal now "
+        "starts at index %d (it started at %d); kept from there because %s\n",
+        dir, report.segments.size(), report.segments.size() == 1 ? "" : "s",
+        bytes, args.Has("archive") ? "archived" : "removed",
+        report.first_index_after, report.first_index_before,
+        report.stopped_because);
+  }
+  for (const std::string& snapshot : report.snapshots_removed) {
+    absl::StrAppendFormat(&out,
+                          "journal prune: removed snapshot %s (the journal no "
+                          "longer holds the records after it)\n",
+                          snapshot);
+  }
+  return Print(stdout, out);
+}
+
+// ---------------------------------------------------------------------------
+// journal follow
+
+std::atomic<bool> g_follow_stop{false};
+
+void OnFollowSignal(int) { g_follow_stop.store(true); }
+
+absl::Status Follow(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  journal::FollowerOptions options;
+  if (args.Has("from-index")) {
+    absl::StatusOr<journal::ReaderOptions> seek = SeekFlags(args);
+    if (!seek.ok()) return seek.status();
+    options.from_index = seek->from_index;
+  }
+  absl::StatusOr<std::unique_ptr<journal::JournalFollower>> opened =
+      journal::JournalFollower::Open(args.String("journal"), options);
+  if (!opened.ok()) return opened.status();
+  struct sigaction action {};
+  action.sa_handler = OnFollowSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  std::string out;
+  while (!g_follow_stop.load()) {
+    out.clear();
+    absl::StatusOr<std::size_t> got = (*opened)->Poll(
+        [&](const journal::Record& r) {
+          absl::StrAppendFormat(
+              &out,
+              "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,"
+              "\"flags\":%d,\"frame\":%s}\n",
+              r.index, r.receive_ns, r.session_id, r.flags,
+              codec::FrameToJson(r.frame));
+        },
+        4096);
+    if (!out.empty()) {
+      if (absl::Status s = Print(stdout, out); !s.ok()) return s;
+      std::fflush(stdout);
+    }
+    if (!got.ok()) return got.status();
+    if (*got == 0) ::usleep(1000);
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// replay
+
+// Replay through the engine needs every record from index 1.
+absl::Status PrunedReplayError(const std::string& dir,
+                               const journal::JournalReader& reader) {
+  const std::uint64_t first = reader.first_index();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "journal %s starts at index %s: indexes 1..%s were pruned, and replay "
+      "cannot rebuild the engine's state without them. Replay from a "
+      "snapshot taken at an index >= %s (in %s/%s), or check what is left "
+      "with --verify",
+      dir, journal::GroupedDigits(first), journal::GroupedDigits(first - 1),
+      journal::GroupedDigits(first - 1), dir, journal::kSnapshotDirName));
+}
+
+absl::Status Verify(const std::string& dir, bool accept_loss,
+                    std::uint64_t from_index) {
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
+      journal::JournalReader::Open(
+          dir, journal::ReaderOptions{.accept_loss = accept_loss,
+                                      .from_index = from_index});
+  if (!opened.ok())
+    return AcceptedOrFailed("replay --verify", opened.status(), accept_loss);
+  journal::JournalReader& reader = **opened;
+  Progress progress("replay --verify", reader.total_bytes());
+  std::array<std::uint64_t, 256> by_kind{};
+  journal::Record r;
+  journal::ReadResult result;
+  std::uint64_t count = 0;
+  const auto start = Clock::now();
+  while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
+    ++by_kind[static_cast<std::uint8_t>(r.frame.kind())];
+    if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
+  }
+  const double seconds = Seconds(Clock::now() - start);
+  progress.Finish();
+  // Every configuration the journal pins must be readable: replay needs it.
+  for (const journal::SegmentInfo& segment : reader.segments()) {
+    absl::StatusOr<service::PinnedConfig> pinned =
+        service::SegmentConfig(segment, service::PinnedConfig{});
+    if (!pinned.ok()) return pinned.status();
+  }
+  std::string out = absl::StrFormat(
+      "replay --verify: %d records%s in %d segment%s, every checksum and "
+      "index checked%s\n",
+      count,
+      from_index == 0 ? "" : absl::StrFormat(" from index %d", from_index),
+      reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
+  absl::StrAppendFormat(&out, "  by kind: %s\n", ByKind(by_kind));
+  if (reader.first_index() > 1) {
+    absl::StrAppendFormat(&out,
+                          "  first index %d (indexes 1..%d were pruned)\n",
+                          reader.first_index(), reader.first_index() - 1);
+  }
+  absl::StrAppendFormat(&out, "  final index %d\n", reader.last_index());
+  absl::StrAppendFormat(
+      &out, "  %.3f s: %s records/s, %.0f MB/s\n", seconds,
+      Rate(static_cast<double>(count), seconds),
+      seconds > 0 ? static_cast<double>(reader.bytes_done()) / seconds / 1e6
+                  : 0.0);
+  if (absl::Status s = Print(stdout, out); !s.ok()) return s;
+  return Losses("replay --verify", reader, accept_loss);
+}
+
+absl::Status Replay(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  const std::string dir = args.String("journal");
+  const bool json = args.Bool("json");
+  absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
+  if (!book_levels.ok()) return book_levels.status();
+  const bool to_file = args.Has("reports");
+  const bool to_dir = args.Has("reports-dir");
+  if (args.Bool("verify")) {
+    if (to_file || to_dir || json || *book_levels > 0 || args.Has("config") ||
+        args.Has("no-snapshot")) {
+      return UsageError(
+          "--verify checks the journal without the engine: it takes no "
+          "--reports, --reports-dir, --json, --book, --config or "
+          "--no-snapshot");
+    }
+    std::uint64_t from_index = 0;
+    if (args.Has("from-index")) {
+      absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
+      if (!options.ok()) return options.status();
+      from_index = options->from_index;
+    }
+    return Verify(dir, args.Bool("accept-loss"), from_index);
+  }
+  if (args.Has("from-index")) {
+    return UsageError(absl::StrFormat(
+        "--from-index %s without --verify would apply the engine from the "
+        "middle of the journal, which needs the state before index %s (a "
+        "snapshot): without one it cannot reproduce the reports. Use "
+        "'replay --verify --from-index %s' to check the records from there, "
+        "or 'journal inspect --records --from-index %s' to print them",
+        args.String("from-index"), args.String("from-index"),
+        args.String("from-index"), args.String("from-index")));
+  }
+  const bool accept_loss = args.Bool("accept-loss");
+  if (json && !to_file && !to_dir) {
+    return UsageError("--json needs --reports FILE or --reports-dir DIR");
   }
 
-  absl::Status Replay(const Args& args) {
-    if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-    const std::string dir = args.String("journal");
-    const bool json = args.Bool("json");
-    absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
-    if (!book_levels.ok()) return book_levels.status();
-    const bool to_file = args.Has("reports");
-    const bool to_dir = args.Has("reports-dir");
-    if (args.Bool("verify")) {
-      if (to_file || to_dir || json || *book_levels > 0 || args.Has("config") ||
-          args.Has("no-snapshot")) {
-        return UsageError(
-            "--verify checks the journal without the engine: it takes no "
-            "--reports, --reports-dir, --json, --book, --config or "
-            "--no-snapshot");
-      }
-      std::uint64_t from_index = 0;
-      if (args.Has("from-index")) {
-        absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
-        if (!options.ok()) return options.status();
-        from_index = options->from_index;
-      }
-      return Verify(dir, args.Bool("accept-loss"), from_index);
-    }
-    if (args.Has("from-index")) {
-      return UsageError(absl::StrFormat(
-          "--from-index %s without --verify would apply the engine from the "
-          "middle of the journal, which needs the state before index %s (a "
-          "snapshot): without one it cannot reproduce the reports. Use "
-          "'replay --verify --from-index %s' to check the records from there, "
-          "or 'journal inspect --records --from-index %s' to print them",
-          args.String("from-index"), args.String("from-index"),
-          args.String("from-index"), args.String("from-index")));
-    }
-    const bool accept_loss = args.Bool("accept-loss");
-    if (json && !to_file && !to_dir) {
-      return UsageError("--json needs --reports FILE or --reports-dir DIR");
-    }
+  service::ServiceConfig config;
+  if (args.Has("config")) {
+    absl::StatusOr<service::ServiceConfig> loaded =
+        LoadServiceConfig(args.String("config"));
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  const ReportFormat format =
+      json ? ReportFormat::kJsonLines : ReportFormat::kBinary;
 
-    service::ServiceConfig config;
-    if (args.Has("config")) {
-      absl::StatusOr<service::ServiceConfig> loaded =
-          LoadServiceConfig(args.String("config"));
-      if (!loaded.ok()) return loaded.status();
-      config = *std::move(loaded);
+  std::optional<ReportSink> sink;
+  if (to_file) {
+    absl::StatusOr<ReportSink> opened_sink =
+        ReportSink::Open("reports", args.String("reports"), format);
+    if (!opened_sink.ok()) return opened_sink.status();
+    sink.emplace(*std::move(opened_sink));
+  }
+  const std::string reports_dir = args.String("reports-dir");
+  if (to_dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(reports_dir, ec);
+    if (ec || !std::filesystem::is_directory(reports_dir)) {
+      return absl::NotFoundError(
+          absl::StrFormat("--reports-dir %s: cannot create the directory: %s",
+                          reports_dir, ec ? ec.message() : "not a directory"));
     }
-    const ReportFormat format =
-        json ? ReportFormat::kJsonLines : ReportFormat::kBinary;
+  }
+  // One sink per session, by the state machine's session index, opened when
+  // the session's first report is written.
+  std::vector<std::optional<ReportSink>> session_sinks;
+  std::FILE* const summary =
+      sink.has_value() && sink->is_stdout() ? stderr : stdout;
 
-    std::optional<ReportSink> sink;
-    if (to_file) {
-      absl::StatusOr<ReportSink> opened_sink =
-          ReportSink::Open("reports", args.String("reports"), format);
-      if (!opened_sink.ok()) return opened_sink.status();
-      sink.emplace(*std::move(opened_sink));
+  const journal::ReaderOptions reader_options{.accept_loss = accept_loss};
+  // Replay needs no report history: a session's reports are written, not
+  // sent again. (A snapshot brings its own.)
+  absl::StatusOr<ReplayStart> started =
+      StartReplay(dir, reader_options, !args.Bool("no-snapshot"),
+                  std::numeric_limits<std::uint64_t>::max(),
+                  service::StateMachineOptions{
+                      .engine = config.engine,
+                      .max_sessions = static_cast<std::uint32_t>(
+                          config.max_sessions + config.sessions.size()),
+                      .report_history = 1,
+                      .history_budget_bytes = 0});
+  if (!started.ok()) {
+    return AcceptedOrFailed("replay", started.status(), accept_loss);
+  }
+  for (const std::string& skipped : started->skipped) {
+    std::fprintf(stderr, "replay: %s\n", skipped.c_str());
+  }
+  std::unique_ptr<service::StateMachine> machine = std::move(started->machine);
+  const std::uint64_t snapshot_index =
+      started->snapshot.has_value() ? started->snapshot->index : 0;
+  if (started->snapshot.has_value()) {
+    const std::string from = absl::StrFormat(
+        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
+        "reports of records %d.. only\n",
+        started->snapshot->path, snapshot_index, started->snapshot->sessions,
+        started->snapshot->live_orders, snapshot_index + 1);
+    std::fputs(from.c_str(), stderr);
+  }
+  absl::StatusOr<JournalTail> tail =
+      JournalTail::OpenJournalAt(dir, reader_options, snapshot_index + 1);
+  if (!tail.ok()) {
+    return AcceptedOrFailed("replay", tail.status(), accept_loss);
+  }
+  journal::JournalReader& reader = tail->reader();
+  // A pruned journal replays only from a snapshot that reaches its start.
+  if (reader.first_index() > snapshot_index + 1) {
+    return PrunedReplayError(dir, reader);
+  }
+  Progress progress("replay", reader.total_bytes());
+  std::uint64_t count = 0;
+  std::uint64_t report_count = 0;
+  journal::Record r;
+  journal::ReadResult result;
+  // The journal's own configuration, segment by segment; --config (or the
+  // defaults) for segments that pin none.
+  const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
+  std::size_t segments_seen = 0;
+  std::size_t segments_noted = 0;
+  std::vector<std::string> reconfigurations;
+  const auto start = Clock::now();
+  while ((result = tail->Next(r)) == journal::ReadResult::kRecord) {
+    if (count == 0 && snapshot_index > 0) {
+      // The snapshot holds the configuration in force at its index: only
+      // the segments from the one of this record on may change it.
+      segments_seen = reader.segments().size() - 1;
     }
-    const std::string reports_dir = args.String("reports-dir");
-    if (to_dir) {
-      std::error_code ec;
-      std::filesystem::create_directories(reports_dir, ec);
-      if (ec || !std::filesystem::is_directory(reports_dir)) {
-        return absl::NotFoundError(absl::StrFormat(
-            "--reports-dir %s: cannot create the directory: %s", reports_dir,
-            ec ? ec.message() : "not a directory"));
-      }
-    }
-    // One sink per session, by the state machine's session index, opened when
-    // the session's first report is written.
-    std::vector<std::optional<ReportSink>> session_sinks;
-    std::FILE* const summary =
-        sink.has_value() && sink->is_stdout() ? stderr : stdout;
-
-    const journal::ReaderOptions reader_options{.accept_loss = accept_loss};
-    // Replay needs no report history: a session's reports are written, not
-    // sent again. (A snapshot brings its own.)
-    absl::StatusOr<ReplayStart> started =
-        StartReplay(dir, reader_options, !args.Bool("no-snapshot"),
-                    std::numeric_limits<std::uint64_t>::max(),
-                    service::StateMachineOptions{
-                        .engine = config.engine,
-                        .max_sessions = static_cast<std::uint32_t>(
-                            config.max_sessions + config.sessions.size()),
-                        .report_history = 1,
-                        .history_budget_bytes = 0});
-    if (!started.ok()) {
-      return AcceptedOrFailed("replay", started.status(), accept_loss);
-    }
-    for (const std::string& skipped : started->skipped) {
-      std::fprintf(stderr, "replay: %s\n", skipped.c_str());
-    }
-    std::unique_ptr<service::StateMachine> machine =
-        std::move(started->machine);
-    const std::uint64_t snapshot_index =
-        started->snapshot.has_value() ? started->snapshot->index : 0;
-    if (started->snapshot.has_value()) {
-      const std::string from = absl::StrFormat(
-          "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
-          "reports of records %d.. only\n",
-          started->snapshot->path, snapshot_index, started->snapshot->sessions,
-          started->snapshot->live_orders, snapshot_index + 1);
-      std::fputs(from.c_str(), stderr);
-    }
-    absl::StatusOr<JournalTail> tail =
-        JournalTail::OpenJournalAt(dir, reader_options, snapshot_index + 1);
-    if (!tail.ok()) {
-      return AcceptedOrFailed("replay", tail.status(), accept_loss);
-    }
-    journal::JournalReader& reader = tail->reader();
-    // A pruned journal replays only from a snapshot that reaches its start.
-    if (reader.first_index() > snapshot_index + 1) {
-      return PrunedReplayError(dir, reader);
-    }
-    Progress progress("replay", reader.total_bytes());
-    std::uint64_t count = 0;
-    std::uint64_t report_count = 0;
-    journal::Record r;
-    journal::ReadResult result;
-    // The journal's own configuration, segment by segment; --config (or the
-    // defaults) for segments that pin none.
-    const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
-    std::size_t segments_seen = 0;
-    std::size_t segments_noted = 0;
-    std::vector<std::string> reconfigurations;
-    const auto start = Clock::now();
-    while ((result = tail->Next(r)) == journal::ReadResult::kRecord) {
-      if (count == 0 && snapshot_index > 0) {
-        // The snapshot holds the configuration in force at its index: only
-        // the segments from the one of this record on may change it.
-        segments_seen = reader.segments().size() - 1;
-      }
-      if (segments_seen != reader.segments().size()) {
-        // Cold: a new segment. A pinned configuration that differs from an
-        // explicit --config is worth a note: the journal's own is used.
-        for (; args.Has("config") && segments_noted < reader.segments().size();
-             ++segments_noted) {
-          const journal::SegmentInfo& segment =
-              reader.segments()[segments_noted];
-          absl::StatusOr<service::PinnedConfig> pinned =
-              service::SegmentConfig(segment, unpinned);
-          if (pinned.ok() && !(*pinned == unpinned)) {
-            std::fprintf(
-                stderr,
-                "replay: note: segment %s pins its own configuration "
-                "from index %llu, used instead of --config (journal vs "
-                "--config: %s)\n",
-                segment.path.c_str(),
-                static_cast<unsigned long long>(segment.header.first_index),
-                service::DescribeDifferences(*pinned, unpinned).c_str());
-          }
-        }
-        if (absl::Status s = service::FollowSegments(
-                reader, segments_seen, unpinned, *machine, &reconfigurations);
-            !s.ok()) {
-          return s;
+    if (segments_seen != reader.segments().size()) {
+      // Cold: a new segment. A pinned configuration that differs from an
+      // explicit --config is worth a note: the journal's own is used.
+      for (; args.Has("config") && segments_noted < reader.segments().size();
+           ++segments_noted) {
+        const journal::SegmentInfo& segment = reader.segments()[segments_noted];
+        absl::StatusOr<service::PinnedConfig> pinned =
+            service::SegmentConfig(segment, unpinned);
+        if (pinned.ok() && !(*pinned == unpinned)) {
+          std::fprintf(
+              stderr,
+              "replay: note: segment %s pins its own configuration "
+              "from index %llu, used instead of --config (journal vs "
+              "--config: %s)\n",
+              segment.path.c_str(),
+              static_cast<unsigned long long>(segment.header.first_index),
+              service::DescribeDifferences(*pinned, unpinned).c_str());
         }
       }
-      if (absl::Status s = machine->Apply(service::Record::FromJournal(r));
+      if (absl::Status s = service::FollowSegments(
+              reader, segments_seen, unpinned, *machine, &reconfigurations);
           !s.ok()) {
         return s;
       }
-      for (const service::Output& out : machine->outputs()) {
-        ++report_count;
-        if (sink.has_value()) {
-          if (absl::Status s = sink->Write(out.frame); !s.ok()) return s;
+    }
+    if (absl::Status s = machine->Apply(service::Record::FromJournal(r));
+        !s.ok()) {
+      return s;
+    }
+    for (const service::Output& out : machine->outputs()) {
+      ++report_count;
+      if (sink.has_value()) {
+        if (absl::Status s = sink->Write(out.frame); !s.ok()) return s;
+      }
+      if (to_dir) {
+        if (session_sinks.size() <= out.session) {
+          session_sinks.resize(out.session + 1);
         }
-        if (to_dir) {
-          if (session_sinks.size() <= out.session) {
-            session_sinks.resize(out.session + 1);
-          }
-          std::optional<ReportSink>& session_sink = session_sinks[out.session];
-          if (!session_sink.has_value()) {
-            absl::StatusOr<ReportSink> opened_sink = ReportSink::Open(
-                "reports-dir",
-                absl::StrFormat("%s/session-%d.%s", reports_dir, out.session_id,
-                                json ? "jsonl" : "bin"),
-                format);
-            if (!opened_sink.ok()) return opened_sink.status();
-            session_sink.emplace(*std::move(opened_sink));
-          }
-          if (absl::Status s = session_sink->Write(out.frame); !s.ok()) {
-            return s;
-          }
+        std::optional<ReportSink>& session_sink = session_sinks[out.session];
+        if (!session_sink.has_value()) {
+          absl::StatusOr<ReportSink> opened_sink = ReportSink::Open(
+              "reports-dir",
+              absl::StrFormat("%s/session-%d.%s", reports_dir, out.session_id,
+                              json ? "jsonl" : "bin"),
+              format);
+          if (!opened_sink.ok()) return opened_sink.status();
+          session_sink.emplace(*std::move(opened_sink));
+        }
+        if (absl::Status s = session_sink->Write(out.frame); !s.ok()) {
+          return s;
         }
       }
-      if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
     }
-    const double seconds = Seconds(Clock::now() - start);
-    progress.Finish();
-    if (sink.has_value()) {
-      if (absl::Status s = sink->Finish(); !s.ok()) return s;
+    if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
+  }
+  const double seconds = Seconds(Clock::now() - start);
+  progress.Finish();
+  if (sink.has_value()) {
+    if (absl::Status s = sink->Finish(); !s.ok()) return s;
+  }
+  for (std::optional<ReportSink>& session_sink : session_sinks) {
+    if (session_sink.has_value()) {
+      if (absl::Status s = session_sink->Finish(); !s.ok()) return s;
     }
-    for (std::optional<ReportSink>& session_sink : session_sinks) {
-      if (session_sink.has_value()) {
-        if (absl::Status s = session_sink->Finish(); !s.ok()) return s;
-      }
-    }
-
-    if (snapshot_index > reader.last_index() &&
-        result == journal::ReadResult::kEnd) {
-      return absl::DataLossError(absl::StrFormat(
-          "replay: snapshot %s holds the state up to index %d, but the journal "
-          "ends at index %d: records it was made from are gone (--no-snapshot "
-          "replays what the journal holds)",
-          started->snapshot->path, snapshot_index, reader.last_index()));
-    }
-    const service::StateMachineStats& stats = machine->stats();
-    const engine::Engine& engine = machine->engine();
-    std::string out = absl::StrFormat(
-        "replay: %d records in %d segment%s through the state machine%s%s\n",
-        count, reader.segments().size(),
-        reader.segments().size() == 1 ? "" : "s",
-        snapshot_index > 0
-            ? absl::StrFormat(", after snapshot index %d", snapshot_index)
-            : std::string(),
-        result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
-    absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(stats.commands));
-    absl::StrAppendFormat(&out, "  reports: %d (%s)\n", report_count,
-                          ByKind(stats.reports));
-    absl::StrAppendFormat(&out, "  sessions: %d", machine->session_count());
-    for (std::size_t i = 0; i < machine->session_count() && i < 8; ++i) {
-      const service::SessionState& session =
-          machine->session(static_cast<std::uint32_t>(i));
-      absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports)",
-                            i == 0 ? ":" : ",", session.id,
-                            session.next_expected - 1, session.next_report - 1);
-    }
-    if (machine->session_count() > 8) out += ", ...";
-    out += "\n";
-    for (const std::string& change : reconfigurations) {
-      absl::StrAppendFormat(&out, "  reconfigured %s\n", change);
-    }
-    absl::StrAppendFormat(&out, "  final index %d; %d live orders at the end\n",
-                          reader.last_index(), engine.live_orders());
-    absl::StrAppendFormat(&out, "  %.3f s: %s records/s\n", seconds,
-                          Rate(static_cast<double>(count), seconds));
-    if (absl::Status s = Print(summary, out); !s.ok()) return s;
-
-    if (*book_levels > 0) {
-      const std::string depth =
-          DepthTables(engine, static_cast<std::size_t>(*book_levels));
-      if (absl::Status s = Print(stderr, depth); !s.ok()) return s;
-    }
-    return Losses("replay", reader, accept_loss);
   }
 
-  // `orderwire journal <write|inspect|prune>`.
-  constexpr std::string_view kJournalUsage =
-      "usage: orderwire journal <command> [flags]\n\n"
-      "commands:\n"
-      "  write     append command frames from standard input to a journal\n"
-      "  inspect   show a journal's segments, or its records as JSON Lines\n"
-      "  prune     remove (or archive) the segments before an index\n"
-      "  follow    print records as a running writer makes them durable\n\n"
-      "'orderwire journal <command> --help' describes a command.\n";
+  if (snapshot_index > reader.last_index() &&
+      result == journal::ReadResult::kEnd) {
+    return absl::DataLossError(absl::StrFormat(
+        "replay: snapshot %s holds the state up to index %d, but the journal "
+        "ends at index %d: records it was made from are gone (--no-snapshot "
+        "replays what the journal holds)",
+        started->snapshot->path, snapshot_index, reader.last_index()));
+  }
+  const service::StateMachineStats& stats = machine->stats();
+  const engine::Engine& engine = machine->engine();
+  std::string out = absl::StrFormat(
+      "replay: %d records in %d segment%s through the state machine%s%s\n",
+      count, reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      snapshot_index > 0
+          ? absl::StrFormat(", after snapshot index %d", snapshot_index)
+          : std::string(),
+      result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
+  absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(stats.commands));
+  absl::StrAppendFormat(&out, "  reports: %d (%s)\n", report_count,
+                        ByKind(stats.reports));
+  absl::StrAppendFormat(&out, "  sessions: %d", machine->session_count());
+  for (std::size_t i = 0; i < machine->session_count() && i < 8; ++i) {
+    const service::SessionState& session =
+        machine->session(static_cast<std::uint32_t>(i));
+    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports)",
+                          i == 0 ? ":" : ",", session.id,
+                          session.next_expected - 1, session.next_report - 1);
+  }
+  if (machine->session_count() > 8) out += ", ...";
+  out += "\n";
+  for (const std::string& change : reconfigurations) {
+    absl::StrAppendFormat(&out, "  reconfigured %s\n", change);
+  }
+  absl::StrAppendFormat(&out, "  final index %d; %d live orders at the end\n",
+                        reader.last_index(), engine.live_orders());
+  absl::StrAppendFormat(&out, "  %.3f s: %s records/s\n", seconds,
+                        Rate(static_cast<double>(count), seconds));
+  if (absl::Status s = Print(summary, out); !s.ok()) return s;
+
+  if (*book_levels > 0) {
+    const std::string depth =
+        DepthTables(engine, static_cast<std::size_t>(*book_levels));
+    if (absl::Status s = Print(stderr, depth); !s.ok()) return s;
+  }
+  return Losses("replay", reader, accept_loss);
+}
+
+// `orderwire journal <write|inspect|prune>`.
+constexpr std::string_view kJournalUsage =
+    "usage: orderwire journal <command> [flags]\n\n"
+    "commands:\n"
+    "  write     append command frames from standard input to a journal\n"
+    "  inspect   show a journal's segments, or its records as JSON Lines\n"
+    "  prune     remove (or archive) the segments before an index\n"
+    "  follow    print records as a running writer makes them durable\n\n"
+    "'orderwire journal <command> --help' describes a command.\n";
 
 }  // namespace
 

@@ -5,9 +5,11 @@
 // returns rotten or misdirected blocks, anyone with access can edit them.
 // The input is not a journal but a recipe of damage (fuzz/journal_recipe.h)
 // applied to a valid journal built once at start-up: 16 groups of 1 to 110
-// records in two 64 KiB segments (the first one full, groups of one and two
-// blocks, some records with flag bits set, which the journal stores
-// verbatim). Each input writes the damaged
+// records in two 64 KiB segments (the first one full and of format version
+// 1, groups of one and two blocks, written partly by a version-1 writer and
+// continued in version 1 by today's; the second of version 2, its groups
+// packed at 8-byte alignment; some records with flag bits set, which the
+// journal stores verbatim). Each input writes the damaged
 // journal D to a scratch directory and checks:
 //
 // 1. Nothing crashes, leaks or trips a sanitizer.
@@ -173,8 +175,23 @@ constexpr std::uint32_t Magic32(const char (&text)[5]) {
   return value;
 }
 
-constexpr std::uint64_t DocAlign(std::uint64_t n) {
-  return (n + kBlock - 1) / kBlock * kBlock;
+constexpr std::uint64_t DocAlign(std::uint64_t n,
+                                 std::uint64_t alignment = kBlock) {
+  return (n + alignment - 1) / alignment * alignment;
+}
+
+// "Segment": groups start at 8-byte boundaries in version 2, at 4096-byte
+// boundaries in version 1.
+constexpr std::uint64_t DocGroupAlignment(std::uint16_t version) {
+  return version == 2 ? 8 : kBlock;
+}
+// The group alignment of a segment file, by its header's version field (the
+// header itself is checked by DocSegmentHeader).
+std::uint64_t DocAlignmentOf(std::span<const std::byte> file) {
+  return file.size() < kSegmentHeaderSize
+             ? kBlock
+             : DocGroupAlignment(
+                   LoadLE<std::uint16_t>(file.data() + kSegVersionAt));
 }
 
 // Byte comparisons go through memcmp: loops compiled here would be
@@ -214,6 +231,7 @@ struct GroupPlace {
 };
 
 struct DocHeader {
+  std::uint16_t version = 0;
   std::uint64_t first_index = 0;
   std::uint64_t capacity = 0;
   std::uint64_t journal_id = 0;
@@ -228,7 +246,8 @@ std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
   constexpr std::array<char, 8> kMagic = {'O', 'W', 'J', 'O',
                                           'U', 'R', 'N', 'L'};
   if (std::memcmp(h, kMagic.data(), kMagic.size()) != 0) return std::nullopt;
-  if (LoadLE<std::uint16_t>(h + kSegVersionAt) != 1) return std::nullopt;
+  const std::uint16_t version = LoadLE<std::uint16_t>(h + kSegVersionAt);
+  if (version != 1 && version != 2) return std::nullopt;
   if (Crc32c(file.first(kHeaderCrcAt)) !=
       LoadLE<std::uint32_t>(h + kHeaderCrcAt)) {
     return std::nullopt;
@@ -253,6 +272,7 @@ std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
     return std::nullopt;
   }
   DocHeader out;
+  out.version = version;
   out.first_index = LoadLE<std::uint64_t>(h + kSegFirstIndexAt);
   out.capacity = LoadLE<std::uint64_t>(h + kSegCapacityAt);
   out.journal_id = LoadLE<std::uint64_t>(h + kSegJournalIdAt);
@@ -275,13 +295,14 @@ std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
 enum class Verdict : std::uint8_t { kValid, kEnd, kBad };
 
 // "When a record counts as written", conditions 1 to 7, for the group at
-// `pos` of `file`, which must start with index `expected`. kEnd: 32 zero
-// bytes (or the end of the file) where the header would be; the caller
-// checks that nothing but zeros follows. On kValid, `records` receives the
-// group's records and `next` the offset of the next group.
+// `pos` of `file`, which must start with index `expected`; groups of the
+// segment start at multiples of `alignment`. kEnd: 32 zero bytes (or the
+// end of the file) where the header would be; the caller checks that
+// nothing but zeros follows. On kValid, `records` receives the group's
+// records and `next` the offset of the next group.
 Verdict DocGroup(std::span<const std::byte> file, std::uint64_t pos,
-                 std::uint64_t expected, std::vector<OwnedRecord>& records,
-                 std::uint64_t& next) {
+                 std::uint64_t expected, std::uint64_t alignment,
+                 std::vector<OwnedRecord>& records, std::uint64_t& next) {
   const std::uint64_t size = file.size();
   if (pos >= size) return Verdict::kEnd;
   if (size - pos < kGroupHeader) {
@@ -341,11 +362,11 @@ Verdict DocGroup(std::span<const std::byte> file, std::uint64_t pos,
   if (at != trailer) return Verdict::kBad;
   // 7.
   const std::uint64_t end = trailer + kGroupTrailer;
-  const std::uint64_t padded = std::min(DocAlign(end), size);
+  const std::uint64_t padded = std::min(DocAlign(end, alignment), size);
   if (!AllZero(file.subspan(end, padded - end))) return Verdict::kBad;
   records.insert(records.end(), std::make_move_iterator(out.begin()),
                  std::make_move_iterator(out.end()));
-  next = DocAlign(end);
+  next = DocAlign(end, alignment);
   return Verdict::kValid;
 }
 
@@ -427,7 +448,9 @@ DocReading ReadByTheDoc(const Directory& dir) {
     while (true) {
       const std::size_t before = out.records.size();
       std::uint64_t next = 0;
-      const Verdict verdict = DocGroup(bytes, pos, expected, out.records, next);
+      const Verdict verdict =
+          DocGroup(bytes, pos, expected, DocGroupAlignment(header->version),
+                   out.records, next);
       if (verdict == Verdict::kBad) return out;
       if (verdict == Verdict::kEnd) {
         if (pos < bytes.size() && !AllZero(bytes.subspan(pos))) return out;
@@ -604,17 +627,23 @@ void BuildBase() {
   std::filesystem::create_directory(base->damaged);
   std::filesystem::create_directory(base->recover);
 
-  {
+  // The first groups by a version-1 writer (what older code wrote); the
+  // rest by today's, which continues that segment in version 1 and starts
+  // the next one in version 2.
+  std::uint64_t index = 0;
+  for (const std::uint16_t version : {1, 2}) {
     auto writer = JournalWriter::Open({.directory = valid,
                                        .durability = Durability::kSync,
                                        .segment_size = kSegmentSize,
                                        .group_size = 8192,
                                        .slots = 2,
                                        .backend = IoBackend::kBlocking,
-                                       .metadata = kMetadata});
+                                       .metadata = kMetadata,
+                                       .format_version = version});
     FUZZ_CHECK(writer.ok());
-    std::uint64_t index = 0;
-    for (std::size_t g = 0; g < kGroupRecords.size(); ++g) {
+    const std::size_t from = version == 1 ? 0 : 4;
+    const std::size_t to = version == 1 ? 4 : kGroupRecords.size();
+    for (std::size_t g = from; g < to; ++g) {
       const Bytes frames = codec::testing::EncodeRandomStream(
           kGroupRecords[g], 1000 + g, codec::testing::kDecodeBenchMix);
       const auto session = static_cast<std::uint32_t>(100 + g);
@@ -650,9 +679,11 @@ void BuildBase() {
   for (std::size_t i = 0; i < base->files.size(); ++i) {
     base->files[i].origin = static_cast<int>(i);
   }
-  // Two segments, the first one full; the rules and the reader both read
-  // every record back as written.
+  // Two segments, the first one full, of versions 1 and 2; the rules and the
+  // reader both read every record back as written.
   FUZZ_CHECK(base->files.size() == 2);
+  FUZZ_CHECK(DocAlignmentOf(base->files[0].bytes) == kBlock &&
+             DocAlignmentOf(base->files[1].bytes) == 8);
   const DocReading doc = ReadByTheDoc(base->files);
   FUZZ_CHECK(doc.clean && !doc.ambiguous);
   FUZZ_CHECK(doc.records == base->records);
@@ -672,6 +703,17 @@ void BuildBase() {
 
 // ---------------------------------------------------------------------------
 // Applying a recipe.
+
+// A place in `f` where a group may start, chosen by `operand`: an even one
+// picks a block boundary, an odd one the place of a group of the valid
+// journal (in version 2, groups start between blocks).
+std::uint64_t PlaceIn(const File& f, std::uint8_t operand) {
+  if (operand % 2 == 1) {
+    return base->groups[(operand / 2u) % base->groups.size()].offset;
+  }
+  const std::uint64_t blocks = DocAlign(f.bytes.size()) / kBlock;
+  return blocks == 0 ? 0 : (operand / 2u) % blocks * kBlock;
+}
 
 // The file that now holds base group g, and the group's offset in it.
 File* GroupFile(Directory& dir, std::size_t g) {
@@ -744,8 +786,7 @@ void Apply(Directory& dir, const RecipeStep& step) {
     case JournalOp::kResealGroup: {
       File* f = PickFile(dir, step.operand[0]);
       if (f == nullptr || f->bytes.empty()) return;
-      const std::uint64_t blocks = DocAlign(f->bytes.size()) / kBlock;
-      const std::uint64_t at = step.operand[1] % blocks * kBlock;
+      const std::uint64_t at = PlaceIn(*f, step.operand[1]);
       if (at + kGroupHeader > f->bytes.size()) return;
       const std::uint64_t covered =
           kGroupHeader +
@@ -805,8 +846,8 @@ void Apply(Directory& dir, const RecipeStep& step) {
     case JournalOp::kCopyGroup: {
       File* f = PickFile(dir, step.operand[1]);
       if (f == nullptr || f->bytes.empty()) return;
-      const std::uint64_t blocks = DocAlign(f->bytes.size()) / kBlock;
-      const std::uint64_t at = step.operand[2] % blocks * kBlock;
+      const std::uint64_t at = PlaceIn(*f, step.operand[2]);
+      if (at >= f->bytes.size()) return;
       const Bytes& from = FindFile(base->files, base->groups[g].file)->bytes;
       const std::uint64_t n =
           std::min<std::uint64_t>(extent, f->bytes.size() - at);
@@ -842,8 +883,8 @@ void CheckYieldedGroups(const Directory& dir, const Reading& read) {
     FUZZ_CHECK(place.first_index == k + 1);
     std::vector<OwnedRecord> records;
     std::uint64_t next = 0;
-    FUZZ_CHECK(DocGroup(f->bytes, place.offset, k + 1, records, next) ==
-               Verdict::kValid);
+    FUZZ_CHECK(DocGroup(f->bytes, place.offset, k + 1, DocAlignmentOf(f->bytes),
+                        records, next) == Verdict::kValid);
     FUZZ_CHECK(records.size() == place.count);
     const std::uint64_t extent =
         kGroupHeader + kGroupTrailer +

@@ -74,7 +74,7 @@ absl::StatusOr<Checkpoint> DecodeCheckpoint(std::span<const std::byte> bytes,
                c.segment_first_index == 0 ||
                c.segment_first_index > c.group_first_index ||
                c.group_offset < kFirstGroupOffset ||
-               c.group_offset % kBlockSize != 0)) {
+               c.group_offset % kGroupAlign != 0)) {
     return damaged("its group fields are inconsistent");
   }
   return c;

@@ -1,4 +1,4 @@
-// The journal's on-disk format, version 1: every layout declared once.
+// The journal's on-disk format, versions 1 and 2: every layout declared once.
 //
 // docs/JOURNAL.md describes the format byte for byte for an independent
 // reader; this header is its single source in code. All integers are
@@ -25,7 +25,8 @@
 // journals written before the field existed).
 //
 // A group is what one write puts on disk: the records of one or more
-// Append() calls, sealed by a checksum. It starts on a block boundary:
+// Append() calls, sealed by a checksum. It starts on an 8-byte boundary
+// (version 2) or a block boundary (version 1):
 //
 //   0          4             8             16             24         28     32
 //   +----------+-------------+-------------+--------------+----------+------+
@@ -34,7 +35,7 @@
 //   +----------+-------------+-------------+--------------+----------+------+
 //   | record 0 | record 1 | ... (records_bytes bytes)                       |
 //   +----------+----------+-------------------------------------------------+
-//   | crc32c u32 | magic "OWGT" u32 |  zeros up to the next 4096 boundary   |
+//   | crc32c u32 | magic "OWGT" u32 | zeros up to the next group boundary  |
 //   +------------+------------------+---------------------------------------+
 //
 // The trailer's CRC32C covers the group header and every record (32 +
@@ -69,11 +70,18 @@
 
 namespace orderwire::journal {
 
-inline constexpr std::uint16_t kFormatVersion = 1;
+// The version the writer writes. Version 1 differs only in where groups
+// start (GroupAlignment below); readers read both.
+inline constexpr std::uint16_t kFormatVersion = 2;
+inline constexpr std::uint16_t kOldestFormatVersion = 1;
 
-// Groups start on multiples of this; block 0 holds the segment header. It
-// is also the O_DIRECT alignment of every write.
+// Block 0 holds the segment header; the first group starts after it. It is
+// also the O_DIRECT alignment of every write, and where version-1 groups
+// start.
 inline constexpr std::size_t kBlockSize = 4096;
+// Where version-2 groups start: the first multiple of this after the
+// previous group's trailer.
+inline constexpr std::size_t kGroupAlign = 8;
 
 // ---------------------------------------------------------------------------
 // Models and layouts.
@@ -230,6 +238,21 @@ inline constexpr std::uint64_t kMaxSegmentCapacity = std::uint64_t{1} << 40;
 [[nodiscard]] constexpr std::uint64_t AlignUp(std::uint64_t n) noexcept {
   return (n + kBlockSize - 1) & ~std::uint64_t{kBlockSize - 1};
 }
+
+// The multiple of which groups start in a segment of `version`: 8 bytes in
+// version 2, 4096 in version 1.
+[[nodiscard]] constexpr std::uint64_t GroupAlignment(
+    std::uint16_t version) noexcept {
+  return version >= 2 ? kGroupAlign : kBlockSize;
+}
+
+// `n` rounded up to a multiple of `alignment` (a power of two).
+[[nodiscard]] constexpr std::uint64_t AlignUpTo(
+    std::uint64_t n, std::uint64_t alignment) noexcept {
+  return (n + alignment - 1) & ~(alignment - 1);
+}
+static_assert(kGroupHeaderSize % kGroupAlign == 0 &&
+              kGroupTrailerSize % kGroupAlign == 0);
 
 // ---------------------------------------------------------------------------
 // Encoding and decoding of the fixed structures (cold path, except records,

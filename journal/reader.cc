@@ -139,10 +139,6 @@ JournalReader::JournalReader(std::vector<internal::SegmentEntry> entries,
 
 namespace {
 
-// Where a group may start in a segment of format `version`: on every block
-// boundary in version 1.
-std::size_t GroupAlignment(std::uint16_t /*version*/) { return kBlockSize; }
-
 std::uint64_t FirstReceiveNs(std::span<const std::byte> segment,
                              const internal::FoundGroup& group) {
   return codec::LoadLE<std::uint64_t>(segment.data() + group.offset +
@@ -433,7 +429,8 @@ bool JournalReader::EnterSegment(std::size_t i) {
     if (check.torn && i + 1 == set_.size()) {
       Damaged(i, 0, true, check.problem);
     } else if (check.header.magic == kSegmentMagic &&
-               check.header.version != kFormatVersion) {
+               (check.header.version < kOldestFormatVersion ||
+                check.header.version > kFormatVersion)) {
       Fail(absl::UnimplementedError(
           absl::StrFormat("segment %s: %s", entry.path, check.problem)));
     } else {
@@ -520,6 +517,7 @@ bool JournalReader::EnterSegment(std::size_t i) {
   segment_ = i;
   bytes_ = *bytes;
   pos_ = kFirstGroupOffset;
+  group_alignment_ = GroupAlignment(check.header.version);
   SegmentInfo info;
   info.path = entry.path;
   info.header = check.header;
@@ -549,7 +547,7 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
         break;
     }
     const internal::GroupCheck check =
-        internal::CheckGroup(bytes_, pos_, next_index_);
+        internal::CheckGroup(bytes_, pos_, next_index_, group_alignment_);
     if (check.state == internal::GroupState::kValid) {
       SegmentInfo& info = infos_.back();
       info.records += check.header.record_count;

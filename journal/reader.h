@@ -284,6 +284,8 @@ class JournalReader {
   std::size_t segment_ = 0;
   std::span<const std::byte> bytes_;
   std::uint64_t pos_ = 0;  // offset of the next group in the segment
+  // Where the segment's groups start: GroupAlignment(its version).
+  std::uint64_t group_alignment_ = kGroupAlign;
   const std::byte* cursor_ = nullptr;
   std::uint32_t records_left_ = 0;
   std::uint64_t next_index_ = 1;  // index of the next group's first record

@@ -94,6 +94,7 @@ JournalWriter::~JournalWriter() {
   (void)Close();
   for (Slot& slot : slots_) std::free(slot.buffer);
   std::free(zeros_);
+  std::free(tail_block_);
 }
 
 absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(
@@ -130,6 +131,14 @@ absl::Status JournalWriter::Init() {
   group = std::min<std::uint64_t>(
       {group, kMaxGroupBytes, capacity_ - kFirstGroupOffset});
   group_size_ = static_cast<std::uint32_t>(group);
+  buffer_size_ = group_size_ + static_cast<std::uint32_t>(kBlockSize);
+  if (o.format_version < kOldestFormatVersion ||
+      o.format_version > kFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "format version %d is not one this build writes (%d to %d)",
+        o.format_version, kOldestFormatVersion, kFormatVersion));
+  }
+  format_version_ = o.format_version;
   if (o.no_space_retry_ms == 0) {
     return absl::InvalidArgumentError(
         "no_space_retry_ms must be at least 1 (a retry without a pause would "
@@ -158,12 +167,15 @@ absl::Status JournalWriter::Init() {
   // Buffers: one per slot, and the zeros that pre-zeroing writes.
   slots_.resize(slots);
   for (Slot& slot : slots_) {
-    slot.buffer = AllocateAligned(group_size_);
+    slot.buffer = AllocateAligned(buffer_size_);
     if (slot.buffer == nullptr)
       return absl::ResourceExhaustedError("out of memory");
   }
   zeros_ = AllocateAligned(kZeroChunk);
-  if (zeros_ == nullptr) return absl::ResourceExhaustedError("out of memory");
+  tail_block_ = AllocateAligned(kBlockSize);
+  if (zeros_ == nullptr || tail_block_ == nullptr) {
+    return absl::ResourceExhaustedError("out of memory");
+  }
   free_.reserve(slots);
   for (std::uint32_t i = slots; i > 0; --i) free_.push_back(i - 1);
   fifo_.assign(slots, 0);
@@ -321,7 +333,7 @@ absl::Status JournalWriter::SetUpIo() {
     queue_ = internal::MakeFaultyQueue(std::move(queue_), o.faults);
   }
   std::vector<iovec> buffers;
-  for (Slot& slot : slots_) buffers.push_back({slot.buffer, group_size_});
+  for (Slot& slot : slots_) buffers.push_back({slot.buffer, buffer_size_});
   buffers.push_back({zeros_, kZeroChunk});
   const bool registered = queue_->RegisterBuffers(buffers) == 0;
 

@@ -4,13 +4,29 @@
 // Design. Append() copies the caller's frames, verbatim, into the group
 // being filled: one of a fixed set of slots (aligned buffers registered with
 // io_uring, allocated once at Open). A group is sealed (header, CRC32C
-// trailer, zero padding to 4096 bytes) and written with a single write at an
-// explicit offset of a preallocated segment when it is full, when Poll()
-// finds the pipeline with room for it (group commit: records gather while
-// earlier groups are in flight), or on Flush(). Several groups are in flight
-// at once. Completions are unordered, so a group counts as durable only
-// when it and every group sealed before it have completed; durable_index()
-// is the last index of that prefix and never runs ahead of the disk.
+// trailer, zero padding to the next 8-byte boundary) and written with a
+// single write at an explicit offset of a preallocated segment when it is
+// full, when Poll() finds the pipeline with room for it (group commit:
+// records gather while earlier groups are in flight), or on Flush(). Several
+// groups are in flight at once. Completions are unordered, so a group counts
+// as durable only when it and every group sealed before it have completed;
+// durable_index() is the last index of that prefix and never runs ahead of
+// the disk.
+//
+// Compact groups (format version 2). Groups are packed: each starts at the
+// first 8-byte boundary after the previous one's trailer. Buffered writes
+// (kNone, kFdatasync) write exactly the group's bytes. O_DIRECT writes must
+// cover whole 4096-byte blocks, so a group that starts inside a block
+// already partly written rewrites that block: the writer keeps the bytes of
+// the journal's last, partly filled block in memory (tail_block_) and the
+// group's write begins at that block with those identical bytes in front.
+// Two writes that cover the same block are never in flight together (the
+// older one landing last would zero the newer group's start): a group whose
+// first block is shared with a write still in flight keeps filling until
+// that write completes, and one that must be sealed meanwhile (full, or
+// Flush) waits, sealed, and is submitted when it completes.
+// docs/JOURNAL.md "Compact groups" says why a torn rewrite of the shared
+// block cannot lose a group that was durable.
 //
 // Durability modes (docs/JOURNAL.md has the measured costs):
 // - kNone: buffered writes, no sync. durable_index() covers the groups whose
@@ -148,6 +164,12 @@ struct WriterOptions {
   // Tests only: sees every I/O op and completion of the writer's queue and
   // may rewrite results (see internal/io_queue.h). Null: no wrapper, no cost.
   internal::IoFaults* faults = nullptr;
+  // The format version of the segments the writer starts: kFormatVersion
+  // (2, packed groups) or 1 (groups on 4096-byte boundaries, what older
+  // code wrote: for tests of such journals). Appending to an existing
+  // journal continues its last segment in that segment's own version;
+  // every segment started later gets this one.
+  std::uint16_t format_version = kFormatVersion;
 };
 
 enum class AppendStatus : std::uint8_t {
@@ -201,8 +223,14 @@ struct RecoveryReport {
 struct WriterStats {
   std::uint64_t records = 0;
   std::uint64_t groups = 0;
-  std::uint64_t bytes_written = 0;  // group bytes, padding included
-  std::uint64_t syncs = 0;          // fdatasync ops (kFdatasync method)
+  // Bytes the group writes put on the device: under O_DIRECT whole blocks,
+  // the old bytes of a rewritten shared block included.
+  std::uint64_t bytes_written = 0;
+  // Bytes of the journal the groups take: from each group's start to where
+  // the next one starts (its padding included). Over `records`, the
+  // journal's cost per record.
+  std::uint64_t journal_bytes = 0;
+  std::uint64_t syncs = 0;  // fdatasync ops (kFdatasync method)
   std::uint64_t short_writes = 0;
   std::uint64_t retries = 0;  // EAGAIN/EINTR resubmissions
   std::uint64_t rotations = 0;
@@ -352,12 +380,21 @@ class JournalWriter {
     bool header = false;  // a segment header write, no records
     bool synced = true;   // kFdatasync: the sync after the write is done
     std::uint16_t outstanding = 0;  // ops submitted, not completed
-    std::uint32_t segment = 0;      // index into segments_
-    std::uint64_t offset = 0;       // file offset of the group
-    std::uint32_t used = 0;         // bytes filled: group header + records
-    std::uint32_t limit = 0;        // the most `used` may reach
-    std::uint32_t length = 0;       // bytes to write, once sealed
-    std::uint32_t done = 0;         // bytes of `length` written
+    // Sealed, but its write waits for `blocker`'s (see below).
+    bool waiting = false;
+    std::uint32_t segment = 0;  // index into segments_
+    std::uint64_t offset = 0;   // file offset of the group
+    // Bytes in front of the group in the buffer: under O_DIRECT, the old
+    // bytes of the block the group starts in (offset % 4096 of them),
+    // rewritten identical. The write starts at offset - lead.
+    std::uint32_t lead = 0;
+    // The slot whose write covers this group's first block and has not
+    // completed yet (-1: none); this one's write is submitted only after.
+    std::int32_t blocker = -1;
+    std::uint32_t used = 0;    // bytes filled: lead + group header + records
+    std::uint32_t limit = 0;   // the most `used` may reach
+    std::uint32_t length = 0;  // bytes to write from buffer[0], once sealed
+    std::uint32_t done = 0;    // bytes of `length` written
     std::uint32_t records = 0;
     std::uint32_t crc = 0;  // the trailer's, once sealed
     std::uint64_t first_index = 0;
@@ -366,8 +403,9 @@ class JournalWriter {
   };
   struct SegmentFile {
     base::UniqueFd fd;
-    bool active = false;      // the segment groups are appended to
-    std::uint32_t users = 0;  // slots that refer to it
+    bool active = false;  // the segment groups are appended to
+    std::uint16_t version = kFormatVersion;  // its format version
+    std::uint32_t users = 0;                 // slots that refer to it
     std::uint64_t first_index = 0;
     std::uint64_t capacity = 0;
     std::string path;
@@ -426,6 +464,15 @@ class JournalWriter {
   void WriteSegmentHeader(std::uint64_t first_index,
                           std::byte* block) const noexcept;
   void SubmitWrite(std::uint32_t id) noexcept;
+  // Slot `id`'s write has completed in full: the groups waiting for it may
+  // be submitted.
+  void WriteLanded(std::uint32_t id) noexcept;
+  // Whether a group of `need` record bytes fits in the active segment at
+  // write_pos_.
+  [[nodiscard]] bool GroupFits(std::size_t need) const noexcept;
+  // After recovery: reads the partly filled block write_pos_ is in into
+  // tail_block_ (O_DIRECT only).
+  absl::Status LoadTailBlock();
   void PushOp(const internal::IoOp& op) noexcept;
   void SubmitPending() noexcept;
   void Reap(bool wait) noexcept;
@@ -461,6 +508,8 @@ class JournalWriter {
   bool prezero_ = false;
   std::uint64_t capacity_ = 0;  // segment size
   std::uint32_t group_size_ = 0;
+  std::uint32_t buffer_size_ = 0;  // group_size_ + kBlockSize (the lead)
+  std::uint16_t format_version_ = kFormatVersion;  // of new segments
   std::uint32_t max_partial_ = 0;
   std::uint64_t journal_id_ = 0;
   std::string prepared_path_;  // directory + "/" + kPreparedFileName
@@ -491,6 +540,11 @@ class JournalWriter {
   std::vector<SegmentFile> segments_;  // open files; no fd = unused entry
   std::uint32_t active_ = 0;
   std::uint64_t write_pos_ = 0;  // next group offset in the active one
+  // O_DIRECT: the bytes [AlignDown(write_pos_), write_pos_) of the active
+  // segment, which the next group's write rewrites, and the slot whose
+  // write of them has not completed yet (-1: none).
+  std::byte* tail_block_ = nullptr;
+  std::int32_t tail_writer_ = -1;
   Prepared prepared_;
   std::uint64_t space_needed_ = 0;  // see space_needed()
   std::string space_reason_;        // see space_reason()

@@ -123,8 +123,7 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
     slot = OpenGroup(need);
     if (slot == nullptr) {
       if (!status_.ok()) return AppendStatus::kFailed;
-      if (space_needed_ != 0 && segments_[active_].capacity - write_pos_ <
-                                    AlignUp(kGroupOverhead + need)) {
+      if (space_needed_ != 0 && !GroupFits(need)) {
         // No room here, and no next segment: wait for space, not the disk.
         ++stats_.journal_full;
         SubmitPending();
@@ -167,11 +166,17 @@ AppendStatus JournalWriter::Commit(Slot& slot, std::uint32_t used,
   return AppendStatus::kOk;
 }
 
+bool JournalWriter::GroupFits(std::size_t need) const noexcept {
+  // The segment's capacity is a multiple of 4096 and write_pos_ one of the
+  // group alignment, so the group's padded end (and under O_DIRECT its
+  // write's last block) fits exactly when its bytes do.
+  return segments_[active_].capacity - write_pos_ >= kGroupOverhead + need;
+}
+
 JournalWriter::Slot* JournalWriter::OpenGroup(std::size_t need) noexcept {
-  const std::uint64_t group_bytes = AlignUp(kGroupOverhead + need);
   if (free_.empty()) Reap(false);
   SegmentFile* segment = &segments_[active_];
-  if (segment->capacity - write_pos_ < group_bytes) {
+  if (!GroupFits(need)) {
     if (!Rotate()) return nullptr;
     segment = &segments_[active_];
   } else {
@@ -183,11 +188,19 @@ JournalWriter::Slot* JournalWriter::OpenGroup(std::size_t need) noexcept {
   Slot& slot = slots_[id];
   slot.state = Slot::State::kFilling;
   slot.header = false;
+  slot.waiting = false;
   slot.segment = active_;
   slot.offset = write_pos_;
-  slot.used = kGroupHeaderSize;
+  // Under O_DIRECT the write starts at the block the group starts in, with
+  // that block's old bytes (identical) in front of the group; it must not
+  // be in flight together with the write that put them there.
+  slot.lead = direct_ ? static_cast<std::uint32_t>(write_pos_ % kBlockSize) : 0;
+  slot.blocker = slot.lead != 0 ? tail_writer_ : -1;
+  if (slot.lead != 0) std::memcpy(slot.buffer, tail_block_, slot.lead);
+  slot.used = slot.lead + static_cast<std::uint32_t>(kGroupHeaderSize);
   slot.limit = static_cast<std::uint32_t>(
-      std::min<std::uint64_t>(group_size_, segment->capacity - write_pos_) -
+      std::min<std::uint64_t>(slot.lead + group_size_,
+                              segment->capacity - (write_pos_ - slot.lead)) -
       kGroupTrailerSize);
   slot.records = 0;
   slot.first_index = last_index_ + 1;
@@ -199,35 +212,75 @@ JournalWriter::Slot* JournalWriter::OpenGroup(std::size_t need) noexcept {
 
 void JournalWriter::Seal(Slot& slot) noexcept {
   std::byte* const buffer = slot.buffer;
+  std::byte* const group = buffer + slot.lead;
+  const std::uint32_t group_bytes = slot.used - slot.lead;
   StoreStruct<kGroupHeaderLayout>(
       GroupHeader{.magic = kGroupMagic,
-                  .records_bytes =
-                      slot.used - static_cast<std::uint32_t>(kGroupHeaderSize),
+                  .records_bytes = group_bytes -
+                                   static_cast<std::uint32_t>(kGroupHeaderSize),
                   .first_index = slot.first_index,
                   .stable_index = durable_index_,
                   .record_count = slot.records,
                   .flags = 0},
-      buffer);
-  const std::uint32_t crc = Crc32c({buffer, slot.used});
+      group);
+  const std::uint32_t crc = Crc32c({group, group_bytes});
   StoreStruct<kGroupTrailerLayout>(
       GroupTrailer{.crc = crc, .magic = kTrailerMagic}, buffer + slot.used);
   slot.crc = crc;
+  // In buffer coordinates (the buffer starts at file offset offset - lead):
+  // the trailer's end, where the next group starts, and the write's end.
   const std::uint32_t end =
       slot.used + static_cast<std::uint32_t>(kGroupTrailerSize);
-  slot.length = static_cast<std::uint32_t>(AlignUp(end));
-  std::memset(buffer + end, 0, slot.length - end);
+  const std::uint64_t alignment =
+      GroupAlignment(segments_[slot.segment].version);
+  const auto next = static_cast<std::uint32_t>(
+      slot.lead + AlignUpTo(end - slot.lead, alignment));
+  // O_DIRECT writes whole blocks; buffered writes in a version-1 segment
+  // keep its padding to 4096; buffered version 2 writes the group exactly.
+  slot.length = direct_ || alignment == kBlockSize
+                    ? static_cast<std::uint32_t>(AlignUp(end))
+                    : end;
+  std::memset(buffer + end, 0, std::max(slot.length, next) - end);
   slot.done = 0;
   slot.synced = !sync_after_write_;
   slot.state = Slot::State::kInFlight;
   slot.submit_ns = MonotonicNs();
-  write_pos_ = slot.offset + slot.length;
-  fifo_[(fifo_head_ + fifo_count_) % fifo_.size()] = SlotId(slot);
+  write_pos_ = slot.offset + (next - slot.lead);
+  const std::uint32_t id = SlotId(slot);
+  if (direct_) {
+    // The block the next group starts in, as this write leaves it.
+    const std::uint32_t tail = next % kBlockSize;
+    if (tail != 0) {
+      std::memcpy(tail_block_, buffer + (next - tail), tail);
+      tail_writer_ = static_cast<std::int32_t>(id);
+    } else {
+      tail_writer_ = -1;
+    }
+  }
+  fifo_[(fifo_head_ + fifo_count_) % fifo_.size()] = id;
   ++fifo_count_;
   ++stats_.groups;
   stats_.records += slot.records;
   stats_.bytes_written += slot.length;
+  stats_.journal_bytes += next - slot.lead;
   if (filling_ == &slot) filling_ = nullptr;
-  SubmitWrite(SlotId(slot));
+  if (slot.blocker >= 0) {
+    slot.waiting = true;  // submitted by WriteLanded(blocker)
+    return;
+  }
+  SubmitWrite(id);
+}
+
+void JournalWriter::WriteLanded(std::uint32_t id) noexcept {
+  if (tail_writer_ == static_cast<std::int32_t>(id)) tail_writer_ = -1;
+  for (Slot& other : slots_) {
+    if (other.blocker != static_cast<std::int32_t>(id)) continue;
+    other.blocker = -1;
+    if (other.waiting) {
+      other.waiting = false;
+      SubmitWrite(SlotId(other));
+    }
+  }
 }
 
 void JournalWriter::SubmitWrite(std::uint32_t id) noexcept {
@@ -238,7 +291,7 @@ void JournalWriter::SubmitWrite(std::uint32_t id) noexcept {
   op.fd = segment.fd.get();
   op.data = slot.buffer + slot.done;
   op.length = slot.length - slot.done;
-  op.offset = slot.offset + slot.done;
+  op.offset = slot.offset - slot.lead + slot.done;
   op.buffer_index = static_cast<int>(id);
   op.dsync = direct_;
   op.link = sync_after_write_;
@@ -329,7 +382,8 @@ void JournalWriter::Handle(const IoCompletion& c) noexcept {
       if (c.result <= 0) {
         Fail(absl::DataLossError(absl::StrFormat(
             "journal write failed: segment %s, offset %d, %d bytes: %s",
-            segment.path, slot.offset + slot.done, slot.length - slot.done,
+            segment.path, slot.offset - slot.lead + slot.done,
+            slot.length - slot.done,
             c.result == 0 ? std::string("the write returned 0 bytes")
                           : ErrnoText(err))));
         return;
@@ -348,12 +402,14 @@ void JournalWriter::Handle(const IoCompletion& c) noexcept {
           Fail(absl::DataLossError(absl::StrFormat(
               "journal write made no progress: segment %s, offset %d: the "
               "kernel wrote %d of %d bytes, not a whole sector",
-              segment.path, slot.offset + before, c.result,
+              segment.path, slot.offset - slot.lead + before, c.result,
               slot.length - before)));
           return;
         }
         SubmitWrite(static_cast<std::uint32_t>(id));
+        return;
       }
+      WriteLanded(static_cast<std::uint32_t>(id));
       return;
     }
     case kTagSync: {
@@ -426,8 +482,11 @@ std::uint64_t JournalWriter::Poll() noexcept {
   if (!status_.ok() || closed_) return durable_index_;
   Reap(false);
   PumpPrepared(false);
+  // Group commit: a group not yet full is sealed while the pipeline has
+  // room, and (O_DIRECT) once its first block is not being written by an
+  // earlier group: until then it keeps filling.
   if (filling_ != nullptr && filling_->records > 0 &&
-      fifo_count_ < max_partial_) {
+      fifo_count_ < max_partial_ && filling_->blocker < 0) {
     Seal(*filling_);
   }
   MaybeCheckpoint();

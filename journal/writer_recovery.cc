@@ -67,7 +67,7 @@ absl::Status CheckWitnessedSegment(
   if (next > witness->segment_first_index) return absl::OkStatus();
   internal::SeekCounters counters;
   const std::optional<internal::FoundGroup> last =
-      internal::LastGroupIn(bytes, kBlockSize, counters);
+      internal::LastGroupIn(bytes, GroupAlignment(header.version), counters);
   const std::uint64_t last_index =
       last.has_value()
           ? last->check.header.first_index + last->check.header.record_count - 1
@@ -205,7 +205,8 @@ absl::Status JournalWriter::Recover() {
         internal::CheckSegmentHeader(block, entries[i].name_index);
     if (!check.ok) {
       if (check.header.magic == kSegmentMagic &&
-          check.header.version != kFormatVersion) {
+          (check.header.version < kOldestFormatVersion ||
+           check.header.version > kFormatVersion)) {
         return absl::UnimplementedError(
             absl::StrFormat("segment %s: %s", entries[i].path, check.problem));
       }
@@ -437,12 +438,14 @@ absl::Status JournalWriter::Recover() {
   journal_id_ = tail_header.journal_id;
   segments_.push_back(SegmentFile{.fd = std::move(*fd),
                                   .active = true,
+                                  .version = tail_header.version,
                                   .users = 0,
                                   .first_index = tail_header.first_index,
                                   .capacity = tail_header.capacity,
                                   .path = entries[tail].path});
   active_ = 0;
   write_pos_ = tail_end;
+  if (absl::Status s = LoadTailBlock(); !s.ok()) return s;
   last_index_ = durable_index_ = tail_last;
   // The last group kept, which the checkpoint names.
   for (std::size_t i = std::min(tail + 1, infos.size()); i-- > 0;) {
@@ -463,6 +466,25 @@ absl::Status JournalWriter::Recover() {
   recovery_.segments = entries.size();
   recovery_.segments_read = infos.size();
   recovery_.read_from_index = read_from == 0 ? 1 : read_from;
+  return absl::OkStatus();
+}
+
+absl::Status JournalWriter::LoadTailBlock() {
+  tail_writer_ = -1;
+  const std::uint64_t lead = write_pos_ % kBlockSize;
+  if (!direct_ || lead == 0) return absl::OkStatus();
+  const std::string& path = segments_[active_].path;
+  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return ErrnoStatus(errno, absl::StrFormat("open %s", path));
+  const std::uint64_t block = write_pos_ - lead;
+  const ssize_t got =
+      ::pread(fd.get(), tail_block_, lead, static_cast<off_t>(block));
+  if (got != static_cast<ssize_t>(lead)) {
+    return ErrnoStatus(got < 0 ? errno : EIO,
+                       absl::StrFormat("reading the last block of %s (offset "
+                                       "%d, %d bytes)",
+                                       path, block, lead));
+  }
   return absl::OkStatus();
 }
 

@@ -72,7 +72,7 @@ void JournalWriter::WriteSegmentHeader(std::uint64_t first_index,
   std::memset(block, 0, kBlockSize);
   EncodeSegmentHeader(
       SegmentHeader{.magic = kSegmentMagic,
-                    .version = kFormatVersion,
+                    .version = format_version_,
                     .header_size = kSegmentHeaderSize,
                     .block_size = kBlockSize,
                     .first_index = first_index,
@@ -175,12 +175,14 @@ absl::Status JournalWriter::CreateFirstSegment(std::uint64_t journal_id) {
   }
   segments_.push_back(SegmentFile{.fd = std::move(*fd),
                                   .active = true,
+                                  .version = format_version_,
                                   .users = 0,
                                   .first_index = first_index,
                                   .capacity = capacity_,
                                   .path = path});
   active_ = static_cast<std::uint32_t>(segments_.size() - 1);
   write_pos_ = kFirstGroupOffset;
+  tail_writer_ = -1;
   ++recovery_.segments;
   return absl::OkStatus();
 }
@@ -448,6 +450,7 @@ bool JournalWriter::Rotate() noexcept {
   SegmentFile& segment = segments_[entry];
   segment.fd = std::move(prepared_.fd);
   segment.active = true;
+  segment.version = format_version_;
   segment.users = 0;
   segment.first_index = first_index;
   segment.capacity = capacity_;
@@ -475,8 +478,12 @@ bool JournalWriter::Rotate() noexcept {
   ++segment.users;
   fifo_[(fifo_head_ + fifo_count_) % fifo_.size()] = id;
   ++fifo_count_;
+  slot.lead = 0;
+  slot.blocker = -1;
+  slot.waiting = false;
   SubmitWrite(id);
   write_pos_ = kFirstGroupOffset;
+  tail_writer_ = -1;  // a block of the old segment: nothing to rewrite here
   return status_.ok();
 }
 

@@ -192,10 +192,10 @@ HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
         h.magic);
     return check;
   }
-  if (h.version != kFormatVersion) {
+  if (h.version < kOldestFormatVersion || h.version > kFormatVersion) {
     check.problem = absl::StrFormat(
-        "unsupported format version %d (this build reads version %d)",
-        h.version, kFormatVersion);
+        "unsupported format version %d (this build reads versions %d to %d)",
+        h.version, kOldestFormatVersion, kFormatVersion);
     return check;
   }
   const std::uint32_t crc = Crc32c(raw.first(kSegmentHeaderCrcOffset));
@@ -310,7 +310,8 @@ std::uint64_t FirstNonZero(std::span<const std::byte> bytes,
 }
 
 GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
-                      std::uint64_t expected_first_index) noexcept {
+                      std::uint64_t expected_first_index,
+                      std::uint64_t alignment) noexcept {
   const std::uint64_t size = segment.size();
   if (pos >= size) return GroupCheck{};  // kEmpty: the file ends here
   if (pos + kGroupHeaderSize > size) {
@@ -377,14 +378,14 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
   }
   const std::uint64_t group_end = trailer + kGroupTrailerSize;
   const std::uint64_t aligned_end =
-      std::min<std::uint64_t>(AlignUp(group_end), size);
+      std::min<std::uint64_t>(AlignUpTo(group_end, alignment), size);
   if (FirstNonZero(segment.first(aligned_end), group_end) != aligned_end) {
     return Bad(false, "non-zero bytes in the padding after the group", h);
   }
   GroupCheck check;
   check.state = GroupState::kValid;
   check.header = h;
-  check.end = AlignUp(group_end);
+  check.end = AlignUpTo(group_end, alignment);
   check.crc = t.crc;
   return check;
 }
@@ -411,7 +412,7 @@ std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
     }
     if (magic != kGroupMagic) continue;
     ++counters.groups_checked;
-    GroupCheck check = CheckGroup(segment, o, 0);
+    GroupCheck check = CheckGroup(segment, o, 0, alignment);
     if (check.state == GroupState::kValid) {
       return FoundGroup{.offset = o, .check = check};
     }
@@ -462,7 +463,9 @@ absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
   damage.last_good_index = expected_index - 1;
   const std::string& path = segments.entry(segment).path;
 
-  // Search every block boundary after the damage for valid groups.
+  // Search every place a group may start after the damage (every 8-byte
+  // boundary in a version-2 segment, every block boundary in version 1)
+  // for valid groups.
   struct Proof {
     std::size_t segment;
     std::uint64_t offset;
@@ -472,11 +475,20 @@ absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
   for (std::size_t j = segment; j < segments.size(); ++j) {
     absl::StatusOr<std::span<const std::byte>> bytes = segments.Map(j);
     if (!bytes.ok()) return bytes.status();
+    // The segment's version says where its groups start; an unreadable
+    // header searches at the finer step, which finds groups of both.
+    std::uint64_t step = kGroupAlign;
+    if (bytes->size() >= kSegmentHeaderSize) {
+      const auto version = LoadLE<std::uint16_t>(
+          bytes->data() +
+          kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::version>);
+      if (version == 1) step = kBlockSize;
+    }
     std::uint64_t o =
-        j == segment && offset != 0 ? offset + kBlockSize : kFirstGroupOffset;
+        j == segment && offset != 0 ? offset + step : kFirstGroupOffset;
     while (o + kGroupHeaderSize <= bytes->size()) {
       if (LoadLE<std::uint32_t>(bytes->data() + o) == kGroupMagic) {
-        const GroupCheck check = CheckGroup(*bytes, o, 0);
+        const GroupCheck check = CheckGroup(*bytes, o, 0, step);
         if (check.state == GroupState::kValid) {
           ++damage.later_groups;
           if (!proof.has_value() &&
@@ -487,7 +499,7 @@ absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
           continue;
         }
       }
-      o += kBlockSize;
+      o += step;
     }
   }
 

@@ -9,8 +9,10 @@
 // decides what P is:
 //
 // 1. Nothing but zeros, and no later segment: the clean end of the journal.
-// 2. Otherwise P is damage. Every 4096-byte boundary after P (in its segment
-//    and in every later segment) is searched for a valid group.
+// 2. Otherwise P is damage. Every place after P where a group may start (in
+//    its segment and in every later segment: every 8-byte boundary in a
+//    version-2 segment, every 4096-byte boundary in version 1) is searched
+//    for a valid group.
 //    - A later valid group whose stable_index >= H proves that the records
 //      at P had been written (and synced) before it: data loss.
 //    - A damaged group at P that was written in full (header and trailer
@@ -124,17 +126,21 @@ struct GroupCheck {
   GroupState state = GroupState::kEmpty;
   bool torn = false;         // kBad: a crash can explain it (see above)
   GroupHeader header{};      // as read, when the magic matched
-  std::uint64_t end = 0;     // kValid: offset of the next group
+  std::uint64_t end = 0;     // kValid: offset of the next group (the end
+                             // of the trailer rounded up to `alignment`)
   std::uint32_t crc = 0;     // kValid: the trailer's checksum
   std::string_view problem;  // kBad: what failed
 };
 
-// Checks the group at `pos` (a multiple of kBlockSize) of `segment`. With
+// Checks the group at `pos` (a multiple of `alignment`) of `segment`;
+// `alignment` is GroupAlignment(the segment's version): the padding after
+// the trailer up to the next multiple of it must be zero. With
 // expected_first_index == 0 any first index is accepted (used when
 // searching past damage). Hot enough for replay: O(group bytes), no
 // allocation.
 GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
-                      std::uint64_t expected_first_index) noexcept;
+                      std::uint64_t expected_first_index,
+                      std::uint64_t alignment) noexcept;
 
 // What positioning a reader (seek) cost: the counters a test holds against
 // the O(log segments + log groups) bound.

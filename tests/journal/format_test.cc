@@ -80,7 +80,7 @@ TEST(FormatTest, SegmentHeaderRoundTripsWithItsChecksum) {
   EXPECT_EQ(back.journal_id, 0xFEEDFACECAFEBEEFull);
   EXPECT_EQ(back.crc, Crc32c({bytes.data(), kSegmentHeaderCrcOffset}));
   // Byte 8 is the version, little-endian.
-  EXPECT_EQ(bytes[8], std::byte{1});
+  EXPECT_EQ(bytes[8], std::byte{2});
   EXPECT_EQ(bytes[9], std::byte{0});
 }
 
@@ -148,7 +148,7 @@ TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
   test_support::ScratchDir dir;
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = Durability::kNone,
-                                     .segment_size = 64 * 1024,
+                                     .segment_size = std::uint64_t{64} * 1024,
                                      .backend = IoBackend::kBlocking});
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_EQ((*writer)->Append(frame, 0xCAFE, 1700000000000000000ull),

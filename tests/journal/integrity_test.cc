@@ -42,22 +42,27 @@ using ::testing::HasSubstr;
       GTEST_SKIP() << s.message();                          \
   } while (0)
 
-// `groups` one-record groups under kSync in 64 KiB segments: 15 groups per
-// segment, group k of a segment at offset 4096 * (k + 1). Closed cleanly,
-// so its checkpoint says every index is durable.
+// `groups` one-record groups under kSync in 64 KiB segments of format
+// version 1 (what older code wrote; its fixed block layout lets the tests
+// below cut and copy whole groups): 15 groups per segment, group k of a
+// segment at offset 4096 * (k + 1). Closed cleanly, so its checkpoint says
+// every index is durable.
 void BuildJournal(const std::string& dir, int groups) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kSync,
-                                     .segment_size = 64 * 1024,
-                                     .group_size = 8192});
+                                     .segment_size = std::uint64_t{64} * 1024,
+                                     .group_size = 8192,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   AppendRange(**writer, 1, static_cast<std::size_t>(groups), 1);
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
 WriterOptions Reopen(const std::string& dir, bool accept_loss = false) {
-  return WriterOptions{
-      .directory = dir, .segment_size = 64 * 1024, .accept_loss = accept_loss};
+  return WriterOptions{.directory = dir,
+                       .segment_size = std::uint64_t{64} * 1024,
+                       .accept_loss = accept_loss,
+                       .format_version = 1};
 }
 
 // Reads the whole journal: the records read and the final status.
@@ -157,7 +162,7 @@ TEST(CheckpointTest, IsPublishedWhileAppendingAtABoundedRate) {
   for (const std::uint32_t interval_ms : {1u, 3'600'000u}) {
     ScratchDir dir;
     auto writer = JournalWriter::Open({.directory = dir.path(),
-                                       .segment_size = 64 * 1024,
+                                       .segment_size = std::uint64_t{64} * 1024,
                                        .checkpoint_interval_ms = interval_ms});
     ASSERT_TRUE(writer.ok()) << writer.status();
     EXPECT_EQ(LoadCheckpoint(dir).durable_index, 0u);  // written at Open
@@ -244,7 +249,7 @@ TEST(IntegrityTest, TheLastSegmentCutAtAGroupBoundaryIsDataLoss) {
   ScratchDir dir;
   BuildJournal(dir.path(), 15);
   const std::string segment = SegmentPaths(dir.path()).at(0);
-  ZeroFrom(segment, 4096 * 13);
+  ZeroFrom(segment, std::uint64_t{4096} * 13);
   const Outcome read = Read(dir.path());
   EXPECT_EQ(read.records, 12u);
   ASSERT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
@@ -349,7 +354,7 @@ TEST(IntegrityTest, AMiddleSegmentTruncatedBelowItsCapacityIsRefused) {
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr(paths[1] + ": the file is 61640 bytes"));
   // The same file cut at its last group boundary.
-  std::filesystem::resize_file(paths[1], 4096 * 15);
+  std::filesystem::resize_file(paths[1], std::uintmax_t{4096} * 15);
   EXPECT_THAT(std::string(Read(dir.path()).status.message()),
               HasSubstr(paths[1] + ": the file is 61440 bytes, shorter than "
                                    "the 65536 bytes its header promises"));
@@ -368,8 +373,9 @@ TEST(IntegrityTest, AJournalRewrittenUnderTheCheckpointIsDataLoss) {
   {
     auto writer = JournalWriter::Open({.directory = other.path(),
                                        .durability = Durability::kSync,
-                                       .segment_size = 64 * 1024,
-                                       .group_size = 8192});
+                                       .segment_size = std::uint64_t{64} * 1024,
+                                       .group_size = 8192,
+                                       .format_version = 1});
     ASSERT_TRUE(writer.ok());
     AppendRange(**writer, 1, 10, 1);
     ASSERT_TRUE((*writer)->Close().ok());
@@ -379,7 +385,7 @@ TEST(IntegrityTest, AJournalRewrittenUnderTheCheckpointIsDataLoss) {
   std::vector<std::byte> theirs = ReadFile(SegmentPaths(other.path()).at(0));
   std::copy(mine.begin(), mine.begin() + 4096, theirs.begin());
   // Rewrite group 10's session id and checksum as another writer would.
-  const std::uint64_t at = 4096 * 10;
+  const std::uint64_t at = std::uint64_t{4096} * 10;
   codec::StoreLE(&theirs[at + kGroupHeaderSize + kRecordSessionIdOffset],
                  std::uint32_t{99});
   const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(&theirs[at]);
@@ -459,7 +465,7 @@ TEST(LockTest, AReaderRunsBesideAWriter) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
   auto writer = JournalWriter::Open({.directory = dir.path(),
-                                     .segment_size = 64 * 1024,
+                                     .segment_size = std::uint64_t{64} * 1024,
                                      .checkpoint_interval_ms = 1});
   ASSERT_TRUE(writer.ok());
   AppendRange(**writer, 1, 50, 5);

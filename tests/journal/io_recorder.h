@@ -16,10 +16,20 @@
 // and the file's metadata is not written), not a sync pushed while the
 // write was still in flight and not linked behind it, not a cancelled one.
 //
+// A write takes durability away only from the bytes it changes: a byte
+// rewritten with the value it had stays durable (the O_DIRECT writer
+// rewrites the block a packed group starts in, its old bytes identical).
+//
 // Check(durable) then asks, for every index up to `durable`, whether the
 // bytes of its group (header, records, trailer) and, for a segment whose
 // header the writer wrote through the queue, the segment header were
-// durable by those rules at that moment. Tests only.
+// durable by those rules at that moment.
+//
+// Besides, the recorder notes as errors (Check returns the first): a write
+// that changes a byte of a group already reported durable, and two writes
+// in flight at once on the same file that cover the same 4096-byte block
+// (under O_DIRECT, where whole blocks are written, so the one landing last
+// would undo the other's bytes) or the same bytes (buffered). Tests only.
 #ifndef ORDERWIRE_TESTS_JOURNAL_IO_RECORDER_H_
 #define ORDERWIRE_TESTS_JOURNAL_IO_RECORDER_H_
 
@@ -29,6 +39,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <iterator>
 #include <map>
@@ -40,6 +51,7 @@
 
 #include "absl/strings/str_format.h"
 #include "codec/wire.h"
+#include "journal/crc32c.h"
 #include "journal/format.h"
 #include "journal/internal/io_queue.h"
 
@@ -68,9 +80,10 @@ class DurabilityRecorder : public internal::IoFaults {
     p.linked_behind = link_from_;
     link_from_ = op.link ? std::optional(op.user_data) : std::nullopt;
     if (op.code == internal::OpCode::kWrite) {
+      CheckOverlap(op, file);
       // New bytes for the range: what was durable or written there before
-      // no longer says anything about them.
-      file.durable.Remove(op.offset, op.offset + op.length);
+      // no longer says anything about the bytes that change.
+      NoteNewBytes(op, file);
       Trim(file.written, op.offset, op.offset + op.length);
       ++writes_;
       dsync_writes_ += p.dsync ? 1 : 0;
@@ -99,6 +112,7 @@ class DurabilityRecorder : public internal::IoFaults {
     const Pending p = std::move(it->second);
     pending_.erase(it);
     FileState& file = files_[p.file];
+    file.in_flight.erase(op.user_data);
     Log(file,
         absl::StrFormat("#%d done %s: result %d", seq_, Describe(p), result));
     if (op.code == internal::OpCode::kWrite) {
@@ -174,10 +188,22 @@ class DurabilityRecorder : public internal::IoFaults {
             checked_ + 1, durable, file.path, file.durable.ToString(),
             History(file));
       }
+      file.reported.Add(g.offset, g.offset + g.bytes);
       checked_ = g.last;
     }
     return {};
   }
+
+  // Errors noted so far (see above), in order.
+  [[nodiscard]] const std::vector<std::string>& errors() const {
+    return errors_;
+  }
+  // Writes pushed while another write to the same block was in flight.
+  [[nodiscard]] std::uint64_t overlapping_writes() const {
+    return overlapping_writes_;
+  }
+  // Writes that rewrote bytes already written (identical or not).
+  [[nodiscard]] std::uint64_t rewrites() const { return rewrites_; }
 
   // Indexes up to `index` were there before the recorder was installed
   // (a reopened journal): Check() starts after them.
@@ -224,6 +250,12 @@ class DurabilityRecorder : public internal::IoFaults {
       }
       for (const auto& [b, e] : keep) ranges_.emplace(b, e);
     }
+    [[nodiscard]] bool Intersects(std::uint64_t begin,
+                                  std::uint64_t end) const {
+      auto it = ranges_.upper_bound(begin);
+      if (it != ranges_.begin() && std::prev(it)->second > begin) return true;
+      return it != ranges_.end() && it->first < end;
+    }
     [[nodiscard]] bool Covers(std::uint64_t begin, std::uint64_t end) const {
       auto it = ranges_.upper_bound(begin);
       if (it == ranges_.begin()) return false;
@@ -253,8 +285,12 @@ class DurabilityRecorder : public internal::IoFaults {
     int open_flags = 0;
     bool header_via_queue = false;
     Ranges durable;
-    std::vector<Written> written;  // completed, not yet made durable
-    std::deque<std::string> log;   // the last ops, for messages
+    Ranges reported;                 // bytes of groups Check() found durable
+    std::vector<std::byte> content;  // the bytes written, as pushed
+    std::vector<Written> written;    // completed, not yet made durable
+    // Writes pushed and not completed: user_data -> [begin, end).
+    std::map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>> in_flight;
+    std::deque<std::string> log;  // the last ops, for messages
   };
   struct Pending {
     internal::IoOp op;
@@ -337,13 +373,76 @@ class DurabilityRecorder : public internal::IoFaults {
 
   static std::string History(const FileState& file) {
     std::string out;
-    for (auto it = file.log.rbegin(); it != file.log.rend(); ++it) {
+    // Last first. (std::views::reverse would do, but clang 14's tidy
+    // cannot parse it over libstdc++ 12's ranges.)
+    for (auto it = file.log.rbegin(); it != file.log.rend();  // NOLINT
+         ++it) {
       absl::StrAppend(&out, "  ", *it, "\n");
     }
     return out;
   }
 
-  // Notes a segment header or the start of a group in a write's bytes.
+  // Notes an error if `op` covers a block (O_DIRECT) or a byte (buffered)
+  // that a write still in flight on the same file covers, and records it as
+  // in flight.
+  void CheckOverlap(const internal::IoOp& op, FileState& file) {
+    const bool direct = (file.open_flags & O_DIRECT) != 0;
+    const std::uint64_t grain = direct ? kBlockSize : 1;
+    const std::uint64_t begin = op.offset / grain * grain;
+    const std::uint64_t end =
+        (op.offset + op.length + grain - 1) / grain * grain;
+    for (const auto& [user_data, range] : file.in_flight) {
+      const std::uint64_t other_begin = range.first / grain * grain;
+      const std::uint64_t other_end =
+          (range.second + grain - 1) / grain * grain;
+      if (begin < other_end && other_begin < end) {
+        ++overlapping_writes_;
+        errors_.push_back(absl::StrFormat(
+            "two writes in flight at once cover the same %s of %s: [%d, %d) "
+            "pushed while [%d, %d) (user_data %#x) had not completed; the one "
+            "completing last decides what the disk holds",
+            direct ? "4096-byte block" : "bytes", file.path, op.offset,
+            op.offset + op.length, range.first, range.second, user_data));
+      }
+    }
+    file.in_flight[op.user_data] = {op.offset, op.offset + op.length};
+  }
+
+  // Takes durability from the bytes `op` changes (a byte rewritten with its
+  // value stays durable); a change to a byte of a group already reported
+  // durable is an error.
+  void NoteNewBytes(const internal::IoOp& op, FileState& file) {
+    const std::uint64_t begin = op.offset;
+    const std::uint64_t end = op.offset + op.length;
+    if (op.data == nullptr) {
+      file.durable.Remove(begin, end);
+      return;
+    }
+    if (begin < file.content.size()) ++rewrites_;
+    if (file.content.size() < end) file.content.resize(end);
+    std::uint64_t i = begin;
+    while (i < end) {
+      const bool same = file.content[i] == op.data[i - begin];
+      std::uint64_t j = i + 1;
+      while (j < end && (file.content[j] == op.data[j - begin]) == same) ++j;
+      if (!same) {
+        file.durable.Remove(i, j);
+        if (file.reported.Intersects(i, j)) {
+          errors_.push_back(absl::StrFormat(
+              "a write [%d, %d) to %s changes bytes [%d, %d), which belong "
+              "to a group already reported durable",
+              begin, end, file.path, i, j));
+        }
+        std::memcpy(file.content.data() + i, op.data + (i - begin), j - i);
+      }
+      i = j;
+    }
+  }
+
+  // Notes the segment header or every whole group (checksum verified) in a
+  // write's bytes: packed groups start at any 8-byte boundary, and an
+  // O_DIRECT write begins with the old bytes of the block the group starts
+  // in.
   void RecognizeContent(const internal::IoOp& op, const FileKey& key) {
     if (op.data == nullptr) return;
     if (op.offset == 0 && op.length >= kSegmentHeaderSize &&
@@ -351,16 +450,31 @@ class DurabilityRecorder : public internal::IoFaults {
       files_[key].header_via_queue = true;
       return;
     }
-    if (op.offset >= kFirstGroupOffset && op.offset % kBlockSize == 0 &&
-        op.length >= kGroupHeaderSize &&
-        codec::LoadLE<std::uint32_t>(op.data) == kGroupMagic) {
-      const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(op.data);
-      groups_[h.first_index] =
-          Group{.file = key,
-                .offset = op.offset,
-                .bytes = kGroupOverhead + h.records_bytes,
-                .first = h.first_index,
-                .last = h.first_index + h.record_count - 1};
+    if (op.offset < kFirstGroupOffset || op.offset % kGroupAlign != 0) return;
+    std::uint64_t p = 0;
+    while (p + kGroupHeaderSize <= op.length) {
+      if (codec::LoadLE<std::uint32_t>(op.data + p) == kGroupMagic) {
+        const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(op.data + p);
+        const std::uint64_t trailer = p + kGroupHeaderSize + h.records_bytes;
+        if (h.records_bytes < kMaxGroupBytes &&
+            trailer + kGroupTrailerSize <= op.length) {
+          const auto t =
+              LoadStruct<kGroupTrailerLayout, GroupTrailer>(op.data + trailer);
+          if (t.magic == kTrailerMagic &&
+              t.crc == Crc32c({op.data + p,
+                               static_cast<std::size_t>(trailer - p)})) {
+            groups_[h.first_index] =
+                Group{.file = key,
+                      .offset = op.offset + p,
+                      .bytes = kGroupOverhead + h.records_bytes,
+                      .first = h.first_index,
+                      .last = h.first_index + h.record_count - 1};
+            p = AlignUpTo(trailer + kGroupTrailerSize, kGroupAlign);
+            continue;
+          }
+        }
+      }
+      p += kGroupAlign;
     }
   }
 
@@ -375,6 +489,8 @@ class DurabilityRecorder : public internal::IoFaults {
   std::uint64_t writes_ = 0;
   std::uint64_t dsync_writes_ = 0;
   std::uint64_t syncs_ = 0;
+  std::uint64_t overlapping_writes_ = 0;
+  std::uint64_t rewrites_ = 0;
   std::vector<std::string> errors_;
 };
 

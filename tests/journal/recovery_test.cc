@@ -32,19 +32,24 @@ using ::orderwire::test_support::WriteFile;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
 
-// A journal of `groups` groups of `per_group` records in one 64 KiB segment:
-// written under kSync, so each Append() is a group of its own, each group
-// takes one 4096-byte block (group k at offset 4096 * (k + 1)), and each
-// group's stable_index is the last index of the group before it.
+// A journal of `groups` groups of `per_group` records in one 64 KiB segment
+// of format version 1 (what older code wrote; the damage rules are tested
+// on its fixed layout here, and on version 2 in compact_test.cc): written
+// under kSync, so each Append() is a group of its own, each group takes one
+// 4096-byte block (group k at offset 4096 * (k + 1)), and each group's
+// stable_index is the last index of the group before it.
 void BuildJournal(const std::string& dir, int groups, int per_group,
-                  std::uint64_t segment_size = 64 * 1024) {
+                  std::uint64_t segment_size = std::uint64_t{64} * 1024) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kSync,
                                      .segment_size = segment_size,
-                                     .group_size = 8192});
+                                     .group_size = 8192,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
-  AppendRange(**writer, 1, static_cast<std::size_t>(groups * per_group),
-              static_cast<std::size_t>(per_group));
+  AppendRange(
+      **writer, 1,
+      static_cast<std::size_t>(groups) * static_cast<std::size_t>(per_group),
+      static_cast<std::size_t>(per_group));
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
@@ -124,7 +129,9 @@ constexpr std::uint64_t Block(int k) { return kBlockSize * std::uint64_t(k); }
 
 // Options for reopening a test journal (its small segments).
 WriterOptions Reopen(const std::string& dir) {
-  return WriterOptions{.directory = dir, .segment_size = 64 * 1024};
+  return WriterOptions{.directory = dir,
+                       .segment_size = std::uint64_t{64} * 1024,
+                       .format_version = 1};
 }
 
 // Appends the record the model gives index i, waiting while the writer is
@@ -431,13 +438,13 @@ TEST(RecoveryTest, AnotherFormatVersionIsUnimplemented) {
   std::vector<std::byte> bytes = ReadFile(segment);
   SegmentHeader h =
       LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes.data());
-  h.version = 2;
-  EncodeSegmentHeader(h, bytes.data());  // a valid header of version 2
+  h.version = kFormatVersion + 1;
+  EncodeSegmentHeader(h, bytes.data());  // a valid header of version 3
   WriteFile(segment, bytes);
   const Outcome read = Read(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(read.status.message()),
-              HasSubstr("unsupported format version 2"));
+              HasSubstr("unsupported format version 3"));
   auto writer = JournalWriter::Open(Reopen(dir.path()));
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kUnimplemented);
 }
@@ -603,7 +610,7 @@ TEST(RecoveryTest, AnUnusedPreparedSegmentIsIgnoredAndRemoved) {
   ScratchDir dir;
   BuildJournal(dir.path(), 3, 1);
   WriteFile(dir.Sub(std::string(kPreparedFileName)),
-            std::vector<std::byte>(64 * 1024));
+            std::vector<std::byte>(std::uint64_t{64} * 1024));
   EXPECT_EQ(Read(dir.path()).records, 3u);
   auto writer = JournalWriter::Open(Reopen(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();

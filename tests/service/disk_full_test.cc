@@ -192,11 +192,12 @@ TEST(ServiceDiskFull, BusyCarriesTheExpectedSequenceAndDuplicatesAreAnswered) {
                           .quantity = 1});
   };
 
-  // One command per datagram (a journal group each) until one is refused.
+  // One command per datagram (a journal group each, about 112 bytes packed:
+  // some 540 fill the 64 KiB segment) until one is refused.
   std::vector<Bytes> accepted;
   std::uint64_t seq = 1;
   std::vector<Bytes> reports;
-  for (; seq <= 200; ++seq) {
+  for (; seq <= 2000; ++seq) {
     client.Send(kRaw, {order(seq)});
     reports = client.Frames(kRaw, 1);
     ASSERT_EQ(reports.size(), 1u);
@@ -205,7 +206,7 @@ TEST(ServiceDiskFull, BusyCarriesTheExpectedSequenceAndDuplicatesAreAnswered) {
     accepted.push_back(reports[0]);
   }
   ASSERT_GT(accepted.size(), 1u);
-  ASSERT_LE(seq, 200u) << "the journal never filled up";
+  ASSERT_LE(seq, 2000u) << "the journal never filled up";
   // Busy, frame sequence 0, naming the refused command's sequence.
   const codec::Busy busy{.expected_sequence = seq,
                          .cause = codec::BusyCause::kJournalFull};
