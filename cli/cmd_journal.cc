@@ -820,10 +820,10 @@ absl::Status Follow(const Args& args) {
 // ---------------------------------------------------------------------------
 // replay
 
-// Replay through the engine needs every record from index 1.
-absl::Status PrunedReplayError(const std::string& dir,
-                               const journal::JournalReader& reader) {
-  const std::uint64_t first = reader.first_index();
+// Replay through the engine needs every record from index 1, or from a
+// snapshot's index + 1: a pruned journal whose first index is later cannot
+// rebuild the state.
+absl::Status PrunedReplayError(const std::string& dir, std::uint64_t first) {
   return absl::FailedPreconditionError(absl::StrFormat(
       "journal %s starts at index %s: indexes 1..%s were pruned, and replay "
       "cannot rebuild the engine's state without them. Replay from a "
@@ -984,16 +984,17 @@ absl::Status Replay(const Args& args) {
         started->snapshot->live_orders, snapshot_index + 1);
     std::fputs(from.c_str(), stderr);
   }
+  // A pruned journal replays only from a snapshot that reaches its start.
+  absl::StatusOr<std::uint64_t> first = journal::FirstAvailableIndex(dir);
+  if (!first.ok())
+    return AcceptedOrFailed("replay", first.status(), accept_loss);
+  if (*first > snapshot_index + 1) return PrunedReplayError(dir, *first);
   absl::StatusOr<JournalTail> tail =
       JournalTail::OpenJournalAt(dir, reader_options, snapshot_index + 1);
   if (!tail.ok()) {
     return AcceptedOrFailed("replay", tail.status(), accept_loss);
   }
   journal::JournalReader& reader = tail->reader();
-  // A pruned journal replays only from a snapshot that reaches its start.
-  if (reader.first_index() > snapshot_index + 1) {
-    return PrunedReplayError(dir, reader);
-  }
   Progress progress("replay", reader.total_bytes());
   std::uint64_t count = 0;
   std::uint64_t report_count = 0;

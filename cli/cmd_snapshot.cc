@@ -23,6 +23,7 @@
 #include "cli/journal_tail.h"
 #include "cli/progress.h"
 #include "journal/reader.h"
+#include "journal/start.h"
 #include "service/pinned_config.h"
 #include "service/service_config.h"
 #include "service/snapshot.h"
@@ -126,17 +127,19 @@ absl::Status Create(const Args& args) {
   }
   service::StateMachine& machine = *started->machine;
   const std::uint64_t from = machine.last_index();
-  absl::StatusOr<JournalTail> tail =
-      JournalTail::OpenJournalAt(dir, reader_options, from + 1);
-  if (!tail.ok()) return tail.status();
-  journal::JournalReader& reader = tail->reader();
-  if (reader.first_index() > from + 1) {
+  absl::StatusOr<std::uint64_t> first = journal::FirstAvailableIndex(dir);
+  if (!first.ok()) return first.status();
+  if (*first > from + 1) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "snapshot: journal %s starts at index %d (indexes before it were "
         "pruned) and no valid snapshot reaches it: the state cannot be "
         "rebuilt",
-        dir, reader.first_index()));
+        dir, *first));
   }
+  absl::StatusOr<JournalTail> tail =
+      JournalTail::OpenJournalAt(dir, reader_options, from + 1);
+  if (!tail.ok()) return tail.status();
+  journal::JournalReader& reader = tail->reader();
   Progress progress("snapshot", reader.total_bytes());
 
   const service::PinnedConfig unpinned = service::PinnedConfigOf(config);

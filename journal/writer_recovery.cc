@@ -166,6 +166,19 @@ absl::Status JournalWriter::Recover() {
     return CreateFirstSegment(id);
   }
 
+  // The first segment must start at the journal's first index (1, or the
+  // start record's): a bounded read below may not enter it, so a first
+  // segment deleted without a prune is found here.
+  if (!accept && entries.front().name_index != first_index) {
+    return absl::DataLossError(absl::StrFormat(
+        "data loss: the journal %s starts at index %d%s, but its first "
+        "segment file is %s: records %d..%d are missing (segment file %s)",
+        options_.directory, first_index,
+        first_index > 1 ? " (its start record, written by a prune)" : "",
+        entries.front().path, first_index, entries.front().name_index - 1,
+        SegmentFileName(first_index)));
+  }
+
   // The checkpoint: recovery reads the journal from its group on (below).
   std::optional<Checkpoint> witness;
   if (!accept) {

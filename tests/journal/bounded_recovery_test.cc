@@ -37,10 +37,12 @@ constexpr std::uint64_t kSmallSegment = std::uint64_t{64} * 1024;
 // 60 one-record groups in 64 KiB segments (15 per segment, group k of a
 // segment at offset 4096 * (k + 1)), closed cleanly: the checkpoint names
 // the group of index 60, in the fourth segment.
+// Format 1 (a group per 4096-byte block: the offsets below count blocks).
 void Build(const std::string& dir, std::uint64_t first, std::uint64_t last) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kNone,
-                                     .segment_size = kSmallSegment});
+                                     .segment_size = kSmallSegment,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_EQ((*writer)->last_index(), first - 1);
   for (std::uint64_t i = first; i <= last; ++i) {

@@ -73,7 +73,8 @@ TEST(FollowerTest, YieldsEveryDurableRecordOnceInOrderAndNothingPastIt) {
                                      .durability = Durability::kBatch,
                                      .segment_size = kSmallSegment,
                                      .sync_method = SyncMethod::kFdatasync,
-                                     .faults = &faults});
+                                     .faults = &faults,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   auto follower = JournalFollower::Open(dir.path());
   ASSERT_TRUE(follower.ok()) << follower.status();
@@ -127,7 +128,8 @@ TEST(FollowerTest, AConcurrentFollowerSeesEveryRecordOnce) {
   ScratchDir dir("follow");
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = Durability::kBatch,
-                                     .segment_size = kSmallSegment});
+                                     .segment_size = kSmallSegment,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::uint64_t kRecords = 3000;
   std::atomic<bool> done{false};
@@ -176,7 +178,8 @@ TEST(FollowerTest, DamageIsAnErrorAndStaysOne) {
   {
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kNone,
-                                       .segment_size = kSmallSegment});
+                                       .segment_size = kSmallSegment,
+                                       .format_version = 1});
     ASSERT_TRUE(writer.ok());
     for (std::uint64_t i = 1; i <= 40; ++i) {
       ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
@@ -215,7 +218,8 @@ TEST(FollowerTest, WithoutDurableFileTheCheckpointIsTheLimit) {
   {
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kNone,
-                                       .segment_size = kSmallSegment});
+                                       .segment_size = kSmallSegment,
+                                       .format_version = 1});
     ASSERT_TRUE(writer.ok());
     for (std::uint64_t i = 1; i <= 20; ++i) {
       ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
@@ -229,7 +233,8 @@ TEST(FollowerTest, WithoutDurableFileTheCheckpointIsTheLimit) {
   {
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kNone,
-                                       .segment_size = kSmallSegment});
+                                       .segment_size = kSmallSegment,
+                                       .format_version = 1});
     ASSERT_TRUE(writer.ok());
     for (std::uint64_t i = 21; i <= 30; ++i) {
       ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);

@@ -47,7 +47,8 @@ void BuildJournal(const std::string& dir, std::uint64_t first, int groups) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kSync,
                                      .segment_size = kSegmentSize,
-                                     .group_size = 8192});
+                                     .group_size = 8192,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   AppendRange(**writer, first, static_cast<std::size_t>(groups), 1);
   ASSERT_TRUE((*writer)->Close().ok());
@@ -221,7 +222,8 @@ TEST(PruneTest, NeverTheLastSegmentNorTheOneHoldingTheLastRecord) {
   {
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kSync,
-                                       .segment_size = kSegmentSize});
+                                       .segment_size = kSegmentSize,
+                                       .format_version = 1});
     ASSERT_TRUE(writer.ok()) << writer.status();
     ASSERT_TRUE((*writer)->StartSegment("metadata").ok());
     ASSERT_TRUE((*writer)->Close().ok());
@@ -231,8 +233,9 @@ TEST(PruneTest, NeverTheLastSegmentNorTheOneHoldingTheLastRecord) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->segments.empty());
   EXPECT_THAT(report->stopped_because, HasSubstr("holds the journal's last"));
-  auto writer = JournalWriter::Open(
-      {.directory = dir.path(), .segment_size = kSegmentSize});
+  auto writer = JournalWriter::Open({.directory = dir.path(),
+                                     .segment_size = kSegmentSize,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_EQ((*writer)->last_index(), 40u);
 }
@@ -324,8 +327,9 @@ TEST(PruneTest, ADeletedFirstSegmentWithoutAPruneIsStillDataLoss) {
   const Outcome read = Read(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("not 1"));
-  const auto writer = JournalWriter::Open(
-      {.directory = dir.path(), .segment_size = kSegmentSize});
+  const auto writer = JournalWriter::Open({.directory = dir.path(),
+                                           .segment_size = kSegmentSize,
+                                           .format_version = 1});
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
   // And a prune refuses to make it look intended.
   const absl::StatusOr<PruneReport> report =
@@ -343,8 +347,9 @@ TEST(PruneTest, ASegmentDeletedAfterAPruneIsDataLoss) {
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("the journal starts at index 16"));
-  EXPECT_EQ(JournalWriter::Open(
-                {.directory = dir.path(), .segment_size = kSegmentSize})
+  EXPECT_EQ(JournalWriter::Open({.directory = dir.path(),
+                                 .segment_size = kSegmentSize,
+                                 .format_version = 1})
                 .status()
                 .code(),
             absl::StatusCode::kDataLoss);
@@ -364,8 +369,9 @@ TEST(PruneTest, ACheckpointNamingAPrunedGroupStillOpens) {
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.first, 31u);
   EXPECT_EQ(read.last, 40u);
-  auto writer = JournalWriter::Open(
-      {.directory = dir.path(), .segment_size = kSegmentSize});
+  auto writer = JournalWriter::Open({.directory = dir.path(),
+                                     .segment_size = kSegmentSize,
+                                     .format_version = 1});
   EXPECT_TRUE(writer.ok()) << writer.status();
 }
 

@@ -78,12 +78,15 @@ Scan ReadFrom(const std::string& dir, const ReaderOptions& options) {
 // `segment_size` bytes. Every Append is one group (Flush after each); its
 // records share one receive time, which grows by 0..3 ns per group (equal
 // times across groups too).
+// `version`: the format of the segments (1: groups on 4096-byte
+// boundaries, 2: packed at 8 bytes).
 void BuildRandomJournal(const std::string& dir, std::mt19937_64& rng,
                         int groups, std::uint64_t segment_size,
-                        std::uint32_t max_records) {
+                        std::uint32_t max_records, std::uint16_t version = 1) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kNone,
-                                     .segment_size = segment_size});
+                                     .segment_size = segment_size,
+                                     .format_version = version});
   ASSERT_TRUE(writer.ok()) << writer.status();
   std::uint64_t next = 1;
   std::uint64_t time = 1'700'000'000'000'000'000ull;
@@ -109,21 +112,27 @@ TEST(SeekTest, EveryIndexYieldsWhatAFullScanYieldsFromThere) {
   const std::uint64_t seed = TestSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  ScratchDir dir("seek");
-  BuildRandomJournal(dir.path(), rng, 90, kSmallSegment, 6);
-  ASSERT_GE(SegmentPaths(dir.path()).size(), 5u);
-  const Scan full = ReadFrom(dir.path(), {});
-  ASSERT_EQ(full.end, ReadResult::kEnd) << full.status;
-  const std::uint64_t last = full.records.back().index;
-  for (std::uint64_t k = 1; k <= last + 2; ++k) {
-    SCOPED_TRACE(k);
-    const Scan from = ReadFrom(dir.path(), {.from_index = k});
-    ASSERT_EQ(from.end, ReadResult::kEnd) << from.status;
-    const std::vector<Seen> want(
-        full.records.begin() + static_cast<std::ptrdiff_t>(
-                                   std::min<std::uint64_t>(k, last + 1) - 1),
-        full.records.end());
-    ASSERT_EQ(from.records, want);
+  // Version 1 (groups on block boundaries) and version 2 (packed groups,
+  // found at 8-byte alignment), each in at least 5 segments.
+  for (const auto& [version, groups] :
+       {std::pair<std::uint16_t, int>{1, 90}, {2, 1500}}) {
+    SCOPED_TRACE(version);
+    ScratchDir dir("seek");
+    BuildRandomJournal(dir.path(), rng, groups, kSmallSegment, 6, version);
+    ASSERT_GE(SegmentPaths(dir.path()).size(), 5u);
+    const Scan full = ReadFrom(dir.path(), {});
+    ASSERT_EQ(full.end, ReadResult::kEnd) << full.status;
+    const std::uint64_t last = full.records.back().index;
+    for (std::uint64_t k = 1; k <= last + 2; ++k) {
+      SCOPED_TRACE(k);
+      const Scan from = ReadFrom(dir.path(), {.from_index = k});
+      ASSERT_EQ(from.end, ReadResult::kEnd) << from.status;
+      const std::vector<Seen> want(
+          full.records.begin() + static_cast<std::ptrdiff_t>(
+                                     std::min<std::uint64_t>(k, last + 1) - 1),
+          full.records.end());
+      ASSERT_EQ(from.records, want);
+    }
   }
 }
 
@@ -132,20 +141,24 @@ TEST(SeekTest, EveryTimeYieldsTheFirstRecordReceivedAtOrAfterIt) {
   const std::uint64_t seed = TestSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  ScratchDir dir("seek");
-  BuildRandomJournal(dir.path(), rng, 90, kSmallSegment, 6);
-  const Scan full = ReadFrom(dir.path(), {});
-  ASSERT_EQ(full.end, ReadResult::kEnd) << full.status;
-  const std::uint64_t first_time = full.records.front().receive_ns;
-  const std::uint64_t last_time = full.records.back().receive_ns;
-  for (std::uint64_t t = first_time - 2; t <= last_time + 2; ++t) {
-    SCOPED_TRACE(t);
-    const Scan from = ReadFrom(dir.path(), {.from_time_ns = t});
-    ASSERT_EQ(from.end, ReadResult::kEnd) << from.status;
-    const auto first =
-        std::find_if(full.records.begin(), full.records.end(),
-                     [&](const Seen& s) { return s.receive_ns >= t; });
-    ASSERT_EQ(from.records, std::vector<Seen>(first, full.records.end()));
+  for (const auto& [version, groups] :
+       {std::pair<std::uint16_t, int>{1, 90}, {2, 1500}}) {
+    SCOPED_TRACE(version);
+    ScratchDir dir("seek");
+    BuildRandomJournal(dir.path(), rng, groups, kSmallSegment, 6, version);
+    const Scan full = ReadFrom(dir.path(), {});
+    ASSERT_EQ(full.end, ReadResult::kEnd) << full.status;
+    const std::uint64_t first_time = full.records.front().receive_ns;
+    const std::uint64_t last_time = full.records.back().receive_ns;
+    for (std::uint64_t t = first_time - 2; t <= last_time + 2; ++t) {
+      SCOPED_TRACE(t);
+      const Scan from = ReadFrom(dir.path(), {.from_time_ns = t});
+      ASSERT_EQ(from.end, ReadResult::kEnd) << from.status;
+      const auto first =
+          std::find_if(full.records.begin(), full.records.end(),
+                       [&](const Seen& s) { return s.receive_ns >= t; });
+      ASSERT_EQ(from.records, std::vector<Seen>(first, full.records.end()));
+    }
   }
 }
 
@@ -161,7 +174,8 @@ TEST(SeekTest, PositioningCostIsLogarithmic) {
   {
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kNone,
-                                       .segment_size = kSegment});
+                                       .segment_size = kSegment,
+                                       .format_version = 1});
     ASSERT_TRUE(writer.ok()) << writer.status();
     std::uint64_t next = 1;
     for (int g = 0; g < kGroups; ++g) {
@@ -223,7 +237,8 @@ TEST(SeekTest, PositioningCostIsLogarithmic) {
 void BuildSmallJournal(const std::string& dir) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kNone,
-                                     .segment_size = kSmallSegment});
+                                     .segment_size = kSmallSegment,
+                                     .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   for (std::uint64_t i = 1; i <= 60; ++i) {
     ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
