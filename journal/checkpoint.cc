@@ -84,56 +84,21 @@ absl::StatusOr<std::optional<Checkpoint>> ReadCheckpoint(
     const std::string& directory) {
   const std::string path =
       absl::StrFormat("%s/%s", directory, kCheckpointFileName);
-  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return std::optional<Checkpoint>();
-    return ErrnoStatus(errno, absl::StrFormat("open %s", path));
-  }
-  // One byte more than a checkpoint, to see a file that is too long.
-  std::vector<std::byte> bytes(kCheckpointSize + 1);
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::pread(fd.get(), bytes.data() + got, bytes.size() - got,
-                              static_cast<off_t>(got));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrFormat("read %s", path));
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  absl::StatusOr<Checkpoint> c =
-      DecodeCheckpoint(std::span<const std::byte>(bytes).first(got), path);
-  if (!c.ok()) return c.status();
-  return std::optional<Checkpoint>(*c);
+  absl::StatusOr<std::optional<std::vector<std::byte>>> bytes =
+      internal::ReadSmallFile(path, kCheckpointSize);
+  if (!bytes.ok()) return bytes.status();
+  if (!bytes->has_value()) return std::optional<Checkpoint>();
+  absl::StatusOr<Checkpoint> decoded = DecodeCheckpoint(**bytes, path);
+  if (!decoded.ok()) return decoded.status();
+  return std::optional<Checkpoint>(*decoded);
 }
 
 absl::Status WriteCheckpoint(const std::string& directory, int dir_fd,
                              const Checkpoint& checkpoint) {
-  const std::string tmp =
-      absl::StrFormat("%s/%s", directory, kCheckpointTempFileName);
-  const std::string path =
-      absl::StrFormat("%s/%s", directory, kCheckpointFileName);
   std::byte bytes[kCheckpointSize];
   EncodeCheckpoint(checkpoint, bytes);
-  base::UniqueFd fd(
-      ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
-  if (!fd) return ErrnoStatus(errno, absl::StrFormat("open %s", tmp));
-  if (const int err = PwriteAll(fd.get(), bytes, kCheckpointSize, 0);
-      err != 0) {
-    return ErrnoStatus(err, absl::StrFormat("write %s", tmp));
-  }
-  if (::fdatasync(fd.get()) != 0) {
-    return ErrnoStatus(errno, absl::StrFormat("fdatasync %s", tmp));
-  }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoStatus(errno, absl::StrFormat("rename %s to %s", tmp, path));
-  }
-  if (::fsync(dir_fd) != 0) {
-    return ErrnoStatus(errno, absl::StrFormat("fsync %s", directory));
-  }
-  return absl::OkStatus();
+  return internal::PublishSmallFile(directory, dir_fd, kCheckpointTempFileName,
+                                    kCheckpointFileName, bytes);
 }
 
 std::string DescribeCheckpoint(const Checkpoint& c) {

@@ -76,56 +76,22 @@ absl::StatusOr<std::optional<JournalStart>> ReadJournalStart(
     const std::string& directory) {
   const std::string path =
       absl::StrFormat("%s/%s", directory, kJournalStartFileName);
-  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return std::optional<JournalStart>();
-    return ErrnoStatus(errno, absl::StrFormat("open %s", path));
-  }
-  // One byte more than a start record, to see a file that is too long.
-  std::vector<std::byte> bytes(kJournalStartSize + 1);
-  std::size_t got = 0;
-  while (got < bytes.size()) {
-    const ssize_t n = ::pread(fd.get(), bytes.data() + got, bytes.size() - got,
-                              static_cast<off_t>(got));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, absl::StrFormat("read %s", path));
-    }
-    if (n == 0) break;
-    got += static_cast<std::size_t>(n);
-  }
-  absl::StatusOr<JournalStart> s =
-      DecodeJournalStart(std::span<const std::byte>(bytes).first(got), path);
-  if (!s.ok()) return s.status();
-  return std::optional<JournalStart>(*s);
+  absl::StatusOr<std::optional<std::vector<std::byte>>> bytes =
+      internal::ReadSmallFile(path, kJournalStartSize);
+  if (!bytes.ok()) return bytes.status();
+  if (!bytes->has_value()) return std::optional<JournalStart>();
+  absl::StatusOr<JournalStart> decoded = DecodeJournalStart(**bytes, path);
+  if (!decoded.ok()) return decoded.status();
+  return std::optional<JournalStart>(*decoded);
 }
 
 absl::Status WriteJournalStart(const std::string& directory, int dir_fd,
                                const JournalStart& start) {
-  const std::string tmp =
-      absl::StrFormat("%s/%s", directory, kJournalStartTempFileName);
-  const std::string path =
-      absl::StrFormat("%s/%s", directory, kJournalStartFileName);
   std::byte bytes[kJournalStartSize];
   EncodeJournalStart(start, bytes);
-  base::UniqueFd fd(
-      ::open(tmp.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0644));
-  if (!fd) return ErrnoStatus(errno, absl::StrFormat("open %s", tmp));
-  if (const int err = PwriteAll(fd.get(), bytes, kJournalStartSize, 0);
-      err != 0) {
-    return ErrnoStatus(err, absl::StrFormat("write %s", tmp));
-  }
-  if (::fdatasync(fd.get()) != 0) {
-    return ErrnoStatus(errno, absl::StrFormat("fdatasync %s", tmp));
-  }
-  fd.reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return ErrnoStatus(errno, absl::StrFormat("rename %s to %s", tmp, path));
-  }
-  if (::fsync(dir_fd) != 0) {
-    return ErrnoStatus(errno, absl::StrFormat("fsync %s", directory));
-  }
-  return absl::OkStatus();
+  return internal::PublishSmallFile(directory, dir_fd,
+                                    kJournalStartTempFileName,
+                                    kJournalStartFileName, bytes);
 }
 
 absl::StatusOr<std::uint64_t> FirstAvailableIndex(

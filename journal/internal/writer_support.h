@@ -9,10 +9,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "base/clock.h"
 
 namespace orderwire::journal::internal {
@@ -53,6 +57,22 @@ absl::Status ErrnoStatus(int err, std::string_view what);
 // Writes all of [data, data + length) at `offset`; returns 0 or errno.
 int PwriteAll(int fd, const std::byte* data, std::size_t length,
               std::uint64_t offset);
+
+// The small files beside the segments (CHECKPOINT, START): each is read
+// whole and replaced whole.
+//
+// Reads up to `max_bytes` + 1 bytes of `path` (one more than such a file
+// holds, so that a file too long shows); nullopt if it does not exist.
+// Errors: the errno of open or read, naming the path. Cold.
+absl::StatusOr<std::optional<std::vector<std::byte>>> ReadSmallFile(
+    const std::string& path, std::size_t max_bytes);
+// Replaces directory/name with `bytes` atomically: written to
+// directory/temp_name, fdatasynced, renamed over directory/name, and the
+// directory (`dir_fd`) fsynced. Errors: the errno of the step that failed,
+// naming the file. Cold.
+absl::Status PublishSmallFile(const std::string& directory, int dir_fd,
+                              std::string_view temp_name, std::string_view name,
+                              std::span<const std::byte> bytes);
 
 }  // namespace orderwire::journal::internal
 
