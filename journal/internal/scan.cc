@@ -116,7 +116,8 @@ absl::StatusOr<std::vector<SegmentEntry>> ListSegments(
   while (const dirent* entry = ::readdir(dir)) {
     const std::string_view name = entry->d_name;
     if (const auto index = ParseSegmentFileName(name); index.has_value()) {
-      entries.push_back({absl::StrFormat("%s/%s", directory, name), *index});
+      entries.push_back(
+          {absl::StrFormat("%s/%s", directory, name), *index, nullptr});
     }
   }
   const int err = errno;
@@ -129,15 +130,15 @@ absl::StatusOr<std::vector<SegmentEntry>> ListSegments(
   // the disk (see docs/JOURNAL.md, "Segments, preallocation, rotation").
   const std::string prepared =
       absl::StrFormat("%s/%s", directory, kPreparedFileName);
-  if (base::UniqueFd fd(::open(prepared.c_str(), O_RDONLY | O_CLOEXEC)); fd) {
-    std::vector<std::byte> block(kBlockSize);
-    const ssize_t got = ::pread(fd.get(), block.data(), block.size(), 0);
-    fd.reset();
-    if (got == static_cast<ssize_t>(block.size())) {
+  if (absl::StatusOr<MappedFile> file = MappedFile::Open(prepared); file.ok()) {
+    const std::span<const std::byte> bytes = file->bytes();
+    if (bytes.size() >= kBlockSize) {
       const auto header =
-          LoadStruct<kSegmentHeaderLayout, SegmentHeader>(block.data());
-      if (CheckSegmentHeader(block, header.first_index).ok) {
-        entries.push_back({prepared, header.first_index});
+          LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes.data());
+      if (CheckSegmentHeader(bytes.first(kBlockSize), header.first_index).ok) {
+        entries.push_back(
+            {prepared, header.first_index,
+             std::make_shared<const MappedFile>(std::move(*file))});
       }
     }
   }
@@ -149,6 +150,7 @@ absl::StatusOr<std::vector<SegmentEntry>> ListSegments(
 }
 
 absl::StatusOr<std::span<const std::byte>> SegmentSet::Map(std::size_t i) {
+  if (entries_[i].mapped != nullptr) return entries_[i].mapped->bytes();
   if (files_[i] == nullptr) {
     absl::StatusOr<MappedFile> file = MappedFile::Open(entries_[i].path);
     if (!file.ok()) return file.status();

@@ -65,12 +65,17 @@ class MappedFile {
 struct SegmentEntry {
   std::string path;          // directory + "/" + name
   std::uint64_t name_index;  // the first index its name says
+  // Set for the writer's prepared segment only: mapped when it was listed.
+  // A live writer renames that file into place and creates a new, empty
+  // `next.owj.prep` at any moment; reopening it by name later could read
+  // the new file, so its bytes are pinned to the inode that was checked.
+  std::shared_ptr<const MappedFile> mapped;
 };
 
 // The segment files of `directory`, sorted by the index in their names
 // (or, for the writer's prepared segment `next.owj.prep`, in its header, if
-// it has a valid one). Other files are ignored. Errors: NotFound (no such
-// directory), or the errno of reading it.
+// it has a valid one; that entry comes mapped). Other files are ignored.
+// Errors: NotFound (no such directory), or the errno of reading it.
 absl::StatusOr<std::vector<SegmentEntry>> ListSegments(
     const std::string& directory);
 

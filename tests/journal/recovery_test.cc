@@ -606,6 +606,29 @@ TEST(RecoveryTest, ASegmentWhoseRenameWasLostIsReadAndPutInPlace) {
   EXPECT_EQ(ReadAndCheck(dir.path(), 1).records, 18u);
 }
 
+TEST(RecoveryTest, APreparedSegmentRenamedAfterItWasListedIsStillRead) {
+  // A reader beside a live writer (journal follow) lists next.owj.prep
+  // while it holds the new segment's header; the writer then renames it
+  // into place and creates the next, empty next.owj.prep. The reader must
+  // read the file it checked, not whatever carries the name later.
+  ScratchDir dir;
+  BuildJournal(dir.path(), 17, 1);
+  auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 2u);
+  const std::string prepared = dir.Sub(std::string(kPreparedFileName));
+  std::filesystem::rename(paths[1], prepared);
+  auto reader = JournalReader::Open(dir.path());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  std::filesystem::rename(prepared, paths[1]);
+  WriteFile(prepared, std::vector<std::byte>(std::uint64_t{64} * 1024));
+  Record record;
+  std::uint64_t records = 0;
+  ReadResult result;
+  while ((result = (*reader)->Next(record)) == ReadResult::kRecord) ++records;
+  EXPECT_EQ(result, ReadResult::kEnd) << (*reader)->status();
+  EXPECT_EQ(records, 17u);
+}
+
 TEST(RecoveryTest, AnUnusedPreparedSegmentIsIgnoredAndRemoved) {
   ScratchDir dir;
   BuildJournal(dir.path(), 3, 1);
