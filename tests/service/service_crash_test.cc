@@ -187,6 +187,17 @@ std::uint16_t FreePort() {
 
 // Starts `orderwire serve` on `port` and waits until it says it listens.
 // nullopt if it exits first (e.g. the port was taken) or takes too long.
+// Whether a snapshot has been published in `journal` (a "*.ows" file in its
+// snapshots directory; a child's "*.ows.tmp" does not count).
+bool HasSnapshot(const std::string& journal) {
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(journal + "/snapshots", error)) {
+    if (entry.path().extension() == ".ows") return true;
+  }
+  return false;
+}
+
 // With `snapshot_every` (records) it snapshots while serving and restarts
 // from its newest snapshot.
 std::optional<Child> StartServer(const ScratchDir& dir, std::uint16_t port,
@@ -322,7 +333,13 @@ void KillAndRestartUnderLoad(std::uint64_t snapshot_every) {
   for (int k = 0; k < kills_planned; ++k) {
     const auto wait = std::chrono::milliseconds(100 + rng() % 301);
     const auto until = Clock::now() + wait;
-    while (Clock::now() < until && busy()) {
+    // With snapshots, the first kill waits (while the load lasts) for the
+    // first snapshot to be published, so that a restart can start from one
+    // however slowly a loaded machine gets through the records.
+    const bool need_snapshot = snapshot_every != 0 && k == 0;
+    while ((Clock::now() < until ||
+            (need_snapshot && !HasSnapshot(dir.Sub("journal")))) &&
+           busy()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     if (!busy()) break;
