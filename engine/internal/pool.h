@@ -7,16 +7,19 @@
 // Free records form an intrusive LIFO list, so the record freed last - still
 // in cache - is the one reused first. Memory a pool has never handed out is
 // never touched (no initialisation pass), so a large capacity costs address
-// space, not resident memory, until it is used.
+// space, not resident memory, until it is used. The records live in
+// base::HugePageArray: transparent huge pages where the kernel offers them,
+// so a fork() of the serving loop (a snapshot) copies few page-table
+// entries however many orders are live.
 #ifndef ORDERWIRE_ENGINE_INTERNAL_POOL_H_
 #define ORDERWIRE_ENGINE_INTERNAL_POOL_H_
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <utility>
 
+#include "base/huge_page_array.h"
 #include "codec/strong.h"
 #include "codec/types.h"
 
@@ -61,7 +64,7 @@ template <typename T, std::uint32_t T::*Link>
 class Pool {
  public:
   explicit Pool(std::uint32_t capacity)
-      : records_(new T[capacity]), capacity_(capacity) {}
+      : records_(capacity), capacity_(capacity) {}
 
   // A free record's index, or kNil when all `capacity` are in use. Hot path,
   // O(1). The record's fields are unspecified: the caller sets them all.
@@ -90,8 +93,8 @@ class Pool {
   // allocation after construction (an engine reconfiguration).
   void Reserve(std::uint32_t capacity) {
     if (capacity <= capacity_) return;
-    std::unique_ptr<T[]> records(new T[capacity]);
-    std::copy(records_.get(), records_.get() + high_water_, records.get());
+    base::HugePageArray<T> records(capacity);
+    std::copy(records_.data(), records_.data() + high_water_, records.data());
     records_ = std::move(records);
     capacity_ = capacity;
   }
@@ -109,12 +112,12 @@ class Pool {
   [[nodiscard]] const T& operator[](std::uint32_t index) const noexcept {
     return records_[index];
   }
-  [[nodiscard]] const T* data() const noexcept { return records_.get(); }
+  [[nodiscard]] const T* data() const noexcept { return records_.data(); }
   [[nodiscard]] std::uint32_t in_use() const noexcept { return in_use_; }
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:
-  std::unique_ptr<T[]> records_;  // default-initialised: never pre-touched
+  base::HugePageArray<T> records_;  // zeroed on first touch, never pre-touched
   std::uint32_t capacity_;
   std::uint32_t free_ = kNil;
   std::uint32_t high_water_ = 0;
