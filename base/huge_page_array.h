@@ -54,12 +54,13 @@ class HugePageArray {
     void* p = ::mmap(nullptr, reserve, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) throw std::bad_alloc();
-    const auto start = reinterpret_cast<std::uintptr_t>(p);
-    const std::uintptr_t aligned = RoundUp(start);
-    if (aligned > start) ::munmap(p, aligned - start);
-    const std::uintptr_t end = aligned + mapped_bytes_;
-    if (start + reserve > end)
-      ::munmap(reinterpret_cast<void*>(end), start + reserve - end);
+    auto* const start = static_cast<std::byte*>(p);
+    const auto address = reinterpret_cast<std::uintptr_t>(start);
+    const std::size_t head = RoundUp(address) - address;
+    std::byte* const aligned = start + head;
+    if (head > 0) ::munmap(start, head);
+    const std::size_t tail = reserve - head - mapped_bytes_;
+    if (tail > 0) ::munmap(aligned + mapped_bytes_, tail);
     data_ = reinterpret_cast<T*>(aligned);
     // Advice, not a requirement: without THP (EINVAL) the array works in
     // 4 KiB pages.

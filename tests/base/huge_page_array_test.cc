@@ -55,7 +55,7 @@ TEST(HugePageArrayTest, IsAlignedZeroedAndWritable) {
     EXPECT_EQ(array[i].a, 0u);
     array[i] = Record{i, static_cast<std::uint32_t>(i)};
   }
-  EXPECT_EQ(array[997 * 7].a, 997u * 7);
+  EXPECT_EQ(array[std::size_t{997} * 7].a, 997u * 7);
 }
 
 TEST(HugePageArrayTest, TheMemoryIsAdvisedForHugePages) {
