@@ -12,10 +12,13 @@
 //
 //   BM_DecodeMix/N        DecodeCommands over N mixed frames (1000: the
 //                         stream stays in cache; 1000000: 40 MB, streamed)
-//   BM_DecodeMixPairStep/N  the decoder DecodeCommands was before the block
-//                         scan (pair step, VBMI body): BM_DecodeMix's baseline
+//   BM_DecodeMixPairStep/N  DecodeCommands as it was before issue 12 (pair
+//                         step, VBMI body, no prefetch): BM_DecodeMix's
+//                         baseline
+//   BM_DecodeMixBlockScan/N  the VBMI block scan (measured, not chosen)
 //   BM_DecodeMixScalar/N  the portable path (no AVX-512 VBMI), forced
-//   BM_DecodeMixPairStepScalar/N  the portable path before the prefetch
+//   BM_DecodeMixPairStepScalar/N  the portable path's baseline (the same code
+//                         today: it does not prefetch)
 //   BM_DecodeKind/<Kind>  DecodeCommands over 1000 frames of one kind
 //   BM_Encode             EncodeCommands (batch) of the 1000 mixed Commands
 //   BM_EncodeSingle       EncodeCommand, one call per Command, same input
@@ -221,16 +224,15 @@ void BM_DecodeMix(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)));
 }
 
-// The decoder before the block scan, kept as the baseline of BM_DecodeMix:
-// the pair step (with the VBMI body where the CPU has it).
+// DecodeCommands as it was before issue 12, kept as the baseline of
+// BM_DecodeMix: the pair step (with the VBMI body where the CPU has it).
 void BM_DecodeMixPairStep(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
             internal::DecodeCommandsPairStep);
 }
 
-// The portable path DecodeCommands takes without AVX-512 VBMI (the pair step
-// with the scalar body, prefetching), and its baseline: the same before the
-// prefetch.
+// The portable path DecodeCommands takes without AVX-512 VBMI, forced, and
+// its baseline (the same code: the portable path does not prefetch).
 void BM_DecodeMixScalar(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
             internal::DecodeCommandsScalar);

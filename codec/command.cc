@@ -31,8 +31,8 @@
 // repeats (see PairStepLoop). On a run of one kind that removes the chain
 // altogether; on a random mix it costs at most one misprediction per call.
 //
-// On long inputs the pair loop prefetches kVbmiPrefetchAhead /
-// kScalarPrefetchAhead bytes ahead (measured: docs/BENCHMARKS.md, Codec).
+// On long inputs the VBMI pair loop prefetches kVbmiPrefetchAhead bytes
+// ahead (measured: docs/BENCHMARKS.md, Codec).
 //
 // The block scan (DecodeCommandsBlockScan), measured and not chosen
 // -----------------------------------------------------------------
@@ -203,9 +203,12 @@ template <std::size_t kPrefetchAhead, typename DecodeOne>
                     {n, static_cast<std::size_t>(p - begin), CodecError::kOk});
 }
 
-// How far ahead the scalar pair loop prefetches (0: not at all); measured in
-// codec_bench (BM_DecodeMixScalar/1000000; docs/BENCHMARKS.md, Codec).
-constexpr std::size_t kScalarPrefetchAhead = 2048;
+// How far ahead the pair loop prefetches (0: not at all), measured with
+// codec_bench at 0, 1024, 2048 and 4096 (docs/BENCHMARKS.md, Codec): the VBMI
+// path gains 4-7% on the streamed mix at 1024-4096; the scalar path gains
+// nothing measurable and runs 2 more instructions per frame, so it does not
+// prefetch (and stays the pair-step baseline exactly).
+constexpr std::size_t kScalarPrefetchAhead = 0;
 constexpr std::size_t kVbmiPrefetchAhead = 2048;
 
 // The scalar body decoder: the recipe loads of DecodeCommand without checks.

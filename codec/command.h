@@ -140,9 +140,9 @@ struct DecodeBatch {
 // until `out` is full, `bytes` is used up, or a frame is bad (then `error`
 // says why and `bytes` is that frame's offset). Commands in `out` after the
 // decoded ones may be overwritten. Hot path: no allocation, no branch on the
-// kind; with AVX-512 VBMI (chosen at run time) a block scan that finds the
-// frames of 64 bytes at a time, elsewhere two frames per step of the length
-// chain (command.cc explains both). Figures: docs/BENCHMARKS.md, Codec.
+// kind; two frames per step of the length chain, and AVX-512 VBMI where the
+// CPU has it (chosen at run time; command.cc explains, with the block scan
+// that was measured and not chosen). Figures: docs/BENCHMARKS.md, Codec.
 [[nodiscard]] DecodeBatch DecodeCommands(std::span<const std::byte> bytes,
                                          std::span<Command> out) noexcept;
 
@@ -165,19 +165,20 @@ struct EncodeBatch {
 namespace internal {
 // The two implementations behind DecodeCommands, exposed for tests, the
 // differential fuzz target and benchmarks: the portable one (the pair step
-// with the scalar body, prefetching ahead), and the AVX-512 VBMI block scan
-// where the CPU has it (elsewhere DecodeCommandsSimd is the portable one;
-// HaveSimdDecoder says which). DecodeCommands picks at run time. Both give
-// the same DecodeBatch and the same first batch.frames Commands for any
-// input; Commands after those may be overwritten by either.
+// with the scalar body) and the AVX-512 VBMI one (the pair step with the
+// VBMI body, prefetching ahead) where the CPU has it; elsewhere
+// DecodeCommandsSimd is the portable one (HaveSimdDecoder says which).
+// DecodeCommands picks at run time. All give the same DecodeBatch and the
+// same first batch.frames Commands for any input; Commands after those may
+// be overwritten.
 [[nodiscard]] DecodeBatch DecodeCommandsScalar(std::span<const std::byte> bytes,
                                                std::span<Command> out) noexcept;
 [[nodiscard]] DecodeBatch DecodeCommandsSimd(std::span<const std::byte> bytes,
                                              std::span<Command> out) noexcept;
 [[nodiscard]] bool HaveSimdDecoder() noexcept;
-// Baselines for codec_bench: the decoder before the block scan (the pair
-// step without prefetch, with the VBMI body where the CPU has it), and the
-// same with the scalar body whatever the CPU.
+// Baselines for codec_bench: the decoder as it was before issue 12 (the
+// pair step without prefetch, with the VBMI body where the CPU has it), and
+// the same with the scalar body whatever the CPU.
 [[nodiscard]] DecodeBatch DecodeCommandsPairStep(
     std::span<const std::byte> bytes, std::span<Command> out) noexcept;
 [[nodiscard]] DecodeBatch DecodeCommandsPairStepScalar(
