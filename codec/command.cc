@@ -349,8 +349,8 @@ DecodeCommandsVbmi(std::span<const std::byte> bytes,
       });
 }
 
-// Today's decoder until the block scan: the pair step with the VBMI body.
-// Kept as the baseline codec_bench measures the block scan against.
+// DecodeCommands as it was before issue 12: the pair step with the VBMI
+// body, no prefetch. Kept as the baseline codec_bench measures against.
 __attribute__((target("avx512f,avx512bw,avx512vbmi"), flatten)) DecodeBatch
 DecodeCommandsPairStepVbmi(std::span<const std::byte> bytes,
                            std::span<Command> out) noexcept {
@@ -362,9 +362,9 @@ DecodeCommandsPairStepVbmi(std::span<const std::byte> bytes,
 
 // The block scan (see the top of this file).
 //
-// kScanSizes[k] is the frame size of command kind k for k < 64 and 0 for
-// every other k below 64; vpermb indexes it with the low 6 bits of a kind
-// byte, so kind bytes of 64 and above are zeroed by a mask first.
+// kScanTables.sizes[k] is the frame size of kind k below 64 (0 unless k is
+// a command kind); vpermb indexes it with the low 6 bits of a kind byte, so
+// the sizes of kind bytes of 64 and above are zeroed by a mask first.
 constexpr std::size_t kScanBlock = 64;
 // Bytes a block reads from its first byte: kind bytes of starts 0..63 (up to
 // byte 72), and the 64-byte load of a frame body at a start up to 63.
@@ -378,8 +378,8 @@ static_assert(kScanBlock - 1 + kMaxCommandFrameSize < 2 * kScanBlock,
               "the first start after a block lies in the next block");
 static_assert(kScanBlock + kKindOffset <= kScanReach &&
               kScanBlock - 1 + 64 <= kScanReach);
-// How far ahead the block loop prefetches: measured in codec_bench
-// (BM_DecodeMix/1000000; docs/BENCHMARKS.md, Codec).
+// How far ahead the block loop prefetches (not tuned: the scan was not
+// chosen; see docs/BENCHMARKS.md, Codec).
 constexpr std::size_t kScanPrefetchAhead = 512;
 
 struct alignas(64) ScanTables {
