@@ -12,6 +12,13 @@
 //
 //   BM_DecodeMix/N        DecodeCommands over N mixed frames (1000: the
 //                         stream stays in cache; 1000000: 40 MB, streamed)
+//   BM_DecodeMixPairStep/N  DecodeCommands as it was before issue 12 (pair
+//                         step, VBMI body, no prefetch): BM_DecodeMix's
+//                         baseline
+//   BM_DecodeMixBlockScan/N  the VBMI block scan (measured, not chosen)
+//   BM_DecodeMixScalar/N  the portable path (no AVX-512 VBMI), forced
+//   BM_DecodeMixPairStepScalar/N  the portable path's baseline (the same code
+//                         today: it does not prefetch)
 //   BM_DecodeKind/<Kind>  DecodeCommands over 1000 frames of one kind
 //   BM_Encode             EncodeCommands (batch) of the 1000 mixed Commands
 //   BM_EncodeSingle       EncodeCommand, one call per Command, same input
@@ -75,7 +82,7 @@ struct Stream {
                                      // entry is bytes.size()
 
   // The bytes of the first `count` frames.
-  std::span<const std::byte> Prefix(std::size_t count) const {
+  [[nodiscard]] std::span<const std::byte> Prefix(std::size_t count) const {
     return std::span<const std::byte>(bytes).first(offsets[count]);
   }
 };
@@ -172,15 +179,19 @@ void SetFrameCounters(benchmark::State& state, std::size_t frames,
 // ---------------------------------------------------------------------------
 // orderwire decode and encode.
 
-// DecodeCommands over `bytes` in batches of kBatch. Sets `frames` to the
+// A batch decoder: DecodeCommands or one of its implementations.
+using Decoder = DecodeBatch (*)(std::span<const std::byte>,
+                                std::span<Command>) noexcept;
+
+// `decode` over `bytes` in batches of kBatch. Sets `frames` to the
 // number decoded; stops at the first error.
 [[nodiscard]] inline std::uint64_t DecodeStream(
     std::span<const std::byte> bytes, std::span<Command, kBatch> out,
-    std::size_t& frames) noexcept {
+    std::size_t& frames, Decoder decode = DecodeCommands) noexcept {
   std::uint64_t sum = 0;
   frames = 0;
   while (!bytes.empty()) {
-    const DecodeBatch batch = DecodeCommands(bytes, out);
+    const DecodeBatch batch = decode(bytes, out);
     sum += Consume(std::span<const Command>(out).first(batch.frames));
     frames += batch.frames;
     if (batch.error != CodecError::kOk || batch.frames == 0) break;
@@ -189,18 +200,21 @@ void SetFrameCounters(benchmark::State& state, std::size_t frames,
   return sum;
 }
 
-void RunDecode(benchmark::State& state, const Stream& stream,
-               std::size_t count) {
+void RunDecode(benchmark::State& state, const Stream& stream, std::size_t count,
+               Decoder decode = DecodeCommands) {
   const std::span<const std::byte> bytes = stream.Prefix(count);
   std::array<Command, kBatch> out{};
   std::size_t frames = 0;
-  benchmark::DoNotOptimize(DecodeStream(bytes, out, frames));
-  if (frames != count) {
+  // Every decoder must give what DecodeCommand gives frame by frame.
+  const std::uint64_t expected =
+      DecodeStream(bytes, out, frames, internal::DecodeCommandsPairStepScalar);
+  if (frames != count || DecodeStream(bytes, out, frames, decode) != expected ||
+      frames != count) {
     state.SkipWithError("the stream did not decode whole");
     return;
   }
   for (auto _ : state) {
-    std::uint64_t sum = DecodeStream(bytes, out, frames);
+    std::uint64_t sum = DecodeStream(bytes, out, frames, decode);
     benchmark::DoNotOptimize(sum);
   }
   SetFrameCounters(state, count, bytes.size());
@@ -208,6 +222,30 @@ void RunDecode(benchmark::State& state, const Stream& stream,
 
 void BM_DecodeMix(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)));
+}
+
+// DecodeCommands as it was before issue 12, kept as the baseline of
+// BM_DecodeMix: the pair step (with the VBMI body where the CPU has it).
+void BM_DecodeMixPairStep(benchmark::State& state) {
+  RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
+            internal::DecodeCommandsPairStep);
+}
+
+// The portable path DecodeCommands takes without AVX-512 VBMI, forced, and
+// its baseline (the same code: the portable path does not prefetch).
+void BM_DecodeMixScalar(benchmark::State& state) {
+  RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
+            internal::DecodeCommandsScalar);
+}
+
+void BM_DecodeMixBlockScan(benchmark::State& state) {
+  RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
+            internal::DecodeCommandsBlockScan);
+}
+
+void BM_DecodeMixPairStepScalar(benchmark::State& state) {
+  RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
+            internal::DecodeCommandsPairStepScalar);
 }
 
 void BM_DecodeKind(benchmark::State& state, Kind kind) {
@@ -650,7 +688,20 @@ void RegisterAll() {
   benchmark::RegisterBenchmark("BM_FrameWalk", BM_FrameWalk)
       ->Arg(kCacheFrames)
       ->Arg(kStreamFrames);
+  benchmark::RegisterBenchmark("BM_DecodeMixPairStep", BM_DecodeMixPairStep)
+      ->Arg(kCacheFrames)
+      ->Arg(kStreamFrames);
   benchmark::RegisterBenchmark("BM_DecodeMix", BM_DecodeMix)
+      ->Arg(kCacheFrames)
+      ->Arg(kStreamFrames);
+  benchmark::RegisterBenchmark("BM_DecodeMixBlockScan", BM_DecodeMixBlockScan)
+      ->Arg(kCacheFrames)
+      ->Arg(kStreamFrames);
+  benchmark::RegisterBenchmark("BM_DecodeMixPairStepScalar",
+                               BM_DecodeMixPairStepScalar)
+      ->Arg(kCacheFrames)
+      ->Arg(kStreamFrames);
+  benchmark::RegisterBenchmark("BM_DecodeMixScalar", BM_DecodeMixScalar)
       ->Arg(kCacheFrames)
       ->Arg(kStreamFrames);
   for (const Kind kind : kCommandKinds) {

@@ -138,10 +138,11 @@ struct DecodeBatch {
 
 // Decodes consecutive command frames from the start of `bytes` into `out`,
 // until `out` is full, `bytes` is used up, or a frame is bad (then `error`
-// says why and `bytes` is that frame's offset). Hot path: no allocation, no
-// branch on the kind; two frames per step of the length chain, and AVX-512
-// VBMI where the CPU has it (command.cc explains). Figures: docs/BENCHMARKS.md,
-// Codec.
+// says why and `bytes` is that frame's offset). Commands in `out` after the
+// decoded ones may be overwritten. Hot path: no allocation, no branch on the
+// kind; two frames per step of the length chain, and AVX-512 VBMI where the
+// CPU has it (chosen at run time; command.cc explains, with the block scan
+// that was measured and not chosen). Figures: docs/BENCHMARKS.md, Codec.
 [[nodiscard]] DecodeBatch DecodeCommands(std::span<const std::byte> bytes,
                                          std::span<Command> out) noexcept;
 
@@ -162,14 +163,30 @@ struct EncodeBatch {
                                          std::span<std::byte> out) noexcept;
 
 namespace internal {
-// The two implementations behind DecodeCommands, exposed for tests and
-// benchmarks: the portable one, and the AVX-512 VBMI one where the CPU has it
-// (elsewhere DecodeCommandsSimd is the portable one).
+// The two implementations behind DecodeCommands, exposed for tests, the
+// differential fuzz target and benchmarks: the portable one (the pair step
+// with the scalar body) and the AVX-512 VBMI one (the pair step with the
+// VBMI body, prefetching ahead) where the CPU has it; elsewhere
+// DecodeCommandsSimd is the portable one (HaveSimdDecoder says which).
+// DecodeCommands picks at run time. All give the same DecodeBatch and the
+// same first batch.frames Commands for any input; Commands after those may
+// be overwritten.
 [[nodiscard]] DecodeBatch DecodeCommandsScalar(std::span<const std::byte> bytes,
                                                std::span<Command> out) noexcept;
 [[nodiscard]] DecodeBatch DecodeCommandsSimd(std::span<const std::byte> bytes,
                                              std::span<Command> out) noexcept;
 [[nodiscard]] bool HaveSimdDecoder() noexcept;
+// Baselines for codec_bench: the decoder as it was before issue 12 (the
+// pair step without prefetch, with the VBMI body where the CPU has it), and
+// the same with the scalar body whatever the CPU.
+[[nodiscard]] DecodeBatch DecodeCommandsPairStep(
+    std::span<const std::byte> bytes, std::span<Command> out) noexcept;
+[[nodiscard]] DecodeBatch DecodeCommandsPairStepScalar(
+    std::span<const std::byte> bytes, std::span<Command> out) noexcept;
+// The AVX-512 VBMI block scan (command.cc), measured beside the pair step
+// and not chosen (docs/BENCHMARKS.md, Codec); the portable one without VBMI.
+[[nodiscard]] DecodeBatch DecodeCommandsBlockScan(
+    std::span<const std::byte> bytes, std::span<Command> out) noexcept;
 // EncodeCommand without the AVX-512 path (for tests).
 [[nodiscard]] Result<std::size_t> EncodeCommandPortable(
     const Command& command, std::span<std::byte> out) noexcept;

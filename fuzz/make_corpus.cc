@@ -54,7 +54,8 @@ int main(int argc, char** argv) {
   const std::filesystem::path frame_dir = dir / "fuzz_frame";
   const std::filesystem::path datagram_dir = dir / "fuzz_datagram";
   const std::filesystem::path json_dir = dir / "fuzz_json";
-  for (const auto& d : {frame_dir, datagram_dir, json_dir}) {
+  const std::filesystem::path paths_dir = dir / "fuzz_decode_paths";
+  for (const auto& d : {frame_dir, datagram_dir, json_dir, paths_dir}) {
     std::filesystem::create_directories(d);
   }
   bool ok = true;
@@ -75,6 +76,26 @@ int main(int argc, char** argv) {
     }
   }
   ok &= Write(frame_dir / "AllCommands", commands);
+  // fuzz_decode_paths: a room byte (64 Commands), then the golden commands
+  // over and over, long enough for several 64-byte blocks; and one with a
+  // report frame in the middle.
+  {
+    std::vector<std::byte> seed{std::byte{63}};
+    for (int i = 0; i < 8; ++i) {
+      seed.insert(seed.end(), commands.begin(), commands.end());
+    }
+    ok &= Write(paths_dir / "GoldenCommands", seed);
+    std::vector<std::byte> report;
+    for (const codec::golden::GoldenFrame& g : codec::golden::kFrames) {
+      if (codec::Info(g.kind).kind_class == codec::KindClass::kReport) {
+        report = FromHex(g.hex);
+        break;
+      }
+    }
+    seed.insert(seed.begin() + 1 + static_cast<std::ptrdiff_t>(commands.size()),
+                report.begin(), report.end());
+    ok &= Write(paths_dir / "GoldenCommandsAndAReport", seed);
+  }
   ok &= Write(datagram_dir / "GoldenDatagram",
               FromHex(codec::golden::kDatagramHex));
   ok &= Write(datagram_dir / "Reports", reports.bytes());
