@@ -50,7 +50,7 @@ const CommandSpec kServeSpec{
         "[--config FILE] [--reconfigure] [--stats-interval S] "
         "[--stats-json FILE] [--log-refusals] [--accept-loss] "
         "[--snapshot-every RECORDS|DURATION] [--no-snapshot]\n"
-        "[--retain SEGMENTS|BYTES|DURATION]",
+        "[--retain SEGMENTS|BYTES|DURATION] [--send auto|sendmmsg|gso]",
     .summary = "Run the UDP order-entry service.",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
@@ -90,7 +90,14 @@ const CommandSpec kServeSpec{
         "only those strictly before the newest snapshot's index + 1 (in\n"
         "DIR/snapshots): nothing a snapshot needs to restart is removed, and\n"
         "a journal without snapshots is never pruned. Each prune is printed.\n"
-        "A pruned journal restarts only from a snapshot.",
+        "A pruned journal restarts only from a snapshot.\n\n"
+        "--send chooses how report datagrams leave: gso sends each session's\n"
+        "datagrams in runs with UDP generic segmentation offload "
+        "(UDP_SEGMENT,\n"
+        "one trip through the kernel per run), sendmmsg one entry per\n"
+        "datagram; auto (the default) takes gso when the kernel has it. The\n"
+        "datagrams a client receives are the same either way; the banner and\n"
+        "the counters say which path is in use.",
     .flags =
         {
             {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
@@ -117,6 +124,9 @@ const CommandSpec kServeSpec{
             {"retain", "SEGMENTS|BYTES|DURATION", "",
              "prune segments beyond this window and before the newest "
              "snapshot (never without a snapshot)"},
+            {"send", "auto|sendmmsg|gso", "auto",
+             "how report datagrams are sent (gso: UDP_SEGMENT; refused "
+             "where the kernel lacks it)"},
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
@@ -238,6 +248,11 @@ absl::Status Serve(const Args& args) {
   }
   options.restart_from_snapshot = !args.Bool("no-snapshot");
   if (args.Bool("log-refusals")) options.refusal_log = stderr;
+  if (!net::ParseSendPath(args.String("send"), &options.send)) {
+    return FlagError(
+        "send", absl::InvalidArgumentError(absl::StrFormat(
+                    "'%s' is not auto, sendmmsg or gso", args.String("send"))));
+  }
   // What the configuration accepted but an operator must see (a key file
   // readable by others), even with --quiet.
   for (const std::string& warning : options.config.warnings) {
@@ -304,7 +319,7 @@ const CommandSpec kSubmitSpec{
     .synopsis =
         "--session ID [--target HOST:PORT] (--workload NAME --count N "
         "--seed S | --input FILE) [--rate R] [--window W] "
-        "[--reports FILE] [--key-file FILE]",
+        "[--reports FILE] [--key-file FILE] [--send auto|sendmmsg|gso]",
     .summary =
         "Send a session's commands to 'orderwire serve' and check "
         "every report.",
@@ -319,7 +334,11 @@ const CommandSpec kSubmitSpec{
         "With --key-file the session is keyed: every datagram carries a MAC\n"
         "and reports without a valid one are dropped. The service never\n"
         "answers a datagram it refuses: when nothing comes back for a second,\n"
-        "submit prints the likely causes on standard error.",
+        "submit prints the likely causes on standard error.\n"
+        "--send gso sends datagrams with UDP_SEGMENT and receives with\n"
+        "UDP_GRO (what the kernel joined is split back into the datagrams\n"
+        "the service sent); sendmmsg one datagram per entry; auto (the\n"
+        "default) gso where the kernel has it.",
     .flags =
         {
             {"target", "HOST:PORT", "127.0.0.1:7400", "the service"},
@@ -341,6 +360,9 @@ const CommandSpec kSubmitSpec{
             {"key-file", "FILE", "",
              "the session's key (64 hex digits, as in the service's "
              "session.<id>.key_file): sign datagrams, check reports"},
+            {"send", "auto|sendmmsg|gso", "auto",
+             "how datagrams are sent and received (gso: UDP_SEGMENT and "
+             "UDP_GRO)"},
         },
 };
 
@@ -371,6 +393,11 @@ absl::Status Submit(const Args& args) {
   absl::StatusOr<std::int64_t> give_up = args.Int("give-up-ms", 1, 3'600'000);
   if (!give_up.ok()) return give_up.status();
   options.give_up_ms = static_cast<int>(*give_up);
+  if (!net::ParseSendPath(args.String("send"), &options.send)) {
+    return FlagError(
+        "send", absl::InvalidArgumentError(absl::StrFormat(
+                    "'%s' is not auto, sendmmsg or gso", args.String("send"))));
+  }
 
   if (args.Has("key-file")) {
     std::string warning;
@@ -491,9 +518,29 @@ absl::Status Submit(const Args& args) {
     summary.resize(summary.size() - 2);  // "}\n"
     absl::StrAppendFormat(&summary,
                           ",\"reports_gone\":%d,\"reports_lost\":%d,"
-                          "\"unconfirmed\":%d}\n",
-                          r.reports_gone, r.reports_lost, r.unconfirmed);
-  } else if (r.reports_gone != 0) {
+                          "\"unconfirmed\":%d,\"send\":\"%s\","
+                          "\"datagrams_sent\":%d,\"segmented_sends\":%d,"
+                          "\"gro\":%s,\"datagrams_received\":%d,"
+                          "\"coalesced_receives\":%d,\"gso_fallbacks\":%d}\n",
+                          r.reports_gone, r.reports_lost, r.unconfirmed,
+                          r.segmented ? "gso" : "sendmmsg", r.datagrams_sent,
+                          r.segmented_sends, r.gro ? "true" : "false",
+                          r.datagrams_received, r.coalesced_receives,
+                          r.gso_fallbacks);
+  } else {
+    absl::StrAppendFormat(
+        &summary,
+        "  transport       %s: %d datagrams sent%s; UDP_GRO %s: %d datagrams "
+        "received (%d receives held several)%s\n",
+        r.segmented ? "gso" : "sendmmsg", r.datagrams_sent,
+        r.segmented ? absl::StrFormat(" in %d sends", r.segmented_sends)
+                    : std::string(),
+        r.gro ? "on" : "off", r.datagrams_received, r.coalesced_receives,
+        r.gso_fallbacks == 0
+            ? std::string()
+            : absl::StrFormat(", %d fallback(s) to sendmmsg", r.gso_fallbacks));
+  }
+  if (!args.Bool("json") && r.reports_gone != 0) {
     absl::StrAppendFormat(
         &summary,
         "  reports gone    %d ReportsGone: %d reports will never come; %d "

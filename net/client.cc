@@ -5,8 +5,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstring>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
@@ -176,6 +180,7 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
   local.storage.ss_family = static_cast<sa_family_t>(options.target.family());
   absl::StatusOr<UdpSocket> socket = UdpSocket::Bind(local);
   if (!socket.ok()) return socket.status();
+  socket->set_calls_for_testing(options.socket_calls_for_testing);
 
   ClientResult result;
   result.commands = total;
@@ -183,8 +188,33 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
   std::vector<std::int64_t> first_send_ns(total, 0);
   constexpr std::size_t kBatch = 64;
   DatagramBatch tx(kBatch);
-  DatagramBatch rx(kBatch);
   for (std::size_t i = 0; i < kBatch; ++i) tx.set_peer(i, options.target);
+  // The transport: segmented sends and UDP_GRO receives, or neither.
+  bool segmented = false;
+  if (options.send != SendPath::kSendmmsg) {
+    std::string why;
+    segmented = socket->SupportsSegmentation(&why);
+    if (!segmented && options.send == SendPath::kSegmented) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "--send gso: this kernel does not take UDP_SEGMENT (%s)", why));
+    }
+    if (!segmented) ++result.gso_fallbacks;
+  }
+  result.segmented = segmented;
+  result.gro = segmented && socket->EnableGro();
+  // Fewer, larger receive slots with UDP_GRO (each up to 64 KiB); the
+  // datagrams in them, split, go to `received_datagrams`.
+  const std::size_t rx_slots = result.gro ? 16 : kBatch;
+  DatagramBatch rx(rx_slots, result.gro ? DatagramBatch::Coalesced::kYes
+                                        : DatagramBatch::Coalesced::kNo);
+  std::vector<std::span<const std::byte>> received_datagrams(
+      result.gro ? rx_slots * DatagramBatch::kMaxCoalescedBytes /
+                       codec::kDatagramHeaderSize
+                 : kBatch);
+  std::array<std::uint32_t, kBatch> send_order{};
+  for (std::size_t i = 0; i < kBatch; ++i) {
+    send_order[i] = static_cast<std::uint32_t>(i);
+  }
 
   std::size_t next_to_send = 0;  // index of the next command to transmit
   std::size_t high_water = 0;    // commands transmitted at least once
@@ -292,7 +322,20 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
       ++datagrams;
     }
     for (std::size_t sent = 0; sent < datagrams;) {
-      const int n = socket->SendRange(tx, sent, datagrams - sent);
+      std::size_t messages = 0;
+      const int n = segmented ? socket->SendSegmented(
+                                    tx,
+                                    std::span<const std::uint32_t>(send_order)
+                                        .subspan(sent, datagrams - sent),
+                                    &messages)
+                              : socket->SendRange(tx, sent, datagrams - sent);
+      result.segmented_sends += messages;
+      if (segmented && (n == -EIO || n == -EINVAL)) {
+        segmented = false;  // the path cannot segment: plain from now on
+        result.segmented = false;
+        ++result.gso_fallbacks;
+        continue;
+      }
       if (n < 0 && n != -EAGAIN && n != -ENOBUFS && n != -EINTR) {
         return absl::UnavailableError(absl::StrFormat(
             "sending to %s: %s", options.target.ToString(), std::strerror(-n)));
@@ -304,7 +347,7 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
     }
 
     // Receive and take reports in order.
-    const int received = socket->Receive(rx, kBatch);
+    const int received = socket->Receive(rx, rx_slots);
     if (received < 0 && received != -EAGAIN && received != -EINTR) {
       return absl::UnavailableError(
           absl::StrFormat("receiving: %s", std::strerror(-received)));
@@ -313,11 +356,16 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
       if (backing_off || !may_send(next_to_send)) socket->WaitReadable(1);
       continue;
     }
-    for (int d = 0; d < received; ++d) {
+    std::size_t datagram_count = 0;
+    for (int slot = 0; slot < received; ++slot) {
+      const auto k = static_cast<std::size_t>(slot);
+      if (rx.segment_size(k) != 0) ++result.coalesced_receives;
+      datagram_count = rx.SplitDatagrams(k, received_datagrams, datagram_count);
+    }
+    for (std::size_t d = 0; d < datagram_count; ++d) {
       ++result.datagrams_received;
-      const auto datagram =
-          codec::DatagramView::Parse(rx.datagram(static_cast<std::size_t>(d)),
-                                     codec::FrameFilter::kReports);
+      const auto datagram = codec::DatagramView::Parse(
+          received_datagrams[d], codec::FrameFilter::kReports);
       if (!datagram.ok() || datagram->session_id() != options.session_id) {
         ++result.bad_datagrams;
         continue;

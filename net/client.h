@@ -42,6 +42,14 @@
 // (ExplainSilence) to `diagnostics`, and the DeadlineExceeded error at the
 // end names them too.
 //
+// Transport (ClientOptions::send): with kSegmented (or kAuto where the
+// kernel has UDP_SEGMENT) the client sends its datagrams with SendSegmented
+// and receives with UDP_GRO, splitting what the kernel joined back into the
+// datagrams the service sent (by the gso_size the kernel reports); with
+// kSendmmsg, one datagram per sendmmsg entry and per receive slot. A
+// segmented send refused with EIO/EINVAL, or UDP_GRO refused, falls back
+// to the plain way, counted in ClientResult.
+//
 // Cold set-up (the frames, one send time per command) is allocated once;
 // the send/receive loop does not allocate.
 #ifndef ORDERWIRE_NET_CLIENT_H_
@@ -80,6 +88,10 @@ struct ClientOptions {
   // Where to explain a silence (no answer for explain_after_ms); null: not.
   std::FILE* diagnostics = nullptr;
   int explain_after_ms = 1000;
+  // How to send and receive (see above; `submit --send`).
+  SendPath send = SendPath::kAuto;
+  // Tests only: the socket's system calls; null: the real ones.
+  const SocketCalls* socket_calls_for_testing = nullptr;
 };
 
 struct ClientResult {
@@ -107,6 +119,14 @@ struct ClientResult {
   std::uint64_t unconfirmed = 0;
   std::uint64_t datagrams_sent = 0;
   std::uint64_t datagrams_received = 0;
+  // The transport used: segmented sends (and the sendmmsg entries they
+  // took), UDP_GRO on the socket (and the receive slots that held several
+  // datagrams), and the times the segmented path was given up.
+  bool segmented = false;
+  std::uint64_t segmented_sends = 0;
+  bool gro = false;
+  std::uint64_t coalesced_receives = 0;
+  std::uint64_t gso_fallbacks = 0;
   std::uint64_t bad_datagrams = 0;      // malformed or for another session
   std::uint64_t bad_mac_datagrams = 0;  // keyed: MAC missing or wrong
   std::uint64_t silences_explained = 0;

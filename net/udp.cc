@@ -4,9 +4,11 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netdb.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -19,7 +21,41 @@ namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
+const SocketCalls kRealCalls{};
+
+// Room for one UDP_SEGMENT control message (a u16 gso_size).
+struct alignas(cmsghdr) SegmentControl {
+  char bytes[CMSG_SPACE(sizeof(std::uint16_t))];
+};
+// Room for the UDP_GRO control message of a received slot (an int).
+struct alignas(cmsghdr) GroControl {
+  char bytes[CMSG_SPACE(sizeof(int))];
+};
+
 }  // namespace
+
+std::string_view SendPathName(SendPath path) {
+  switch (path) {
+    case SendPath::kAuto:
+      return "auto";
+    case SendPath::kSendmmsg:
+      return "sendmmsg";
+    case SendPath::kSegmented:
+      return "gso";
+  }
+  return "?";
+}
+
+bool ParseSendPath(std::string_view name, SendPath* path) {
+  for (const SendPath p :
+       {SendPath::kAuto, SendPath::kSendmmsg, SendPath::kSegmented}) {
+    if (name == SendPathName(p)) {
+      *path = p;
+      return true;
+    }
+  }
+  return false;
+}
 
 absl::StatusOr<Endpoint> Endpoint::Parse(std::string_view host_port) {
   std::string host;
@@ -112,14 +148,21 @@ bool Endpoint::operator==(const Endpoint& other) const {
 }
 
 struct DatagramBatch::Storage {
-  explicit Storage(std::size_t capacity)
-      : bytes(capacity * codec::kMaxDatagramSize),
+  Storage(std::size_t capacity, std::size_t slot_size, bool coalesced)
+      : slot_bytes(slot_size),
+        bytes(capacity * slot_size),
         iovecs(capacity),
         headers(capacity),
-        peers(capacity) {
+        peers(capacity),
+        segmented(capacity),
+        segmented_iovecs(capacity),
+        segment_controls(capacity),
+        segments_in(capacity),
+        gro_controls(coalesced ? capacity : 0),
+        segment_sizes(capacity, 0) {
     for (std::size_t i = 0; i < capacity; ++i) {
-      iovecs[i].iov_base = bytes.data() + i * codec::kMaxDatagramSize;
-      iovecs[i].iov_len = codec::kMaxDatagramSize;
+      iovecs[i].iov_base = bytes.data() + i * slot_size;
+      iovecs[i].iov_len = slot_size;
       msghdr& h = headers[i].msg_hdr;
       h.msg_iov = &iovecs[i];
       h.msg_iovlen = 1;
@@ -127,25 +170,58 @@ struct DatagramBatch::Storage {
       h.msg_namelen = sizeof(peers[i].storage);
     }
   }
+  std::size_t slot_bytes;
   std::vector<std::byte> bytes;
   std::vector<iovec> iovecs;
   std::vector<mmsghdr> headers;
   std::vector<Endpoint> peers;
+  // SendSegmented's messages: one per run, their iovecs (one per datagram,
+  // pointing into `bytes`), control messages and datagram counts.
+  std::vector<mmsghdr> segmented;
+  std::vector<iovec> segmented_iovecs;
+  std::vector<SegmentControl> segment_controls;
+  std::vector<std::uint32_t> segments_in;
+  // A Coalesced batch: each slot's UDP_GRO control message, and the
+  // gso_size it carried (0: one datagram).
+  std::vector<GroControl> gro_controls;
+  std::vector<std::uint32_t> segment_sizes;
 };
 
-DatagramBatch::DatagramBatch(std::size_t capacity)
-    : capacity_(capacity), storage_(std::make_unique<Storage>(capacity)) {}
+DatagramBatch::DatagramBatch(std::size_t capacity, Coalesced coalesced)
+    : capacity_(capacity),
+      slot_bytes_(coalesced == Coalesced::kYes ? kMaxCoalescedBytes
+                                               : codec::kMaxDatagramSize),
+      storage_(std::make_unique<Storage>(capacity, slot_bytes_,
+                                         coalesced == Coalesced::kYes)) {}
 
 DatagramBatch::~DatagramBatch() = default;
 
 std::span<std::byte> DatagramBatch::buffer(std::size_t i) {
-  return {storage_->bytes.data() + i * codec::kMaxDatagramSize,
-          codec::kMaxDatagramSize};
+  return {storage_->bytes.data() + i * slot_bytes_, slot_bytes_};
 }
 
 std::span<const std::byte> DatagramBatch::datagram(std::size_t i) const {
-  return {storage_->bytes.data() + i * codec::kMaxDatagramSize,
+  return {storage_->bytes.data() + i * slot_bytes_,
           storage_->headers[i].msg_len};
+}
+
+std::size_t DatagramBatch::segment_size(std::size_t i) const {
+  return storage_->segment_sizes[i];
+}
+
+std::size_t DatagramBatch::SplitDatagrams(
+    std::size_t i, std::span<std::span<const std::byte>> out,
+    std::size_t used) const {
+  const std::span<const std::byte> all = datagram(i);
+  const std::size_t step = segment_size(i) == 0 ? all.size() : segment_size(i);
+  if (all.empty() && used < out.size()) {
+    out[used++] = all;  // an empty datagram is still one
+    return used;
+  }
+  for (std::size_t at = 0; at < all.size() && used < out.size(); at += step) {
+    out[used++] = all.subspan(at, std::min(step, all.size() - at));
+  }
+  return used;
 }
 
 void DatagramBatch::set_length(std::size_t i, std::size_t length) {
@@ -192,7 +268,8 @@ absl::StatusOr<UdpSocket> UdpSocket::Bind(const Endpoint& local,
   return socket;
 }
 
-UdpSocket::UdpSocket(UdpSocket&& other) noexcept : fd_(other.fd_) {
+UdpSocket::UdpSocket(UdpSocket&& other) noexcept
+    : fd_(other.fd_), calls_(other.calls_) {
   other.fd_ = -1;
 }
 
@@ -200,6 +277,7 @@ UdpSocket& UdpSocket::operator=(UdpSocket&& other) noexcept {
   if (this != &other) {
     if (fd_ >= 0) ::close(fd_);
     fd_ = other.fd_;
+    calls_ = other.calls_;
     other.fd_ = -1;
   }
   return *this;
@@ -223,18 +301,35 @@ absl::StatusOr<Endpoint> UdpSocket::LocalEndpoint() const {
 int UdpSocket::Receive(DatagramBatch& batch, std::size_t max) {
   DatagramBatch::Storage& s = *batch.storage_;
   if (max > batch.capacity()) max = batch.capacity();
+  const bool coalesced = !s.gro_controls.empty();
   for (std::size_t i = 0; i < max; ++i) {
-    s.iovecs[i].iov_len = codec::kMaxDatagramSize;
-    s.headers[i].msg_hdr.msg_namelen = sizeof(s.peers[i].storage);
-    s.headers[i].msg_hdr.msg_flags = 0;
+    s.iovecs[i].iov_len = s.slot_bytes;
+    msghdr& h = s.headers[i].msg_hdr;
+    h.msg_namelen = sizeof(s.peers[i].storage);
+    h.msg_flags = 0;
+    if (coalesced) {
+      h.msg_control = s.gro_controls[i].bytes;
+      h.msg_controllen = sizeof(s.gro_controls[i].bytes);
+    }
   }
   // MSG_TRUNC in the flags reports datagrams longer than the buffer.
   const int n = ::recvmmsg(fd_, s.headers.data(), static_cast<unsigned>(max),
                            MSG_DONTWAIT, nullptr);
   if (n < 0) return -errno;
   for (int i = 0; i < n; ++i) {
-    s.peers[static_cast<std::size_t>(i)].length =
-        s.headers[static_cast<std::size_t>(i)].msg_hdr.msg_namelen;
+    const auto k = static_cast<std::size_t>(i);
+    s.peers[k].length = s.headers[k].msg_hdr.msg_namelen;
+    s.segment_sizes[k] = 0;
+    if (!coalesced) continue;
+    msghdr& h = s.headers[k].msg_hdr;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&h); c != nullptr; c = CMSG_NXTHDR(&h, c)) {
+      if (c->cmsg_level == SOL_UDP && c->cmsg_type == UDP_GRO) {
+        int gso_size = 0;
+        std::memcpy(&gso_size, CMSG_DATA(c), sizeof(gso_size));
+        if (gso_size > 0)
+          s.segment_sizes[k] = static_cast<std::uint32_t>(gso_size);
+      }
+    }
   }
   return n;
 }
@@ -247,9 +342,104 @@ int UdpSocket::SendRange(DatagramBatch& batch, std::size_t first,
                          std::size_t count) {
   if (count == 0) return 0;
   DatagramBatch::Storage& s = *batch.storage_;
-  const int n = ::sendmmsg(fd_, s.headers.data() + first,
-                           static_cast<unsigned>(count), MSG_DONTWAIT);
+  const SocketCalls& calls = calls_ != nullptr ? *calls_ : kRealCalls;
+  const int n = calls.sendmmsg(fd_, s.headers.data() + first,
+                               static_cast<unsigned>(count), MSG_DONTWAIT);
   return n < 0 ? -errno : n;
+}
+
+bool UdpSocket::SupportsSegmentation(std::string* why) const {
+  const SocketCalls& calls = calls_ != nullptr ? *calls_ : kRealCalls;
+  int gso_size = 0;
+  socklen_t length = sizeof(gso_size);
+  if (calls.getsockopt(fd_, SOL_UDP, UDP_SEGMENT, &gso_size, &length) == 0) {
+    return true;
+  }
+  if (why != nullptr) {
+    *why = absl::StrFormat("getsockopt(UDP_SEGMENT): %s", ErrnoText(errno));
+  }
+  return false;
+}
+
+int UdpSocket::SendSegmented(DatagramBatch& batch,
+                             std::span<const std::uint32_t> order,
+                             std::size_t* messages) {
+  if (messages != nullptr) *messages = 0;
+  if (order.size() > batch.capacity()) order = order.first(batch.capacity());
+  if (order.empty()) return 0;
+  DatagramBatch::Storage& s = *batch.storage_;
+  std::size_t message_count = 0;
+  std::size_t i = 0;
+  while (i < order.size()) {
+    const std::uint32_t first = order[i];
+    const Endpoint& peer = s.peers[first];
+    const std::size_t gso_size = s.iovecs[first].iov_len;
+    iovec* const iov = s.segmented_iovecs.data() + i;
+    std::size_t segments = 0;
+    std::size_t bytes = 0;
+    // The run: same peer, each gso_size bytes; a shorter one ends it.
+    while (i < order.size() && segments < kMaxSegmentsPerSend) {
+      const std::uint32_t slot = order[i];
+      const std::size_t length = s.iovecs[slot].iov_len;
+      if (segments > 0 &&
+          (length > gso_size || bytes + length > kMaxSegmentedBytes ||
+           !(s.peers[slot] == peer))) {
+        break;
+      }
+      iov[segments] = s.iovecs[slot];
+      ++segments;
+      bytes += length;
+      ++i;
+      if (length < gso_size) break;
+    }
+    mmsghdr& m = s.segmented[message_count];
+    m.msg_len = 0;
+    msghdr& h = m.msg_hdr;
+    h.msg_name = const_cast<sockaddr_storage*>(&peer.storage);
+    h.msg_namelen = peer.length;
+    h.msg_iov = iov;
+    h.msg_iovlen = segments;
+    h.msg_flags = 0;
+    if (segments > 1) {
+      SegmentControl& control = s.segment_controls[message_count];
+      h.msg_control = control.bytes;
+      h.msg_controllen = sizeof(control.bytes);
+      cmsghdr* const c = CMSG_FIRSTHDR(&h);
+      c->cmsg_level = SOL_UDP;
+      c->cmsg_type = UDP_SEGMENT;
+      c->cmsg_len = CMSG_LEN(sizeof(std::uint16_t));
+      const auto size = static_cast<std::uint16_t>(gso_size);
+      std::memcpy(CMSG_DATA(c), &size, sizeof(size));
+    } else {
+      h.msg_control = nullptr;
+      h.msg_controllen = 0;
+    }
+    s.segments_in[message_count] = static_cast<std::uint32_t>(segments);
+    ++message_count;
+  }
+  const SocketCalls& calls = calls_ != nullptr ? *calls_ : kRealCalls;
+  const int n =
+      calls.sendmmsg(fd_, s.segmented.data(),
+                     static_cast<unsigned>(message_count), MSG_DONTWAIT);
+  if (n < 0) return -errno;
+  if (messages != nullptr) *messages = static_cast<std::size_t>(n);
+  std::size_t sent = 0;
+  for (int m = 0; m < n; ++m)
+    sent += s.segments_in[static_cast<std::size_t>(m)];
+  return static_cast<int>(sent);
+}
+
+void UdpSocket::set_calls_for_testing(const SocketCalls* calls) {
+  calls_ = calls;
+}
+
+bool UdpSocket::EnableGro(std::string* why) {
+  const int on = 1;
+  if (::setsockopt(fd_, SOL_UDP, UDP_GRO, &on, sizeof(on)) == 0) return true;
+  if (why != nullptr) {
+    *why = absl::StrFormat("setsockopt(UDP_GRO): %s", ErrnoText(errno));
+  }
+  return false;
 }
 
 bool UdpSocket::WaitReadable(int timeout_ms) {

@@ -9,9 +9,14 @@
 #    busy-polling), its echo/receive side on SERVER_CPU and its sender/client
 #    on CLIENT_CPU, 3 repetitions; JSON in BUILD_DIR/bench/net_bench.json.
 # 2. Highest rate: for each durability (none, batch) and each window (4096,
-#    16384, 65536 commands), RUNS times: `orderwire serve` with a fresh
+#    16384, 65536 commands), RUNS times and, within each, once per send path
+#    of SENDS (alternating, so both see the same conditions): `orderwire
+#    serve --send PATH` with a fresh
 #    journal under $TMPDIR, then `orderwire submit` of COUNT `mixed`
-#    commands as fast as the window allows; commands/s acknowledged.
+#    commands as fast as the window allows (`submit --send PATH` too);
+#    commands/s acknowledged. With two paths the summary gives, per
+#    durability and window, the ratios of the medians (rate and server CPU
+#    per command) of the second path to the first.
 # 3. Latency: for each durability, RUNS times, `submit --rate RATE` of
 #    LAT_COUNT commands; round-trip percentiles (send to first report).
 #    With SNAPSHOT_EVERY (e.g. 1s or 100000), each run is followed by the
@@ -48,7 +53,11 @@
 # net_bench), BASELINE_FILTER (net_bench's --benchmark_filter; the default
 # runs the one-way stream, the windowed echo and both ping-pongs),
 # ORDERWIRE (BUILD_DIR/cli/orderwire: another binary to measure, e.g. the
-# build before a change, against the same baseline).
+# build before a change, against the same baseline), SENDS ("sendmmsg gso":
+# the send paths of serve and submit, docs/SERVICE.md "Sending reports";
+# "auto" for a binary without --send), INPUT (command frames for `submit
+# --input` instead of the mixed workload; COUNT is then what the client
+# acknowledged).
 # SNAPSHOT_EVERY (empty: no snapshot runs).
 #
 # Exit status: 0 when every run completed (clean or not: the table says),
@@ -78,6 +87,8 @@ baseline_filter=${BASELINE_FILTER:-'BM_OneWay/recvmmsg/full|BM_EchoWindow/full|B
 segment_args=()
 if [ -n "${SEGMENT_SIZE:-}" ]; then segment_args=(--segment-size "$SEGMENT_SIZE"); fi
 snapshot_every=${SNAPSHOT_EVERY:-}
+sends=${SENDS:-sendmmsg gso}
+input=${INPUT:-}
 needed=("$ow")
 [ "$baseline" != 0 ] && needed+=("$net_bench")
 for f in "${needed[@]}"; do
@@ -149,9 +160,11 @@ EOF
 fi
 
 # --- 2 and 3: the service -----------------------------------------------------
-# run_once KIND MODE WINDOW RATE COUNT RUN
+# run_once KIND MODE WINDOW RATE COUNT RUN SEND
 run_once() {
-  local kind=$1 mode=$2 window=$3 rate_arg=$4 n=$5 run=$6
+  local kind=$1 mode=$2 window=$3 rate_arg=$4 n=$5 run=$6 send=${7:-auto}
+  local send_args=()
+  if [ "$send" != auto ]; then send_args=(--send "$send"); fi
   local dir=$work/run
   rm -rf "$dir"
   mkdir -p "$dir"
@@ -163,7 +176,7 @@ run_once() {
   fi
   taskset -c "$server_cpu" "$ow" serve --listen 127.0.0.1:0 \
     --journal "$dir/journal" --durability "$mode" "${segment_args[@]}" \
-    "${snapshot_args[@]}" \
+    "${snapshot_args[@]}" "${send_args[@]}" \
     --stats-json "$dir/stats.json" 2>"$dir/serve.log" &
   server_pid=$!
   local port=
@@ -180,9 +193,11 @@ run_once() {
   done
   [ -n "$port" ] || { echo "bench_service.sh: serve did not start" >&2; return 1; }
   local client_rc=0
+  local workload_args=(--workload mixed --count "$n" --seed 1)
+  if [ -n "$input" ]; then workload_args=(--input "$input"); fi
   taskset -c "$client_cpu" "$ow" submit --target "127.0.0.1:$port" \
-    --session 1 --workload mixed --count "$n" --seed 1 --window "$window" \
-    --rate "$rate_arg" --json >"$dir/client.json" 2>"$dir/client.err" ||
+    --session 1 "${workload_args[@]}" --window "$window" \
+    --rate "$rate_arg" "${send_args[@]}" --json >"$dir/client.json" 2>"$dir/client.err" ||
     client_rc=$?
   # The server's CPU time (user + system, clock ticks) while it served:
   # read before the stop, so the shutdown is not counted.
@@ -199,12 +214,15 @@ run_once() {
     cat "$dir/client.err" "$dir/serve.log" >&2
     return 1
   fi
+  if [ -n "$input" ]; then
+    n=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["acknowledged"])' "$dir/client.json")
+  fi
   local segments
   segments=$(find "$dir/journal" -maxdepth 1 -name '*.owj' | wc -l)
   local cpu_s
   cpu_s=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", t / hz}')
-  printf '{"kind":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"segments":%d,"client":%s,"server":%s}\n' \
-    "$kind" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" "$cpu_s" \
+  printf '{"kind":"%s","send":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"segments":%d,"client":%s,"server":%s}\n' \
+    "$kind" "$send" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" "$cpu_s" \
     "$segments" \
     "$(cat "$dir/client.json")" "$(cat "$dir/stats.json")" >>"$out"
   python3 - "$out" <<'EOF'
@@ -212,13 +230,15 @@ import json, sys
 r = [json.loads(l) for l in open(sys.argv[1])][-1]
 c, s = r["client"], r["server"]
 lat = c["latency_us"]
-print(f'  {r["kind"]:8} {r["durability"]:5} w={r["window"]:<6} run {r["run"]}: '
+print(f'  {r["kind"]:8} {r["send"]:8} {r["durability"]:5} w={r["window"]:<6} run {r["run"]}: '
       f'{c["commands_per_second"]:>9,.0f} cmd/s  p50 {lat["p50"]:.0f} '
       f'p99 {lat["p99"]:.0f} p99.9 {lat["p99.9"]:.0f} max {lat["max"]:.0f} us  '
       f'server cpu {r["server_cpu_s"] * 1e9 / r["count"]:.0f} ns/cmd  '
       f'segments {r["segments"]}  '
       f'retx {c["retransmitted"]} send_fail {s["send_failures"]} '
       f'resent {s["reports_resent"]} dup {s["duplicates"]} gaps {s["gaps"]}  '
+      + (f'dgrams/send {s["segmented_datagrams"] / s["segmented_sends"]:.2f}  '
+         if s.get("segmented_sends") else '')
       + (f'snapshots {s.get("snapshots_taken", 0)} fork max '
          f'{s.get("fork_ns_max", 0) / 1e3:.0f} us  '
          if s.get("snapshots_taken", 0) or s.get("snapshots_failed", 0)
@@ -231,16 +251,21 @@ status=0
 for mode in $modes; do
   for window in $windows; do
     for run in $(seq 1 "$runs"); do
-      run_once max_rate "$mode" "$window" 0 "$count" "$run" || status=1
+      for send in $sends; do
+        run_once max_rate "$mode" "$window" 0 "$count" "$run" "$send" ||
+          status=1
+      done
     done
   done
   for run in $(seq 1 "$runs"); do
-    run_once latency "$mode" "$lat_window" "$rate" "$lat_count" "$run" ||
-      status=1
-    if [ -n "$snapshot_every" ]; then
-      run_once latency_snapshot "$mode" "$lat_window" "$rate" "$lat_count" \
-        "$run" || status=1
-    fi
+    for send in $sends; do
+      run_once latency "$mode" "$lat_window" "$rate" "$lat_count" "$run" \
+        "$send" || status=1
+      if [ -n "$snapshot_every" ]; then
+        run_once latency_snapshot "$mode" "$lat_window" "$rate" "$lat_count" \
+          "$run" "$send" || status=1
+      fi
+    done
   done
 done
 echo "# uptime at the end: $(uptime)"
@@ -260,14 +285,16 @@ summary = []
 groups = {}
 for r in rows:
     if r["kind"] in ("max_rate", "latency", "latency_snapshot"):
-        groups.setdefault((r["kind"], r["durability"], r["window"]), []).append(r)
+        groups.setdefault((r["kind"], r.get("send", "auto"), r["durability"],
+                           r["window"]), []).append(r)
 print()
-print("| figure | durability | window | runs | commands/s (median) | "
+print("| figure | send | durability | window | runs | commands/s (median) | "
       "p50 us | p90 us | p99 us | p99.9 us | max us | server CPU ns/cmd | "
       "boundaries | clean runs | load (1 min) |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
 best = {}
-for (kind, mode, window), rs in groups.items():
+by_send = {}
+for (kind, send, mode, window), rs in groups.items():
     cps = med([r["client"]["commands_per_second"] for r in rs])
     lat = {p: med([r["client"]["latency_us"][p] for r in rs])
            for p in ("p50", "p90", "p99", "p99.9", "max")}
@@ -283,36 +310,55 @@ for (kind, mode, window), rs in groups.items():
     if kind == "latency_snapshot":
         label += (f" ({med(snaps):.0f} per run, fork max {med(forks):.0f} us"
                   " median)")
-    print(f"| {label} | {mode} | {window} | {len(rs)} | {cps:,.0f} | "
+    print(f"| {label} | {send} | {mode} | {window} | {len(rs)} | {cps:,.0f} | "
           f"{lat['p50']:.0f} | {lat['p90']:.0f} | {lat['p99']:.0f} | "
           f"{lat['p99.9']:.0f} | {lat['max']:.0f} | {cpu:.0f} | "
           f"{boundaries} | {clean}/{len(rs)} | {loads} |")
-    row = {"kind": "summary", "figure": kind, "durability": mode,
+    row = {"kind": "summary", "figure": kind, "send": send, "durability": mode,
            "window": window, "runs": len(rs), "commands_per_second": cps,
            "latency_us": lat, "server_cpu_ns_per_command": cpu,
            "boundaries": boundaries, "clean_runs": clean, "loads": loads}
     summary.append(row)
+    by_send.setdefault((kind, mode, window), {})[send] = row
     if kind == "max_rate" and clean == len(rs):
-        if mode not in best or cps > best[mode]["commands_per_second"]:
-            best[mode] = row
+        if (mode, send) not in best or \
+                cps > best[(mode, send)]["commands_per_second"]:
+            best[(mode, send)] = row
 for b in rows:
     if b["kind"] != "baseline":
         continue
     name = b["name"].split("/iterations")[0]
     load1 = b["load"].split()[0]
     if "p50_us" in b:
-        print(f"| baseline {name} (1 datagram in flight) | - | - | {runs} | - | "
+        print(f"| baseline {name} (1 datagram in flight) | - | - | - | {runs} | - | "
               f"{b['p50_us']:.1f} | {b['p90_us']:.1f} | {b['p99_us']:.1f} | "
               f"{b['p999_us']:.1f} | {b['max_us']:.0f} | - | - | lost {b['lost']:.0f} | {load1} |")
     else:
-        print(f"| baseline {name}: {b['dgrams_per_s']:,.0f} datagrams/s | - | - | "
+        print(f"| baseline {name}: {b['dgrams_per_s']:,.0f} datagrams/s | - | - | - | "
               f"{runs} | {b['items_per_second']:,.0f} frames/s | | | | | | | | "
               f"lost {b['lost']:.0f} | {load1} |")
 print()
-for mode, row in sorted(best.items()):
-    print(f"highest rate with no loss, {mode}: {row['commands_per_second']:,.0f} "
+# The second send path against the first, in the same invocation.
+for (kind, mode, window), paths in by_send.items():
+    names = [p for p in paths]
+    if kind != "max_rate" or len(names) < 2:
+        continue
+    a, b = paths[names[0]], paths[names[1]]
+    rate = b["commands_per_second"] / a["commands_per_second"]
+    cpu = b["server_cpu_ns_per_command"] / a["server_cpu_ns_per_command"]
+    print(f"{names[1]} / {names[0]}, {mode}, window {window}: rate x{rate:.2f}, "
+          f"server CPU per command x{cpu:.2f}")
+    summary.append({"kind": "summary", "figure": "send_ratio",
+                    "durability": mode, "window": window,
+                    "paths": [names[1], names[0]], "rate_ratio": rate,
+                    "server_cpu_ratio": cpu})
+print()
+for (mode, send), row in sorted(best.items()):
+    print(f"highest rate with no loss, {mode}, send {send}: "
+          f"{row['commands_per_second']:,.0f} "
           f"commands/s (window {row['window']})")
     summary.append({"kind": "summary", "figure": "best_clean_rate",
+                    "send": send,
                     "durability": mode, "window": row["window"],
                     "commands_per_second": row["commands_per_second"]})
 with open(sys.argv[1], "a") as f:

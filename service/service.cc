@@ -98,7 +98,10 @@ class Service::Impl final : public Sequencer::Backpressure {
         machine_(std::make_unique<StateMachine>(MachineOptions(options_))),
         rx_(options_.batch),
         tx_(options_.batch),
-        tx_owner_(options_.batch) {}
+        tx_owner_(options_.batch),
+        tx_next_(options_.batch, -1),
+        tx_follows_(options_.batch, 0),
+        tx_order_(options_.batch) {}
 
   ~Impl() {
     // A snapshot still being written is waited for: the file it publishes
@@ -136,6 +139,17 @@ class Service::Impl final : public Sequencer::Backpressure {
   net::DatagramBatch tx_;
   std::size_t tx_used_ = 0;  // slots of tx_ holding datagrams to send
   std::vector<std::uint32_t> tx_owner_;  // Session::index (or kNoOwner)
+  // Segmented sending: the slot of the owner's next datagram (-1: none),
+  // whether a slot follows another of its owner's, and the send order
+  // FlushOutput builds from them (each session's datagrams together, in
+  // order; sessions in the order of their first datagram).
+  std::vector<std::int32_t> tx_next_;
+  std::vector<std::uint8_t> tx_follows_;
+  std::vector<std::uint32_t> tx_order_;
+  bool send_segmented_ = false;  // the path in use (ServiceOptions::send)
+  std::uint64_t segmented_sends_ = 0;
+  std::uint64_t segmented_datagrams_ = 0;
+  std::uint64_t gso_fallbacks_ = 0;
   // The Sequencer's session of each StateMachine session (by its index),
   // found once per session: routing a report is then two array reads.
   std::vector<Session*> by_state_;
@@ -245,6 +259,16 @@ class Service::Impl final : public Sequencer::Backpressure {
   void ReleaseIdleHistories();
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
+  // Chooses the send path at start (probe), for the start-up report.
+  absl::Status ChooseSendPath();
+  // FlushOutput's two ways: slots from `first` on each as its own sendmmsg
+  // entry; all of them in UDP_SEGMENT runs (falling back to the first way
+  // on EIO/EINVAL).
+  void SendEach(std::size_t first);
+  void SendSegmented();
+  // One refused send (the socket buffer full: retried briefly; else
+  // dropped). True: give up the datagram.
+  bool GiveUpAfter(int result, int& attempts);
 };
 
 Service::Service(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -417,9 +441,41 @@ absl::Status Service::Impl::Start() {
   absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(options_.listen);
   if (!socket.ok()) return socket.status();
   socket_.emplace(std::move(*socket));
+  socket_->set_calls_for_testing(options_.socket_calls_for_testing);
   absl::StatusOr<net::Endpoint> local = socket_->LocalEndpoint();
   if (!local.ok()) return local.status();
   local_ = *local;
+  return ChooseSendPath();
+}
+
+absl::Status Service::Impl::ChooseSendPath() {
+  if (options_.send == SendPath::kSendmmsg) {
+    send_segmented_ = false;
+    absl::StrAppendFormat(&startup_report_,
+                          "\n  send path: sendmmsg (--send sendmmsg)");
+    return absl::OkStatus();
+  }
+  std::string why;
+  if (socket_->SupportsSegmentation(&why)) {
+    send_segmented_ = true;
+    absl::StrAppendFormat(
+        &startup_report_,
+        "\n  send path: gso (UDP_SEGMENT: each session's datagrams in runs, "
+        "one send per run)%s",
+        options_.send == SendPath::kAuto ? " (auto)" : "");
+    return absl::OkStatus();
+  }
+  if (options_.send == SendPath::kSegmented) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "--send gso: this kernel does not take UDP_SEGMENT (%s); use --send "
+        "sendmmsg or auto",
+        why));
+  }
+  send_segmented_ = false;
+  ++gso_fallbacks_;
+  absl::StrAppendFormat(&startup_report_,
+                        "\n  send path: sendmmsg (auto: no UDP_SEGMENT: %s)",
+                        why);
   return absl::OkStatus();
 }
 
@@ -853,6 +909,16 @@ std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
   if (tx_used_ == tx_.capacity()) FlushOutput();
   const std::size_t slot = tx_used_++;
   tx_owner_[slot] = session.index;
+  // The session's previous datagram in this batch (closed when full) is
+  // followed by this one: FlushOutput sends them together.
+  tx_next_[slot] = -1;
+  tx_follows_[slot] = 0;
+  if (session.tx_last_slot >= 0) {
+    tx_next_[static_cast<std::size_t>(session.tx_last_slot)] =
+        static_cast<std::int32_t>(slot);
+    tx_follows_[slot] = 1;
+  }
+  session.tx_last_slot = static_cast<std::int32_t>(slot);
   codec::DatagramBuilder builder(tx_.buffer(slot), session.id, keyed);
   tx_.set_length(slot, builder.size());
   tx_.set_peer(slot, session.peer);
@@ -988,6 +1054,8 @@ void Service::Impl::SendNewSessionGap(std::uint32_t id,
   if (tx_used_ == tx_.capacity()) FlushOutput();
   const std::size_t slot = tx_used_++;
   tx_owner_[slot] = kNoOwner;
+  tx_next_[slot] = -1;
+  tx_follows_[slot] = 0;
   // A keyed session's answer is sealed here (its slot has no owner for
   // FlushOutput to seal): the policy admitted the datagram's MAC.
   const SessionPolicy* policy = options_.config.PolicyFor(id);
@@ -1033,6 +1101,7 @@ void Service::Impl::FlushOutput() {
     if (tx_owner_[i] == kNoOwner) continue;  // sealed when built
     Session& owner = sequencer_->sessions().at(tx_owner_[i]);
     owner.tx_slot = -1;
+    owner.tx_last_slot = -1;
     if (owner.policy != nullptr && owner.policy->mac) {
       const std::size_t length = tx_.datagram(i).size();
       const auth::Tag tag = owner.policy->mac->Compute(tx_.datagram(i));
@@ -1040,7 +1109,28 @@ void Service::Impl::FlushOutput() {
       tx_.set_length(i, length + tag.size());
     }
   }
-  std::size_t sent = 0;
+  if (send_segmented_) {
+    SendSegmented();
+  } else {
+    SendEach(0);
+  }
+  tx_used_ = 0;
+}
+
+bool Service::Impl::GiveUpAfter(int result, int& attempts) {
+  // The socket buffer is full (or the peer is gone): retry briefly, then
+  // drop; the client recovers by retransmitting (see ReportHistory).
+  if (++attempts > 1000 || (result < 0 && result != -EAGAIN &&
+                            result != -ENOBUFS && result != -EINTR)) {
+    ++send_failures_;
+    attempts = 0;
+    return true;
+  }
+  return false;
+}
+
+void Service::Impl::SendEach(std::size_t first) {
+  std::size_t sent = first;
   int attempts = 0;
   while (sent < tx_used_) {
     const int n = socket_->SendRange(tx_, sent, tx_used_ - sent);
@@ -1053,16 +1143,64 @@ void Service::Impl::FlushOutput() {
       attempts = 0;
       continue;
     }
-    // The socket buffer is full (or the peer is gone): retry briefly, then
-    // drop; the client recovers by retransmitting (see ReportHistory).
-    if (++attempts > 1000 ||
-        (n < 0 && n != -EAGAIN && n != -ENOBUFS && n != -EINTR)) {
-      ++send_failures_;
-      ++sent;
-      attempts = 0;
+    if (GiveUpAfter(n, attempts)) ++sent;
+  }
+}
+
+void Service::Impl::SendSegmented() {
+  // Each session's datagrams one after another, in their order: the slots
+  // that follow no other of their owner's start a chain.
+  std::size_t count = 0;
+  for (std::size_t i = 0; i < tx_used_; ++i) {
+    if (tx_follows_[i] != 0) continue;
+    for (auto slot = static_cast<std::int32_t>(i); slot >= 0;
+         slot = tx_next_[static_cast<std::size_t>(slot)]) {
+      tx_order_[count++] = static_cast<std::uint32_t>(slot);
     }
   }
-  tx_used_ = 0;
+  const std::span<const std::uint32_t> order(tx_order_.data(), count);
+  std::size_t sent = 0;
+  int attempts = 0;
+  while (sent < count) {
+    std::size_t messages = 0;
+    const int n = socket_->SendSegmented(tx_, order.subspan(sent), &messages);
+    if (n > 0) {
+      for (std::size_t k = sent; k < sent + static_cast<std::size_t>(n); ++k) {
+        bytes_out_ += tx_.datagram(order[k]).size();
+      }
+      sent += static_cast<std::size_t>(n);
+      datagrams_out_ += static_cast<std::uint64_t>(n);
+      segmented_sends_ += messages;
+      segmented_datagrams_ += static_cast<std::uint64_t>(n);
+      attempts = 0;
+      continue;
+    }
+    if (n == -EIO || n == -EINVAL) [[unlikely]] {
+      // The path cannot segment (no checksum offload towards the peer, an
+      // MTU below the datagram): the rest goes out with sendmmsg, in the
+      // same order, and so does everything after.
+      send_segmented_ = false;
+      ++gso_fallbacks_;
+      Log(absl::StrFormat(
+          "send path: a segmented send to %s failed (%s); sending with "
+          "sendmmsg from now on",
+          tx_.peer(order[sent]).ToString(), std::strerror(-n)));
+      // Cold, once: one sendmmsg per datagram keeps the order.
+      while (sent < count) {
+        const int one = socket_->SendRange(tx_, order[sent], 1);
+        if (one == 1) {
+          bytes_out_ += tx_.datagram(order[sent]).size();
+          ++datagrams_out_;
+          ++sent;
+          attempts = 0;
+        } else if (GiveUpAfter(one, attempts)) {
+          ++sent;
+        }
+      }
+      return;
+    }
+    if (GiveUpAfter(n, attempts)) ++sent;
+  }
 }
 
 void Service::Impl::RefreshStats() const {
@@ -1074,6 +1212,10 @@ void Service::Impl::RefreshStats() const {
   s.datagrams_out = datagrams_out_;
   s.bytes_out = bytes_out_;
   s.send_failures = send_failures_;
+  s.send_segmented = send_segmented_;
+  s.segmented_sends = segmented_sends_;
+  s.segmented_datagrams = segmented_datagrams_;
+  s.gso_fallbacks = gso_fallbacks_;
   s.frames_in = q.journaled;
   s.frames_out = frames_out_;
   s.malformed = malformed_;
@@ -1128,9 +1270,10 @@ std::string Service::StatsLine() const {
   for (std::uint64_t v : s.frames_out) frames_out += v;
   return absl::StrFormat(
       "datagrams in %d out %d | commands %d reports %d | durable %d/%d | "
-      "dup %d gaps %d malformed %d refused %d | sessions %d%s%s",
+      "dup %d gaps %d malformed %d refused %d | sessions %d | send %s%s%s",
       s.datagrams_in, s.datagrams_out, frames_in, frames_out, s.durable_index,
       s.last_index, s.duplicates, s.gaps, malformed, refused, s.sessions,
+      s.send_segmented ? "gso" : "sendmmsg",
       s.snapshots_taken + s.snapshots_failed == 0 && !s.snapshot_running
           ? std::string()
           : absl::StrFormat(
@@ -1153,6 +1296,16 @@ std::string Service::StatsReport() const {
   absl::StrAppendFormat(
       &out, "  datagrams out     %d (%d bytes, %d refused by the kernel)\n",
       s.datagrams_out, s.bytes_out, s.send_failures);
+  absl::StrAppendFormat(
+      &out,
+      "  send path         %s (%d segmented sends carried %d datagrams, "
+      "%.2f per send; %d fallback(s) to sendmmsg)\n",
+      s.send_segmented ? "gso" : "sendmmsg", s.segmented_sends,
+      s.segmented_datagrams,
+      s.segmented_sends == 0 ? 0.0
+                             : static_cast<double>(s.segmented_datagrams) /
+                                   static_cast<double>(s.segmented_sends),
+      s.gso_fallbacks);
   for (std::size_t k = 0; k < 256; ++k) {
     if (s.frames_in[k] != 0) {
       absl::StrAppendFormat(&out, "  commands in       %-16s %d\n",
@@ -1247,6 +1400,10 @@ std::string Service::StatsJson() const {
   field("datagrams_out", s.datagrams_out);
   field("bytes_out", s.bytes_out);
   field("send_failures", s.send_failures);
+  field("send_segmented", s.send_segmented ? 1 : 0);
+  field("segmented_sends", s.segmented_sends);
+  field("segmented_datagrams", s.segmented_datagrams);
+  field("gso_fallbacks", s.gso_fallbacks);
   field("duplicates", s.duplicates);
   field("gaps", s.gaps);
   field("gap_frames_dropped", s.gap_frames_dropped);

@@ -91,6 +91,14 @@ inline constexpr std::uint16_t kDefaultPort = 7400;
 
 class StateMachine;
 
+// How report datagrams leave (net::SendPath; docs/SERVICE.md "Sending
+// reports"): kSegmented groups each session's datagrams into UDP_SEGMENT
+// sends, kSendmmsg sends each as its own sendmmsg entry, kAuto takes
+// kSegmented when the kernel has UDP_SEGMENT. The datagrams a client
+// receives are the same either way.
+using net::SendPath;
+using net::SendPathName;
+
 struct ServiceOptions {
   net::Endpoint listen;
   journal::WriterOptions journal;  // directory, durability, ...
@@ -108,6 +116,14 @@ struct ServiceOptions {
   std::size_t report_history = 1 << 14;
   // Datagrams per recvmmsg / sendmmsg.
   std::size_t batch = 64;
+  // `serve --send`. kSegmented on a kernel without UDP_SEGMENT: Start()
+  // refuses; kAuto falls back to sendmmsg (and says so in the start-up
+  // report). A segmented send the kernel refuses with EIO or EINVAL (the
+  // path to a peer cannot segment) sends those datagrams with sendmmsg and
+  // stays on sendmmsg, logged once and counted (gso_fallbacks).
+  SendPath send = SendPath::kAuto;
+  // Tests only: the socket's system calls (net::SocketCalls); null: real.
+  const net::SocketCalls* socket_calls_for_testing = nullptr;
   // Called from the service's thread every `interval_s` seconds while it
   // runs (e.g. to print counters); 0 turns it off.
   double interval_s = 0;
@@ -145,7 +161,15 @@ struct ServiceStats {
   std::uint64_t bytes_in = 0;
   std::uint64_t datagrams_out = 0;
   std::uint64_t bytes_out = 0;
-  std::uint64_t send_failures = 0;              // datagrams the kernel refused
+  std::uint64_t send_failures = 0;  // datagrams the kernel refused
+  // The send path in use now (true: UDP_SEGMENT), the segmented sends
+  // (sendmmsg entries) and the datagrams they carried, and the times the
+  // segmented path was given up for sendmmsg (at start: the probe failed
+  // under kAuto; while running: EIO/EINVAL from a segmented send).
+  bool send_segmented = false;
+  std::uint64_t segmented_sends = 0;
+  std::uint64_t segmented_datagrams = 0;
+  std::uint64_t gso_fallbacks = 0;
   std::array<std::uint64_t, 256> frames_in{};   // by kind, journaled
   std::array<std::uint64_t, 256> frames_out{};  // by kind, reports sent
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause

@@ -63,8 +63,11 @@ struct Session {
   // service started), for releasing an idle session's report history.
   std::int64_t last_heard_ns = 0;
   // The service's outgoing state: the datagram being filled in the send
-  // batch (-1: none), and the last resend (its first report, and when).
+  // batch (-1: none), the last of its datagrams in the batch (-1: none;
+  // the next one is chained to it for a segmented send), and the last
+  // resend (its first report, and when).
   std::int32_t tx_slot = -1;
+  std::int32_t tx_last_slot = -1;
   std::uint64_t resent_from = 0;
   std::int64_t resent_ns = 0;
   // The expected sequence the last Busy was sent for, and when (one per
