@@ -1,5 +1,8 @@
-// engine_bench: the matching engine on the `mixed` and `wl1` workloads
-// (1,000,000 commands, seed 1), and the alternatives its design note weighs.
+// engine_bench: the matching engine on the workloads of `orderwire gen`
+// (1,000,000 commands, seed 1): `mixed` and `wl1`, and the book shapes
+// `deep`, `swings`, `crash` and `churn` (engine/workload.h); and the
+// alternatives its design note weighs (on mixed and wl1, and the level
+// structures on the shapes too).
 //
 //   engine/<workload>            engine alone: commands already decoded,
 //                                reports into a reused ReportBuffer
@@ -371,9 +374,29 @@ void BM_TimerOverhead(benchmark::State& state) {
   ReportPercentiles(state, samples);
 }
 
+// Whether `which` has commands of `kind` (0: every kind).
+bool HasKind(workload::Workload which, int kind) {
+  using workload::Workload;
+  const auto is = [kind](codec::Kind k) { return kind == static_cast<int>(k); };
+  if (kind == 0 || is(codec::Kind::kNewLimit) ||
+      is(codec::Kind::kCancelByOrder)) {
+    return true;
+  }
+  switch (which) {
+    case Workload::kMixed:
+      return true;
+    case Workload::kCrash:
+      return is(codec::Kind::kNewMarket);
+    case Workload::kChurn:
+      return is(codec::Kind::kCancelByClient) || is(codec::Kind::kReplace);
+    default:
+      return false;
+  }
+}
+
 void RegisterAll() {
   using workload::Workload;
-  for (const Workload w : {Workload::kMixed, Workload::kWl1}) {
+  for (const Workload w : workload::kAllWorkloads) {
     const std::string name(workload::Name(w));
     benchmark::RegisterBenchmark(("engine/" + name).c_str(),
                                  BM_Engine<DefaultTraits>, w)
@@ -406,6 +429,17 @@ void RegisterAll() {
         BM_Engine<FullSizeIndexTraits>, w)
         ->Unit(benchmark::kMillisecond);
   }
+  // The level structures on the book shapes (deep books, sweeps).
+  for (const Workload w : {Workload::kDeep, Workload::kSwings, Workload::kCrash,
+                           Workload::kChurn}) {
+    const std::string name(workload::Name(w));
+    benchmark::RegisterBenchmark(("alt:binary-search-levels/" + name).c_str(),
+                                 BM_Engine<BinarySearchTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("alt:std-map-levels/" + name).c_str(),
+                                 BM_Engine<MapTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+  }
   constexpr std::array<std::pair<int, const char*>, 6> kKinds = {{
       {0, "all"},
       {static_cast<int>(codec::Kind::kNewLimit), "NewLimit"},
@@ -414,14 +448,10 @@ void RegisterAll() {
       {static_cast<int>(codec::Kind::kCancelByClient), "CancelByClient"},
       {static_cast<int>(codec::Kind::kReplace), "Replace"},
   }};
-  for (const Workload w : {Workload::kMixed, Workload::kWl1}) {
+  for (const Workload w : workload::kAllWorkloads) {
     const std::string name(workload::Name(w));
     for (const auto& [kind, kind_name] : kKinds) {
-      const bool in_workload =
-          w == Workload::kMixed || kind == 0 ||
-          kind == static_cast<int>(codec::Kind::kNewLimit) ||
-          kind == static_cast<int>(codec::Kind::kCancelByOrder);
-      if (!in_workload) continue;  // wl1 has only these kinds
+      if (!HasKind(w, kind)) continue;
       benchmark::RegisterBenchmark(
           ("latency/" + name + "/" + kind_name).c_str(),
           [w, kind = kind](benchmark::State& state) {

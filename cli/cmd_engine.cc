@@ -76,8 +76,21 @@ const CommandSpec kGenSpec{
         "         5% CancelByClient, 15% Replace, aimed at live orders.\n"
         "  wl1    the published single-book workload (splitmix64 recipe):\n"
         "         60% GTC adds, 30% cancels, 10% IOC, instrument 1.\n"
-        "engine/workload.h gives both recipes in full.",
-    .flags = {{"workload", "NAME", "mixed", "mixed or wl1"},
+        "Book shapes (instrument 1, no rejects with the default limits):\n"
+        "  deep   a static book of ~250,000 orders over ~30,000 levels (built\n"
+        "         by the first 250,000 commands), then inserts and cancels\n"
+        "         deep in it and IOC orders at the touch.\n"
+        "  swings the price walks 25-40% up and back, then down and back,\n"
+        "         over and over; IOC sweeps of up to 36 levels, stale\n"
+        "         quotes cancelled.\n"
+        "  crash  every 125,000 commands, a burst of market and IOC sells\n"
+        "         empties the bid side; then the book refills and the price\n"
+        "         recovers.\n"
+        "  churn  two thirds of the commands cancel or replace one of the\n"
+        "         32 orders placed last.\n"
+        "engine/workload.h gives every recipe in full.",
+    .flags = {{"workload", "NAME", "mixed",
+               "mixed, wl1, deep, swings, crash or churn"},
               {"count", "N", "1000000", "number of commands"},
               {"seed", "S", "1", "generator seed"}},
 };
@@ -202,20 +215,14 @@ absl::Status Gen(const Args& args) {
   absl::StatusOr<std::uint64_t> seed = args.Uint("seed", UINT64_MAX);
   if (!seed.ok()) return seed.status();
 
-  std::unique_ptr<workload::Wl1Generator> wl1;
-  std::unique_ptr<workload::MixedGenerator> mixed;
-  if (*which == workload::Workload::kWl1) {
-    wl1 = std::make_unique<workload::Wl1Generator>(*seed);
-  } else {
-    mixed = std::make_unique<workload::MixedGenerator>(*seed);
-  }
+  workload::WorkloadGenerator generator(*which, *seed);
   constexpr std::size_t kChunk = 1 << 14;
   std::vector<std::byte> bytes(kChunk * codec::kMaxFrameSize);
   for (std::uint64_t done = 0; done < *count;) {
     const std::uint64_t n = std::min<std::uint64_t>(kChunk, *count - done);
     std::size_t used = 0;
     for (std::uint64_t i = 0; i < n; ++i) {
-      const codec::Command command = wl1 ? wl1->Next() : mixed->Next();
+      const codec::Command command = generator.Next();
       const auto size = codec::EncodeCommand(
           command, std::span<std::byte>(bytes).subspan(used));
       if (!size.ok()) {

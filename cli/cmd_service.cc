@@ -343,7 +343,9 @@ const CommandSpec kSubmitSpec{
         {
             {"target", "HOST:PORT", "127.0.0.1:7400", "the service"},
             {"session", "ID", "", "session id (u32)"},
-            {"workload", "NAME", "", "mixed | wl1 (as 'orderwire gen')"},
+            {"workload", "NAME", "",
+             "mixed | wl1 | deep | swings | crash | churn (as 'orderwire "
+             "gen')"},
             {"count", "N", "1000000", "commands to generate"},
             {"seed", "S", "1", "generator seed"},
             {"input", "FILE", "", "command frames to send instead"},

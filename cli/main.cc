@@ -33,7 +33,7 @@ constexpr Subcommand kSubcommands[] = {
     {"match", orderwire::cli::RunMatch,
      "run command frames through the matching engine; write the reports"},
     {"gen", orderwire::cli::RunGen,
-     "write a deterministic command stream (workloads mixed, wl1)"},
+     "write a deterministic command stream (mixed, wl1, book shapes)"},
     {"journal", orderwire::cli::RunJournal,
      "journal write (append frames from stdin), journal inspect"},
     {"serve", orderwire::cli::RunServe,

@@ -4,8 +4,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -28,15 +30,26 @@ std::string_view Name(Workload workload) {
       return "mixed";
     case Workload::kWl1:
       return "wl1";
+    case Workload::kDeep:
+      return "deep";
+    case Workload::kSwings:
+      return "swings";
+    case Workload::kCrash:
+      return "crash";
+    case Workload::kChurn:
+      return "churn";
   }
   return "";
 }
 
 absl::StatusOr<Workload> ParseWorkload(std::string_view name) {
-  if (name == "mixed") return Workload::kMixed;
-  if (name == "wl1") return Workload::kWl1;
+  for (const Workload workload : kAllWorkloads) {
+    if (name == Name(workload)) return workload;
+  }
   return absl::InvalidArgumentError(absl::StrFormat(
-      "unknown workload '%s' (workloads: mixed, wl1)", std::string(name)));
+      "unknown workload '%s' (workloads: mixed, wl1, deep, swings, crash, "
+      "churn)",
+      std::string(name)));
 }
 
 // ---------------------------------------------------------------------------
@@ -266,20 +279,363 @@ void MixedGenerator::Track(const engine::ReportBuffer& reports) {
 }
 
 // ---------------------------------------------------------------------------
+// The book shapes
+
+BookShapeGenerator::BookShapeGenerator(Workload shape, std::uint64_t seed)
+    : shape_(shape),
+      rng_(seed),
+      engine_(std::make_unique<engine::Engine>(engine::EngineConfig{})),
+      reports_(1 << 12) {}
+
+BookShapeGenerator::BookShapeGenerator(BookShapeGenerator&&) noexcept = default;
+BookShapeGenerator& BookShapeGenerator::operator=(
+    BookShapeGenerator&&) noexcept = default;
+BookShapeGenerator::~BookShapeGenerator() = default;
+
+Command BookShapeGenerator::Next() {
+  Command command = Draw();
+  command.sequence = ++sequence_;
+  reports_.Clear();
+  (void)engine_->Execute(command, reports_);
+  Track(reports_);
+  if (crashing_ && !engine_->Book(codec::InstrumentId(1)).Best(Side::kBuy)) {
+    // The bid side is empty: the crash is over; trading resumes at its low.
+    crashing_ = false;
+    mid_ = crash_low_;
+  }
+  return command;
+}
+
+Command BookShapeGenerator::Draw() {
+  switch (shape_) {
+    case Workload::kDeep:
+      return DrawDeep();
+    case Workload::kSwings:
+      return DrawSwings();
+    case Workload::kCrash:
+      return DrawCrash();
+    case Workload::kChurn:
+    default:
+      return DrawChurn();
+  }
+}
+
+Command BookShapeGenerator::Limit(Side side, TimeInForce tif,
+                                  std::int64_t price, std::uint64_t quantity) {
+  const std::uint64_t account = next_account_++;
+  return Command::From(
+      0, codec::NewLimit{.account_id = account,
+                         .client_order_id = next_client_order_id_++,
+                         .instrument_id = 1,
+                         .side = side,
+                         .time_in_force = tif,
+                         .price = price,
+                         .quantity = quantity});
+}
+
+Command BookShapeGenerator::Maker(std::int64_t off) {
+  const Side side = rng_.Below(2) == 0 ? Side::kBuy : Side::kSell;
+  const std::uint64_t quantity = 1 + rng_.Below(100);
+  return Limit(side, TimeInForce::kGoodTillCancel,
+               side == Side::kBuy ? mid_ - off : mid_ + off, quantity);
+}
+
+Command BookShapeGenerator::CancelByOrder(const LiveOrder& order) {
+  return Command::From(0, codec::CancelByOrder{.account_id = order.account_id,
+                                               .order_id = order.order_id});
+}
+
+const BookShapeGenerator::LiveOrder* BookShapeGenerator::RandomLive() {
+  if (live_.empty()) return nullptr;
+  return &live_[rng_.Below(live_.size())];
+}
+
+const BookShapeGenerator::LiveOrder* BookShapeGenerator::OldestLive() {
+  while (!arrivals_.empty()) {
+    const auto it = live_position_.find(arrivals_.front());
+    if (it != live_position_.end()) return &live_[it->second];
+    arrivals_.pop_front();  // finished: filled or cancelled
+  }
+  return nullptr;
+}
+
+const BookShapeGenerator::LiveOrder* BookShapeGenerator::RecentLive() {
+  const std::size_t n = std::min(recent_count_, kChurnRecent);
+  if (n > 0) {
+    const std::size_t start = rng_.Below(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto it = live_position_.find(recent_[(start + i) % n]);
+      if (it != live_position_.end()) return &live_[it->second];
+    }
+  }
+  return RandomLive();
+}
+
+void BookShapeGenerator::WalkMid() {
+  const std::uint64_t r = rng_.Below(4);
+  if (r == 0) {
+    mid_ -= 1;
+  } else if (r == 1) {
+    mid_ += 1;
+  }
+}
+
+// deep ----------------------------------------------------------------------
+
+Command BookShapeGenerator::DrawDeep() {
+  if (sequence_ < kDeepBuildOrders) {
+    return Maker(1 + static_cast<std::int64_t>(rng_.Below(kDeepLevelsPerSide)));
+  }
+  const std::uint64_t u = rng_.Below(100);
+  if (u < 50 || live_.empty()) {
+    const std::int64_t off =
+        rng_.Below(5) < 4
+            ? 1 + static_cast<std::int64_t>(rng_.Below(kDeepLevelsPerSide))
+            : 1 + static_cast<std::int64_t>(rng_.Below(kDeepTouchBand));
+    return Maker(off);
+  }
+  if (u < 90) return CancelByOrder(*RandomLive());
+  const Side side = rng_.Below(2) == 0 ? Side::kBuy : Side::kSell;
+  return Limit(
+      side, TimeInForce::kImmediateOrCancel,
+      side == Side::kBuy ? mid_ + kDeepTouchBand : mid_ - kDeepTouchBand,
+      1 + rng_.Below(100));
+}
+
+// swings --------------------------------------------------------------------
+
+void BookShapeGenerator::NextLeg() {
+  leg_ = (leg_ + 1) % 4;
+  if (leg_ == 0 || leg_ == 2) {
+    amplitude_ =
+        kStartMid *
+        (kSwingMinPercent + static_cast<std::int64_t>(rng_.Below(
+                                kSwingMaxPercent - kSwingMinPercent + 1))) /
+        100;
+  }
+  switch (leg_) {
+    case 0:
+      leg_end_ = kStartMid + amplitude_;
+      break;
+    case 2:
+      leg_end_ = kStartMid - amplitude_;
+      break;
+    default:
+      leg_end_ = kStartMid;
+      break;
+  }
+}
+
+Command BookShapeGenerator::DrawSwings() {
+  if (leg_ < 0) NextLeg();
+  const std::uint64_t u = rng_.Below(100);
+  if (u < 8) {
+    if (mid_ == leg_end_) NextLeg();
+    const std::int64_t direction = leg_end_ > mid_ ? 1 : -1;
+    const std::int64_t step =
+        std::min(1 + static_cast<std::int64_t>(rng_.Below(kSweepMaxTicks)),
+                 direction * (leg_end_ - mid_));
+    mid_ += direction * step;
+    return Limit(direction > 0 ? Side::kBuy : Side::kSell,
+                 TimeInForce::kImmediateOrCancel, mid_ + direction * 4,
+                 static_cast<std::uint64_t>(200 * (step + 4)));
+  }
+  if (u < 75 || live_.empty()) {
+    return Maker(1 + static_cast<std::int64_t>(rng_.Below(24)));
+  }
+  const LiveOrder* target = rng_.Below(4) < 3 ? OldestLive() : RandomLive();
+  return CancelByOrder(*target);
+}
+
+// crash ---------------------------------------------------------------------
+
+Command BookShapeGenerator::DrawCrash() {
+  const std::optional<engine::LevelInfo> best_bid =
+      engine_->Book(codec::InstrumentId(1)).Best(Side::kBuy);
+  if (!crashing_ && sequence_ % kCrashCycle == kCrashFirst && best_bid) {
+    crashing_ = true;
+    market_next_ = true;
+    crash_low_ = best_bid->price.value();
+    recover_to_ = mid_;
+  }
+  if (crashing_) {
+    const bool market = market_next_;
+    market_next_ = !market_next_;
+    if (market) {
+      const std::uint64_t account = next_account_++;
+      return Command::From(
+          0, codec::NewMarket{.account_id = account,
+                              .client_order_id = next_client_order_id_++,
+                              .instrument_id = 1,
+                              .side = Side::kSell,
+                              .quantity = 500 + rng_.Below(1501)});
+    }
+    return Limit(Side::kSell, TimeInForce::kImmediateOrCancel,
+                 best_bid->price.value() - 20, 2000);
+  }
+  if (recover_to_ != 0 && mid_ < recover_to_) {
+    const std::uint64_t r = rng_.Below(8);
+    if (r < 4) {
+      mid_ += 1;
+    } else if (r == 4) {
+      mid_ -= 1;
+    }
+  } else {
+    recover_to_ = 0;
+    WalkMid();
+  }
+  const std::uint64_t u = rng_.Below(100);
+  if (u < 55 || live_.empty()) {
+    const std::int64_t off =
+        rng_.Below(10) < 7 ? 1 + static_cast<std::int64_t>(rng_.Below(50))
+                           : 51 + static_cast<std::int64_t>(rng_.Below(1950));
+    return Maker(off);
+  }
+  if (u < 90) {
+    return CancelByOrder(rng_.Below(2) == 0 ? *OldestLive() : *RandomLive());
+  }
+  const Side side = rng_.Below(2) == 0 ? Side::kBuy : Side::kSell;
+  const auto cross = 1 + static_cast<std::int64_t>(rng_.Below(5));
+  return Limit(side, TimeInForce::kImmediateOrCancel,
+               side == Side::kBuy ? mid_ + cross : mid_ - cross,
+               1 + rng_.Below(100));
+}
+
+// churn ---------------------------------------------------------------------
+
+Command BookShapeGenerator::DrawChurn() {
+  WalkMid();
+  const std::uint64_t u = rng_.Below(100);
+  if (u < 30) return Maker(1 + static_cast<std::int64_t>(rng_.Below(10)));
+  if (u < 33) {
+    const Side side = rng_.Below(2) == 0 ? Side::kBuy : Side::kSell;
+    const auto cross = static_cast<std::int64_t>(rng_.Below(4));
+    return Limit(side, TimeInForce::kImmediateOrCancel,
+                 side == Side::kBuy ? mid_ + cross : mid_ - cross,
+                 1 + rng_.Below(100));
+  }
+  const LiveOrder* target = RecentLive();
+  if (target == nullptr)
+    return Maker(1 + static_cast<std::int64_t>(rng_.Below(10)));
+  if (u < 63) {
+    if (rng_.Below(100) < 85) return CancelByOrder(*target);
+    return Command::From(
+        0, codec::CancelByClient{.account_id = target->account_id,
+                                 .client_order_id = target->client_order_id});
+  }
+  codec::Replace replace{.account_id = target->account_id,
+                         .order_id = target->order_id,
+                         .new_client_order_id = next_client_order_id_++,
+                         .price = target->price,
+                         .quantity = target->leaves};
+  if (rng_.Below(2) == 0 && target->leaves >= 2) {
+    replace.quantity = 1 + rng_.Below(target->leaves - 1);  // size down
+  } else {
+    const auto step = static_cast<std::int64_t>(1 + rng_.Below(3));
+    replace.price =
+        rng_.Below(2) == 0 ? target->price - step : target->price + step;
+  }
+  return Command::From(0, replace);
+}
+
+// tracking ------------------------------------------------------------------
+
+void BookShapeGenerator::Remove(std::uint64_t order_id) {
+  const auto it = live_position_.find(order_id);
+  if (it == live_position_.end()) return;
+  const std::size_t position = it->second;
+  live_position_.erase(it);
+  if (position != live_.size() - 1) {
+    live_[position] = live_.back();
+    live_position_[live_[position].order_id] = position;
+  }
+  live_.pop_back();
+}
+
+void BookShapeGenerator::Track(const engine::ReportBuffer& reports) {
+  for (const engine::Report& report : reports.reports()) {
+    switch (report.kind) {
+      case codec::Kind::kAccepted: {
+        const codec::Accepted& a = report.accepted;
+        if (a.time_in_force != TimeInForce::kGoodTillCancel) break;
+        live_position_[a.order_id] = live_.size();
+        live_.push_back(LiveOrder{.order_id = a.order_id,
+                                  .account_id = a.account_id,
+                                  .client_order_id = a.client_order_id,
+                                  .side = a.side,
+                                  .price = a.price,
+                                  .leaves = a.quantity});
+        if (shape_ == Workload::kSwings || shape_ == Workload::kCrash) {
+          arrivals_.push_back(a.order_id);
+        }
+        recent_[recent_count_++ % kChurnRecent] = a.order_id;
+        break;
+      }
+      case codec::Kind::kFilled: {
+        const codec::Filled& f = report.filled;
+        if (shape_ == Workload::kCrash && crashing_) {
+          crash_low_ = std::min(crash_low_, f.price);
+        }
+        const auto it = live_position_.find(f.order_id);
+        if (it == live_position_.end()) break;
+        live_[it->second].leaves = f.leaves_quantity;
+        if (f.leaves_quantity == 0) Remove(f.order_id);
+        break;
+      }
+      case codec::Kind::kCancelled:
+        Remove(report.cancelled.order_id);
+        break;
+      case codec::Kind::kReplaced: {
+        const codec::Replaced& r = report.replaced;
+        const auto it = live_position_.find(r.order_id);
+        if (it == live_position_.end()) break;
+        LiveOrder& order = live_[it->second];
+        order.client_order_id = r.client_order_id;
+        order.price = r.price;
+        order.leaves = r.quantity;
+        break;
+      }
+      default:
+        break;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Any workload
+
+namespace {
+
+std::variant<Wl1Generator, MixedGenerator, BookShapeGenerator> MakeGenerator(
+    Workload workload, std::uint64_t seed) {
+  switch (workload) {
+    case Workload::kWl1:
+      return Wl1Generator(seed);
+    case Workload::kMixed:
+      return MixedGenerator(seed);
+    default:
+      return BookShapeGenerator(workload, seed);
+  }
+}
+
+}  // namespace
+
+WorkloadGenerator::WorkloadGenerator(Workload workload, std::uint64_t seed)
+    : generator_(MakeGenerator(workload, seed)) {}
+
+Command WorkloadGenerator::Next() {
+  return std::visit([](auto& generator) { return generator.Next(); },
+                    generator_);
+}
+
+// ---------------------------------------------------------------------------
 
 std::vector<Command> Generate(Workload workload, std::size_t count,
                               std::uint64_t seed) {
   std::vector<Command> commands;
   commands.reserve(count);
-  if (workload == Workload::kWl1) {
-    Wl1Generator generator(seed);
-    for (std::size_t i = 0; i < count; ++i)
-      commands.push_back(generator.Next());
-  } else {
-    MixedGenerator generator(seed);
-    for (std::size_t i = 0; i < count; ++i)
-      commands.push_back(generator.Next());
-  }
+  WorkloadGenerator generator(workload, seed);
+  for (std::size_t i = 0; i < count; ++i) commands.push_back(generator.Next());
   return commands;
 }
 

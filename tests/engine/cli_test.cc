@@ -178,6 +178,23 @@ TEST(GenCli, WritesTheWorkloadsFramesDeterministically) {
   EXPECT_THAT(unknown.err, HasSubstr("unknown workload 'nope'"));
 }
 
+TEST(GenCli, WritesTheBookShapesAndMatchRejectsNoneOfThem) {
+  for (const char* name : {"deep", "swings", "crash", "churn"}) {
+    const Outcome gen = Orderwire(std::string("gen --workload ") + name +
+                                  " --count 5000 --seed 3");
+    ASSERT_EQ(gen.status, 0) << gen.err;
+    EXPECT_EQ(gen.out, Frames(workload::Generate(*workload::ParseWorkload(name),
+                                                 5000, 3)))
+        << name;
+    const Outcome match = Orderwire("match --stats", gen.out);
+    ASSERT_EQ(match.status, 0) << match.err;
+    EXPECT_THAT(match.err, HasSubstr("match: 5000 commands"));
+    EXPECT_THAT(match.err, HasSubstr("Rejected 0,")) << name;
+  }
+  const Outcome help = Orderwire("gen --help");
+  EXPECT_THAT(help.out + help.err, HasSubstr("churn"));
+}
+
 TEST(GenCli, PipesIntoMatchForBothWorkloads) {
   for (const char* name : {"mixed", "wl1"}) {
     const Outcome gen =
