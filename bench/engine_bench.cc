@@ -123,6 +123,10 @@ class FullSizeIndex : public internal::OrderIndex {
       : OrderIndex(max_entries, std::numeric_limits<std::uint64_t>::max()) {}
 };
 
+struct NoDenseGuessTraits {
+  using Levels = internal::BasicSortedLevels<8, /*kGuessDense=*/false>;
+  using Index = internal::OrderIndex;
+};
 struct BinarySearchTraits {
   using Levels = internal::BasicSortedLevels<0>;
   using Index = internal::OrderIndex;
@@ -446,6 +450,9 @@ void RegisterAll() {
   }
   for (const Workload w : {Workload::kMixed, Workload::kWl1}) {
     const std::string name(workload::Name(w));
+    benchmark::RegisterBenchmark(("alt:no-dense-guess/" + name).c_str(),
+                                 BM_Engine<NoDenseGuessTraits>, w)
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("alt:binary-search-levels/" + name).c_str(),
                                  BM_Engine<BinarySearchTraits>, w)
         ->Unit(benchmark::kMillisecond);
