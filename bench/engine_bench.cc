@@ -3,6 +3,8 @@
 //
 //   engine/<workload>            engine alone: commands already decoded,
 //                                reports into a reused ReportBuffer
+//   engine+prefetch/<workload>   the same, calling Engine::Prefetch for the
+//                                next command before executing each one
 //   decode+engine/<workload>     frames decoded, then executed
 //   decode/<workload>            baseline in the same run: decoding alone
 //   alt:<variant>/<workload>     the engine with another structure (engine.h)
@@ -186,7 +188,7 @@ void SetPerCommand(benchmark::State& state) {
 // ---------------------------------------------------------------------------
 // Throughput.
 
-template <typename Traits>
+template <typename Traits, bool kPrefetchNext = false>
 void BM_Engine(benchmark::State& state, workload::Workload which) {
   const Input& input = InputOf(which);
   auto engine = std::make_unique<BasicEngine<Traits>>(EngineConfig{});
@@ -203,6 +205,9 @@ void BM_Engine(benchmark::State& state, workload::Workload which) {
     engine->Reset();
     state.ResumeTiming();
     for (std::size_t i = 0; i < commands.size(); ++i) {
+      if constexpr (kPrefetchNext) {
+        if (i + 1 < commands.size()) engine->Prefetch(commands[i + 1], 0);
+      }
       (void)engine->Execute(commands[i], reports);
       checksum += reports.size();
       reports.Clear();
@@ -437,6 +442,9 @@ void RegisterAll() {
     const std::string name(workload::Name(w));
     benchmark::RegisterBenchmark(("engine/" + name).c_str(),
                                  BM_Engine<DefaultTraits>, w)
+        ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("engine+prefetch/" + name).c_str(),
+                                 BM_Engine<DefaultTraits, true>, w)
         ->Unit(benchmark::kMillisecond);
     if (w == Workload::kWl1) {
       benchmark::RegisterBenchmark("calib/wl1", BM_CalibBook)

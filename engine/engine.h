@@ -46,8 +46,10 @@
 //   4,096 slots and doubles in place when a quarter of it is used. Sized to
 //   the live orders rather than the capacity, it stays in L1/L2 for small
 //   live sets. The duplicate check of every new order is a lookup here that
-//   misses (a fresh key): with wl1's hundreds of thousands of live orders
-//   that is now the engine's largest cost (a cache miss per new order).
+//   misses (a fresh key): with wl1's tens of thousands of live orders the
+//   table outgrows L2 and that miss is now the engine's largest cost. A
+//   caller holding a batch hides it with Prefetch(next command) (about 12%
+//   of wl1's time; docs/BENCHMARKS.md).
 // - A price level is a 32-byte record in a second pool (price, total
 //   quantity, order count, head and tail of an intrusive FIFO of orders
 //   linked by index). Cancelling any order is O(1) once found: unlink it.
@@ -265,6 +267,30 @@ class BasicEngine {
   ExecuteStatus Execute(const codec::Command& command,
                         ReportBuffer& out) noexcept {
     return Execute(command, 0, out);
+  }
+
+  // Starts loading, without changing anything, the index slot that
+  // Execute(command, owner, ...) reads first: the client key of a new order
+  // or a CancelByClient, the order id of a CancelByOrder or Replace. A
+  // caller that holds several commands (a batch of durable records, a
+  // benchmark) calls it for the next command before executing the current
+  // one, so that the next lookup's cache miss overlaps this command's work.
+  // Has no effect on any result. Hot path: a hash and a prefetch.
+  void Prefetch(const codec::Command& command, OwnerTag owner) const noexcept {
+    switch (command.kind) {
+      case codec::Kind::kNewLimit:
+      case codec::Kind::kNewMarket:
+      case codec::Kind::kCancelByClient:
+        index_.PrefetchClient(command.account_id, owner,
+                              command.client_order_id);
+        return;
+      case codec::Kind::kCancelByOrder:
+      case codec::Kind::kReplace:
+        index_.PrefetchId(command.order_id);
+        return;
+      default:
+        return;
+    }
   }
 
   // Appends the Rejected report with reason Unauthorized that `command`

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
+#include <ranges>
 
 #include "engine/internal/pool.h"
 #include "engine/internal/sorted_levels.h"
@@ -43,8 +44,8 @@ class MapLevels {
   void PopBest() noexcept { levels_.erase(std::prev(levels_.end())); }
   template <typename Fn>
   void ForEachFromBest(Fn&& fn) const {
-    for (auto it = levels_.rbegin(); it != levels_.rend(); ++it) {
-      if (!fn(LevelRef{it->first, it->second})) return;
+    for (const auto& [key, level] : std::views::reverse(levels_)) {
+      if (!fn(LevelRef{key, level})) return;
     }
   }
   void Clear() noexcept { levels_.clear(); }

@@ -81,6 +81,12 @@ class IndexTable {
     }
   }
 
+  // Starts loading the slot a Find of `hash` reads first. No effect on
+  // contents. Hot path.
+  void Prefetch(std::uint64_t hash) const noexcept {
+    __builtin_prefetch(&slots_[Home(static_cast<std::uint32_t>(hash >> 32))]);
+  }
+
   // Adds `index` under `hash`. Precondition: fewer than max_entries entries.
   // Hot path; when the table passes load 1/4 below its largest size it
   // doubles in place (O(entries), once per new high-water mark: warm-up).
@@ -239,6 +245,10 @@ class DirectIdMap {
       return orders[i].order_id == order_id;
     });
   }
+  // Starts loading the slot of `order_id`. No effect on contents. Hot path.
+  void Prefetch(codec::OrderId order_id) const noexcept {
+    __builtin_prefetch(&slots_[SlotOf(order_id)]);
+  }
   // Precondition: `order_id` is not present. Hot path.
   void Insert(codec::OrderId order_id, std::uint32_t index) noexcept {
     const std::uint64_t slot = SlotOf(order_id);
@@ -303,6 +313,14 @@ class OrderIndex {
   }
   void EraseId(codec::OrderId order_id, std::uint32_t index) noexcept {
     by_id_.Erase(order_id, index);
+  }
+  // Start loading the slot a lookup of this key reads first. Hot path.
+  void PrefetchId(codec::OrderId order_id) const noexcept {
+    by_id_.Prefetch(order_id);
+  }
+  void PrefetchClient(codec::AccountId account_id, std::uint32_t owner,
+                      codec::ClientOrderId client_order_id) const noexcept {
+    by_client_.Prefetch(HashClientKey(account_id, owner, client_order_id));
   }
   // Entries of the id window that went to its overflow (tests).
   [[nodiscard]] std::uint64_t id_overflow_size() const noexcept {

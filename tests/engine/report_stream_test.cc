@@ -55,14 +55,21 @@ struct StreamResult {
   std::uint64_t rejects = 0;
 };
 
+// With `prefetch`, Engine::Prefetch is called for each next command before
+// the current one executes, as a batching caller does: it must change
+// nothing.
 StreamResult RunStream(std::span<const codec::Command> commands,
-                       std::span<const OwnerTag> owners = {}) {
+                       std::span<const OwnerTag> owners = {},
+                       bool prefetch = false) {
   auto engine = std::make_unique<Engine>(EngineConfig{});
   ReportBuffer reports;
   StreamResult result;
   Fnv1a hash;
   for (std::size_t i = 0; i < commands.size(); ++i) {
     reports.Clear();
+    if (prefetch && i + 1 < commands.size()) {
+      engine->Prefetch(commands[i + 1], owners.empty() ? 0 : owners[i + 1]);
+    }
     (void)engine->Execute(commands[i], owners.empty() ? 0 : owners[i], reports);
     hash.Add(reports.frames());
     for (const Report& r : reports.reports()) {
@@ -208,6 +215,21 @@ TEST(ReportStream, SwingsAndDeepBookArePinned) {
   EXPECT_EQ(r.reports, 752026u);
   EXPECT_EQ(r.reports_hash, 4752053941754925583ULL);
   EXPECT_EQ(r.book_hash, 18310990079698449770ULL);
+}
+
+TEST(ReportStream, PrefetchingTheNextCommandChangesNothing) {
+  const auto mixed = workload::Generate(workload::Workload::kMixed, 300'000, 2);
+  std::vector<OwnerTag> owners(mixed.size());
+  for (std::size_t i = 0; i < owners.size(); ++i) {
+    owners[i] = static_cast<OwnerTag>(i % 3);
+  }
+  const StreamResult m = RunStream(mixed, owners, /*prefetch=*/true);
+  EXPECT_EQ(m.reports_hash, 17367163672650731137ULL);
+  EXPECT_EQ(m.book_hash, 8733201273636341973ULL);
+  const StreamResult s =
+      RunStream(SwingsAndDepth(400'000, 7), {}, /*prefetch=*/true);
+  EXPECT_EQ(s.reports_hash, 4752053941754925583ULL);
+  EXPECT_EQ(s.book_hash, 18310990079698449770ULL);
 }
 
 }  // namespace
