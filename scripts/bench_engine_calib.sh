@@ -7,6 +7,7 @@
 # 1. engine_bench, pinned to one CPU (taskset -c ${BENCH_CPU:-1}), with
 #    BENCH_REPETITIONS (default 5) repetitions, aggregates only: engine/wl1
 #    and calib/wl1 (the calibration book, same run), engine/mixed, the
+#    engine+prefetch variants, the
 #    alt:no-dense-guess variants, and the latency percentiles of both
 #    workloads and of the calibration book. With BASELINE_BUILD_DIR (a build
 #    of the code before the change), its engine/wl1, engine/mixed and
@@ -32,7 +33,7 @@ run() {
     --benchmark_repetitions="$reps" --benchmark_report_aggregates_only=true \
     2>&1 | grep -E '_median|ERROR|error' || true
 }
-main_filter='^(engine/wl1|calib/wl1|engine/mixed|alt:no-dense-guess/.*)$'
+main_filter='^(engine/wl1|engine\+prefetch/wl1|calib/wl1|engine/mixed|engine\+prefetch/mixed|alt:no-dense-guess/.*)$'
 echo "== $build"
 run "$build" "$main_filter"
 if [ -n "$baseline" ]; then
