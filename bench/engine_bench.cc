@@ -6,6 +6,8 @@
 //
 //   engine/<workload>            engine alone: commands already decoded,
 //                                reports into a reused ReportBuffer
+//   engine+prefetch/<workload>   the same, calling Engine::Prefetch for the
+//                                next command before executing each one
 //   decode+engine/<workload>     frames decoded, then executed
 //   decode/<workload>            baseline in the same run: decoding alone
 //   alt:<variant>/<workload>     the engine with another structure (engine.h)
@@ -14,6 +16,12 @@
 //                                command kind or all
 //   latency/tsc-overhead         baseline: the timer's own cost, measured
 //                                the same way around nothing
+//   calib/wl1                    the calibration book (bench/calib_book.h)
+//                                on the same wl1 commands, packed: the
+//                                baseline issue 12 measures engine/wl1
+//                                against (ratio engine/wl1 : calib/wl1);
+//                                fails unless it reproduces wl1's outcome
+//   latency/wl1/calib            its per-command latency, timed the same way
 //
 // Each engine pass starts from an empty book (Reset, outside the timing) on
 // an engine whose tables already grew in an earlier pass, i.e. the steady
@@ -37,12 +45,14 @@
 #endif
 
 #include "absl/container/flat_hash_map.h"
+#include "bench/calib_book.h"
 #include "benchmark/benchmark.h"
 #include "codec/command.h"
 #include "codec/kind_table.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/internal/engine_impl.h"
+#include "engine/internal/map_levels.h"
 #include "engine/internal/order_index.h"
 #include "engine/internal/pool.h"
 #include "engine/internal/sorted_levels.h"
@@ -58,40 +68,8 @@ constexpr std::uint64_t kSeed = 1;
 // ---------------------------------------------------------------------------
 // The alternatives.
 
-// A side as a node-based ordered map (as Liquibook and many books do).
-class MapLevels {
- public:
-  [[nodiscard]] bool empty() const noexcept { return levels_.empty(); }
-  [[nodiscard]] std::size_t size() const noexcept { return levels_.size(); }
-  [[nodiscard]] internal::LevelRef Best() const noexcept {
-    const auto it = levels_.rbegin();
-    return {it->first, it->second};
-  }
-  [[nodiscard]] std::uint32_t Find(std::int64_t key) const noexcept {
-    const auto it = levels_.find(key);
-    return it == levels_.end() ? internal::kNil : it->second;
-  }
-  template <typename MakeLevel>
-  std::uint32_t FindOrInsert(std::int64_t key, MakeLevel&& make_level) {
-    const auto it = levels_.lower_bound(key);
-    if (it != levels_.end() && it->first == key) return it->second;
-    const std::uint32_t level = make_level();
-    levels_.emplace_hint(it, key, level);
-    return level;
-  }
-  void Erase(std::int64_t key) noexcept { levels_.erase(key); }
-  void PopBest() noexcept { levels_.erase(std::prev(levels_.end())); }
-  template <typename Fn>
-  void ForEachFromBest(Fn&& fn) const {
-    for (auto it = levels_.rbegin(); it != levels_.rend(); ++it) {
-      if (!fn(internal::LevelRef{it->first, it->second})) return;
-    }
-  }
-  void Clear() noexcept { levels_.clear(); }
-
- private:
-  std::map<std::int64_t, std::uint32_t> levels_;
-};
+// A side as a node-based ordered map: internal::MapLevels.
+using internal::MapLevels;
 
 // Both lookups as absl::flat_hash_map, reserved to capacity (keyed on the
 // strong types: codec::Strong hashes as its integer).
@@ -150,6 +128,10 @@ class FullSizeIndex : public internal::OrderIndex {
       : OrderIndex(max_entries, std::numeric_limits<std::uint64_t>::max()) {}
 };
 
+struct NoDenseGuessTraits {
+  using Levels = internal::BasicSortedLevels<8, /*kGuessDense=*/false>;
+  using Index = internal::OrderIndex;
+};
 struct BinarySearchTraits {
   using Levels = internal::BasicSortedLevels<0>;
   using Index = internal::OrderIndex;
@@ -209,7 +191,7 @@ void SetPerCommand(benchmark::State& state) {
 // ---------------------------------------------------------------------------
 // Throughput.
 
-template <typename Traits>
+template <typename Traits, bool kPrefetchNext = false>
 void BM_Engine(benchmark::State& state, workload::Workload which) {
   const Input& input = InputOf(which);
   auto engine = std::make_unique<BasicEngine<Traits>>(EngineConfig{});
@@ -226,6 +208,9 @@ void BM_Engine(benchmark::State& state, workload::Workload which) {
     engine->Reset();
     state.ResumeTiming();
     for (std::size_t i = 0; i < commands.size(); ++i) {
+      if constexpr (kPrefetchNext) {
+        if (i + 1 < commands.size()) engine->Prefetch(commands[i + 1], 0);
+      }
       (void)engine->Execute(commands[i], reports);
       checksum += reports.size();
       reports.Clear();
@@ -280,6 +265,68 @@ void BM_Decode(benchmark::State& state, workload::Workload which) {
     }
     benchmark::DoNotOptimize(sum);
   }
+  SetPerCommand(state);
+}
+
+// ---------------------------------------------------------------------------
+// The calibration book.
+
+// wl1 seed 1, 1,000,000 commands: the outcome every book must reproduce.
+constexpr bench::CalibOutcome kWl1Outcome{.fills = 533'786,
+                                          .remainders_cancelled = 36'195,
+                                          .cancels = 48'592,
+                                          .cancel_rejects = 251'075};
+
+struct CalibInput {
+  std::vector<bench::CalibCommand> commands;
+  std::unique_ptr<bench::CalibBook> book;
+};
+
+// The packed wl1 commands and a book for them, checked once against
+// kWl1Outcome; null (after SkipWithError) if the book gets another outcome.
+CalibInput* CalibInputOrSkip(benchmark::State& state) {
+  static CalibInput* const input = [] {
+    auto* in = new CalibInput;
+    in->commands = bench::PackWl1(InputOf(workload::Workload::kWl1).commands);
+    std::uint32_t max_id = 0;
+    for (const bench::CalibCommand& c : in->commands) {
+      max_id = std::max(max_id, c.id);
+    }
+    in->book = std::make_unique<bench::CalibBook>(max_id);
+    return in;
+  }();
+  const bench::CalibOutcome outcome =
+      bench::RunAndCount(*input->book, input->commands);
+  if (kSeed != 1 || kCommands != 1'000'000 ||
+      outcome.fills != kWl1Outcome.fills ||
+      outcome.remainders_cancelled != kWl1Outcome.remainders_cancelled ||
+      outcome.cancels != kWl1Outcome.cancels ||
+      outcome.cancel_rejects != kWl1Outcome.cancel_rejects) {
+    state.SkipWithError(
+        "the calibration book does not reproduce wl1's outcome (533,786 "
+        "fills, 36,195 IOC remainders, 48,592 cancels, 251,075 rejects)");
+    return nullptr;
+  }
+  return input;
+}
+
+void BM_CalibBook(benchmark::State& state) {
+  CalibInput* const input = CalibInputOrSkip(state);
+  if (input == nullptr) return;
+  std::uint64_t checksum = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    input->book->Reset();
+    state.ResumeTiming();
+    for (const bench::CalibCommand& c : input->commands) {
+      input->book->Execute(c);
+      checksum += input->book->reports().size();
+    }
+    benchmark::DoNotOptimize(checksum);
+  }
+  state.counters["reports_per_cmd"] =
+      static_cast<double>(checksum) / (static_cast<double>(state.iterations()) *
+                                       static_cast<double>(kCommands));
   SetPerCommand(state);
 }
 
@@ -359,6 +406,24 @@ void BM_Latency(benchmark::State& state, workload::Workload which, int kind) {
   ReportPercentiles(state, samples);
 }
 
+void BM_CalibLatency(benchmark::State& state) {
+  CalibInput* const input = CalibInputOrSkip(state);
+  if (input == nullptr) return;
+  std::vector<std::uint64_t> samples;
+  samples.reserve(kCommands);
+  for (auto _ : state) {
+    input->book->Reset();
+    samples.clear();
+    for (const bench::CalibCommand& c : input->commands) {
+      const std::uint64_t t0 = Ticks();
+      input->book->Execute(c);
+      const std::uint64_t t1 = Ticks();
+      samples.push_back(t1 - t0);
+    }
+  }
+  ReportPercentiles(state, samples);
+}
+
 // The timer alone, around nothing: what every latency sample includes.
 void BM_TimerOverhead(benchmark::State& state) {
   std::vector<std::uint64_t> samples;
@@ -401,6 +466,13 @@ void RegisterAll() {
     benchmark::RegisterBenchmark(("engine/" + name).c_str(),
                                  BM_Engine<DefaultTraits>, w)
         ->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark(("engine+prefetch/" + name).c_str(),
+                                 BM_Engine<DefaultTraits, true>, w)
+        ->Unit(benchmark::kMillisecond);
+    if (w == Workload::kWl1) {
+      benchmark::RegisterBenchmark("calib/wl1", BM_CalibBook)
+          ->Unit(benchmark::kMillisecond);
+    }
     benchmark::RegisterBenchmark(("decode+engine/" + name).c_str(),
                                  BM_DecodeEngine, w)
         ->Unit(benchmark::kMillisecond);
@@ -409,6 +481,9 @@ void RegisterAll() {
   }
   for (const Workload w : {Workload::kMixed, Workload::kWl1}) {
     const std::string name(workload::Name(w));
+    benchmark::RegisterBenchmark(("alt:no-dense-guess/" + name).c_str(),
+                                 BM_Engine<NoDenseGuessTraits>, w)
+        ->Unit(benchmark::kMillisecond);
     benchmark::RegisterBenchmark(("alt:binary-search-levels/" + name).c_str(),
                                  BM_Engine<BinarySearchTraits>, w)
         ->Unit(benchmark::kMillisecond);
@@ -461,6 +536,9 @@ void RegisterAll() {
           ->Unit(benchmark::kMillisecond);
     }
   }
+  benchmark::RegisterBenchmark("latency/wl1/calib", BM_CalibLatency)
+      ->Iterations(1)
+      ->Unit(benchmark::kMillisecond);
   benchmark::RegisterBenchmark("latency/tsc-overhead", BM_TimerOverhead)
       ->Iterations(1)
       ->Unit(benchmark::kMillisecond);

@@ -29,13 +29,27 @@
 //   first. Nothing points into a hash table; only indices are stored. The
 //   owner tag takes 4 of the record's spare bytes (still one cache line), so
 //   comparing it costs no extra memory access.
-// - order_id -> index and (account, owner, client_order_id) -> index are two
-//   open-addressing tables of our own (internal/order_index.h): 8-byte slots
-//   holding the index and a 32-bit hash tag, linear probing, backward-shift
-//   deletion (no tombstones, so no clean-up pass ever). The memory for 2
-//   slots per order of capacity is reserved up front, untouched; the table in
-//   use starts at 4,096 slots and doubles in place when a quarter of it is
-//   used. Sized to the live orders rather than the capacity, it stays in L1/L2.
+// - order_id -> index is a direct-mapped window (internal/order_index.h,
+//   DirectIdMap): slot = order_id mod (2 x capacity, a power of two), 4
+//   bytes each, confirmed in the order record. The engine numbers orders
+//   1, 2, 3, ..., so a new order's slot is next to the previous one's: the
+//   insert costs no cache miss, where a hashed slot cost one per order (the
+//   largest single cost in issue 12's profile of wl1), and a lookup or erase
+//   is one load, no probing. An id whose slot is still held by an order
+//   older than the last 2 x capacity ids goes to a hashed overflow table,
+//   consulted only while it holds anything, so every id works.
+// - (account, owner, client_order_id) -> index is an open-addressing table
+//   of our own (internal/order_index.h): 8-byte slots holding the index and
+//   a 32-bit hash tag, linear probing, backward-shift deletion (no
+//   tombstones, so no clean-up pass ever). The memory for 2 slots per order
+//   of capacity is reserved up front, untouched; the table in use starts at
+//   4,096 slots and doubles in place when a quarter of it is used. Sized to
+//   the live orders rather than the capacity, it stays in L1/L2 for small
+//   live sets. The duplicate check of every new order is a lookup here that
+//   misses (a fresh key): with wl1's tens of thousands of live orders the
+//   table outgrows L2 and that miss is now the engine's largest cost. A
+//   caller holding a batch hides it with Prefetch(next command) (about 12%
+//   of wl1's time; docs/BENCHMARKS.md).
 // - A price level is a 32-byte record in a second pool (price, total
 //   quantity, order count, head and tail of an intrusive FIFO of orders
 //   linked by index). Cancelling any order is O(1) once found: unlink it.
@@ -45,19 +59,27 @@
 //   search compares the key with the 8 entries nearest the best without a
 //   branch per entry, and only deeper does a branch-free binary search, so
 //   deep levels (orders left behind by a moving market) cost O(log levels).
+//   Before either, it guesses the position from the price distance to the
+//   best (exact while the levels between are dense, as near the touch), so
+//   most searches on wl1 and mixed are one subtraction and two compares. A
+//   deep book (tens of thousands of levels; tests/engine/deep_book_test.cc)
+//   pays O(log levels) per search and O(levels above) per level opened or
+//   closed deep in it (a memmove of 16-byte entries).
 //
 // What decided it: engine_bench runs the engine and each alternative below
 // (alt:<variant>) on the same 1,000,000 commands of both workloads (figures:
 // docs/BENCHMARKS.md, Engine):
 //
-//   - chosen: sorted array, the 8 entries nearest the best counted, then a
-//     branch-free binary search
+//   - chosen: sorted array, a guess from the distance to the best, then the
+//     8 entries nearest the best counted, then a branch-free binary search
+//   - the same without the guess (alt:no-dense-guess)
 //   - sorted array, branch-free binary search only
 //   - sorted array, 32 nearest counted, then binary search
 //   - sorted array, every entry counted (linear)
 //   - std::map<key, level> per side (node-based, allocates)
 //   - absl::flat_hash_map for both indices, reserved
-//   - our tables, but sized to the capacity (16 MiB each)
+//   - our client-key table (and the id overflow) sized to the capacity
+//     (16 MiB each)
 //
 // So: the node-based map is slower than the array on both workloads, more
 // so on mixed, and allocates per level. A linear scan of the whole side is
@@ -245,6 +267,30 @@ class BasicEngine {
   ExecuteStatus Execute(const codec::Command& command,
                         ReportBuffer& out) noexcept {
     return Execute(command, 0, out);
+  }
+
+  // Starts loading, without changing anything, the index slot that
+  // Execute(command, owner, ...) reads first: the client key of a new order
+  // or a CancelByClient, the order id of a CancelByOrder or Replace. A
+  // caller that holds several commands (a batch of durable records, a
+  // benchmark) calls it for the next command before executing the current
+  // one, so that the next lookup's cache miss overlaps this command's work.
+  // Has no effect on any result. Hot path: a hash and a prefetch.
+  void Prefetch(const codec::Command& command, OwnerTag owner) const noexcept {
+    switch (command.kind) {
+      case codec::Kind::kNewLimit:
+      case codec::Kind::kNewMarket:
+      case codec::Kind::kCancelByClient:
+        index_.PrefetchClient(command.account_id, owner,
+                              command.client_order_id);
+        return;
+      case codec::Kind::kCancelByOrder:
+      case codec::Kind::kReplace:
+        index_.PrefetchId(command.order_id);
+        return;
+      default:
+        return;
+    }
   }
 
   // Appends the Rejected report with reason Unauthorized that `command`
