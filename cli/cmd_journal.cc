@@ -56,6 +56,7 @@
 #include "service/pinned_config.h"
 #include "service/rebuild.h"
 #include "service/service_config.h"
+#include "service/snapshot.h"
 #include "service/state_machine.h"
 
 namespace orderwire::cli {
@@ -133,7 +134,11 @@ const CommandSpec kPruneSpec{
         "start record (DIR/START): a crash at any point leaves a journal that\n"
         "opens, and a segment that goes missing without a prune is still\n"
         "data loss. Snapshot files (DIR/snapshots/NNN.ows) older than what\n"
-        "remains (index + 1 below the new first index) are removed.\n\n"
+        "remains (index + 1 below the new first index) are removed: no\n"
+        "restart can use them. Pruning relies on no snapshot; afterwards it\n"
+        "names each snapshot file that does not verify (as a restart loads\n"
+        "it) and notes when none that does reaches the new first index\n"
+        "('serve' and 'replay' then refuse the journal).\n\n"
         "It takes the journal's writer lock: while 'orderwire serve' (or\n"
         "'journal write') has the journal open, it refuses. Opening the\n"
         "journal recovers it first, as 'journal write' does. Prints what it\n"
@@ -767,6 +772,33 @@ absl::Status Prune(const Args& args) {
                           "longer holds the records after it)\n",
                           snapshot);
   }
+  if (report.first_index_after > 1) {
+    // What a restart can start from now: a snapshot that verifies (as a
+    // restart loads it) and reaches the new start. Pruning relies on none;
+    // the operator is told when there is none, and which files do not
+    // verify.
+    std::vector<std::string> damaged;
+    absl::StatusOr<std::optional<service::LoadedSnapshot>> newest =
+        service::LoadNewestSnapshot(dir, writer.journal_id(),
+                                    std::numeric_limits<std::uint64_t>::max(),
+                                    &damaged);
+    for (std::string& line : damaged) {
+      constexpr std::string_view kFallback = "; using the previous one";
+      if (line.ends_with(kFallback))
+        line.resize(line.size() - kFallback.size());
+      absl::StrAppendFormat(&out, "journal prune: %s: no restart can use it\n",
+                            line);
+    }
+    if (!newest.ok() || !newest->has_value() ||
+        (*newest)->info.index + 1 < report.first_index_after) {
+      absl::StrAppendFormat(
+          &out,
+          "journal prune: note: no snapshot that verifies reaches index %d "
+          "(the journal's start): 'serve' and 'replay' refuse this journal "
+          "until one does ('replay --verify' reads what is left)\n",
+          report.first_index_after);
+    }
+  }
   return Print(stdout, out);
 }
 
@@ -851,6 +883,7 @@ absl::Status Verify(const std::string& dir, bool accept_loss,
     ++by_kind[static_cast<std::uint8_t>(r.frame.kind())];
     progress.Count(reader);
   }
+  const std::uint64_t count = progress.records();
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
   // Every configuration the journal pins must be readable: replay needs it.
@@ -883,7 +916,6 @@ absl::Status Verify(const std::string& dir, bool accept_loss,
 }
 
 absl::Status Replay(const Args& args) {
-  const std::uint64_t count = progress.records();
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   const std::string dir = args.String("journal");
   const bool json = args.Bool("json");

@@ -87,9 +87,11 @@ const CommandSpec kServeSpec{
         "beyond the window (--retain 8: the newest 8 segments; 10GiB: the\n"
         "newest segments up to that size; 7d: segments with records of the\n"
         "last 7 days; units B KB MB GB TB KiB MiB GiB TiB, s m h d w), but\n"
-        "only those strictly before the newest snapshot's index + 1 (in\n"
-        "DIR/snapshots): nothing a snapshot needs to restart is removed, and\n"
-        "a journal without snapshots is never pruned. Each prune is printed.\n"
+        "only those strictly before the index + 1 of the newest snapshot (in\n"
+        "DIR/snapshots) that verifies as a restart would load it: nothing a\n"
+        "restart needs is removed, a damaged snapshot is reported and not\n"
+        "relied on, and a journal without a valid snapshot is never pruned.\n"
+        "Each prune is printed.\n"
         "A pruned journal restarts only from a snapshot.",
     .flags =
         {

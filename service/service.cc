@@ -476,6 +476,7 @@ void Service::Impl::StartRetention() {
   retention_ = std::make_unique<RetentionWorker>(
       RetentionOptions{.directory = options_.journal.directory,
                        .policy = *options_.retain,
+                       .journal_id = writer_->journal_id(),
                        .on_event = options_.on_retention});
 }
 
