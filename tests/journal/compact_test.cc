@@ -38,12 +38,6 @@ using ::orderwire::test_support::ScratchDir;
 using ::orderwire::test_support::WriteFile;
 using ::testing::HasSubstr;
 
-#define SKIP_WITHOUT_URING()                                \
-  do {                                                      \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) \
-      GTEST_SKIP() << s.message();                          \
-  } while (0)
-
 // The groups of a segment file, walked by the format's rule for `version`.
 struct GroupAt {
   std::uint64_t offset;

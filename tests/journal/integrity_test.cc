@@ -36,12 +36,6 @@ using ::orderwire::test_support::ScratchDir;
 using ::orderwire::test_support::WriteFile;
 using ::testing::HasSubstr;
 
-#define SKIP_WITHOUT_URING()                                \
-  do {                                                      \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) \
-      GTEST_SKIP() << s.message();                          \
-  } while (0)
-
 // `groups` one-record groups under kSync in 64 KiB segments of format
 // version 1 (what older code wrote; its fixed block layout lets the tests
 // below cut and copy whole groups): 15 groups per segment, group k of a
