@@ -40,7 +40,6 @@
 #include "cli/book_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/journal_tail.h"
 #include "cli/progress.h"
 #include "codec/command.h"
 #include "codec/frame.h"
@@ -55,7 +54,9 @@
 #include "journal/start.h"
 #include "journal/writer.h"
 #include "service/pinned_config.h"
+#include "service/rebuild.h"
 #include "service/service_config.h"
+#include "service/snapshot.h"
 #include "service/state_machine.h"
 
 namespace orderwire::cli {
@@ -133,7 +134,11 @@ const CommandSpec kPruneSpec{
         "start record (DIR/START): a crash at any point leaves a journal that\n"
         "opens, and a segment that goes missing without a prune is still\n"
         "data loss. Snapshot files (DIR/snapshots/NNN.ows) older than what\n"
-        "remains (index + 1 below the new first index) are removed.\n\n"
+        "remains (index + 1 below the new first index) are removed: no\n"
+        "restart can use them. Pruning relies on no snapshot; afterwards it\n"
+        "names each snapshot file that does not verify (as a restart loads\n"
+        "it) and notes when none that does reaches the new first index\n"
+        "('serve' and 'replay' then refuse the journal).\n\n"
         "It takes the journal's writer lock: while 'orderwire serve' (or\n"
         "'journal write') has the journal open, it refuses. Opening the\n"
         "journal recovers it first, as 'journal write' does. Prints what it\n"
@@ -767,6 +772,33 @@ absl::Status Prune(const Args& args) {
                           "longer holds the records after it)\n",
                           snapshot);
   }
+  if (report.first_index_after > 1) {
+    // What a restart can start from now: a snapshot that verifies (as a
+    // restart loads it) and reaches the new start. Pruning relies on none;
+    // the operator is told when there is none, and which files do not
+    // verify.
+    std::vector<std::string> damaged;
+    absl::StatusOr<std::optional<service::LoadedSnapshot>> newest =
+        service::LoadNewestSnapshot(dir, writer.journal_id(),
+                                    std::numeric_limits<std::uint64_t>::max(),
+                                    &damaged);
+    for (std::string& line : damaged) {
+      constexpr std::string_view kFallback = "; using the previous one";
+      if (line.ends_with(kFallback))
+        line.resize(line.size() - kFallback.size());
+      absl::StrAppendFormat(&out, "journal prune: %s: no restart can use it\n",
+                            line);
+    }
+    if (!newest.ok() || !newest->has_value() ||
+        (*newest)->info.index + 1 < report.first_index_after) {
+      absl::StrAppendFormat(
+          &out,
+          "journal prune: note: no snapshot that verifies reaches index %d "
+          "(the journal's start): 'serve' and 'replay' refuse this journal "
+          "until one does ('replay --verify' reads what is left)\n",
+          report.first_index_after);
+    }
+  }
   return Print(stdout, out);
 }
 
@@ -842,16 +874,16 @@ absl::Status Verify(const std::string& dir, bool accept_loss,
   if (!opened.ok())
     return AcceptedOrFailed("replay --verify", opened.status(), accept_loss);
   journal::JournalReader& reader = **opened;
-  Progress progress("replay --verify", reader.total_bytes());
+  ReaderProgress progress("replay --verify");
   std::array<std::uint64_t, 256> by_kind{};
   journal::Record r;
   journal::ReadResult result;
-  std::uint64_t count = 0;
   const auto start = Clock::now();
   while ((result = reader.Next(r)) == journal::ReadResult::kRecord) {
     ++by_kind[static_cast<std::uint8_t>(r.frame.kind())];
-    if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
+    progress.Count(reader);
   }
+  const std::uint64_t count = progress.records();
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
   // Every configuration the journal pins must be readable: replay needs it.
@@ -955,119 +987,108 @@ absl::Status Replay(const Args& args) {
   std::FILE* const summary =
       sink.has_value() && sink->is_stdout() ? stderr : stdout;
 
-  const journal::ReaderOptions reader_options{.accept_loss = accept_loss};
-  // Replay needs no report history: a session's reports are written, not
-  // sent again. (A snapshot brings its own.)
-  absl::StatusOr<ReplayStart> started =
-      StartReplay(dir, reader_options, !args.Bool("no-snapshot"),
-                  std::numeric_limits<std::uint64_t>::max(),
-                  service::StateMachineOptions{
-                      .engine = config.engine,
-                      .max_sessions = static_cast<std::uint32_t>(
-                          config.max_sessions + config.sessions.size()),
-                      .report_history = 1,
-                      .history_budget_bytes = 0});
-  if (!started.ok()) {
-    return AcceptedOrFailed("replay", started.status(), accept_loss);
-  }
-  for (const std::string& skipped : started->skipped) {
-    std::fprintf(stderr, "replay: %s\n", skipped.c_str());
-  }
-  std::unique_ptr<service::StateMachine> machine = std::move(started->machine);
-  const std::uint64_t snapshot_index =
-      started->snapshot.has_value() ? started->snapshot->index : 0;
-  if (started->snapshot.has_value()) {
-    const std::string from = absl::StrFormat(
-        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
-        "reports of records %d.. only\n",
-        started->snapshot->path, snapshot_index, started->snapshot->sessions,
-        started->snapshot->live_orders, snapshot_index + 1);
-    std::fputs(from.c_str(), stderr);
-  }
-  // A pruned journal replays only from a snapshot that reaches its start.
-  absl::StatusOr<std::uint64_t> first = journal::FirstAvailableIndex(dir);
-  if (!first.ok())
-    return AcceptedOrFailed("replay", first.status(), accept_loss);
-  if (*first > snapshot_index + 1) return PrunedReplayError(dir, *first);
-  absl::StatusOr<JournalTail> tail =
-      JournalTail::OpenJournalAt(dir, reader_options, snapshot_index + 1);
-  if (!tail.ok()) {
-    return AcceptedOrFailed("replay", tail.status(), accept_loss);
-  }
-  journal::JournalReader& reader = tail->reader();
-  Progress progress("replay", reader.total_bytes());
-  std::uint64_t count = 0;
-  std::uint64_t report_count = 0;
-  journal::Record r;
-  journal::ReadResult result;
   // The journal's own configuration, segment by segment; --config (or the
   // defaults) for segments that pin none.
   const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
-  std::size_t segments_seen = 0;
   std::size_t segments_noted = 0;
-  std::vector<std::string> reconfigurations;
-  const auto start = Clock::now();
-  while ((result = tail->Next(r)) == journal::ReadResult::kRecord) {
-    if (count == 0 && snapshot_index > 0) {
-      // The snapshot holds the configuration in force at its index: only
-      // the segments from the one of this record on may change it.
-      segments_seen = reader.segments().size() - 1;
-    }
-    if (segments_seen != reader.segments().size()) {
-      // Cold: a new segment. A pinned configuration that differs from an
-      // explicit --config is worth a note: the journal's own is used.
-      for (; args.Has("config") && segments_noted < reader.segments().size();
-           ++segments_noted) {
-        const journal::SegmentInfo& segment = reader.segments()[segments_noted];
-        absl::StatusOr<service::PinnedConfig> pinned =
-            service::SegmentConfig(segment, unpinned);
-        if (pinned.ok() && !(*pinned == unpinned)) {
-          std::fprintf(
-              stderr,
-              "replay: note: segment %s pins its own configuration "
-              "from index %llu, used instead of --config (journal vs "
-              "--config: %s)\n",
-              segment.path.c_str(),
-              static_cast<unsigned long long>(segment.header.first_index),
-              service::DescribeDifferences(*pinned, unpinned).c_str());
+  ReaderProgress progress("replay");
+  std::uint64_t report_count = 0;
+  service::StateRebuild rebuild(service::RebuildOptions{
+      .directory = dir,
+      .reader_options = {.accept_loss = accept_loss},
+      .use_snapshots = !args.Bool("no-snapshot"),
+      // Replay needs no report history: a session's reports are written,
+      // not sent again. (A snapshot brings its own.)
+      .machine_options = {.engine = config.engine,
+                          .max_sessions = static_cast<std::uint32_t>(
+                              config.max_sessions + config.sessions.size()),
+                          .report_history = 1,
+                          .history_budget_bytes = 0},
+      .unpinned = unpinned,
+      .pruned_error =
+          [&](std::uint64_t first) { return PrunedReplayError(dir, first); },
+      .on_new_segments =
+          [&](const journal::JournalReader& reader, std::size_t) {
+            // Cold: a new segment. A pinned configuration that differs from
+            // an explicit --config is worth a note: the journal's own is
+            // used.
+            for (; args.Has("config") &&
+                   segments_noted < reader.segments().size();
+                 ++segments_noted) {
+              const journal::SegmentInfo& segment =
+                  reader.segments()[segments_noted];
+              absl::StatusOr<service::PinnedConfig> pinned =
+                  service::SegmentConfig(segment, unpinned);
+              if (pinned.ok() && !(*pinned == unpinned)) {
+                std::fprintf(
+                    stderr,
+                    "replay: note: segment %s pins its own configuration "
+                    "from index %llu, used instead of --config (journal vs "
+                    "--config: %s)\n",
+                    segment.path.c_str(),
+                    static_cast<unsigned long long>(segment.header.first_index),
+                    service::DescribeDifferences(*pinned, unpinned).c_str());
+              }
+            }
+            return absl::OkStatus();
+          },
+      .on_applied = [&](const journal::Record&,
+                        const service::StateMachine& machine,
+                        const journal::JournalReader& reader) -> absl::Status {
+        for (const service::Output& out : machine.outputs()) {
+          ++report_count;
+          if (sink.has_value()) {
+            if (absl::Status s = sink->Write(out.frame); !s.ok()) return s;
+          }
+          if (to_dir) {
+            if (session_sinks.size() <= out.session) {
+              session_sinks.resize(out.session + 1);
+            }
+            std::optional<ReportSink>& session_sink =
+                session_sinks[out.session];
+            if (!session_sink.has_value()) {
+              absl::StatusOr<ReportSink> opened_sink = ReportSink::Open(
+                  "reports-dir",
+                  absl::StrFormat("%s/session-%d.%s", reports_dir,
+                                  out.session_id, json ? "jsonl" : "bin"),
+                  format);
+              if (!opened_sink.ok()) return opened_sink.status();
+              session_sink.emplace(*std::move(opened_sink));
+            }
+            if (absl::Status s = session_sink->Write(out.frame); !s.ok()) {
+              return s;
+            }
+          }
         }
-      }
-      if (absl::Status s = service::FollowSegments(
-              reader, segments_seen, unpinned, *machine, &reconfigurations);
-          !s.ok()) {
-        return s;
-      }
-    }
-    if (absl::Status s = machine->Apply(service::Record::FromJournal(r));
-        !s.ok()) {
-      return s;
-    }
-    for (const service::Output& out : machine->outputs()) {
-      ++report_count;
-      if (sink.has_value()) {
-        if (absl::Status s = sink->Write(out.frame); !s.ok()) return s;
-      }
-      if (to_dir) {
-        if (session_sinks.size() <= out.session) {
-          session_sinks.resize(out.session + 1);
-        }
-        std::optional<ReportSink>& session_sink = session_sinks[out.session];
-        if (!session_sink.has_value()) {
-          absl::StatusOr<ReportSink> opened_sink = ReportSink::Open(
-              "reports-dir",
-              absl::StrFormat("%s/session-%d.%s", reports_dir, out.session_id,
-                              json ? "jsonl" : "bin"),
-              format);
-          if (!opened_sink.ok()) return opened_sink.status();
-          session_sink.emplace(*std::move(opened_sink));
-        }
-        if (absl::Status s = session_sink->Write(out.frame); !s.ok()) {
-          return s;
-        }
-      }
-    }
-    if ((++count & 0xFFFF) == 0) progress.Update(count, reader.bytes_done());
+        progress.Count(reader);
+        return absl::OkStatus();
+      }});
+  const absl::Status begun = rebuild.Begin();
+  service::RebuiltState& rebuilt = rebuild.state();
+  for (const std::string& skipped : rebuilt.skipped) {
+    std::fprintf(stderr, "replay: %s\n", skipped.c_str());
   }
+  const std::uint64_t snapshot_index =
+      rebuilt.snapshot.has_value() ? rebuilt.snapshot->index : 0;
+  if (rebuilt.snapshot.has_value()) {
+    const std::string from = absl::StrFormat(
+        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
+        "reports of records %d.. only\n",
+        rebuilt.snapshot->path, snapshot_index, rebuilt.snapshot->sessions,
+        rebuilt.snapshot->live_orders, snapshot_index + 1);
+    std::fputs(from.c_str(), stderr);
+  }
+  if (!begun.ok()) return AcceptedOrFailed("replay", begun, accept_loss);
+  if (rebuilt.reader == nullptr) {
+    return absl::InternalError("replay: no journal reader was opened");
+  }
+  journal::JournalReader& reader = *rebuilt.reader;
+  const auto start = Clock::now();
+  if (absl::Status s = rebuild.ApplyTail(); !s.ok()) return s;
+  const service::StateMachine* const machine = rebuilt.machine.get();
+  const journal::ReadResult result = rebuilt.end;
+  const std::vector<std::string>& reconfigurations = rebuilt.reconfigurations;
+  const std::uint64_t count = progress.records();
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
   if (sink.has_value()) {
@@ -1085,7 +1106,7 @@ absl::Status Replay(const Args& args) {
         "replay: snapshot %s holds the state up to index %d, but the journal "
         "ends at index %d: records it was made from are gone (--no-snapshot "
         "replays what the journal holds)",
-        started->snapshot->path, snapshot_index, reader.last_index()));
+        rebuilt.snapshot->path, snapshot_index, reader.last_index()));
   }
   const service::StateMachineStats& stats = machine->stats();
   const engine::Engine& engine = machine->engine();

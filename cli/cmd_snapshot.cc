@@ -20,11 +20,10 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "cli/journal_tail.h"
 #include "cli/progress.h"
 #include "journal/reader.h"
-#include "journal/start.h"
 #include "service/pinned_config.h"
+#include "service/rebuild.h"
 #include "service/service_config.h"
 #include "service/snapshot.h"
 #include "service/state_machine.h"
@@ -112,78 +111,61 @@ absl::Status Create(const Args& args) {
     config = *std::move(loaded);
   }
   const auto start = Clock::now();
-  const journal::ReaderOptions reader_options{};
-  absl::StatusOr<ReplayStart> started = StartReplay(
-      dir, reader_options, !args.Bool("no-snapshot"), at_index,
-      service::StateMachineOptions{
-          .engine = config.engine,
-          .max_sessions = static_cast<std::uint32_t>(config.max_sessions +
-                                                     config.sessions.size()),
-          .history_budget_bytes =
-              static_cast<std::size_t>(config.max_report_history_bytes)});
-  if (!started.ok()) return started.status();
-  for (const std::string& skipped : started->skipped) {
+  ReaderProgress progress("snapshot");
+  service::StateRebuild rebuild(service::RebuildOptions{
+      .directory = dir,
+      .use_snapshots = !args.Bool("no-snapshot"),
+      .up_to_index = at_index,
+      .machine_options = {.engine = config.engine,
+                          .max_sessions = static_cast<std::uint32_t>(
+                              config.max_sessions + config.sessions.size()),
+                          .history_budget_bytes = static_cast<std::size_t>(
+                              config.max_report_history_bytes)},
+      .unpinned = service::PinnedConfigOf(config),
+      .pruned_error =
+          [&](std::uint64_t first) {
+            return absl::FailedPreconditionError(absl::StrFormat(
+                "snapshot: journal %s starts at index %d (indexes before it "
+                "were pruned) and no valid snapshot reaches it: the state "
+                "cannot be rebuilt",
+                dir, first));
+          },
+      .on_applied =
+          [&](const journal::Record&, const service::StateMachine&,
+              const journal::JournalReader& reader) {
+            progress.Count(reader);
+            return absl::OkStatus();
+          }});
+  absl::Status begun = rebuild.Begin();
+  service::RebuiltState& rebuilt = rebuild.state();
+  for (const std::string& skipped : rebuilt.skipped) {
     std::fprintf(stderr, "snapshot: %s\n", skipped.c_str());
   }
-  service::StateMachine& machine = *started->machine;
-  const std::uint64_t from = machine.last_index();
-  absl::StatusOr<std::uint64_t> first = journal::FirstAvailableIndex(dir);
-  if (!first.ok()) return first.status();
-  if (*first > from + 1) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "snapshot: journal %s starts at index %d (indexes before it were "
-        "pruned) and no valid snapshot reaches it: the state cannot be "
-        "rebuilt",
-        dir, *first));
-  }
-  absl::StatusOr<JournalTail> tail =
-      JournalTail::OpenJournalAt(dir, reader_options, from + 1);
-  if (!tail.ok()) return tail.status();
-  journal::JournalReader& reader = tail->reader();
-  Progress progress("snapshot", reader.total_bytes());
-
-  const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
-  std::size_t segments_seen = 0;
-  std::uint64_t applied = 0;
-  journal::Record r;
-  journal::ReadResult result;
-  while ((result = tail->Next(r)) == journal::ReadResult::kRecord &&
-         r.index <= at_index) {
-    if (applied == 0 && from > 0) {
-      // The snapshot holds the configuration in force at its index.
-      segments_seen = reader.segments().size() - 1;
-    }
-    if (absl::Status s =
-            service::FollowSegments(reader, segments_seen, unpinned, machine);
-        !s.ok()) {
-      return s;
-    }
-    if (absl::Status s = machine.Apply(service::Record::FromJournal(r));
-        !s.ok()) {
-      return s;
-    }
-    if ((++applied & 0xFFFF) == 0) {
-      progress.Update(applied, reader.bytes_done());
-    }
-  }
+  if (!begun.ok()) return begun;
+  if (absl::Status s = rebuild.ApplyTail(); !s.ok()) return s;
   progress.Finish();
-  if (result == journal::ReadResult::kError) return reader.status();
-  if (result == journal::ReadResult::kEnd && !reader.status().ok()) {
-    return reader.status();
-  }
-  if (args.Has("at-index") && machine.last_index() < at_index) {
-    return absl::OutOfRangeError(absl::StrFormat(
-        "snapshot: the journal %s ends at index %d, before --at-index %d", dir,
-        reader.last_index(), at_index));
+  const service::StateMachine& machine = *rebuilt.machine;
+  const std::uint64_t applied = rebuilt.replayed;
+  if (rebuilt.reader != nullptr) {
+    const journal::JournalReader& reader = *rebuilt.reader;
+    if (rebuilt.end == journal::ReadResult::kError ||
+        (rebuilt.end == journal::ReadResult::kEnd && !reader.status().ok())) {
+      return reader.status();
+    }
+    if (args.Has("at-index") && machine.last_index() < at_index) {
+      return absl::OutOfRangeError(absl::StrFormat(
+          "snapshot: the journal %s ends at index %d, before --at-index %d",
+          dir, reader.last_index(), at_index));
+    }
   }
   if (machine.last_index() == 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "snapshot: the journal %s holds no record: nothing to snapshot", dir));
   }
-  if (reader.segments().empty()) {
+  if (rebuilt.journal_id == 0) {
     return absl::InternalError("snapshot: no journal segment was read");
   }
-  const std::uint64_t journal_id = reader.segments().front().header.journal_id;
+  const std::uint64_t journal_id = rebuilt.journal_id;
   const double replay_seconds = Seconds(Clock::now() - start);
   const auto write_start = Clock::now();
   absl::StatusOr<service::SnapshotInfo> info =
@@ -197,9 +179,9 @@ absl::Status Create(const Args& args) {
   absl::StrAppendFormat(
       &out, "  %d records applied from %s in %.3f s; written in %.3f s\n",
       applied,
-      started->snapshot.has_value()
-          ? absl::StrFormat("snapshot %s (index %d)", started->snapshot->path,
-                            started->snapshot->index)
+      rebuilt.snapshot.has_value()
+          ? absl::StrFormat("snapshot %s (index %d)", rebuilt.snapshot->path,
+                            rebuilt.snapshot->index)
           : std::string("the journal's start"),
       replay_seconds, write_seconds);
   return Print(stdout, out);

@@ -13,8 +13,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include "journal/reader.h"
 
 namespace orderwire::cli {
 
@@ -63,6 +66,34 @@ class Progress {
   std::int64_t last_ns_ = 0;
   int refreshes_ = 0;
   bool drawn_ = false;
+};
+
+// Progress over the records a journal reader hands out (`replay`, `replay
+// --verify`, `snapshot`): the display is made at the first record, once
+// the reader has positioned itself (after a seek its total_bytes() and
+// bytes_done() count from the seek point), and refreshed every 65,536
+// records.
+class ReaderProgress {
+ public:
+  explicit ReaderProgress(std::string_view what) : what_(what) {}
+
+  // One more record from `reader`. Cheap: a count and a mask.
+  void Count(const journal::JournalReader& reader) {
+    if (++records_ == 1) progress_.emplace(what_, reader.total_bytes());
+    if ((records_ & 0xFFFF) == 0) {
+      progress_->Update(records_, reader.bytes_done());
+    }
+  }
+  // Clears the line, if one was drawn.
+  void Finish() {
+    if (progress_.has_value()) progress_->Finish();
+  }
+  [[nodiscard]] std::uint64_t records() const noexcept { return records_; }
+
+ private:
+  std::string what_;
+  std::uint64_t records_ = 0;
+  std::optional<Progress> progress_;
 };
 
 }  // namespace orderwire::cli

@@ -16,9 +16,19 @@
 // published as durable in the DURABLE file (durable_mark.h): Poll reads the
 // mark (one acquire load) and never asks the reader for a record past it,
 // so it never looks at a group still in flight. A journal without a DURABLE
-// file (no writer of this version opened it) is read up to its checkpoint's
-// durable index, and without a checkpoint either (older code) up to its
-// clean end, where a torn tail ends the Poll quietly (a restart cuts it).
+// file is read up to its checkpoint's durable index (a writer that could not
+// create the mark, e.g. on a full disk, keeps the checkpoint). Without
+// either:
+// - while a process holds the journal's writer lock (a writer of this
+//   version opening it: the mark comes before its first append), nothing
+//   is handed out: Poll returns 0 until the mark is there;
+// - otherwise (a journal of older code at rest) up to its clean end, where
+//   a torn tail stops quietly (a restart cuts it): the end is found by
+//   reading ahead without handing anything out, and trusted only if after
+//   that read there is still no mark, no checkpoint and no lock (a writer
+//   that started meanwhile may have appended what was read).
+// The lock is seen in /proc/locks (WriterHoldsLock): taking it to test it
+// would make a writer opening at that moment fail.
 // Segment rollover: the reader is reopened (a seek, O(log segments + log
 // groups)) at the next index when it reaches the end of the segments it listed.
 // Pruning of early segments (retention) does not disturb it: segments it
@@ -66,8 +76,9 @@ class JournalFollower {
   [[nodiscard]] std::uint64_t next_index() const noexcept {
     return next_index_;
   }
-  // The durable index the last Poll saw (UINT64_MAX for a journal with
-  // neither DURABLE nor CHECKPOINT).
+  // The limit the last Poll went by: the durable index (DURABLE, else the
+  // checkpoint's); without either, 0 while a writer holds the lock, else
+  // the clean end found.
   [[nodiscard]] std::uint64_t durable_limit() const noexcept { return limit_; }
   // Readers opened so far (1 + reopenings at segment ends).
   [[nodiscard]] std::uint64_t reader_opens() const noexcept { return opens_; }
@@ -76,14 +87,25 @@ class JournalFollower {
   JournalFollower(std::string directory, std::uint64_t from_index)
       : directory_(std::move(directory)), next_index_(from_index) {}
 
+  // The index up to which records may be handed out now (see above). Cold
+  // unless there is no mark: one acquire load with it.
+  absl::StatusOr<std::uint64_t> DurableLimit();
+
   std::string directory_;
   std::uint64_t next_index_ = 0;
   std::uint64_t limit_ = 0;
+  // Without mark, checkpoint or writer: the clean end read ahead so far.
+  std::uint64_t clean_end_ = 0;
   std::uint64_t opens_ = 0;
   std::optional<DurableMarkView> mark_;
   std::unique_ptr<JournalReader> reader_;
   absl::Status status_;
 };
+
+// Whether some process holds a flock on the journal directory or its LOCK
+// file (what JournalWriter::Open takes), as /proc/locks lists them; no lock
+// is taken. False when /proc/locks cannot be read. Cold: reads /proc/locks.
+bool WriterHoldsLock(const std::string& directory);
 
 }  // namespace orderwire::journal
 

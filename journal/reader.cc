@@ -97,15 +97,22 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
         absl::StrFormat("%s has %d segments, cannot start at segment %d",
                         directory, entries->size(), first_segment));
   }
+  // Progress counts the bytes from where reading starts: the segments
+  // before a first segment are not work (nor, after a seek, those before
+  // the seek point: Seek() takes them off).
+  std::vector<std::uint64_t> sizes;
+  sizes.reserve(entries->size());
   std::uint64_t total = 0;
-  for (const internal::SegmentEntry& entry : *entries) {
+  for (std::size_t i = 0; i < entries->size(); ++i) {
     struct stat st {};
-    if (::stat(entry.path.c_str(), &st) == 0) {
-      total += static_cast<std::uint64_t>(st.st_size);
-    }
+    sizes.push_back(::stat((*entries)[i].path.c_str(), &st) == 0
+                        ? static_cast<std::uint64_t>(st.st_size)
+                        : 0);
+    if (i >= first_segment) total += sizes.back();
   }
   auto reader = std::unique_ptr<JournalReader>(
       new JournalReader(std::move(*entries), total, options));
+  reader->segment_bytes_ = std::move(sizes);
   reader->checkpoint_ = checkpoint;
   reader->checkpoint_file_ = checkpoint_file;
   reader->journal_start_ = journal_start;
@@ -270,6 +277,12 @@ bool JournalReader::Seek() {
   pos_ = low;
   next_index_ = low_first;
   infos_.back().data_end = low;
+  // Progress: the work is what lies after the seek point.
+  for (std::size_t i = 0; i < segment && i < segment_bytes_.size(); ++i) {
+    total_bytes_ -= std::min(total_bytes_, segment_bytes_[i]);
+  }
+  total_bytes_ -= std::min(total_bytes_, low);
+  seek_offset_ = low;
   // The checkpoint's group lies before the seek point: it is not read (the
   // records after it still are held against the checkpoint's end).
   if (checkpoint_group_ != 0 && checkpoint_group_ < next_index_) {

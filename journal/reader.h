@@ -218,13 +218,15 @@ class JournalReader {
   [[nodiscard]] std::uint64_t last_index() const noexcept {
     return next_index_ - 1 - records_left_;
   }
-  // For progress display: sum of the segment file sizes, and the bytes of
-  // the segments passed plus the offset reached in the current one.
+  // For progress display, both counted from where reading starts (the first
+  // segment read, or after a seek the seek point, once the first Next()
+  // has positioned it): the bytes of the segment files from there on, and
+  // the bytes passed since.
   [[nodiscard]] std::uint64_t total_bytes() const noexcept {
     return total_bytes_;
   }
   [[nodiscard]] std::uint64_t bytes_done() const noexcept {
-    return done_before_segment_ + pos_;
+    return done_before_segment_ + pos_ - seek_offset_;
   }
   // What positioning at ReaderOptions::from_index / from_time_ns cost (all
   // zero without a seek): O(log segments + log groups) probes.
@@ -280,6 +282,8 @@ class JournalReader {
   std::vector<SegmentInfo> infos_;
   std::uint64_t total_bytes_ = 0;
   std::uint64_t done_before_segment_ = 0;
+  std::vector<std::uint64_t> segment_bytes_;  // file sizes at Open, by entry
+  std::uint64_t seek_offset_ = 0;  // where a seek put the first segment's pos_
 
   std::size_t segment_ = 0;
   std::span<const std::byte> bytes_;

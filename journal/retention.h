@@ -7,7 +7,10 @@
 // The rule: a segment may go when it is beyond the retention window AND
 // every record in it is at or below the newest snapshot's index (a restart
 // needs the snapshot and the records after it, nothing before). A journal
-// without snapshots is never pruned by retention.
+// without snapshots is never pruned by retention. The journal cannot tell a
+// valid snapshot from a damaged file of the same name: the caller passes
+// only the indexes of snapshots it has verified (the service passes the
+// newest one that loads: service/retention.h), never names alone.
 //
 // The window, for the segments s[0..n-1] (s[n-1] the one being appended
 // to, always kept):

@@ -1,14 +1,19 @@
 // Retention for the running service; see retention.h.
 #include "service/retention.h"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <iterator>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
 #include "journal/prune.h"
+#include "service/snapshot.h"
 
 namespace orderwire::service {
 
@@ -58,11 +63,13 @@ void RetentionWorker::RunOnce() {
   absl::StatusOr<std::vector<journal::SegmentSummary>> segments =
       journal::ListSegmentSummaries(dir);
   if (!segments.ok()) return failed(segments.status());
-  absl::StatusOr<std::vector<std::uint64_t>> snapshots =
-      journal::ListSnapshotIndexes(dir);
-  if (!snapshots.ok()) return failed(snapshots.status());
+  absl::StatusOr<std::optional<std::uint64_t>> snapshot =
+      NewestVerifiedSnapshot();
+  if (!snapshot.ok()) return failed(snapshot.status());
+  if (!snapshot->has_value()) return;
+  const std::uint64_t verified[] = {**snapshot};
   const std::uint64_t before = journal::PruneBeforeIndex(
-      *segments, *snapshots, options_.policy, base::RealtimeNs());
+      *segments, verified, options_.policy, base::RealtimeNs());
   if (before == 0) return;
   absl::StatusOr<journal::PruneReport> report =
       journal::PruneJournal({.directory = dir, .before_index = before});
@@ -84,6 +91,52 @@ void RetentionWorker::RunOnce() {
       report->first_index_after, report->snapshots_removed.size()));
 }
 
+absl::StatusOr<std::optional<std::uint64_t>>
+RetentionWorker::NewestVerifiedSnapshot() {
+  absl::StatusOr<std::vector<SnapshotInfo>> snapshots =
+      ListSnapshots(options_.directory);  // newest first
+  if (!snapshots.ok()) return snapshots.status();
+  // Verdicts of files that are gone are forgotten.
+  for (auto it = verdicts_.begin(); it != verdicts_.end();) {
+    const bool listed =
+        std::any_of(snapshots->begin(), snapshots->end(),
+                    [&](const SnapshotInfo& s) { return s.path == it->first; });
+    it = listed ? std::next(it) : verdicts_.erase(it);
+  }
+  for (const SnapshotInfo& snapshot : *snapshots) {
+    struct stat st {};
+    if (::stat(snapshot.path.c_str(), &st) != 0) continue;  // just removed
+    const Verdict seen{
+        .file_bytes = static_cast<std::uint64_t>(st.st_size),
+        .modified_ns = std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 +
+                       st.st_mtim.tv_nsec};
+    auto it = verdicts_.find(snapshot.path);
+    if (it == verdicts_.end() || it->second.file_bytes != seen.file_bytes ||
+        it->second.modified_ns != seen.modified_ns) {
+      // Verified as a restart would load it (and the state dropped).
+      absl::StatusOr<LoadedSnapshot> loaded =
+          LoadSnapshot(snapshot.path, options_.journal_id);
+      Verdict verdict = seen;
+      verdict.verified = loaded.ok();
+      it = verdicts_.insert_or_assign(snapshot.path, verdict).first;
+      if (!loaded.ok()) {
+        {
+          const std::lock_guard<std::mutex> lock(mutex_);
+          ++snapshots_damaged_;
+        }
+        options_.on_event(absl::StrFormat(
+            "retention: snapshot %s does not verify, so it is not relied "
+            "on: the journal is pruned only behind an older snapshot that "
+            "does (%s)",
+            snapshot.path, loaded.status().message()));
+      }
+    }
+    if (it->second.verified)
+      return std::optional<std::uint64_t>(snapshot.index);
+  }
+  return std::optional<std::uint64_t>();
+}
+
 std::uint64_t RetentionWorker::segments_pruned() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return segments_pruned_;
@@ -92,6 +145,11 @@ std::uint64_t RetentionWorker::segments_pruned() const {
 std::uint64_t RetentionWorker::failures() const {
   const std::lock_guard<std::mutex> lock(mutex_);
   return failures_;
+}
+
+std::uint64_t RetentionWorker::snapshots_damaged() const {
+  const std::lock_guard<std::mutex> lock(mutex_);
+  return snapshots_damaged_;
 }
 
 }  // namespace orderwire::service

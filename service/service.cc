@@ -28,9 +28,9 @@
 #include "codec/frame.h"
 #include "journal/format.h"
 #include "journal/prune.h"
-#include "journal/reader.h"
 #include "journal/start.h"
 #include "service/pinned_config.h"
+#include "service/rebuild.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
 #include "service/snapshot.h"
@@ -70,17 +70,6 @@ StateMachineOptions MachineOptions(const ServiceOptions& options) {
   };
 }
 
-// Opens a reader of the journal in `directory` whose next record is
-// `from_index` (at least 2): the records after a snapshot. The one place the
-// service seeks: binary search over segments and groups
-// (ReaderOptions::from_index), nothing before it read. Errors: the
-// reader's (an index before a pruned journal's start is OutOfRange).
-absl::StatusOr<std::unique_ptr<journal::JournalReader>> OpenJournalFrom(
-    const std::string& directory, std::uint64_t from_index) {
-  return journal::JournalReader::Open(
-      directory, journal::ReaderOptions{.from_index = from_index});
-}
-
 // Writes the child's error message to `fd` (at most PIPE_BUF bytes: one
 // write, never interleaved) and ignores a failure: the exit status says it
 // failed anyway.
@@ -112,11 +101,11 @@ class Service::Impl final : public Sequencer::Backpressure {
   Impl& operator=(const Impl&) = delete;
 
   absl::Status Start();
-  // Loads the newest snapshot of the journal with index <= last_index that
-  // verifies into machine_ (started_from_snapshot_ = its index); each one
-  // skipped, and a snapshot directory that cannot be read, is reported in
-  // startup_warning_ and the next older (or none: the whole journal) used.
-  void StartFromSnapshot(std::uint64_t last_index);
+  // After the restart's rebuild (rebuild.h): the snapshots skipped (each
+  // damaged one, or a snapshot directory that cannot be read) into
+  // startup_report_ and startup_warning_, and the snapshot it started from
+  // (started_from_snapshot_ = its index) into startup_report_.
+  void NoteRestartSnapshot(const RebuiltState& rebuilt);
   // After the replay: the journal's current configuration in force in
   // machine_; `given` pinned when the journal pins none; a difference
   // refused, or with options_.reconfigure pinned from the next index.
@@ -351,62 +340,41 @@ absl::Status Service::Impl::Start() {
   // Sequencer continues each session where the journal left it.
   std::vector<std::string> reconfigurations;
   if (recovery.last_index > 0) {
-    if (options_.restart_from_snapshot) {
-      StartFromSnapshot(recovery.last_index);
-    }
-    const std::uint64_t from = started_from_snapshot_ + 1;
-    // A pruned journal lacks the records before its first index: the state
-    // comes from a snapshot that reaches it, or not at all.
-    absl::StatusOr<std::uint64_t> first_index =
-        journal::FirstAvailableIndex(options_.journal.directory);
-    if (!first_index.ok()) return first_index.status();
-    if (*first_index > from) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "journal %s starts at index %s (indexes 1..%s were pruned) and no "
-          "valid snapshot reaches it%s: the service cannot rebuild its "
-          "state; restarting a pruned journal needs a snapshot at an index "
-          ">= %s in %s/%s",
-          options_.journal.directory, journal::GroupedDigits(*first_index),
-          journal::GroupedDigits(*first_index - 1),
-          options_.restart_from_snapshot ? "" : " (--no-snapshot)",
-          journal::GroupedDigits(*first_index - 1), options_.journal.directory,
-          journal::kSnapshotDirName));
-    }
     const std::int64_t start = MonotonicNs();
-    if (from <= recovery.last_index) {
-      absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
-          from == 1 ? journal::JournalReader::Open(options_.journal.directory)
-                    : OpenJournalFrom(options_.journal.directory, from);
-      if (!reader.ok()) return reader.status();
-      journal::Record record;
-      // Each segment's configuration is in force from its first record
-      // (segments that pin none: the configuration given); the one in
-      // force at a snapshot's index came with the snapshot.
-      std::size_t segments_seen = 0;
-      while (record.index < recovery.last_index &&
-             (*reader)->Next(record) == journal::ReadResult::kRecord) {
-        if (replayed_ == 0 && record.index != from) {
-          return absl::DataLossError(absl::StrFormat(
-              "journal %s: the records after the snapshot start at index %d, "
-              "not %d",
-              options_.journal.directory, record.index, from));
-        }
-        if (absl::Status s = FollowSegments(**reader, segments_seen, given,
-                                            *machine_, &reconfigurations);
-            !s.ok()) {
-          return s;
-        }
-        if (absl::Status s = machine_->Apply(Record::FromJournal(record));
-            !s.ok()) {
-          return s;
-        }
-        ++replayed_;
-      }
-      if (!(*reader)->status().ok()) return (*reader)->status();
-      if (record.index != recovery.last_index) {
+    RebuildOptions rebuild{
+        .directory = options_.journal.directory,
+        .use_snapshots = options_.restart_from_snapshot,
+        .up_to_index = recovery.last_index,
+        .journal_id = writer_->journal_id(),
+        .machine_options = MachineOptions(options_),
+        .unpinned = given,
+        .unreadable_snapshots_replay_all = true,
+        .pruned_error = [&](std::uint64_t first_index) {
+          return absl::FailedPreconditionError(absl::StrFormat(
+              "journal %s starts at index %s (indexes 1..%s were pruned) and "
+              "no valid snapshot reaches it%s: the service cannot rebuild its "
+              "state; restarting a pruned journal needs a snapshot at an "
+              "index >= %s in %s/%s",
+              options_.journal.directory, journal::GroupedDigits(first_index),
+              journal::GroupedDigits(first_index - 1),
+              options_.restart_from_snapshot ? "" : " (--no-snapshot)",
+              journal::GroupedDigits(first_index - 1),
+              options_.journal.directory, journal::kSnapshotDirName));
+        }};
+    absl::StatusOr<RebuiltState> rebuilt = RebuildState(std::move(rebuild));
+    if (!rebuilt.ok()) return rebuilt.status();
+    NoteRestartSnapshot(*rebuilt);
+    machine_ = std::move(rebuilt->machine);
+    replayed_ = rebuilt->replayed;
+    reconfigurations = std::move(rebuilt->reconfigurations);
+    const std::uint64_t from = rebuilt->from_index;
+    if (rebuilt->reader != nullptr) {
+      if (!rebuilt->reader->status().ok()) return rebuilt->reader->status();
+      const std::uint64_t last_read = replayed_ == 0 ? 0 : from + replayed_ - 1;
+      if (last_read != recovery.last_index) {
         return absl::DataLossError(absl::StrFormat(
             "journal replay ended at index %d, but the journal holds %d",
-            record.index, recovery.last_index));
+            last_read, recovery.last_index));
       }
     }
     for (std::size_t i = 0; i < machine_->session_count(); ++i) {
@@ -417,7 +385,9 @@ absl::Status Service::Impl::Start() {
         return s;
       }
     }
-    const double seconds = static_cast<double>(MonotonicNs() - start) * 1e-9;
+    // The snapshot's loading is reported on its own line.
+    const double seconds = static_cast<double>(MonotonicNs() - start) * 1e-9 -
+                           rebuilt->snapshot_load_seconds;
     absl::StrAppendFormat(
         &startup_report_,
         "\n  replayed %d records (%s) in %.3f s: %d session(s), %d live "
@@ -479,35 +449,21 @@ absl::Status Service::Impl::ChooseSendPath() {
   return absl::OkStatus();
 }
 
-void Service::Impl::StartFromSnapshot(std::uint64_t last_index) {
-  const std::string& directory = options_.journal.directory;
-  const std::int64_t start = MonotonicNs();
-  std::vector<std::string> skipped;
-  absl::StatusOr<std::optional<LoadedSnapshot>> loaded = LoadNewestSnapshot(
-      directory, writer_->journal_id(), last_index, &skipped);
-  if (!loaded.ok()) {
-    // Snapshots only shorten the restart: one that cannot be read is
-    // reported and the whole journal replayed.
-    skipped.push_back(absl::StrFormat(
-        "snapshots of journal %s not read (%s); replaying the whole journal",
-        directory, loaded.status().ToString()));
-  }
-  for (const std::string& line : skipped) {
+void Service::Impl::NoteRestartSnapshot(const RebuiltState& rebuilt) {
+  for (const std::string& line : rebuilt.skipped) {
     absl::StrAppendFormat(&startup_report_, "\n  %s", line);
     if (!startup_warning_.empty()) startup_warning_ += "\n";
     startup_warning_ += line;
   }
-  if (!loaded.ok() || !loaded->has_value()) return;
-  LoadedSnapshot& snapshot = **loaded;
-  machine_ = std::move(snapshot.machine);
-  started_from_snapshot_ = snapshot.info.index;
+  if (!rebuilt.snapshot.has_value()) return;
+  const SnapshotInfo& snapshot = *rebuilt.snapshot;
+  started_from_snapshot_ = snapshot.index;
   absl::StrAppendFormat(
       &startup_report_,
       "\n  started from snapshot %s (index %d, %d session(s), %d live "
       "orders) loaded in %.3f s",
-      snapshot.info.path, snapshot.info.index, snapshot.info.sessions,
-      snapshot.info.live_orders,
-      static_cast<double>(MonotonicNs() - start) * 1e-9);
+      snapshot.path, snapshot.index, snapshot.sessions, snapshot.live_orders,
+      rebuilt.snapshot_load_seconds);
 }
 
 absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
@@ -576,6 +532,7 @@ void Service::Impl::StartRetention() {
   retention_ = std::make_unique<RetentionWorker>(
       RetentionOptions{.directory = options_.journal.directory,
                        .policy = *options_.retain,
+                       .journal_id = writer_->journal_id(),
                        .on_event = options_.on_retention});
 }
 

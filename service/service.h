@@ -60,7 +60,8 @@
 // record alone: Start() needs a snapshot that reaches its first index.
 //
 // Retention (ServiceOptions::retain, docs/SERVICE.md): a helper thread
-// prunes old segments behind the newest snapshot (service/retention.h).
+// prunes old segments behind the newest snapshot that verifies
+// (service/retention.h).
 #ifndef ORDERWIRE_SERVICE_SERVICE_H_
 #define ORDERWIRE_SERVICE_SERVICE_H_
 
@@ -148,7 +149,8 @@ struct ServiceOptions {
   // of those not written since; null: none (`serve --log-refusals`).
   std::FILE* refusal_log = nullptr;
   // `serve --retain`: prune the journal's old segments on a helper thread
-  // (service/retention.h), never past the newest snapshot; none: keep
+  // (service/retention.h), never past the newest snapshot that verifies
+  // (a damaged one is reported on on_retention and not relied on); none: keep
   // everything. Its lines go to on_retention (called on that thread; null:
   // stderr).
   std::optional<journal::RetentionPolicy> retain;

@@ -26,12 +26,6 @@ using ::orderwire::journal::testing::SegmentPaths;
 using ::orderwire::test_support::ScratchDir;
 using ::testing::HasSubstr;
 
-#define SKIP_WITHOUT_URING()                                \
-  do {                                                      \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) \
-      GTEST_SKIP() << s.message();                          \
-  } while (0)
-
 constexpr std::uint64_t kSmallSegment = std::uint64_t{64} * 1024;
 
 // 60 one-record groups in 64 KiB segments (15 per segment, group k of a

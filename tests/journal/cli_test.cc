@@ -327,6 +327,9 @@ TEST(JournalCliTest, APrunedJournalIsInspectedVerifiedAndRefusedByReplay) {
                                    SegmentFileName(1) + " (indexes 1.."));
   EXPECT_THAT(prune.out, HasSubstr("the journal now starts at index "));
   EXPECT_THAT(prune.out, HasSubstr("not all below 100000"));
+  // No snapshot reaches the new start: said, not refused.
+  EXPECT_THAT(prune.out,
+              HasSubstr("note: no snapshot that verifies reaches index "));
 
   const Outcome inspect = Shell(dir, "\"$ORDERWIRE\" journal inspect j");
   ASSERT_EQ(inspect.status, 0) << inspect.err;
@@ -377,6 +380,13 @@ TEST(JournalCliTest, PruneArchivesAndRemovesOldSnapshots) {
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("j/" + SegmentFileName(1))));
   EXPECT_TRUE(
       std::filesystem::exists(dir.Sub("j/snapshots/00000000000000199999.ows")));
+  // The one left does not verify (four bytes): named, and no snapshot
+  // reaches the new start.
+  EXPECT_THAT(prune.out, HasSubstr("journal prune: snapshot j/snapshots/"
+                                   "00000000000000199999.ows"));
+  EXPECT_THAT(prune.out, HasSubstr("no restart can use it"));
+  EXPECT_THAT(prune.out,
+              HasSubstr("note: no snapshot that verifies reaches index "));
   EXPECT_EQ(Shell(dir, "\"$ORDERWIRE\" replay --journal j --verify").status, 0);
 }
 

@@ -30,6 +30,7 @@ namespace orderwire::journal {
 namespace {
 
 using ::orderwire::journal::testing::AppendRange;
+using ::orderwire::journal::testing::BuildFormat1Journal;
 using ::orderwire::journal::testing::DurabilityRecorder;
 using ::orderwire::journal::testing::ReadAndCheck;
 using ::orderwire::journal::testing::SegmentPaths;
@@ -37,12 +38,6 @@ using ::orderwire::test_support::ReadFile;
 using ::orderwire::test_support::ScratchDir;
 using ::orderwire::test_support::WriteFile;
 using ::testing::HasSubstr;
-
-#define SKIP_WITHOUT_URING()                                \
-  do {                                                      \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) \
-      GTEST_SKIP() << s.message();                          \
-  } while (0)
 
 // The groups of a segment file, walked by the format's rule for `version`.
 struct GroupAt {
@@ -132,15 +127,7 @@ TEST(CompactTest, GroupsArePackedAtEightByteAlignmentUnderEveryMethod) {
 TEST(CompactTest, AVersion1JournalIsAppendedInVersion1ThenNewSegmentsAreV2) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
-  {
-    auto writer = JournalWriter::Open({.directory = dir.path(),
-                                       .durability = Durability::kSync,
-                                       .segment_size = std::uint64_t{64} * 1024,
-                                       .format_version = 1});
-    ASSERT_TRUE(writer.ok()) << writer.status();
-    AppendRange(**writer, 1, 5, 1);
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  BuildFormat1Journal(dir.path(), 5);
   {
     // Today's writer: continues the version-1 segment in version 1 (its
     // groups on 4096-byte boundaries), then starts version-2 segments.

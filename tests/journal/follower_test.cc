@@ -3,13 +3,19 @@
 // in its DURABLE file, across segment rollovers; damage is an error.
 #include "journal/follower.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/checkpoint.h"
@@ -22,6 +28,7 @@
 namespace orderwire::journal {
 namespace {
 
+using ::orderwire::journal::testing::AppendFlushedRecords;
 using ::orderwire::journal::testing::FaultRule;
 using ::orderwire::journal::testing::FlipBits;
 using ::orderwire::journal::testing::FrameFor;
@@ -29,12 +36,6 @@ using ::orderwire::journal::testing::FramesFor;
 using ::orderwire::journal::testing::SegmentPaths;
 using ::orderwire::journal::testing::TestSeed;
 using ::orderwire::test_support::ScratchDir;
-
-#define SKIP_WITHOUT_URING()                                \
-  do {                                                      \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) \
-      GTEST_SKIP() << s.message();                          \
-  } while (0)
 
 constexpr std::uint64_t kSmallSegment = std::uint64_t{64} * 1024;
 
@@ -175,18 +176,7 @@ TEST(FollowerTest, AConcurrentFollowerSeesEveryRecordOnce) {
 TEST(FollowerTest, DamageIsAnErrorAndStaysOne) {
   SKIP_WITHOUT_URING();
   ScratchDir dir("follow");
-  {
-    auto writer = JournalWriter::Open({.directory = dir.path(),
-                                       .durability = Durability::kNone,
-                                       .segment_size = kSmallSegment,
-                                       .format_version = 1});
-    ASSERT_TRUE(writer.ok());
-    for (std::uint64_t i = 1; i <= 40; ++i) {
-      ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
-      ASSERT_TRUE((*writer)->Flush().ok());
-    }
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  AppendFlushedRecords(dir.path(), 1, 40);
   // The DURABLE file the writer left says 40.
   auto mark = DurableMarkView::Open(dir.path());
   ASSERT_TRUE(mark.ok() && mark->has_value());
@@ -215,33 +205,11 @@ TEST(FollowerTest, DamageIsAnErrorAndStaysOne) {
 TEST(FollowerTest, WithoutDurableFileTheCheckpointIsTheLimit) {
   SKIP_WITHOUT_URING();
   ScratchDir dir("follow");
-  {
-    auto writer = JournalWriter::Open({.directory = dir.path(),
-                                       .durability = Durability::kNone,
-                                       .segment_size = kSmallSegment,
-                                       .format_version = 1});
-    ASSERT_TRUE(writer.ok());
-    for (std::uint64_t i = 1; i <= 20; ++i) {
-      ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
-      ASSERT_TRUE((*writer)->Flush().ok());
-    }
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  AppendFlushedRecords(dir.path(), 1, 20);
   const std::string checkpoint =
       dir.path() + "/" + std::string(kCheckpointFileName);
   const std::vector<std::byte> at20 = test_support::ReadFile(checkpoint);
-  {
-    auto writer = JournalWriter::Open({.directory = dir.path(),
-                                       .durability = Durability::kNone,
-                                       .segment_size = kSmallSegment,
-                                       .format_version = 1});
-    ASSERT_TRUE(writer.ok());
-    for (std::uint64_t i = 21; i <= 30; ++i) {
-      ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
-      ASSERT_TRUE((*writer)->Flush().ok());
-    }
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  AppendFlushedRecords(dir.path(), 21, 30);
   // As if 21..30 were written but not yet witnessed, by a writer that
   // publishes no DURABLE file.
   test_support::WriteFile(checkpoint, at20);
@@ -251,6 +219,60 @@ TEST(FollowerTest, WithoutDurableFileTheCheckpointIsTheLimit) {
   ASSERT_TRUE(follower.ok());
   Collected seen;
   ASSERT_TRUE((*follower)->Poll([&](const Record& r) { seen.Add(r); }).ok());
+  EXPECT_TRUE(seen.ok);
+  EXPECT_EQ(seen.last, 20u);
+  EXPECT_EQ((*follower)->durable_limit(), 20u);
+}
+
+// Neither DURABLE nor CHECKPOINT, and a writer holds the journal's lock: a
+// writer of this version opening the journal, before its DURABLE file
+// exists (it creates it before its first append). What is on disk may not
+// be durable yet: nothing is handed out until the lock is gone (or the mark
+// is there). (The follower that read up to the clean end handed out all
+// 20.)
+TEST(FollowerTest, AWriterOpeningTheJournalIsWaitedFor) {
+  SKIP_WITHOUT_URING();
+  ScratchDir dir("follow");
+  AppendFlushedRecords(dir.path(), 1, 20);
+  {
+    // A writer open on the journal holds its lock, as /proc/locks shows.
+    auto writer = JournalWriter::Open({.directory = dir.path(),
+                                       .durability = Durability::kNone,
+                                       .segment_size = kSmallSegment,
+                                       .format_version = 1});
+    ASSERT_TRUE(writer.ok());
+    EXPECT_TRUE(WriterHoldsLock(dir.path()));
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  EXPECT_FALSE(WriterHoldsLock(dir.path()));
+  for (const std::string_view name : {kDurableFileName, kCheckpointFileName}) {
+    ASSERT_EQ(::unlink((dir.path() + "/" + std::string(name)).c_str()), 0);
+  }
+  // The lock a writer takes first (JournalWriter::Lock: the directory).
+  base::UniqueFd lock(
+      ::open(dir.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(lock);
+  ASSERT_EQ(::flock(lock.get(), LOCK_EX | LOCK_NB), 0);
+  ASSERT_TRUE(WriterHoldsLock(dir.path()));
+
+  auto follower = JournalFollower::Open(dir.path());
+  ASSERT_TRUE(follower.ok());
+  Collected seen;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<std::size_t> got =
+        (*follower)->Poll([&](const Record& r) { seen.Add(r); });
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_EQ(*got, 0u);
+    EXPECT_EQ(seen.last, 0u) << "handed out while a writer was opening";
+    EXPECT_EQ((*follower)->durable_limit(), 0u);
+  }
+  // The writer went away without publishing anything: the journal is at
+  // rest, read to its clean end.
+  lock.reset();
+  absl::StatusOr<std::size_t> got =
+      (*follower)->Poll([&](const Record& r) { seen.Add(r); });
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, 20u);
   EXPECT_TRUE(seen.ok);
   EXPECT_EQ(seen.last, 20u);
   EXPECT_EQ((*follower)->durable_limit(), 20u);

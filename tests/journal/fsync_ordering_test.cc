@@ -28,13 +28,6 @@ using internal::IoOp;
 using internal::OpCode;
 using test_support::ScratchDir;
 
-#define SKIP_WITHOUT_URING()                                  \
-  do {                                                        \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) { \
-      GTEST_SKIP() << s.message();                            \
-    }                                                         \
-  } while (0)
-
 constexpr std::size_t kChunk = 4096;
 
 struct AlignedBuffer {

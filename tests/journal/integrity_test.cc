@@ -29,34 +29,13 @@ namespace orderwire::journal {
 namespace {
 
 using ::orderwire::journal::testing::AppendRange;
+using ::orderwire::journal::testing::BuildFormat1Journal;
 using ::orderwire::journal::testing::ReadAndCheck;
 using ::orderwire::journal::testing::SegmentPaths;
 using ::orderwire::test_support::ReadFile;
 using ::orderwire::test_support::ScratchDir;
 using ::orderwire::test_support::WriteFile;
 using ::testing::HasSubstr;
-
-#define SKIP_WITHOUT_URING()                                \
-  do {                                                      \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) \
-      GTEST_SKIP() << s.message();                          \
-  } while (0)
-
-// `groups` one-record groups under kSync in 64 KiB segments of format
-// version 1 (what older code wrote; its fixed block layout lets the tests
-// below cut and copy whole groups): 15 groups per segment, group k of a
-// segment at offset 4096 * (k + 1). Closed cleanly, so its checkpoint says
-// every index is durable.
-void BuildJournal(const std::string& dir, int groups) {
-  auto writer = JournalWriter::Open({.directory = dir,
-                                     .durability = Durability::kSync,
-                                     .segment_size = std::uint64_t{64} * 1024,
-                                     .group_size = 8192,
-                                     .format_version = 1});
-  ASSERT_TRUE(writer.ok()) << writer.status();
-  AppendRange(**writer, 1, static_cast<std::size_t>(groups), 1);
-  ASSERT_TRUE((*writer)->Close().ok());
-}
 
 WriterOptions Reopen(const std::string& dir, bool accept_loss = false) {
   return WriterOptions{.directory = dir,
@@ -146,7 +125,7 @@ TEST(CheckpointTest, EncodesAndDecodesByteForByte) {
 
 TEST(CheckpointTest, ACleanCloseWitnessesTheLastGroup) {
   ScratchDir dir;
-  BuildJournal(dir.path(), 20);
+  BuildFormat1Journal(dir.path(), 20);
   const Checkpoint c = LoadCheckpoint(dir);
   EXPECT_EQ(c.durable_index, 20u);
   EXPECT_EQ(c.group_first_index, 20u);
@@ -193,7 +172,7 @@ TEST(CheckpointTest, IsPublishedWhileAppendingAtABoundedRate) {
 
 TEST(CheckpointTest, AJournalWithoutOneIsAcceptedAndGetsOne) {
   ScratchDir dir;
-  BuildJournal(dir.path(), 5);
+  BuildFormat1Journal(dir.path(), 5);
   std::filesystem::remove(CheckpointPath(dir));  // as older code left it
   EXPECT_TRUE(Read(dir.path()).status.ok());
   auto writer = JournalWriter::Open(Reopen(dir.path()));
@@ -204,7 +183,7 @@ TEST(CheckpointTest, AJournalWithoutOneIsAcceptedAndGetsOne) {
 
 TEST(CheckpointTest, ADamagedOneIsRefusedUnlessTheLossIsAccepted) {
   ScratchDir dir;
-  BuildJournal(dir.path(), 5);
+  BuildFormat1Journal(dir.path(), 5);
   std::vector<std::byte> bytes = ReadFile(CheckpointPath(dir));
   bytes[33] ^= std::byte{0x01};  // durable_index
   WriteFile(CheckpointPath(dir), bytes);
@@ -224,7 +203,7 @@ TEST(CheckpointTest, ADamagedOneIsRefusedUnlessTheLossIsAccepted) {
 
 TEST(CheckpointTest, OneOfAnotherJournalIsRefused) {
   ScratchDir dir;
-  BuildJournal(dir.path(), 5);
+  BuildFormat1Journal(dir.path(), 5);
   Checkpoint c = LoadCheckpoint(dir);
   c.journal_id ^= 1;
   std::byte bytes[kCheckpointSize];
@@ -247,7 +226,7 @@ TEST(IntegrityTest, TheLastSegmentCutAtAGroupBoundaryIsDataLoss) {
   // Groups 13..15 of the only segment zeroed: to the segment format alone
   // that is a clean end after index 12.
   ScratchDir dir;
-  BuildJournal(dir.path(), 15);
+  BuildFormat1Journal(dir.path(), 15);
   const std::string segment = SegmentPaths(dir.path()).at(0);
   ZeroFrom(segment, std::uint64_t{4096} * 13);
   const Outcome read = Read(dir.path());
@@ -279,7 +258,7 @@ TEST(IntegrityTest, TheLastSegmentCutAtAGroupBoundaryIsDataLoss) {
 
 TEST(IntegrityTest, TheLastSegmentDeletedIsDataLossNamingTheFile) {
   ScratchDir dir;
-  BuildJournal(dir.path(), 40);  // segments from 1, 16 and 31
+  BuildFormat1Journal(dir.path(), 40);  // segments from 1, 16 and 31
   const auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 3u);
   std::filesystem::remove(paths[2]);
@@ -304,7 +283,7 @@ TEST(IntegrityTest, TheLastSegmentDeletedIsDataLossNamingTheFile) {
 
 TEST(IntegrityTest, EverySegmentDeletedIsDataLoss) {
   ScratchDir dir;
-  BuildJournal(dir.path(), 20);
+  BuildFormat1Journal(dir.path(), 20);
   for (const std::string& path : SegmentPaths(dir.path())) {
     std::filesystem::remove(path);
   }
@@ -322,7 +301,7 @@ TEST(IntegrityTest, AMiddleSegmentDeletedIsRefusedByTheWriter) {
   // Five segments: the one deleted is not among the last two, which is all
   // recovery used to read.
   ScratchDir dir;
-  BuildJournal(dir.path(), 70);
+  BuildFormat1Journal(dir.path(), 70);
   const auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 5u);
   std::filesystem::remove(paths[1]);
@@ -345,7 +324,7 @@ TEST(IntegrityTest, AMiddleSegmentDeletedIsRefusedByTheWriter) {
 
 TEST(IntegrityTest, AMiddleSegmentTruncatedBelowItsCapacityIsRefused) {
   ScratchDir dir;
-  BuildJournal(dir.path(), 70);
+  BuildFormat1Journal(dir.path(), 70);
   const auto paths = SegmentPaths(dir.path());
   // Its last group whole, only its padding cut.
   std::filesystem::resize_file(paths[1], 4096 * 15 + 200);
@@ -367,7 +346,7 @@ TEST(IntegrityTest, AJournalRewrittenUnderTheCheckpointIsDataLoss) {
   // What two writers at once leave: the group the checkpoint names holds
   // other records (the same indexes, another checksum).
   ScratchDir dir;
-  BuildJournal(dir.path(), 10);
+  BuildFormat1Journal(dir.path(), 10);
   const Checkpoint witnessed = LoadCheckpoint(dir);
   ScratchDir other;
   {

@@ -1,5 +1,5 @@
 // Writes a journal of FrameFor() records and checks one record by record:
-// shared by the writer, recovery and crash tests.
+// shared by the writer, recovery, crash, integrity and compact tests.
 #ifndef ORDERWIRE_TESTS_JOURNAL_JOURNAL_MODEL_H_
 #define ORDERWIRE_TESTS_JOURNAL_JOURNAL_MODEL_H_
 
@@ -37,6 +37,22 @@ inline void AppendRange(JournalWriter& writer, std::uint64_t first,
     ASSERT_LE(writer.Poll(), writer.last_index());
     i += n;
   }
+}
+
+// `groups` one-record groups (AppendRange) under kSync in 64 KiB segments
+// of format version 1 (what older code wrote; its fixed block layout lets
+// tests cut and copy whole groups): 15 groups per segment, group k of a
+// segment at offset 4096 * (k + 1). Closed cleanly, so its checkpoint says
+// every index is durable.
+inline void BuildFormat1Journal(const std::string& dir, int groups) {
+  auto writer = JournalWriter::Open({.directory = dir,
+                                     .durability = Durability::kSync,
+                                     .segment_size = std::uint64_t{64} * 1024,
+                                     .group_size = 8192,
+                                     .format_version = 1});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  AppendRange(**writer, 1, static_cast<std::size_t>(groups), 1);
+  ASSERT_TRUE((*writer)->Close().ok());
 }
 
 // What reading a journal gave.

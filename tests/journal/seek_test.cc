@@ -8,6 +8,7 @@
 #include <bit>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -31,12 +32,6 @@ using ::orderwire::test_support::ScratchDir;
 using ::testing::HasSubstr;
 
 constexpr std::uint64_t kSmallSegment = std::uint64_t{64} * 1024;
-
-#define SKIP_WITHOUT_URING()                                \
-  do {                                                      \
-    if (absl::Status s = internal::ProbeIoUring(); !s.ok()) \
-      GTEST_SKIP() << s.message();                          \
-  } while (0)
 
 // A record as a full scan sees it (the frame copied out).
 struct Seen {
@@ -107,13 +102,19 @@ void BuildRandomJournal(const std::string& dir, std::mt19937_64& rng,
   ASSERT_TRUE((*writer)->Close().ok());
 }
 
-TEST(SeekTest, EveryIndexYieldsWhatAFullScanYieldsFromThere) {
-  SKIP_WITHOUT_URING();
+// In journals of both formats, version 1 (groups on block boundaries, 90
+// groups) and version 2 (packed groups, found at 8-byte alignment, 1500
+// groups), each in at least 5 segments: a reader opened at each of
+// `points(full)` ends cleanly and yields exactly the full scan's records
+// from the `first_yielded(full, point)`-th on.
+// The journals are random (TestSeed).
+void ExpectEverySeekYieldsTheFullScanFromThere(
+    const std::function<std::vector<ReaderOptions>(const Scan&)>& points,
+    const std::function<std::size_t(const Scan&, const ReaderOptions&)>&
+        first_yielded) {
   const std::uint64_t seed = TestSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
-  // Version 1 (groups on block boundaries) and version 2 (packed groups,
-  // found at 8-byte alignment), each in at least 5 segments.
   for (const auto& [version, groups] :
        {std::pair<std::uint16_t, int>{1, 90}, {2, 1500}}) {
     SCOPED_TRACE(version);
@@ -122,49 +123,112 @@ TEST(SeekTest, EveryIndexYieldsWhatAFullScanYieldsFromThere) {
     ASSERT_GE(SegmentPaths(dir.path()).size(), 5u);
     const Scan full = ReadFrom(dir.path(), {});
     ASSERT_EQ(full.end, ReadResult::kEnd) << full.status;
-    const std::uint64_t last = full.records.back().index;
-    for (std::uint64_t k = 1; k <= last + 2; ++k) {
-      SCOPED_TRACE(k);
-      const Scan from = ReadFrom(dir.path(), {.from_index = k});
+    for (const ReaderOptions& point : points(full)) {
+      SCOPED_TRACE(point.from_time_ns.has_value()
+                       ? "time " + std::to_string(*point.from_time_ns)
+                       : "index " + std::to_string(point.from_index));
+      const Scan from = ReadFrom(dir.path(), point);
       ASSERT_EQ(from.end, ReadResult::kEnd) << from.status;
-      const std::vector<Seen> want(
-          full.records.begin() + static_cast<std::ptrdiff_t>(
-                                     std::min<std::uint64_t>(k, last + 1) - 1),
-          full.records.end());
-      ASSERT_EQ(from.records, want);
-    }
-  }
-}
-
-TEST(SeekTest, EveryTimeYieldsTheFirstRecordReceivedAtOrAfterIt) {
-  SKIP_WITHOUT_URING();
-  const std::uint64_t seed = TestSeed();
-  SCOPED_TRACE(seed);
-  std::mt19937_64 rng(seed);
-  for (const auto& [version, groups] :
-       {std::pair<std::uint16_t, int>{1, 90}, {2, 1500}}) {
-    SCOPED_TRACE(version);
-    ScratchDir dir("seek");
-    BuildRandomJournal(dir.path(), rng, groups, kSmallSegment, 6, version);
-    const Scan full = ReadFrom(dir.path(), {});
-    ASSERT_EQ(full.end, ReadResult::kEnd) << full.status;
-    const std::uint64_t first_time = full.records.front().receive_ns;
-    const std::uint64_t last_time = full.records.back().receive_ns;
-    for (std::uint64_t t = first_time - 2; t <= last_time + 2; ++t) {
-      SCOPED_TRACE(t);
-      const Scan from = ReadFrom(dir.path(), {.from_time_ns = t});
-      ASSERT_EQ(from.end, ReadResult::kEnd) << from.status;
-      const auto first =
-          std::find_if(full.records.begin(), full.records.end(),
-                       [&](const Seen& s) { return s.receive_ns >= t; });
+      const auto first = full.records.begin() + static_cast<std::ptrdiff_t>(
+                                                    first_yielded(full, point));
       ASSERT_EQ(from.records, std::vector<Seen>(first, full.records.end()));
     }
   }
 }
 
+TEST(SeekTest, EveryIndexYieldsWhatAFullScanYieldsFromThere) {
+  SKIP_WITHOUT_URING();
+  ExpectEverySeekYieldsTheFullScanFromThere(
+      [](const Scan& full) {
+        std::vector<ReaderOptions> points;
+        const std::uint64_t last = full.records.back().index;
+        for (std::uint64_t k = 1; k <= last + 2; ++k) {
+          points.push_back({.from_index = k});
+        }
+        return points;
+      },
+      [](const Scan& full, const ReaderOptions& point) {
+        const std::uint64_t last = full.records.back().index;
+        return static_cast<std::size_t>(
+            std::min<std::uint64_t>(point.from_index, last + 1) - 1);
+      });
+}
+
+TEST(SeekTest, EveryTimeYieldsTheFirstRecordReceivedAtOrAfterIt) {
+  SKIP_WITHOUT_URING();
+  ExpectEverySeekYieldsTheFullScanFromThere(
+      [](const Scan& full) {
+        std::vector<ReaderOptions> points;
+        const std::uint64_t first_time = full.records.front().receive_ns;
+        const std::uint64_t last_time = full.records.back().receive_ns;
+        for (std::uint64_t t = first_time - 2; t <= last_time + 2; ++t) {
+          points.push_back({.from_time_ns = t});
+        }
+        return points;
+      },
+      [](const Scan& full, const ReaderOptions& point) {
+        const auto first = std::find_if(
+            full.records.begin(), full.records.end(),
+            [&](const Seen& s) { return s.receive_ns >= *point.from_time_ns; });
+        return static_cast<std::size_t>(first - full.records.begin());
+      });
+}
+
 // 16,384 one-to-three-record groups (64 MiB of format-1 blocks) in 4 MiB
 // segments: positioning at any index or time verifies a number of groups
 // logarithmic in the journal, and scans a bounded number of bytes.
+// Progress after a seek (`replay --verify --from-index`, a snapshot's
+// tail): total_bytes() and bytes_done() count from the seek point, so a
+// read from there that ends leaves exactly what the full read leaves (at
+// most the last segment's room), and the first record is at the start of
+// the work.
+// (Counted from the journal's start, the total held segments the reader
+// never read, and the end showed well under 100%.)
+TEST(SeekTest, ProgressCountsFromTheSeekPoint) {
+  SKIP_WITHOUT_URING();
+  ScratchDir dir("seek");
+  std::mt19937_64 rng(11);  // any journal of several segments will do
+  BuildRandomJournal(dir.path(), rng, 90, kSmallSegment, 6);
+  ASSERT_GE(SegmentPaths(dir.path()).size(), 5u);
+  struct Read {
+    std::uint64_t total = 0;
+    std::uint64_t done_at_first = 0;
+    std::uint64_t done_at_end = 0;
+  };
+  auto read = [&](const ReaderOptions& options) {
+    Read out;
+    auto reader = JournalReader::Open(dir.path(), options);
+    EXPECT_TRUE(reader.ok()) << reader.status();
+    if (!reader.ok()) return out;
+    Record r;
+    bool first = true;
+    while ((*reader)->Next(r) == ReadResult::kRecord) {
+      if (first) out.done_at_first = (*reader)->bytes_done();
+      first = false;
+    }
+    EXPECT_TRUE((*reader)->status().ok()) << (*reader)->status();
+    out.total = (*reader)->total_bytes();
+    out.done_at_end = (*reader)->bytes_done();
+    return out;
+  };
+  const Read full = read({});
+  ASSERT_GE(full.total, full.done_at_end);
+  const std::uint64_t unread_tail = full.total - full.done_at_end;
+  ASSERT_LT(unread_tail, kSmallSegment);
+  const Scan all = ReadFrom(dir.path(), {});
+  const std::uint64_t last = all.records.back().index;
+  for (std::uint64_t k = 2; k <= last; k += 7) {
+    SCOPED_TRACE(k);
+    const Read from = read({.from_index = k});
+    EXPECT_EQ(from.total - from.done_at_end, unread_tail);
+    EXPECT_LE(from.done_at_end, full.done_at_end);
+    // The first record's group is all the work done at the first record
+    // (a group here holds at most 120 records of at most 24 + 71 bytes,
+    // padded to a block).
+    EXPECT_LE(from.done_at_first, std::uint64_t{120} * 95 + kBlockSize);
+  }
+}
+
 TEST(SeekTest, PositioningCostIsLogarithmic) {
   SKIP_WITHOUT_URING();
   std::mt19937_64 rng(7);

@@ -1,5 +1,6 @@
 // Helpers for the journal tests: deterministic command frames whose content
-// follows from their journal index, and file surgery. Scratch directories and
+// follows from their journal index, file surgery, small journals built the
+// same way by several suites, and SKIP_WITHOUT_URING. Scratch directories and
 // whole-file reads and writes are the shared ones (tests/support/).
 #ifndef ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
 #define ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_
@@ -19,12 +20,26 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "codec/frame.h"
 #include "codec/messages.h"
+#include "gtest/gtest.h"
 #include "journal/format.h"
 #include "journal/internal/io_queue.h"
+#include "journal/writer.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
+
+// Skips the test when io_uring is not available (a kernel or a sandbox
+// without it: the writer cannot run), saying why.
+#define SKIP_WITHOUT_URING()                                \
+  do {                                                      \
+    if (absl::Status uring_status =                         \
+            ::orderwire::journal::internal::ProbeIoUring(); \
+        !uring_status.ok()) {                               \
+      GTEST_SKIP() << uring_status.message();               \
+    }                                                       \
+  } while (0)
 
 namespace orderwire::journal::testing {
 
@@ -159,6 +174,24 @@ inline std::uint64_t TestSeed() {
               static_cast<unsigned long long>(seed));
   std::fflush(stdout);
   return seed;
+}
+
+// Appends the records [first, last] (FramesFor, session 1, receive time the
+// index), one flushed group each, through a writer without durability in
+// format-1 segments of 64 KiB (15 groups a segment), and closes it cleanly:
+// its DURABLE file and checkpoint then say `last`.
+inline void AppendFlushedRecords(const std::string& dir, std::uint64_t first,
+                                 std::uint64_t last) {
+  auto writer = JournalWriter::Open({.directory = dir,
+                                     .durability = Durability::kNone,
+                                     .segment_size = std::uint64_t{64} * 1024,
+                                     .format_version = 1});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  for (std::uint64_t i = first; i <= last; ++i) {
+    ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 1, i), AppendStatus::kOk);
+    ASSERT_TRUE((*writer)->Flush().ok());
+  }
+  ASSERT_TRUE((*writer)->Close().ok());
 }
 
 // Rewrites completions by a rule given as a function (tests only).

@@ -37,13 +37,6 @@ using ::testing::HasSubstr;
 
 bool UringAvailable() { return internal::ProbeIoUring().ok(); }
 
-#define SKIP_WITHOUT_URING()                              \
-  do {                                                    \
-    if (!UringAvailable()) {                              \
-      GTEST_SKIP() << internal::ProbeIoUring().message(); \
-    }                                                     \
-  } while (0)
-
 // ---------------------------------------------------------------------------
 // Round trips in every mode.
 

@@ -3,7 +3,8 @@
 // journal on a helper thread, keeps answering meanwhile, never prunes
 // without a snapshot or past the newest one, and leaves a journal that
 // reads from its new start. A pruned journal cannot be restarted by
-// replaying it alone: Start() says so, naming the first index.
+// replaying it alone (--no-snapshot): Start() says so, naming the first
+// index. (A damaged newest snapshot: retention_worker_test.cc.)
 #include "journal/retention.h"
 
 #include <chrono>
@@ -21,7 +22,9 @@
 #include "journal/prune.h"
 #include "journal/reader.h"
 #include "journal/start.h"
+#include "service/rebuild.h"
 #include "service/service.h"
+#include "service/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -68,6 +71,20 @@ void SendOrders(TestClient& client, std::uint64_t& sequence,
   }
 }
 
+// Writes a real snapshot of the journal's state at `index` (rebuilt from the
+// newest snapshot and the journal, which the service goes on appending to),
+// as `serve --snapshot-every` would: retention relies only on snapshots
+// that verify.
+void SnapshotAt(const std::string& journal_dir, std::uint64_t index) {
+  absl::StatusOr<RebuiltState> rebuilt =
+      RebuildState({.directory = journal_dir, .up_to_index = index});
+  ASSERT_TRUE(rebuilt.ok()) << rebuilt.status();
+  ASSERT_EQ(rebuilt->machine->last_index(), index);
+  absl::StatusOr<SnapshotInfo> written =
+      WriteSnapshot(*rebuilt->machine, rebuilt->journal_id, journal_dir);
+  ASSERT_TRUE(written.ok()) << written.status();
+}
+
 bool WaitUntil(const std::function<bool()>& done, int timeout_ms) {
   const auto until =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
@@ -106,12 +123,9 @@ TEST(ServiceRetention, PrunesBehindTheNewestSnapshotAndKeepsAnswering) {
   EXPECT_EQ(SegmentCount(journal_dir), grown);
   EXPECT_FALSE(std::filesystem::exists(journal_dir + "/START"));
 
-  // A snapshot at index 300 (its content is not the journal's business):
-  // everything before the segment holding 301 may go, and nothing after.
-  std::filesystem::create_directories(journal_dir + "/snapshots");
-  test_support::WriteFile(
-      journal_dir + "/snapshots/" + journal::SnapshotFileName(300),
-      std::vector<std::byte>(16));
+  // A snapshot at index 300: everything before the segment holding 301 may
+  // go, and nothing after.
+  SnapshotAt(journal_dir, 300);
   ASSERT_TRUE(WaitUntil(
       [&] { return std::filesystem::exists(journal_dir + "/START"); }, 5000));
   absl::StatusOr<std::uint64_t> first =
@@ -123,9 +137,7 @@ TEST(ServiceRetention, PrunesBehindTheNewestSnapshotAndKeepsAnswering) {
   // The service kept answering, and keeps answering; with a newer snapshot
   // the journal stays bounded by the window.
   SendOrders(client, sequence, 80);
-  test_support::WriteFile(
-      journal_dir + "/snapshots/" + journal::SnapshotFileName(sequence - 1),
-      std::vector<std::byte>(16));
+  SnapshotAt(journal_dir, sequence - 1);
   ASSERT_TRUE(WaitUntil([&] { return SegmentCount(journal_dir) <= 3; }, 5000))
       << SegmentCount(journal_dir) << " segments";
   SendOrders(client, sequence, 5);
@@ -150,11 +162,13 @@ TEST(ServiceRetention, PrunesBehindTheNewestSnapshotAndKeepsAnswering) {
   EXPECT_EQ(count, sequence - (*reader)->first_index());
   EXPECT_GT((*reader)->first_index(), 301u);
 
-  // A restart cannot rebuild the state from the tail alone: refused,
-  // naming the first index (restart from a snapshot is the snapshot
-  // work's).
+  // A restart cannot rebuild the state from the tail alone (--no-snapshot):
+  // refused, naming the first index.
+  ServiceOptions no_snapshot =
+      TestOptions(journal_dir, journal::Durability::kBatch);
+  no_snapshot.restart_from_snapshot = false;
   absl::StatusOr<std::unique_ptr<Service>> restarted =
-      Service::Start(TestOptions(journal_dir, journal::Durability::kBatch));
+      Service::Start(std::move(no_snapshot));
   ASSERT_FALSE(restarted.ok());
   EXPECT_EQ(restarted.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(restarted.status().message()),

@@ -78,6 +78,7 @@ using codec::Kind;
 using codec::Liquidity;
 using codec::Side;
 using codec::TimeInForce;
+using test_support::AcceptedFor;
 using test_support::Bytes;
 using test_support::Datagram;
 using test_support::Frame;
@@ -100,20 +101,6 @@ codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
                          .time_in_force = TimeInForce::kGoodTillCancel,
                          .price = price,
                          .quantity = quantity};
-}
-
-// The Accepted report of `limit` under `order_id`, as report `sequence`.
-Bytes AcceptedFor(std::uint64_t sequence, std::uint64_t order_id,
-                  const codec::NewLimit& limit) {
-  return Frame(sequence,
-               codec::Accepted{.order_id = order_id,
-                               .account_id = limit.account_id,
-                               .client_order_id = limit.client_order_id,
-                               .instrument_id = limit.instrument_id,
-                               .side = limit.side,
-                               .time_in_force = limit.time_in_force,
-                               .price = limit.price,
-                               .quantity = limit.quantity});
 }
 
 std::uint64_t SequenceOf(const Bytes& frame) {

@@ -45,6 +45,7 @@ constexpr bool kRssIsMeasurable = true;
 #endif
 
 using codec::Side;
+using test_support::AcceptedFor;
 using test_support::Bytes;
 using test_support::Datagram;
 using test_support::Frame;
@@ -69,19 +70,6 @@ codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
                          .time_in_force = codec::TimeInForce::kGoodTillCancel,
                          .price = price,
                          .quantity = 1};
-}
-
-Bytes AcceptedFor(std::uint64_t sequence, std::uint64_t order_id,
-                  const codec::NewLimit& limit) {
-  return Frame(sequence,
-               codec::Accepted{.order_id = order_id,
-                               .account_id = limit.account_id,
-                               .client_order_id = limit.client_order_id,
-                               .instrument_id = limit.instrument_id,
-                               .side = limit.side,
-                               .time_in_force = limit.time_in_force,
-                               .price = limit.price,
-                               .quantity = limit.quantity});
 }
 
 // VmRSS of this process, in bytes.

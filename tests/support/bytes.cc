@@ -35,6 +35,19 @@ Bytes FromHex(std::string_view hex) {
   return out;
 }
 
+Bytes AcceptedFor(std::uint64_t sequence, std::uint64_t order_id,
+                  const codec::NewLimit& limit) {
+  return Frame(sequence,
+               codec::Accepted{.order_id = order_id,
+                               .account_id = limit.account_id,
+                               .client_order_id = limit.client_order_id,
+                               .instrument_id = limit.instrument_id,
+                               .side = limit.side,
+                               .time_in_force = limit.time_in_force,
+                               .price = limit.price,
+                               .quantity = limit.quantity});
+}
+
 Bytes Datagram(std::uint32_t session, const std::vector<Bytes>& frames) {
   std::array<std::byte, codec::kMaxDatagramSize> buffer{};
   codec::DatagramBuilder builder(buffer, session);

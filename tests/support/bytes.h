@@ -1,6 +1,7 @@
 // Byte helpers shared by the test suites: the Bytes alias, hex in and out, the
-// bytes of a string, frames of any model encoded with codec::EncodeFrame, and
-// datagrams built with codec::DatagramBuilder.
+// bytes of a string, frames of any model encoded with codec::EncodeFrame (and
+// the Accepted report of a NewLimit), and datagrams built with
+// codec::DatagramBuilder.
 #ifndef ORDERWIRE_TESTS_SUPPORT_BYTES_H_
 #define ORDERWIRE_TESTS_SUPPORT_BYTES_H_
 
@@ -42,6 +43,11 @@ Bytes Frame(std::uint64_t sequence, const Model& model) {
       << "EncodeFrame of a " << codec::MessageTraits<Model>::kName;
   return out;
 }
+
+// The Accepted report of `limit` under `order_id`, as report `sequence`:
+// what the service answers a NewLimit that rests.
+Bytes AcceptedFor(std::uint64_t sequence, std::uint64_t order_id,
+                  const codec::NewLimit& limit);
 
 // A datagram of `session` holding `frames`, built with codec::DatagramBuilder.
 // A frame the builder refuses fails the test.
