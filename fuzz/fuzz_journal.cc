@@ -4,11 +4,13 @@
 // Journal files are untrusted input: a crash leaves torn writes, a disk
 // returns rotten or misdirected blocks, anyone with access can edit them.
 // The input is not a journal but a recipe of damage (fuzz/journal_recipe.h)
-// applied to a valid journal built once at start-up: 16 groups of 1 to 110
-// records in two 64 KiB segments (the first one full and of format version
-// 1, groups of one and two blocks, written partly by a version-1 writer and
-// continued in version 1 by today's; the second of version 2, its groups
-// packed at 8-byte alignment; some records with flag bits set, which the
+// applied to a valid journal built once at start-up: 20 groups of 1 to 110
+// records in three 64 KiB segments (the first one full and of format
+// version 1, groups of one and two blocks, written partly by a version-1
+// writer and continued in version 1 by a version-2 one; the second of
+// version 2, its groups packed at 8-byte alignment, continued in version 2
+// by today's writer; the third, which today's writer starts, of version 3,
+// packed with compact framing; some records with flag bits set, which the
 // journal stores verbatim). Each input writes the damaged
 // journal D to a scratch directory and checks:
 //
@@ -98,8 +100,8 @@ constexpr std::uint64_t kSegmentSize = std::uint64_t{64} * 1024;
 constexpr std::uint64_t kMaxRecoveredCapacity = std::uint64_t{16} << 20;
 constexpr rlim_t kFileSizeLimit = rlim_t{1} << 30;
 // Records per group of the valid journal (one Append each, under kSync).
-constexpr std::array<std::size_t, 16> kGroupRecords = {
-    1, 3, 100, 2, 1, 110, 1, 4, 40, 1, 1, 2, 1, 5, 2, 1};
+constexpr std::array<std::size_t, 20> kGroupRecords = {
+    1, 3, 100, 2, 1, 110, 1, 4, 40, 1, 1, 2, 1, 5, 2, 1, 3, 1, 7, 2};
 
 // Flag bits for some records: opaque to the journal, stored verbatim.
 constexpr std::uint32_t kSomeFlag = 1;
@@ -118,10 +120,9 @@ const std::string kMetadata = [] {
 
 constexpr std::size_t kBlock = kBlockSize;
 constexpr std::size_t kHeaderCrcAt = kSegmentHeaderCrcOffset;
-constexpr std::size_t kGroupHeader = kGroupHeaderSize;
 constexpr std::size_t kGroupTrailer = kGroupTrailerSize;  // crc, magic "OWGT"
-constexpr std::size_t kRecordHeader = kRecordHeaderSize;
-constexpr std::uint64_t kMaxRecordsBytes = kMaxGroupBytes - kGroupOverhead;
+// "records_bytes is at most 16 MiB - 40" (16 MiB - 32 in version 3).
+constexpr std::uint64_t kMaxGroupTotal = kMaxGroupBytes;
 
 // Field offsets of the segment header, the group header and trailer.
 constexpr std::size_t kSegVersionAt =
@@ -155,6 +156,16 @@ constexpr std::size_t kGroupRecordCountAt =
     kOffsetOf<kGroupHeaderLayout, &GroupHeader::record_count>;
 constexpr std::size_t kGroupFlagsAt =
     kOffsetOf<kGroupHeaderLayout, &GroupHeader::flags>;
+// Version 3's group header.
+constexpr std::size_t kCompactFirstIndexAt =
+    kOffsetOf<kCompactGroupHeaderLayout, &CompactGroupHeader::first_index>;
+constexpr std::size_t kCompactRecordCountAt =
+    kOffsetOf<kCompactGroupHeaderLayout, &CompactGroupHeader::record_count>;
+constexpr std::size_t kCompactStableLagAt =
+    kOffsetOf<kCompactGroupHeaderLayout, &CompactGroupHeader::stable_lag>;
+static_assert(
+    kOffsetOf<kCompactGroupHeaderLayout, &CompactGroupHeader::records_bytes> ==
+    kOffsetOf<kGroupHeaderLayout, &GroupHeader::records_bytes>);
 constexpr std::size_t kTrailerCrcAt =
     kOffsetOf<kGroupTrailerLayout, &GroupTrailer::crc>;
 constexpr std::size_t kTrailerMagicAt =
@@ -180,18 +191,27 @@ constexpr std::uint64_t DocAlign(std::uint64_t n,
   return (n + alignment - 1) / alignment * alignment;
 }
 
-// "Segment": groups start at 8-byte boundaries in version 2, at 4096-byte
-// boundaries in version 1.
-constexpr std::uint64_t DocGroupAlignment(std::uint16_t version) {
-  return version == 2 ? 8 : kBlock;
+// "Segment": groups start at 8-byte boundaries in versions 2 and 3, at
+// 4096-byte boundaries in version 1. "Group": version 3's header is 24
+// bytes with magic OWG3 and its records have no index (16-byte record
+// header); versions 1 and 2 have a 32-byte header with magic OWGH and
+// 24-byte record headers.
+struct DocFraming {
+  std::uint64_t alignment = kBlock;
+  bool compact = false;
+  std::size_t group_header = 32;
+  std::size_t record_header = 24;
+};
+constexpr DocFraming DocFramingOf(std::uint16_t version) {
+  if (version == 3) return {8, true, 24, 16};
+  return {version == 2 ? 8u : kBlock, false, 32, 24};
 }
-// The group alignment of a segment file, by its header's version field (the
-// header itself is checked by DocSegmentHeader).
-std::uint64_t DocAlignmentOf(std::span<const std::byte> file) {
+// The framing of a segment file, by its header's version field (the header
+// itself is checked by DocSegmentHeader).
+DocFraming DocFramingOf(std::span<const std::byte> file) {
   return file.size() < kSegmentHeaderSize
-             ? kBlock
-             : DocGroupAlignment(
-                   LoadLE<std::uint16_t>(file.data() + kSegVersionAt));
+             ? DocFramingOf(std::uint16_t{1})
+             : DocFramingOf(LoadLE<std::uint16_t>(file.data() + kSegVersionAt));
 }
 
 // Byte comparisons go through memcmp: loops compiled here would be
@@ -247,7 +267,7 @@ std::optional<DocHeader> DocSegmentHeader(std::span<const std::byte> file,
                                           'U', 'R', 'N', 'L'};
   if (std::memcmp(h, kMagic.data(), kMagic.size()) != 0) return std::nullopt;
   const std::uint16_t version = LoadLE<std::uint16_t>(h + kSegVersionAt);
-  if (version != 1 && version != 2) return std::nullopt;
+  if (version < 1 || version > 3) return std::nullopt;
   if (Crc32c(file.first(kHeaderCrcAt)) !=
       LoadLE<std::uint32_t>(h + kHeaderCrcAt)) {
     return std::nullopt;
@@ -296,36 +316,53 @@ enum class Verdict : std::uint8_t { kValid, kEnd, kBad };
 
 // "When a record counts as written", conditions 1 to 7, for the group at
 // `pos` of `file`, which must start with index `expected`; groups of the
-// segment start at multiples of `alignment`. kEnd: 32 zero bytes (or the
-// end of the file) where the header would be; the caller checks that
+// segment are framed as `framing` says. kEnd: a header's worth of zero
+// bytes (or the end of the file) where the header would be; the caller
+// checks that
 // nothing but zeros follows. On kValid, `records` receives the group's
 // records and `next` the offset of the next group.
 Verdict DocGroup(std::span<const std::byte> file, std::uint64_t pos,
-                 std::uint64_t expected, std::uint64_t alignment,
+                 std::uint64_t expected, const DocFraming& framing,
                  std::vector<OwnedRecord>& records, std::uint64_t& next) {
   const std::uint64_t size = file.size();
+  const std::size_t group_header = framing.group_header;
+  const std::size_t record_header = framing.record_header;
   if (pos >= size) return Verdict::kEnd;
-  if (size - pos < kGroupHeader) {
+  if (size - pos < group_header) {
     return AllZero(file.subspan(pos)) ? Verdict::kEnd : Verdict::kBad;
   }
   const std::byte* g = file.data() + pos;
-  if (AllZero({g, kGroupHeader})) return Verdict::kEnd;
+  if (AllZero({g, group_header})) return Verdict::kEnd;
   // 1.
-  if (LoadLE<std::uint32_t>(g) != Magic32("OWGH")) return Verdict::kBad;
+  if (LoadLE<std::uint32_t>(g) !=
+      (framing.compact ? Magic32("OWG3") : Magic32("OWGH"))) {
+    return Verdict::kBad;
+  }
   const std::uint64_t records_bytes =
       LoadLE<std::uint32_t>(g + kGroupRecordsBytesAt);
-  const std::uint64_t first = LoadLE<std::uint64_t>(g + kGroupFirstIndexAt);
-  const std::uint64_t stable = LoadLE<std::uint64_t>(g + kGroupStableIndexAt);
-  const std::uint64_t count = LoadLE<std::uint32_t>(g + kGroupRecordCountAt);
-  const std::uint32_t flags = LoadLE<std::uint32_t>(g + kGroupFlagsAt);
+  std::uint64_t first = 0;
+  std::uint64_t count = 0;
+  std::uint32_t flags = 0;
+  bool stable_ok = false;
+  if (framing.compact) {
+    first = LoadLE<std::uint64_t>(g + kCompactFirstIndexAt);
+    count = LoadLE<std::uint32_t>(g + kCompactRecordCountAt);
+    // "stable_lag <= first_index" (0 claims nothing).
+    stable_ok = LoadLE<std::uint32_t>(g + kCompactStableLagAt) <= first;
+  } else {
+    first = LoadLE<std::uint64_t>(g + kGroupFirstIndexAt);
+    count = LoadLE<std::uint32_t>(g + kGroupRecordCountAt);
+    flags = LoadLE<std::uint32_t>(g + kGroupFlagsAt);
+    stable_ok = LoadLE<std::uint64_t>(g + kGroupStableIndexAt) < first;
+  }
   // 2. (A record is a header and a 25..49-byte frame.)
-  if (count < 1 || records_bytes < kMinRecordSize * count ||
-      records_bytes > kMaxRecordSize * count ||
-      records_bytes > kMaxRecordsBytes) {
+  if (count < 1 || records_bytes < (record_header + 25) * count ||
+      records_bytes > (record_header + 49) * count ||
+      records_bytes > kMaxGroupTotal - group_header - kGroupTrailer) {
     return Verdict::kBad;
   }
   // 3.
-  const std::uint64_t trailer = pos + kGroupHeader + records_bytes;
+  const std::uint64_t trailer = pos + group_header + records_bytes;
   if (trailer + kGroupTrailer > size) return Verdict::kBad;
   if (LoadLE<std::uint32_t>(file.data() + trailer + kTrailerMagicAt) !=
       Magic32("OWGT")) {
@@ -333,40 +370,42 @@ Verdict DocGroup(std::span<const std::byte> file, std::uint64_t pos,
   }
   // 4.
   if (LoadLE<std::uint32_t>(file.data() + trailer + kTrailerCrcAt) !=
-      Crc32c(file.subspan(pos, kGroupHeader + records_bytes))) {
+      Crc32c(file.subspan(pos, group_header + records_bytes))) {
     return Verdict::kBad;
   }
   // 5.
-  if (flags != 0 || first != expected || stable >= first) return Verdict::kBad;
+  if (flags != 0 || first != expected || !stable_ok) return Verdict::kBad;
   // 6.
   std::vector<OwnedRecord> out;
-  std::uint64_t at = pos + kGroupHeader;
+  std::uint64_t at = pos + group_header;
+  // Where the fields after the index start in a record.
+  const std::size_t fields = framing.compact ? 0 : 8;
   for (std::uint64_t i = 0; i < count; ++i) {
-    if (trailer - at < kRecordHeader + 9) return Verdict::kBad;
+    if (trailer - at < record_header + 9) return Verdict::kBad;
     const std::byte* r = file.data() + at;
     const std::size_t frame_size =
-        DocFrameSize(LoadLE<std::uint8_t>(r + kRecordHeader + 8));
-    if (frame_size == 0 || trailer - at < kRecordHeader + frame_size) {
+        DocFrameSize(LoadLE<std::uint8_t>(r + record_header + 8));
+    if (frame_size == 0 || trailer - at < record_header + frame_size) {
       return Verdict::kBad;
     }
     OwnedRecord record;
-    record.index = LoadLE<std::uint64_t>(r + kRecordIndexOffset);
-    record.receive_ns = LoadLE<std::uint64_t>(r + kRecordReceiveNsOffset);
-    record.session_id = LoadLE<std::uint32_t>(r + kRecordSessionIdOffset);
-    record.flags = LoadLE<std::uint32_t>(r + kRecordFlagsOffset);
+    record.index = framing.compact ? first + i : LoadLE<std::uint64_t>(r);
+    record.receive_ns = LoadLE<std::uint64_t>(r + fields);
+    record.session_id = LoadLE<std::uint32_t>(r + fields + 8);
+    record.flags = LoadLE<std::uint32_t>(r + fields + 12);
     if (record.index != first + i) return Verdict::kBad;
-    record.frame.assign(r + kRecordHeader, r + kRecordHeader + frame_size);
+    record.frame.assign(r + record_header, r + record_header + frame_size);
     out.push_back(std::move(record));
-    at += kRecordHeader + frame_size;
+    at += record_header + frame_size;
   }
   if (at != trailer) return Verdict::kBad;
   // 7.
   const std::uint64_t end = trailer + kGroupTrailer;
-  const std::uint64_t padded = std::min(DocAlign(end, alignment), size);
+  const std::uint64_t padded = std::min(DocAlign(end, framing.alignment), size);
   if (!AllZero(file.subspan(end, padded - end))) return Verdict::kBad;
   records.insert(records.end(), std::make_move_iterator(out.begin()),
                  std::make_move_iterator(out.end()));
-  next = DocAlign(end, alignment);
+  next = DocAlign(end, framing.alignment);
   return Verdict::kValid;
 }
 
@@ -449,7 +488,7 @@ DocReading ReadByTheDoc(const Directory& dir) {
       const std::size_t before = out.records.size();
       std::uint64_t next = 0;
       const Verdict verdict =
-          DocGroup(bytes, pos, expected, DocGroupAlignment(header->version),
+          DocGroup(bytes, pos, expected, DocFramingOf(header->version),
                    out.records, next);
       if (verdict == Verdict::kBad) return out;
       if (verdict == Verdict::kEnd) {
@@ -589,7 +628,8 @@ struct Base {
   std::string recover;  // where a copy of D is recovered
   Directory files;
   std::vector<GroupPlace> groups;
-  std::vector<std::uint64_t> group_extent;  // kGroupOverhead + records_bytes
+  // header + records_bytes + trailer
+  std::vector<std::uint64_t> group_extent;
   std::vector<OwnedRecord> records;
   Bytes checkpoint;  // the valid journal's CHECKPOINT, from its Close
 };
@@ -627,11 +667,13 @@ void BuildBase() {
   std::filesystem::create_directory(base->damaged);
   std::filesystem::create_directory(base->recover);
 
-  // The first groups by a version-1 writer (what older code wrote); the
-  // rest by today's, which continues that segment in version 1 and starts
-  // the next one in version 2.
+  // The first groups by a version-1 writer (what older code wrote); then a
+  // version-2 writer, which continues that segment in version 1 and starts
+  // the next one in version 2; the last groups by today's, which continues
+  // that one in version 2 and then starts a version-3 segment.
   std::uint64_t index = 0;
-  for (const std::uint16_t version : {1, 2}) {
+  for (const std::uint16_t version :
+       {std::uint16_t{1}, std::uint16_t{2}, std::uint16_t{3}}) {
     auto writer = JournalWriter::Open({.directory = valid,
                                        .durability = Durability::kSync,
                                        .segment_size = kSegmentSize,
@@ -641,8 +683,12 @@ void BuildBase() {
                                        .metadata = kMetadata,
                                        .format_version = version});
     FUZZ_CHECK(writer.ok());
-    const std::size_t from = version == 1 ? 0 : 4;
-    const std::size_t to = version == 1 ? 4 : kGroupRecords.size();
+    const std::size_t from = version == 1 ? 0 : version == 2 ? 4 : 15;
+    const std::size_t to = version == 1   ? 4
+                           : version == 2 ? 15
+                                          : kGroupRecords.size();
+    // Today's writer starts its own segment at once.
+    if (version == 3) FUZZ_CHECK((*writer)->StartSegment(kMetadata).ok());
     for (std::size_t g = from; g < to; ++g) {
       const Bytes frames = codec::testing::EncodeRandomStream(
           kGroupRecords[g], 1000 + g, codec::testing::kDecodeBenchMix);
@@ -679,11 +725,13 @@ void BuildBase() {
   for (std::size_t i = 0; i < base->files.size(); ++i) {
     base->files[i].origin = static_cast<int>(i);
   }
-  // Two segments, the first one full, of versions 1 and 2; the rules and the
-  // reader both read every record back as written.
-  FUZZ_CHECK(base->files.size() == 2);
-  FUZZ_CHECK(DocAlignmentOf(base->files[0].bytes) == kBlock &&
-             DocAlignmentOf(base->files[1].bytes) == 8);
+  // Three segments, the first one full, of versions 1, 2 and 3; the rules
+  // and the reader both read every record back as written.
+  FUZZ_CHECK(base->files.size() == 3);
+  FUZZ_CHECK(DocFramingOf(base->files[0].bytes).alignment == kBlock &&
+             DocFramingOf(base->files[1].bytes).alignment == 8 &&
+             !DocFramingOf(base->files[1].bytes).compact &&
+             DocFramingOf(base->files[2].bytes).compact);
   const DocReading doc = ReadByTheDoc(base->files);
   FUZZ_CHECK(doc.clean && !doc.ambiguous);
   FUZZ_CHECK(doc.records == base->records);
@@ -691,10 +739,10 @@ void BuildBase() {
   base->groups = doc.groups;
   for (const GroupPlace& g : base->groups) {
     const File* f = FindFile(base->files, g.file);
-    base->group_extent.push_back(kGroupHeader + kGroupTrailer +
-                                 LoadLE<std::uint32_t>(f->bytes.data() +
-                                                       g.offset +
-                                                       kGroupRecordsBytesAt));
+    base->group_extent.push_back(
+        DocFramingOf(f->bytes).group_header + kGroupTrailer +
+        LoadLE<std::uint32_t>(f->bytes.data() + g.offset +
+                              kGroupRecordsBytesAt));
   }
   const Reading read = ReadJournal(valid);
   FUZZ_CHECK(read.opened && read.end == ReadResult::kEnd);
@@ -787,9 +835,10 @@ void Apply(Directory& dir, const RecipeStep& step) {
       File* f = PickFile(dir, step.operand[0]);
       if (f == nullptr || f->bytes.empty()) return;
       const std::uint64_t at = PlaceIn(*f, step.operand[1]);
-      if (at + kGroupHeader > f->bytes.size()) return;
+      const std::size_t group_header = DocFramingOf(f->bytes).group_header;
+      if (at + group_header > f->bytes.size()) return;
       const std::uint64_t covered =
-          kGroupHeader +
+          group_header +
           LoadLE<std::uint32_t>(f->bytes.data() + at + kGroupRecordsBytesAt);
       if (at + covered + kTrailerMagicAt > f->bytes.size()) return;
       codec::StoreLE(f->bytes.data() + at + covered + kTrailerCrcAt,
@@ -883,11 +932,11 @@ void CheckYieldedGroups(const Directory& dir, const Reading& read) {
     FUZZ_CHECK(place.first_index == k + 1);
     std::vector<OwnedRecord> records;
     std::uint64_t next = 0;
-    FUZZ_CHECK(DocGroup(f->bytes, place.offset, k + 1, DocAlignmentOf(f->bytes),
+    FUZZ_CHECK(DocGroup(f->bytes, place.offset, k + 1, DocFramingOf(f->bytes),
                         records, next) == Verdict::kValid);
     FUZZ_CHECK(records.size() == place.count);
     const std::uint64_t extent =
-        kGroupHeader + kGroupTrailer +
+        DocFramingOf(f->bytes).group_header + kGroupTrailer +
         LoadLE<std::uint32_t>(f->bytes.data() + place.offset +
                               kGroupRecordsBytesAt);
     const bool untouched = Untouched(*f, place.offset, extent);
@@ -1047,7 +1096,8 @@ void CheckCheckpoint(std::span<const std::uint8_t> input) {
             const auto records_bytes =
                 LoadLE<std::uint32_t>(file.data() + g.offset + 4);
             const auto crc = LoadLE<std::uint32_t>(
-                file.data() + g.offset + kGroupHeader + records_bytes);
+                file.data() + g.offset + DocFramingOf(file).group_header +
+                records_bytes);
             return g.first_index == decoded->group_first_index &&
                    g.first_index + g.count - 1 == decoded->durable_index &&
                    g.file == SegmentFileName(decoded->segment_first_index) &&

@@ -1,8 +1,9 @@
-// Segment header encoding and segment file names; see format.h.
+// Segment and group header encoding, segment file names; see format.h.
 #include "journal/format.h"
 
 #include <charconv>
 #include <cstring>
+#include <limits>
 #include <span>
 
 #include "absl/strings/str_format.h"
@@ -27,6 +28,48 @@ void EncodeSegmentHeader(SegmentHeader header,
     std::memcpy(dst + kSegmentMetadataOffset, metadata.data(), metadata.size());
   }
   EncodeSegmentHeader(header, dst);
+}
+
+GroupHeader DecodeGroupHeader(const GroupFormat& format,
+                              const std::byte* src) noexcept {
+  if (format.magic != kCompactGroupMagic) {
+    return LoadStruct<kGroupHeaderLayout, GroupHeader>(src);
+  }
+  const auto compact =
+      LoadStruct<kCompactGroupHeaderLayout, CompactGroupHeader>(src);
+  GroupHeader header{.magic = compact.magic,
+                     .records_bytes = compact.records_bytes,
+                     .first_index = compact.first_index,
+                     .stable_index = 0,
+                     .record_count = compact.record_count,
+                     .flags = 0};
+  if (compact.stable_lag > compact.first_index) {
+    header.stable_index = compact.first_index;  // no such index: refused
+  } else if (compact.stable_lag != 0) {
+    header.stable_index = compact.first_index - compact.stable_lag;
+  }
+  return header;
+}
+
+void EncodeGroupHeader(const GroupFormat& format, const GroupHeader& header,
+                       std::byte* dst) noexcept {
+  if (format.magic != kCompactGroupMagic) {
+    GroupHeader wide = header;
+    wide.magic = format.magic;
+    StoreStruct<kGroupHeaderLayout>(wide, dst);
+    return;
+  }
+  const std::uint64_t lag = header.first_index - header.stable_index;
+  StoreStruct<kCompactGroupHeaderLayout>(
+      CompactGroupHeader{
+          .magic = format.magic,
+          .records_bytes = header.records_bytes,
+          .first_index = header.first_index,
+          .record_count = header.record_count,
+          .stable_lag = lag <= std::numeric_limits<std::uint32_t>::max()
+                            ? static_cast<std::uint32_t>(lag)
+                            : 0u},
+      dst);
 }
 
 std::string SegmentFileName(std::uint64_t first_index) {

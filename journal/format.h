@@ -1,4 +1,4 @@
-// The journal's on-disk format, versions 1 and 2: every layout declared once.
+// The journal's on-disk format, versions 1 to 3: every layout declared once.
 //
 // docs/JOURNAL.md describes the format byte for byte for an independent
 // reader; this header is its single source in code. All integers are
@@ -52,6 +52,22 @@
 // `flags` belongs to the caller (the service): the journal stores it
 // verbatim and gives no bit a meaning.
 //
+// Version 3 (compact framing) packs groups at 8 bytes like version 2 but
+// frames them with less: a 24-byte group header (magic "OWG3",
+// records_bytes, first_index, record_count, stable_lag, where the proof
+// horizon is first_index - stable_lag and 0 claims nothing) and records
+// without their index (it is first_index + the position in the group):
+//
+//   0          4             8             16           20          24
+//   +----------+-------------+-------------+------------+-----------+
+//   | magic    |records_bytes| first_index | rec_count  | stable_lag|
+//   | "OWG3"   | u32         | u64         | u32        | u32       |
+//   +----------+-------------+-------------+------------+-----------+
+//   record: | receive_ns u64 | session_id u32 | flags u32 | frame |
+//
+// The trailer is the same 8 bytes (crc32c of header and records, "OWGT").
+// GroupFormatOf(version) says which framing a segment's groups have.
+//
 // When a record counts as written: when the group holding it is whole on
 // disk and its trailer checksum matches. A group is never partly valid.
 #ifndef ORDERWIRE_JOURNAL_FORMAT_H_
@@ -70,9 +86,13 @@
 
 namespace orderwire::journal {
 
-// The version the writer writes. Version 1 differs only in where groups
-// start (GroupAlignment below); readers read both.
-inline constexpr std::uint16_t kFormatVersion = 2;
+// The newest version, which the writer writes by default. Version 1
+// differs from 2 only in where groups start (GroupAlignment below); version
+// 3 frames groups and records with fewer bytes (GroupFormatOf below).
+// Readers read all three.
+inline constexpr std::uint16_t kFormatVersion = 3;
+// The version whose groups carry compact framing (and every later one).
+inline constexpr std::uint16_t kCompactFramingVersion = 3;
 inline constexpr std::uint16_t kOldestFormatVersion = 1;
 
 // Block 0 holds the segment header; the first group starts after it. It is
@@ -149,7 +169,29 @@ inline constexpr auto kGroupTrailerLayout =
     codec::MakeLayout(codec::Field{"crc", &GroupTrailer::crc},
                       codec::Field{"magic", &GroupTrailer::magic});
 
-// Before every frame.
+// At the start of every group of a version-3 segment: GroupHeader's
+// information in 24 bytes. `stable_lag` is first_index - stable_index,
+// 1..2^32-1; 0 claims nothing (stable_index 0), which the writer stores when
+// the lag does not fit: a proof horizon read back is never above the one
+// the writer had, only ever lower (conservative). No flags field: a new
+// meaning needs a new version.
+struct CompactGroupHeader {
+  std::uint32_t magic;          // kCompactGroupMagic, the bytes "OWG3"
+  std::uint32_t records_bytes;  // bytes of records after this header
+  std::uint64_t first_index;    // index of the group's first record
+  std::uint32_t record_count;   // >= 1
+  std::uint32_t stable_lag;     // see above; <= first_index
+};
+
+inline constexpr auto kCompactGroupHeaderLayout = codec::MakeLayout(
+    codec::Field{"magic", &CompactGroupHeader::magic},
+    codec::Field{"records_bytes", &CompactGroupHeader::records_bytes},
+    codec::Field{"first_index", &CompactGroupHeader::first_index},
+    codec::Field{"record_count", &CompactGroupHeader::record_count},
+    codec::Field{"stable_lag", &CompactGroupHeader::stable_lag});
+
+// Before every frame in versions 1 and 2. (Version 3 leaves out `index`:
+// the record header is the other three fields, in this order, 16 bytes.)
 struct RecordHeader {
   std::uint64_t index;       // journal index: 1, 2, 3, ... across segments
   std::uint64_t receive_ns;  // when the frame was received (caller's clock)
@@ -178,6 +220,12 @@ inline constexpr std::size_t kGroupTrailerSize = kGroupTrailerLayout.kSize;
 inline constexpr std::size_t kGroupOverhead =
     kGroupHeaderSize + kGroupTrailerSize;
 inline constexpr std::size_t kRecordHeaderSize = kRecordHeaderLayout.kSize;
+inline constexpr std::size_t kCompactGroupHeaderSize =
+    kCompactGroupHeaderLayout.kSize;
+// A version-3 record header: a version-1/2 one without its 8-byte index.
+inline constexpr std::size_t kRecordIndexSize = sizeof(RecordHeader::index);
+inline constexpr std::size_t kCompactRecordHeaderSize =
+    kRecordHeaderSize - kRecordIndexSize;
 // The segment header's CRC covers every byte before the crc field.
 inline constexpr std::size_t kSegmentHeaderCrcOffset =
     kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::crc>;
@@ -206,8 +254,15 @@ static_assert(kMaxSegmentMetadata == 4032);
 static_assert(kGroupHeaderSize == 32);
 static_assert(kGroupTrailerSize == 8);
 static_assert(kRecordHeaderSize == 24);
+static_assert(kCompactGroupHeaderSize == 24);
+static_assert(kCompactRecordHeaderSize == 16);
+// The record header's fields after the index are the version-3 record
+// header: one offset shift reads both.
+static_assert(kRecordIndexOffset == 0 &&
+              kRecordReceiveNsOffset == kRecordIndexSize);
 
-// The bytes "OWJOURNL", "OWGH" and "OWGT" read as little-endian integers.
+// The bytes "OWJOURNL", "OWGH", "OWG3" and "OWGT" read as little-endian
+// integers.
 template <typename T, std::size_t N>
 consteval T MagicOf(const char (&text)[N]) {
   static_assert(N - 1 == sizeof(T));
@@ -220,11 +275,14 @@ consteval T MagicOf(const char (&text)[N]) {
 inline constexpr std::uint64_t kSegmentMagic =
     MagicOf<std::uint64_t>("OWJOURNL");
 inline constexpr std::uint32_t kGroupMagic = MagicOf<std::uint32_t>("OWGH");
+inline constexpr std::uint32_t kCompactGroupMagic =
+    MagicOf<std::uint32_t>("OWG3");
 inline constexpr std::uint32_t kTrailerMagic = MagicOf<std::uint32_t>("OWGT");
 
 // Smallest and largest command frames, as the codec publishes them.
 inline constexpr std::size_t kMinCommandFrame = codec::kMinCommandFrameSize;
 inline constexpr std::size_t kMaxCommandFrame = codec::kMaxCommandFrameSize;
+// Record sizes in versions 1 and 2; kMaxRecordSize bounds every version's.
 inline constexpr std::size_t kMinRecordSize =
     kRecordHeaderSize + kMinCommandFrame;
 inline constexpr std::size_t kMaxRecordSize =
@@ -252,7 +310,62 @@ inline constexpr std::uint64_t kMaxSegmentCapacity = std::uint64_t{1} << 40;
   return (n + alignment - 1) & ~(alignment - 1);
 }
 static_assert(kGroupHeaderSize % kGroupAlign == 0 &&
+              kCompactGroupHeaderSize % kGroupAlign == 0 &&
               kGroupTrailerSize % kGroupAlign == 0);
+
+// How the groups of a segment of one format version are framed: where they
+// start, their header, and what precedes each frame. Everything that walks
+// groups takes one of these (GroupFormatOf(the segment's version)).
+struct GroupFormat {
+  std::uint16_t version = 0;
+  std::uint32_t alignment = 0;    // groups start at multiples of this
+  std::uint32_t magic = 0;        // the group header's first 4 bytes
+  std::uint32_t header_size = 0;  // the group header's bytes
+  // 8: each record starts with its index (versions 1, 2); 0: the index is
+  // first_index + the position in the group (version 3). The record's
+  // other fields (receive_ns, session_id, flags) follow it.
+  std::uint32_t record_index_size = 0;
+  std::uint32_t record_header_size = 0;  // bytes before each frame
+  std::uint32_t min_record_size = 0;     // with the smallest frame
+  std::uint32_t max_record_size = 0;     // with the largest frame
+};
+
+// The framing of `version` (1, 2 or 3; any other gives version 2's, which
+// callers never use: the segment header check refuses other versions).
+[[nodiscard]] constexpr GroupFormat GroupFormatOf(
+    std::uint16_t version) noexcept {
+  const bool compact = version >= kCompactFramingVersion;
+  const auto record_header = static_cast<std::uint32_t>(
+      compact ? kCompactRecordHeaderSize : kRecordHeaderSize);
+  return GroupFormat{
+      .version = version,
+      .alignment = static_cast<std::uint32_t>(GroupAlignment(version)),
+      .magic = compact ? kCompactGroupMagic : kGroupMagic,
+      .header_size = static_cast<std::uint32_t>(
+          compact ? kCompactGroupHeaderSize : kGroupHeaderSize),
+      .record_index_size =
+          compact ? 0u : static_cast<std::uint32_t>(kRecordIndexSize),
+      .record_header_size = record_header,
+      .min_record_size =
+          record_header + static_cast<std::uint32_t>(kMinCommandFrame),
+      .max_record_size =
+          record_header + static_cast<std::uint32_t>(kMaxCommandFrame),
+  };
+}
+
+// A group header of `format` from `src` (format.header_size bytes) into the
+// common model. Version 3: flags 0, stable_index first_index - stable_lag
+// (0 for lag 0); a lag above first_index (no such stable index) reads as
+// stable_index == first_index, which the group check refuses.
+[[nodiscard]] GroupHeader DecodeGroupHeader(const GroupFormat& format,
+                                            const std::byte* src) noexcept;
+// Writes `header` at `dst` in `format` (format.header_size bytes; the magic
+// is format.magic whatever header.magic says). Version
+// 3 stores stable_lag = first_index - stable_index, or 0 if that does not
+// fit in 32 bits (the proof horizon is then read as 0: weaker, never
+// stronger). header.flags must be 0 for version 3.
+void EncodeGroupHeader(const GroupFormat& format, const GroupHeader& header,
+                       std::byte* dst) noexcept;
 
 // ---------------------------------------------------------------------------
 // Encoding and decoding of the fixed structures (cold path, except records,

@@ -146,29 +146,34 @@ JournalReader::JournalReader(std::vector<internal::SegmentEntry> entries,
 
 namespace {
 
+// The receive time of the first record of `group`, a group of `format`.
 std::uint64_t FirstReceiveNs(std::span<const std::byte> segment,
-                             const internal::FoundGroup& group) {
-  return codec::LoadLE<std::uint64_t>(segment.data() + group.offset +
-                                      kGroupHeaderSize +
-                                      kRecordReceiveNsOffset);
+                             const internal::FoundGroup& group,
+                             const GroupFormat& format) {
+  return codec::LoadLE<std::uint64_t>(
+      segment.data() + group.offset + format.header_size +
+      format.record_index_size + kRecordReceiveNsOffset - kRecordIndexSize);
 }
 
-std::size_t RecordSize(const std::byte* record) noexcept {
-  return kRecordHeaderSize +
-         codec::kKindTable[codec::LoadLE<std::uint8_t>(
-                               record + kRecordHeaderSize + codec::kKindOffset)]
+std::size_t RecordSize(const std::byte* record,
+                       std::size_t record_header_size) noexcept {
+  return record_header_size +
+         codec::kKindTable[codec::LoadLE<std::uint8_t>(record +
+                                                       record_header_size +
+                                                       codec::kKindOffset)]
              .frame_size;
 }
 
 }  // namespace
 
-bool JournalReader::BeforeSeekPoint(const std::byte* record) const noexcept {
+bool JournalReader::BeforeSeekPoint(const std::byte* record,
+                                    std::uint64_t index) const noexcept {
   if (from_time_ns_.has_value()) {
-    return codec::LoadLE<std::uint64_t>(record + kRecordReceiveNsOffset) <
-           *from_time_ns_;
+    return codec::LoadLE<std::uint64_t>(record + record_index_size_ +
+                                        kRecordReceiveNsOffset -
+                                        kRecordIndexSize) < *from_time_ns_;
   }
-  return codec::LoadLE<std::uint64_t>(record + kRecordIndexOffset) <
-         from_index_;
+  return index < from_index_;
 }
 
 absl::StatusOr<std::size_t> JournalReader::SegmentForTime(
@@ -187,10 +192,11 @@ absl::StatusOr<std::size_t> JournalReader::SegmentForTime(
       version = LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes->data())
                     .version;
     }
+    const GroupFormat format = GroupFormatOf(version);
     const std::optional<internal::FoundGroup> first =
-        internal::FindGroupAtOrAfter(*bytes, kFirstGroupOffset,
-                                     GroupAlignment(version), seek_counters_);
-    if (first.has_value() && FirstReceiveNs(*bytes, *first) < time_ns) {
+        internal::FindGroupAtOrAfter(*bytes, kFirstGroupOffset, format,
+                                     seek_counters_);
+    if (first.has_value() && FirstReceiveNs(*bytes, *first, format) < time_ns) {
       low = mid + 1;
     } else {
       high = mid;
@@ -231,10 +237,11 @@ bool JournalReader::Seek() {
   // first record is before the seek point (or the segment's first group,
   // not yet verified); no group that verifies and starts at or after
   // `high` is before it.
-  const std::size_t alignment = GroupAlignment(infos_.back().header.version);
+  const GroupFormat format = group_format_;
+  const std::uint64_t alignment = format.alignment;
   auto before = [&](const internal::FoundGroup& group) {
     return from_time_ns_.has_value()
-               ? FirstReceiveNs(bytes_, group) < *from_time_ns_
+               ? FirstReceiveNs(bytes_, group, format) < *from_time_ns_
                : group.check.header.first_index <= from_index_;
   };
   std::uint64_t low = kFirstGroupOffset;
@@ -244,7 +251,7 @@ bool JournalReader::Seek() {
     const std::uint64_t mid = (low + (high - low) / 2) / alignment * alignment;
     if (mid <= low) break;
     const std::optional<internal::FoundGroup> found =
-        internal::FindGroupAtOrAfter(bytes_, mid, alignment, seek_counters_);
+        internal::FindGroupAtOrAfter(bytes_, mid, format, seek_counters_);
     if (found.has_value() && found->offset < high && before(*found)) {
       low = found->offset;
       low_first = found->check.header.first_index;
@@ -259,7 +266,7 @@ bool JournalReader::Seek() {
     // reading from `low` reports that.
     while (true) {
       const std::optional<internal::FoundGroup> found =
-          internal::FindGroupAtOrAfter(bytes_, low, alignment, seek_counters_);
+          internal::FindGroupAtOrAfter(bytes_, low, format, seek_counters_);
       if (!found.has_value() || found->check.header.first_index > from_index_) {
         break;
       }
@@ -530,7 +537,8 @@ bool JournalReader::EnterSegment(std::size_t i) {
   segment_ = i;
   bytes_ = *bytes;
   pos_ = kFirstGroupOffset;
-  group_alignment_ = GroupAlignment(check.header.version);
+  group_format_ = GroupFormatOf(check.header.version);
+  record_index_size_ = group_format_.record_index_size;
   SegmentInfo info;
   info.path = entry.path;
   info.header = check.header;
@@ -560,7 +568,7 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
         break;
     }
     const internal::GroupCheck check =
-        internal::CheckGroup(bytes_, pos_, next_index_, group_alignment_);
+        internal::CheckGroup(bytes_, pos_, next_index_, group_format_);
     if (check.state == internal::GroupState::kValid) {
       SegmentInfo& info = infos_.back();
       info.records += check.header.record_count;
@@ -575,14 +583,15 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
           !CheckCheckpointGroup(check)) {
         return ReadResult::kError;
       }
-      cursor_ = bytes_.data() + pos_ + kGroupHeaderSize;
+      cursor_ = bytes_.data() + pos_ + group_format_.header_size;
       records_left_ = check.header.record_count;
       next_index_ += check.header.record_count;
       pos_ = check.end;
       if (seeking_) {
         // Records before the seek point are passed over, not yielded.
-        while (records_left_ != 0 && BeforeSeekPoint(cursor_)) {
-          cursor_ += RecordSize(cursor_);
+        while (records_left_ != 0 &&
+               BeforeSeekPoint(cursor_, next_index_ - records_left_)) {
+          cursor_ += RecordSize(cursor_, group_format_.record_header_size);
           --records_left_;
         }
         if (records_left_ == 0) continue;

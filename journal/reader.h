@@ -153,14 +153,19 @@ class JournalReader {
   // few loads per record; per group, one pass over its bytes.
   ReadResult Next(Record& record) noexcept {
     if (records_left_ != 0) {
+      // The group check verified stored indexes (versions 1, 2) equal to
+      // first_index + position: the index is that position either way.
+      record.index = next_index_ - records_left_;
       --records_left_;
-      record.index = codec::LoadLE<std::uint64_t>(cursor_ + kRecordIndexOffset);
-      record.receive_ns =
-          codec::LoadLE<std::uint64_t>(cursor_ + kRecordReceiveNsOffset);
-      record.session_id =
-          codec::LoadLE<std::uint32_t>(cursor_ + kRecordSessionIdOffset);
-      record.flags = codec::LoadLE<std::uint32_t>(cursor_ + kRecordFlagsOffset);
-      const std::byte* const frame = cursor_ + kRecordHeaderSize;
+      // The fields after the index (versions 1, 2 store it first).
+      const std::byte* const fields = cursor_ + record_index_size_;
+      record.receive_ns = codec::LoadLE<std::uint64_t>(
+          fields + kRecordReceiveNsOffset - kRecordIndexSize);
+      record.session_id = codec::LoadLE<std::uint32_t>(
+          fields + kRecordSessionIdOffset - kRecordIndexSize);
+      record.flags = codec::LoadLE<std::uint32_t>(fields + kRecordFlagsOffset -
+                                                  kRecordIndexSize);
+      const std::byte* const frame = fields + kCompactRecordHeaderSize;
       const std::size_t size =
           codec::kKindTable[codec::LoadLE<std::uint8_t>(frame +
                                                         codec::kKindOffset)]
@@ -245,8 +250,10 @@ class JournalReader {
   // Seek by time: the segment to start in (binary search over the first
   // receive times of segments).
   absl::StatusOr<std::size_t> SegmentForTime(std::uint64_t time_ns);
-  // Whether the record at `record` comes before the seek point.
-  [[nodiscard]] bool BeforeSeekPoint(const std::byte* record) const noexcept;
+  // Whether the record at `record`, whose index is `index`, comes before
+  // the seek point.
+  [[nodiscard]] bool BeforeSeekPoint(const std::byte* record,
+                                     std::uint64_t index) const noexcept;
   // Maps and checks segment `i`; false (status set) on an error.
   bool EnterSegment(std::size_t i);
   ReadResult Damaged(std::size_t segment, std::uint64_t offset, bool torn,
@@ -288,8 +295,10 @@ class JournalReader {
   std::size_t segment_ = 0;
   std::span<const std::byte> bytes_;
   std::uint64_t pos_ = 0;  // offset of the next group in the segment
-  // Where the segment's groups start: GroupAlignment(its version).
-  std::uint64_t group_alignment_ = kGroupAlign;
+  // How the segment's groups are framed: GroupFormatOf(its version).
+  GroupFormat group_format_ = GroupFormatOf(kFormatVersion);
+  // group_format_.record_index_size, for Next().
+  std::size_t record_index_size_ = 0;
   const std::byte* cursor_ = nullptr;
   std::uint32_t records_left_ = 0;
   std::uint64_t next_index_ = 1;  // index of the next group's first record

@@ -165,8 +165,9 @@ struct WriterOptions {
   // may rewrite results (see internal/io_queue.h). Null: no wrapper, no cost.
   internal::IoFaults* faults = nullptr;
   // The format version of the segments the writer starts: kFormatVersion
-  // (2, packed groups) or 1 (groups on 4096-byte boundaries, what older
-  // code wrote: for tests of such journals). Appending to an existing
+  // (3, packed groups with compact framing), 2 (packed groups, the framing
+  // of version 1) or 1 (groups on 4096-byte boundaries); the older ones are
+  // what older code wrote, for tests of such journals. Appending to an existing
   // journal continues its last segment in that segment's own version;
   // every segment started later gets this one.
   std::uint16_t format_version = kFormatVersion;
@@ -383,7 +384,9 @@ class JournalWriter {
     // Sealed, but its write waits for `blocker`'s (see below).
     bool waiting = false;
     std::uint32_t segment = 0;  // index into segments_
-    std::uint64_t offset = 0;   // file offset of the group
+    // The framing of the group: GroupFormatOf(its segment's version).
+    GroupFormat format = GroupFormatOf(kFormatVersion);
+    std::uint64_t offset = 0;  // file offset of the group
     // Bytes in front of the group in the buffer: under O_DIRECT, the old
     // bytes of the block the group starts in (offset % 4096 of them),
     // rewritten identical. The write starts at offset - lead.

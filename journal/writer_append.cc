@@ -52,17 +52,20 @@ inline void CopyFrame(std::byte* dst, const std::byte* src,
 }
 
 // Writes record `index` (header and frame) at `out`; returns its end.
-inline std::byte* WriteRecord(std::byte* out, std::uint64_t index,
-                              std::uint64_t receive_ns,
+// `index_size` is the group format's record_index_size: 8, the index is
+// stored first (versions 1, 2), or 0, it is not stored (version 3).
+inline std::byte* WriteRecord(std::byte* out, std::size_t index_size,
+                              std::uint64_t index, std::uint64_t receive_ns,
                               std::uint32_t session_id, std::uint32_t flags,
                               const std::byte* frame,
                               std::size_t frame_size) noexcept {
-  StoreLE(out + kRecordIndexOffset, index);
-  StoreLE(out + kRecordReceiveNsOffset, receive_ns);
-  StoreLE(out + kRecordSessionIdOffset, session_id);
-  StoreLE(out + kRecordFlagsOffset, flags);
-  CopyFrame(out + kRecordHeaderSize, frame, frame_size);
-  return out + kRecordHeaderSize + frame_size;
+  if (index_size != 0) StoreLE(out + kRecordIndexOffset, index);
+  std::byte* const fields = out + index_size - kRecordIndexSize;
+  StoreLE(fields + kRecordReceiveNsOffset, receive_ns);
+  StoreLE(fields + kRecordSessionIdOffset, session_id);
+  StoreLE(fields + kRecordFlagsOffset, flags);
+  CopyFrame(fields + kRecordHeaderSize, frame, frame_size);
+  return fields + kRecordHeaderSize + frame_size;
 }
 
 }  // namespace
@@ -84,6 +87,7 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
       slot != nullptr &&
       size * kWorstNum / kWorstDen + 1 <= slot->limit - slot->used) {
     std::byte* out = slot->buffer + slot->used;
+    const std::size_t index_size = slot->format.record_index_size;
     std::uint64_t index = last_index_;
     std::size_t pos = 0;
     while (pos + codec::kFrameHeaderSize <= size) {
@@ -91,15 +95,16 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
           codec::kCommandFrameSize[static_cast<std::uint8_t>(
               data[pos + codec::kKindOffset])];
       if (frame_size == 0 || size - pos < frame_size) break;
-      out = WriteRecord(out, ++index, receive_ns, session_id, flags, data + pos,
-                        frame_size);
+      out = WriteRecord(out, index_size, ++index, receive_ns, session_id, flags,
+                        data + pos, frame_size);
       pos += frame_size;
     }
     if (pos != size || index == last_index_) return AppendStatus::kInvalidFrame;
     return Commit(*slot, static_cast<std::uint32_t>(out - slot->buffer), index);
   }
 
-  // Otherwise: count and check first, then find room, then copy.
+  // Otherwise: count and check first, then find room, then copy. `need`
+  // counts version 1/2 record headers, which bounds version 3's too.
   std::size_t count = 0;
   std::size_t pos = 0;
   while (pos + codec::kFrameHeaderSize <= size) {
@@ -135,13 +140,14 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
     }
   }
   std::byte* out = slot->buffer + slot->used;
+  const std::size_t index_size = slot->format.record_index_size;
   std::uint64_t index = last_index_;
   for (pos = 0; pos < size;) {
     const std::size_t frame_size =
         codec::kCommandFrameSize[static_cast<std::uint8_t>(
             data[pos + codec::kKindOffset])];
-    out = WriteRecord(out, ++index, receive_ns, session_id, flags, data + pos,
-                      frame_size);
+    out = WriteRecord(out, index_size, ++index, receive_ns, session_id, flags,
+                      data + pos, frame_size);
     pos += frame_size;
   }
   return Commit(*slot, static_cast<std::uint32_t>(out - slot->buffer), index);
@@ -190,6 +196,7 @@ JournalWriter::Slot* JournalWriter::OpenGroup(std::size_t need) noexcept {
   slot.header = false;
   slot.waiting = false;
   slot.segment = active_;
+  slot.format = GroupFormatOf(segment->version);
   slot.offset = write_pos_;
   // Under O_DIRECT the write starts at the block the group starts in, with
   // that block's old bytes (identical) in front of the group; it must not
@@ -197,7 +204,7 @@ JournalWriter::Slot* JournalWriter::OpenGroup(std::size_t need) noexcept {
   slot.lead = direct_ ? static_cast<std::uint32_t>(write_pos_ % kBlockSize) : 0;
   slot.blocker = slot.lead != 0 ? tail_writer_ : -1;
   if (slot.lead != 0) std::memcpy(slot.buffer, tail_block_, slot.lead);
-  slot.used = slot.lead + static_cast<std::uint32_t>(kGroupHeaderSize);
+  slot.used = slot.lead + slot.format.header_size;
   slot.limit = static_cast<std::uint32_t>(
       std::min<std::uint64_t>(slot.lead + group_size_,
                               segment->capacity - (write_pos_ - slot.lead)) -
@@ -214,10 +221,10 @@ void JournalWriter::Seal(Slot& slot) noexcept {
   std::byte* const buffer = slot.buffer;
   std::byte* const group = buffer + slot.lead;
   const std::uint32_t group_bytes = slot.used - slot.lead;
-  StoreStruct<kGroupHeaderLayout>(
-      GroupHeader{.magic = kGroupMagic,
-                  .records_bytes = group_bytes -
-                                   static_cast<std::uint32_t>(kGroupHeaderSize),
+  EncodeGroupHeader(
+      slot.format,
+      GroupHeader{.magic = slot.format.magic,
+                  .records_bytes = group_bytes - slot.format.header_size,
                   .first_index = slot.first_index,
                   .stable_index = durable_index_,
                   .record_count = slot.records,
@@ -231,8 +238,7 @@ void JournalWriter::Seal(Slot& slot) noexcept {
   // the trailer's end, where the next group starts, and the write's end.
   const std::uint32_t end =
       slot.used + static_cast<std::uint32_t>(kGroupTrailerSize);
-  const std::uint64_t alignment =
-      GroupAlignment(segments_[slot.segment].version);
+  const std::uint64_t alignment = slot.format.alignment;
   const auto next = static_cast<std::uint32_t>(
       slot.lead + AlignUpTo(end - slot.lead, alignment));
   // O_DIRECT writes whole blocks; buffered writes in a version-1 segment

@@ -67,7 +67,7 @@ absl::Status CheckWitnessedSegment(
   if (next > witness->segment_first_index) return absl::OkStatus();
   internal::SeekCounters counters;
   const std::optional<internal::FoundGroup> last =
-      internal::LastGroupIn(bytes, GroupAlignment(header.version), counters);
+      internal::LastGroupIn(bytes, GroupFormatOf(header.version), counters);
   const std::uint64_t last_index =
       last.has_value()
           ? last->check.header.first_index + last->check.header.record_count - 1

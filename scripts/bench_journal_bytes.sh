@@ -11,8 +11,13 @@
 # `orderwire journal inspect`: journal bytes per record = the bytes the
 # groups take (each segment's data end - 4096, the header block left out)
 # over the records; the records' own mean size (24-byte header + frame, the
-# frames of `orderwire gen` for the same count) beside it. With ORDERWIRE_BEFORE (e.g. a build of the parent commit) both
-# run in the same loop, so the machine's load is the same for both.
+# frames of `orderwire gen` for the same count) beside it, and the records
+# per group (the journal's groups over its records: a quiet machine at low
+# rates makes one group per record, a loaded one fewer). With
+# ORDERWIRE_BEFORE (e.g. a build of the parent commit, or of a commit that
+# writes another format version) both run in the same loop, so the
+# machine's load is the same for both. The format version each binary
+# wrote is taken from `journal inspect` and printed with its figures.
 #
 # Output: one line per run and a table of medians on stdout. Environment
 # (defaults): RUNS (3), RATES ("1000 10000 100000 0"), SECONDS_PER_RUN (3: a
@@ -83,19 +88,25 @@ run_one() {  # binary name rate run
     "$frame_bytes" >>"$results" <<'EOF'
 import re, sys
 path, name, rate, run, count, frame_bytes = sys.argv[1:7]
-used = records = 0
+used = records = groups = 0
+versions = set()
 for line in open(path):
     m = re.search(r"capacity \d+ bytes, (\d+) used", line)
     if m:
         used += int(m.group(1)) - 4096
     m = re.search(r"(\d+) groups, (\d+) records", line)
     if m:
+        groups += int(m.group(1))
         records += int(m.group(2))
+    m = re.search(r"format version (\d+)", line)
+    if m:
+        versions.add(m.group(1))
 record_bytes = (int(frame_bytes) + 24 * int(count)) * records // int(count)
-print(f"{name} {rate} {run} {records} {used} {record_bytes}")
+version = "+".join(sorted(versions)) or "?"
+print(f"{name} {rate} {run} {records} {used} {record_bytes} {groups} v{version}")
 EOF
   rm -rf "$dir/journal"
-  tail -n 1 "$results" | awk '{printf "%-6s rate %7s run %s: %8d records, %6.1f journal bytes/record, record %5.1f bytes: %.2fx\n", $1, $2, $3, $4, $5/$4, $6/$4, $5/$6}'
+  tail -n 1 "$results" | awk '{printf "%-6s %s rate %7s run %s: %8d records, %5.2f records/group, %6.1f journal bytes/record, record %5.1f bytes: %.2fx\n", $1, $8, $2, $3, $4, $4/$7, $5/$4, $6/$4, $5/$6}'
 }
 
 for rate in $rates; do
@@ -112,13 +123,15 @@ python3 - "$results" <<'EOF'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    name, rate, run, records, used, record_bytes = line.split()
-    rows[(int(rate), name)].append((int(used) / int(records),
-                                    int(record_bytes) / int(records)))
-print(f"{'rate/s':>8} {'binary':>7} {'bytes/record':>13} {'record':>7} {'ratio':>6}")
-for (rate, name) in sorted(rows, key=lambda k: (k[0] == 0, k[0], k[1])):
-    per = rows[(rate, name)]
+    name, rate, run, records, used, record_bytes, groups, version = line.split()
+    rows[(int(rate), name, version)].append(
+        (int(used) / int(records), int(record_bytes) / int(records),
+         int(records) / int(groups)))
+print(f"{'rate/s':>8} {'binary':>7} {'format':>6} {'bytes/record':>13} {'record':>7} {'ratio':>6} {'records/group':>14}")
+for (rate, name, version) in sorted(rows, key=lambda k: (k[0] == 0, k[0], k[1])):
+    per = rows[(rate, name, version)]
     b = statistics.median(p[0] for p in per)
     r = statistics.median(p[1] for p in per)
-    print(f"{rate if rate else 'max':>8} {name:>7} {b:13.1f} {r:7.1f} {b / r:6.2f}")
+    g = statistics.median(p[2] for p in per)
+    print(f"{rate if rate else 'max':>8} {name:>7} {version:>6} {b:13.1f} {r:7.1f} {b / r:6.2f} {g:14.2f}")
 EOF

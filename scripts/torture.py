@@ -95,14 +95,17 @@ def segment_groups(path):
     """(offset, size) of each group of a segment, in order."""
     with open(path, "rb") as f:
         data = f.read()
-    # Format version 1 puts groups on 4096-byte boundaries, version 2 packs
-    # them at 8-byte alignment (docs/JOURNAL.md); the version is at offset 8.
+    # Format version 1 puts groups on 4096-byte boundaries, versions 2 and 3
+    # pack them at 8-byte alignment; version 3 frames a group with a 24-byte
+    # header ("OWG3") instead of 32 ("OWGH"), plus the 8-byte trailer
+    # (docs/JOURNAL.md); the version is at offset 8.
     version = struct.unpack_from("<H", data, 8)[0] if len(data) >= 10 else 1
     align = BLOCK if version == 1 else 8
+    magic, overhead = (b"OWG3", 32) if version >= 3 else (b"OWGH", 40)
     groups, at = [], BLOCK
-    while at + 40 <= len(data) and data[at:at + 4] == b"OWGH":
+    while at + overhead <= len(data) and data[at:at + 4] == magic:
         records_bytes = struct.unpack_from("<I", data, at + 4)[0]
-        size = (40 + records_bytes + align - 1) // align * align
+        size = (overhead + records_bytes + align - 1) // align * align
         groups.append((at, size))
         at += size
     return groups

@@ -313,26 +313,29 @@ std::uint64_t FirstNonZero(std::span<const std::byte> bytes,
 
 GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
                       std::uint64_t expected_first_index,
-                      std::uint64_t alignment) noexcept {
+                      const GroupFormat& format) noexcept {
   const std::uint64_t size = segment.size();
+  const std::uint64_t header_size = format.header_size;
   if (pos >= size) return GroupCheck{};  // kEmpty: the file ends here
-  if (pos + kGroupHeaderSize > size) {
+  if (pos + header_size > size) {
     if (AllZero(segment.subspan(pos))) return GroupCheck{};
     return Bad(true, "a group header is cut off by the end of the file");
   }
   const std::byte* const base = segment.data() + pos;
-  if (AllZero({base, kGroupHeaderSize})) return GroupCheck{};
-  const GroupHeader h = LoadStruct<kGroupHeaderLayout, GroupHeader>(base);
-  if (h.magic != kGroupMagic) {
+  if (AllZero({base, header_size})) return GroupCheck{};
+  const GroupHeader h = DecodeGroupHeader(format, base);
+  if (h.magic != format.magic) {
     return Bad(true, "no group header here (bad group magic)", h);
   }
-  if (h.record_count == 0 || h.records_bytes < kMinRecordSize ||
-      h.records_bytes > kMaxGroupBytes - kGroupOverhead ||
-      std::uint64_t{h.record_count} * kMinRecordSize > h.records_bytes ||
-      std::uint64_t{h.record_count} * kMaxRecordSize < h.records_bytes) {
+  if (h.record_count == 0 || h.records_bytes < format.min_record_size ||
+      h.records_bytes > kMaxGroupBytes - header_size - kGroupTrailerSize ||
+      std::uint64_t{h.record_count} * format.min_record_size >
+          h.records_bytes ||
+      std::uint64_t{h.record_count} * format.max_record_size <
+          h.records_bytes) {
     return Bad(true, "implausible group size fields", h);
   }
-  const std::uint64_t trailer = pos + kGroupHeaderSize + h.records_bytes;
+  const std::uint64_t trailer = pos + header_size + h.records_bytes;
   if (trailer + kGroupTrailerSize > size) {
     return Bad(true, "the group runs past the end of the file", h);
   }
@@ -355,22 +358,25 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
   if (h.first_index == 0 || h.stable_index >= h.first_index) {
     return Bad(false, "inconsistent group indexes", h);
   }
-  // The records: contiguous indexes, command kinds, sizes adding up.
-  const std::byte* p = base + kGroupHeaderSize;
+  // The records: contiguous indexes (where records hold them), command
+  // kinds, sizes adding up.
+  const std::byte* p = base + header_size;
   const std::byte* const records_end = p + h.records_bytes;
+  const std::size_t record_header = format.record_header_size;
   for (std::uint32_t i = 0; i < h.record_count; ++i) {
-    if (records_end - p < static_cast<std::ptrdiff_t>(kMinRecordSize)) {
+    if (records_end - p < static_cast<std::ptrdiff_t>(format.min_record_size)) {
       return Bad(false, "the records do not fill the group exactly", h);
     }
-    if (LoadLE<std::uint64_t>(p + kRecordIndexOffset) != h.first_index + i) {
+    if (format.record_index_size != 0 &&
+        LoadLE<std::uint64_t>(p + kRecordIndexOffset) != h.first_index + i) {
       return Bad(false, "record indexes are not contiguous", h);
     }
     const codec::KindInfo& info = codec::kKindTable[LoadLE<std::uint8_t>(
-        p + kRecordHeaderSize + codec::kKindOffset)];
+        p + record_header + codec::kKindOffset)];
     if (info.kind_class != codec::KindClass::kCommand) {
       return Bad(false, "a record holds no command frame", h);
     }
-    p += kRecordHeaderSize + info.frame_size;
+    p += record_header + info.frame_size;
     if (p > records_end) {
       return Bad(false, "the records do not fill the group exactly", h);
     }
@@ -380,28 +386,29 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
   }
   const std::uint64_t group_end = trailer + kGroupTrailerSize;
   const std::uint64_t aligned_end =
-      std::min<std::uint64_t>(AlignUpTo(group_end, alignment), size);
+      std::min<std::uint64_t>(AlignUpTo(group_end, format.alignment), size);
   if (FirstNonZero(segment.first(aligned_end), group_end) != aligned_end) {
     return Bad(false, "non-zero bytes in the padding after the group", h);
   }
   GroupCheck check;
   check.state = GroupState::kValid;
   check.header = h;
-  check.end = AlignUpTo(group_end, alignment);
+  check.end = AlignUpTo(group_end, format.alignment);
   check.crc = t.crc;
   return check;
 }
 
 std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
                                              std::uint64_t from,
-                                             std::size_t alignment,
+                                             const GroupFormat& format,
                                              SeekCounters& counters) noexcept {
   static_assert(kDataEndZeroRun > 2 * kMaxRecordSize);
   ++counters.probes;
   const std::uint64_t size = segment.size();
+  const std::uint64_t alignment = format.alignment;
   std::uint64_t o = (from + alignment - 1) / alignment * alignment;
   const std::uint64_t limit = o + kMaxGroupBytes + alignment;
-  for (; o + kGroupHeaderSize <= size && o < limit; o += alignment) {
+  for (; o + format.header_size <= size && o < limit; o += alignment) {
     counters.bytes_scanned += alignment;
     const std::uint32_t magic = LoadLE<std::uint32_t>(segment.data() + o);
     if (magic == 0) {
@@ -412,9 +419,9 @@ std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
       }
       continue;
     }
-    if (magic != kGroupMagic) continue;
+    if (magic != format.magic) continue;
     ++counters.groups_checked;
-    GroupCheck check = CheckGroup(segment, o, 0, alignment);
+    GroupCheck check = CheckGroup(segment, o, 0, format);
     if (check.state == GroupState::kValid) {
       return FoundGroup{.offset = o, .check = check};
     }
@@ -423,10 +430,11 @@ std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
 }
 
 std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
-                                      std::size_t alignment,
+                                      const GroupFormat& format,
                                       SeekCounters& counters) noexcept {
+  const std::uint64_t alignment = format.alignment;
   std::optional<FoundGroup> last =
-      FindGroupAtOrAfter(segment, kFirstGroupOffset, alignment, counters);
+      FindGroupAtOrAfter(segment, kFirstGroupOffset, format, counters);
   if (!last.has_value()) return std::nullopt;
   // `low` holds a group; no group that verifies starts at or after `high`.
   std::uint64_t low = last->offset;
@@ -435,7 +443,7 @@ std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
     const std::uint64_t mid = (low + (high - low) / 2) / alignment * alignment;
     if (mid <= low) break;
     std::optional<FoundGroup> found =
-        FindGroupAtOrAfter(segment, mid, alignment, counters);
+        FindGroupAtOrAfter(segment, mid, format, counters);
     if (found.has_value() && found->offset < high) {
       low = found->offset;
       last = found;
@@ -444,8 +452,8 @@ std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
     }
   }
   // The few groups between the last probe and the end.
-  while (std::optional<FoundGroup> next = FindGroupAtOrAfter(
-             segment, last->check.end, alignment, counters)) {
+  while (std::optional<FoundGroup> next =
+             FindGroupAtOrAfter(segment, last->check.end, format, counters)) {
     last = next;
   }
   return last;
@@ -466,8 +474,8 @@ absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
   const std::string& path = segments.entry(segment).path;
 
   // Search every place a group may start after the damage (every 8-byte
-  // boundary in a version-2 segment, every block boundary in version 1)
-  // for valid groups.
+  // boundary in a version-2 or -3 segment, every block boundary in version
+  // 1) for valid groups.
   struct Proof {
     std::size_t segment;
     std::uint64_t offset;
@@ -477,20 +485,36 @@ absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
   for (std::size_t j = segment; j < segments.size(); ++j) {
     absl::StatusOr<std::span<const std::byte>> bytes = segments.Map(j);
     if (!bytes.ok()) return bytes.status();
-    // The segment's version says where its groups start; an unreadable
-    // header searches at the finer step, which finds groups of both.
-    std::uint64_t step = kGroupAlign;
+    // The segment's version says where its groups start and how they are
+    // framed; an unreadable header (or version) searches at the finer step
+    // and takes the framing the magic at each place names, which finds
+    // groups of every version.
+    std::uint16_t version = 0;
     if (bytes->size() >= kSegmentHeaderSize) {
-      const auto version = LoadLE<std::uint16_t>(
+      version = LoadLE<std::uint16_t>(
           bytes->data() +
           kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::version>);
-      if (version == 1) step = kBlockSize;
     }
+    const bool known =
+        version >= kOldestFormatVersion && version <= kFormatVersion;
+    const std::uint64_t step = known ? GroupAlignment(version) : kGroupAlign;
     std::uint64_t o =
         j == segment && offset != 0 ? offset + step : kFirstGroupOffset;
-    while (o + kGroupHeaderSize <= bytes->size()) {
-      if (LoadLE<std::uint32_t>(bytes->data() + o) == kGroupMagic) {
-        const GroupCheck check = CheckGroup(*bytes, o, 0, step);
+    while (o + kCompactGroupHeaderSize <= bytes->size()) {
+      const auto magic = LoadLE<std::uint32_t>(bytes->data() + o);
+      std::optional<GroupFormat> format;
+      if (known) {
+        if (magic == GroupFormatOf(version).magic) {
+          format = GroupFormatOf(version);
+        }
+      } else if (magic == kGroupMagic) {
+        format = GroupFormatOf(2);
+      } else if (magic == kCompactGroupMagic) {
+        format = GroupFormatOf(kCompactFramingVersion);
+      }
+      if (format.has_value()) {
+        format->alignment = static_cast<std::uint32_t>(step);
+        const GroupCheck check = CheckGroup(*bytes, o, 0, *format);
         if (check.state == GroupState::kValid) {
           ++damage.later_groups;
           if (!proof.has_value() &&

@@ -11,8 +11,8 @@
 // 1. Nothing but zeros, and no later segment: the clean end of the journal.
 // 2. Otherwise P is damage. Every place after P where a group may start (in
 //    its segment and in every later segment: every 8-byte boundary in a
-//    version-2 segment, every 4096-byte boundary in version 1) is searched
-//    for a valid group.
+//    version-2 or -3 segment, every 4096-byte boundary in version 1) is
+//    searched for a valid group.
 //    - A later valid group whose stable_index >= H proves that the records
 //      at P had been written (and synced) before it: data loss.
 //    - A damaged group at P that was written in full (header and trailer
@@ -137,15 +137,15 @@ struct GroupCheck {
   std::string_view problem;  // kBad: what failed
 };
 
-// Checks the group at `pos` (a multiple of `alignment`) of `segment`;
-// `alignment` is GroupAlignment(the segment's version): the padding after
-// the trailer up to the next multiple of it must be zero. With
-// expected_first_index == 0 any first index is accepted (used when
-// searching past damage). Hot enough for replay: O(group bytes), no
-// allocation.
+// Checks the group at `pos` (a multiple of format.alignment) of `segment`;
+// `format` is GroupFormatOf(the segment's version): the group's framing,
+// and the padding after the trailer up to the next multiple of
+// format.alignment must be zero. With expected_first_index == 0 any first
+// index is accepted (used when searching past damage). Hot enough for
+// replay: O(group bytes), no allocation.
 GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
                       std::uint64_t expected_first_index,
-                      std::uint64_t alignment) noexcept;
+                      const GroupFormat& format) noexcept;
 
 // What positioning a reader (seek) cost: the counters a test holds against
 // the O(log segments + log groups) bound.
@@ -156,23 +156,25 @@ struct SeekCounters {
   std::uint64_t bytes_scanned = 0;    // bytes of candidate offsets passed
 };
 
-// The first group at or after `from` (rounded up to `alignment`) that
+// The first group at or after `from` (rounded up to format.alignment) that
 // verifies in full: magic, size fields, trailer magic, CRC32C over header
-// and records, contiguous record indexes, command kinds, exact sizes.
-// `alignment` is where a group may start: kBlockSize in format version 1.
-// Returns nullopt when the data of the segment ends first (a run of
-// kDataEndZeroRun zero bytes at a candidate offset: inside a group no such
-// run exists, since every record holds a non-zero index and kind byte at
-// most kMaxRecordSize bytes apart, and the magics are non-zero), when the
+// and records, contiguous record indexes (versions 1, 2), command kinds,
+// exact sizes. format.alignment is where a group may start: kBlockSize in
+// format version 1. Returns nullopt when the data of the segment ends
+// first (a run of kDataEndZeroRun zero bytes at a candidate offset: inside
+// a group no such run exists, since every record holds a non-zero kind
+// byte at most kMaxRecordSize bytes apart, and the magics are non-zero),
+// when the
 // file ends, or when no group starts within kMaxGroupBytes of `from`
 // (damage: a group is never longer). Damaged groups on the way are passed
 // over, not reported: seeking does not judge the bytes it skips.
 //
 // Why bytes a client sent cannot pass for a group here: a client controls
 // only command frames, at most kMaxCommandFrame (49) bytes each, and every
-// frame is preceded by a 24-byte record header the writer writes (index,
-// receive time in nanoseconds, session, flags). The smallest group that
-// verifies is 32 + 49 + 8 = 89 bytes, longer than any frame, so a forged
+// frame is preceded by a record header the writer writes (24 bytes: index,
+// receive time in nanoseconds, session, flags; 16 without the index in
+// version 3). The smallest group that verifies is 32 + 49 + 8 = 89 bytes
+// (24 + 41 + 8 = 73 in version 3), longer than any frame, so a forged
 // one would have to span a writer's record header and still match its
 // CRC32C trailer, which covers the writer's receive_ns: a value the client
 // never sees (no reply carries it). A chance forgery (2^-32 per candidate)
@@ -187,15 +189,15 @@ struct FoundGroup {
 inline constexpr std::size_t kDataEndZeroRun = 256;
 std::optional<FoundGroup> FindGroupAtOrAfter(std::span<const std::byte> segment,
                                              std::uint64_t from,
-                                             std::size_t alignment,
+                                             const GroupFormat& format,
                                              SeekCounters& counters) noexcept;
 
 // The last group of `segment` that verifies in full (see
 // FindGroupAtOrAfter), found by binary search over offsets: O(log(segment
-// size / alignment)) probes. Damage before it is passed over. nullopt: the
-// segment holds no group that verifies. Cold.
+// size / format.alignment)) probes. Damage before it is passed over.
+// nullopt: the segment holds no group that verifies. Cold.
 std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
-                                      std::size_t alignment,
+                                      const GroupFormat& format,
                                       SeekCounters& counters) noexcept;
 
 // The offset of the first non-zero byte at or after `from`, or bytes.size().

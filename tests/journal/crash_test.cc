@@ -33,12 +33,13 @@ using ::orderwire::test_support::ScratchDir;
 using Clock = std::chrono::steady_clock;
 
 WriterOptions CrashOptions(const std::string& dir, Durability durability,
-                           SyncMethod method) {
+                           SyncMethod method, std::uint16_t version) {
   return WriterOptions{.directory = dir,
                        .durability = durability,
                        .segment_size = 1 << 20,  // rotations are frequent
                        .group_size = 32 * 1024,
-                       .sync_method = method};
+                       .sync_method = method,
+                       .format_version = version};
 }
 
 // The child: append until killed (or 5 s pass), reporting every advance of
@@ -131,21 +132,22 @@ CrashRun CrashOnce(const WriterOptions& options, std::uint64_t seed,
   return run;
 }
 
-class CrashTest
-    : public ::testing::TestWithParam<std::tuple<Durability, SyncMethod>> {};
+class CrashTest : public ::testing::TestWithParam<
+                      std::tuple<Durability, SyncMethod, std::uint16_t>> {};
 
 TEST_P(CrashTest, EveryIndexReportedDurableSurvivesSigkill) {
   if (absl::Status s = internal::ProbeIoUring(); !s.ok()) {
     GTEST_SKIP() << s.message();
   }
-  const auto [durability, method] = GetParam();
+  const auto [durability, method, version] = GetParam();
   ScratchDir dir;
   if (method == SyncMethod::kDirectDsync &&
       !testing::DirectIoSupported(dir.path())) {
     GTEST_SKIP() << "the file system of " << dir.path()
                  << " does not support O_DIRECT";
   }
-  const WriterOptions options = CrashOptions(dir.path(), durability, method);
+  const WriterOptions options =
+      CrashOptions(dir.path(), durability, method, version);
   const std::uint64_t seed = testing::TestSeed();
   SCOPED_TRACE(::testing::Message()
                << "seed " << seed << " (rerun with ORDERWIRE_TEST_SEED=" << seed
@@ -181,21 +183,27 @@ TEST_P(CrashTest, EveryIndexReportedDurableSurvivesSigkill) {
               static_cast<int>(previous_last));
 }
 
-std::string CrashName(
-    const ::testing::TestParamInfo<std::tuple<Durability, SyncMethod>>& p) {
+std::string CrashName(const ::testing::TestParamInfo<
+                      std::tuple<Durability, SyncMethod, std::uint16_t>>& p) {
   const SyncMethod method = std::get<1>(p.param);
-  return absl::StrFormat("%s_%s", Name(std::get<0>(p.param)),
+  return absl::StrFormat("%s_%s_V%d", Name(std::get<0>(p.param)),
                          method == SyncMethod::kFdatasync     ? "Fdatasync"
                          : method == SyncMethod::kDirectDsync ? "Dsync"
-                                                              : "Auto");
+                                                              : "Auto",
+                         std::get<2>(p.param));
 }
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, CrashTest,
     ::testing::Values(
-        std::make_tuple(Durability::kBatch, SyncMethod::kDirectDsync),
-        std::make_tuple(Durability::kBatch, SyncMethod::kFdatasync),
-        std::make_tuple(Durability::kNone, SyncMethod::kAuto)),
+        std::make_tuple(Durability::kBatch, SyncMethod::kDirectDsync,
+                        std::uint16_t{3}),
+        std::make_tuple(Durability::kBatch, SyncMethod::kFdatasync,
+                        std::uint16_t{3}),
+        std::make_tuple(Durability::kNone, SyncMethod::kAuto, std::uint16_t{3}),
+        // The previous format, packed groups with the framing of version 1.
+        std::make_tuple(Durability::kBatch, SyncMethod::kDirectDsync,
+                        std::uint16_t{2})),
     CrashName);
 
 }  // namespace

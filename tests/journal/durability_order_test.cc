@@ -36,12 +36,13 @@ using ::orderwire::journal::testing::TimeFor;
 using ::orderwire::test_support::ScratchDir;
 
 using Clock = std::chrono::steady_clock;
-using Mode = std::tuple<Durability, SyncMethod, IoBackend>;
+// The last element is the format version of the segments.
+using Mode = std::tuple<Durability, SyncMethod, IoBackend, std::uint16_t>;
 
 class DurabilityOrderTest : public ::testing::TestWithParam<Mode> {};
 
 TEST_P(DurabilityOrderTest, NoIndexCountsAsDurableBeforeItsBytesAre) {
-  const auto [durability, method, backend] = GetParam();
+  const auto [durability, method, backend, version] = GetParam();
   if (backend == IoBackend::kIoUring) {
     if (absl::Status s = internal::ProbeIoUring(); !s.ok()) {
       GTEST_SKIP() << s.message();
@@ -70,7 +71,8 @@ TEST_P(DurabilityOrderTest, NoIndexCountsAsDurableBeforeItsBytesAre) {
       .group_size = 16 * 1024,
       .sync_method = method,
       .backend = backend,
-      .faults = &recorder};
+      .faults = &recorder,
+      .format_version = version};
   auto opened = JournalWriter::Open(options);
   ASSERT_TRUE(opened.ok()) << opened.status();
   JournalWriter& w = **opened;
@@ -157,11 +159,11 @@ TEST_P(DurabilityOrderTest, NoIndexCountsAsDurableBeforeItsBytesAre) {
 }
 
 std::string ModeName(const ::testing::TestParamInfo<Mode>& p) {
-  const auto [durability, method, backend] = p.param;
+  const auto [durability, method, backend, version] = p.param;
   return absl::StrFormat(
-      "%s_%s_%s", Name(durability),
+      "%s_%s_%s_V%d", Name(durability),
       method == SyncMethod::kFdatasync ? "Fdatasync" : "Dsync",
-      backend == IoBackend::kBlocking ? "Blocking" : "IoUring");
+      backend == IoBackend::kBlocking ? "Blocking" : "IoUring", version);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -169,7 +171,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(
         ::testing::Values(Durability::kBatch, Durability::kSync),
         ::testing::Values(SyncMethod::kDirectDsync, SyncMethod::kFdatasync),
-        ::testing::Values(IoBackend::kIoUring, IoBackend::kBlocking)),
+        ::testing::Values(IoBackend::kIoUring, IoBackend::kBlocking),
+        ::testing::Values(std::uint16_t{2}, std::uint16_t{3})),
     ModeName);
 
 }  // namespace

@@ -42,6 +42,26 @@ TEST(FormatTest, OffsetsMatchTheFormatPage) {
                 24);
   static_assert(kOffsetOf<kGroupHeaderLayout, &GroupHeader::flags> == 28);
   static_assert(kOffsetOf<kGroupTrailerLayout, &GroupTrailer::magic> == 4);
+  // Version 3: the compact group header.
+  static_assert(kOffsetOf<kCompactGroupHeaderLayout,
+                          &CompactGroupHeader::records_bytes> == 4);
+  static_assert(
+      kOffsetOf<kCompactGroupHeaderLayout, &CompactGroupHeader::first_index> ==
+      8);
+  static_assert(
+      kOffsetOf<kCompactGroupHeaderLayout, &CompactGroupHeader::record_count> ==
+      16);
+  static_assert(
+      kOffsetOf<kCompactGroupHeaderLayout, &CompactGroupHeader::stable_lag> ==
+      20);
+  static_assert(kCompactGroupHeaderSize == 24);
+  static_assert(GroupFormatOf(3).record_header_size == 16 &&
+                GroupFormatOf(3).min_record_size == 41 &&
+                GroupFormatOf(3).max_record_size == 65 &&
+                GroupFormatOf(3).alignment == 8);
+  static_assert(GroupFormatOf(2).record_header_size == 24 &&
+                GroupFormatOf(2).header_size == 32 &&
+                GroupFormatOf(1).alignment == 4096);
   static_assert(kOffsetOf<kRecordHeaderLayout, &RecordHeader::receive_ns> == 8);
   static_assert(kOffsetOf<kRecordHeaderLayout, &RecordHeader::session_id> ==
                 16);
@@ -57,6 +77,50 @@ TEST(FormatTest, MagicsAreTheDocumentedBytes) {
   EXPECT_EQ(std::memcmp(b, "OWGH", 4), 0);
   codec::StoreLE(b, kTrailerMagic);
   EXPECT_EQ(std::memcmp(b, "OWGT", 4), 0);
+  codec::StoreLE(b, kCompactGroupMagic);
+  EXPECT_EQ(std::memcmp(b, "OWG3", 4), 0);
+}
+
+// Version 3 stores stable_index as a 32-bit lag behind first_index. A lag
+// that does not fit is stored as 0, which reads as stable_index 0: the
+// proof horizon read back is never above the writer's.
+TEST(FormatTest, TheCompactStableLagRoundTripsOrClaimsNothing) {
+  const GroupFormat format = GroupFormatOf(3);
+  std::byte bytes[kCompactGroupHeaderSize];
+  auto round_trip = [&](std::uint64_t first, std::uint64_t stable) {
+    EncodeGroupHeader(format,
+                      {.magic = 0,
+                       .records_bytes = 41,
+                       .first_index = first,
+                       .stable_index = stable,
+                       .record_count = 1,
+                       .flags = 0},
+                      bytes);
+    return DecodeGroupHeader(format, bytes);
+  };
+  GroupHeader h = round_trip(1, 0);
+  EXPECT_EQ(h.magic, kCompactGroupMagic);
+  EXPECT_EQ(h.records_bytes, 41u);
+  EXPECT_EQ(h.record_count, 1u);
+  EXPECT_EQ(h.first_index, 1u);
+  EXPECT_EQ(h.stable_index, 0u);
+  EXPECT_EQ(codec::LoadLE<std::uint32_t>(bytes + 20), 1u);  // the lag
+  EXPECT_EQ(round_trip(1'000'000, 999'990).stable_index, 999'990u);
+  const std::uint64_t far = std::uint64_t{1} << 40;
+  // The largest lag that fits is kept exactly.
+  EXPECT_EQ(round_trip(far, far - 0xFFFFFFFFu).stable_index, far - 0xFFFFFFFFu);
+  // One more does not fit: 0, read as "nothing claimed".
+  h = round_trip(far, far - 0x100000000u);
+  EXPECT_EQ(codec::LoadLE<std::uint32_t>(bytes + 20), 0u);
+  EXPECT_EQ(h.stable_index, 0u);
+  EXPECT_EQ(round_trip(far, 0).stable_index, 0u);
+  // A lag beyond first_index names no index: it reads as stable_index ==
+  // first_index, which the group check refuses ("inconsistent group
+  // indexes"; CompactTest covers the reader).
+  codec::StoreLE(bytes + 20, std::uint32_t{7});
+  codec::StoreLE(bytes + 8, std::uint64_t{6});
+  h = DecodeGroupHeader(format, bytes);
+  EXPECT_EQ(h.stable_index, h.first_index);
 }
 
 TEST(FormatTest, SegmentHeaderRoundTripsWithItsChecksum) {
@@ -80,7 +144,7 @@ TEST(FormatTest, SegmentHeaderRoundTripsWithItsChecksum) {
   EXPECT_EQ(back.journal_id, 0xFEEDFACECAFEBEEFull);
   EXPECT_EQ(back.crc, Crc32c({bytes.data(), kSegmentHeaderCrcOffset}));
   // Byte 8 is the version, little-endian.
-  EXPECT_EQ(bytes[8], std::byte{2});
+  EXPECT_EQ(bytes[8], std::byte{kFormatVersion});
   EXPECT_EQ(bytes[9], std::byte{0});
 }
 
@@ -139,9 +203,9 @@ TEST(FormatTest, TheSegmentHeaderWithMetadataOfTheFormatPageEncodesToItsBytes) {
   EXPECT_EQ(Crc32c(std::as_bytes(std::span(metadata))), 0x22FF7A2Bu);
 }
 
-TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
+TEST(FormatTest, TheWriterWritesTheVersion3GroupOfTheFormatPage) {
   // docs/PROTOCOL.md's first golden frame, journaled as index 1 of session
-  // 0xCAFE received at 1700000000000000000 ns.
+  // 0xCAFE received at 1700000000000000000 ns, in today's format.
   const std::vector<std::byte> frame = FromHex(
       "0100000000000000010700000000000000e9030000000000002a0000000101"
       "42270000000000002c01000000000000");
@@ -150,6 +214,38 @@ TEST(FormatTest, TheWriterWritesTheGroupOfTheFormatPage) {
                                      .durability = Durability::kNone,
                                      .segment_size = std::uint64_t{64} * 1024,
                                      .backend = IoBackend::kBlocking});
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  ASSERT_EQ((*writer)->Append(frame, 0xCAFE, 1700000000000000000ull),
+            AppendStatus::kOk);
+  ASSERT_TRUE((*writer)->Close().ok());
+  const std::vector<std::byte> bytes =
+      test_support::ReadFile(testing::SegmentPaths(dir.path()).at(0));
+  ASSERT_GE(bytes.size(), 2 * kBlockSize);
+  EXPECT_EQ(bytes[8], std::byte{3});  // the segment's version
+  EXPECT_EQ(Hex({bytes.data() + kBlockSize, 95}),
+            "4f5747333f000000010000000000000001000000"
+            "01000000"                          // group header, lag 1
+            "00002a36fe9c9717feca000000000000"  // record header
+            "0100000000000000010700000000000000e9030000000000002a00000001014227"
+            "0000000000002c01000000000000"  // the frame, verbatim
+            "0a123d014f574754");            // trailer
+  // Nothing after the group (the next one would start at offset 4192).
+  for (std::size_t i = kBlockSize + 95; i < bytes.size(); ++i) {
+    ASSERT_EQ(bytes[i], std::byte{0}) << i;
+  }
+}
+
+TEST(FormatTest, TheWriterWritesTheVersion2GroupOfTheFormatPage) {
+  // The same record in a version-2 segment.
+  const std::vector<std::byte> frame = FromHex(
+      "0100000000000000010700000000000000e9030000000000002a0000000101"
+      "42270000000000002c01000000000000");
+  test_support::ScratchDir dir;
+  auto writer = JournalWriter::Open({.directory = dir.path(),
+                                     .durability = Durability::kNone,
+                                     .segment_size = std::uint64_t{64} * 1024,
+                                     .backend = IoBackend::kBlocking,
+                                     .format_version = 2});
   ASSERT_TRUE(writer.ok()) << writer.status();
   ASSERT_EQ((*writer)->Append(frame, 0xCAFE, 1700000000000000000ull),
             AppendStatus::kOk);
@@ -186,6 +282,8 @@ TEST(FormatTest, SegmentFileNamesCarryTheFirstIndex) {
 TEST(FormatTest, RecordSizesFollowTheCommandKinds) {
   EXPECT_EQ(kMinRecordSize, 49u);  // CancelByOrder / CancelByClient
   EXPECT_EQ(kMaxRecordSize, 73u);  // Replace
+  EXPECT_EQ(GroupFormatOf(3).min_record_size, 41u);  // without the index
+  EXPECT_EQ(GroupFormatOf(3).max_record_size, 65u);
   EXPECT_EQ(AlignUp(1), 4096u);
   EXPECT_EQ(AlignUp(4096), 4096u);
   EXPECT_EQ(AlignUp(0), 0u);

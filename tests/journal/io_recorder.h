@@ -452,10 +452,15 @@ class DurabilityRecorder : public internal::IoFaults {
     }
     if (op.offset < kFirstGroupOffset || op.offset % kGroupAlign != 0) return;
     std::uint64_t p = 0;
-    while (p + kGroupHeaderSize <= op.length) {
-      if (codec::LoadLE<std::uint32_t>(op.data + p) == kGroupMagic) {
-        const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(op.data + p);
-        const std::uint64_t trailer = p + kGroupHeaderSize + h.records_bytes;
+    while (p + kCompactGroupHeaderSize <= op.length) {
+      // The magic names the framing: version 1/2's or version 3's.
+      const auto magic = codec::LoadLE<std::uint32_t>(op.data + p);
+      const GroupFormat format =
+          GroupFormatOf(magic == kCompactGroupMagic ? kCompactFramingVersion
+                                                    : std::uint16_t{2});
+      if (magic == format.magic && p + format.header_size <= op.length) {
+        const GroupHeader h = DecodeGroupHeader(format, op.data + p);
+        const std::uint64_t trailer = p + format.header_size + h.records_bytes;
         if (h.records_bytes < kMaxGroupBytes &&
             trailer + kGroupTrailerSize <= op.length) {
           const auto t =
@@ -466,7 +471,8 @@ class DurabilityRecorder : public internal::IoFaults {
             groups_[h.first_index] =
                 Group{.file = key,
                       .offset = op.offset + p,
-                      .bytes = kGroupOverhead + h.records_bytes,
+                      .bytes = format.header_size + h.records_bytes +
+                               kGroupTrailerSize,
                       .first = h.first_index,
                       .last = h.first_index + h.record_count - 1};
             p = AlignUpTo(trailer + kGroupTrailerSize, kGroupAlign);

@@ -439,12 +439,13 @@ TEST(RecoveryTest, AnotherFormatVersionIsUnimplemented) {
   SegmentHeader h =
       LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes.data());
   h.version = kFormatVersion + 1;
-  EncodeSegmentHeader(h, bytes.data());  // a valid header of version 3
+  EncodeSegmentHeader(h, bytes.data());  // a valid header of version 4
   WriteFile(segment, bytes);
   const Outcome read = Read(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(read.status.message()),
-              HasSubstr("unsupported format version 3"));
+              HasSubstr(absl::StrFormat("unsupported format version %d",
+                                        kFormatVersion + 1)));
   auto writer = JournalWriter::Open(Reopen(dir.path()));
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kUnimplemented);
 }

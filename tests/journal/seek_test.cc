@@ -74,7 +74,7 @@ Scan ReadFrom(const std::string& dir, const ReaderOptions& options) {
 // records share one receive time, which grows by 0..3 ns per group (equal
 // times across groups too).
 // `version`: the format of the segments (1: groups on 4096-byte
-// boundaries, 2: packed at 8 bytes).
+// boundaries, 2: packed at 8 bytes, 3: packed, compact framing).
 void BuildRandomJournal(const std::string& dir, std::mt19937_64& rng,
                         int groups, std::uint64_t segment_size,
                         std::uint32_t max_records, std::uint16_t version = 1) {
@@ -115,8 +115,11 @@ void ExpectEverySeekYieldsTheFullScanFromThere(
   const std::uint64_t seed = TestSeed();
   SCOPED_TRACE(seed);
   std::mt19937_64 rng(seed);
+  // Version 1 (groups on block boundaries), version 2 (packed groups,
+  // found at 8-byte alignment) and version 3 (packed, compact framing: the
+  // record indexes are not stored), each in at least 5 segments.
   for (const auto& [version, groups] :
-       {std::pair<std::uint16_t, int>{1, 90}, {2, 1500}}) {
+       {std::pair<std::uint16_t, int>{1, 90}, {2, 1500}, {3, 1900}}) {
     SCOPED_TRACE(version);
     ScratchDir dir("seek");
     BuildRandomJournal(dir.path(), rng, groups, kSmallSegment, 6, version);

@@ -207,6 +207,37 @@ class FaultRule : public internal::IoFaults {
   Fn fn_;
 };
 
+// A group of a segment file as walked by its version's framing (the
+// checksum is not checked: tests look at the layout).
+struct GroupAt {
+  std::uint64_t offset = 0;
+  std::uint64_t end = 0;  // after the trailer
+  GroupHeader header{};
+  GroupFormat format{};
+};
+
+// The version in the header of the segment file `bytes`.
+inline std::uint16_t SegmentVersion(const std::vector<std::byte>& bytes) {
+  return LoadStruct<kSegmentHeaderLayout, SegmentHeader>(bytes.data()).version;
+}
+
+// The groups of the segment file `bytes`, from its first group offset to
+// the first place without its version's group magic.
+inline std::vector<GroupAt> WalkGroups(const std::vector<std::byte>& bytes) {
+  const GroupFormat format = GroupFormatOf(SegmentVersion(bytes));
+  std::vector<GroupAt> out;
+  for (std::uint64_t off = kFirstGroupOffset;
+       off + format.header_size <= bytes.size();) {
+    const GroupHeader h = DecodeGroupHeader(format, &bytes[off]);
+    if (h.magic != format.magic) break;
+    const std::uint64_t end =
+        off + format.header_size + h.records_bytes + kGroupTrailerSize;
+    out.push_back({off, end, h, format});
+    off = AlignUpTo(end, format.alignment);
+  }
+  return out;
+}
+
 }  // namespace orderwire::journal::testing
 
 #endif  // ORDERWIRE_TESTS_JOURNAL_TEST_SUPPORT_H_

@@ -273,15 +273,11 @@ TEST(WriterTest, NeverCountsAGroupDurableBeforeItsWriteAndSyncComplete) {
       std::uint64_t offset, end, last;
     };
     std::vector<Group> groups;
-    for (std::uint64_t off = kFirstGroupOffset;
-         off + kGroupHeaderSize <= bytes.size();) {
-      const auto h = LoadStruct<kGroupHeaderLayout, GroupHeader>(&bytes[off]);
-      if (h.magic != kGroupMagic) break;
-      // Packed groups (format version 2): the next starts at the first
-      // 8-byte boundary after this one's trailer.
-      const std::uint64_t end = off + kGroupOverhead + h.records_bytes;
-      groups.push_back({off, end, h.first_index + h.record_count - 1});
-      off = AlignUpTo(end, kGroupAlign);
+    // Packed groups (format versions 2, 3): the next starts at the first
+    // 8-byte boundary after this one's trailer.
+    for (const testing::GroupAt& g : testing::WalkGroups(bytes)) {
+      groups.push_back(
+          {g.offset, g.end, g.header.first_index + g.header.record_count - 1});
     }
     ASSERT_GT(groups.size(), 10u);
     // For each group: the first moment durable >= its last index comes
