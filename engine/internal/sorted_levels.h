@@ -20,6 +20,18 @@
 // between are dense, as they are near the touch), which issue 12's profile
 // showed saves most of the search on wl1. The array grows by doubling only
 // when a side holds more levels than it ever did.
+//
+// Lazy removal (issue 12, "Book shapes"): a level emptied more than
+// kEagerEraseDepth entries below the best is not erased (which would shift
+// every better level down one slot: the whole side when a moving market
+// leaves thousands of levels behind and their oldest orders are cancelled).
+// Its entry stays as a tombstone (level == kNil, key kept, so the array stays
+// sorted and the searches unchanged). Find reports a tombstone as absent;
+// FindOrInsert at its key revives it in place; the back entry is never a
+// tombstone (removals near the best strip any tombstones they uncover), so
+// Best, PopBest and empty() see live levels only; ForEachFromBest and size()
+// skip or discount tombstones. When tombstones outnumber live levels they are
+// all compacted away in one pass, O(n) once per n/2 lazy removals.
 #ifndef ORDERWIRE_ENGINE_INTERNAL_SORTED_LEVELS_H_
 #define ORDERWIRE_ENGINE_INTERNAL_SORTED_LEVELS_H_
 
@@ -43,13 +55,23 @@ class BasicSortedLevels {
   // The initial room of a side, in levels (16 bytes each); reserved when the
   // side first gets a level.
   static constexpr std::size_t kInitialCapacity = 256;
+  // A level emptied within this many entries of the best is erased at once
+  // (a short shift); deeper, it becomes a tombstone.
+  static constexpr std::size_t kEagerEraseDepth = 32;
 
+  // Live levels only: the back entry is never a tombstone.
   [[nodiscard]] bool empty() const noexcept { return refs_.empty(); }
-  [[nodiscard]] std::size_t size() const noexcept { return refs_.size(); }
+  // Live levels (tombstones not counted).
+  [[nodiscard]] std::size_t size() const noexcept {
+    return refs_.size() - tombstones_;
+  }
+  // Tombstones awaiting revival or compaction (for tests).
+  [[nodiscard]] std::size_t tombstones() const noexcept { return tombstones_; }
   // Precondition: !empty(). Hot path, O(1).
   [[nodiscard]] LevelRef Best() const noexcept { return refs_.back(); }
 
-  // The level of `key`, or kNil. Hot path.
+  // The level of `key`, or kNil (also for a tombstone, whose level is
+  // kNil). Hot path.
   [[nodiscard]] std::uint32_t Find(std::int64_t key) const noexcept {
     const std::size_t pos = LowerBound(key);
     return pos < refs_.size() && refs_[pos].key == key ? refs_[pos].level
@@ -61,7 +83,14 @@ class BasicSortedLevels {
   template <typename MakeLevel>
   std::uint32_t FindOrInsert(std::int64_t key, MakeLevel&& make_level) {
     const std::size_t pos = LowerBound(key);
-    if (pos < refs_.size() && refs_[pos].key == key) return refs_[pos].level;
+    if (pos < refs_.size() && refs_[pos].key == key) {
+      if (refs_[pos].level != kNil) return refs_[pos].level;
+      // A tombstone at this price: revive it in place, no shift.
+      const std::uint32_t revived = make_level();
+      refs_[pos].level = revived;
+      --tombstones_;
+      return revived;
+    }
     if (refs_.capacity() == 0) [[unlikely]] {
       refs_.reserve(kInitialCapacity);
     }
@@ -71,23 +100,42 @@ class BasicSortedLevels {
     return level;
   }
 
-  // Removes the level of `key`. Precondition: present. Hot path.
+  // Removes the level of `key`. Precondition: present and live. Hot path:
+  // near the best a short shift, deeper a tombstone (amortised O(1) with
+  // the compaction).
   void Erase(std::int64_t key) noexcept {
-    refs_.erase(refs_.begin() + static_cast<std::ptrdiff_t>(LowerBound(key)));
+    const std::size_t pos = LowerBound(key);
+    if (refs_.size() - pos > kEagerEraseDepth) {
+      refs_[pos].level = kNil;
+      ++tombstones_;
+      if (tombstones_ * 2 > refs_.size()) Compact();
+      return;
+    }
+    refs_.erase(refs_.begin() + static_cast<std::ptrdiff_t>(pos));
+    DropTombstonesAtBest();
   }
 
-  // Removes the best level. Precondition: !empty(). Hot path, O(1).
-  void PopBest() noexcept { refs_.pop_back(); }
+  // Removes the best level. Precondition: !empty(). Hot path, O(1)
+  // amortised.
+  void PopBest() noexcept {
+    refs_.pop_back();
+    DropTombstonesAtBest();
+  }
 
-  // Calls `fn(LevelRef)` from the best level down while it returns true.
+  // Calls `fn(LevelRef)` for each live level from the best down while it
+  // returns true; tombstones are skipped.
   template <typename Fn>
   void ForEachFromBest(Fn&& fn) const {
     for (std::size_t i = refs_.size(); i-- > 0;) {
+      if (refs_[i].level == kNil) continue;
       if (!fn(refs_[i])) return;
     }
   }
 
-  void Clear() noexcept { refs_.clear(); }
+  void Clear() noexcept {
+    refs_.clear();
+    tombstones_ = 0;
+  }
 
  private:
   // The first position whose key is >= `key` (ascending order).
@@ -137,7 +185,22 @@ class BasicSortedLevels {
     return static_cast<std::size_t>(base - first) + (base->key < key ? 1 : 0);
   }
 
+  // Keeps the back entry live: pops the tombstones a removal uncovered.
+  void DropTombstonesAtBest() noexcept {
+    while (!refs_.empty() && refs_.back().level == kNil) {
+      refs_.pop_back();
+      --tombstones_;
+    }
+  }
+
+  // Removes every tombstone in one pass (order kept; no allocation).
+  void Compact() noexcept {
+    std::erase_if(refs_, [](const LevelRef& ref) { return ref.level == kNil; });
+    tombstones_ = 0;
+  }
+
   std::vector<LevelRef> refs_;  // ascending key; best at the back
+  std::size_t tombstones_ = 0;  // entries with level == kNil
 };
 
 using SortedLevels = BasicSortedLevels<8>;

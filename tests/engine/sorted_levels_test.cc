@@ -1,0 +1,119 @@
+// The lazy removal of internal::SortedLevels (issue 12, "Book shapes"):
+// levels emptied deep in a side become tombstones, revived by an insert at
+// their price and compacted when they outnumber live levels. Driven through
+// many empties at the far end and mid-array, revivals and compactions, the
+// structure must agree after every operation with a std::map per side (the
+// reference): same Find, Best, size, and the same live levels from the best
+// down, with no tombstone ever visible.
+#include "engine/internal/sorted_levels.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <map>
+#include <vector>
+
+#include "codec/testing/random_commands.h"
+#include "engine/internal/pool.h"
+#include "gtest/gtest.h"
+
+namespace orderwire::engine::internal {
+namespace {
+
+using Reference = std::map<std::int64_t, std::uint32_t>;
+
+void ExpectSame(const SortedLevels& levels, const Reference& reference,
+                int step) {
+  ASSERT_EQ(levels.size(), reference.size()) << "step " << step;
+  ASSERT_EQ(levels.empty(), reference.empty()) << "step " << step;
+  if (reference.empty()) return;
+  ASSERT_EQ(levels.Best().key, reference.rbegin()->first) << "step " << step;
+  ASSERT_EQ(levels.Best().level, reference.rbegin()->second) << "step " << step;
+  std::vector<LevelRef> walked;
+  levels.ForEachFromBest([&](LevelRef ref) {
+    walked.push_back(ref);
+    return true;
+  });
+  ASSERT_EQ(walked.size(), reference.size()) << "step " << step;
+  auto it = reference.rbegin();
+  for (const LevelRef& ref : walked) {
+    ASSERT_EQ(ref.key, it->first) << "step " << step;
+    ASSERT_EQ(ref.level, it->second) << "step " << step;
+    ASSERT_NE(ref.level, kNil) << "step " << step;
+    ++it;
+  }
+}
+
+// Keys 0..kSpan-1; each step inserts (often at a tombstone's key), erases a
+// live level chosen deep, mid-array or at the best, or pops the best. The
+// book grows towards 3,000 levels and shrinks towards 100 in turns of
+// 10,000 steps, so tombstones pile up deep and get compacted.
+TEST(SortedLevelsTest, TombstonesReviveAndCompactLikeAMap) {
+  constexpr std::int64_t kSpan = 4'000;
+  codec::testing::SplitMix64 rng(12);
+  SortedLevels levels;
+  Reference reference;
+  std::vector<std::int64_t> erased;  // keys erased, candidates for revival
+  std::uint32_t next_level = 0;
+  std::size_t max_tombstones = 0;
+  std::size_t revivals = 0;
+  std::size_t compactions = 0;
+  for (int step = 0; step < 100'000; ++step) {
+    const std::uint64_t op = rng.Below(100);
+    const std::size_t target = (step / 10'000) % 2 == 0 ? 3'000 : 100;
+    if (op < 25 || reference.size() < target || reference.size() < 64) {
+      std::int64_t key = static_cast<std::int64_t>(
+          rng.Below(static_cast<std::uint64_t>(kSpan)));
+      if (op < 25 && !erased.empty()) {
+        key = erased[rng.Below(erased.size())];  // revive a tombstone
+      }
+      const std::size_t tombstones_before = levels.tombstones();
+      const bool fresh = !reference.contains(key);
+      const std::uint32_t got =
+          levels.FindOrInsert(key, [&] { return next_level++; });
+      if (fresh) {
+        reference[key] = got;
+        if (levels.tombstones() < tombstones_before) ++revivals;
+      }
+      ASSERT_EQ(got, reference[key]) << "step " << step;
+    } else if (op < 95) {
+      // Erase a live level: the deepest few, mid-array, or near the best.
+      auto it = reference.begin();
+      const std::uint64_t where = rng.Below(3);
+      const std::size_t n = reference.size();
+      const std::size_t offset = where == 0   ? rng.Below(8)
+                                 : where == 1 ? rng.Below(n)
+                                              : n - 1 - rng.Below(8);
+      std::advance(it, static_cast<std::ptrdiff_t>(offset));
+      const std::size_t tombstones_before = levels.tombstones();
+      levels.Erase(it->first);
+      if (levels.tombstones() + 1 < tombstones_before) ++compactions;
+      erased.push_back(it->first);
+      reference.erase(it);
+    } else {
+      levels.PopBest();
+      erased.push_back(reference.rbegin()->first);
+      reference.erase(std::prev(reference.end()));
+    }
+    max_tombstones = std::max(max_tombstones, levels.tombstones());
+    if (erased.size() > 512) erased.erase(erased.begin(), erased.begin() + 256);
+    ASSERT_LE(levels.tombstones(), levels.size() + 1) << "step " << step;
+    ExpectSame(levels, reference, step);
+    if (::testing::Test::HasFatalFailure()) return;
+    // Find agrees, tombstone keys included.
+    const auto probe =
+        static_cast<std::int64_t>(rng.Below(static_cast<std::uint64_t>(kSpan)));
+    const auto found = reference.find(probe);
+    ASSERT_EQ(levels.Find(probe),
+              found == reference.end() ? kNil : found->second)
+        << "step " << step << " key " << probe;
+  }
+  // The run exercised what it is about.
+  EXPECT_GT(max_tombstones, 100u);
+  EXPECT_GT(revivals, 1'000u);
+  EXPECT_GT(compactions, 10u);
+}
+
+}  // namespace
+}  // namespace orderwire::engine::internal
