@@ -252,11 +252,11 @@ TEST(JournalCliTest, FollowPrintsWhatServeJournalsAcrossRollovers) {
       "\"$ORDERWIRE\" journal follow --journal j --jsonl >follow.jsonl "
       "2>follow.err & fpid=$!; "
       "\"$ORDERWIRE\" submit --target 127.0.0.1:$port --session 1 "
-      "--workload mixed --count 3000 --window 64 >submit.log 2>&1 || "
+      "--workload mixed --count 6000 --window 64 >submit.log 2>&1 || "
       "{ echo submit failed; cat submit.log; }; "
       "kill -TERM $spid; wait $spid; echo serve=$?; "
       "for i in $(seq 1 100); do "
-      "  [ $(wc -l <follow.jsonl) -ge 3000 ] && break; sleep 0.05; done; "
+      "  [ $(wc -l <follow.jsonl) -ge 6000 ] && break; sleep 0.05; done; "
       "kill -TERM $fpid; wait $fpid; echo follow=$?; "
       "ls j | grep -c '[.]owj$'");
   ASSERT_THAT(run.out, HasSubstr("serve=0")) << run.out << run.err;
@@ -268,7 +268,7 @@ TEST(JournalCliTest, FollowPrintsWhatServeJournalsAcrossRollovers) {
   EXPECT_GE(segments, 4) << run.out;  // at least three rollovers
   const Outcome all = Shell(dir, "\"$ORDERWIRE\" journal inspect j --records");
   ASSERT_EQ(all.status, 0) << all.err;
-  EXPECT_THAT(all.err, HasSubstr("3000 records"));
+  EXPECT_THAT(all.err, HasSubstr("6000 records"));
   const std::string followed = ReadText(dir.Sub("follow.jsonl"));
   EXPECT_TRUE(followed == all.out)
       << "followed " << followed.size() << " bytes, journal " << all.out.size();
