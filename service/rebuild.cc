@@ -43,11 +43,9 @@ absl::Status StateRebuild::Begin() {
   if (options_.use_snapshots) {
     const auto start = std::chrono::steady_clock::now();
     absl::StatusOr<std::vector<SnapshotInfo>> list = ListSnapshots(dir);
-    absl::StatusOr<std::optional<LoadedSnapshot>> loaded =
-        std::optional<LoadedSnapshot>();
-    if (!list.ok()) {
-      loaded = list.status();
-    } else if (!list->empty()) {
+    absl::Status load_status = list.status();
+    std::optional<LoadedSnapshot> loaded;
+    if (list.ok() && !list->empty()) {
       state.journal_id = options_.journal_id;
       if (state.journal_id == 0) {
         absl::StatusOr<std::uint64_t> id =
@@ -55,19 +53,24 @@ absl::Status StateRebuild::Begin() {
         if (!id.ok()) return id.status();
         state.journal_id = *id;
       }
-      loaded = LoadNewestSnapshot(dir, state.journal_id, options_.up_to_index,
-                                  &state.skipped);
+      absl::StatusOr<std::optional<LoadedSnapshot>> newest = LoadNewestSnapshot(
+          dir, state.journal_id, options_.up_to_index, &state.skipped);
+      if (newest.ok()) {
+        loaded = std::move(*newest);
+      } else {
+        load_status = newest.status();
+      }
     }
-    if (!loaded.ok()) {
-      if (!options_.unreadable_snapshots_replay_all) return loaded.status();
+    if (!load_status.ok()) {
+      if (!options_.unreadable_snapshots_replay_all) return load_status;
       // Snapshots only shorten the rebuild: one that cannot be read is
       // reported and the whole journal replayed.
       state.skipped.push_back(absl::StrFormat(
           "snapshots of journal %s not read (%s); replaying the whole journal",
-          dir, loaded.status().ToString()));
-    } else if (loaded->has_value()) {
-      state.machine = std::move((*loaded)->machine);
-      state.snapshot = (*loaded)->info;
+          dir, load_status.ToString()));
+    } else if (loaded.has_value()) {
+      state.machine = std::move(loaded->machine);
+      state.snapshot = loaded->info;
       state.journal_id = state.snapshot->journal_id;
       state.snapshot_load_seconds = SecondsSince(start);
     }
