@@ -375,21 +375,26 @@ class BasicEngine {
   // INT64_MIN (a price outside the band is allowed: Reconfigure leaves such
   // orders resting), order id in 1..next_order_id-1; the order is the
   // canonical one (books ascending, bids before asks, prices from the best
-  // down, so equal prices are adjacent: one level); order ids unique;
-  // (account, owner, client_order_id) unique; no book crossed; the total
-  // leaves plus max_live_orders * max_quantity within 2^63-1 (as
+  // down, so equal prices are adjacent: one level); no book crossed; the
+  // total leaves plus max_live_orders * max_quantity within 2^63-1 (as
   // Reconfigure requires); next_order_id and next_match_id >= 1. Errors:
   // InvalidArgument naming the order's position and field (its position
   // also in `*bad_order` when given), FailedPrecondition for a used engine.
-  // O(n log n), allocates.
+  // O(n), no allocation. The uniqueness of the keys is Restore's check.
   [[nodiscard]] absl::Status CheckRestorable(
       std::span<const OrderInfo> orders, std::uint64_t next_order_id,
       std::uint64_t next_match_id, std::size_t* bad_order = nullptr) const;
   // Rebuilds that state: the same books, levels, FIFOs and counters, so
   // every later command gives the same reports as in the engine exported.
-  // Precondition: CheckRestorable(...) is OK. O(n), allocates.
-  void Restore(std::span<const OrderInfo> orders, std::uint64_t next_order_id,
-               std::uint64_t next_match_id);
+  // Checks, as it builds the indexes, that order ids are unique and
+  // (account, owner, client_order_id) keys are unique: a repeated key is
+  // InvalidArgument naming the later position (also in `*bad_order`), and
+  // the engine is Reset() to new. Precondition: CheckRestorable(...) is OK.
+  // O(n), allocates.
+  [[nodiscard]] absl::Status Restore(std::span<const OrderInfo> orders,
+                                     std::uint64_t next_order_id,
+                                     std::uint64_t next_match_id,
+                                     std::size_t* bad_order = nullptr);
 
  private:
   struct BookData {

@@ -867,45 +867,6 @@ absl::Status BasicEngine<Traits>::CheckRestorable(
       }
     }
   }
-  // Uniqueness of both keys, on sorted copies (cold).
-  std::vector<std::pair<std::uint64_t, std::size_t>> ids(orders.size());
-  for (std::size_t i = 0; i < orders.size(); ++i) {
-    ids[i] = {orders[i].order_id.value(), i};
-  }
-  std::sort(ids.begin(), ids.end());
-  for (std::size_t k = 1; k < ids.size(); ++k) {
-    if (ids[k].first == ids[k - 1].first) {
-      return fail(std::max(ids[k].second, ids[k - 1].second),
-                  "order_id is not unique");
-    }
-  }
-  struct ClientKey {
-    std::uint64_t account;
-    std::uint32_t owner;
-    std::uint64_t client_order_id;
-    std::size_t position;
-  };
-  std::vector<ClientKey> keys(orders.size());
-  for (std::size_t i = 0; i < orders.size(); ++i) {
-    keys[i] = {orders[i].account_id.value(), orders[i].owner,
-               orders[i].client_order_id.value(), i};
-  }
-  const auto key_less = [](const ClientKey& a, const ClientKey& b) {
-    return std::tie(a.account, a.owner, a.client_order_id, a.position) <
-           std::tie(b.account, b.owner, b.client_order_id, b.position);
-  };
-  std::sort(keys.begin(), keys.end(), key_less);
-  for (std::size_t k = 1; k < keys.size(); ++k) {
-    if (keys[k].account == keys[k - 1].account &&
-        keys[k].owner == keys[k - 1].owner &&
-        keys[k].client_order_id == keys[k - 1].client_order_id) {
-      return fail(keys[k].position,
-                  absl::StrFormat("(account %d, owner %d, client_order_id %d) "
-                                  "is not unique",
-                                  keys[k].account, keys[k].owner,
-                                  keys[k].client_order_id));
-    }
-  }
   // No book crossed: the first bid of a book (its best) is below its first
   // ask.
   for (std::size_t i = 0; i < orders.size(); ++i) {
@@ -930,12 +891,15 @@ absl::Status BasicEngine<Traits>::CheckRestorable(
 }
 
 template <typename Traits>
-void BasicEngine<Traits>::Restore(std::span<const OrderInfo> orders,
-                                  std::uint64_t next_order_id,
-                                  std::uint64_t next_match_id) {
-  // Level by level from the worst of each side to the best, so that every
-  // new level goes to the back of its side's array (O(1)); inside a level,
-  // oldest first, so each order goes to the back of its FIFO.
+absl::Status BasicEngine<Traits>::Restore(std::span<const OrderInfo> orders,
+                                          std::uint64_t next_order_id,
+                                          std::uint64_t next_match_id,
+                                          std::size_t* bad_order) {
+  // 1. Books: level by level from the worst of each side to the best, so
+  // that every new level goes to the back of its side's array (O(1));
+  // inside a level, oldest first, so each order goes to the back of its
+  // FIFO. The pool index of orders[i] goes to pool_index[i].
+  std::vector<std::uint32_t> pool_index(orders.size());
   std::size_t end = orders.size();
   while (end > 0) {
     std::size_t begin = end - 1;
@@ -959,13 +923,49 @@ void BasicEngine<Traits>::Restore(std::span<const OrderInfo> orders,
       order.time_in_force = o.time_in_force;
       order.owner = o.owner;
       Rest(books_[o.instrument_id.value() - config_.min_instrument], index);
-      index_.InsertId(o.order_id, index);
-      index_.InsertClient(o.account_id, o.owner, o.client_order_id, index);
+      pool_index[i] = index;
     }
     end = begin;
   }
+  // 2. Both indexes, in the order of `orders`, each key looked up before it
+  // is inserted (the uniqueness check: the later position of a repeated
+  // key is the one named). The tables are random access over tens of MB at
+  // a million orders; the slots of the order kPrefetchDistance ahead are
+  // requested while this one is inserted.
+  constexpr std::size_t kPrefetchDistance = 16;
+  index_.PresizeClients(static_cast<std::uint32_t>(orders.size()));
+  const auto fail = [&](std::size_t i, const std::string& why) {
+    if (bad_order != nullptr) *bad_order = i;
+    Reset();
+    return absl::InvalidArgumentError(
+        absl::StrFormat("live order #%d (order_id %d): %s", i,
+                        orders[i].order_id.value(), why));
+  };
+  for (std::size_t i = 0; i < orders.size(); ++i) {
+    if (i + kPrefetchDistance < orders.size()) {
+      const OrderInfo& ahead = orders[i + kPrefetchDistance];
+      index_.PrefetchId(ahead.order_id);
+      index_.PrefetchClient(ahead.account_id, ahead.owner,
+                            ahead.client_order_id);
+    }
+    const OrderInfo& o = orders[i];
+    if (index_.FindById(o.order_id, orders_.data()) != internal::kNil) {
+      return fail(i, "order_id is not unique");
+    }
+    if (index_.FindByClient(o.account_id, o.owner, o.client_order_id,
+                            orders_.data()) != internal::kNil) {
+      return fail(i, absl::StrFormat("(account %d, owner %d, client_order_id "
+                                     "%d) is not unique",
+                                     o.account_id.value(), o.owner,
+                                     o.client_order_id.value()));
+    }
+    index_.InsertId(o.order_id, pool_index[i]);
+    index_.InsertClient(o.account_id, o.owner, o.client_order_id,
+                        pool_index[i]);
+  }
   next_order_id_ = next_order_id;
   next_match_id_ = next_match_id;
+  return absl::OkStatus();
 }
 
 template <typename Traits>

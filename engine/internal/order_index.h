@@ -139,6 +139,17 @@ class IndexTable {
     max_slots_ = max_slots;
   }
 
+  // Precondition: the table is empty. Gives it the size it would have
+  // grown to by inserting `entries` entries (no more than its largest), so
+  // that a bulk load does not grow it step by step. Cold.
+  void Presize(std::uint64_t entries) noexcept {
+    std::uint64_t slots = mask_ + 1;
+    while (entries > slots / kGrowDivisor && slots < max_slots_) slots *= 2;
+    // Slots past the current size were never used (the table only grows),
+    // so they are still zero from calloc.
+    Resize(slots);
+  }
+
   // Removes every entry, keeping the current size. O(slots in use).
   void Clear() noexcept {
     std::memset(slots_.get(), 0, (mask_ + 1) * sizeof(Slot));
@@ -354,6 +365,11 @@ class OrderIndex {
   void Clear() noexcept {
     by_id_.Clear();
     by_client_.Clear();
+  }
+  // Precondition: empty. Sizes the client table for `entries` entries at
+  // once (IndexTable::Presize): a snapshot's bulk load. Cold.
+  void PresizeClients(std::uint32_t entries) noexcept {
+    by_client_.Presize(entries);
   }
   // Room for `max_entries` entries in both tables (see IndexTable). Cold.
   void Reserve(std::uint32_t max_entries) {

@@ -364,7 +364,11 @@ TEST(Snapshot, InconsistentContentsBehindValidChecksumsAreRefused) {
        4, "there are 2 sessions"},
       {"order id repeated", kSectionOrders, 1,
        codec::OffsetOf<kSnapshotOrderLayout, &SnapshotOrderRecord::order_id>(),
-       0, 8, "order_id"},
+       0, 8, "order_id is not unique"},
+      {"client key repeated", kSectionOrders, 1,
+       codec::OffsetOf<kSnapshotOrderLayout,
+                       &SnapshotOrderRecord::client_order_id>(),
+       0, 8, "client_order_id"},
       {"order of an unknown instrument", kSectionOrders, 0,
        codec::OffsetOf<kSnapshotOrderLayout,
                        &SnapshotOrderRecord::instrument_id>(),
@@ -417,6 +421,23 @@ TEST(Snapshot, InconsistentContentsBehindValidChecksumsAreRefused) {
     if (m.name == "order id repeated") {
       // The second order takes the first one's id.
       std::memcpy(at, bad.data() + entry.offset + m.field_offset, 8);
+    } else if (m.name == "client key repeated") {
+      // The second order takes the first one's whole client key.
+      std::byte* second = bad.data() + entry.offset + record_size;
+      const std::byte* first = bad.data() + entry.offset;
+      for (const std::size_t field :
+           {codec::OffsetOf<kSnapshotOrderLayout,
+                            &SnapshotOrderRecord::account_id>(),
+            codec::OffsetOf<kSnapshotOrderLayout,
+                            &SnapshotOrderRecord::owner>(),
+            codec::OffsetOf<kSnapshotOrderLayout,
+                            &SnapshotOrderRecord::client_order_id>()}) {
+        std::memcpy(second + field, first + field,
+                    field == codec::OffsetOf<kSnapshotOrderLayout,
+                                             &SnapshotOrderRecord::owner>()
+                        ? 4
+                        : 8);
+      }
     } else {
       switch (m.width) {
         case 1:
