@@ -406,6 +406,72 @@ BENCHMARK(BM_RawWrite)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 
+// The device's own durable-write latency, the floor under every batch
+// round trip: one 4096-byte pwrite(2) at a time with O_DIRECT | O_DSYNC
+// (what the writer's default batch mode issues through io_uring, minus the
+// ring) at consecutive offsets of a pre-zeroed file, the latency of each.
+// scripts/bench_service.sh runs it in the same run as the service's
+// latency figures, on the same file system (OW_BENCH_DIR).
+void BM_DeviceWrite(benchmark::State& state) {
+  constexpr std::size_t kWrites = 4000;
+  constexpr std::size_t kBytes = kWrites * kBlockSize;
+  void* memory = std::aligned_alloc(kBlockSize, 1u << 20);
+  std::memset(memory, 0, 1u << 20);
+  LatencyHistogram latency;
+  for (auto _ : state) {
+    state.PauseTiming();
+    auto scratch = std::make_unique<Scratch>();
+    const std::string path = scratch->path() + "/device";
+    // Pre-zeroed and synced, as the writer prepares a segment, so that no
+    // write below changes file metadata.
+    int fd = OpenPreallocated(path, kBytes);
+    for (std::size_t at = 0; fd >= 0 && at < kBytes; at += 1u << 20) {
+      if (::pwrite(fd, memory, 1u << 20, static_cast<off_t>(at)) < 0) break;
+    }
+    if (fd >= 0) (void)::fsync(fd);
+    if (fd >= 0) ::close(fd);
+    fd = ::open(path.c_str(), O_RDWR | O_DIRECT | O_DSYNC | O_CLOEXEC);
+    if (fd < 0) {
+      state.SkipWithError("open with O_DIRECT | O_DSYNC failed");
+      break;
+    }
+    latency.Reset();
+    state.ResumeTiming();
+    for (std::size_t i = 0; i < kWrites; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      if (::pwrite(fd, memory, kBlockSize,
+                   static_cast<off_t>(i * kBlockSize)) !=
+          static_cast<ssize_t>(kBlockSize)) {
+        state.SkipWithError("pwrite failed");
+        break;
+      }
+      latency.Record(static_cast<std::uint64_t>(
+          std::chrono::duration_cast<std::chrono::nanoseconds>(
+              std::chrono::steady_clock::now() - start)
+              .count()));
+    }
+    state.PauseTiming();
+    ::close(fd);
+    scratch.reset();
+    state.ResumeTiming();
+  }
+  std::free(memory);
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(kWrites));
+  for (const auto& [name, q] :
+       {std::pair{"p50_us", 0.50}, std::pair{"p90_us", 0.90},
+        std::pair{"p99_us", 0.99}, std::pair{"p999_us", 0.999}}) {
+    state.counters[name] = static_cast<double>(latency.Percentile(q)) / 1e3;
+  }
+  state.counters["max_us"] = static_cast<double>(latency.max()) / 1e3;
+  state.SetLabel(
+      "device floor: 4 KiB pwrite, O_DIRECT | O_DSYNC, one at a time");
+}
+BENCHMARK(BM_DeviceWrite)
+    ->Iterations(1)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // ---------------------------------------------------------------------------
 // The checksum alone, over one 64 KiB group (in cache).
 

@@ -8,6 +8,10 @@
 #    windowed echo of full datagrams, 1-frame ping-pong blocking and
 #    busy-polling), its echo/receive side on SERVER_CPU and its sender/client
 #    on CLIENT_CPU, 3 repetitions; JSON in BUILD_DIR/bench/net_bench.json.
+#    With `batch` in MODES, also the device's floor: BUILD_DIR/bench/
+#    journal_bench BM_DeviceWrite (4 KiB O_DIRECT | O_DSYNC writes one at a
+#    time, latency percentiles) on the file system of the runs' journals,
+#    RUNS repetitions.
 # 2. Highest rate: for each durability (none, batch) and each window (4096,
 #    16384, 65536 commands), RUNS times and, within each, once per send path
 #    of SENDS (alternating, so both see the same conditions): `orderwire
@@ -52,6 +56,7 @@
 # TMPDIR (/tmp), SEGMENT_SIZE (serve's default), BASELINE (1; 0 skips
 # net_bench), BASELINE_FILTER (net_bench's --benchmark_filter; the default
 # runs the one-way stream, the windowed echo and both ping-pongs),
+# DEVICE_BASELINE (1; 0 skips journal_bench BM_DeviceWrite),
 # ORDERWIRE (BUILD_DIR/cli/orderwire: another binary to measure, e.g. the
 # build before a change, against the same baseline), SENDS ("sendmmsg gso":
 # the send paths of serve and submit, docs/SERVICE.md "Sending reports";
@@ -73,6 +78,7 @@ usage() {
 build=$1
 ow=${ORDERWIRE:-$build/cli/orderwire}
 net_bench=$build/bench/net_bench
+journal_bench=$build/bench/journal_bench
 runs=${RUNS:-3}
 count=${COUNT:-1000000}
 lat_count=${LAT_COUNT:-500000}
@@ -83,6 +89,8 @@ lat_window=${LAT_WINDOW:-4096}
 server_cpu=${SERVER_CPU:-0}
 client_cpu=${CLIENT_CPU:-1}
 baseline=${BASELINE:-1}
+device_baseline=${DEVICE_BASELINE:-1}
+case " $modes " in *" batch "*) ;; *) device_baseline=0 ;; esac
 baseline_filter=${BASELINE_FILTER:-'BM_OneWay/recvmmsg/full|BM_EchoWindow/full|BM_PingPong/(block|spin)/1/'}
 segment_args=()
 if [ -n "${SEGMENT_SIZE:-}" ]; then segment_args=(--segment-size "$SEGMENT_SIZE"); fi
@@ -91,10 +99,11 @@ sends=${SENDS:-sendmmsg gso}
 input=${INPUT:-}
 needed=("$ow")
 [ "$baseline" != 0 ] && needed+=("$net_bench")
+[ "$device_baseline" != 0 ] && needed+=("$journal_bench")
 for f in "${needed[@]}"; do
   if [ ! -x "$f" ]; then
     echo "bench_service.sh: $f is not built (cmake --build $build --target" \
-      "orderwire net_bench)" >&2
+      "orderwire net_bench journal_bench)" >&2
     exit 2
   fi
 done
@@ -154,6 +163,28 @@ medians = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
 for b in medians or data["benchmarks"]:
     keep = {k: b[k] for k in b if k.endswith(("_per_s", "_us", "per_dgram",
             "per_rtt", "per_second")) or k == "lost"}
+    print(json.dumps({"kind": "baseline", "name": b["run_name"],
+                      "load": sys.argv[2], **keep}))
+EOF
+fi
+
+if [ "$device_baseline" != 0 ]; then
+  echo "# baseline: journal_bench BM_DeviceWrite under $work (load $(load))"
+  OW_BENCH_DIR=$work taskset -c "$server_cpu" "$journal_bench" \
+    --benchmark_filter='BM_DeviceWrite' \
+    --benchmark_repetitions="$runs" --benchmark_report_aggregates_only=true \
+    --benchmark_out="$work/device.json" \
+    --benchmark_out_format=json >"$work/device.txt" 2>&1 || {
+    cat "$work/device.txt" >&2
+    echo "bench_service.sh: journal_bench BM_DeviceWrite failed" >&2
+    exit 1
+  }
+  python3 - "$work/device.json" "$(load)" >>"$out" <<'EOF'
+import json, sys
+data = json.load(open(sys.argv[1]))
+medians = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
+for b in medians or data["benchmarks"]:
+    keep = {k: b[k] for k in b if k.endswith("_us")}
     print(json.dumps({"kind": "baseline", "name": b["run_name"],
                       "load": sys.argv[2], **keep}))
 EOF
@@ -329,7 +360,12 @@ for b in rows:
         continue
     name = b["name"].split("/iterations")[0]
     load1 = b["load"].split()[0]
-    if "p50_us" in b:
+    if name.startswith("BM_DeviceWrite"):
+        print(f"| baseline device write, 4 KiB O_DIRECT + O_DSYNC (1 in flight) | - | "
+              f"- | - | {runs} | - | {b['p50_us']:.1f} | {b['p90_us']:.1f} | "
+              f"{b['p99_us']:.1f} | {b['p999_us']:.1f} | {b['max_us']:.0f} | - | - | "
+              f"- | {load1} |")
+    elif "p50_us" in b:
         print(f"| baseline {name} (1 datagram in flight) | - | - | - | {runs} | - | "
               f"{b['p50_us']:.1f} | {b['p90_us']:.1f} | {b['p99_us']:.1f} | "
               f"{b['p999_us']:.1f} | {b['max_us']:.0f} | - | - | lost {b['lost']:.0f} | {load1} |")
