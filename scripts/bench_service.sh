@@ -144,18 +144,22 @@ printf '{"kind":"machine","cpu":"%s","cpus":%d,"kernel":"%s","date":"%s","load":
   "$(load)" "$runs" "$server_cpu" "$client_cpu" >>"$out"
 
 # --- 1. baseline -------------------------------------------------------------
-if [ "$baseline" != 0 ]; then
-  echo "# baseline: net_bench (load $(load))"
-  taskset -c "$server_cpu,$client_cpu" "$net_bench" \
-    --benchmark_filter="$baseline_filter" \
+# baseline NAME JSON CPUS BINARY FILTER: runs a Google Benchmark binary's
+# FILTER, RUNS repetitions, and appends the medians to $out as "baseline"
+# rows (the counters ending in _per_s, _us, per_dgram, per_rtt, per_second,
+# and lost).
+baseline() {
+  local name=$1 json=$2 cpus=$3 binary=$4 filter=$5
+  echo "# baseline: $name (load $(load))"
+  taskset -c "$cpus" "$binary" --benchmark_filter="$filter" \
     --benchmark_repetitions="$runs" --benchmark_report_aggregates_only=true \
-    --benchmark_out="$build/bench/net_bench.json" \
-    --benchmark_out_format=json >"$work/net_bench.txt" 2>&1 || {
-    cat "$work/net_bench.txt" >&2
-    echo "bench_service.sh: net_bench failed" >&2
+    --benchmark_out="$json" --benchmark_out_format=json \
+    >"$work/baseline.txt" 2>&1 || {
+    cat "$work/baseline.txt" >&2
+    echo "bench_service.sh: $name failed" >&2
     exit 1
   }
-  python3 - "$build/bench/net_bench.json" "$(load)" >>"$out" <<'EOF'
+  python3 - "$json" "$(load)" >>"$out" <<'EOF'
 import json, sys
 data = json.load(open(sys.argv[1]))
 # The medians of the repetitions (or the single run when there was one).
@@ -166,28 +170,15 @@ for b in medians or data["benchmarks"]:
     print(json.dumps({"kind": "baseline", "name": b["run_name"],
                       "load": sys.argv[2], **keep}))
 EOF
+}
+if [ "$baseline" != 0 ]; then
+  baseline net_bench "$build/bench/net_bench.json" "$server_cpu,$client_cpu" \
+    "$net_bench" "$baseline_filter"
 fi
-
 if [ "$device_baseline" != 0 ]; then
-  echo "# baseline: journal_bench BM_DeviceWrite under $work (load $(load))"
-  OW_BENCH_DIR=$work taskset -c "$server_cpu" "$journal_bench" \
-    --benchmark_filter='BM_DeviceWrite' \
-    --benchmark_repetitions="$runs" --benchmark_report_aggregates_only=true \
-    --benchmark_out="$work/device.json" \
-    --benchmark_out_format=json >"$work/device.txt" 2>&1 || {
-    cat "$work/device.txt" >&2
-    echo "bench_service.sh: journal_bench BM_DeviceWrite failed" >&2
-    exit 1
-  }
-  python3 - "$work/device.json" "$(load)" >>"$out" <<'EOF'
-import json, sys
-data = json.load(open(sys.argv[1]))
-medians = [b for b in data["benchmarks"] if b.get("aggregate_name") == "median"]
-for b in medians or data["benchmarks"]:
-    keep = {k: b[k] for k in b if k.endswith("_us")}
-    print(json.dumps({"kind": "baseline", "name": b["run_name"],
-                      "load": sys.argv[2], **keep}))
-EOF
+  # On the file system of the runs' journals.
+  OW_BENCH_DIR=$work baseline "journal_bench BM_DeviceWrite under $work" \
+    "$work/device.json" "$server_cpu" "$journal_bench" BM_DeviceWrite
 fi
 
 # --- 2 and 3: the service -----------------------------------------------------
