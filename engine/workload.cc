@@ -208,7 +208,7 @@ Command MixedGenerator::NewMarket() {
                        .quantity = 1 + rng_.Below(100)});
 }
 
-MixedGenerator::LiveOrder MixedGenerator::Target(std::uint64_t& account_id) {
+LiveOrder MixedGenerator::Target(std::uint64_t& account_id) {
   const std::uint64_t aim = rng_.Below(100);
   if (aim < 3 && finished_count_ > 0) {
     const std::size_t n = std::min(finished_count_, finished_.size());
@@ -222,58 +222,10 @@ MixedGenerator::LiveOrder MixedGenerator::Target(std::uint64_t& account_id) {
   return live;
 }
 
-void MixedGenerator::Remove(std::uint64_t order_id) {
-  const auto it = live_position_.find(order_id);
-  if (it == live_position_.end()) return;
-  const std::size_t position = it->second;
-  finished_[finished_count_++ % finished_.size()] = live_[position];
-  live_position_.erase(it);
-  if (position != live_.size() - 1) {
-    live_[position] = live_.back();
-    live_position_[live_[position].order_id] = position;
-  }
-  live_.pop_back();
-}
-
 void MixedGenerator::Track(const engine::ReportBuffer& reports) {
   for (const engine::Report& report : reports.reports()) {
-    switch (report.kind) {
-      case codec::Kind::kAccepted: {
-        const codec::Accepted& a = report.accepted;
-        if (a.time_in_force == TimeInForce::kGoodTillCancel ||
-            a.time_in_force == TimeInForce::kPostOnly) {
-          live_position_[a.order_id] = live_.size();
-          live_.push_back(LiveOrder{.order_id = a.order_id,
-                                    .account_id = a.account_id,
-                                    .client_order_id = a.client_order_id,
-                                    .price = a.price,
-                                    .leaves = a.quantity});
-        }
-        break;
-      }
-      case codec::Kind::kFilled: {
-        const codec::Filled& f = report.filled;
-        const auto it = live_position_.find(f.order_id);
-        if (it == live_position_.end()) break;
-        live_[it->second].leaves = f.leaves_quantity;
-        if (f.leaves_quantity == 0) Remove(f.order_id);
-        break;
-      }
-      case codec::Kind::kCancelled:
-        Remove(report.cancelled.order_id);
-        break;
-      case codec::Kind::kReplaced: {
-        const codec::Replaced& r = report.replaced;
-        const auto it = live_position_.find(r.order_id);
-        if (it == live_position_.end()) break;
-        LiveOrder& order = live_[it->second];
-        order.client_order_id = r.client_order_id;
-        order.price = r.price;
-        order.leaves = r.quantity;
-        break;
-      }
-      default:
-        break;
+    if (const std::optional<LiveOrder> removed = live_.Apply(report)) {
+      finished_[finished_count_++ % finished_.size()] = *removed;
     }
   }
 }
@@ -345,27 +297,27 @@ Command BookShapeGenerator::CancelByOrder(const LiveOrder& order) {
                                                .order_id = order.order_id});
 }
 
-const BookShapeGenerator::LiveOrder* BookShapeGenerator::RandomLive() {
+const LiveOrder* BookShapeGenerator::RandomLive() {
   if (live_.empty()) return nullptr;
   return &live_[rng_.Below(live_.size())];
 }
 
-const BookShapeGenerator::LiveOrder* BookShapeGenerator::OldestLive() {
+const LiveOrder* BookShapeGenerator::OldestLive() {
   while (!arrivals_.empty()) {
-    const auto it = live_position_.find(arrivals_.front());
-    if (it != live_position_.end()) return &live_[it->second];
+    if (const LiveOrder* order = live_.Find(arrivals_.front())) return order;
     arrivals_.pop_front();  // finished: filled or cancelled
   }
   return nullptr;
 }
 
-const BookShapeGenerator::LiveOrder* BookShapeGenerator::RecentLive() {
+const LiveOrder* BookShapeGenerator::RecentLive() {
   const std::size_t n = std::min(recent_count_, kChurnRecent);
   if (n > 0) {
     const std::size_t start = rng_.Below(n);
     for (std::size_t i = 0; i < n; ++i) {
-      const auto it = live_position_.find(recent_[(start + i) % n]);
-      if (it != live_position_.end()) return &live_[it->second];
+      if (const LiveOrder* order = live_.Find(recent_[(start + i) % n])) {
+        return order;
+      }
     }
   }
   return RandomLive();
@@ -540,65 +492,84 @@ Command BookShapeGenerator::DrawChurn() {
 
 // tracking ------------------------------------------------------------------
 
-void BookShapeGenerator::Remove(std::uint64_t order_id) {
-  const auto it = live_position_.find(order_id);
-  if (it == live_position_.end()) return;
-  const std::size_t position = it->second;
-  live_position_.erase(it);
-  if (position != live_.size() - 1) {
-    live_[position] = live_.back();
-    live_position_[live_[position].order_id] = position;
-  }
-  live_.pop_back();
-}
-
 void BookShapeGenerator::Track(const engine::ReportBuffer& reports) {
   for (const engine::Report& report : reports.reports()) {
-    switch (report.kind) {
-      case codec::Kind::kAccepted: {
-        const codec::Accepted& a = report.accepted;
-        if (a.time_in_force != TimeInForce::kGoodTillCancel) break;
-        live_position_[a.order_id] = live_.size();
-        live_.push_back(LiveOrder{.order_id = a.order_id,
-                                  .account_id = a.account_id,
-                                  .client_order_id = a.client_order_id,
-                                  .side = a.side,
-                                  .price = a.price,
-                                  .leaves = a.quantity});
-        if (shape_ == Workload::kSwings || shape_ == Workload::kCrash) {
-          arrivals_.push_back(a.order_id);
-        }
-        recent_[recent_count_++ % kChurnRecent] = a.order_id;
-        break;
+    if (report.kind == codec::Kind::kAccepted &&
+        report.accepted.time_in_force == TimeInForce::kGoodTillCancel) {
+      if (shape_ == Workload::kSwings || shape_ == Workload::kCrash) {
+        arrivals_.push_back(report.accepted.order_id);
       }
-      case codec::Kind::kFilled: {
-        const codec::Filled& f = report.filled;
-        if (shape_ == Workload::kCrash && crashing_) {
-          crash_low_ = std::min(crash_low_, f.price);
-        }
-        const auto it = live_position_.find(f.order_id);
-        if (it == live_position_.end()) break;
-        live_[it->second].leaves = f.leaves_quantity;
-        if (f.leaves_quantity == 0) Remove(f.order_id);
-        break;
-      }
-      case codec::Kind::kCancelled:
-        Remove(report.cancelled.order_id);
-        break;
-      case codec::Kind::kReplaced: {
-        const codec::Replaced& r = report.replaced;
-        const auto it = live_position_.find(r.order_id);
-        if (it == live_position_.end()) break;
-        LiveOrder& order = live_[it->second];
-        order.client_order_id = r.client_order_id;
-        order.price = r.price;
-        order.leaves = r.quantity;
-        break;
-      }
-      default:
-        break;
+      recent_[recent_count_++ % kChurnRecent] = report.accepted.order_id;
     }
+    if (report.kind == codec::Kind::kFilled && shape_ == Workload::kCrash &&
+        crashing_) {
+      crash_low_ = std::min(crash_low_, report.filled.price);
+    }
+    (void)live_.Apply(report);
   }
+}
+
+// ---------------------------------------------------------------------------
+// The live orders
+
+std::optional<LiveOrder> LiveOrders::Apply(const engine::Report& report) {
+  switch (report.kind) {
+    case codec::Kind::kAccepted: {
+      const codec::Accepted& a = report.accepted;
+      if (a.time_in_force == TimeInForce::kGoodTillCancel ||
+          a.time_in_force == TimeInForce::kPostOnly) {
+        position_[a.order_id] = orders_.size();
+        orders_.push_back(LiveOrder{.order_id = a.order_id,
+                                    .account_id = a.account_id,
+                                    .client_order_id = a.client_order_id,
+                                    .side = a.side,
+                                    .price = a.price,
+                                    .leaves = a.quantity});
+      }
+      return std::nullopt;
+    }
+    case codec::Kind::kFilled: {
+      const codec::Filled& f = report.filled;
+      const auto it = position_.find(f.order_id);
+      if (it == position_.end()) return std::nullopt;
+      orders_[it->second].leaves = f.leaves_quantity;
+      if (f.leaves_quantity == 0) return Remove(f.order_id);
+      return std::nullopt;
+    }
+    case codec::Kind::kCancelled:
+      return Remove(report.cancelled.order_id);
+    case codec::Kind::kReplaced: {
+      const codec::Replaced& r = report.replaced;
+      const auto it = position_.find(r.order_id);
+      if (it == position_.end()) return std::nullopt;
+      LiveOrder& order = orders_[it->second];
+      order.client_order_id = r.client_order_id;
+      order.price = r.price;
+      order.leaves = r.quantity;
+      return std::nullopt;
+    }
+    default:
+      return std::nullopt;
+  }
+}
+
+const LiveOrder* LiveOrders::Find(std::uint64_t order_id) const {
+  const auto it = position_.find(order_id);
+  return it == position_.end() ? nullptr : &orders_[it->second];
+}
+
+std::optional<LiveOrder> LiveOrders::Remove(std::uint64_t order_id) {
+  const auto it = position_.find(order_id);
+  if (it == position_.end()) return std::nullopt;
+  const std::size_t position = it->second;
+  const LiveOrder removed = orders_[position];
+  position_.erase(it);
+  if (position != orders_.size() - 1) {
+    orders_[position] = orders_.back();
+    position_[orders_[position].order_id] = position;
+  }
+  orders_.pop_back();
+  return removed;
 }
 
 // ---------------------------------------------------------------------------

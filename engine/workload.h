@@ -98,6 +98,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <variant>
@@ -146,6 +147,44 @@ class Wl1Generator {
   std::uint64_t sequence_ = 0;
 };
 
+// A resting order as a generator knows it.
+struct LiveOrder {
+  std::uint64_t order_id;
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  codec::Side side;
+  std::int64_t price;
+  std::uint64_t leaves;
+};
+
+// The orders resting in a generator's engine, kept from its reports (the
+// mixed and shape generators run an engine to know what they may cancel or
+// replace). O(1) add, find and remove; a removal moves the last order into
+// the hole, so positions (and a generator's random picks by position)
+// depend only on the reports, which keeps every stream deterministic.
+class LiveOrders {
+ public:
+  // Applies one report: Accepted of a GoodTillCancel or PostOnly order adds
+  // it; Filled updates its leaves and removes it at 0; Cancelled removes
+  // it; Replaced updates its client order id, price and quantity. Returns
+  // the order removed, if any. Reports of orders not live change nothing.
+  std::optional<LiveOrder> Apply(const engine::Report& report);
+
+  [[nodiscard]] bool empty() const noexcept { return orders_.empty(); }
+  [[nodiscard]] std::size_t size() const noexcept { return orders_.size(); }
+  [[nodiscard]] const LiveOrder& operator[](std::size_t i) const noexcept {
+    return orders_[i];
+  }
+  // Null when `order_id` is not live.
+  [[nodiscard]] const LiveOrder* Find(std::uint64_t order_id) const;
+
+ private:
+  std::optional<LiveOrder> Remove(std::uint64_t order_id);
+
+  std::vector<LiveOrder> orders_;
+  absl::flat_hash_map<std::uint64_t, std::size_t> position_;
+};
+
 // The mixed stream (description above).
 class MixedGenerator {
  public:
@@ -158,14 +197,6 @@ class MixedGenerator {
   codec::Command Next();
 
  private:
-  struct LiveOrder {
-    std::uint64_t order_id;
-    std::uint64_t account_id;
-    std::uint64_t client_order_id;
-    std::int64_t price;
-    std::uint64_t leaves;
-  };
-
   codec::Command Draw();
   codec::Command NewLimit(codec::TimeInForce tif);
   codec::Command NewMarket();
@@ -173,7 +204,6 @@ class MixedGenerator {
   // one or one seen from a foreign account.
   LiveOrder Target(std::uint64_t& account_id);
   void Track(const engine::ReportBuffer& reports);
-  void Remove(std::uint64_t order_id);
 
   codec::testing::SplitMix64 rng_;
   std::uint64_t sequence_ = 0;
@@ -181,8 +211,7 @@ class MixedGenerator {
   std::array<std::uint64_t, kAccounts> next_client_order_id_{};
   std::unique_ptr<engine::Engine> engine_;
   engine::ReportBuffer reports_;
-  std::vector<LiveOrder> live_;
-  absl::flat_hash_map<std::uint64_t, std::size_t> live_position_;
+  LiveOrders live_;
   std::array<LiveOrder, 64> finished_{};
   std::size_t finished_count_ = 0;
 };
@@ -215,15 +244,6 @@ class BookShapeGenerator {
   codec::Command Next();
 
  private:
-  struct LiveOrder {
-    std::uint64_t order_id;
-    std::uint64_t account_id;
-    std::uint64_t client_order_id;
-    codec::Side side;
-    std::int64_t price;
-    std::uint64_t leaves;
-  };
-
   codec::Command Draw();
   codec::Command DrawDeep();
   codec::Command DrawSwings();
@@ -244,7 +264,6 @@ class BookShapeGenerator {
   void WalkMid();  // wl1's walk: -1, 0, 0, +1
   void NextLeg();  // swings
   void Track(const engine::ReportBuffer& reports);
-  void Remove(std::uint64_t order_id);
 
   Workload shape_;
   codec::testing::SplitMix64 rng_;
@@ -254,8 +273,7 @@ class BookShapeGenerator {
   std::uint64_t next_client_order_id_ = 1;
   std::unique_ptr<engine::Engine> engine_;
   engine::ReportBuffer reports_;
-  std::vector<LiveOrder> live_;
-  absl::flat_hash_map<std::uint64_t, std::size_t> live_position_;
+  LiveOrders live_;
   std::deque<std::uint64_t> arrivals_;  // accepted order ids, oldest first
   std::array<std::uint64_t, kChurnRecent> recent_{};
   std::size_t recent_count_ = 0;
