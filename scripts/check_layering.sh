@@ -15,7 +15,7 @@
 #   engine/    codec/ base/
 #   journal/   codec/ base/
 #   auth/      codec/ base/          (the datagram MAC and session keys)
-#   net/       codec/ base/ auth/    (UDP transport and client)
+#   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
 #   service/   base/ codec/ engine/ journal/ net/ auth/
 #   cli/       every library component above (not tests/ bench/ fuzz/
