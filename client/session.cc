@@ -342,11 +342,16 @@ absl::StatusOr<PollResult> Session::Poll(std::int64_t now_ns) {
   in_poll_ = false;
   if (!received.ok()) return Fail(received);
   result.more_to_send =
-      now_ns >= refusals_.busy_until_ns && next_to_send_ < submitted_;
+      tx_sent_ < tx_built_ ||
+      (now_ns >= refusals_.busy_until_ns && next_to_send_ < submitted_);
   return result;
 }
 
 void Session::Flush(std::int64_t now_ns, PollResult& result) {
+  // Datagrams a full socket buffer left from an earlier round go first, and
+  // nothing new is built until they are gone.
+  SendBuilt(result);
+  if (tx_sent_ < tx_built_ || !failed_.ok()) return;
   if (now_ns < refusals_.busy_until_ns) return;  // backing off
   Storage& s = *storage_;
   const bool keyed = options_.mac.has_value();
@@ -377,30 +382,40 @@ void Session::Flush(std::int64_t now_ns, PollResult& result) {
     }
     ++datagrams;
   }
-  for (std::size_t sent = 0; sent < datagrams;) {
+  tx_sent_ = 0;
+  tx_built_ = datagrams;
+  SendBuilt(result);
+}
+
+void Session::SendBuilt(PollResult& result) {
+  Storage& s = *storage_;
+  while (tx_sent_ < tx_built_) {
     std::size_t messages = 0;
-    const int n = segmented_ ? s.socket.SendSegmented(
-                                   s.tx,
-                                   std::span<const std::uint32_t>(s.send_order)
-                                       .subspan(sent, datagrams - sent),
-                                   &messages)
-                             : s.socket.SendRange(s.tx, sent, datagrams - sent);
+    const int n =
+        segmented_ ? s.socket.SendSegmented(
+                         s.tx,
+                         std::span<const std::uint32_t>(s.send_order)
+                             .subspan(tx_sent_, tx_built_ - tx_sent_),
+                         &messages)
+                   : s.socket.SendRange(s.tx, tx_sent_, tx_built_ - tx_sent_);
     counters_.segmented_sends += messages;
     if (segmented_ && (n == -EIO || n == -EINVAL)) {
       segmented_ = false;  // the path cannot segment: plain from now on
       ++counters_.gso_fallbacks;
       continue;
     }
-    if (n < 0 && n != -EAGAIN && n != -ENOBUFS && n != -EINTR) {
+    if (n == -EINTR) continue;
+    // The socket buffer is full: the rest waits for the next round (Poll
+    // does not wait for room).
+    if (n == -EAGAIN || n == -ENOBUFS || n == 0) return;
+    if (n < 0) {
       (void)Fail(absl::UnavailableError(absl::StrFormat(
           "sending to %s: %s", options_.target.ToString(), std::strerror(-n))));
       return;
     }
-    if (n > 0) {
-      sent += static_cast<std::size_t>(n);
-      counters_.datagrams_sent += static_cast<std::uint64_t>(n);
-      result.datagrams_sent += static_cast<std::size_t>(n);
-    }
+    tx_sent_ += static_cast<std::size_t>(n);
+    counters_.datagrams_sent += static_cast<std::uint64_t>(n);
+    result.datagrams_sent += static_cast<std::size_t>(n);
   }
 }
 

@@ -56,9 +56,10 @@
 //
 // Costs. Open() allocates everything (the frame ring, the datagram
 // batches); Submit() and Poll() allocate nothing and never block (Poll:
-// one sendmmsg per batch of datagrams and one recvmmsg, on a non-blocking
-// socket). Errors that end the session (DataLoss, Unavailable) carry a
-// message and allocate it once.
+// a sendmmsg per batch of datagrams and one recvmmsg, on a non-blocking
+// socket; datagrams a full socket buffer refuses wait, built, for the next
+// Poll, which sends them before anything else). Errors that end the session
+// (DataLoss, Unavailable) carry a message and allocate it once.
 //
 // Threads: a Session is not thread-safe; one thread at a time calls it.
 // The callback runs inside Poll() on that thread; it may call Submit(), not
@@ -170,7 +171,8 @@ struct PollResult {
   std::size_t datagrams_received = 0;  // including malformed ones
   std::size_t reports = 0;             // delivered to on_report
   // Commands are queued that may go out now (a round sends at most 64
-  // datagrams): poll again without waiting for fd() to be readable.
+  // datagrams), or datagrams wait for room in the socket buffer: poll again
+  // without waiting for fd() to be readable.
   bool more_to_send = false;
 };
 
@@ -255,6 +257,7 @@ class Session {
     return static_cast<std::size_t>(index % ring_slots_);
   }
   void Flush(std::int64_t now_ns, PollResult& result);
+  void SendBuilt(PollResult& result);
   absl::Status Fail(absl::Status status);
   absl::Status Receive(std::int64_t now_ns, PollResult& result);
   absl::Status TakeReport(const codec::FrameView& report, PollResult& result);
@@ -281,6 +284,10 @@ class Session {
   std::int64_t last_progress_ns_;
   std::int64_t last_ack_ns_;
   std::int64_t last_heard_ns_;
+  // Datagrams built in the send batch, and how many of them went out (the
+  // rest wait for room in the socket buffer).
+  std::size_t tx_built_ = 0;
+  std::size_t tx_sent_ = 0;
   bool segmented_ = false;
   bool gro_ = false;
   bool in_poll_ = false;

@@ -7,9 +7,11 @@
 #include "client/session.h"
 
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -293,6 +295,60 @@ TEST(ClientSession, ALostCommandDatagramIsRetransmittedAndReportsComeOnce) {
   EXPECT_GE(s.counters().sequence_gaps, 1u);
   EXPECT_EQ(s.refusals().last_gap_expected, 4u);
   EXPECT_EQ(s.counters().acknowledged, 9u);
+}
+
+// The SocketCalls seam: the first g_full_calls send calls find the socket
+// buffer full (EAGAIN).
+std::atomic<int> g_full_calls{0};
+std::atomic<int> g_full_seen{0};
+int FullSendmmsg(int fd, mmsghdr* messages, unsigned count, int flags) {
+  if (g_full_seen.fetch_add(1) < g_full_calls.load()) {
+    errno = EAGAIN;
+    return -1;
+  }
+  return ::sendmmsg(fd, messages, count, flags);
+}
+
+TEST(ClientSession, AFullSocketBufferLeavesPollAndSendsOnTheNextRound) {
+  auto peer = net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(peer.ok());
+  static const net::SocketCalls kFull{.sendmmsg = &FullSendmmsg};
+  g_full_calls = 2;
+  g_full_seen = 0;
+  Delivered delivered;
+  SessionOptions options = OptionsFor(*peer->LocalEndpoint(), 1, delivered);
+  options.send = net::SendPath::kSendmmsg;
+  options.socket_calls_for_testing = &kFull;
+  auto session = Session::Open(std::move(options));
+  ASSERT_TRUE(session.ok()) << session.status();
+  Session& s = **session;
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    ASSERT_TRUE(s.Submit(Limit(1, id, Side::kBuy, 100, 1)).ok());
+  }
+  // Two rounds find the buffer full: each tries once and returns, with
+  // more to send.
+  for (int round = 1; round <= 2; ++round) {
+    const absl::StatusOr<PollResult> full = s.Poll(base::MonotonicNs());
+    ASSERT_TRUE(full.ok()) << full.status();
+    EXPECT_EQ(g_full_seen.load(), round);
+    EXPECT_EQ(full->datagrams_sent, 0u);
+    EXPECT_TRUE(full->more_to_send);
+  }
+  const absl::StatusOr<PollResult> room = s.Poll(base::MonotonicNs());
+  ASSERT_TRUE(room.ok()) << room.status();
+  EXPECT_EQ(room->datagrams_sent, 1u);
+  EXPECT_FALSE(room->more_to_send);
+  // The datagram built in the first round went out once, whole.
+  ASSERT_TRUE(peer->WaitReadable(1000));
+  net::DatagramBatch rx(8);
+  ASSERT_EQ(peer->Receive(rx, 8), 1);
+  const auto datagram =
+      codec::DatagramView::Parse(rx.datagram(0), codec::FrameFilter::kCommands);
+  ASSERT_TRUE(datagram.ok());
+  EXPECT_EQ(datagram->frame_count(), 3u);
+  EXPECT_EQ(s.counters().sent, 3u);
+  EXPECT_EQ(s.counters().retransmitted, 0u);
+  EXPECT_EQ(s.counters().datagrams_sent, 1u);
 }
 
 // A UDP proxy pumped on the test's thread: client <-> proxy <-> service.
