@@ -179,6 +179,7 @@ Session::Session(SessionOptions options)
                   1'000'000),
       explain_ns_(static_cast<std::int64_t>(options_.explain_after_ms) *
                   1'000'000),
+      expected_report_(options_.first_report_sequence),
       busy_backoff_ns_(kBusyBackoffMinNs),
       last_progress_ns_(base::MonotonicNs()),
       last_ack_ns_(last_progress_ns_),
@@ -191,6 +192,13 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(SessionOptions options) {
     return absl::InvalidArgumentError(
         absl::StrFormat("session %d: window %d, must be 1 to %d",
                         options.session_id, options.window, kMaxWindow));
+  }
+  if (options.first_sequence == 0 || options.first_report_sequence == 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "session %d: first_sequence %d and first_report_sequence %d must be "
+        "1 or more (sequences start at 1)",
+        options.session_id, options.first_sequence,
+        options.first_report_sequence));
   }
   if (options.retransmit_timeout_ms <= 0 || options.explain_after_ms <= 0) {
     return absl::InvalidArgumentError(absl::StrFormat(

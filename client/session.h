@@ -100,8 +100,13 @@ struct SessionOptions {
   // Most commands unacknowledged at once: 1 to kMaxWindow.
   std::uint32_t window = 4096;
   int retransmit_timeout_ms = 200;
-  // The sequence of the first command (a program that resumes a session).
+  // A program that resumes a session (after a restart, from its own
+  // records): the sequence of its next command, and of the next report it
+  // expects (one past the last report it holds). A keyed session may resume
+  // from a new socket; an unkeyed one stays pinned to its first address and
+  // port until the service restarts (docs/PROTOCOL.md "Admission").
   std::uint64_t first_sequence = 1;
+  std::uint64_t first_report_sequence = 1;
   // The session's key: sign what is sent, check what is received.
   std::optional<auth::Mac> mac;
   net::SendPath send = net::SendPath::kAuto;
@@ -180,9 +185,9 @@ class Session {
  public:
   // Opens a UDP socket (an ephemeral port of the target's family) and
   // allocates the session's buffers. Errors: InvalidArgument (window 0 or
-  // above kMaxWindow, a target without an address, retransmit or explain
-  // time not positive), Unavailable (the socket), FailedPrecondition
-  // (SendPath::kSegmented on a kernel without UDP_SEGMENT).
+  // above kMaxWindow, a first sequence 0, a target without an address,
+  // retransmit or explain time not positive), Unavailable (the socket),
+  // FailedPrecondition (SendPath::kSegmented on a kernel without UDP_SEGMENT).
   static absl::StatusOr<std::unique_ptr<Session>> Open(SessionOptions options);
 
   Session(const Session&) = delete;
@@ -276,7 +281,7 @@ class Session {
   std::uint64_t next_to_send_ = 0;  // index of the next to transmit
   std::uint64_t high_water_ = 0;    // commands transmitted at least once
   std::uint64_t acked_ = 0;         // commands answered
-  std::uint64_t expected_report_ = 1;
+  std::uint64_t expected_report_;
   bool report_hole_ = false;
   std::uint64_t last_gap_handled_ = 0;
   std::int64_t last_gap_ns_ = 0;

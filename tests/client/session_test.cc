@@ -228,7 +228,13 @@ TEST(ClientSession, RejectsACommandOfAReportKind) {
   EXPECT_EQ(frame.status().code(), absl::StatusCode::kInvalidArgument)
       << frame.status();
   Bytes limit = test_support::Frame(9, Limit(1, 1, Side::kBuy, 1, 1));
-  limit.pop_back();
+  limit.push_back(std::byte{0});  // a frame and one byte more
+  const absl::StatusOr<std::uint64_t> longer = (*session)->SubmitFrame(limit);
+  EXPECT_EQ(longer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(longer.status().message().find("not one whole command frame"),
+            std::string::npos)
+      << longer.status();
+  limit.resize(limit.size() - 2);  // one byte short
   EXPECT_EQ((*session)->SubmitFrame(limit).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*session)->counters().submitted, 0u);
@@ -476,15 +482,20 @@ constexpr std::string_view kKeyHex =
 constexpr std::string_view kWrongKeyHex =
     "0000000000000000000000000000000000000000000000000000000000000001";
 
-TEST(ClientSession, AWrongKeyGetsSilenceExplained) {
-  ScratchDir dir;
+// Session 7 keyed with kKeyHex (the key file in `dir`).
+service::ServiceConfig KeyedConfig(const ScratchDir& dir) {
   const std::string key = dir.Sub("session-7.key");
   test_support::WriteText(key, std::string(kKeyHex) + "\n");
   ::chmod(key.c_str(), 0600);
   absl::StatusOr<service::ServiceConfig> config = service::ParseServiceConfig(
       "session.7.accounts = any\nsession.7.key_file = " + key + "\n");
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto service = StartService(dir, *config);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? *config : service::ServiceConfig{};
+}
+
+TEST(ClientSession, AWrongKeyGetsSilenceExplained) {
+  ScratchDir dir;
+  auto service = StartService(dir, KeyedConfig(dir));
   ASSERT_NE(service, nullptr);
   Delivered delivered;
   SessionOptions options = OptionsFor(service->endpoint(), 7, delivered);
@@ -504,6 +515,45 @@ TEST(ClientSession, AWrongKeyGetsSilenceExplained) {
   EXPECT_NE(why.find("the key is wrong (BadMac)"), std::string::npos) << why;
   EXPECT_NE(why.find("session 7"), std::string::npos) << why;
   EXPECT_TRUE(delivered.sequences.empty());
+}
+
+// A program that resumes a keyed session from a new socket: the next
+// command sequence and the next report sequence are where the first
+// Session stopped.
+TEST(ClientSession, AKeyedSessionResumesFromANewSocket) {
+  ScratchDir dir;
+  auto service = StartService(dir, KeyedConfig(dir));
+  ASSERT_NE(service, nullptr);
+  const auth::Mac mac(*auth::ParseKeyHex(kKeyHex));
+  Delivered first_reports;
+  {
+    SessionOptions options = OptionsFor(service->endpoint(), 7, first_reports);
+    options.mac = mac;
+    auto first = Session::Open(std::move(options));
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_TRUE((*first)->Submit(Limit(1, 1, Side::kBuy, 100, 1)).ok());
+    ASSERT_TRUE((*first)->Submit(Limit(1, 2, Side::kBuy, 101, 1)).ok());
+    ASSERT_TRUE(
+        PollUntil({first->get()}, [&] { return (*first)->answered() == 2; }));
+  }
+  ASSERT_EQ(first_reports.sequences, OneTo(2));
+  Delivered resumed_reports;
+  SessionOptions options = OptionsFor(service->endpoint(), 7, resumed_reports);
+  options.mac = mac;
+  options.first_sequence = 3;
+  options.first_report_sequence = 3;
+  auto resumed = Session::Open(std::move(options));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  Session& s = **resumed;
+  const absl::StatusOr<std::uint64_t> sequence =
+      s.Submit(Limit(1, 3, Side::kBuy, 102, 1));
+  ASSERT_TRUE(sequence.ok()) << sequence.status();
+  EXPECT_EQ(*sequence, 3u);
+  ASSERT_TRUE(PollUntil({&s}, [&] { return s.answered() == 1; }));
+  EXPECT_EQ(resumed_reports.sequences, (std::vector<std::uint64_t>{3}));
+  EXPECT_EQ(resumed_reports.accepted_ids, (std::vector<std::uint64_t>{3}));
+  EXPECT_EQ(s.counters().out_of_order_reports, 0u);
+  EXPECT_EQ(s.counters().sequence_gaps, 0u);
 }
 
 TEST(ClientSession, TwoSessionsInOneProcessTradeWithEachOther) {
