@@ -17,12 +17,12 @@
 #include "auth/mac.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "client/run_client.h"
 #include "codec/types.h"
 #include "engine/workload.h"
 #include "journal/format.h"
 #include "journal/retention.h"
 #include "journal/writer.h"
-#include "net/client.h"
 #include "service/service.h"
 #include "service/service_config.h"
 
@@ -377,7 +377,7 @@ absl::Status Submit(const Args& args) {
         "give either --workload NAME (with --count and --seed) or --input "
         "FILE");
   }
-  net::ClientOptions options;
+  client::ClientOptions options;
   absl::StatusOr<net::Endpoint> target =
       net::Endpoint::Parse(args.String("target"));
   if (!target.ok()) return FlagError("target", target.status());
@@ -449,13 +449,13 @@ absl::Status Submit(const Args& args) {
       reports.has_value() && reports->is_stdout() ? stderr : stdout;
   options.progress = isatty(STDERR_FILENO) != 0;
   InstallStopHandlers();
-  absl::StatusOr<net::ClientResult> result =
-      net::RunClient(options, frames, g_stop);
+  absl::StatusOr<client::ClientResult> result =
+      client::RunClient(options, frames, g_stop);
   if (!result.ok()) return result.status();
   if (reports.has_value()) {
     if (absl::Status s = reports->Finish(); !s.ok()) return s;
   }
-  const net::ClientResult& r = *result;
+  const client::ClientResult& r = *result;
   const double rate_out =
       r.seconds > 0 ? static_cast<double>(r.acknowledged) / r.seconds : 0;
   const auto us = [&](double fraction) {

@@ -15,7 +15,8 @@
 #   engine/    codec/ base/
 #   journal/   codec/ base/
 #   auth/      codec/ base/          (the datagram MAC and session keys)
-#   net/       codec/ base/ auth/    (UDP transport and client)
+#   net/       codec/ base/ auth/    (the UDP transport)
+#   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
 #   service/   base/ codec/ engine/ journal/ net/ auth/
 #   cli/       every library component above (not tests/ bench/ fuzz/
 #              examples/: the shipped binary does not link test code)
@@ -52,6 +53,7 @@ declare -A allowed=(
   [journal]="codec base"
   [auth]="codec base"
   [net]="codec base auth"
+  [client]="base codec auth net"
   [service]="base codec engine journal net auth"
   [cli]="lib"
   [tests]="*"
@@ -59,7 +61,7 @@ declare -A allowed=(
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec engine journal auth net service cli"
+libs="base codec engine journal auth net client service cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

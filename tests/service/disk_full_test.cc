@@ -19,12 +19,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/run_client.h"
 #include "codec/frame.h"
 #include "codec/types.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
-#include "net/client.h"
 #include "service/service.h"
 #include "tests/support/bytes.h"
 #include "tests/support/service_harness.h"
@@ -66,7 +66,7 @@ TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
   const std::vector<codec::Command> commands =
       workload::Generate(workload::Workload::kMixed, kCommands, 11);
   const std::vector<std::byte> frames = workload::EncodeCommands(commands);
-  net::ClientOptions client;
+  client::ClientOptions client;
   client.target = running->endpoint();
   client.session_id = kSession;
   client.rate = 100'000;
@@ -74,9 +74,9 @@ TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
   client.retransmit_timeout_ms = 100;
   client.give_up_ms = 30'000;
   std::atomic<bool> stop{false};
-  absl::StatusOr<net::ClientResult> result = absl::UnknownError("not run");
+  absl::StatusOr<client::ClientResult> result = absl::UnknownError("not run");
   std::thread client_thread(
-      [&] { result = net::RunClient(client, frames, stop); });
+      [&] { result = client::RunClient(client, frames, stop); });
   struct Joiner {
     std::atomic<bool>& stop;
     std::thread& thread;

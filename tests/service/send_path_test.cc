@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "client/run_client.h"
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/kind_table.h"
@@ -20,7 +21,6 @@
 #include "codec/types.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
-#include "net/client.h"
 #include "net/udp.h"
 #include "service/service.h"
 #include "tests/support/bytes.h"
@@ -257,24 +257,24 @@ std::vector<std::byte> RestingBuys(std::size_t count) {
 
 // `orderwire submit`'s client against a service on `path`, sending with
 // `client_path` (and `calls`); its result.
-absl::StatusOr<net::ClientResult> Submit(SendPath path, SendPath client_path,
-                                         const net::SocketCalls* calls,
-                                         const std::vector<std::byte>& frames) {
+absl::StatusOr<client::ClientResult> Submit(
+    SendPath path, SendPath client_path, const net::SocketCalls* calls,
+    const std::vector<std::byte>& frames) {
   ScratchDir dir;
   ServiceOptions options =
       TestOptions(dir.Sub("journal"), journal::Durability::kBatch);
   options.send = path;
   auto service = RunningService::Start(options);
   if (service == nullptr) return absl::InternalError("no service");
-  net::ClientOptions client;
+  client::ClientOptions client;
   client.target = service->endpoint();
   client.session_id = 9;
   client.window = 4096;
   client.send = client_path;
   client.socket_calls_for_testing = calls;
   std::atomic<bool> stop{false};
-  absl::StatusOr<net::ClientResult> result =
-      net::RunClient(client, frames, stop);
+  absl::StatusOr<client::ClientResult> result =
+      client::RunClient(client, frames, stop);
   EXPECT_TRUE(service->Stop().ok());
   return result;
 }
@@ -282,9 +282,9 @@ absl::StatusOr<net::ClientResult> Submit(SendPath path, SendPath client_path,
 TEST(SendPath, TheClientSplitsWhatUdpGroJoinedAndGetsTheSameReports) {
   if (!Segmentation()) GTEST_SKIP() << "this kernel has no UDP_SEGMENT";
   const std::vector<std::byte> frames = RestingBuys(3000);
-  const absl::StatusOr<net::ClientResult> plain =
+  const absl::StatusOr<client::ClientResult> plain =
       Submit(SendPath::kSendmmsg, SendPath::kSendmmsg, nullptr, frames);
-  const absl::StatusOr<net::ClientResult> joined =
+  const absl::StatusOr<client::ClientResult> joined =
       Submit(SendPath::kSegmented, SendPath::kSegmented, nullptr, frames);
   ASSERT_TRUE(plain.ok()) << plain.status();
   ASSERT_TRUE(joined.ok()) << joined.status();
@@ -305,7 +305,7 @@ TEST(SendPath, TheClientFallsBackToSendmmsgWhenASegmentedSendGetsEio) {
   const std::vector<std::byte> frames = RestingBuys(3000);
   segmented_refusals = 0;
   const net::SocketCalls refusing{.sendmmsg = &RefuseSegmentedSends};
-  const absl::StatusOr<net::ClientResult> result =
+  const absl::StatusOr<client::ClientResult> result =
       Submit(SendPath::kSegmented, SendPath::kSegmented, &refusing, frames);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(segmented_refusals.load(), 1);

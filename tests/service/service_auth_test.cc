@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "auth/mac.h"
+#include "client/run_client.h"
 #include "codec/datagram.h"
 #include "codec/messages.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
-#include "net/client.h"
 #include "net/udp.h"
 #include "service/service.h"
 #include "service/service_config.h"
@@ -240,13 +240,13 @@ TEST(ServiceAuthTest, TheClientSignsChecksAndFillsFullDatagramsBothWays) {
   ASSERT_NE(service, nullptr);
   const std::vector<std::byte> frames = workload::EncodeCommands(
       workload::Generate(workload::Workload::kMixed, 5000, 3));
-  net::ClientOptions options;
+  client::ClientOptions options;
   options.target = service->endpoint();
   options.session_id = kKeyed;
   options.mac.emplace(*auth::ParseKeyHex(kKeyHex));
   const std::atomic<bool> stop{false};
-  const absl::StatusOr<net::ClientResult> result =
-      net::RunClient(options, frames, stop);
+  const absl::StatusOr<client::ClientResult> result =
+      client::RunClient(options, frames, stop);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->acknowledged, 5000u);
   EXPECT_EQ(result->bad_mac_datagrams, 0u);
@@ -266,7 +266,7 @@ TEST(ServiceAuthTest, AClientWithoutTheKeyIsRefusedAndExplainsTheSilence) {
   ASSERT_NE(service, nullptr);
   const std::vector<std::byte> frames = workload::EncodeCommands(
       workload::Generate(workload::Workload::kMixed, 10, 3));
-  net::ClientOptions options;
+  client::ClientOptions options;
   options.target = service->endpoint();
   options.session_id = kKeyed;
   options.give_up_ms = 600;
@@ -275,8 +275,8 @@ TEST(ServiceAuthTest, AClientWithoutTheKeyIsRefusedAndExplainsTheSilence) {
   ASSERT_NE(diagnostics, nullptr);
   options.diagnostics = diagnostics;
   const std::atomic<bool> stop{false};
-  const absl::StatusOr<net::ClientResult> result =
-      net::RunClient(options, frames, stop);
+  const absl::StatusOr<client::ClientResult> result =
+      client::RunClient(options, frames, stop);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_NE(result.status().message().find("MissingMac: give --key-file"),
@@ -342,7 +342,7 @@ TEST(ServiceAuthTest, TheClientDropsReportsWithAWrongOrMissingMac) {
   const codec::NewLimit order = Limit(1, 1, Side::kBuy, 10);
   const Bytes command = Frame(1, order);
   const auth::Mac mac = TheMac();
-  net::ClientOptions options;
+  client::ClientOptions options;
   options.target = *server->LocalEndpoint();
   options.session_id = kKeyed;
   options.mac.emplace(*auth::ParseKeyHex(kKeyHex));
@@ -350,8 +350,9 @@ TEST(ServiceAuthTest, TheClientDropsReportsWithAWrongOrMissingMac) {
   options.give_up_ms = 5000;
   options.quiet_ms = 50;
   const std::atomic<bool> stop{false};
-  absl::StatusOr<net::ClientResult> result;
-  std::thread client([&] { result = net::RunClient(options, command, stop); });
+  absl::StatusOr<client::ClientResult> result;
+  std::thread client(
+      [&] { result = client::RunClient(options, command, stop); });
 
   net::DatagramBatch rx(4);
   net::DatagramBatch tx(1);

@@ -1,6 +1,6 @@
 // The crash test of the UDP service: the real `orderwire serve` (batch
 // durability) is SIGKILLed at random moments while two go-back-N clients
-// (net::RunClient, in this process) send it the `mixed` workload on two
+// (client::RunClient, in this process) send it the `mixed` workload on two
 // sessions that trade the same accounts, and is restarted on the same
 // journal and port each time. The clients carry on by themselves
 // (retransmission after a timeout, and the service's report resend on
@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/run_client.h"
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
@@ -50,7 +51,6 @@
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
-#include "net/client.h"
 #include "net/udp.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -58,13 +58,13 @@
 namespace orderwire::service {
 namespace {
 
-using net::ClientOptions;
-using net::ClientResult;
+using client::ClientOptions;
+using client::ClientResult;
+using client::Fnv1a;
+using client::kFnvOffset;
+using client::RunClient;
 using net::DatagramBatch;
 using net::Endpoint;
-using net::Fnv1a;
-using net::kFnvOffset;
-using net::RunClient;
 using net::UdpSocket;
 
 using Clock = std::chrono::steady_clock;

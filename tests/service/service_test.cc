@@ -34,6 +34,7 @@
 #include <utility>
 #include <vector>
 
+#include "client/run_client.h"
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/error.h"
@@ -50,7 +51,6 @@
 #include "journal/format.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
-#include "net/client.h"
 #include "net/udp.h"
 #include "service/record_flags.h"
 #include "service/sequencer.h"
@@ -64,13 +64,13 @@
 namespace orderwire::service {
 namespace {
 
-using net::ClientOptions;
-using net::ClientResult;
+using client::ClientOptions;
+using client::ClientResult;
+using client::Fnv1a;
+using client::kFnvOffset;
+using client::RunClient;
 using net::DatagramBatch;
 using net::Endpoint;
-using net::Fnv1a;
-using net::kFnvOffset;
-using net::RunClient;
 using net::UdpSocket;
 
 using codec::CodecError;

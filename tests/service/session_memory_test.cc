@@ -20,10 +20,10 @@
 #include <thread>
 #include <vector>
 
+#include "client/run_client.h"
 #include "codec/frame.h"
 #include "codec/messages.h"
 #include "gtest/gtest.h"
-#include "net/client.h"
 #include "net/udp.h"
 #include "service/report_history.h"
 #include "service/service.h"
@@ -333,15 +333,15 @@ TEST(SessionMemory, TheClientContinuesAfterReportsGoneAndCountsTheUnconfirmed) {
       }
     }
   });
-  net::ClientOptions options;
+  client::ClientOptions options;
   options.target = address;
   options.session_id = 1;
   options.retransmit_timeout_ms = 20;
   options.quiet_ms = 50;
   options.give_up_ms = 2000;
   const std::atomic<bool> stop{false};
-  const absl::StatusOr<net::ClientResult> result =
-      net::RunClient(options, input, stop);
+  const absl::StatusOr<client::ClientResult> result =
+      client::RunClient(options, input, stop);
   done.store(true);
   stand_in.join();
   ASSERT_TRUE(result.ok()) << result.status();

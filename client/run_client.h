@@ -1,59 +1,27 @@
-// The order-entry client behind `orderwire submit`: sends a session's command
-// frames to the service in datagrams, keeps at most `window` commands
-// unacknowledged, retransmits go-back-N, and checks every report it gets.
+// The order-entry client behind `orderwire submit`: sends a file of command
+// frames over one client::Session (client/session.h) and waits until every
+// command is acknowledged. The protocol (go-back-N window, retransmission on
+// SequenceGap and timeout, Busy back-off, ReportsGone, keyed sessions, the
+// GSO/GRO send paths, silence explained) is the Session's; this loop adds
+// what a batch run needs around it:
 //
-// Acknowledgement. The protocol has no ack frame: a command is acknowledged
-// by its first report, which is always its "primary" report: Accepted or
-// Rejected for a new order, Cancelled (reason Requested) or Rejected for a
-// cancel, Replaced or Rejected for a replace. The service applies a
-// session's commands in sequence order, so primaries arrive in command
-// order, and the client checks each against the command it acknowledges
-// (kind, client_order_id or order_id); a mismatch is a protocol error.
+// - pacing: first transmissions at most `rate` per second (the loop submits
+//   a command only when the rate allows; retransmissions are not paced);
+// - the end: every command acknowledged (or unconfirmed after ReportsGone),
+//   no report known to be missing, and `quiet_ms` without an
+//   acknowledgement (the last command's remaining reports, e.g. fills);
+// - giving up: no progress for `give_up_ms` is DeadlineExceeded, and names
+//   the likely causes (ExplainSilence) when nothing was heard at all; a Busy
+//   is progress (the service is alive);
+// - output: the reports in sequence order to `reports_out`, their FNV-1a
+//   hash, a progress bar, and the silence explained on `diagnostics` each
+//   time the Session reports one.
 //
-// Reports are taken strictly in report-sequence order: an older report is a
-// duplicate and skipped; a newer one means one was lost, so it is dropped
-// and the client waits for the service to send again (the service resends a
-// session's reports when it sees a retransmitted command). Commands are
-// retransmitted from the expected sequence on SequenceGap, and from the
-// oldest unacknowledged one after `retransmit_timeout_ms` without progress;
-// while a report is missing, from the last acknowledged one (the missing
-// report may be one of its own, after its primary), so the service's resend
-// starts at or before it. The client does not finish while a report is
-// known to be missing, unless the service says it is gone (ReportsGone,
-// docs/PROTOCOL.md "Reports gone"): the client then continues from the
-// report and command it names, and counts the commands it skipped as
-// applied but unconfirmed.
-//
-// On Busy (the service takes no commands for now, e.g.
-// its disk is full) the client counts it, sends nothing for a back-off (1 ms,
-// doubling while Busy repeats, at most 50 ms; back to 1 ms on the next
-// acknowledgement), then retransmits from the Busy's expected sequence. A
-// Busy shows the service alive: it does not count towards `give_up_ms`.
-//
-// Keyed sessions (docs/PROTOCOL.md "Authenticated datagrams"): with a MAC,
-// every datagram sent carries the Authenticated flag and its MAC trailer,
-// and a report datagram without a valid MAC is dropped and counted
-// (bad_mac_datagrams), like any malformed one.
-//
-// Silence is explained. The service never answers a datagram it refuses
-// (unknown session, too many sessions, address not allowed or pinned
-// elsewhere, missing or wrong MAC) so as not to be an amplifier; when the
-// client hears nothing for `explain_after_ms`, it writes the likely causes
-// (ExplainSilence) to `diagnostics`, and the DeadlineExceeded error at the
-// end names them too.
-//
-// Transport (ClientOptions::send): with kSegmented (or kAuto where the
-// kernel has UDP_SEGMENT) the client sends its datagrams with SendSegmented
-// and receives with UDP_GRO, splitting what the kernel joined back into the
-// datagrams the service sent (by the gso_size the kernel reports); with
-// kSendmmsg, one datagram per sendmmsg entry and per receive slot. A
-// segmented send refused with EIO/EINVAL, or UDP_GRO refused, falls back
-// to the plain way, counted in ClientResult.
-//
-// Cold set-up (the frames, one send time per command) is allocated once;
-// the send/receive loop does not allocate.
-#ifndef ORDERWIRE_NET_CLIENT_H_
-#define ORDERWIRE_NET_CLIENT_H_
+// It waits for the socket (poll(2), 1 ms) only when the Session has nothing
+// it may send. Cold set-up (indexing the frames) allocates; the loop does
+// not.
+#ifndef ORDERWIRE_CLIENT_RUN_CLIENT_H_
+#define ORDERWIRE_CLIENT_RUN_CLIENT_H_
 
 #include <atomic>
 #include <cstdint>
@@ -66,12 +34,13 @@
 #include "absl/status/statusor.h"
 #include "auth/mac.h"
 #include "base/latency_histogram.h"
+#include "client/session.h"
 #include "net/udp.h"
 
-namespace orderwire::net {
+namespace orderwire::client {
 
 struct ClientOptions {
-  Endpoint target;
+  net::Endpoint target;
   std::uint32_t session_id = 1;
   double rate = 0;              // commands per second; 0: as fast as allowed
   std::uint32_t window = 4096;  // most commands unacknowledged at once
@@ -89,9 +58,9 @@ struct ClientOptions {
   std::FILE* diagnostics = nullptr;
   int explain_after_ms = 1000;
   // How to send and receive (see above; `submit --send`).
-  SendPath send = SendPath::kAuto;
+  net::SendPath send = net::SendPath::kAuto;
   // Tests only: the socket's system calls; null: the real ones.
-  const SocketCalls* socket_calls_for_testing = nullptr;
+  const net::SocketCalls* socket_calls_for_testing = nullptr;
 };
 
 struct ClientResult {
@@ -144,12 +113,8 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
                                        std::span<const std::byte> frames,
                                        const std::atomic<bool>& stop);
 
-// The likely causes of hearing nothing from the service, for a person:
-// the service not running or another port, the session not configured,
-// max_sessions reached, the address not allowed or the session pinned to
-// another endpoint, and for the key: missing (the session is keyed and this
-// client has no --key-file) or wrong. Several lines, each starting with
-// "  - ".
+// client::ExplainSilence (session.h) for the target, session and key of
+// `options`.
 [[nodiscard]] std::string ExplainSilence(const ClientOptions& options);
 
 // FNV-1a 64 over `bytes`, continuing from `hash` (start: kFnvOffset).
@@ -157,6 +122,6 @@ inline constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
 [[nodiscard]] std::uint64_t Fnv1a(std::uint64_t hash,
                                   std::span<const std::byte> bytes);
 
-}  // namespace orderwire::net
+}  // namespace orderwire::client
 
-#endif  // ORDERWIRE_NET_CLIENT_H_
+#endif  // ORDERWIRE_CLIENT_RUN_CLIENT_H_

@@ -10,15 +10,19 @@
 #include <thread>
 #include <vector>
 
+#include "client/run_client.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
 #include "codec/messages.h"
 #include "gtest/gtest.h"
-#include "net/client.h"
 #include "net/udp.h"
 
-namespace orderwire::net {
+namespace orderwire::client {
 namespace {
+
+using net::DatagramBatch;
+using net::Endpoint;
+using net::UdpSocket;
 
 TEST(ClientBusy, BacksOffAndRetransmitsWithoutGivingUp) {
   auto fake = UdpSocket::Bind(*Endpoint::Parse("127.0.0.1:0"));
@@ -85,4 +89,4 @@ TEST(ClientBusy, BacksOffAndRetransmitsWithoutGivingUp) {
 }
 
 }  // namespace
-}  // namespace orderwire::net
+}  // namespace orderwire::client

@@ -1,0 +1,219 @@
+// The batch client over client::Session; see run_client.h.
+#include "client/run_client.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "base/clock.h"
+#include "codec/command.h"
+
+namespace orderwire::client {
+namespace {
+
+std::int64_t NowNs() { return base::MonotonicNs(); }
+
+void DrawProgress(std::uint64_t done, std::uint64_t total, double seconds) {
+  const int width = 40;
+  const double fraction =
+      total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total);
+  const int filled = static_cast<int>(fraction * width);
+  std::fprintf(stderr, "\r[%.*s%*s] %5.1f%% %llu/%llu %.0f cmd/s ", filled,
+               "########################################", width - filled, "",
+               100.0 * fraction, static_cast<unsigned long long>(done),
+               static_cast<unsigned long long>(total),
+               seconds > 0 ? static_cast<double>(done) / seconds : 0.0);
+}
+
+// The session's counters, as RunClient reports them.
+void CopyCounters(const Session& session, ClientResult& result) {
+  const SessionCounters& c = session.counters();
+  result.sent = c.sent;
+  result.retransmitted = c.retransmitted;
+  result.acknowledged = c.acknowledged;
+  result.accepted = c.accepted;
+  result.rejected = c.rejected;
+  result.replaced = c.replaced;
+  result.cancelled = c.cancelled;
+  result.fills = c.fills;
+  result.reports = c.reports;
+  result.report_bytes = c.report_bytes;
+  result.duplicate_reports = c.duplicate_reports;
+  result.out_of_order_reports = c.out_of_order_reports;
+  result.sequence_gaps = c.sequence_gaps;
+  result.busy = c.busy;
+  const std::optional<codec::BusyCause> cause = session.refusals().busy_cause;
+  result.busy_cause = cause.has_value() ? static_cast<std::uint8_t>(*cause) : 0;
+  result.reports_gone = c.reports_gone;
+  result.reports_lost = c.reports_lost;
+  result.unconfirmed = c.unconfirmed;
+  result.datagrams_sent = c.datagrams_sent;
+  result.datagrams_received = c.datagrams_received;
+  result.segmented = session.segmented();
+  result.segmented_sends = c.segmented_sends;
+  result.gro = session.gro();
+  result.coalesced_receives = c.coalesced_receives;
+  result.gso_fallbacks = c.gso_fallbacks;
+  result.bad_datagrams = c.bad_datagrams;
+  result.bad_mac_datagrams = c.bad_mac_datagrams;
+  result.latency_ns = session.latency_ns();
+}
+
+}  // namespace
+
+std::string ExplainSilence(const ClientOptions& options) {
+  return ExplainSilence(options.target, options.session_id,
+                        options.mac.has_value());
+}
+
+std::uint64_t Fnv1a(std::uint64_t hash, std::span<const std::byte> bytes) {
+  for (std::byte b : bytes) {
+    hash ^= static_cast<std::uint64_t>(b);
+    hash *= 0x100000001b3ULL;
+  }
+  return hash;
+}
+
+absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
+                                       std::span<const std::byte> frames,
+                                       const std::atomic<bool>& stop) {
+  // Index the frames, checking that they are one session's, in order.
+  std::vector<std::uint32_t> offsets;
+  for (std::size_t pos = 0; pos < frames.size();) {
+    codec::Command command;
+    const auto size = codec::DecodeCommand(frames.subspan(pos), command);
+    if (!size.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input byte offset %d: %s", pos, codec::Describe(size.error())));
+    }
+    const std::uint64_t want = options.first_sequence + offsets.size();
+    if (command.sequence != want) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "input byte offset %d: sequence %d, expected %d (one session: "
+          "%d, %d, ...)",
+          pos, command.sequence, want, options.first_sequence,
+          options.first_sequence + 1));
+    }
+    offsets.push_back(static_cast<std::uint32_t>(pos));
+    pos += *size;
+  }
+  const std::size_t total = offsets.size();
+  offsets.push_back(static_cast<std::uint32_t>(frames.size()));
+
+  ClientResult result;
+  result.commands = total;
+  result.report_hash = kFnvOffset;
+  absl::Status write_error;
+  SessionOptions session_options;
+  session_options.target = options.target;
+  session_options.session_id = options.session_id;
+  // The window the run can use: no more than the commands it has.
+  session_options.window = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
+      std::min<std::uint64_t>(options.window, total), 1, kMaxWindow));
+  session_options.retransmit_timeout_ms = options.retransmit_timeout_ms;
+  session_options.first_sequence = options.first_sequence;
+  session_options.mac = options.mac;
+  session_options.send = options.send;
+  session_options.explain_after_ms = options.explain_after_ms;
+  session_options.socket_calls_for_testing = options.socket_calls_for_testing;
+  session_options.on_report = [&](const codec::FrameView& report) {
+    result.report_hash = Fnv1a(result.report_hash, report.bytes());
+    if (options.reports_out != nullptr && write_error.ok() &&
+        std::fwrite(report.bytes().data(), 1, report.size(),
+                    options.reports_out) != report.size()) {
+      write_error = absl::UnavailableError(
+          absl::StrFormat("writing reports: %s", std::strerror(errno)));
+    }
+  };
+  absl::StatusOr<std::unique_ptr<Session>> opened =
+      Session::Open(std::move(session_options));
+  if (!opened.ok()) return opened.status();
+  Session& session = **opened;
+
+  const std::int64_t start_ns = NowNs();
+  std::int64_t last_draw_ns = 0;
+  std::size_t submitted = 0;
+  bool silence_written = false;
+  const std::int64_t explain_ns =
+      static_cast<std::int64_t>(options.explain_after_ms) * 1'000'000;
+
+  while (!stop.load(std::memory_order_relaxed)) {
+    const std::int64_t now = NowNs();
+    // Done: every command answered, no report known to be missing, and
+    // quiet for a while.
+    if (session.answered() == total && !session.report_missing() &&
+        now - session.last_ack_ns() >=
+            static_cast<std::int64_t>(options.quiet_ms) * 1'000'000) {
+      break;
+    }
+    if (now - session.last_progress_ns() >
+        static_cast<std::int64_t>(options.give_up_ms) * 1'000'000) {
+      if (now - session.last_heard_ns() >= explain_ns) {
+        return absl::DeadlineExceededError(absl::StrFormat(
+            "%d of %d commands acknowledged, then %s", session.answered(),
+            total, ExplainSilence(options)));
+      }
+      return absl::DeadlineExceededError(absl::StrFormat(
+          "no progress from %s for %d ms (%d of %d commands acknowledged)",
+          options.target.ToString(), options.give_up_ms, session.answered(),
+          total));
+    }
+    // Submit what the rate and the window allow.
+    std::size_t paced = total;
+    if (options.rate > 0) {
+      paced = std::min(
+          total,
+          static_cast<std::size_t>(
+              static_cast<double>(now - start_ns) * 1e-9 * options.rate + 1));
+    }
+    while (submitted < paced && !session.window_full()) {
+      const absl::StatusOr<std::uint64_t> queued =
+          session.SubmitFrame(frames.subspan(
+              offsets[submitted], offsets[submitted + 1] - offsets[submitted]));
+      if (!queued.ok()) return queued.status();
+      ++submitted;
+    }
+    const absl::StatusOr<PollResult> round = session.Poll(now);
+    if (!round.ok()) return round.status();
+    if (!write_error.ok()) return write_error;
+    if (options.diagnostics != nullptr && session.refusals().silent &&
+        !silence_written) {
+      std::fprintf(options.diagnostics, "orderwire submit: %s\n",
+                   ExplainSilence(options).c_str());
+      std::fflush(options.diagnostics);
+      silence_written = true;
+      ++result.silences_explained;
+    }
+    if (!session.refusals().silent) silence_written = false;
+    if (options.progress && now - last_draw_ns > 100'000'000) {
+      DrawProgress(session.answered(), total,
+                   static_cast<double>(now - start_ns) * 1e-9);
+      last_draw_ns = now;
+    }
+    // Nothing came and nothing may go now: wait for the socket, briefly.
+    if (round->datagrams_received == 0 && !round->more_to_send) {
+      pollfd readable{.fd = session.fd(), .events = POLLIN, .revents = 0};
+      (void)::poll(&readable, 1, 1);
+    }
+  }
+  if (options.progress) {
+    DrawProgress(session.answered(), total,
+                 static_cast<double>(NowNs() - start_ns) * 1e-9);
+    std::fputc('\n', stderr);
+  }
+  CopyCounters(session, result);
+  result.seconds = static_cast<double>(
+                       std::max(session.last_ack_ns(), start_ns) - start_ns) *
+                   1e-9;
+  return result;
+}
+
+}  // namespace orderwire::client
