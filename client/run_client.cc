@@ -120,6 +120,7 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
       std::min<std::uint64_t>(options.window, total), 1, kMaxWindow));
   session_options.retransmit_timeout_ms = options.retransmit_timeout_ms;
   session_options.first_sequence = options.first_sequence;
+  session_options.first_report_sequence = options.first_report_sequence;
   session_options.mac = options.mac;
   session_options.send = options.send;
   session_options.explain_after_ms = options.explain_after_ms;

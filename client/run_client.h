@@ -50,8 +50,11 @@ struct ClientOptions {
   int give_up_ms = 10'000;  // no progress for this long: fail
   std::FILE* reports_out = nullptr;  // report frames, in sequence order
   bool progress = false;             // a progress bar on stderr
-  // First command sequence to send (a client that resumes a session).
+  // A client that resumes a session: the sequence of its first command,
+  // and the report sequence it expects next (one past the last report it
+  // already holds). SessionOptions says the same.
   std::uint64_t first_sequence = 1;
+  std::uint64_t first_report_sequence = 1;
   // The session's MAC (from --key-file): sign what is sent, check reports.
   std::optional<auth::Mac> mac;
   // Where to explain a silence (no answer for explain_after_ms); null: not.

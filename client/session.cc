@@ -550,6 +550,29 @@ absl::Status Session::TakeReport(const codec::FrameView& report,
     report_hole_ = true;
     return absl::OkStatus();
   }
+  // A primary is checked against its command first: a report that ends
+  // the session is neither taken nor counted.
+  if (IsPrimary(report)) {
+    if (acked_ >= high_water_) {
+      return absl::DataLossError(absl::StrFormat(
+          "report %d (%s) answers a command that was never sent",
+          report.sequence(), codec::Name(report.kind())));
+    }
+    const std::size_t slot = Slot(acked_);
+    if (absl::Status s = CheckPrimary(storage_->commands[slot], report);
+        !s.ok()) {
+      return s;
+    }
+    const std::int64_t t = base::MonotonicNs();
+    latency_ns_.Record(
+        static_cast<std::uint64_t>(t - storage_->first_send_ns[slot]));
+    ++acked_;
+    ++counters_.acknowledged;
+    busy_backoff_ns_ = kBusyBackoffMinNs;
+    if (next_to_send_ < acked_) next_to_send_ = acked_;
+    last_progress_ns_ = t;
+    last_ack_ns_ = t;
+  }
   ++expected_report_;
   report_hole_ = false;
   ++counters_.reports;
@@ -572,27 +595,6 @@ absl::Status Session::TakeReport(const codec::FrameView& report,
       break;
     default:
       break;
-  }
-  if (IsPrimary(report)) {
-    if (acked_ >= high_water_) {
-      return absl::DataLossError(absl::StrFormat(
-          "report %d (%s) answers a command that was never sent",
-          report.sequence(), codec::Name(report.kind())));
-    }
-    const std::size_t slot = Slot(acked_);
-    if (absl::Status s = CheckPrimary(storage_->commands[slot], report);
-        !s.ok()) {
-      return s;
-    }
-    const std::int64_t t = base::MonotonicNs();
-    latency_ns_.Record(
-        static_cast<std::uint64_t>(t - storage_->first_send_ns[slot]));
-    ++acked_;
-    ++counters_.acknowledged;
-    busy_backoff_ns_ = kBusyBackoffMinNs;
-    if (next_to_send_ < acked_) next_to_send_ = acked_;
-    last_progress_ns_ = t;
-    last_ack_ns_ = t;
   }
   ++result.reports;
   if (options_.on_report) options_.on_report(report);

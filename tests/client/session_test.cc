@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
@@ -589,6 +590,53 @@ TEST(ClientSession, TwoSessionsInOneProcessTradeWithEachOther) {
   EXPECT_EQ(seller_reports.accepted_ids, (std::vector<std::uint64_t>{31}));
   EXPECT_EQ((*buyer)->counters().bad_datagrams, 0u);
   EXPECT_EQ((*seller)->counters().bad_datagrams, 0u);
+}
+
+// A report that contradicts the command it answers (here an Accepted with
+// another client_order_id) ends the session with DataLoss, and is neither
+// delivered nor counted as a report; every later call returns the error.
+// The "service" is a bare loopback socket of the test.
+TEST(ClientSession, AContradictingReportEndsTheSessionUndeliveredAndUncounted) {
+  net::UdpSocket service =
+      *net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+  const net::Endpoint service_at = *service.LocalEndpoint();
+  Delivered delivered;
+  auto session = Session::Open(OptionsFor(service_at, 3, delivered));
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE((*session)->Submit(Limit(1, 5, Side::kBuy, 10, 1)).ok());
+  ASSERT_TRUE((*session)->Poll(base::MonotonicNs()).ok());
+
+  sockaddr_storage from{};
+  socklen_t from_length = sizeof from;
+  std::array<std::byte, codec::kMaxDatagramSize> command{};
+  ASSERT_TRUE(service.WaitReadable(5000));
+  ASSERT_GT(::recvfrom(service.fd(), command.data(), command.size(), 0,
+                       reinterpret_cast<sockaddr*>(&from), &from_length),
+            0);
+  const Bytes wrong = test_support::AcceptedFor(
+      1, 100, Limit(1, 6, Side::kBuy, 10, 1));  // client_order_id 6, not 5
+  const Bytes datagram = test_support::Datagram(3, {wrong});
+  ASSERT_EQ(::sendto(service.fd(), datagram.data(), datagram.size(), 0,
+                     reinterpret_cast<const sockaddr*>(&from), from_length),
+            static_cast<ssize_t>(datagram.size()));
+
+  absl::Status failed;
+  const std::int64_t deadline = base::MonotonicNs() + 5'000'000'000;
+  while (failed.ok() && base::MonotonicNs() < deadline) {
+    const absl::StatusOr<PollResult> round =
+        (*session)->Poll(base::MonotonicNs());
+    failed = round.status();
+  }
+  EXPECT_EQ(failed.code(), absl::StatusCode::kDataLoss) << failed;
+  EXPECT_NE(failed.message().find("client_order_id"), std::string::npos)
+      << failed;
+  EXPECT_TRUE(delivered.sequences.empty());
+  EXPECT_EQ((*session)->counters().reports, 0u);
+  EXPECT_EQ((*session)->counters().accepted, 0u);
+  EXPECT_EQ((*session)->counters().acknowledged, 0u);
+  EXPECT_EQ((*session)->Poll(base::MonotonicNs()).status().code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_FALSE((*session)->Submit(Limit(1, 7, Side::kBuy, 10, 1)).ok());
 }
 
 }  // namespace
