@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "client/run_client.h"
+#include "codec/command.h"
 #include "codec/types.h"
 #include "engine/workload.h"
 #include "journal/format.h"
@@ -321,7 +322,8 @@ const CommandSpec kSubmitSpec{
     .synopsis =
         "--session ID [--target HOST:PORT] (--workload NAME --count N "
         "--seed S | --input FILE) [--rate R] [--window W] "
-        "[--reports FILE] [--key-file FILE] [--send auto|sendmmsg|gso]",
+        "[--reports FILE] [--key-file FILE] [--send auto|sendmmsg|gso] "
+        "[--first-sequence N --first-report R]",
     .summary =
         "Send a session's commands to 'orderwire serve' and check "
         "every report.",
@@ -340,7 +342,13 @@ const CommandSpec kSubmitSpec{
         "--send gso sends datagrams with UDP_SEGMENT and receives with\n"
         "UDP_GRO (what the kernel joined is split back into the datagrams\n"
         "the service sent); sendmmsg one datagram per entry; auto (the\n"
-        "default) gso where the kernel has it.",
+        "default) gso where the kernel has it.\n"
+        "A session continues where an earlier run left it with\n"
+        "--first-sequence N (its next command: --input frames must be\n"
+        "numbered N, N+1, ...; --workload commands are renumbered from N) and\n"
+        "--first-report R (one past the last report it received). An\n"
+        "unkeyed session is pinned to its first address and port until the\n"
+        "service restarts; a keyed one may resume from anywhere.",
     .flags =
         {
             {"target", "HOST:PORT", "127.0.0.1:7400", "the service"},
@@ -367,6 +375,10 @@ const CommandSpec kSubmitSpec{
             {"send", "auto|sendmmsg|gso", "auto",
              "how datagrams are sent and received (gso: UDP_SEGMENT and "
              "UDP_GRO)"},
+            {"first-sequence", "N", "1",
+             "resume: the sequence of the first command"},
+            {"first-report", "R", "1",
+             "resume: the report sequence expected next"},
         },
 };
 
@@ -402,6 +414,14 @@ absl::Status Submit(const Args& args) {
         "send", absl::InvalidArgumentError(absl::StrFormat(
                     "'%s' is not auto, sendmmsg or gso", args.String("send"))));
   }
+  absl::StatusOr<std::uint64_t> first_sequence =
+      args.Uint("first-sequence", 1, UINT64_MAX / 2);
+  if (!first_sequence.ok()) return first_sequence.status();
+  options.first_sequence = *first_sequence;
+  absl::StatusOr<std::uint64_t> first_report =
+      args.Uint("first-report", 1, UINT64_MAX / 2);
+  if (!first_report.ok()) return first_report.status();
+  options.first_report_sequence = *first_report;
 
   if (args.Has("key-file")) {
     std::string warning;
@@ -426,8 +446,12 @@ absl::Status Submit(const Args& args) {
     absl::StatusOr<workload::Workload> workload =
         workload::ParseWorkload(args.String("workload"));
     if (!workload.ok()) return FlagError("workload", workload.status());
-    frames =
-        workload::EncodeCommands(workload::Generate(*workload, *count, *seed));
+    std::vector<codec::Command> commands =
+        workload::Generate(*workload, *count, *seed);
+    for (std::size_t i = 0; i < commands.size(); ++i) {
+      commands[i].sequence = options.first_sequence + i;
+    }
+    frames = workload::EncodeCommands(commands);
   } else {
     absl::StatusOr<std::vector<std::byte>> data =
         ReadFile("--input", args.String("input"));

@@ -506,10 +506,64 @@ EXIT_CASES = [
      "--workload: unknown workload 'nope'"),
     ("submit", ["--session", "1", "--input", "{tmp}/nope"], b"", 1,
      "cannot open"),
+    ("submit", ["--session", "1", "--workload", "wl1", "--first-sequence",
+                "0"], b"", 2, "--first-sequence"),
+    ("submit", ["--session", "1", "--workload", "wl1", "--first-report",
+                "x"], b"", 2, "--first-report"),
     ("submit", ["--session", "1", "--workload", "wl1", "--count", "3",
                 "--target", "127.0.0.1:{port}", "--timeout-ms", "20",
                 "--give-up-ms", "300"], b"", 1, ""),
 ]
+
+
+class ResumedSubmit(unittest.TestCase):
+    """A session continued by a second `submit` after the service restarts
+    (--first-sequence, --first-report): the two runs' reports, back to back,
+    are byte for byte the session's report stream that a replay of the
+    journal gives. A run that does not say which report it expects next
+    cannot take the service's reports and fails."""
+
+    def test_two_runs_are_one_session(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = os.path.join(tmp, "j")
+
+            def submit(seed, first_sequence, first_report, out):
+                port = free_udp_port()
+                server, first = start_serve(journal, port)
+                self.assertIn("listening on", first)
+                result = run(["submit", "--session", "5", "--workload", "wl1",
+                              "--count", "300", "--seed", str(seed),
+                              "--first-sequence", str(first_sequence),
+                              "--first-report", str(first_report),
+                              "--target", "127.0.0.1:%d" % port, "--json",
+                              "--give-up-ms", "1500", "--reports", out], b"")
+                self.assertEqual(stop_serve(server)[0], 0)
+                return result
+
+            part1 = os.path.join(tmp, "part1.bin")
+            result = submit(1, 1, 1, part1)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            reports1 = json.loads(result.stdout)["reports"]
+            self.assertGreaterEqual(reports1, 300)
+
+            part2 = os.path.join(tmp, "part2.bin")
+            result = submit(2, 301, reports1 + 1, part2)
+            self.assertEqual(result.returncode, 0, result.stderr)
+            self.assertEqual(json.loads(result.stdout)["acknowledged"], 300)
+
+            replayed = os.path.join(tmp, "replay")
+            result = run(["replay", "--journal", journal, "--reports-dir",
+                          replayed], b"")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(replayed, "session-5.bin"), "rb") as f:
+                whole = f.read()
+            with open(part1, "rb") as f1, open(part2, "rb") as f2:
+                self.assertEqual(whole, f1.read() + f2.read())
+
+            # The next command, but the first report again: every report
+            # the service sends is newer than the one this run waits for.
+            stale = submit(3, 601, 1, os.path.join(tmp, "stale.bin"))
+            self.assertEqual(stale.returncode, 1, stale.stderr)
 
 
 class ExitStatus(unittest.TestCase):
