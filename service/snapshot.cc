@@ -680,19 +680,21 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
   // Build. The machine is new; nothing escapes unless all of it succeeds.
   auto machine = std::make_unique<StateMachine>(options);
   std::size_t bad_order = 0;
+  // An order the engine refuses: named by its place in the orders section.
+  const auto bad_order_error = [&](const absl::Status& why) {
+    return damaged(entries[4].offset + bad_order * kSnapshotOrderLayout.kSize,
+                   absl::StrFormat("order #%d", bad_order),
+                   std::string(why.message()));
+  };
   if (absl::Status s = machine->engine_->CheckRestorable(
           orders, config.next_order_id, config.next_match_id, &bad_order);
       !s.ok()) {
-    return damaged(entries[4].offset + bad_order * kSnapshotOrderLayout.kSize,
-                   absl::StrFormat("order #%d", bad_order),
-                   std::string(s.message()));
+    return bad_order_error(s);
   }
   if (absl::Status s = machine->engine_->Restore(
           orders, config.next_order_id, config.next_match_id, &bad_order);
       !s.ok()) {
-    return damaged(entries[4].offset + bad_order * kSnapshotOrderLayout.kSize,
-                   absl::StrFormat("order #%d", bad_order),
-                   std::string(s.message()));
+    return bad_order_error(s);
   }
   std::uint64_t r = 0;
   machine->sessions_.reserve(session_count);
