@@ -147,8 +147,6 @@ absl::Status BenchDecode(const Args& args) {
 
 }  // namespace
 
-int RunBenchDecode(int argc, char** argv) {
-  return RunCommand(kSpec, argc, argv, BenchDecode);
-}
+const Command kBenchDecodeCommand{&kSpec, BenchDecode};
 
 }  // namespace orderwire::cli

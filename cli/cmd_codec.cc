@@ -140,12 +140,8 @@ absl::Status Encode(const Args& args) {
 
 }  // namespace
 
-int RunEncode(int argc, char** argv) {
-  return RunCommand(kEncodeSpec, argc, argv, Encode);
-}
+const Command kEncodeCommand{&kEncodeSpec, Encode};
 
-int RunDecode(int argc, char** argv) {
-  return RunCommand(kDecodeSpec, argc, argv, Decode);
-}
+const Command kDecodeCommand{&kDecodeSpec, Decode};
 
 }  // namespace orderwire::cli

@@ -244,12 +244,8 @@ absl::Status Gen(const Args& args) {
 
 }  // namespace
 
-int RunMatch(int argc, char** argv) {
-  return RunCommand(kMatchSpec, argc, argv, Match);
-}
+const Command kMatchCommand{&kMatchSpec, Match};
 
-int RunGen(int argc, char** argv) {
-  return RunCommand(kGenSpec, argc, argv, Gen);
-}
+const Command kGenCommand{&kGenSpec, Gen};
 
 }  // namespace orderwire::cli

@@ -65,7 +65,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 const CommandSpec kWriteSpec{
-    .name = "journal write",
+    .name = "write",
     .synopsis =
         "--journal DIR [--durability MODE] [--segment-size BYTES] "
         "[--session ID] < commands.bin",
@@ -91,7 +91,7 @@ const CommandSpec kWriteSpec{
 };
 
 const CommandSpec kInspectSpec{
-    .name = "journal inspect",
+    .name = "inspect",
     .synopsis = "DIR [--records] [--from-index N | --from-time T]",
     .summary = "Show a journal's segments, or every record as JSON Lines.",
     .details =
@@ -120,7 +120,7 @@ const CommandSpec kInspectSpec{
 };
 
 const CommandSpec kPruneSpec{
-    .name = "journal prune",
+    .name = "prune",
     .synopsis = "--journal DIR --before-index N [--archive DIR]",
     .summary = "Remove (or archive) the journal's segments before an index.",
     .details =
@@ -152,7 +152,7 @@ const CommandSpec kPruneSpec{
 };
 
 const CommandSpec kFollowSpec{
-    .name = "journal follow",
+    .name = "follow",
     .synopsis = "--journal DIR [--from-index N] [--jsonl]",
     .summary =
         "Print a journal's records as a running writer makes them "
@@ -1147,45 +1147,22 @@ absl::Status Replay(const Args& args) {
   return Losses("replay", reader, accept_loss);
 }
 
-// `orderwire journal <write|inspect|prune>`.
-constexpr std::string_view kJournalUsage =
-    "usage: orderwire journal <command> [flags]\n\n"
-    "commands:\n"
-    "  write     append command frames from standard input to a journal\n"
-    "  inspect   show a journal's segments, or its records as JSON Lines\n"
-    "  prune     remove (or archive) the segments before an index\n"
-    "  follow    print records as a running writer makes them durable\n\n"
-    "'orderwire journal <command> --help' describes a command.\n";
+// `orderwire journal <write|inspect|prune|follow>`.
+const CommandSpec kJournalSpec{
+    .name = "journal",
+    .synopsis = "<command> [flags]",
+    .summary = "Append frames to a journal, inspect, prune or follow one.",
+};
+
+const Command kJournalSubcommands[] = {{&kWriteSpec, Write},
+                                       {&kInspectSpec, Inspect},
+                                       {&kPruneSpec, Prune},
+                                       {&kFollowSpec, Follow}};
 
 }  // namespace
 
-int RunJournal(int argc, char** argv) {
-  if (argc < 3) {
-    std::fputs(kJournalUsage.data(), stderr);
-    return kExitUsage;
-  }
-  const std::string_view sub = argv[2];
-  // Shift argv by one so that argv[1] is the sub-command and its flags
-  // start at argv[2], as RunCommand expects.
-  if (sub == "write") return RunCommand(kWriteSpec, argc - 1, argv + 1, Write);
-  if (sub == "inspect") {
-    return RunCommand(kInspectSpec, argc - 1, argv + 1, Inspect);
-  }
-  if (sub == "prune") return RunCommand(kPruneSpec, argc - 1, argv + 1, Prune);
-  if (sub == "follow") {
-    return RunCommand(kFollowSpec, argc - 1, argv + 1, Follow);
-  }
-  if (sub == "--help" || sub == "-h" || sub == "help") {
-    std::fputs(kJournalUsage.data(), stdout);
-    return kExitOk;
-  }
-  std::fprintf(stderr, "orderwire journal: unknown command '%s'\n\n", argv[2]);
-  std::fputs(kJournalUsage.data(), stderr);
-  return kExitUsage;
-}
+const Command kJournalCommand{&kJournalSpec, nullptr, kJournalSubcommands};
 
-int RunReplay(int argc, char** argv) {
-  return RunCommand(kReplaySpec, argc, argv, Replay);
-}
+const Command kReplayCommand{&kReplaySpec, Replay};
 
 }  // namespace orderwire::cli

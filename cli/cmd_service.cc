@@ -613,12 +613,8 @@ absl::Status Submit(const Args& args) {
 
 }  // namespace
 
-int RunServe(int argc, char** argv) {
-  return RunCommand(kServeSpec, argc, argv, Serve);
-}
+const Command kServeCommand{&kServeSpec, Serve};
 
-int RunSubmit(int argc, char** argv) {
-  return RunCommand(kSubmitSpec, argc, argv, Submit);
-}
+const Command kSubmitCommand{&kSubmitSpec, Submit};
 
 }  // namespace orderwire::cli

@@ -60,7 +60,7 @@ const CommandSpec kSnapshotSpec{
 };
 
 const CommandSpec kInspectSpec{
-    .name = "snapshot inspect",
+    .name = "inspect",
     .synopsis = "FILE",
     .summary = "Verify a snapshot file and show what it holds.",
     .details =
@@ -254,14 +254,10 @@ absl::Status Inspect(const Args& args) {
   return Print(stdout, out);
 }
 
+const Command kSnapshotSubcommands[] = {{&kInspectSpec, Inspect}};
+
 }  // namespace
 
-int RunSnapshot(int argc, char** argv) {
-  if (argc >= 3 && std::string_view(argv[2]) == "inspect") {
-    // Shift argv by one so that argv[1] is the sub-command.
-    return RunCommand(kInspectSpec, argc - 1, argv + 1, Inspect);
-  }
-  return RunCommand(kSnapshotSpec, argc, argv, Create);
-}
+const Command kSnapshotCommand{&kSnapshotSpec, Create, kSnapshotSubcommands};
 
 }  // namespace orderwire::cli

@@ -1,22 +1,27 @@
-// The orderwire subcommands. Each Run function takes the whole argv (argv[1]
-// is the subcommand's name) and returns the process exit status: 0 success,
-// 1 failure (bad input, I/O error, a journal that fails verification, a
-// server error), 2 usage error (see cli/common.h and main.cc).
+// The orderwire subcommands: each binds its flag table (CommandSpec) to the
+// function that runs it (cli/common.h). main.cc lists them; RunMain()
+// parses the command line and runs the one chosen. A command returns an
+// absl::Status: exit status 0 success, 1 failure (bad input, I/O error, a
+// journal that fails verification, a server error), 2 usage error.
 #ifndef ORDERWIRE_CLI_COMMANDS_H_
 #define ORDERWIRE_CLI_COMMANDS_H_
 
+#include "cli/common.h"
+
 namespace orderwire::cli {
 
-int RunEncode(int argc, char** argv);
-int RunDecode(int argc, char** argv);
-int RunBenchDecode(int argc, char** argv);
-int RunMatch(int argc, char** argv);
-int RunGen(int argc, char** argv);
-int RunJournal(int argc, char** argv);
-int RunReplay(int argc, char** argv);
-int RunSnapshot(int argc, char** argv);
-int RunServe(int argc, char** argv);
-int RunSubmit(int argc, char** argv);
+extern const Command kEncodeCommand;
+extern const Command kDecodeCommand;
+extern const Command kBenchDecodeCommand;
+extern const Command kMatchCommand;
+extern const Command kGenCommand;
+// `journal write|inspect|prune|follow`.
+extern const Command kJournalCommand;
+extern const Command kReplayCommand;
+// `snapshot` and `snapshot inspect`.
+extern const Command kSnapshotCommand;
+extern const Command kServeCommand;
+extern const Command kSubmitCommand;
 
 }  // namespace orderwire::cli
 

@@ -66,64 +66,8 @@ int ReportError(std::string_view command, const absl::Status& status) {
 // ---------------------------------------------------------------------------
 // Flags
 
-absl::StatusOr<Args> Args::Parse(const CommandSpec& spec, int argc, char** argv,
-                                 int first) {
-  Args args;
-  args.spec_ = &spec;
-  for (int i = first; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      args.help_ = true;
-      return args;
-    }
-  }
-  for (int i = first; i < argc; ++i) {
-    std::string_view arg = argv[i];
-    if (arg == "--") {
-      for (++i; i < argc; ++i) args.positional_.emplace_back(argv[i]);
-      break;
-    }
-    if (arg.size() < 3 || arg.substr(0, 2) != "--") {
-      if (spec.positional.empty()) {
-        return UsageError(absl::StrFormat(
-            "unexpected argument '%s' (see 'orderwire %s --help')", arg,
-            spec.name));
-      }
-      args.positional_.emplace_back(arg);
-      continue;
-    }
-    arg.remove_prefix(2);
-    std::optional<std::string_view> inline_value;
-    if (const std::size_t eq = arg.find('='); eq != std::string_view::npos) {
-      inline_value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    const FlagSpec* flag = Find(spec, arg);
-    if (flag == nullptr) {
-      return UsageError(absl::StrFormat(
-          "unknown flag '--%s' (see 'orderwire %s --help')", arg, spec.name));
-    }
-    if (args.values_.contains(std::string(flag->name))) {
-      return UsageError(absl::StrFormat("flag '--%s' given twice", flag->name));
-    }
-    if (flag->value_name.empty()) {
-      if (inline_value.has_value()) {
-        return UsageError(
-            absl::StrFormat("flag '--%s' takes no value", flag->name));
-      }
-      args.values_[std::string(flag->name)] = "true";
-      continue;
-    }
-    if (inline_value.has_value()) {
-      args.values_[std::string(flag->name)] = std::string(*inline_value);
-    } else if (i + 1 < argc) {
-      args.values_[std::string(flag->name)] = argv[++i];
-    } else {
-      return UsageError(absl::StrFormat("flag '--%s' needs a value (%s)",
-                                        flag->name, flag->value_name));
-    }
-  }
-  return args;
+void Args::Set(std::string_view name, std::string value) {
+  values_[std::string(name)] = std::move(value);
 }
 
 bool Args::Has(std::string_view name) const {
@@ -200,43 +144,6 @@ absl::Status Args::Require(std::string_view name) const {
         absl::StrFormat("--%s %s is required", name, flag->value_name));
   }
   return UsageError(absl::StrFormat("--%s is required", name));
-}
-
-std::string Usage(const CommandSpec& spec) {
-  std::string out = absl::StrFormat("usage: orderwire %s %s\n\n%s\n", spec.name,
-                                    spec.synopsis, spec.summary);
-  if (!spec.details.empty())
-    absl::StrAppendFormat(&out, "\n%s\n", spec.details);
-  if (!spec.flags.empty()) out += "\nflags:\n";
-  for (const FlagSpec& flag : spec.flags) {
-    std::string left = absl::StrFormat("  --%s", flag.name);
-    if (!flag.value_name.empty()) {
-      absl::StrAppendFormat(&left, " %s", flag.value_name);
-    }
-    absl::StrAppendFormat(&out, "%-28s %s", left, flag.help);
-    if (!flag.default_value.empty()) {
-      absl::StrAppendFormat(&out, " (default: %s)", flag.default_value);
-    }
-    out.push_back('\n');
-  }
-  absl::StrAppend(&out, "  --help                       show this help\n");
-  absl::StrAppend(&out,
-                  "\nexit status: 0 success, 1 failure, 2 usage error "
-                  "(see 'orderwire --help').\n");
-  return out;
-}
-
-int RunCommand(const CommandSpec& spec, int argc, char** argv,
-               absl::Status (*body)(const Args&)) {
-  absl::StatusOr<Args> args = Args::Parse(spec, argc, argv, 2);
-  if (!args.ok()) return ReportError(spec.name, args.status());
-  if (args->help_requested()) {
-    std::fputs(Usage(spec).c_str(), stdout);
-    return kExitOk;
-  }
-  const absl::Status status = body(*args);
-  if (status.ok()) return kExitOk;
-  return ReportError(spec.name, status);
 }
 
 // ---------------------------------------------------------------------------

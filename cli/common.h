@@ -3,15 +3,22 @@
 //  * Exit statuses: one rule for every subcommand (kExitOk, kExitFailure,
 //    kExitUsage), decided from the absl::Status a subcommand returns: a
 //    status made by UsageError() (or FlagError()) is a usage error, any
-//    other error is a failure.
-//  * Flags: each subcommand declares its flags in a table (name, value name,
-//    default, help); Args::Parse() accepts `--name value`, `--name=value`
-//    and, for boolean flags, `--name`. Unknown flags, missing values and
-//    positional arguments the subcommand does not take are usage errors
-//    with a message that names them; so is a flag value that does not parse
-//    or is out of range (Args::Int, Uint, Double), the message naming the
-//    flag and the value. `--help` prints the subcommand's usage generated
-//    from the same table.
+//    other error is a failure. --help exits 0.
+//  * Commands and flags: each subcommand declares its flags in a table
+//    (CommandSpec: name, value name, default, help) and binds it to the
+//    function that runs it (Command); main.cc's kSubcommands lists the
+//    top-level commands. RunMain() builds the command-line parser (CLI11,
+//    one CLI::App per command, nested for `journal write`, `snapshot
+//    inspect`) and the --help text from those tables. It accepts `--name
+//    value`, `--name=value` and, for boolean flags, `--name`. Unknown
+//    commands and flags, missing values, a flag given twice, a value given
+//    to a boolean flag and positional arguments a command does not take are
+//    usage errors with a message that names them. A flag value that does
+//    not parse or is out of range is one too (Args::Int, Uint, Double), the
+//    message naming the flag and the value.
+//    To add a command: a CommandSpec and a `absl::Status Body(const Args&)`
+//    in its cmd_*.cc, a `const Command kXCommand{&kSpec, Body}` declared in
+//    commands.h, and an entry in main.cc's kSubcommands.
 //  * Configuration files: LoadEngineConfig(), LoadServiceConfig().
 //  * Report sinks: ReportSink writes report frames to a file or standard
 //    output, as binary frames back to back or as JSON Lines.
@@ -88,7 +95,7 @@ struct FlagSpec {
 };
 
 struct CommandSpec {
-  std::string_view name = {};      // e.g. "decode"
+  std::string_view name = {};      // one word, e.g. "decode", "inspect"
   std::string_view synopsis = {};  // e.g. "[--hex] [--datagram]"
   std::string_view summary = {};   // one line
   std::string_view details = {};   // paragraphs shown under --help
@@ -96,21 +103,25 @@ struct CommandSpec {
   std::string_view positional = {};  // name of positional args, "" for none
 };
 
+// The flags and positional arguments a command was given, as its
+// CommandSpec declares them. Made by RunMain().
 class Args {
  public:
-  // Parses argv[first..argc). Returns the parsed flags, or a UsageError.
-  // If `--help` is given, help_requested() is true and nothing else is
-  // checked.
-  static absl::StatusOr<Args> Parse(const CommandSpec& spec, int argc,
-                                    char** argv, int first);
+  explicit Args(const CommandSpec& spec) : spec_(&spec) {}
 
-  [[nodiscard]] bool help_requested() const { return help_; }
+  // Records flag `name` (declared in the spec) as given with `value`
+  // ("true" for a boolean flag), and a positional argument.
+  void Set(std::string_view name, std::string value);
+  void AddPositional(std::string value) {
+    positional_.push_back(std::move(value));
+  }
+
   [[nodiscard]] bool Has(std::string_view name) const;
   [[nodiscard]] bool Bool(std::string_view name) const { return Has(name); }
   // The flag's value, or its default.
   [[nodiscard]] std::string String(std::string_view name) const;
-  // Parses the value as an integer in [min, max]. A UsageError naming the
-  // flag and the value if it does not parse or is out of range.
+  // Parses the value as a decimal integer in [min, max]. A UsageError
+  // naming the flag and the value if it does not parse or is out of range.
   [[nodiscard]] absl::StatusOr<std::int64_t> Int(std::string_view name,
                                                  std::int64_t min,
                                                  std::int64_t max) const;
@@ -132,19 +143,38 @@ class Args {
 
  private:
   const CommandSpec* spec_ = nullptr;
-  bool help_ = false;
   absl::flat_hash_map<std::string, std::string> values_;
   std::vector<std::string> positional_;
 };
 
-// The --help text of a subcommand.
-[[nodiscard]] std::string Usage(const CommandSpec& spec);
+// A command: its table, what runs it, and its own subcommands (`journal
+// write`, `snapshot inspect`), listed by its --help in this order.
+struct Command {
+  const CommandSpec* spec = nullptr;
+  // Runs the command with its parsed flags. nullptr for a command that
+  // only groups subcommands (`journal`): given alone, it prints its usage
+  // to standard error, exit status 2.
+  absl::Status (*run)(const Args&) = nullptr;
+  std::span<const Command> subcommands = {};
+};
 
-// Parses the flags of `spec` from argv[2..], prints --help if asked (exit
-// 0), runs `body` and turns its status into an exit status (ExitStatus()),
-// printing the error, if any, to standard error.
-int RunCommand(const CommandSpec& spec, int argc, char** argv,
-               absl::Status (*body)(const Args&));
+// A top-level command and the line `orderwire --help` lists it with.
+struct Subcommand {
+  const Command* command = nullptr;
+  std::string_view summary = {};
+};
+
+// The whole command line: builds the parser (a CLI::App for `root`, one
+// per command below it) from the tables, parses argv[1..argc), and then
+//  * prints the --help (`-h`, or `help` in place of a command) of the
+//    command it follows to standard output: exit status 0;
+//  * on a usage error prints "orderwire <command>: <what>" to standard
+//    error (and, for an unknown or missing command, the usage): exit 2;
+//  * otherwise runs the command and returns ExitStatus() of its status,
+//    printing the error, if any, as ReportError() does.
+// `root.name` is the program's name; `root.summary` heads its --help.
+int RunMain(const CommandSpec& root, std::span<const Subcommand> subcommands,
+            int argc, char** argv);
 
 // ---------------------------------------------------------------------------
 // Configuration files

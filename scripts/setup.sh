@@ -14,6 +14,7 @@ packages=(
   build-essential g++ cmake ninja-build pkg-config
   libabsl-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev
+  libcli11-dev   # cli/: the command-line parser (CLI11, header-only)
   libsodium-dev  # auth/: the datagram MAC (keyed BLAKE2b)
   libssl-dev     # bench/mac_bench: OpenSSL HMAC-SHA-256, a measured candidate
   libflatbuffers-dev flatbuffers-compiler libprotobuf-dev protobuf-compiler

@@ -338,6 +338,28 @@ class Help(unittest.TestCase):
                 for flag in flags:
                     self.assertIn(flag, text)
 
+    def test_nested_help_is_generated_from_the_flag_tables(self):
+        cases = (
+            (["journal", "--help"], "usage: orderwire journal <command>",
+             ["write ", "inspect ", "prune ", "follow "]),
+            (["journal", "write", "--help"], "usage: orderwire journal write",
+             ["--journal DIR", "--durability MODE", "(default: batch)",
+              "--segment-size BYTES", "--accept-loss", "--help"]),
+            (["snapshot", "--help"], "usage: orderwire snapshot",
+             ["--journal DIR", "--at-index N", "inspect "]),
+            (["snapshot", "inspect", "--help"],
+             "usage: orderwire snapshot inspect FILE", ["--help"]),
+        )
+        for args, usage, names in cases:
+            with self.subTest(" ".join(args)):
+                result = run(args, b"")
+                self.assertEqual(result.returncode, 0, result.stderr)
+                self.assertEqual(result.stderr, b"")
+                text = result.stdout.decode()
+                self.assertIn(usage, text)
+                for name in names:
+                    self.assertIn(name, text)
+
 
 def free_udp_port():
     """A UDP port on 127.0.0.1 that nothing listens on (just now)."""
@@ -444,6 +466,21 @@ EXIT_CASES = [
     # --accept-loss accepts lost records, not a journal that is not there.
     ("replay", ["--journal", "{tmp}/nope", "--verify", "--accept-loss"], b"",
      1, "does not exist"),
+    # The parser's own errors (CLI11), each naming its culprit.
+    ("journal", ["write", "--journal"], b"", 2,
+     "orderwire journal write: flag '--journal' needs a value (DIR)"),
+    ("journal", ["inspect", "{tmp}/nope", "--bogus"], b"", 2,
+     "orderwire journal inspect: unknown flag '--bogus'"),
+    ("journal", ["inspect", "{tmp}/nope", "--records", "--records"], b"", 2,
+     "flag '--records' given twice"),
+    ("match", ["--book", "0x10"], b"", 2, "--book: '0x10' is not an integer"),
+    ("match", ["--book=4", "extra"], b"", 2,
+     "orderwire match: unexpected argument 'extra'"),
+    ("snapshot", ["--journal", "{tmp}/j", "inspect", "{tmp}/file"], b"", 2,
+     "--journal is a flag of 'orderwire snapshot', not of "
+     "'orderwire snapshot inspect'"),
+    ("snapshot", ["frobnicate"], b"", 2,
+     "orderwire snapshot: unexpected argument 'frobnicate'"),
     # snapshot
     ("snapshot", ["--help"], b"", 0, ""),
     ("snapshot", [], b"", 2, "--journal DIR is required"),
