@@ -48,11 +48,13 @@ trap cleanup EXIT
 if [ ! -f "$build/CMakeCache.txt" ]; then
   [ "$build" = build/release ] || fail "$build is not a configured build tree"
   step "configuring build/release (cmake --preset release)"
-  cmake --preset release >/dev/null
+  cmake --preset release >"$work/configure.log" 2>&1 ||
+    { cat "$work/configure.log" >&2; fail "cmake --preset release"; }
 fi
 step "building what is installed (orderwire, orderwire_client) in $build"
-cmake --build "$build" -j "$jobs" --target orderwire orderwire_client >/dev/null ||
-  fail "building the install targets in $build"
+cmake --build "$build" -j "$jobs" --target orderwire orderwire_client \
+  >"$work/build.log" 2>&1 ||
+  { tail -n 60 "$work/build.log" >&2; fail "building the install targets in $build"; }
 
 prefix="$work/prefix"
 step "1. cmake --install $build --prefix $prefix"
