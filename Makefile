@@ -6,14 +6,16 @@
 # Others: make build, make asan (tests under ASan+UBSan), make fuzz
 # (libFuzzer targets, FUZZ_SECONDS each), make bench, make format, make lint
 # (layering + clang-format check + clang-tidy), make torture (the reliability
-# run, docs/RELIABILITY.md), make clean.
+# run, docs/RELIABILITY.md), make install-check (install into a temporary
+# prefix, build examples/trader against it, trade with the installed serve),
+# make clean.
 
 JOBS ?= 2
 FUZZ_SECONDS ?= 30
 BUILD := build/release
 
 .PHONY: all setup build demo test asan fuzz bench torture format lint \
-        lint-layering lint-format lint-tidy clean
+        lint-layering lint-format lint-tidy install-check clean
 
 all: build
 
@@ -46,6 +48,10 @@ bench: build
 
 torture: build
 	@scripts/torture.sh $(BUILD)
+
+# The installed package as a user sees it: scripts/check_install.sh.
+install-check: build
+	@JOBS=$(JOBS) scripts/check_install.sh $(BUILD)
 
 format:
 	@scripts/setup.sh lint
