@@ -16,16 +16,16 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "codec/frame.h"
-#include "codec/json.h"
 #include "codec/kind_table.h"
 #include "fuzz/fuzz_check.h"
+#include "jsonl/jsonl.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
   namespace codec = orderwire::codec;
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   std::array<std::byte, codec::kMaxFrameSize> out{};
-  const absl::StatusOr<std::size_t> written = codec::JsonToFrame(text, out);
+  const absl::StatusOr<std::size_t> written = jsonl::JsonToFrame(text, out);
   if (!written.ok()) {
     FUZZ_CHECK(written.status().code() == absl::StatusCode::kInvalidArgument);
     FUZZ_CHECK(!written.status().message().empty());
@@ -37,15 +37,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   FUZZ_CHECK(frame.ok());
   FUZZ_CHECK(frame->size() == *written);
 
-  const std::string json = codec::FrameToJson(*frame);
+  const std::string json = jsonl::FrameToJson(*frame);
   std::array<std::byte, codec::kMaxFrameSize> again{};
-  const absl::StatusOr<std::size_t> rewritten = codec::JsonToFrame(json, again);
+  const absl::StatusOr<std::size_t> rewritten = jsonl::JsonToFrame(json, again);
   FUZZ_CHECK(rewritten.ok());
   FUZZ_CHECK(*rewritten == *written);
   FUZZ_CHECK(std::memcmp(again.data(), out.data(), *written) == 0);
   const auto frame_again =
       codec::FrameView::Parse(std::span(again).first(*rewritten));
   FUZZ_CHECK(frame_again.ok());
-  FUZZ_CHECK(codec::FrameToJson(*frame_again) == json);
+  FUZZ_CHECK(jsonl::FrameToJson(*frame_again) == json);
   return 0;
 }

@@ -15,7 +15,7 @@
 
 #include "codec/datagram.h"
 #include "codec/frame.h"
-#include "codec/json.h"
+#include "jsonl/jsonl.h"
 #include "tests/codec/golden.h"
 
 namespace {
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     ok &= Write(frame_dir / name, bytes);
     const auto frame = codec::FrameView::Parse(bytes);
     if (!frame.ok()) return 1;
-    ok &= Write(json_dir / (name + ".json"), codec::FrameToJson(*frame));
+    ok &= Write(json_dir / (name + ".json"), jsonl::FrameToJson(*frame));
     if (frame->is_command()) {
       commands.insert(commands.end(), bytes.begin(), bytes.end());
     } else if (reports.AppendFrame(bytes) != codec::CodecError::kOk) {

@@ -1,5 +1,5 @@
-// JSON Lines form of frames; see json.h.
-#include "codec/json.h"
+// JSON Lines form of frames; see jsonl.h.
+#include "jsonl/jsonl.h"
 
 #include <array>
 #include <charconv>
@@ -13,8 +13,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace orderwire::codec {
+namespace orderwire::jsonl {
 namespace {
+
+using codec::EncodeFrame;
+using codec::ForEachMessage;
+using codec::MessageTraits;
+using codec::Result;
+using codec::View;
+using codec::VisitFrame;
 
 // ---------------------------------------------------------------------------
 // Writing.
@@ -261,14 +268,14 @@ absl::StatusOr<std::size_t> EncodeFromMembers(
 
 }  // namespace
 
-std::string FrameToJson(FrameView frame) {
+std::string FrameToJson(codec::FrameView frame) {
   std::string json;
   VisitFrame(frame, [&](const auto& view) { json = ViewToJson(view); });
   return json;
 }
 
-std::string DatagramHeaderToJson(const DatagramView& datagram) {
-  const DatagramHeader h = datagram.header();
+std::string DatagramHeaderToJson(const codec::DatagramView& datagram) {
+  const codec::DatagramHeader h = datagram.header();
   return absl::StrFormat(
       "{\"kind\":\"Datagram\",\"magic\":\"OW\",\"version\":%d,\"flags\":%d,"
       "\"session_id\":%d,\"frame_count\":%d,\"reserved\":%d,\"size\":%d}",
@@ -311,4 +318,4 @@ absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
   return result;
 }
 
-}  // namespace orderwire::codec
+}  // namespace orderwire::jsonl

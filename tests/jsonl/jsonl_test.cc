@@ -2,7 +2,7 @@
 // from docs/PROTOCOL.md's values), JsonToFrame round trips of all 12 kinds with
 // extreme values, and every way JsonToFrame rejects a line, each with the
 // field or column named in the message.
-#include "codec/json.h"
+#include "jsonl/jsonl.h"
 
 #include <array>
 #include <cstddef>
@@ -23,8 +23,23 @@
 #include "tests/codec/golden.h"
 #include "tests/codec/test_support.h"
 
-namespace orderwire::codec::test {
+namespace orderwire::jsonl::test {
 namespace {
+
+using ::orderwire::codec::DatagramView;
+using ::orderwire::codec::EncodeFrame;
+using ::orderwire::codec::FrameView;
+using ::orderwire::codec::kFrameSize;
+using ::orderwire::codec::kMaxFrameSize;
+using ::orderwire::codec::MessageTraits;
+using ::orderwire::codec::Result;
+using ::orderwire::codec::test::AllModels;
+using ::orderwire::codec::test::ModelName;
+using ::orderwire::codec::test::RandomModel;
+using ::orderwire::codec::test::RandomValue;
+using ::orderwire::test_support::FromHex;
+using ::orderwire::test_support::Hex;
+namespace golden = ::orderwire::codec::golden;
 
 using Rng = ::orderwire::codec::testing::SplitMix64;
 using ::testing::HasSubstr;
@@ -354,4 +369,4 @@ TEST(JsonToFrameTest, ReportsOutOfRangeWhenTheOutputIsTooSmall) {
 }
 
 }  // namespace
-}  // namespace orderwire::codec::test
+}  // namespace orderwire::jsonl::test

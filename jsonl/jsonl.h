@@ -1,4 +1,6 @@
-// The JSON Lines form of frames, for the CLI, logs and tests. Cold path.
+// orderwire::jsonl: the JSON Lines form of frames, for the CLI, logs, tests
+// and fuzzing. A library of its own, beside the codec and not part of it: the
+// hot codec (orderwire::codec) neither compiles nor links any JSON. Cold path.
 //
 // One frame is one flat JSON object: "kind" with the PROTOCOL.md name, then
 // "sequence", then every body field under its PROTOCOL.md name in wire order.
@@ -9,8 +11,8 @@
 // The reader accepts the keys in any order and whitespace anywhere JSON
 // allows it; it rejects a missing, unknown or repeated key, a value that is
 // not an integer or does not fit its field, and anything after the object.
-#ifndef ORDERWIRE_CODEC_JSON_H_
-#define ORDERWIRE_CODEC_JSON_H_
+#ifndef ORDERWIRE_JSONL_JSONL_H_
+#define ORDERWIRE_JSONL_JSONL_H_
 
 #include <cstddef>
 #include <span>
@@ -21,15 +23,16 @@
 #include "codec/datagram.h"
 #include "codec/frame.h"
 
-namespace orderwire::codec {
+namespace orderwire::jsonl {
 
 // The JSON object of `frame`, without a trailing newline.
-[[nodiscard]] std::string FrameToJson(FrameView frame);
+[[nodiscard]] std::string FrameToJson(codec::FrameView frame);
 
 // The JSON object of a datagram's header:
 // {"kind":"Datagram","magic":"OW","version":1,"flags":0,"session_id":...,
 //  "frame_count":...,"reserved":0,"size":...}
-[[nodiscard]] std::string DatagramHeaderToJson(const DatagramView& datagram);
+[[nodiscard]] std::string DatagramHeaderToJson(
+    const codec::DatagramView& datagram);
 
 // Parses one JSON object and encodes its frame at the start of `out`.
 // Returns the frame size. Errors: InvalidArgument naming the column (0-based
@@ -37,6 +40,6 @@ namespace orderwire::codec {
 [[nodiscard]] absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
                                                       std::span<std::byte> out);
 
-}  // namespace orderwire::codec
+}  // namespace orderwire::jsonl
 
-#endif  // ORDERWIRE_CODEC_JSON_H_
+#endif  // ORDERWIRE_JSONL_JSONL_H_
