@@ -2,16 +2,18 @@
 #include "jsonl/jsonl.h"
 
 #include <array>
-#include <charconv>
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
+#include <string_view>
 #include <type_traits>
-#include <vector>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "simdjson.h"
 
 namespace orderwire::jsonl {
 namespace {
@@ -53,165 +55,313 @@ std::string ViewToJson(const View<Model>& view) {
 }
 
 // ---------------------------------------------------------------------------
-// Reading: a flat object of string keys and string or integer values.
+// Reading, with simdjson's on-demand parser.
+//
+// simdjson finds the tokens and parses the numbers; this file adds the
+// format's rules on top: one flat object, every key known and present once,
+// values that are integers (or the kind's name), each in its field's range.
+//
+// The line is parsed as the only element of an array, "[" line "]", in a
+// buffer padded with SIMDJSON_PADDING spaces (simdjson reads that far past a
+// document's end). Why the array: for a document that is an object, simdjson
+// first checks that the last token is its "}" and reports any line that ends
+// otherwise ("{...} x", "{...},", "{...") as one error without a position;
+// as an element of an array the object is read token by token, so the first
+// token that does not belong is found where it is, and everything after the
+// object's "}" other than our closing "]" is text after the object.
 
-struct JsonValue {
-  bool is_string = false;
-  std::string_view text;  // string contents (no escapes) or number token
-  std::size_t column = 0;
+// One parser and one padded buffer per thread, reused: after the first lines
+// of the longest size seen, parsing a line allocates nothing in simdjson.
+struct ParserState {
+  simdjson::ondemand::parser parser;
+  std::string buffer;
 };
 
-struct JsonMember {
-  std::string_view key;
-  std::size_t column;
-  JsonValue value;
-};
+ParserState& ThreadParserState() {
+  thread_local ParserState state;
+  return state;
+}
 
-class FlatObjectParser {
+absl::Status ColumnError(std::size_t column, std::string_view what) {
+  return absl::InvalidArgumentError(
+      absl::StrFormat("column %d: %s", column, what));
+}
+
+// The line inside the buffer, to turn simdjson's pointers into columns.
+class WrappedLine {
  public:
-  explicit FlatObjectParser(std::string_view text) : text_(text) {}
+  // The buffer holds "[" line "]" and padding.
+  WrappedLine(std::string_view line, const char* buffer)
+      : line_(line), start_(buffer + 1) {}
 
-  absl::Status Parse(std::vector<JsonMember>& members) {
-    SkipSpace();
-    if (!Consume('{')) return Error("expected '{' to open a JSON object");
-    SkipSpace();
-    if (Consume('}')) return Finish();
-    while (true) {
-      SkipSpace();
-      JsonMember member;
-      member.column = pos_;
-      std::string_view key;
-      if (absl::Status s = ParseString(key); !s.ok()) return s;
-      member.key = key;
-      SkipSpace();
-      if (!Consume(':')) return Error("expected ':' after a key");
-      SkipSpace();
-      member.value.column = pos_;
-      if (Peek() == '"') {
-        member.value.is_string = true;
-        if (absl::Status s = ParseString(member.value.text); !s.ok()) return s;
-      } else {
-        const std::size_t start = pos_;
-        while (pos_ < text_.size() &&
-               (text_[pos_] == '-' || text_[pos_] == '+' ||
-                text_[pos_] == '.' || text_[pos_] == 'e' ||
-                text_[pos_] == 'E' ||
-                (text_[pos_] >= '0' && text_[pos_] <= '9') ||
-                (text_[pos_] >= 'a' && text_[pos_] <= 'z'))) {
-          ++pos_;
-        }
-        if (start == pos_) {
-          return Error("expected a value (an integer or a string)");
-        }
-        member.value.text = text_.substr(start, pos_ - start);
-      }
-      members.push_back(member);
-      SkipSpace();
-      if (Consume(',')) continue;
-      if (Consume('}')) return Finish();
-      return Error("expected ',' or '}'");
+  [[nodiscard]] std::size_t ColumnOf(const char* at) const {
+    return static_cast<std::size_t>(at - start_);
+  }
+  [[nodiscard]] const char* End() const { return start_ + line_.size(); }
+  [[nodiscard]] std::size_t size() const { return line_.size(); }
+
+  // A syntax error that simdjson found at its current token.
+  [[nodiscard]] absl::Status SyntaxError(simdjson::ondemand::document& doc,
+                                         simdjson::error_code error) const {
+    const char* at = End();
+    if (doc.current_location().get(at) != simdjson::SUCCESS || at > End()) {
+      at = End();
     }
+    const std::size_t column = ColumnOf(at);
+    const std::string found = column >= line_.size()
+                                  ? std::string("the end of the line")
+                                  : absl::StrFormat("'%c'", line_[column]);
+    return ColumnError(column,
+                       absl::StrFormat("malformed JSON at %s (%s)", found,
+                                       simdjson::error_message(error)));
+  }
+
+  // The contents of the string whose opening quote is at `quote`: this
+  // format has no escapes and no control characters in its strings.
+  // (simdjson has checked that the string is closed.)
+  [[nodiscard]] absl::StatusOr<std::string_view> PlainString(
+      const char* quote) const {
+    const char* const begin = quote + 1;
+    const char* at = begin;
+    for (; *at != '"'; ++at) {
+      if (*at == '\\') {
+        return ColumnError(ColumnOf(at),
+                           "escape sequences are not used by this format");
+      }
+      if (static_cast<unsigned char>(*at) < 0x20) {
+        return ColumnError(ColumnOf(at), "control character inside a string");
+      }
+    }
+    return std::string_view(begin, static_cast<std::size_t>(at - begin));
   }
 
  private:
-  absl::Status Finish() {
-    SkipSpace();
-    if (pos_ != text_.size()) return Error("unexpected text after the object");
-    return absl::OkStatus();
-  }
-
-  absl::Status ParseString(std::string_view& out) {
-    if (!Consume('"')) return Error("expected '\"' to open a string");
-    const std::size_t start = pos_;
-    while (pos_ < text_.size() && text_[pos_] != '"') {
-      if (text_[pos_] == '\\') {
-        return Error("escape sequences are not used by this format");
-      }
-      if (static_cast<unsigned char>(text_[pos_]) < 0x20) {
-        return Error("control character inside a string");
-      }
-      ++pos_;
-    }
-    if (pos_ == text_.size()) return Error("unterminated string");
-    out = text_.substr(start, pos_ - start);
-    ++pos_;
-    return absl::OkStatus();
-  }
-
-  void SkipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\r' ||
-            text_[pos_] == '\n')) {
-      ++pos_;
-    }
-  }
-  [[nodiscard]] char Peek() const {
-    return pos_ < text_.size() ? text_[pos_] : '\0';
-  }
-  bool Consume(char c) {
-    if (Peek() != c || pos_ >= text_.size()) return false;
-    ++pos_;
-    return true;
-  }
-  absl::Status Error(std::string_view what) const {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("column %d: %s", pos_, what));
-  }
-
-  std::string_view text_;
-  std::size_t pos_ = 0;
+  std::string_view line_;
+  const char* start_;
 };
 
-// Parses `value` as an integer of type T (enums: their underlying type).
+// The offset of the first byte of `line` that is not part of valid UTF-8
+// (simdjson rejects such a document without saying where).
+std::size_t FirstInvalidUtf8(std::string_view line) {
+  std::size_t at = 0;
+  while (at < line.size()) {
+    const auto lead = static_cast<unsigned char>(line[at]);
+    std::size_t length = 1;
+    if (lead >= 0xF0) {
+      length = 4;
+    } else if (lead >= 0xE0) {
+      length = 3;
+    } else if (lead >= 0xC0) {
+      length = 2;
+    }
+    if (at + length > line.size() ||
+        !simdjson::validate_utf8(line.data() + at, length)) {
+      return at;
+    }
+    at += length;
+  }
+  return line.size();
+}
+
+// The offset of the first control character inside a string of `line`
+// (simdjson rejects such a document without saying where). A backslash
+// skips the character after it, as in JSON.
+std::size_t FirstControlCharacterInAString(std::string_view line) {
+  bool in_string = false;
+  for (std::size_t at = 0; at < line.size(); ++at) {
+    const char c = line[at];
+    if (!in_string) {
+      in_string = c == '"';
+    } else if (c == '\\') {
+      ++at;
+    } else if (c == '"') {
+      in_string = false;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      return at;
+    }
+  }
+  return line.size();
+}
+
+// A value token without the whitespace simdjson leaves after it.
+std::string_view TokenText(std::string_view raw) {
+  while (!raw.empty() && (raw.back() == ' ' || raw.back() == '\t' ||
+                          raw.back() == '\r' || raw.back() == '\n')) {
+    raw.remove_suffix(1);
+  }
+  return raw;
+}
+
+// Parses the integer `value` (raw token `token` at `column`) as a T (enums:
+// their underlying type).
 template <typename T>
-absl::StatusOr<T> ParseInteger(std::string_view name, const JsonValue& value) {
+absl::StatusOr<T> ParseInteger(std::string_view name,
+                               simdjson::ondemand::value& value,
+                               std::string_view token, std::size_t column) {
   using I =
       typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
                                   std::type_identity<T>>::type;
-  if (value.is_string) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "column %d: field \"%s\" must be an integer, not a string",
-        value.column, name));
+  if (token.front() == '"') {
+    return ColumnError(
+        column,
+        absl::StrFormat("field \"%s\" must be an integer, not a string", name));
   }
-  I parsed{};
-  const char* const begin = value.text.data();
-  const char* const end = begin + value.text.size();
-  const auto [ptr, ec] = std::from_chars(begin, end, parsed);
-  // from_chars takes no minus sign for an unsigned type; a negative integer
-  // is an out-of-range value of an unsigned field, not a non-integer.
-  const bool negative_unsigned =
-      std::is_unsigned_v<I> && value.text.size() > 1 && value.text[0] == '-' &&
-      value.text.find_first_not_of("0123456789", 1) == std::string_view::npos;
-  if (ec == std::errc::result_out_of_range || negative_unsigned) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "column %d: field \"%s\" value %s does not fit in %d bytes%s",
-        value.column, name, value.text, sizeof(I),
-        std::is_signed_v<I> ? " (signed)" : " (unsigned)"));
+  const absl::Status not_an_integer = ColumnError(
+      column,
+      absl::StrFormat("field \"%s\" value %s is not an integer", name, token));
+  const absl::Status does_not_fit = ColumnError(
+      column,
+      absl::StrFormat("field \"%s\" value %s does not fit in %d bytes%s", name,
+                      token, sizeof(I),
+                      std::is_signed_v<I> ? " (signed)" : " (unsigned)"));
+  // An integer token (an optional minus and digits): simdjson's number type
+  // says so without parsing; anything else (a fraction, an exponent, "true",
+  // "+1") is not an integer.
+  simdjson::ondemand::number_type type{};
+  if (value.get_number_type().get(type) != simdjson::SUCCESS ||
+      type == simdjson::ondemand::number_type::floating_point_number) {
+    return not_an_integer;
   }
-  if (ec != std::errc() || ptr != end) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("column %d: field \"%s\" value %s is not an integer",
-                        value.column, name, value.text));
+  // An integer token that simdjson cannot read as a 64-bit integer of the
+  // field's signedness is out of range (negative for an unsigned field,
+  // beyond 64 bits), except a malformed one (a leading zero): NUMBER_ERROR.
+  if constexpr (std::is_unsigned_v<I>) {
+    std::uint64_t parsed = 0;
+    const simdjson::error_code error = value.get_uint64().get(parsed);
+    if (error == simdjson::NUMBER_ERROR) return not_an_integer;
+    if (error != simdjson::SUCCESS || parsed > std::numeric_limits<I>::max()) {
+      return does_not_fit;
+    }
+    return static_cast<T>(static_cast<I>(parsed));
+  } else {
+    std::int64_t parsed = 0;
+    const simdjson::error_code error = value.get_int64().get(parsed);
+    if (error == simdjson::NUMBER_ERROR) return not_an_integer;
+    if (error != simdjson::SUCCESS || parsed > std::numeric_limits<I>::max() ||
+        parsed < std::numeric_limits<I>::min()) {
+      return does_not_fit;
+    }
+    return static_cast<T>(static_cast<I>(parsed));
   }
-  return static_cast<T>(parsed);
 }
 
+// The document's only element, the line's object. The caller has checked
+// that the line's first non-blank character is "{".
+absl::StatusOr<simdjson::ondemand::object> LineObject(
+    simdjson::ondemand::document& doc, const WrappedLine& line) {
+  simdjson::ondemand::array wrapper;
+  if (simdjson::error_code e = doc.get_array().get(wrapper)) {
+    return line.SyntaxError(doc, e);
+  }
+  simdjson::ondemand::array_iterator element;
+  if (simdjson::error_code e = wrapper.begin().get(element)) {
+    return line.SyntaxError(doc, e);
+  }
+  simdjson::ondemand::object object;
+  if (simdjson::error_code e = (*element).get_object().get(object)) {
+    return line.SyntaxError(doc, e);
+  }
+  return object;
+}
+
+// What the first pass learns: where "kind" is, and its name.
+struct KindKey {
+  int count = 0;
+  std::size_t second_key_column = 0;  // the repeated "kind", if any
+  bool is_string = false;
+  std::string_view name;
+  std::size_t value_column = 0;
+};
+
+// The first pass: every token of the line, so that a syntax error anywhere
+// is reported before any rule of the format; every key and string value is
+// plain; every value is a string or a scalar token (not an object, an array
+// or a missing value); nothing follows the object.
+absl::StatusOr<KindKey> CheckSyntaxAndFindKind(
+    simdjson::ondemand::document& doc, const WrappedLine& line) {
+  absl::StatusOr<simdjson::ondemand::object> object = LineObject(doc, line);
+  if (!object.ok()) return object.status();
+  KindKey kind;
+  for (auto field_result : *object) {
+    simdjson::ondemand::field field;
+    if (simdjson::error_code e = std::move(field_result).get(field)) {
+      return line.SyntaxError(doc, e);
+    }
+    const char* const key_quote =
+        reinterpret_cast<const char*>(field.key().raw()) - 1;
+    const absl::StatusOr<std::string_view> key = line.PlainString(key_quote);
+    if (!key.ok()) return key.status();
+    const std::string_view token = field.value().raw_json_token();
+    const std::size_t column = line.ColumnOf(token.data());
+    const char first = token.empty() ? '\0' : token.front();
+    if (first == '{' || first == '[' || first == '}' || first == ']' ||
+        first == ',' || first == ':' || first == '\0') {
+      return ColumnError(column, "expected a value (an integer or a string)");
+    }
+    std::string_view text;
+    if (first == '"') {
+      const absl::StatusOr<std::string_view> s = line.PlainString(token.data());
+      if (!s.ok()) return s.status();
+      text = *s;
+    }
+    if (*key == "kind") {
+      if (++kind.count == 1) {
+        kind.is_string = first == '"';
+        kind.name = text;
+        kind.value_column = column;
+      } else if (kind.count == 2) {
+        kind.second_key_column = line.ColumnOf(key_quote);
+      }
+    }
+  }
+  // After the object's "}" the next token must be our closing "]".
+  const char* after = nullptr;
+  if (doc.current_location().get(after) != simdjson::SUCCESS) {
+    return line.SyntaxError(doc, simdjson::TAPE_ERROR);
+  }
+  if (after != line.End()) {
+    return ColumnError(line.ColumnOf(after),
+                       "unexpected text after the object");
+  }
+  return kind;
+}
+
+// The second pass, over the same tokens with the kind known: every key is
+// one of Model's fields or "sequence" (or "kind"), once; every value parses
+// into its field; none is missing.
 template <typename Model>
-absl::StatusOr<std::size_t> EncodeFromMembers(
-    const std::vector<JsonMember>& members, std::span<std::byte> out) {
+absl::StatusOr<std::size_t> EncodeFromObject(simdjson::ondemand::document& doc,
+                                             const WrappedLine& line,
+                                             std::span<std::byte> out) {
+  doc.rewind();
+  absl::StatusOr<simdjson::ondemand::object> object = LineObject(doc, line);
+  if (!object.ok()) return object.status();
   Model model{};
   std::optional<std::uint64_t> sequence;
   constexpr std::size_t kFieldCount = MessageTraits<Model>::kLayout.kFieldCount;
   std::array<bool, kFieldCount> seen{};
-  for (const JsonMember& member : members) {
-    if (member.key == "kind") continue;
-    if (member.key == "sequence") {
+  for (auto field_result : *object) {
+    simdjson::ondemand::field field;
+    if (simdjson::error_code e = std::move(field_result).get(field)) {
+      return line.SyntaxError(doc, e);
+    }
+    const char* const key_quote =
+        reinterpret_cast<const char*>(field.key().raw()) - 1;
+    const absl::StatusOr<std::string_view> key_or = line.PlainString(key_quote);
+    if (!key_or.ok()) return key_or.status();
+    const std::string_view key = *key_or;
+    const std::size_t key_column = line.ColumnOf(key_quote);
+    simdjson::ondemand::value& value = field.value();
+    const std::string_view raw = value.raw_json_token();
+    const std::string_view token = TokenText(raw);
+    const std::size_t column = line.ColumnOf(raw.data());
+    if (key == "kind") continue;
+    if (key == "sequence") {
       if (sequence.has_value()) {
-        return absl::InvalidArgumentError(absl::StrFormat(
-            "column %d: key \"sequence\" appears twice", member.column));
+        return ColumnError(key_column, "key \"sequence\" appears twice");
       }
       absl::StatusOr<std::uint64_t> v =
-          ParseInteger<std::uint64_t>("sequence", member.value);
+          ParseInteger<std::uint64_t>("sequence", value, token, column);
       if (!v.ok()) return v.status();
       sequence = *v;
       continue;
@@ -219,29 +369,29 @@ absl::StatusOr<std::size_t> EncodeFromMembers(
     bool known = false;
     absl::Status status;
     std::size_t index = 0;
-    MessageTraits<Model>::kLayout.ForEach([&](const auto& field, std::size_t) {
+    MessageTraits<Model>::kLayout.ForEach([&](const auto& f, std::size_t) {
       const std::size_t i = index++;
-      if (known || field.name != member.key) return;
+      if (known || f.name != key) return;
       known = true;
-      using T = typename std::remove_cvref_t<decltype(field)>::ValueType;
+      using T = typename std::remove_cvref_t<decltype(f)>::ValueType;
       if (seen[i]) {
-        status = absl::InvalidArgumentError(absl::StrFormat(
-            "column %d: key \"%s\" appears twice", member.column, member.key));
+        status = ColumnError(key_column,
+                             absl::StrFormat("key \"%s\" appears twice", key));
         return;
       }
       seen[i] = true;
-      absl::StatusOr<T> v = ParseInteger<T>(field.name, member.value);
+      absl::StatusOr<T> v = ParseInteger<T>(f.name, value, token, column);
       if (!v.ok()) {
         status = v.status();
         return;
       }
-      model.*field.member = *v;
+      model.*f.member = *v;
     });
     if (!status.ok()) return status;
     if (!known) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("column %d: %s has no field \"%s\"", member.column,
-                          MessageTraits<Model>::kName, member.key));
+      return ColumnError(key_column,
+                         absl::StrFormat("%s has no field \"%s\"",
+                                         MessageTraits<Model>::kName, key));
     }
   }
   if (!sequence.has_value()) {
@@ -249,10 +399,10 @@ absl::StatusOr<std::size_t> EncodeFromMembers(
   }
   std::size_t index = 0;
   std::string missing;
-  MessageTraits<Model>::kLayout.ForEach([&](const auto& field, std::size_t) {
+  MessageTraits<Model>::kLayout.ForEach([&](const auto& f, std::size_t) {
     if (!seen[index++]) {
       absl::StrAppendFormat(&missing, "%s\"%s\"", missing.empty() ? "" : ", ",
-                            field.name);
+                            f.name);
     }
   });
   if (!missing.empty()) {
@@ -285,34 +435,59 @@ std::string DatagramHeaderToJson(const codec::DatagramView& datagram) {
 
 absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
                                         std::span<std::byte> out) {
-  std::vector<JsonMember> members;
-  members.reserve(16);
-  FlatObjectParser parser(line);
-  if (absl::Status s = parser.Parse(members); !s.ok()) return s;
-  const JsonMember* kind = nullptr;
-  for (const JsonMember& member : members) {
-    if (member.key != "kind") continue;
-    if (kind != nullptr) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "column %d: key \"kind\" appears twice", member.column));
-    }
-    kind = &member;
+  // The object must open at the first non-blank character.
+  const std::size_t first = line.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos || line[first] != '{') {
+    return ColumnError(first == std::string_view::npos ? line.size() : first,
+                       "expected '{' to open a JSON object");
   }
-  if (kind == nullptr) {
+  ParserState& state = ThreadParserState();
+  // "[" line "]" and the padding simdjson may read.
+  state.buffer.clear();
+  state.buffer.reserve(line.size() + 2 + simdjson::SIMDJSON_PADDING);
+  state.buffer.push_back('[');
+  state.buffer.append(line);
+  state.buffer.push_back(']');
+  const std::size_t document_size = state.buffer.size();
+  state.buffer.append(simdjson::SIMDJSON_PADDING, ' ');
+  const WrappedLine wrapped(line, state.buffer.data());
+
+  simdjson::ondemand::document doc;
+  if (simdjson::error_code e =
+          state.parser
+              .iterate(state.buffer.data(), document_size, state.buffer.size())
+              .get(doc)) {
+    if (e == simdjson::UNCLOSED_STRING) {
+      return ColumnError(line.size(), "unterminated string");
+    }
+    if (e == simdjson::UNESCAPED_CHARS) {
+      return ColumnError(FirstControlCharacterInAString(line),
+                         "control character inside a string");
+    }
+    if (e == simdjson::UTF8_ERROR) {
+      return ColumnError(FirstInvalidUtf8(line), "not valid UTF-8");
+    }
+    return ColumnError(0, absl::StrFormat("cannot parse the line (%s)",
+                                          simdjson::error_message(e)));
+  }
+  const absl::StatusOr<KindKey> kind = CheckSyntaxAndFindKind(doc, wrapped);
+  if (!kind.ok()) return kind.status();
+  if (kind->count > 1) {
+    return ColumnError(kind->second_key_column, "key \"kind\" appears twice");
+  }
+  if (kind->count == 0) {
     return absl::InvalidArgumentError("missing key \"kind\"");
   }
-  if (!kind->value.is_string) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "column %d: \"kind\" must be a string such as \"NewLimit\"",
-        kind->value.column));
+  if (!kind->is_string) {
+    return ColumnError(kind->value_column,
+                       "\"kind\" must be a string such as \"NewLimit\"");
   }
-  absl::StatusOr<std::size_t> result = absl::InvalidArgumentError(
-      absl::StrFormat("column %d: unknown kind \"%s\"", kind->value.column,
-                      kind->value.text));
+  absl::StatusOr<std::size_t> result = ColumnError(
+      kind->value_column, absl::StrFormat("unknown kind \"%s\"", kind->name));
   ForEachMessage([&](auto model) {
     using Model = typename decltype(model)::type;
-    if (kind->value.text == MessageTraits<Model>::kName) {
-      result = EncodeFromMembers<Model>(members, out);
+    if (kind->name == MessageTraits<Model>::kName) {
+      result = EncodeFromObject<Model>(doc, wrapped, out);
     }
   });
   return result;

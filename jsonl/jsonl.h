@@ -8,9 +8,13 @@
 //
 //   {"kind":"CancelByOrder","sequence":4,"account_id":7,"order_id":42}
 //
-// The reader accepts the keys in any order and whitespace anywhere JSON
-// allows it; it rejects a missing, unknown or repeated key, a value that is
-// not an integer or does not fit its field, and anything after the object.
+// The reader (simdjson's on-demand parser, with this format's rules on top)
+// accepts the keys in any order and whitespace anywhere JSON allows it; it
+// rejects a missing, unknown or repeated key, a value that is not an integer
+// (a fraction, an exponent, a leading zero, a string, true/null, an object)
+// or does not fit its field, escapes and control characters in strings,
+// invalid UTF-8, and anything after the object. Each error names the column
+// (0-based byte offset in the line) and, where there is one, the field.
 #ifndef ORDERWIRE_JSONL_JSONL_H_
 #define ORDERWIRE_JSONL_JSONL_H_
 
@@ -37,6 +41,8 @@ namespace orderwire::jsonl {
 // Parses one JSON object and encodes its frame at the start of `out`.
 // Returns the frame size. Errors: InvalidArgument naming the column (0-based
 // byte offset in `line`) and the reason; OutOfRange if `out` is too small.
+// Reads `line` only (it is copied into a padded buffer for simdjson, one per
+// thread, reused); cost: about a microsecond per line (docs/BENCHMARKS.md).
 [[nodiscard]] absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
                                                       std::span<std::byte> out);
 
