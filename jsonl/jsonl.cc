@@ -192,35 +192,42 @@ std::string_view TokenText(std::string_view raw) {
   return raw;
 }
 
-// Parses the integer `value` (raw token `token` at `column`) as a T (enums:
-// their underlying type).
+// Parses the integer `value` (raw token `raw`, with the whitespace after it,
+// at `column`) as a T (enums: their underlying type).
 template <typename T>
 absl::StatusOr<T> ParseInteger(std::string_view name,
                                simdjson::ondemand::value& value,
-                               std::string_view token, std::size_t column) {
+                               std::string_view raw, std::size_t column) {
   using I =
       typename std::conditional_t<std::is_enum_v<T>, std::underlying_type<T>,
                                   std::type_identity<T>>::type;
-  if (token.front() == '"') {
+  if (raw.front() == '"') {
     return ColumnError(
         column,
         absl::StrFormat("field \"%s\" must be an integer, not a string", name));
   }
-  const absl::Status not_an_integer = ColumnError(
-      column,
-      absl::StrFormat("field \"%s\" value %s is not an integer", name, token));
-  const absl::Status does_not_fit = ColumnError(
-      column,
-      absl::StrFormat("field \"%s\" value %s does not fit in %d bytes%s", name,
-                      token, sizeof(I),
-                      std::is_signed_v<I> ? " (signed)" : " (unsigned)"));
+  // (Built only on failure: formatting is most of a line's cost otherwise.)
+  const auto not_an_integer = [&] {
+    const std::string_view token = TokenText(raw);
+    return ColumnError(
+        column, absl::StrFormat("field \"%s\" value %s is not an integer", name,
+                                token));
+  };
+  const auto does_not_fit = [&] {
+    const std::string_view token = TokenText(raw);
+    return ColumnError(
+        column,
+        absl::StrFormat("field \"%s\" value %s does not fit in %d bytes%s",
+                        name, token, sizeof(I),
+                        std::is_signed_v<I> ? " (signed)" : " (unsigned)"));
+  };
   // An integer token (an optional minus and digits): simdjson's number type
   // says so without parsing; anything else (a fraction, an exponent, "true",
   // "+1") is not an integer.
   simdjson::ondemand::number_type type{};
   if (value.get_number_type().get(type) != simdjson::SUCCESS ||
       type == simdjson::ondemand::number_type::floating_point_number) {
-    return not_an_integer;
+    return not_an_integer();
   }
   // An integer token that simdjson cannot read as a 64-bit integer of the
   // field's signedness is out of range (negative for an unsigned field,
@@ -228,18 +235,18 @@ absl::StatusOr<T> ParseInteger(std::string_view name,
   if constexpr (std::is_unsigned_v<I>) {
     std::uint64_t parsed = 0;
     const simdjson::error_code error = value.get_uint64().get(parsed);
-    if (error == simdjson::NUMBER_ERROR) return not_an_integer;
+    if (error == simdjson::NUMBER_ERROR) return not_an_integer();
     if (error != simdjson::SUCCESS || parsed > std::numeric_limits<I>::max()) {
-      return does_not_fit;
+      return does_not_fit();
     }
     return static_cast<T>(static_cast<I>(parsed));
   } else {
     std::int64_t parsed = 0;
     const simdjson::error_code error = value.get_int64().get(parsed);
-    if (error == simdjson::NUMBER_ERROR) return not_an_integer;
+    if (error == simdjson::NUMBER_ERROR) return not_an_integer();
     if (error != simdjson::SUCCESS || parsed > std::numeric_limits<I>::max() ||
         parsed < std::numeric_limits<I>::min()) {
-      return does_not_fit;
+      return does_not_fit();
     }
     return static_cast<T>(static_cast<I>(parsed));
   }
@@ -345,18 +352,18 @@ absl::StatusOr<std::size_t> EncodeFromObject(simdjson::ondemand::document& doc,
     if (simdjson::error_code e = std::move(field_result).get(field)) {
       return line.SyntaxError(doc, e);
     }
-    const char* const key_quote =
-        reinterpret_cast<const char*>(field.key().raw()) - 1;
-    const absl::StatusOr<std::string_view> key_or = line.PlainString(key_quote);
-    if (!key_or.ok()) return key_or.status();
-    const std::string_view key = *key_or;
+    // Keys were checked to be plain strings by the first pass, so comparing
+    // the raw key with a name (and its closing quote) is exact; the key's
+    // text is only needed for a message.
+    const simdjson::ondemand::raw_json_string key = field.key();
+    const char* const key_quote = reinterpret_cast<const char*>(key.raw()) - 1;
+    const auto key_text = [&] { return *line.PlainString(key_quote); };
     const std::size_t key_column = line.ColumnOf(key_quote);
     simdjson::ondemand::value& value = field.value();
-    const std::string_view raw = value.raw_json_token();
-    const std::string_view token = TokenText(raw);
-    const std::size_t column = line.ColumnOf(raw.data());
-    if (key == "kind") continue;
-    if (key == "sequence") {
+    const std::string_view token = value.raw_json_token();
+    const std::size_t column = line.ColumnOf(token.data());
+    if (key.unsafe_is_equal("kind")) continue;
+    if (key.unsafe_is_equal("sequence")) {
       if (sequence.has_value()) {
         return ColumnError(key_column, "key \"sequence\" appears twice");
       }
@@ -371,12 +378,13 @@ absl::StatusOr<std::size_t> EncodeFromObject(simdjson::ondemand::document& doc,
     std::size_t index = 0;
     MessageTraits<Model>::kLayout.ForEach([&](const auto& f, std::size_t) {
       const std::size_t i = index++;
-      if (known || f.name != key) return;
+      if (known || !key.unsafe_is_equal(f.name)) return;
       known = true;
       using T = typename std::remove_cvref_t<decltype(f)>::ValueType;
       if (seen[i]) {
-        status = ColumnError(key_column,
-                             absl::StrFormat("key \"%s\" appears twice", key));
+        status = ColumnError(
+            key_column,
+            absl::StrFormat("key \"%s\" appears twice", key_text()));
         return;
       }
       seen[i] = true;
@@ -389,9 +397,9 @@ absl::StatusOr<std::size_t> EncodeFromObject(simdjson::ondemand::document& doc,
     });
     if (!status.ok()) return status;
     if (!known) {
-      return ColumnError(key_column,
-                         absl::StrFormat("%s has no field \"%s\"",
-                                         MessageTraits<Model>::kName, key));
+      return ColumnError(
+          key_column, absl::StrFormat("%s has no field \"%s\"",
+                                      MessageTraits<Model>::kName, key_text()));
     }
   }
   if (!sequence.has_value()) {
@@ -482,15 +490,18 @@ absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
     return ColumnError(kind->value_column,
                        "\"kind\" must be a string such as \"NewLimit\"");
   }
-  absl::StatusOr<std::size_t> result = ColumnError(
-      kind->value_column, absl::StrFormat("unknown kind \"%s\"", kind->name));
+  std::optional<absl::StatusOr<std::size_t>> result;
   ForEachMessage([&](auto model) {
     using Model = typename decltype(model)::type;
     if (kind->name == MessageTraits<Model>::kName) {
       result = EncodeFromObject<Model>(doc, wrapped, out);
     }
   });
-  return result;
+  if (!result.has_value()) {
+    return ColumnError(kind->value_column,
+                       absl::StrFormat("unknown kind \"%s\"", kind->name));
+  }
+  return *std::move(result);
 }
 
 }  // namespace orderwire::jsonl
