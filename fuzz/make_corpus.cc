@@ -21,6 +21,7 @@
 namespace {
 
 namespace codec = orderwire::codec;
+namespace jsonl = orderwire::jsonl;
 
 std::vector<std::byte> FromHex(std::string_view hex) {
   std::vector<std::byte> out(hex.size() / 2);
