@@ -14,8 +14,8 @@
 #include "cli/common.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
-#include "codec/json.h"
 #include "codec/kind_table.h"
+#include "jsonl/jsonl.h"
 
 namespace orderwire::cli {
 namespace {
@@ -62,7 +62,7 @@ absl::Status DecodeFrames(std::span<const std::byte> bytes, std::size_t line,
     if (!frame.ok()) {
       return FrameError(line, pos, frame.error(), bytes.subspan(pos));
     }
-    absl::StrAppend(&out, codec::FrameToJson(*frame), "\n");
+    absl::StrAppend(&out, jsonl::FrameToJson(*frame), "\n");
     pos += frame->size();
   }
   return absl::OkStatus();
@@ -104,9 +104,9 @@ absl::Status Decode(const Args& args) {
                                         codec::Name(datagram.error()),
                                         codec::Describe(datagram.error())));
     }
-    absl::StrAppend(&out, codec::DatagramHeaderToJson(*datagram), "\n");
+    absl::StrAppend(&out, jsonl::DatagramHeaderToJson(*datagram), "\n");
     for (codec::FrameView frame : *datagram) {
-      absl::StrAppend(&out, codec::FrameToJson(frame), "\n");
+      absl::StrAppend(&out, jsonl::FrameToJson(frame), "\n");
     }
   }
   return WriteAll(stdout, out);
@@ -124,7 +124,7 @@ absl::Status Encode(const Args& args) {
   for (std::string_view line : SplitLines(text)) {
     ++line_number;
     if (line.find_first_not_of(" \t\r") == std::string_view::npos) continue;
-    absl::StatusOr<std::size_t> size = codec::JsonToFrame(line, frame);
+    absl::StatusOr<std::size_t> size = jsonl::JsonToFrame(line, frame);
     if (!size.ok()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("line %d: %s", line_number, size.status().message()));

@@ -43,7 +43,6 @@
 #include "cli/progress.h"
 #include "codec/command.h"
 #include "codec/frame.h"
-#include "codec/json.h"
 #include "codec/kind_table.h"
 #include "engine/config.h"
 #include "engine/engine.h"
@@ -53,6 +52,7 @@
 #include "journal/reader.h"
 #include "journal/start.h"
 #include "journal/writer.h"
+#include "jsonl/jsonl.h"
 #include "service/pinned_config.h"
 #include "service/rebuild.h"
 #include "service/service_config.h"
@@ -636,7 +636,7 @@ absl::Status Inspect(const Args& args) {
         "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,\"flags\":%d,"
         "\"frame\":%s}\n",
         r.index, r.receive_ns, r.session_id, r.flags,
-        codec::FrameToJson(r.frame));
+        jsonl::FrameToJson(r.frame));
     if (out.size() >= (1u << 20)) {
       if (absl::Status s = Print(stdout, out); !s.ok()) return s;
       out.clear();
@@ -836,7 +836,7 @@ absl::Status Follow(const Args& args) {
               "{\"index\":%d,\"receive_ns\":%d,\"session_id\":%d,"
               "\"flags\":%d,\"frame\":%s}\n",
               r.index, r.receive_ns, r.session_id, r.flags,
-              codec::FrameToJson(r.frame));
+              jsonl::FrameToJson(r.frame));
         },
         4096);
     if (!out.empty()) {

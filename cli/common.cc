@@ -11,8 +11,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "codec/frame.h"
-#include "codec/json.h"
 #include "codec/kind_table.h"
+#include "jsonl/jsonl.h"
 
 namespace orderwire::cli {
 namespace {
@@ -240,7 +240,7 @@ absl::Status ReportSink::Write(std::span<const std::byte> frames) {
       return absl::InternalError(
           FormatFrameError(0, pos, frame.error(), frames.subspan(pos)));
     }
-    text_ += codec::FrameToJson(*frame);
+    text_ += jsonl::FrameToJson(*frame);
     text_ += '\n';
     pos += frame->size();
   }

@@ -15,12 +15,13 @@
 
 #include "codec/datagram.h"
 #include "codec/frame.h"
-#include "codec/json.h"
+#include "jsonl/jsonl.h"
 #include "tests/codec/golden.h"
 
 namespace {
 
 namespace codec = orderwire::codec;
+namespace jsonl = orderwire::jsonl;
 
 std::vector<std::byte> FromHex(std::string_view hex) {
   std::vector<std::byte> out(hex.size() / 2);
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
     ok &= Write(frame_dir / name, bytes);
     const auto frame = codec::FrameView::Parse(bytes);
     if (!frame.ok()) return 1;
-    ok &= Write(json_dir / (name + ".json"), codec::FrameToJson(*frame));
+    ok &= Write(json_dir / (name + ".json"), jsonl::FrameToJson(*frame));
     if (frame->is_command()) {
       commands.insert(commands.end(), bytes.begin(), bytes.end());
     } else if (reports.AppendFrame(bytes) != codec::CodecError::kOk) {

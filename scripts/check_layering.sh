@@ -12,6 +12,8 @@
 #
 #   base/      nothing (header-only utilities)
 #   codec/     base/
+#   jsonl/     codec/ base/          (the JSON Lines form of frames; codec/
+#                                    must not include it)
 #   engine/    codec/ base/
 #   journal/   codec/ base/
 #   auth/      codec/ base/          (the datagram MAC and session keys)
@@ -49,6 +51,7 @@ cd "$(dirname "$0")/.."
 declare -A allowed=(
   [base]=""
   [codec]="base"
+  [jsonl]="codec base"
   [engine]="codec base"
   [journal]="codec base"
   [auth]="codec base"
@@ -61,7 +64,7 @@ declare -A allowed=(
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec engine journal auth net client service cli"
+libs="base codec jsonl engine journal auth net client service cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

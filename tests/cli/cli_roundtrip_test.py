@@ -394,6 +394,13 @@ EXIT_CASES = [
     ("encode", ["extra"], b"", 2, "unexpected argument 'extra'"),
     ("encode", ["--hex=1"], b"", 2, "--hex"),
     ("encode", [], b'{"kind":"NewLimit"}\n', 1, "line 1"),
+    # a repeated key (JSON parsers keep or overwrite them; this format
+    # rejects them, naming the line, the column of the second and the key)
+    ("encode", [], b'{"kind":"CancelByOrder","sequence":1,"account_id":7,'
+     b'"order_id":1,"order_id":2}\n', 1,
+     'line 1: column 65: key "order_id" appears twice'),
+    ("encode", [], b'{"kind":"CancelByOrder","sequence":1,"account_id":7,'
+     b'"order_id":1} x\n', 1, "line 1: column 66: unexpected text after"),
     # decode
     ("decode", ["--help"], b"", 0, ""),
     ("decode", ["--hex", "--datagram"], b"", 2, "exclusive"),

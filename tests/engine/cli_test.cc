@@ -8,7 +8,6 @@
 
 #include "codec/command.h"
 #include "codec/frame.h"
-#include "codec/json.h"
 #include "engine/engine.h"
 #include "engine/report.h"
 #include "engine/workload.h"

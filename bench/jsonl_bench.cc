@@ -1,51 +1,57 @@
-// JSON Lines form of frames; see json.h.
-#include "codec/json.h"
+// The JSON Lines reader (jsonl::JsonToFrame, simdjson's on-demand parser)
+// against the hand-written reader it replaced, in the same run: 100,000 JSON
+// Lines of the codec benchmark's command mix (50/5/25/5/15 NewLimit,
+// NewMarket, CancelByOrder, CancelByClient, Replace; seed 1), each parsed
+// into its frame. Figures: ns per line (items = lines), and, under callgrind,
+// instructions per line:
+//
+//   taskset -c 1 build/release/bench/jsonl_bench --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true          (one command line)
+//   valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file=cg.out
+//       build/release/bench/jsonl_bench --callgrind simdjson   (one line;
+//       or: --callgrind handwritten)
+//   callgrind_annotate cg.out | head   # total Ir / 100,000 = per line
+//
+// The --callgrind mode makes the lines, parses them once untimed (the
+// parser's buffers grow), then parses them once more between
+// CALLGRIND_START/STOP_INSTRUMENTATION, so the count is the reader's alone.
+//
+// The hand-written reader (jsonl/jsonl.cc before simdjson, commit 1a8c856) is
+// kept here only, as this benchmark's baseline; nothing else uses it.
+#include <valgrind/callgrind.h>
 
 #include <array>
 #include <charconv>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <optional>
+#include <span>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "benchmark/benchmark.h"
+#include "codec/frame.h"
+#include "codec/kind_table.h"
+#include "codec/testing/random_commands.h"
+#include "jsonl/jsonl.h"
 
-namespace orderwire::codec {
-namespace {
+namespace orderwire::bench {
+namespace handwritten_baseline {
 
-// ---------------------------------------------------------------------------
-// Writing.
+using codec::EncodeFrame;
+using codec::ForEachMessage;
+using codec::MessageTraits;
+using codec::Result;
 
-template <typename T>
-void AppendValue(std::string& out, T value) {
-  if constexpr (std::is_enum_v<T>) {
-    absl::StrAppend(&out, static_cast<std::underlying_type_t<T>>(value));
-  } else if constexpr (sizeof(T) == 1) {
-    absl::StrAppend(&out, static_cast<unsigned>(value));
-  } else {
-    absl::StrAppend(&out, value);
-  }
-}
-
-template <typename Model>
-std::string ViewToJson(const View<Model>& view) {
-  std::string out;
-  out.reserve(256);
-  absl::StrAppendFormat(&out, "{\"kind\":\"%s\",\"sequence\":%d",
-                        MessageTraits<Model>::kName, view.sequence());
-  const Model model = view.ToModel();
-  MessageTraits<Model>::kLayout.ForEach([&](const auto& field, std::size_t) {
-    absl::StrAppendFormat(&out, ",\"%s\":", field.name);
-    AppendValue(out, model.*field.member);
-  });
-  out.push_back('}');
-  return out;
-}
-
-// ---------------------------------------------------------------------------
 // Reading: a flat object of string keys and string or integer values.
 
 struct JsonValue {
@@ -259,23 +265,6 @@ absl::StatusOr<std::size_t> EncodeFromMembers(
   return *written;
 }
 
-}  // namespace
-
-std::string FrameToJson(FrameView frame) {
-  std::string json;
-  VisitFrame(frame, [&](const auto& view) { json = ViewToJson(view); });
-  return json;
-}
-
-std::string DatagramHeaderToJson(const DatagramView& datagram) {
-  const DatagramHeader h = datagram.header();
-  return absl::StrFormat(
-      "{\"kind\":\"Datagram\",\"magic\":\"OW\",\"version\":%d,\"flags\":%d,"
-      "\"session_id\":%d,\"frame_count\":%d,\"reserved\":%d,\"size\":%d}",
-      h.version, h.flags, h.session_id, h.frame_count, h.reserved,
-      datagram.bytes().size());
-}
-
 absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
                                         std::span<std::byte> out) {
   std::vector<JsonMember> members;
@@ -311,4 +300,119 @@ absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
   return result;
 }
 
-}  // namespace orderwire::codec
+}  // namespace handwritten_baseline
+
+namespace {
+
+constexpr std::size_t kLines = 100'000;
+constexpr std::uint64_t kSeed = 1;
+
+// The JSON Lines of kLines random commands of the codec benchmark's mix.
+const std::vector<std::string>& Lines() {
+  static const std::vector<std::string> lines = [] {
+    const std::vector<std::byte> stream = codec::testing::EncodeRandomStream(
+        kLines, kSeed, codec::testing::kDecodeBenchMix);
+    std::vector<std::string> out;
+    out.reserve(kLines);
+    std::span<const std::byte> rest(stream);
+    while (!rest.empty()) {
+      const codec::Result<codec::FrameView> frame =
+          codec::FrameView::Parse(rest);
+      if (!frame.ok()) std::abort();
+      out.push_back(jsonl::FrameToJson(*frame));
+      rest = rest.subspan(frame->size());
+    }
+    return out;
+  }();
+  return lines;
+}
+
+using Reader = absl::StatusOr<std::size_t> (*)(std::string_view,
+                                               std::span<std::byte>);
+
+// Parses every line with `read`; the total frame bytes (a checksum that the
+// work is used). Aborts on a line that does not parse.
+std::size_t ParseAll(Reader read, const std::vector<std::string>& lines) {
+  std::array<std::byte, codec::kMaxFrameSize> frame{};
+  std::size_t bytes = 0;
+  for (const std::string& line : lines) {
+    const absl::StatusOr<std::size_t> size = read(line, frame);
+    if (!size.ok()) std::abort();
+    benchmark::DoNotOptimize(frame.data());
+    bytes += *size;
+  }
+  return bytes;
+}
+
+void BM_Read(benchmark::State& state, Reader read) {
+  const std::vector<std::string>& lines = Lines();
+  std::size_t text_bytes = 0;
+  for (const std::string& line : lines) text_bytes += line.size() + 1;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(ParseAll(read, lines));
+  }
+  const auto n = static_cast<std::int64_t>(state.iterations());
+  state.SetItemsProcessed(n * static_cast<std::int64_t>(lines.size()));
+  state.SetBytesProcessed(n * static_cast<std::int64_t>(text_bytes));
+  state.counters["ns_per_line"] = benchmark::Counter(
+      static_cast<double>(lines.size()) * static_cast<double>(n) * 1e-9,
+      benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+
+BENCHMARK_CAPTURE(BM_Read, jsonl_simdjson, &jsonl::JsonToFrame)
+    ->Name("jsonl/read/simdjson")
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Read, handwritten_baseline,
+                  &handwritten_baseline::JsonToFrame)
+    ->Name("jsonl/read/handwritten-baseline")
+    ->Unit(benchmark::kMillisecond);
+
+// Both readers give the same frames for every line (checked before timing).
+bool ReadersAgree() {
+  std::array<std::byte, codec::kMaxFrameSize> a{};
+  std::array<std::byte, codec::kMaxFrameSize> b{};
+  for (const std::string& line : Lines()) {
+    const absl::StatusOr<std::size_t> sa = jsonl::JsonToFrame(line, a);
+    const absl::StatusOr<std::size_t> sb =
+        handwritten_baseline::JsonToFrame(line, b);
+    if (!sa.ok() || !sb.ok() || *sa != *sb ||
+        std::memcmp(a.data(), b.data(), *sa) != 0) {
+      std::fprintf(stderr, "jsonl_bench: readers differ on %s\n", line.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
+int RunCallgrindPass(std::string_view which) {
+  Reader read = nullptr;
+  if (which == "simdjson") read = &jsonl::JsonToFrame;
+  if (which == "handwritten") read = &handwritten_baseline::JsonToFrame;
+  if (read == nullptr) {
+    std::fprintf(stderr,
+                 "usage: jsonl_bench --callgrind simdjson|handwritten\n");
+    return 2;
+  }
+  const std::vector<std::string>& lines = Lines();
+  benchmark::DoNotOptimize(ParseAll(read, lines));  // buffers grow
+  CALLGRIND_START_INSTRUMENTATION;
+  benchmark::DoNotOptimize(ParseAll(read, lines));
+  CALLGRIND_STOP_INSTRUMENTATION;
+  std::printf("%zu lines\n", lines.size());
+  return 0;
+}
+
+}  // namespace
+}  // namespace orderwire::bench
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::string_view(argv[1]) == "--callgrind") {
+    return orderwire::bench::RunCallgrindPass(argv[2]);
+  }
+  if (!orderwire::bench::ReadersAgree()) return 1;
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -2,11 +2,15 @@
 // from docs/PROTOCOL.md's values), JsonToFrame round trips of all 12 kinds with
 // extreme values, and every way JsonToFrame rejects a line, each with the
 // field or column named in the message.
-#include "codec/json.h"
+#include "jsonl/jsonl.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,8 +27,23 @@
 #include "tests/codec/golden.h"
 #include "tests/codec/test_support.h"
 
-namespace orderwire::codec::test {
+namespace orderwire::jsonl::test {
 namespace {
+
+using ::orderwire::codec::DatagramView;
+using ::orderwire::codec::EncodeFrame;
+using ::orderwire::codec::FrameView;
+using ::orderwire::codec::kFrameSize;
+using ::orderwire::codec::kMaxFrameSize;
+using ::orderwire::codec::MessageTraits;
+using ::orderwire::codec::Result;
+using ::orderwire::codec::test::AllModels;
+using ::orderwire::codec::test::ModelName;
+using ::orderwire::codec::test::RandomModel;
+using ::orderwire::codec::test::RandomValue;
+using ::orderwire::test_support::FromHex;
+using ::orderwire::test_support::Hex;
+namespace golden = ::orderwire::codec::golden;
 
 using Rng = ::orderwire::codec::testing::SplitMix64;
 using ::testing::HasSubstr;
@@ -346,6 +365,93 @@ TEST(JsonToFrameTest, RejectsTextAfterTheObject) {
   }
 }
 
+// A repeated key is rejected whatever the kind and wherever the second one
+// is, also when both carry the same value (simdjson's on-demand reader keeps
+// duplicates; this format counts them).
+TEST(JsonToFrameTest, RejectsARepeatedKeyOfEveryKindWithTheSameValue) {
+  for (std::string_view json : kGoldenJson) {
+    // Repeat the last member: `..."name":value}` -> `...,"name":value}`.
+    const std::size_t comma = json.rfind(',');
+    const std::string member(json.substr(comma + 1, json.size() - comma - 2));
+    const std::string line =
+        absl::StrFormat("%s,%s}", json.substr(0, json.size() - 1), member);
+    const std::string key = member.substr(0, member.find(':'));
+    ExpectInvalid(line, {key, "appears twice",
+                         absl::StrFormat("column %d:", json.size())});
+  }
+}
+
+TEST(JsonToFrameTest, RejectsAnObjectOrArrayValueNamingTheColumn) {
+  for (std::string_view value : {"{}", "[7]", "{\"a\":1}", "[]"}) {
+    const std::size_t at = kNewLimitJson.find("\"account_id\":") + 13;
+    const std::string line = Splice(kNewLimitJson, at, 1, value);
+    ExpectInvalid(line,
+                  {absl::StrFormat("column %d:", at), "expected a value"});
+  }
+}
+
+TEST(JsonToFrameTest, RejectsIntegersWithLeadingZeros) {
+  for (std::string_view value : {"07", "-01", "00"}) {
+    const std::size_t at = kNewLimitJson.find("\"price\":") + 8;
+    const std::size_t end = kNewLimitJson.find(',', at);
+    const std::string line = Splice(kNewLimitJson, at, end - at, value);
+    ExpectInvalid(line, {"\"price\"", absl::StrFormat("column %d:", at),
+                         "is not an integer"});
+  }
+}
+
+TEST(JsonToFrameTest, RejectsEscapesAndControlCharactersInKeysAndStrings) {
+  // An escape in a key (even one that would spell a known key).
+  const std::string escaped_key =
+      R"({"kind":"CancelByOrder","sequence":1,"account\u005fid":7,)"
+      R"("order_id":1})";
+  ExpectInvalid(escaped_key, {ColumnOf(escaped_key, "\\"), "escape"});
+  // A raw tab inside a string value and inside a key.
+  const std::string tab_value =
+      "{\"kind\":\"Cancel\tByOrder\",\"sequence\":1,\"account_id\":7,"
+      "\"order_id\":1}";
+  ExpectInvalid(tab_value, {ColumnOf(tab_value, "\t"), "control character"});
+  const std::string tab_key =
+      "{\"kind\":\"CancelByOrder\",\"seq\tuence\":1,\"account_id\":7,"
+      "\"order_id\":1}";
+  ExpectInvalid(tab_key, {ColumnOf(tab_key, "\t"), "control character"});
+}
+
+TEST(JsonToFrameTest, RejectsInvalidUtf8NamingItsColumn) {
+  // "é" (valid UTF-8) in an unknown key, then a lone continuation byte.
+  const std::string valid = "{\"kind\":\"NewLimit\",\"\xc3\xa9\":1}";
+  ExpectInvalid(valid, {ColumnOf(valid, "\"\xc3\xa9\""), "no field"});
+  const std::string invalid = "{\"kind\":\"NewLimit\",\"\xc3\xa9\xa9\":1}";
+  ExpectInvalid(
+      invalid,
+      {absl::StrFormat("column %d:", invalid.find('\xc3') + 2), "UTF-8"});
+}
+
+// The reader never reads past the end of its input (simdjson needs padding
+// after a document; the reader copies the line into a padded buffer of its
+// own): a line that ends on the last byte before an inaccessible page is
+// read, accepted or rejected, without a fault.
+TEST(JsonToFrameTest, ReadsNothingPastTheEndOfTheLine) {
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  void* const map = mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  ASSERT_NE(map, MAP_FAILED);
+  char* const guard = static_cast<char*>(map) + page;
+  ASSERT_EQ(mprotect(guard, page, PROT_NONE), 0);
+  std::array<std::byte, kMaxFrameSize> out{};
+  const std::string unterminated(kNewLimitJson.substr(0, 40));
+  for (std::string_view text : {kNewLimitJson, std::string_view(unterminated),
+                                std::string_view("{\"kind\":\"NewLi")}) {
+    SCOPED_TRACE(text);
+    char* const start = guard - text.size();
+    std::memcpy(start, text.data(), text.size());
+    const absl::StatusOr<std::size_t> size =
+        JsonToFrame(std::string_view(start, text.size()), out);
+    EXPECT_EQ(size.ok(), text == kNewLimitJson) << size.status();
+  }
+  munmap(map, 2 * page);
+}
+
 TEST(JsonToFrameTest, ReportsOutOfRangeWhenTheOutputIsTooSmall) {
   std::array<std::byte, 46> out{};  // NewLimit needs 47
   const absl::StatusOr<std::size_t> size = JsonToFrame(kNewLimitJson, out);
@@ -354,4 +460,4 @@ TEST(JsonToFrameTest, ReportsOutOfRangeWhenTheOutputIsTooSmall) {
 }
 
 }  // namespace
-}  // namespace orderwire::codec::test
+}  // namespace orderwire::jsonl::test
