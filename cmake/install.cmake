@@ -14,7 +14,7 @@
 #
 # Not installed: engine/, journal/ and service/ (their public headers reach
 # into their internal/ folders; they are the service's parts, not API for
-# other programs yet), every internal/ header, codec/testing/, codec/json.h
+# other programs yet), every internal/ header, codec/testing/, jsonl/
 # (the JSON Lines form is the CLI's and the tests'), tests/.
 #
 # The list of headers is checked, not guessed: scripts/check_installed_

@@ -285,8 +285,13 @@ class SystemdUnit(unittest.TestCase):
                         return new + arg[len(old):]
                 return arg
 
-            command = [os.path.abspath(ORDERWIRE)] + [relocate(a)
-                                                      for a in argv[1:]]
+            # A copy of the binary in the 0755 directory: the build tree
+            # may sit in a directory only root can enter (a clone in a
+            # mktemp -d), and the service runs as another user below.
+            binary = os.path.join(tmp, "orderwire")
+            shutil.copy2(os.path.abspath(ORDERWIRE), binary)
+            os.chmod(binary, 0o755)
+            command = [binary] + [relocate(a) for a in argv[1:]]
             # The configuration: comments only, so the defaults apply
             # (loopback) in the key = value format and in TOML alike.
             with open(flag_value(command, "--config"), "w") as f:
