@@ -15,6 +15,7 @@ int RunGen(int argc, char** argv);
 int RunJournal(int argc, char** argv);
 int RunReplay(int argc, char** argv);
 int RunSnapshot(int argc, char** argv);
+int RunConfig(int argc, char** argv);
 int RunServe(int argc, char** argv);
 int RunSubmit(int argc, char** argv);
 

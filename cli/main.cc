@@ -44,6 +44,8 @@ constexpr Subcommand kSubcommands[] = {
      "replay a journal through the engine, or --verify it"},
     {"snapshot", orderwire::cli::RunSnapshot,
      "write a snapshot of a journal's state; snapshot inspect FILE"},
+    {"config", orderwire::cli::RunConfig,
+     "config convert OLD: an old key = value config file as TOML"},
 };
 
 void PrintUsage(std::FILE* out) {

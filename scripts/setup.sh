@@ -15,6 +15,7 @@ packages=(
   libabsl-dev liburing-dev libgtest-dev libgmock-dev libbenchmark-dev
   libxxhash-dev
   libsodium-dev  # auth/: the datagram MAC (keyed BLAKE2b)
+  libtomlplusplus-dev  # service/: configuration files are TOML (toml++)
   libssl-dev     # bench/mac_bench: OpenSSL HMAC-SHA-256, a measured candidate
   libflatbuffers-dev flatbuffers-compiler libprotobuf-dev protobuf-compiler
   tshark python3  # tests/dissector: the Wireshark dissector test
