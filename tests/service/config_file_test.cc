@@ -2,6 +2,8 @@
 // with every key, and each kind of error with the file, line and column it
 // names; and of the old key = value files (service/legacy_config.h): the
 // conversion hint, and the conversion of every old file the repository had.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <string>
@@ -254,6 +256,18 @@ TEST(ConfigFileTest, LoadingAFileNamesItInEveryError) {
               ::testing::AllOf(
                   StartsWith("config " + path + ":3:12: sessions.9.key_file: "),
                   HasSubstr(dir.path() + "/none.key")));
+  // A key file others may read: a warning, at the same place.
+  const std::string key = dir.path() + "/9.key";
+  test_support::WriteText(key, std::string(64, 'a') + "\n");
+  ::chmod(key.c_str(), 0644);
+  test_support::WriteText(
+      path, "[sessions.9]\naccounts = \"any\"\nkey_file = \"9.key\"\n");
+  config = LoadServiceConfig(path);
+  ASSERT_TRUE(config.ok()) << config.status();
+  ASSERT_EQ(config->warnings.size(), 1u);
+  EXPECT_THAT(config->warnings[0],
+              StartsWith("config " + path + ":3:12: sessions.9.key_file: "));
+  EXPECT_TRUE(config->sessions.at(9).mac.has_value());
   config = LoadServiceConfig(dir.path() + "/missing.toml");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
