@@ -20,6 +20,8 @@ extern const Command kJournalCommand;
 extern const Command kReplayCommand;
 // `snapshot` and `snapshot inspect`.
 extern const Command kSnapshotCommand;
+// `config convert`.
+extern const Command kConfigCommand;
 extern const Command kServeCommand;
 extern const Command kSubmitCommand;
 

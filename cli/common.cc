@@ -150,33 +150,24 @@ absl::Status Args::Require(std::string_view name) const {
 // Configuration files
 
 absl::StatusOr<engine::EngineConfig> LoadEngineConfig(const std::string& path) {
-  absl::StatusOr<std::vector<std::byte>> bytes = ReadFile("config", path);
-  if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<engine::EngineConfig> config =
-      engine::ParseConfig(AsText(*bytes));
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("config %s: %s", path, config.status().message()));
-  }
-  return config;
+  // The same file as serve's: every table is checked, the [engine] one used;
+  // key files are not read (match does not need them).
+  absl::StatusOr<service::ServiceConfig> config =
+      LoadServiceConfig(path, /*load_key_files=*/false);
+  if (!config.ok()) return config.status();
+  return config->engine;
 }
 
 absl::StatusOr<service::ServiceConfig> LoadServiceConfig(
-    const std::string& path) {
+    const std::string& path, bool load_key_files) {
   absl::StatusOr<std::vector<std::byte>> bytes = ReadFile("config", path);
   if (!bytes.ok()) return bytes.status();
-  // A relative session.N.key_file is read from the file's directory.
-  const std::size_t slash = path.rfind('/');
-  const std::string directory = slash == std::string::npos ? ""
-                                : slash == 0               ? "/"
-                                             : path.substr(0, slash);
-  absl::StatusOr<service::ServiceConfig> config =
-      service::ParseServiceConfig(AsText(*bytes), directory);
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("config %s: %s", path, config.status().message()));
-  }
-  return config;
+  // Errors name the file, line and column; a relative key_file is read
+  // from the file's directory.
+  return service::ParseServiceConfig(
+      AsText(*bytes), {.path = path,
+                       .base_dir = service::ConfigDirectory(path),
+                       .load_key_files = load_key_files});
 }
 
 // ---------------------------------------------------------------------------

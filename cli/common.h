@@ -179,16 +179,17 @@ int RunMain(const CommandSpec& root, std::span<const Subcommand> subcommands,
 // ---------------------------------------------------------------------------
 // Configuration files
 
-// Reads and parses an engine configuration file (engine/config.h's format).
-// Errors name the file: NotFound "config PATH: cannot open: ..." (exit 1),
-// InvalidArgument "config PATH: line N: ..." (exit 1).
+// Reads a configuration file (TOML, service/service_config.h) and returns
+// its [engine] limits; the other tables are checked too, key files are not
+// read. Errors name the file: NotFound "config PATH: cannot open: ..."
+// (exit 1), InvalidArgument "config PATH:LINE:COL: ..." (exit 1).
 [[nodiscard]] absl::StatusOr<engine::EngineConfig> LoadEngineConfig(
     const std::string& path);
 
 // Reads and parses a service configuration file (docs/SERVICE.md), with the
-// same errors: "config PATH: cannot open: ...", "config PATH: line N: ...".
+// same errors; key files are read unless `load_key_files` is false.
 [[nodiscard]] absl::StatusOr<service::ServiceConfig> LoadServiceConfig(
-    const std::string& path);
+    const std::string& path, bool load_key_files = true);
 
 // ---------------------------------------------------------------------------
 // Report sinks

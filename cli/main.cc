@@ -46,6 +46,8 @@ constexpr Subcommand kSubcommands[] = {
      "replay a journal through the engine, or --verify it"},
     {&orderwire::cli::kSnapshotCommand,
      "write a snapshot of a journal's state; snapshot inspect FILE"},
+    {&orderwire::cli::kConfigCommand,
+     "config convert OLD: an old key = value config file as TOML"},
 };
 
 }  // namespace

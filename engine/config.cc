@@ -150,7 +150,7 @@ absl::Status ValidateConfig(const EngineConfig& c) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<EngineConfig> ParseConfig(std::string_view text) {
+absl::StatusOr<EngineConfig> ParseKeyValueConfig(std::string_view text) {
   EngineConfig config;
   std::array<std::size_t, kKeys.size()> seen_on_line{};
   std::size_t line_number = 0;
@@ -203,7 +203,7 @@ absl::StatusOr<EngineConfig> ParseConfig(std::string_view text) {
   return config;
 }
 
-std::string FormatConfig(const EngineConfig& c) {
+std::string FormatKeyValueConfig(const EngineConfig& c) {
   return absl::StrFormat(
       "min_instrument = %d\nmax_instrument = %d\nmin_price = %d\n"
       "max_price = %d\nmin_quantity = %d\nmax_quantity = %d\n"

@@ -6,17 +6,22 @@
 // quantities 1 to 1,000,000,000 lots; the capacity (PROTOCOL.md leaves it
 // open) defaults to 1,048,576 live orders.
 //
-// The configuration file format (`orderwire match --config FILE`, and the
-// service) is one `key = value` per line:
+// Configuration files are TOML and are read by the service
+// (service/service_config.h, the `[engine]` table), not here. This file keeps
+// the engine's limits in one `key = value` text form, which is a journal
+// format, not a configuration file: service/pinned_config.h writes it into
+// every segment header (docs/JOURNAL.md "Segment metadata"), and the reader
+// of pre-TOML configuration files (service/legacy_config.h, behind
+// `orderwire config convert`) reads their engine keys with it. It must not
+// change, or journals written before would no longer open:
 //
-//   # orderwire engine configuration
-//   min_instrument  = 1            # first instrument id that exists
-//   max_instrument  = 1024         # last instrument id that exists
-//   min_price       = 1            # lowest valid price, in ticks
-//   max_price       = 1000000000   # highest valid price, in ticks
-//   min_quantity    = 1            # smallest valid quantity, in lots (>= 1)
-//   max_quantity    = 1000000000   # largest valid quantity, in lots
-//   max_live_orders = 1048576      # capacity; BookFull beyond it
+//   min_instrument = 1
+//   max_instrument = 1024
+//   min_price = 1
+//   max_price = 1000000000
+//   min_quantity = 1
+//   max_quantity = 1000000000
+//   max_live_orders = 1048576
 //
 // `#` starts a comment that runs to the end of the line; blank lines are
 // ignored; whitespace around keys and values is ignored. Values are decimal
@@ -58,14 +63,16 @@ inline constexpr std::uint32_t kMaxLiveOrdersLimit = 1u << 26;
 // keys at fault. Cost: O(1).
 [[nodiscard]] absl::Status ValidateConfig(const EngineConfig& config);
 
-// Parses the text of a configuration file (format above), starting from the
-// defaults, and validates the result. Errors: InvalidArgument "line N: ..."
-// naming the key (or ValidateConfig's message). Cost: O(text size).
-[[nodiscard]] absl::StatusOr<EngineConfig> ParseConfig(std::string_view text);
+// Parses the key = value text form above (a pinned configuration's engine
+// lines, or an old configuration file's), starting from the defaults, and
+// validates the result. Errors: InvalidArgument "line N: ..." naming the key
+// (or ValidateConfig's message). Cost: O(text size).
+[[nodiscard]] absl::StatusOr<EngineConfig> ParseKeyValueConfig(
+    std::string_view text);
 
-// The configuration in the file format, every key present (round-trips
-// through ParseConfig).
-[[nodiscard]] std::string FormatConfig(const EngineConfig& config);
+// The limits in the key = value form, every key present, in the order above
+// (round-trips through ParseKeyValueConfig; the pinned text is built on it).
+[[nodiscard]] std::string FormatKeyValueConfig(const EngineConfig& config);
 
 }  // namespace orderwire::engine
 

@@ -1,18 +1,25 @@
-// Fuzz target: the configuration files of `orderwire match --config` and
-// `orderwire serve --config` on arbitrary text.
+// Fuzz target: the configuration files of `orderwire serve --config` (and
+// match, replay, snapshot) on arbitrary text: the TOML reader, the reader of
+// the old key = value files with its converter, and the engine's key = value
+// form that journals pin.
 //
-// engine::ParseConfig, service::ParseServiceConfig, AccountSet::Parse and
-// AddressSet::Parse must never crash or trip a sanitizer, and reject only
+// service::ParseServiceConfig, legacy::ParseLegacyServiceConfig,
+// legacy::ConvertLegacyConfig, engine::ParseKeyValueConfig, AccountSet::Parse
+// and AddressSet::Parse must never crash or trip a sanitizer, and reject only
 // with InvalidArgument and a message. What they accept must mean what it
 // says:
-// - engine: ValidateConfig accepts the result; FormatConfig writes it back
-//   as text that parses to the same values and formats identically.
-// - service: every engine configuration file is a service configuration
-//   file with the same engine values and the service defaults; ValidateConfig
-//   accepts its engine part; the configuration written back as text (every
-//   key explicit) parses to the same configuration; PolicyFor gives each
-//   listed session its own policy and any other one the open policy (or
-//   none).
+// - TOML: every rejection names the place, "config (fuzz):LINE:COL: ...";
+//   ValidateConfig accepts the engine part; the configuration written back
+//   as TOML (every key explicit) parses to the same configuration; PolicyFor
+//   gives each listed session its own policy and any other one the open
+//   policy (or none).
+// - old files: what the old reader accepts converts (or is refused as text
+//   TOML cannot hold, never an internal error) to TOML that loads to the
+//   same configuration; the TOML reader refuses such a file with the
+//   conversion hint unless it has no key at all.
+// - engine key = value form: ValidateConfig accepts the result;
+//   FormatKeyValueConfig writes it back as text that parses to the same
+//   values and formats identically.
 // - account and address sets: ToString reads back to the same set;
 //   Contains agrees with a plain reading of the set's ranges and CIDR
 //   blocks (an IPv4 address written ::ffff:a.b.c.d counts as IPv4) at and
@@ -41,6 +48,7 @@
 #include "engine/config.h"
 #include "fuzz/fuzz_check.h"
 #include "net/udp.h"
+#include "service/legacy_config.h"
 #include "service/service_config.h"
 
 namespace orderwire::service {
@@ -86,14 +94,18 @@ std::uint64_t ToU64(const std::string& text) {
 void CheckAccounts(const AccountSet& set) {
   const std::string text = set.ToString();
   const absl::StatusOr<AccountSet> again = AccountSet::Parse(text);
-  FUZZ_CHECK(again.ok() && again->ToString() == text);
+  FUZZ_CHECK(text == "(none)" || (again.ok() && again->ToString() == text));
   FUZZ_CHECK(set.any() == (text == "any"));
   if (set.any()) {
     FUZZ_CHECK(set.Contains(0) &&
                set.Contains(std::numeric_limits<std::uint64_t>::max()));
     return;
   }
-  FUZZ_CHECK(text != "(none)");  // Parse never gives an empty set
+  if (text == "(none)") {  // an empty TOML array
+    FUZZ_CHECK(!set.Contains(0) &&
+               !set.Contains(std::numeric_limits<std::uint64_t>::max()));
+    return;
+  }
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   for (const std::string& item : Items(text)) {
     const std::size_t dash = item.find('-');
@@ -166,10 +178,14 @@ std::optional<Address> OtherForm(const Address& address) {
 
 void CheckAddresses(const AddressSet& set) {
   const std::string text = set.ToString();
+  if (text == "(none)") {  // an empty TOML array
+    FUZZ_CHECK(!set.Contains(*Endpoint::Parse("127.0.0.1:1")) &&
+               !set.Contains(*Endpoint::Parse("[::1]:1")));
+    return;
+  }
   const absl::StatusOr<AddressSet> again = AddressSet::Parse(text);
   FUZZ_CHECK(again.ok() && again->ToString() == text);
   if (text == "any") return;
-  FUZZ_CHECK(text != "(none)");
   struct Block {
     Address address;
     int bits;
@@ -237,43 +253,108 @@ void CheckAddresses(const AddressSet& set) {
   }
 }
 
-// The configuration as text with every key explicit.
+// A TOML basic string.
+std::string TomlString(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7F) {
+      out += absl::StrFormat("\\u%04X", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+// A set's ToString() as a TOML value: "any", or an array of strings.
+std::string SetToToml(const std::string& text) {
+  if (text == "any") return "\"any\"";
+  if (text == "(none)") return "[]";
+  std::string out = "[";
+  for (const std::string& item : Items(text)) {
+    if (out.size() > 1) out += ", ";
+    out += TomlString(item);
+  }
+  return out + "]";
+}
+
+// The configuration as TOML with every key explicit.
 std::string FormatServiceConfig(const ServiceConfig& config) {
-  std::string text = engine::FormatConfig(config.engine);
-  absl::StrAppendFormat(&text,
-                        "max_sessions = %d\nopen_sessions = %s\n"
-                        "open_accounts = %s\nallowed_addresses = %s\n",
-                        config.max_sessions,
-                        config.open_sessions ? "true" : "false",
-                        config.open_policy.accounts.ToString(),
-                        config.open_policy.addresses.ToString());
+  const EngineConfig& e = config.engine;
+  std::string seconds = absl::StrFormat("%.17g", config.session_idle_seconds);
+  if (seconds.find_first_of(".e") == std::string::npos) seconds += ".0";
+  std::string text = absl::StrFormat(
+      "[engine]\nmin_instrument = %d\nmax_instrument = %d\nmin_price = %d\n"
+      "max_price = %d\nmin_quantity = %d\nmax_quantity = %d\n"
+      "max_live_orders = %d\n"
+      "[service]\nmax_sessions = %d\nmax_report_history_bytes = %d\n"
+      "session_idle_seconds = %s\nopen_sessions = %s\nopen_accounts = %s\n"
+      "allowed_addresses = %s\n",
+      e.min_instrument, e.max_instrument, e.min_price, e.max_price,
+      e.min_quantity, e.max_quantity, e.max_live_orders, config.max_sessions,
+      config.max_report_history_bytes, seconds,
+      config.open_sessions ? "true" : "false",
+      SetToToml(config.open_policy.accounts.ToString()),
+      SetToToml(config.open_policy.addresses.ToString()));
   std::vector<std::uint32_t> ids;
   for (const auto& [id, policy] : config.sessions) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   for (const std::uint32_t id : ids) {
     const SessionPolicy& policy = config.sessions.at(id);
     absl::StrAppendFormat(&text,
-                          "session.%d.accounts = %s\n"
-                          "session.%d.addresses = %s\n",
-                          id, policy.accounts.ToString(), id,
-                          policy.addresses.ToString());
+                          "[sessions.%d]\naccounts = %s\naddresses = %s\n", id,
+                          SetToToml(policy.accounts.ToString()),
+                          SetToToml(policy.addresses.ToString()));
+    if (!policy.key_file.empty()) {
+      absl::StrAppendFormat(&text, "key_file = %s\n",
+                            TomlString(policy.key_file));
+    }
   }
   return text;
 }
 
-bool SamePolicy(const SessionPolicy& a, const SessionPolicy& b) {
-  return a.accounts.ToString() == b.accounts.ToString() &&
-         a.addresses.ToString() == b.addresses.ToString();
+ConfigSource FuzzSource() {
+  ConfigSource source;
+  source.path = "(fuzz)";
+  source.load_key_files = false;  // no file system in the fuzz target
+  return source;
+}
+
+// "config (fuzz):LINE:COL: what", LINE and COL at least 1.
+void CheckPlace(const absl::Status& status) {
+  CheckRejection(status);
+  std::string_view message(status.message().data(), status.message().size());
+  constexpr std::string_view kPrefix = "config (fuzz):";
+  FUZZ_CHECK(message.starts_with(kPrefix));
+  message.remove_prefix(kPrefix.size());
+  for (int field = 0; field < 2; ++field) {
+    std::size_t digits = 0;
+    while (digits < message.size() && message[digits] >= '0' &&
+           message[digits] <= '9') {
+      ++digits;
+    }
+    FUZZ_CHECK(digits > 0 && digits < message.size() &&
+               message[digits] == ':' && message.substr(0, digits) != "0");
+    message.remove_prefix(digits + 1);
+  }
+  FUZZ_CHECK(message.starts_with(" ") && message.size() > 1);
 }
 
 void CheckServiceConfig(const ServiceConfig& config) {
   FUZZ_CHECK(engine::ValidateConfig(config.engine).ok());
   FUZZ_CHECK(config.max_sessions >= 1 && config.max_sessions <= 1'000'000);
+  FUZZ_CHECK(config.session_idle_seconds > 0 &&
+             config.session_idle_seconds <= 1e9);
   CheckAccounts(config.open_policy.accounts);
   CheckAddresses(config.open_policy.addresses);
   std::uint32_t unlisted = 0;
   for (const auto& [id, policy] : config.sessions) {
     FUZZ_CHECK(config.PolicyFor(id) == &policy);
+    FUZZ_CHECK(!policy.mac.has_value());  // key files are not read here
     CheckAccounts(policy.accounts);
     CheckAddresses(policy.addresses);
   }
@@ -283,48 +364,63 @@ void CheckServiceConfig(const ServiceConfig& config) {
   FUZZ_CHECK(!DescribeServiceConfig(config).empty());
 
   const std::string text = FormatServiceConfig(config);
-  const absl::StatusOr<ServiceConfig> again = ParseServiceConfig(text);
+  const absl::StatusOr<ServiceConfig> again =
+      ParseServiceConfig(text, FuzzSource());
   FUZZ_CHECK(again.ok());
-  FUZZ_CHECK(SameEngine(again->engine, config.engine));
-  FUZZ_CHECK(again->max_sessions == config.max_sessions);
-  FUZZ_CHECK(again->open_sessions == config.open_sessions);
-  FUZZ_CHECK(SamePolicy(again->open_policy, config.open_policy));
-  FUZZ_CHECK(again->sessions.size() == config.sessions.size());
-  for (const auto& [id, policy] : config.sessions) {
-    const auto it = again->sessions.find(id);
-    FUZZ_CHECK(it != again->sessions.end() && SamePolicy(it->second, policy));
-  }
+  FUZZ_CHECK(legacy::ComparableText(*again) == legacy::ComparableText(config));
   FUZZ_CHECK(FormatServiceConfig(*again) == text);
 }
 
 void CheckText(std::string_view text) {
-  // The engine's file.
-  const absl::StatusOr<EngineConfig> engine = engine::ParseConfig(text);
-  if (engine.ok()) {
-    FUZZ_CHECK(engine::ValidateConfig(*engine).ok());
-    const std::string formatted = engine::FormatConfig(*engine);
-    const absl::StatusOr<EngineConfig> again = engine::ParseConfig(formatted);
-    FUZZ_CHECK(again.ok() && SameEngine(*again, *engine));
-    FUZZ_CHECK(engine::FormatConfig(*again) == formatted);
-  } else {
-    CheckRejection(engine.status());
-  }
-
-  // The service's file.
-  const absl::StatusOr<ServiceConfig> service = ParseServiceConfig(text);
-  if (engine.ok()) {
-    // An engine file is a service file with the service defaults.
-    FUZZ_CHECK(service.ok());
-    FUZZ_CHECK(SameEngine(service->engine, *engine));
-    const ServiceConfig defaults;
-    FUZZ_CHECK(service->max_sessions == defaults.max_sessions);
-    FUZZ_CHECK(service->open_sessions && service->sessions.empty());
-    FUZZ_CHECK(SamePolicy(service->open_policy, defaults.open_policy));
-  }
+  // The TOML configuration file.
+  const absl::StatusOr<ServiceConfig> service =
+      ParseServiceConfig(text, FuzzSource());
   if (service.ok()) {
     CheckServiceConfig(*service);
   } else {
-    CheckRejection(service.status());
+    CheckPlace(service.status());
+  }
+
+  // An old key = value file: converted faithfully, and recognised.
+  const absl::StatusOr<ServiceConfig> old =
+      legacy::ParseLegacyServiceConfig(text);
+  if (old.ok()) {
+    const absl::StatusOr<std::string> converted =
+        legacy::ConvertLegacyConfig(text);
+    if (converted.ok()) {
+      const absl::StatusOr<ServiceConfig> loaded =
+          ParseServiceConfig(*converted, FuzzSource());
+      FUZZ_CHECK(loaded.ok());
+      FUZZ_CHECK(legacy::ComparableText(*loaded) ==
+                 legacy::ComparableText(*old));
+    } else {
+      CheckRejection(converted.status());  // not UTF-8; never Internal
+    }
+    if (service.ok()) {
+      // Valid TOML and an old file: only one without any key.
+      const ServiceConfig defaults;
+      FUZZ_CHECK(legacy::ComparableText(*old) ==
+                 legacy::ComparableText(defaults));
+    } else {
+      FUZZ_CHECK(std::string(service.status().message())
+                     .find("orderwire config convert") != std::string::npos);
+    }
+  } else {
+    CheckRejection(old.status());
+    FUZZ_CHECK(!legacy::ConvertLegacyConfig(text).ok());
+  }
+
+  // The engine's key = value form (what a journal pins).
+  const absl::StatusOr<EngineConfig> engine = engine::ParseKeyValueConfig(text);
+  if (engine.ok()) {
+    FUZZ_CHECK(engine::ValidateConfig(*engine).ok());
+    const std::string formatted = engine::FormatKeyValueConfig(*engine);
+    const absl::StatusOr<EngineConfig> again =
+        engine::ParseKeyValueConfig(formatted);
+    FUZZ_CHECK(again.ok() && SameEngine(*again, *engine));
+    FUZZ_CHECK(engine::FormatKeyValueConfig(*again) == formatted);
+  } else {
+    CheckRejection(engine.status());
   }
 
   // The set parsers on the whole text.

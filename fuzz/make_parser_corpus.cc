@@ -109,45 +109,75 @@ struct TextSeed {
 };
 
 constexpr TextSeed kConfigSeeds[] = {
-    {"engine_example",
-     "# orderwire engine configuration\n"
+    // TOML configuration files (service/service_config.h).
+    {"toml_every_key",
+     "# Every key of the configuration file.\n"
+     "[engine]\n"
      "min_instrument  = 1            # first instrument id that exists\n"
      "max_instrument  = 1024         # last instrument id that exists\n"
      "min_price       = 1            # lowest valid price, in ticks\n"
      "max_price       = 1000000000   # highest valid price, in ticks\n"
      "min_quantity    = 1            # smallest valid quantity, in lots\n"
      "max_quantity    = 1000000000   # largest valid quantity, in lots\n"
-     "max_live_orders = 1048576      # capacity; BookFull beyond it\n"},
-    {"engine_edges",
-     "min_instrument = 0\nmax_instrument = 1_048_575\n"
+     "max_live_orders = 1048576      # capacity; BookFull beyond it\n"
+     "\n"
+     "[service]\n"
+     "max_sessions = 1024\n"
+     "max_report_history_bytes = 67108864\n"
+     "session_idle_seconds = 60\n"
+     "allowed_addresses = [\"127.0.0.1\", \"::1\", \"10.1.0.0/16\"]\n"
+     "open_sessions = false\n"
+     "open_accounts = \"any\"\n"
+     "\n"
+     "[sessions.7]\n"
+     "accounts = [7, 8, \"100-199\"]\n"
+     "addresses = [\"127.0.0.1\"]\n"
+     "[sessions.9]\n"
+     "accounts = \"any\"\n"
+     "key_file = \"/etc/orderwire/session-9.key\"\n"},
+    {"toml_engine_edges",
+     "[engine]\nmin_instrument = 0\nmax_instrument = 1_048_575\n"
      "min_price = -9_223_372_036_854_775_807\n"
      "max_price = 9223372036854775807\n"
      "min_quantity = 1\nmax_quantity = 137438953471\n"
      "max_live_orders = 67108864\n"},
-    {"engine_crlf", "max_price = 5\r\n\r\n  min_price=-5 \t\r\n"},
-    {"service_example",
+    {"toml_open",
+     "[service]\nopen_sessions = true\n"
+     "open_accounts = [\"0-18446744073709551615\"]\n"
+     "allowed_addresses = \"any\"\nmax_sessions = 1000000\n"
+     "session_idle_seconds = 0.25\n"},
+    {"toml_v6",
+     "[service]\nallowed_addresses = [\"fe80::/10\", \"2001:db8::1/128\", "
+     "\"::ffff:10.0.0.1\", \"10.0.0.0/8\", \"0.0.0.0/0\"]\n"
+     "[sessions.4294967295]\naccounts = [1, 1, \"5-5\", \"3-4\"]\n"
+     "addresses = [\"::/0\"]\n"
+     "[sessions.0]\naccounts = \"any\"\n"},
+    {"toml_inline",
+     "engine = { max_live_orders = 5 }\n"
+     "sessions = { 3 = { accounts = [], addresses = [] } }\n"},
+    {"toml_crlf", "[engine]\r\nmax_price = 5\r\n\r\n  min_price=-5 \t\r\n"},
+    // Old key = value files (service/legacy_config.h): the conversion hint
+    // and `orderwire config convert`.
+    {"old_engine_example",
+     "# orderwire engine configuration\n"
+     "min_instrument  = 1            # first instrument id that exists\n"
+     "max_live_orders = 1048576      # capacity; BookFull beyond it\n"},
+    {"old_service_example",
      "# The engine's limits: every key of engine/config.h.\n"
      "max_instrument  = 1024\n"
-     "max_live_orders = 1048576\n"
      "\n"
      "# Sessions.\n"
      "max_sessions      = 1024\n"
+     "session_idle_seconds = 0.5\n"
      "allowed_addresses = 127.0.0.1, ::1, 10.1.0.0/16\n"
      "open_sessions     = false\n"
-     "open_accounts     = any\n"
+     "open_accounts     = 0-18446744073709551615\n"
      "\n"
      "session.7.accounts  = 7, 8, 100-199\n"
      "session.7.addresses = 127.0.0.1\n"
-     "session.9.accounts  = any\n"},
-    {"service_open",
-     "open_sessions = true\nopen_accounts = 0-18446744073709551615\n"
-     "allowed_addresses = any\nmax_sessions = 1000000\n"},
-    {"service_v6",
-     "allowed_addresses = fe80::/10, 2001:db8::1/128, ::ffff:10.0.0.1, "
-     "10.0.0.0/8, 0.0.0.0/0\n"
-     "session.4294967295.accounts = 1, 1, 5-5, 3-4\n"
-     "session.4294967295.addresses = ::/0\n"
-     "session.0.accounts = any\n"},
+     "session.9.accounts  = any\n"
+     "session.9.key_file  = keys/\"9\".key\n"},
+    {"old_engine_crlf", "max_price = 5\r\n\r\n  min_price=-5 \t\r\n"},
     {"accounts", "7, 8, 100-199"},
     {"addresses", "127.0.0.1, ::1, 10.1.0.0/16"},
     // Regressions: an IPv4 address written in IPv6 matches that address; an

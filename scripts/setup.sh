@@ -17,6 +17,7 @@ packages=(
   libcli11-dev   # cli/: the command-line parser (CLI11, header-only)
   libsodium-dev  # auth/: the datagram MAC (keyed BLAKE2b)
   libsimdjson-dev  # jsonl/: the JSON Lines reader
+  libtomlplusplus-dev  # service/: configuration files are TOML (toml++)
   libssl-dev     # bench/mac_bench: OpenSSL HMAC-SHA-256, a measured candidate
   libflatbuffers-dev flatbuffers-compiler libprotobuf-dev protobuf-compiler
   tshark python3  # tests/dissector: the Wireshark dissector test

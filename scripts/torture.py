@@ -699,10 +699,11 @@ def scenario_flood(ctx):
               f"RSS stays under {ctx.flood_rss_mb} MiB (also after a restart) "
               "and the listed sessions trade")
     work = ctx.dir("flood")
-    config = os.path.join(work, "serve.conf")
+    config = os.path.join(work, "serve.toml")
     with open(config, "w") as f:
-        f.write("open_sessions = true\nsession.7.accounts = any\n"
-                "session.8.accounts = any\n")
+        f.write("[service]\nopen_sessions = true\n"
+                "[sessions.7]\naccounts = \"any\"\n"
+                "[sessions.8]\naccounts = \"any\"\n")
     server = Server(ctx.tool, work, "flood", os.path.join(work, "journal"),
                     ["--config", config])
     ok, why = server.start()

@@ -45,8 +45,8 @@ PinnedConfig PinnedConfigOf(const StateMachine& machine) {
 
 std::string EncodePinnedConfig(const PinnedConfig& config) {
   return absl::StrFormat("%s%d\n%s%s = %d\n", kFirstLinePrefix, kPinnedVersion,
-                         engine::FormatConfig(config.engine), kMaxSessionsKey,
-                         config.max_sessions);
+                         engine::FormatKeyValueConfig(config.engine),
+                         kMaxSessionsKey, config.max_sessions);
 }
 
 absl::StatusOr<PinnedConfig> DecodePinnedConfig(std::string_view text) {
@@ -88,7 +88,7 @@ absl::StatusOr<PinnedConfig> DecodePinnedConfig(std::string_view text) {
     engine_text += '\n';
   }
   absl::StatusOr<engine::EngineConfig> engine =
-      engine::ParseConfig(engine_text);
+      engine::ParseKeyValueConfig(engine_text);
   if (!engine.ok()) {
     return absl::DataLossError(
         absl::StrFormat("pinned configuration: engine limits: %s (lines "

@@ -7,12 +7,14 @@
 #include <charconv>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <limits>
 #include <optional>
 #include <sstream>
 
-#include "absl/container/flat_hash_set.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "service/legacy_config.h"
+#include "toml++/toml.h"
 
 namespace orderwire::service {
 namespace {
@@ -198,167 +200,528 @@ const SessionPolicy* ServiceConfig::PolicyFor(std::uint32_t id) const {
   return open_sessions ? &open_policy : nullptr;
 }
 
-absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
-                                                 std::string_view base_dir) {
-  ServiceConfig config;
-  // Engine keys are handed to engine::ParseConfig; service lines are blanked
-  // there so that its line numbers stay those of the file.
-  std::string engine_text;
-  std::optional<bool> open_sessions;
-  std::optional<AddressSet> allowed;
-  absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>> addresses;
-  absl::flat_hash_map<std::uint32_t, bool> has_accounts;
-  absl::flat_hash_set<std::string> seen_keys;
-  int line_number = 0;
-  while (!text.empty() || line_number == 0) {
-    ++line_number;
-    const std::size_t end = text.find('\n');
-    const std::string_view raw = text.substr(0, end);
-    text = end == std::string_view::npos ? std::string_view()
-                                         : text.substr(end + 1);
-    std::string_view line = raw.substr(0, raw.find('#'));
-    const std::size_t eq = line.find('=');
-    const std::string_view key = Trim(line.substr(0, eq));
-    const std::string_view value =
-        eq == std::string_view::npos ? "" : Trim(line.substr(eq + 1));
-    const bool service_key =
-        key == "max_sessions" || key == "max_report_history_bytes" ||
-        key == "session_idle_seconds" || key == "open_sessions" ||
-        key == "open_accounts" || key == "allowed_addresses" ||
-        key.substr(0, 8) == "session.";
-    if (!service_key || eq == std::string_view::npos) {
-      engine_text.append(raw);
-      engine_text.push_back('\n');
-      if (end == std::string_view::npos) break;
-      continue;
+namespace {
+
+// toml++'s name for a node's type, as an error says it.
+std::string_view TypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table:
+      return "a table";
+    case toml::node_type::array:
+      return "an array";
+    case toml::node_type::string:
+      return "a string";
+    case toml::node_type::integer:
+      return "an integer";
+    case toml::node_type::floating_point:
+      return "a float";
+    case toml::node_type::boolean:
+      return "a boolean";
+    case toml::node_type::date:
+      return "a date";
+    case toml::node_type::time:
+      return "a time";
+    case toml::node_type::date_time:
+      return "a date-time";
+    case toml::node_type::none:
+      break;
+  }
+  return "nothing";
+}
+
+// Builds every error of one file: "config PATH:LINE:COL: what".
+class ErrorAt {
+ public:
+  explicit ErrorAt(std::string_view path) : path_(path) {}
+
+  [[nodiscard]] std::string Where(const toml::source_region& where) const {
+    return absl::StrFormat("config %s:%d:%d", path_, where.begin.line,
+                           where.begin.column);
+  }
+  [[nodiscard]] absl::Status operator()(const toml::source_region& where,
+                                        std::string_view what) const {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s: %s", Where(where), what));
+  }
+  [[nodiscard]] std::string_view path() const { return path_; }
+
+ private:
+  std::string_view path_;
+};
+
+// The keys of the old key = value files that have a place in a table now:
+// found outside any table, they mark an old file.
+bool IsOldTopLevelKey(std::string_view key) {
+  static constexpr std::string_view kOldKeys[] = {"min_instrument",
+                                                  "max_instrument",
+                                                  "min_price",
+                                                  "max_price",
+                                                  "min_quantity",
+                                                  "max_quantity",
+                                                  "max_live_orders",
+                                                  "max_sessions",
+                                                  "max_report_history_bytes",
+                                                  "session_idle_seconds",
+                                                  "open_sessions",
+                                                  "open_accounts",
+                                                  "allowed_addresses",
+                                                  "session"};
+  return std::find(std::begin(kOldKeys), std::end(kOldKeys), key) !=
+         std::end(kOldKeys);
+}
+
+std::string ConvertHint(std::string_view path) {
+  return absl::StrFormat(
+      "this is an old 'key = value' configuration file; configuration files "
+      "are TOML now ([engine], [service] and [sessions.N] tables, "
+      "docs/SERVICE.md \"Configuration\"): 'orderwire config convert %s > "
+      "NEW.toml' prints the TOML equivalent",
+      path);
+}
+
+// An integer in [min, max] at `node`; `name` is its dotted key.
+absl::StatusOr<std::int64_t> IntegerIn(const ErrorAt& error,
+                                       const toml::node& node,
+                                       std::string_view name, std::int64_t min,
+                                       std::int64_t max) {
+  const toml::value<std::int64_t>* value = node.as_integer();
+  if (value == nullptr) {
+    return error(node.source(),
+                 absl::StrFormat("%s: expected an integer, got %s", name,
+                                 TypeName(node)));
+  }
+  if (value->get() < min || value->get() > max) {
+    return error(node.source(),
+                 absl::StrFormat("%s: %d is out of range (%d..%d)", name,
+                                 value->get(), min, max));
+  }
+  return value->get();
+}
+
+absl::Status UnknownKey(const ErrorAt& error, const toml::key& key,
+                        std::string_view table, std::string_view known) {
+  return error(key.source(),
+               absl::StrFormat("unknown key '%s' in [%s] (known keys: %s)",
+                               key.str(), table, known));
+}
+
+struct EngineKey {
+  std::string_view name;
+  std::int64_t min;
+  std::int64_t max;
+  void (*set)(engine::EngineConfig&, std::int64_t);
+};
+
+constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
+constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
+
+constexpr EngineKey kEngineKeys[] = {
+    {"min_instrument", 0, kU32Max,
+     [](engine::EngineConfig& c, std::int64_t v) {
+       c.min_instrument = static_cast<std::uint32_t>(v);
+     }},
+    {"max_instrument", 0, kU32Max,
+     [](engine::EngineConfig& c, std::int64_t v) {
+       c.max_instrument = static_cast<std::uint32_t>(v);
+     }},
+    {"min_price", kI64Min + 1, kI64Max,
+     [](engine::EngineConfig& c, std::int64_t v) { c.min_price = v; }},
+    {"max_price", kI64Min + 1, kI64Max,
+     [](engine::EngineConfig& c, std::int64_t v) { c.max_price = v; }},
+    {"min_quantity", 1, kI64Max,
+     [](engine::EngineConfig& c, std::int64_t v) {
+       c.min_quantity = static_cast<std::uint64_t>(v);
+     }},
+    {"max_quantity", 1, kI64Max,
+     [](engine::EngineConfig& c, std::int64_t v) {
+       c.max_quantity = static_cast<std::uint64_t>(v);
+     }},
+    {"max_live_orders", 1, engine::kMaxLiveOrdersLimit,
+     [](engine::EngineConfig& c, std::int64_t v) {
+       c.max_live_orders = static_cast<std::uint32_t>(v);
+     }},
+};
+
+absl::Status ReadEngine(const ErrorAt& error, const toml::table& table,
+                        engine::EngineConfig& config) {
+  for (auto&& [key, node] : table) {
+    const EngineKey* spec = nullptr;
+    for (const EngineKey& candidate : kEngineKeys) {
+      if (candidate.name == key.str()) spec = &candidate;
     }
-    engine_text.push_back('\n');
-    const auto fail = [&](std::string_view why) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("line %d: %s: %s", line_number, key, why));
-    };
-    if (!seen_keys.insert(std::string(key)).second) {
-      return fail("given twice");
+    if (spec == nullptr) {
+      return UnknownKey(error, key, "engine",
+                        "min_instrument, max_instrument, min_price, "
+                        "max_price, min_quantity, max_quantity, "
+                        "max_live_orders");
     }
-    if (key == "max_sessions") {
-      std::uint64_t n = 0;
-      if (!ParseU64(value, n) || n < 1 || n > 1'000'000) {
-        return fail("must be an integer from 1 to 1000000");
+    absl::StatusOr<std::int64_t> value =
+        IntegerIn(error, node, absl::StrFormat("engine.%s", key.str()),
+                  spec->min, spec->max);
+    if (!value.ok()) return value.status();
+    spec->set(config, *value);
+  }
+  if (absl::Status s = engine::ValidateConfig(config); !s.ok()) {
+    return error(table.source(), absl::StrFormat("[engine]: %s", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+// "any", or an array of account ids and "a-b" ranges.
+absl::StatusOr<AccountSet> ReadAccounts(const ErrorAt& error,
+                                        const toml::node& node,
+                                        std::string_view name) {
+  if (const auto* text = node.as_string(); text != nullptr) {
+    if (text->get() == "any") return AccountSet::Any();
+    return error(node.source(),
+                 absl::StrFormat("%s: the only string allowed is \"any\"; "
+                                 "list accounts as an array, e.g. "
+                                 "[7, 8, \"100-199\"]",
+                                 name));
+  }
+  const toml::array* items = node.as_array();
+  if (items == nullptr) {
+    return error(node.source(),
+                 absl::StrFormat("%s: expected \"any\" or an array of account "
+                                 "ids and \"a-b\" ranges, got %s",
+                                 name, TypeName(node)));
+  }
+  if (items->empty()) return AccountSet{};
+  std::string joined;
+  for (const toml::node& item : *items) {
+    std::string text;
+    if (const auto* id = item.as_integer(); id != nullptr) {
+      if (id->get() < 0) {
+        return error(
+            item.source(),
+            absl::StrFormat("%s: account id %d is negative", name, id->get()));
       }
-      config.max_sessions = static_cast<std::uint32_t>(n);
-    } else if (key == "max_report_history_bytes") {
-      std::uint64_t n = 0;
-      if (!ParseU64(value, n) || n > (std::uint64_t{1} << 40)) {
-        return fail("must be an integer from 0 to 1099511627776 (1 TiB)");
+      text = absl::StrFormat("%d", id->get());
+    } else if (const auto* range = item.as_string(); range != nullptr) {
+      text = range->get();
+      if (text.find(',') != std::string::npos || text == "any") {
+        return error(item.source(),
+                     absl::StrFormat("%s: '%s' is not one account id or range "
+                                     "a-b (one per array item)",
+                                     name, text));
       }
-      config.max_report_history_bytes = n;
-    } else if (key == "session_idle_seconds") {
-      double seconds = 0;
-      if (!absl::SimpleAtod(absl::string_view(value.data(), value.size()),
-                            &seconds) ||
-          !(seconds > 0) || seconds > 1e9) {
-        return fail("must be a number of seconds above 0 (e.g. 60, 0.5)");
+      if (absl::StatusOr<AccountSet> one = AccountSet::Parse(text); !one.ok()) {
+        return error(item.source(),
+                     absl::StrFormat("%s: %s", name, one.status().message()));
       }
-      config.session_idle_seconds = seconds;
-    } else if (key == "open_sessions") {
-      if (value != "true" && value != "false") {
-        return fail("must be true or false");
-      }
-      open_sessions = value == "true";
-    } else if (key == "open_accounts") {
-      absl::StatusOr<AccountSet> set = AccountSet::Parse(value);
-      if (!set.ok()) return fail(std::string(set.status().message()));
-      config.open_policy.accounts = *set;
-    } else if (key == "allowed_addresses") {
-      absl::StatusOr<AddressSet> set = AddressSet::Parse(value);
-      if (!set.ok()) return fail(std::string(set.status().message()));
-      allowed = *set;
     } else {
-      // session.ID.accounts / session.ID.addresses
-      const std::string_view rest = key.substr(8);
-      const std::size_t dot = rest.find('.');
-      std::uint64_t id = 0;
-      if (dot == std::string_view::npos || !ParseU64(rest.substr(0, dot), id) ||
-          id > UINT32_MAX) {
-        return fail(
-            "expected session.<id>.accounts, session.<id>.addresses or "
-            "session.<id>.key_file with a u32 session id");
-      }
-      const std::string_view what = rest.substr(dot + 1);
-      const auto sid = static_cast<std::uint32_t>(id);
-      SessionPolicy& policy = config.sessions[sid];
-      if (what == "accounts") {
-        absl::StatusOr<AccountSet> set = AccountSet::Parse(value);
-        if (!set.ok()) return fail(std::string(set.status().message()));
-        policy.accounts = *set;
-        has_accounts[sid] = true;
-      } else if (what == "addresses") {
-        absl::StatusOr<AddressSet> set = AddressSet::Parse(value);
-        if (!set.ok()) return fail(std::string(set.status().message()));
-        addresses[sid] = *set;
-      } else if (what == "key_file") {
-        if (value.empty()) return fail("needs a path");
-        std::string path(value);
-        if (path.front() != '/' && !base_dir.empty()) {
-          path = absl::StrFormat("%s/%s", base_dir, value);
-        }
-        std::string warning;
-        absl::StatusOr<auth::Key> session_key =
-            auth::LoadKeyFile(path, &warning);
-        if (!session_key.ok()) {
-          return fail(std::string(session_key.status().message()));
-        }
-        if (!warning.empty()) {
-          config.warnings.push_back(
-              absl::StrFormat("line %d: %s: %s", line_number, key, warning));
-        }
-        policy.mac.emplace(*session_key);
-        policy.key_file = path;
-      } else {
-        return fail("unknown session key (accounts, addresses, key_file)");
-      }
+      return error(item.source(),
+                   absl::StrFormat("%s: an item must be an account id or an "
+                                   "\"a-b\" range, got %s",
+                                   name, TypeName(item)));
     }
-    if (end == std::string_view::npos) break;
+    if (!joined.empty()) joined += ", ";
+    joined += text;
   }
-  absl::StatusOr<engine::EngineConfig> engine_config =
-      engine::ParseConfig(engine_text);
-  if (!engine_config.ok()) return engine_config.status();
-  config.engine = *engine_config;
-  if (allowed.has_value()) config.open_policy.addresses = *allowed;
+  return AccountSet::Parse(joined);
+}
+
+// "any", or an array of addresses and CIDR blocks.
+absl::StatusOr<AddressSet> ReadAddresses(const ErrorAt& error,
+                                         const toml::node& node,
+                                         std::string_view name) {
+  if (const auto* text = node.as_string(); text != nullptr) {
+    if (text->get() == "any") return AddressSet::Any();
+    return error(node.source(),
+                 absl::StrFormat("%s: the only string allowed is \"any\"; "
+                                 "list addresses as an array, e.g. "
+                                 "[\"127.0.0.1\", \"10.1.0.0/16\"]",
+                                 name));
+  }
+  const toml::array* items = node.as_array();
+  if (items == nullptr) {
+    return error(node.source(),
+                 absl::StrFormat("%s: expected \"any\" or an array of "
+                                 "addresses and CIDR blocks, got %s",
+                                 name, TypeName(node)));
+  }
+  if (items->empty()) return AddressSet{};
+  std::string joined;
+  for (const toml::node& item : *items) {
+    const auto* address = item.as_string();
+    if (address == nullptr) {
+      return error(item.source(),
+                   absl::StrFormat("%s: an item must be a string (an address "
+                                   "or CIDR block), got %s",
+                                   name, TypeName(item)));
+    }
+    const std::string& text = address->get();
+    if (text.find(',') != std::string::npos || text == "any") {
+      return error(item.source(),
+                   absl::StrFormat("%s: '%s' is not one address or CIDR block "
+                                   "(one per array item)",
+                                   name, text));
+    }
+    if (absl::StatusOr<AddressSet> one = AddressSet::Parse(text); !one.ok()) {
+      return error(item.source(),
+                   absl::StrFormat("%s: %s", name, one.status().message()));
+    }
+    if (!joined.empty()) joined += ", ";
+    joined += text;
+  }
+  return AddressSet::Parse(joined);
+}
+
+struct ServiceTable {
+  std::optional<bool> open_sessions;
+  std::optional<AddressSet> allowed_addresses;
+};
+
+absl::Status ReadService(const ErrorAt& error, const toml::table& table,
+                         ServiceConfig& config, ServiceTable& read) {
+  for (auto&& [key, node] : table) {
+    const std::string_view name = key.str();
+    const std::string dotted = absl::StrFormat("service.%s", name);
+    if (name == "max_sessions") {
+      absl::StatusOr<std::int64_t> n =
+          IntegerIn(error, node, dotted, 1, 1'000'000);
+      if (!n.ok()) return n.status();
+      config.max_sessions = static_cast<std::uint32_t>(*n);
+    } else if (name == "max_report_history_bytes") {
+      absl::StatusOr<std::int64_t> n =
+          IntegerIn(error, node, dotted, 0, std::int64_t{1} << 40);
+      if (!n.ok()) return n.status();
+      config.max_report_history_bytes = static_cast<std::uint64_t>(*n);
+    } else if (name == "session_idle_seconds") {
+      const std::optional<double> seconds = node.value<double>();
+      if (!node.is_number() || !seconds.has_value()) {
+        return error(node.source(),
+                     absl::StrFormat("%s: expected a number of seconds, got %s",
+                                     dotted, TypeName(node)));
+      }
+      if (!(*seconds > 0) || *seconds > 1e9) {
+        return error(node.source(),
+                     absl::StrFormat("%s: %g is out of range (above 0, at "
+                                     "most 1e9 seconds; e.g. 60, 0.5)",
+                                     dotted, *seconds));
+      }
+      config.session_idle_seconds = *seconds;
+    } else if (name == "open_sessions") {
+      const auto* flag = node.as_boolean();
+      if (flag == nullptr) {
+        return error(node.source(),
+                     absl::StrFormat("%s: expected true or false, got %s",
+                                     dotted, TypeName(node)));
+      }
+      read.open_sessions = flag->get();
+    } else if (name == "open_accounts") {
+      absl::StatusOr<AccountSet> set = ReadAccounts(error, node, dotted);
+      if (!set.ok()) return set.status();
+      config.open_policy.accounts = *set;
+    } else if (name == "allowed_addresses") {
+      absl::StatusOr<AddressSet> set = ReadAddresses(error, node, dotted);
+      if (!set.ok()) return set.status();
+      read.allowed_addresses = *set;
+    } else {
+      return UnknownKey(error, key, "service",
+                        "max_sessions, max_report_history_bytes, "
+                        "session_idle_seconds, open_sessions, open_accounts, "
+                        "allowed_addresses");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// A session id: decimal, 0..4294967295, no sign, no leading zero.
+std::optional<std::uint32_t> SessionId(std::string_view text) {
+  if (text.empty() || text.size() > 10 || (text.size() > 1 && text[0] == '0'))
+    return std::nullopt;
+  std::uint64_t id = 0;
+  for (const char c : text) {
+    if (c < '0' || c > '9') return std::nullopt;
+    id = id * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  if (id > std::numeric_limits<std::uint32_t>::max()) return std::nullopt;
+  return static_cast<std::uint32_t>(id);
+}
+
+absl::Status ReadSession(const ErrorAt& error, const ConfigSource& source,
+                         std::uint32_t id, const toml::table& table,
+                         ServiceConfig& config,
+                         std::optional<AddressSet>& addresses) {
+  SessionPolicy& policy = config.sessions[id];
+  bool has_accounts = false;
+  for (auto&& [key, node] : table) {
+    const std::string_view name = key.str();
+    const std::string dotted = absl::StrFormat("sessions.%d.%s", id, name);
+    if (name == "accounts") {
+      absl::StatusOr<AccountSet> set = ReadAccounts(error, node, dotted);
+      if (!set.ok()) return set.status();
+      policy.accounts = *set;
+      has_accounts = true;
+    } else if (name == "addresses") {
+      absl::StatusOr<AddressSet> set = ReadAddresses(error, node, dotted);
+      if (!set.ok()) return set.status();
+      addresses = *set;
+    } else if (name == "key_file") {
+      const auto* text = node.as_string();
+      if (text == nullptr || text->get().empty()) {
+        return error(
+            node.source(),
+            absl::StrFormat(
+                "%s: expected the path of a key file (a "
+                "non-empty string), got %s",
+                dotted, text == nullptr ? TypeName(node) : "an empty string"));
+      }
+      std::string path = text->get();
+      if (path.front() != '/' && !source.base_dir.empty()) {
+        path = absl::StrFormat("%s/%s", source.base_dir, path);
+      }
+      policy.key_file = path;
+      if (!source.load_key_files) continue;
+      std::string warning;
+      absl::StatusOr<auth::Key> session_key = auth::LoadKeyFile(path, &warning);
+      if (!session_key.ok()) {
+        return error(
+            node.source(),
+            absl::StrFormat("%s: %s", dotted, session_key.status().message()));
+      }
+      if (!warning.empty()) {
+        config.warnings.push_back(absl::StrFormat(
+            "%s: %s: %s", error.Where(node.source()), dotted, warning));
+      }
+      policy.mac.emplace(*session_key);
+    } else {
+      return UnknownKey(error, key, absl::StrFormat("sessions.%d", id),
+                        "accounts, addresses, key_file");
+    }
+  }
+  if (!has_accounts) {
+    return error(table.source(),
+                 absl::StrFormat("[sessions.%d] has no 'accounts' (every "
+                                 "listed session needs one; \"any\" for all)",
+                                 id));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ReadSessions(
+    const ErrorAt& error, const ConfigSource& source, const toml::table& table,
+    ServiceConfig& config,
+    absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>>& addresses) {
+  for (auto&& [key, node] : table) {
+    const std::optional<std::uint32_t> id = SessionId(key.str());
+    if (!id.has_value()) {
+      return error(key.source(),
+                   absl::StrFormat("[sessions.%s]: '%s' is not a session id "
+                                   "(a decimal integer 0..4294967295 without "
+                                   "leading zeros)",
+                                   key.str(), key.str()));
+    }
+    const toml::table* session = node.as_table();
+    if (session == nullptr) {
+      return error(node.source(),
+                   absl::StrFormat("sessions.%d: expected a table "
+                                   "([sessions.%d] with accounts = ...), got "
+                                   "%s",
+                                   *id, *id, TypeName(node)));
+    }
+    if (absl::Status s =
+            ReadSession(error, source, *id, *session, config, addresses[*id]);
+        !s.ok()) {
+      return s;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
+                                                 const ConfigSource& source) {
+  const ErrorAt error(source.path);
+  toml::table root;
+  try {
+    root = toml::parse(text, std::string_view(source.path));
+  } catch (const toml::parse_error& parse_error) {
+    // An old key = value file fails here on its first list or dotted key;
+    // one the old reader accepts gets the way to convert it.
+    if (legacy::ParseLegacyServiceConfig(text).ok()) {
+      return error(
+          parse_error.source(),
+          absl::StrFormat("not TOML (%s): %s", parse_error.description(),
+                          ConvertHint(source.path)));
+    }
+    return error(
+        parse_error.source(),
+        absl::StrFormat("not valid TOML: %s", parse_error.description()));
+  }
+  // Keys of the old form outside any table mark an old file, whatever else
+  // is wrong with it (`session.7.accounts = 7` is TOML: a table `session`).
+  for (auto&& [key, node] : root) {
+    if (IsOldTopLevelKey(key.str())) {
+      return error(key.source(),
+                   absl::StrFormat("'%s' outside any table: %s", key.str(),
+                                   ConvertHint(source.path)));
+    }
+  }
+  ServiceConfig config;
+  ServiceTable service;
+  absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>> addresses;
+  for (auto&& [key, node] : root) {
+    const std::string_view name = key.str();
+    const toml::table* table = node.as_table();
+    if (name != "engine" && name != "service" && name != "sessions") {
+      return error(key.source(),
+                   absl::StrFormat("unknown %s '%s' (the tables are [engine], "
+                                   "[service] and [sessions.N])",
+                                   table != nullptr ? "table" : "key", name));
+    }
+    if (table == nullptr) {
+      return error(node.source(),
+                   absl::StrFormat("'%s' must be a table ([%s]), got %s", name,
+                                   name, TypeName(node)));
+    }
+    absl::Status status;
+    if (name == "engine") {
+      status = ReadEngine(error, *table, config.engine);
+    } else if (name == "service") {
+      status = ReadService(error, *table, config, service);
+    } else {
+      status = ReadSessions(error, source, *table, config, addresses);
+    }
+    if (!status.ok()) return status;
+  }
+  if (service.allowed_addresses.has_value()) {
+    config.open_policy.addresses = *service.allowed_addresses;
+  }
   for (auto& [id, policy] : config.sessions) {
-    if (!has_accounts.contains(id)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "session %d has addresses or a key file but no session.%d.accounts "
-          "line",
-          id, id));
-    }
-    auto it = addresses.find(id);
-    policy.addresses = it != addresses.end() && it->second.has_value()
-                           ? *it->second
-                           : config.open_policy.addresses;
+    const std::optional<AddressSet>& own = addresses[id];
+    policy.addresses = own.has_value() ? *own : config.open_policy.addresses;
   }
-  config.open_sessions = open_sessions.value_or(config.sessions.empty());
+  config.open_sessions =
+      service.open_sessions.value_or(config.sessions.empty());
   return config;
 }
 
-absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path) {
-  std::ifstream file(path);
+std::string ConfigDirectory(const std::string& path) {
+  const std::size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return "";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path,
+                                                bool load_key_files) {
+  std::ifstream file(path, std::ios::binary);
   if (!file) {
-    return absl::NotFoundError(absl::StrFormat(
-        "cannot open configuration file %s: %s", path, std::strerror(errno)));
+    return absl::NotFoundError(absl::StrFormat("config %s: cannot open: %s",
+                                               path, std::strerror(errno)));
   }
   std::stringstream text;
   text << file.rdbuf();
-  const std::size_t slash = path.rfind('/');
-  const std::string base_dir =
-      slash == std::string::npos ? "" : path.substr(0, slash);
-  absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
-      text.str(), base_dir.empty() && slash == 0 ? "/" : base_dir);
-  if (!config.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: %s", path, config.status().message()));
+  if (file.bad()) {
+    return absl::DataLossError(absl::StrFormat("config %s: cannot read: %s",
+                                               path, std::strerror(errno)));
   }
-  return config;
+  return ParseServiceConfig(text.str(), {.path = path,
+                                         .base_dir = ConfigDirectory(path),
+                                         .load_key_files = load_key_files});
 }
 
 std::string DescribeServiceConfig(const ServiceConfig& config) {

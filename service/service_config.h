@@ -1,33 +1,53 @@
-// The service's configuration: the engine's limits plus who may trade.
+// The service's configuration file: the engine's limits plus who may trade.
 // Cold path.
 //
-// `orderwire serve --config FILE` reads one file of `key = value` lines (the
-// syntax of the engine configuration, engine/config.h: `#` comments, blank
-// lines ignored, an error names the line and the key). Keys:
+// `orderwire serve --config FILE` (and `match`, `replay`, `snapshot`) read one
+// TOML file (toml.io, v1.0; parsed with toml++), in three tables, every key
+// optional:
 //
-//   # The engine's limits: every key of engine/config.h.
-//   max_instrument  = 1024
-//   max_live_orders = 1048576
+//   [engine]                        # the engine's limits (engine/config.h)
+//   min_instrument  = 1             # first instrument id that exists
+//   max_instrument  = 1024          # last instrument id that exists
+//   min_price       = 1             # lowest valid price, in ticks
+//   max_price       = 1000000000    # highest valid price, in ticks
+//   min_quantity    = 1             # smallest valid quantity, in lots
+//   max_quantity    = 1000000000    # largest valid quantity, in lots
+//   max_live_orders = 1048576       # capacity; BookFull beyond it
 //
-//   # Sessions.
-//   max_sessions      = 1024     # unlisted sessions the service will hold
-//                                # (listed sessions always fit)
+//   [service]
+//   max_sessions = 1024             # unlisted sessions the service will hold
+//                                   # (listed sessions always fit)
 //   max_report_history_bytes = 67108864
-//                                # all sessions' report histories together
-//   session_idle_seconds = 60    # a session not heard from for this long
-//                                # releases its report history
-//   allowed_addresses = 127.0.0.1, ::1, 10.1.0.0/16
-//                                # sources a session may use unless it has
-//                                # its own list; "any" allows every source
-//   open_sessions     = false    # may sessions not listed below connect?
-//   open_accounts     = any      # accounts such a session may trade for
+//                                   # all sessions' report histories together
+//   session_idle_seconds = 60       # a session not heard from for this long
+//                                   # releases its report history (60, 0.5)
+//   allowed_addresses = ["127.0.0.1", "::1", "10.1.0.0/16"]
+//                                   # sources a session may use unless it has
+//                                   # its own list; "any" allows every source
+//   open_sessions = false           # may sessions not listed below connect?
+//   open_accounts = "any"           # accounts such a session may trade for
 //
-//   # One block per known session: the accounts it may trade for, and
-//   # optionally the source addresses it may use.
-//   session.7.accounts  = 7, 8, 100-199
-//   session.7.addresses = 127.0.0.1
-//   session.9.accounts  = any
-//   session.9.key_file  = /etc/orderwire/session-9.key
+//   # One table per known session: the accounts it may trade for, and
+//   # optionally the source addresses it may use and its key.
+//   [sessions.7]
+//   accounts  = [7, 8, "100-199"]
+//   addresses = ["127.0.0.1"]
+//   [sessions.9]
+//   accounts  = "any"
+//   key_file  = "/etc/orderwire/session-9.key"
+//
+// Accounts are "any" or an array of account ids (integers) and inclusive
+// ranges ("100-199"; a string also holds an id above 2^63-1). Addresses are
+// "any" or an array of IPv4/IPv6 addresses and CIDR blocks. A session id is
+// a decimal integer 0..4294967295 without leading zeros; `accounts` is
+// required in every session table.
+//
+// Strict: a syntax error, a key given twice, an unknown table or key, a value
+// of the wrong type or out of range is an error, and every error names the
+// file, line and column: "config PATH:LINE:COL: what: why". A file in the old
+// `key = value` form (before TOML) is recognised and the error says how to
+// convert it (`orderwire config convert OLD > NEW.toml`; service/
+// legacy_config.h).
 //
 // A session with a key_file is keyed (docs/PROTOCOL.md "Authenticated
 // datagrams"): the file holds its 32-byte key as 64 hexadecimal digits
@@ -37,21 +57,21 @@
 // file that its group or others can read is accepted with a warning
 // (ServiceConfig::warnings).
 //
-// A key given twice is an error, as in the engine configuration.
-// Account lists are comma-separated ids and inclusive ranges `a-b`, or
-// `any`. Address lists are IPv4/IPv6 addresses or CIDR blocks, or `any`.
-//
-// With no file (the default), or for keys a file leaves out:
-// max_sessions 1024; max_report_history_bytes 64 MiB; session_idle_seconds
-// 60; allowed_addresses 127.0.0.0/8 and ::1 (loopback only);
-// open_sessions true when the file lists no session, false when it does;
-// open_accounts any. So the default configuration lets any session trade for
-// any account, but only from this machine: safe for a loopback demo, and a
-// deployment lists its sessions.
+// With no file (the default), or for keys a file leaves out: the engine's
+// defaults (engine/config.h); max_sessions 1024; max_report_history_bytes
+// 64 MiB; session_idle_seconds 60; allowed_addresses 127.0.0.0/8 and ::1
+// (loopback only); open_sessions true when the file lists no session, false
+// when it does; open_accounts any. So the default configuration lets any
+// session trade for any account, but only from this machine: safe for a
+// loopback demo, and a deployment lists its sessions.
 //
 // A session is pinned to the first source address (and port) it is seen
 // from; datagrams for it from anywhere else are dropped and counted (a keyed
 // session moves with a datagram that has a valid MAC and a new command).
+//
+// Not this file: the configuration a journal pins in its segment headers
+// (service/pinned_config.h) is a journal format of its own, key = value text
+// that stays as it is so that journals written before still open.
 #ifndef ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
 #define ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
 
@@ -143,16 +163,34 @@ struct ServiceConfig {
   [[nodiscard]] const SessionPolicy* PolicyFor(std::uint32_t id) const;
 };
 
-// Parses a configuration file's text; relative key_file paths are taken
-// from `base_dir` (the current directory when empty). Errors:
-// InvalidArgument "line N: ..." (a key file that cannot be read or holds no
-// valid key is such an error, naming the key file too).
-[[nodiscard]] absl::StatusOr<ServiceConfig> ParseServiceConfig(
-    std::string_view text, std::string_view base_dir = "");
+// Where a configuration's text comes from, and what to do with its key
+// files.
+struct ConfigSource {
+  // Named in every error ("config PATH:LINE:COL: ...").
+  std::string path = "(text)";
+  // Relative key_file paths are taken from here (the current directory when
+  // empty).
+  std::string base_dir;
+  // Whether key files are read (serve, replay); false records the path only
+  // (match, which uses the engine's limits, and the converter's check).
+  bool load_key_files = true;
+};
 
-// Reads and parses `path`; errors name the file.
+// Parses a TOML configuration (format above). Errors: InvalidArgument
+// "config PATH:LINE:COL: ..." for every syntax, schema and value error (a
+// key file that cannot be read or holds no valid key is such an error,
+// naming the key file too); an old key = value file gets the conversion
+// hint. Cost: O(text size) plus reading the key files.
+[[nodiscard]] absl::StatusOr<ServiceConfig> ParseServiceConfig(
+    std::string_view text, const ConfigSource& source = {});
+
+// Reads and parses `path` (key files relative to its directory). Errors as
+// ParseServiceConfig's, or NotFound "config PATH: cannot open: ...".
 [[nodiscard]] absl::StatusOr<ServiceConfig> LoadServiceConfig(
-    const std::string& path);
+    const std::string& path, bool load_key_files = true);
+
+// The directory of a configuration file's path, for ConfigSource::base_dir.
+[[nodiscard]] std::string ConfigDirectory(const std::string& path);
 
 // A readable summary (for the start-up banner).
 [[nodiscard]] std::string DescribeServiceConfig(const ServiceConfig& config);

@@ -501,6 +501,13 @@ EXIT_CASES = [
     ("snapshot", ["inspect", "{tmp}/nope.ows"], b"", 1, "nope.ows"),
     ("snapshot", ["inspect", "{tmp}/file"], b"", 1,
      "damaged at offset"),
+    # config convert (an old key = value file to TOML)
+    ("config", ["convert", "--help"], b"", 0, ""),
+    ("config", [], b"", 2, "config convert OLD"),
+    ("config", ["convert"], b"", 2, "give one configuration file"),
+    ("config", ["convert", "{tmp}/nope.conf"], b"", 1, "cannot open"),
+    ("config", ["convert", "{tmp}/file"], b"", 1,
+     "line 1: expected 'key = value', got 'not a directory'"),
     # serve
     ("serve", ["--help"], b"", 0, ""),
     ("serve", [], b"", 2, "--journal DIR is required"),
@@ -730,12 +737,12 @@ class ConfigurationPinned(unittest.TestCase):
     def test_restart_refused_then_reconfigured_and_replayed_byte_for_byte(self):
         with tempfile.TemporaryDirectory() as tmp:
             journal = os.path.join(tmp, "j")
-            narrow = os.path.join(tmp, "narrow.conf")
-            wide = os.path.join(tmp, "wide.conf")
+            narrow = os.path.join(tmp, "narrow.toml")
+            wide = os.path.join(tmp, "wide.toml")
             with open(narrow, "w") as f:
-                f.write("max_price = 1000\n")
+                f.write("[engine]\nmax_price = 1000\n")
             with open(wide, "w") as f:
-                f.write("max_price = 5000\n")
+                f.write("[engine]\nmax_price = 5000\n")
             # One NewLimit at price 2000: valid only under the wide limits.
             order = os.path.join(tmp, "order.bin")
             with open(order, "wb") as f:
@@ -840,11 +847,12 @@ class KeyedSubmit(unittest.TestCase):
             with open(other, "w") as f:
                 f.write(self.OTHER_KEY + "\n")
             os.chmod(other, 0o644)  # readable by others: a warning
-            config = os.path.join(tmp, "service.conf")
+            config = os.path.join(tmp, "service.toml")
             with open(config, "w") as f:
                 # A relative key_file is read from the config's directory.
-                f.write("session.7.accounts = any\n"
-                        "session.7.key_file = 7.key\n")
+                f.write("[sessions.7]\n"
+                        "accounts = \"any\"\n"
+                        "key_file = \"7.key\"\n")
             port = free_udp_port()
             target = "127.0.0.1:%d" % port
             server = subprocess.Popen(
@@ -894,21 +902,23 @@ class KeyedSubmit(unittest.TestCase):
             self.assertRegex(log, r"dropped refused +MissingMac +[1-9]")
             self.assertRegex(log, r"dropped refused +BadMac +[1-9]")
 
-    def test_serve_names_the_line_and_file_of_a_bad_key(self):
+    def test_serve_names_the_place_and_file_of_a_bad_key(self):
         with tempfile.TemporaryDirectory() as tmp:
             key = os.path.join(tmp, "bad.key")
             with open(key, "w") as f:
                 f.write("not a key\n")
-            config = os.path.join(tmp, "service.conf")
+            config = os.path.join(tmp, "service.toml")
             with open(config, "w") as f:
-                f.write("session.7.accounts = any\n"
-                        "session.7.key_file = %s\n" % key)
+                f.write("[sessions.7]\n"
+                        "accounts = \"any\"\n"
+                        "key_file = \"%s\"\n" % key)
             result = run(["serve", "--journal", os.path.join(tmp, "j"),
                           "--listen", "127.0.0.1:%d" % free_udp_port(),
                           "--config", config], b"")
             self.assertEqual(result.returncode, 1)
             err = result.stderr.decode()
-            self.assertIn("line 2: session.7.key_file", err)
+            self.assertIn("config %s:3:12: sessions.7.key_file: " % config,
+                          err)
             self.assertIn(key + ":1:", err)
 
 

@@ -493,7 +493,7 @@ service::ServiceConfig KeyedConfig(const ScratchDir& dir) {
   test_support::WriteText(key, std::string(kKeyHex) + "\n");
   ::chmod(key.c_str(), 0600);
   absl::StatusOr<service::ServiceConfig> config = service::ParseServiceConfig(
-      "session.7.accounts = any\nsession.7.key_file = " + key + "\n");
+      "[sessions.7]\naccounts = \"any\"\nkey_file = \"" + key + "\"\n");
   EXPECT_TRUE(config.ok()) << config.status();
   return config.ok() ? *config : service::ServiceConfig{};
 }

@@ -142,10 +142,14 @@ TEST(MatchCli, BookPrintsADepthTableOfEveryNonEmptyBook) {
 
 TEST(MatchCli, ConfigFileSetsTheLimitsAndItsErrorsNameLineAndKey) {
   const ::orderwire::test_support::ScratchDir dir("ow-engine-cli");
-  const std::string good = dir.Sub("good.conf");
-  const std::string bad = dir.Sub("bad.conf");
-  ::orderwire::test_support::WriteText(good, "# tiny\nmax_live_orders = 1\n");
-  ::orderwire::test_support::WriteText(bad, "max_price = 10\nmax_qty = 5\n");
+  const std::string good = dir.Sub("good.toml");
+  const std::string bad = dir.Sub("bad.toml");
+  const std::string old = dir.Sub("old.conf");
+  ::orderwire::test_support::WriteText(
+      good, "# tiny\n[engine]\nmax_live_orders = 1\n");
+  ::orderwire::test_support::WriteText(
+      bad, "[engine]\nmax_price = 10\nmax_qty = 5\n");
+  ::orderwire::test_support::WriteText(old, "max_live_orders = 1\n");
   const std::string input =
       Frames({Numbered(Limit(1, 1, 1, kBuy, kGtc, 100, 10), 1),
               Numbered(Limit(1, 2, 1, kBuy, kGtc, 99, 10), 2)});
@@ -154,8 +158,28 @@ TEST(MatchCli, ConfigFileSetsTheLimitsAndItsErrorsNameLineAndKey) {
   EXPECT_THAT(run.out, HasSubstr("\"reason\":10"));  // BookFull
   run = Orderwire("match --config '" + bad + "'", input);
   EXPECT_EQ(run.status, 1);
-  EXPECT_THAT(run.err, HasSubstr("line 2: unknown key 'max_qty'"));
-  EXPECT_THAT(run.err, HasSubstr(bad));
+  EXPECT_THAT(run.err, HasSubstr("config " + bad +
+                                 ":3:1: unknown key 'max_qty' in [engine]"));
+  // An old key = value file: the way to convert it, and the conversion.
+  run = Orderwire("match --config '" + old + "'", input);
+  EXPECT_EQ(run.status, 1);
+  EXPECT_THAT(run.err, HasSubstr("config " + old +
+                                 ":1:1: 'max_live_orders' "
+                                 "outside any table"));
+  EXPECT_THAT(run.err, HasSubstr("orderwire config convert " + old));
+  run = Orderwire("config convert '" + old + "'");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("[engine]\nmax_live_orders = 1\n"));
+  ::orderwire::test_support::WriteText(good, run.out);
+  run = Orderwire("match --json --config '" + good + "'", input);
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_THAT(run.out, HasSubstr("\"reason\":10"));  // BookFull
+  // convert's errors: the old reader's (exit 1); no file given (exit 2).
+  run = Orderwire("config convert '" + bad + "'");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_THAT(run.err, HasSubstr("config " + bad + ": line 1"));
+  EXPECT_EQ(Orderwire("config convert").status, 2);
+  EXPECT_EQ(Orderwire("config").status, 2);
   run = Orderwire("match --config /nonexistent/ow.conf", input);
   EXPECT_EQ(run.status, 1);
   EXPECT_THAT(run.err, HasSubstr("cannot open"));

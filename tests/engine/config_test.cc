@@ -26,13 +26,13 @@ TEST(Config, DefaultsAreThoseOfProtocolMd) {
 }
 
 TEST(Config, EmptyTextGivesTheDefaults) {
-  const auto config = ParseConfig("# nothing but a comment\n\n   \n");
+  const auto config = ParseKeyValueConfig("# nothing but a comment\n\n   \n");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->max_instrument, 1024u);
 }
 
 TEST(Config, ParsesEveryKeyWithCommentsSpacesAndDigitGroups) {
-  const auto config = ParseConfig(
+  const auto config = ParseKeyValueConfig(
       "min_instrument = 10\n"
       "  max_instrument=20   # inline comment\n"
       "min_price = -1_000\r\n"
@@ -54,15 +54,15 @@ TEST(Config, FormatRoundTripsThroughParse) {
   EngineConfig config;
   config.min_price = -7;
   config.max_live_orders = 99;
-  const auto parsed = ParseConfig(FormatConfig(config));
+  const auto parsed = ParseKeyValueConfig(FormatKeyValueConfig(config));
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->min_price, -7);
   EXPECT_EQ(parsed->max_live_orders, 99u);
-  EXPECT_EQ(FormatConfig(*parsed), FormatConfig(config));
+  EXPECT_EQ(FormatKeyValueConfig(*parsed), FormatKeyValueConfig(config));
 }
 
 TEST(Config, UnknownKeyIsAnErrorNamingLineAndKey) {
-  const auto config = ParseConfig("max_price = 5\nmax_prize = 6\n");
+  const auto config = ParseKeyValueConfig("max_price = 5\nmax_prize = 6\n");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(config.status().message()),
@@ -89,7 +89,7 @@ TEST(Config, BadValuesAreErrorsNamingLineAndKey) {
        "line 2: key 'max_price' given twice (first on line 1)"},
   };
   for (const Case& c : cases) {
-    const auto config = ParseConfig(c.text);
+    const auto config = ParseKeyValueConfig(c.text);
     ASSERT_FALSE(config.ok()) << c.text;
     EXPECT_THAT(std::string(config.status().message()), HasSubstr(c.expected))
         << c.text;
@@ -97,27 +97,29 @@ TEST(Config, BadValuesAreErrorsNamingLineAndKey) {
 }
 
 TEST(Config, InconsistentRangesAreErrorsNamingTheKeys) {
+  EXPECT_THAT(std::string(ParseKeyValueConfig("min_price = 10\nmax_price = 5")
+                              .status()
+                              .message()),
+              HasSubstr("min_price (10) is greater than max_price (5)"));
   EXPECT_THAT(
-      std::string(
-          ParseConfig("min_price = 10\nmax_price = 5").status().message()),
-      HasSubstr("min_price (10) is greater than max_price (5)"));
-  EXPECT_THAT(
-      std::string(ParseConfig("min_instrument = 9\nmax_instrument = 2")
+      std::string(ParseKeyValueConfig("min_instrument = 9\nmax_instrument = 2")
                       .status()
                       .message()),
       HasSubstr("min_instrument (9) is greater than max_instrument (2)"));
   EXPECT_THAT(
-      std::string(
-          ParseConfig("min_quantity = 9\nmax_quantity = 2").status().message()),
+      std::string(ParseKeyValueConfig("min_quantity = 9\nmax_quantity = 2")
+                      .status()
+                      .message()),
       HasSubstr("min_quantity"));
-  EXPECT_THAT(
-      std::string(
-          ParseConfig("max_instrument = 4000000000").status().message()),
-      HasSubstr("instruments"));
-  EXPECT_THAT(std::string(ParseConfig("max_quantity = 18446744073709551615")
+  EXPECT_THAT(std::string(ParseKeyValueConfig("max_instrument = 4000000000")
                               .status()
                               .message()),
-              HasSubstr("max_quantity"));
+              HasSubstr("instruments"));
+  EXPECT_THAT(
+      std::string(ParseKeyValueConfig("max_quantity = 18446744073709551615")
+                      .status()
+                      .message()),
+      HasSubstr("max_quantity"));
   EngineConfig config;
   config.min_price = INT64_MIN;
   EXPECT_FALSE(ValidateConfig(config).ok());

@@ -51,11 +51,13 @@ ServiceConfig KeyedConfig(const ScratchDir& dir) {
   test_support::WriteText(key, std::string(kKeyHex) + "\n");
   ::chmod(key.c_str(), 0600);
   absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
-      "session.7.accounts = any\n"
-      "session.7.key_file = " +
+      "[sessions.7]\n"
+      "accounts = \"any\"\n"
+      "key_file = \"" +
       key +
-      "\n"
-      "session.8.accounts = any\n");
+      "\"\n"
+      "[sessions.8]\n"
+      "accounts = \"any\"\n");
   EXPECT_TRUE(config.ok()) << config.status();
   EXPECT_TRUE(config->warnings.empty());
   return *config;

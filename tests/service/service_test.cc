@@ -705,7 +705,7 @@ TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
 TEST(ServiceEndToEnd, ACommandForAnotherAccountIsRejectedUnauthorized) {
   ScratchDir dir;
   absl::StatusOr<ServiceConfig> config =
-      ParseServiceConfig("session.7.accounts = 7-8\n");
+      ParseServiceConfig("[sessions.7]\naccounts = [\"7-8\"]\n");
   ASSERT_TRUE(config.ok()) << config.status();
   const ServiceOptions options =
       TestOptions(dir.Sub("journal"), journal::Durability::kBatch, *config);
@@ -777,12 +777,17 @@ TEST(ServiceEndToEnd, ACommandForAnotherAccountIsRejectedUnauthorized) {
 TEST(ServiceEndToEnd, UnlistedAndFarAwaySessionsAreRefusedSilently) {
   ScratchDir dir;
   absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
+      "[service]\n"
       "max_sessions = 2\n"
-      "session.5.accounts = any\n"
-      "session.7.accounts = 7-8\n"
-      "session.8.accounts = any\n"
-      "session.8.addresses = 10.0.0.1\n"
-      "session.9.accounts = any\n");
+      "[sessions.5]\n"
+      "accounts = \"any\"\n"
+      "[sessions.7]\n"
+      "accounts = [\"7-8\"]\n"
+      "[sessions.8]\n"
+      "accounts = \"any\"\n"
+      "addresses = [\"10.0.0.1\"]\n"
+      "[sessions.9]\n"
+      "accounts = \"any\"\n");
   ASSERT_TRUE(config.ok()) << config.status();
   auto service = RunningService::Start(
       TestOptions(dir.Sub("journal"), journal::Durability::kNone, *config));

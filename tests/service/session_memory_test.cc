@@ -193,9 +193,11 @@ TEST(SessionMemory, HundredThousandSessionIdsStayWithinTheStatedBound) {
   constexpr std::uint32_t kListed = 7;
   ScratchDir dir;
   absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
+      "[service]\n"
       "max_sessions = 100000\n"
       "open_sessions = true\n"
-      "session.7.accounts = any\n");
+      "[sessions.7]\n"
+      "accounts = \"any\"\n");
   ASSERT_TRUE(config.ok()) << config.status();
   const ServiceOptions options =
       TestOptions(dir.Sub("journal"), journal::Durability::kNone, *config);

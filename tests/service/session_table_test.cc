@@ -62,9 +62,9 @@ struct KeyedConfig {
     const std::string key = dir.Sub("7.key");
     test_support::WriteText(key, std::string(kKeyHex) + "\n");
     ::chmod(key.c_str(), 0600);
-    config = *ParseServiceConfig(
-        "session.7.accounts = any\nsession.7.key_file = " + key +
-        "\nsession.8.accounts = any\n");
+    config =
+        *ParseServiceConfig("[sessions.7]\naccounts = \"any\"\nkey_file = \"" +
+                            key + "\"\n[sessions.8]\naccounts = \"any\"\n");
   }
 };
 
@@ -98,7 +98,8 @@ TEST(SessionTableTest, RefusesSourcesOutsideThePolicy) {
 }
 
 TEST(SessionTableTest, RefusesUnlistedSessionsWhenClosed) {
-  const ServiceConfig config = *ParseServiceConfig("session.1.accounts = 1\n");
+  const ServiceConfig config =
+      *ParseServiceConfig("[sessions.1]\naccounts = [1]\n");
   SessionTable table(config);
   Session* session = nullptr;
   EXPECT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:4000"), true, &session),
@@ -108,7 +109,8 @@ TEST(SessionTableTest, RefusesUnlistedSessionsWhenClosed) {
 }
 
 TEST(SessionTableTest, CapsTheNumberOfSessions) {
-  const ServiceConfig config = *ParseServiceConfig("max_sessions = 2\n");
+  const ServiceConfig config =
+      *ParseServiceConfig("[service]\nmax_sessions = 2\n");
   SessionTable table(config);
   Session* session = nullptr;
   EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), true, &session),
@@ -126,7 +128,8 @@ TEST(SessionTableTest, CapsTheNumberOfSessions) {
 // recovered them.
 TEST(SessionTableTest, AListedSessionIsNeverRefusedForTheCap) {
   const ServiceConfig config = *ParseServiceConfig(
-      "max_sessions = 2\nopen_sessions = true\nsession.77.accounts = any\n");
+      "[service]\nmax_sessions = 2\nopen_sessions = true\n"
+      "[sessions.77]\naccounts = \"any\"\n");
   SessionTable table(config);
   Session* session = nullptr;
   EXPECT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), true, &session),
@@ -149,7 +152,8 @@ TEST(SessionTableTest, AListedSessionIsNeverRefusedForTheCap) {
 
 // A datagram that does not open a session is checked but leaves nothing.
 TEST(SessionTableTest, AdmittingWithoutCreatingKeepsNothing) {
-  const ServiceConfig config = *ParseServiceConfig("max_sessions = 1\n");
+  const ServiceConfig config =
+      *ParseServiceConfig("[service]\nmax_sessions = 1\n");
   SessionTable table(config);
   Session* session = nullptr;
   for (std::uint32_t id = 1; id <= 1000; ++id) {
