@@ -11,10 +11,13 @@
 namespace orderwire::service {
 
 void StatsMirror::Publish(const ServiceStats& stats) noexcept {
-  std::array<std::uint64_t, kWords> words;
-  std::memcpy(words.data(), &stats, sizeof(stats));
+  // Word by word from the struct itself (trivially copyable): no copy of
+  // it first.
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&stats);
   for (std::size_t i = 0; i < kWords; ++i) {
-    words_[i].store(words[i], std::memory_order_relaxed);
+    std::uint64_t word;
+    std::memcpy(&word, bytes + i * sizeof(word), sizeof(word));
+    words_[i].store(word, std::memory_order_relaxed);
   }
   publications_.store(publications_.load(std::memory_order_relaxed) + 1,
                       std::memory_order_relaxed);

@@ -92,7 +92,7 @@ TEST(StateMachineAlloc, HistoriesAtTheirCapAddNoAllocation) {
   StateMachineOptions without_history = with_history;
   without_history.history_budget_bytes = 0;
   std::size_t capacity = 0;
-  const std::size_t warm_up = kSessions * 20'000;
+  const std::size_t warm_up = std::size_t{kSessions} * 20'000;
   const std::size_t with =
       AllocationsAfter(with_history, stream, warm_up, &capacity);
   const std::size_t without =
