@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "codec/messages.h"
 #include "codec/types.h"
 #include "gtest/gtest.h"
@@ -68,6 +69,7 @@ class Server {
     std::vector<std::string> storage{ORDERWIRE_BINARY, "serve"};
     storage.insert(storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
+    argv.reserve(storage.size() + 1);
     for (std::string& a : storage) argv.push_back(a.data());
     argv.push_back(nullptr);
     const pid_t parent = ::getpid();
@@ -156,11 +158,11 @@ std::map<std::string, std::string> ScrapeUntil(
   std::map<std::string, std::string> samples;
   const auto deadline = Clock::now() + std::chrono::seconds(10);
   while (Clock::now() < deadline) {
-    const test_support::ShellOutcome curl =
-        RunShell(dir, "curl --silent --show-error --fail --max-time 5 -o " +
-                          file + " http://" + metrics + "/metrics");
+    const test_support::ShellOutcome curl = RunShell(
+        dir, absl::StrCat("curl --silent --show-error --fail --max-time 5 -o ",
+                          file, " http://", metrics, "/metrics"));
     EXPECT_EQ(curl.status, 0) << curl.err;
-    samples = Samples(ReadText(dir + "/" + file));
+    samples = Samples(ReadText(absl::StrCat(dir, "/", file)));
     if (done(samples)) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
