@@ -2,6 +2,8 @@
 #include "service/metrics_server.h"
 
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -115,10 +117,20 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Bind(
   absl::StatusOr<net::Endpoint> local = net::Endpoint::Parse(numeric);
   if (!local.ok()) return local.status();
   impl->local = *local;
+  // The HTTP threads (this one and the worker it starts) block SIGINT and
+  // SIGTERM: the stop signals go to the service's thread, whose blocking
+  // waits they interrupt (serve installs its handlers without SA_RESTART).
+  sigset_t stop_signals;
+  sigset_t previous;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  ::pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
   impl->thread = std::thread([state] {
     (void)state->server.listen_after_bind();
     state->accept_loop_ended.store(true);
   });
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   // Until the thread runs its accept loop, stop() would not reach it.
   while (!server.is_running() && !state->accept_loop_ended.load()) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));
