@@ -24,6 +24,8 @@
 #include "journal/format.h"
 #include "journal/retention.h"
 #include "journal/writer.h"
+#include "service/metrics.h"
+#include "service/metrics_server.h"
 #include "service/service.h"
 #include "service/service_config.h"
 
@@ -51,7 +53,8 @@ const CommandSpec kServeSpec{
         "[--config FILE] [--reconfigure] [--stats-interval S] "
         "[--stats-json FILE] [--log-refusals] [--accept-loss] "
         "[--snapshot-every RECORDS|DURATION] [--no-snapshot]\n"
-        "[--retain SEGMENTS|BYTES|DURATION] [--send auto|sendmmsg|gso]",
+        "[--retain SEGMENTS|BYTES|DURATION] [--send auto|sendmmsg|gso] "
+        "[--metrics-listen HOST:PORT]",
     .summary = "Run the UDP order-entry service.",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
@@ -100,7 +103,10 @@ const CommandSpec kServeSpec{
         "one trip through the kernel per run), sendmmsg one entry per\n"
         "datagram; auto (the default) takes gso when the kernel has it. The\n"
         "datagrams a client receives are the same either way; the banner and\n"
-        "the counters say which path is in use.",
+        "the counters say which path is in use.\n\n"
+        "--metrics-listen serves every counter at GET /metrics over HTTP in\n"
+        "the Prometheus text format (docs/SERVICE.md \"Metrics\"), from a\n"
+        "thread of its own; a port that cannot be bound stops the start.",
     .flags =
         {
             {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
@@ -130,6 +136,9 @@ const CommandSpec kServeSpec{
             {"send", "auto|sendmmsg|gso", "auto",
              "how report datagrams are sent (gso: UDP_SEGMENT; refused "
              "where the kernel lacks it)"},
+            {"metrics-listen", "HOST:PORT", "",
+             "serve the counters for Prometheus at http://HOST:PORT/metrics "
+             "(off by default)"},
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
@@ -256,10 +265,33 @@ absl::Status Serve(const Args& args) {
         "send", absl::InvalidArgumentError(absl::StrFormat(
                     "'%s' is not auto, sendmmsg or gso", args.String("send"))));
   }
+  std::optional<net::Endpoint> metrics_listen;
+  if (args.Has("metrics-listen")) {
+    absl::StatusOr<net::Endpoint> endpoint =
+        net::Endpoint::Parse(args.String("metrics-listen"));
+    if (!endpoint.ok()) return FlagError("metrics-listen", endpoint.status());
+    metrics_listen = *endpoint;
+  }
   // What the configuration accepted but an operator must see (a key file
   // readable by others), even with --quiet.
   for (const std::string& warning : options.config.warnings) {
     std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
+  }
+
+  // Bound before the journal is recovered: a port in use stops the start
+  // before any traffic is taken (the endpoint answers 503 until the service
+  // is up). Stopped (its thread joined) when Serve returns.
+  service::StatsMirror metrics;
+  std::unique_ptr<service::MetricsServer> metrics_server;
+  if (metrics_listen.has_value()) {
+    absl::StatusOr<std::unique_ptr<service::MetricsServer>> bound =
+        service::MetricsServer::Bind(*metrics_listen);
+    if (!bound.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("--metrics-listen: %s", bound.status().message()));
+    }
+    metrics_server = std::move(*bound);
+    options.metrics = &metrics;
   }
 
   InstallStopHandlers();
@@ -285,6 +317,7 @@ absl::Status Serve(const Args& args) {
     return service.status();
   }
   service_ptr = service->get();
+  if (metrics_server != nullptr) metrics_server->Serve(metrics);
   // The counters file is written once now: a path that cannot be written
   // is an error at start, not a silent gap later.
   if (!stats_json.empty()) {
@@ -300,10 +333,16 @@ absl::Status Serve(const Args& args) {
                    (*service)->startup_warning().c_str());
     }
   } else {
-    std::fprintf(stderr, "orderwire serve: listening on %s\n  %s\n  %s\n",
-                 (*service)->local_endpoint().ToString().c_str(),
-                 (*service)->startup_report().c_str(),
-                 service::DescribeServiceConfig(config_copy).c_str());
+    std::fprintf(
+        stderr, "orderwire serve: listening on %s%s\n  %s\n  %s\n",
+        (*service)->local_endpoint().ToString().c_str(),
+        metrics_server == nullptr
+            ? ""
+            : absl::StrFormat(", metrics at http://%s/metrics",
+                              metrics_server->local_endpoint().ToString())
+                  .c_str(),
+        (*service)->startup_report().c_str(),
+        service::DescribeServiceConfig(config_copy).c_str());
   }
   absl::Status run = (*service)->Run(g_stop);
   std::fprintf(stderr, "orderwire serve: %s\n%s",

@@ -22,6 +22,8 @@ packages=(
   libflatbuffers-dev flatbuffers-compiler libprotobuf-dev protobuf-compiler
   tshark python3  # tests/dissector: the Wireshark dissector test
   e2fsprogs mount  # disk-full tests: mkfs.ext4, mount -o loop (skip if denied)
+  libcpp-httplib-dev  # service/metrics_server: serve --metrics-listen
+  curl prometheus     # tests/service/metrics_endpoint_test: curl, promtool
 )
 for extra in "$@"; do
   case "$extra" in

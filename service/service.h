@@ -82,6 +82,7 @@
 #include "journal/retention.h"
 #include "journal/writer.h"
 #include "net/udp.h"
+#include "service/latency_buckets.h"
 #include "service/service_config.h"
 #include "service/session_table.h"
 
@@ -91,6 +92,7 @@ namespace orderwire::service {
 inline constexpr std::uint16_t kDefaultPort = 7400;
 
 class StateMachine;
+class StatsMirror;
 
 // How report datagrams leave (net::SendPath; docs/SERVICE.md "Sending
 // reports"): kSegmented groups each session's datagrams into UDP_SEGMENT
@@ -155,6 +157,12 @@ struct ServiceOptions {
   // stderr).
   std::optional<journal::RetentionPolicy> retain;
   std::function<void(std::string_view)> on_retention;
+  // `serve --metrics-listen` (service/metrics.h): when set, the service's
+  // thread publishes its counters here (relaxed atomic stores, no lock, no
+  // allocation) at most once a millisecond while busy, whenever it goes
+  // idle, after Start() and when Run() returns, for a reader on another
+  // thread. Must outlive the Service. Null: nothing is published.
+  StatsMirror* metrics = nullptr;
 };
 
 // Every counter the service keeps. Drops are counted by cause.
@@ -208,7 +216,22 @@ struct ServiceStats {
   bool journal_full = false;
   std::uint64_t durable_index = 0;
   std::uint64_t last_index = 0;
-  std::uint64_t sessions = 0;
+  // The journal writer's own counts since the service started: records
+  // appended, groups committed (each one write, and one sync under batch
+  // durability), and bytes written to the device.
+  std::uint64_t journal_records = 0;
+  std::uint64_t journal_groups = 0;
+  std::uint64_t journal_bytes_written = 0;
+  std::uint64_t sessions = 0;         // held (listed and unlisted)
+  std::uint64_t sessions_listed = 0;  // in the configuration (session.N.*)
+  // Seconds from a command's receipt (the receive time journaled with it)
+  // to the loop finding it durable and applying it; its reports are sent in
+  // the same pass. Commands replayed at start-up are not counted.
+  LatencyBuckets command_latency;
+  // Each time the loop blocked waiting for the journal's writes to complete
+  // (back-pressure, or commands in flight and nothing on the socket): how
+  // long (one observation per backpressure_waits).
+  LatencyBuckets journal_wait;
 };
 
 class Service {

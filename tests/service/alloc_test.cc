@@ -14,6 +14,9 @@
 #include "codec/command.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
+#include "service/latency_buckets.h"
+#include "service/metrics.h"
+#include "service/service.h"
 #include "service/state_machine.h"
 #include "tests/support/counting_new.h"
 
@@ -89,7 +92,7 @@ TEST(StateMachineAlloc, HistoriesAtTheirCapAddNoAllocation) {
   StateMachineOptions without_history = with_history;
   without_history.history_budget_bytes = 0;
   std::size_t capacity = 0;
-  const std::size_t warm_up = kSessions * 20'000;
+  const std::size_t warm_up = std::size_t{kSessions} * 20'000;
   const std::size_t with =
       AllocationsAfter(with_history, stream, warm_up, &capacity);
   const std::size_t without =
@@ -114,6 +117,27 @@ TEST(StateMachineAlloc, GrowthAddsOnlyTheDoublings) {
       static_cast<std::size_t>(std::bit_width(std::size_t{1} << 11)) - 1;
   EXPECT_GT(with, without);
   EXPECT_LE(with - without, kSessions * doublings);
+}
+
+// What `serve --metrics-listen` adds to the service's thread allocates
+// nothing: recording a latency, refreshing and publishing the counters into
+// the mirror; and the HTTP thread's read of the mirror neither.
+TEST(MetricsAlloc, RecordingAndPublishingAllocateNothing) {
+  LatencyBuckets latency;
+  StatsMirror mirror;
+  ServiceStats stats;
+  ServiceStats read;
+  test_support::StartCountingAllocations();
+  for (std::uint64_t i = 0; i < 10'000; ++i) {
+    latency.Record(i * 997);
+    stats.datagrams_in = i;
+    stats.command_latency = latency;
+    mirror.Publish(stats);
+    mirror.Read(&read);
+  }
+  EXPECT_EQ(test_support::StopCountingAllocations(), 0u);
+  EXPECT_EQ(read.datagrams_in, 9'999u);
+  EXPECT_EQ(read.command_latency.count(), 10'000u);
 }
 
 }  // namespace

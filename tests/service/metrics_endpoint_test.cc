@@ -1,0 +1,331 @@
+// `orderwire serve --metrics-listen` end to end: the real binary on
+// loopback, known traffic from a raw client (N orders, M datagrams that do
+// not parse), a scrape with the real `curl`, every value checked against
+// what was sent, `promtool check metrics` on the scrape (skipped, saying so,
+// where promtool is not installed); the HTTP thread stops with the service
+// on SIGTERM; a bad HOST:PORT is a usage error and a port in use stops the
+// start before the journal is touched.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "codec/messages.h"
+#include "codec/types.h"
+#include "gtest/gtest.h"
+#include "net/udp.h"
+#include "tests/support/bytes.h"
+#include "tests/support/files.h"
+#include "tests/support/scratch_dir.h"
+#include "tests/support/service_harness.h"
+#include "tests/support/shell.h"
+
+namespace orderwire::service {
+namespace {
+
+using test_support::Bytes;
+using test_support::Frame;
+using test_support::ReadText;
+using test_support::RunShell;
+using test_support::ScratchDir;
+using test_support::TestClient;
+
+using Clock = std::chrono::steady_clock;
+
+constexpr std::uint32_t kSession = 1;
+constexpr std::uint64_t kOrders = 40;  // N: in datagrams of 10
+constexpr std::uint64_t kOrdersPerDatagram = 10;
+constexpr std::uint64_t kBadDatagrams = 5;  // M: first byte not 'O'
+
+bool Installed(const char* program) {
+  return std::system((std::string("command -v ") + program + " >/dev/null 2>&1")
+                         .c_str()) == 0;
+}
+
+// `orderwire serve` in a child process, its standard error in `log`;
+// SIGKILLed if the test ends without stopping it.
+class Server {
+ public:
+  Server(const std::vector<std::string>& args, const std::string& log) {
+    std::vector<std::string> storage{ORDERWIRE_BINARY, "serve"};
+    storage.insert(storage.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    argv.reserve(storage.size() + 1);
+    for (std::string& a : storage) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    const pid_t parent = ::getpid();
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, STDERR_FILENO);
+        ::dup2(fd, STDOUT_FILENO);
+        ::close(fd);
+      }
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+  }
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  ~Server() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // SIGTERM, then its exit status (-1: killed after `timeout_ms`, or not
+  // a normal exit).
+  int Terminate(int timeout_ms) {
+    ::kill(pid_, SIGTERM);
+    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+    int status = 0;
+    while (Clock::now() < deadline) {
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return -1;  // the destructor kills it
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// The two addresses the banner names ("listening on A, metrics at
+// http://B/metrics"), once it is written.
+struct Addresses {
+  std::string udp;
+  std::string metrics;
+};
+
+std::optional<Addresses> WaitForBanner(const std::string& log) {
+  const std::regex banner(
+      R"(listening on ([0-9.]+:[0-9]+), metrics at http://([0-9.]+:[0-9]+)/metrics)");
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (Clock::now() < deadline) {
+    std::smatch m;
+    const std::string text = ReadText(log);
+    if (std::regex_search(text, m, banner)) {
+      return Addresses{m[1].str(), m[2].str()};
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+// Sample lines "name{labels} value" by "name{labels}".
+std::map<std::string, std::string> Samples(const std::string& scrape) {
+  std::map<std::string, std::string> samples;
+  std::istringstream in(scrape);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.rfind(' ');
+    samples[line.substr(0, space)] = line.substr(space + 1);
+  }
+  return samples;
+}
+
+// Scrapes with curl into `file` until `done` holds for the samples (the
+// service publishes when it goes idle); the last scrape.
+std::map<std::string, std::string> ScrapeUntil(
+    const std::string& dir, const std::string& metrics, const std::string& file,
+    const std::function<bool(std::map<std::string, std::string>&)>& done) {
+  std::map<std::string, std::string> samples;
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    const test_support::ShellOutcome curl = RunShell(
+        dir, absl::StrCat("curl --silent --show-error --fail --max-time 5 -o ",
+                          file, " http://", metrics, "/metrics"));
+    EXPECT_EQ(curl.status, 0) << curl.err;
+    samples = Samples(ReadText(absl::StrCat(dir, "/", file)));
+    if (done(samples)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return samples;
+}
+
+class MetricsEndpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!Installed("curl")) {
+      GTEST_SKIP() << "curl is not installed (scripts/setup.sh installs it): "
+                      "the metrics endpoint is not tested";
+    }
+  }
+};
+
+codec::NewLimit RestingBuy(std::uint64_t i) {
+  return codec::NewLimit{.account_id = 1,
+                         .client_order_id = i,
+                         .instrument_id = 3,
+                         .side = codec::Side::kBuy,
+                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
+                         .price = 1000 + static_cast<std::int64_t>(i),
+                         .quantity = 10};
+}
+
+// Sends N resting orders and M datagrams with a bad magic, scrapes, and
+// checks every number against them; validates the scrape with promtool.
+TEST_F(MetricsEndpoint, ScrapeCountsTheTrafficSentAndPassesPromtool) {
+  ScratchDir dir;
+  const std::string log = dir.path() + "/serve.log";
+  Server server({"--journal", dir.Sub("journal"), "--listen", "127.0.0.1:0",
+                 "--metrics-listen", "127.0.0.1:0"},
+                log);
+  const std::optional<Addresses> at = WaitForBanner(log);
+  ASSERT_TRUE(at.has_value()) << ReadText(log);
+  absl::StatusOr<net::Endpoint> udp = net::Endpoint::Parse(at->udp);
+  ASSERT_TRUE(udp.ok()) << udp.status();
+
+  TestClient client(*udp);
+  std::vector<Bytes> datagram;
+  for (std::uint64_t seq = 1; seq <= kOrders; ++seq) {
+    datagram.push_back(Frame(seq, RestingBuy(seq)));
+    if (datagram.size() == kOrdersPerDatagram) {
+      client.Send(kSession, datagram);
+      datagram.clear();
+    }
+  }
+  const std::vector<Bytes> reports = client.Frames(kSession, kOrders);
+  ASSERT_EQ(reports.size(), kOrders);
+  Bytes bad =
+      test_support::Datagram(kSession, {Frame(kOrders + 1, RestingBuy(99))});
+  bad[0] = std::byte{'X'};
+  for (std::uint64_t i = 0; i < kBadDatagrams; ++i) client.Send(bad);
+
+  constexpr std::uint64_t kDatagrams = kOrders / kOrdersPerDatagram;
+  auto samples =
+      ScrapeUntil(dir.path(), at->metrics, "scrape.txt", [&](auto& s) {
+        return s["orderwire_datagrams_received_total"] ==
+                   std::to_string(kDatagrams + kBadDatagrams) &&
+               s["orderwire_command_durable_latency_seconds_count"] ==
+                   std::to_string(kOrders);
+      });
+  const std::map<std::string, std::string> expected = {
+      {"orderwire_datagrams_received_total",
+       std::to_string(kDatagrams + kBadDatagrams)},
+      {"orderwire_datagrams_malformed_total{reason=\"BadMagic\"}",
+       std::to_string(kBadDatagrams)},
+      {"orderwire_datagrams_malformed_total{reason=\"Truncated\"}", "0"},
+      {"orderwire_datagrams_refused_total{cause=\"BadMac\"}", "0"},
+      {"orderwire_commands_journaled_total{kind=\"NewLimit\"}",
+       std::to_string(kOrders)},
+      {"orderwire_commands_journaled_total{kind=\"CancelByOrder\"}", "0"},
+      {"orderwire_commands_applied_total", std::to_string(kOrders)},
+      {"orderwire_reports_sent_total{kind=\"Accepted\"}",
+       std::to_string(kOrders)},
+      {"orderwire_reports_sent_total{kind=\"Filled\"}", "0"},
+      {"orderwire_rejects_total{reason=\"UnknownOrder\"}", "0"},
+      {"orderwire_journal_durable_index", std::to_string(kOrders)},
+      {"orderwire_journal_last_index", std::to_string(kOrders)},
+      {"orderwire_journal_appended_records_total", std::to_string(kOrders)},
+      {"orderwire_sessions", "1"},
+      {"orderwire_sessions_listed", "0"},
+      {"orderwire_journal_full", "0"},
+      {"orderwire_command_durable_latency_seconds_count",
+       std::to_string(kOrders)},
+      {"orderwire_command_durable_latency_seconds_bucket{le=\"+Inf\"}",
+       std::to_string(kOrders)},
+  };
+  for (const auto& [name, value] : expected) {
+    EXPECT_EQ(samples[name], value) << name;
+  }
+  // Every report sent: one datagram per session flush at least.
+  EXPECT_GE(std::stoull(samples["orderwire_datagrams_sent_total"]), 1u);
+  EXPECT_GE(std::stoull(samples["orderwire_journal_group_commits_total"]), 1u);
+
+  if (!Installed("promtool")) {
+    std::printf(
+        "[  SKIPPED ] promtool check metrics: promtool is not installed "
+        "(Debian package prometheus; scripts/setup.sh installs it)\n");
+  } else {
+    const test_support::ShellOutcome check =
+        RunShell(dir.path(), "promtool check metrics < scrape.txt");
+    EXPECT_EQ(check.status, 0) << check.out << check.err;
+  }
+
+  // SIGTERM stops the service and the HTTP thread: exit 0, port closed.
+  EXPECT_EQ(server.Terminate(10'000), 0) << ReadText(log);
+  const test_support::ShellOutcome after =
+      RunShell(dir.path(), "curl --silent --max-time 5 -o /dev/null http://" +
+                               at->metrics + "/metrics");
+  EXPECT_EQ(after.status, 7) << "curl exit 7: could not connect";
+}
+
+TEST_F(MetricsEndpoint, ABadAddressIsAUsageErrorNamingTheFlag) {
+  ScratchDir dir;
+  for (const char* bad : {"nonsense", "127.0.0.1:99999", "127.0.0.1:"}) {
+    const test_support::ShellOutcome run =
+        RunShell(dir.path(), "timeout 20 " + std::string(ORDERWIRE_BINARY) +
+                                 " serve --journal j --listen 127.0.0.1:0 "
+                                 "--metrics-listen " +
+                                 bad);
+    EXPECT_EQ(run.status, 2) << bad << ": " << run.err;
+    EXPECT_NE(run.err.find("--metrics-listen"), std::string::npos) << run.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.path() + "/j")) << bad;
+  }
+}
+
+// A port that cannot be bound stops serve before it touches the journal or
+// takes a datagram: exit 1, the flag, the address and the reason named.
+TEST_F(MetricsEndpoint, APortInUseStopsTheStartBeforeTheJournalIsTouched) {
+  ScratchDir dir;
+  // The holder takes SO_REUSEPORT, as a second `serve` with httplib's
+  // default socket options would: the port must still be refused.
+  const int holder = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(holder, 0);
+  const int yes = 1;
+  ASSERT_EQ(::setsockopt(holder, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes)),
+            0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(holder, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)),
+            0);
+  ASSERT_EQ(::listen(holder, 1), 0);
+  socklen_t length = sizeof(addr);
+  ASSERT_EQ(::getsockname(holder, reinterpret_cast<sockaddr*>(&addr), &length),
+            0);
+  const std::string taken = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+
+  const test_support::ShellOutcome run =
+      RunShell(dir.path(), "timeout 20 " + std::string(ORDERWIRE_BINARY) +
+                               " serve --journal j --listen 127.0.0.1:0 "
+                               "--metrics-listen " +
+                               taken);
+  ::close(holder);
+  EXPECT_EQ(run.status, 1) << run.err;
+  EXPECT_NE(run.err.find("--metrics-listen"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find(taken), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("Address already in use"), std::string::npos)
+      << run.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.path() + "/j"));
+}
+
+}  // namespace
+}  // namespace orderwire::service
