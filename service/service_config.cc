@@ -4,7 +4,6 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -13,41 +12,14 @@
 #include <sstream>
 
 #include "absl/strings/str_format.h"
+#include "service/internal/config_text.h"
 #include "service/legacy_config.h"
 #include "toml++/toml.h"
 
 namespace orderwire::service {
-namespace {
-
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
-    s.remove_prefix(1);
-  }
-  while (!s.empty() &&
-         (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) {
-    s.remove_suffix(1);
-  }
-  return s;
-}
-
-std::vector<std::string_view> SplitList(std::string_view text) {
-  std::vector<std::string_view> items;
-  while (true) {
-    const std::size_t comma = text.find(',');
-    items.push_back(Trim(text.substr(0, comma)));
-    if (comma == std::string_view::npos) break;
-    text.remove_prefix(comma + 1);
-  }
-  return items;
-}
-
-bool ParseU64(std::string_view text, std::uint64_t& out) {
-  const auto [ptr, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), out);
-  return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
-}
-
-}  // namespace
+using internal::ParseU64;
+using internal::SplitList;
+using internal::Trim;
 
 absl::StatusOr<AccountSet> AccountSet::Parse(std::string_view text) {
   text = Trim(text);
