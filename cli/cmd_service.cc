@@ -410,7 +410,7 @@ const CommandSpec kSubmitSpec{
             {"json", "", "", "print the summary as one JSON object"},
             {"key-file", "FILE", "",
              "the session's key (64 hex digits, as in the service's "
-             "session.<id>.key_file): sign datagrams, check reports"},
+             "[sessions.<id>] key_file): sign datagrams, check reports"},
             {"send", "auto|sendmmsg|gso", "auto",
              "how datagrams are sent and received (gso: UDP_SEGMENT and "
              "UDP_GRO)"},

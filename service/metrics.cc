@@ -267,7 +267,7 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
   Gauge(text, "orderwire_sessions",
         "Sessions the service holds (listed and unlisted).", s.sessions);
   Gauge(text, "orderwire_sessions_listed",
-        "Sessions listed in the configuration (session.N.*).",
+        "Sessions listed in the configuration ([sessions.N] tables).",
         s.sessions_listed);
   Counter(text, "orderwire_sessions_moved_total",
           "Times a keyed session moved to a new endpoint by proving its key.",

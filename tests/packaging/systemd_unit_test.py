@@ -260,6 +260,8 @@ class SystemdUnit(unittest.TestCase):
         # port on loopback: this machine is shared).
         self.assertIn("ORDERWIRE_LISTEN", env)
         env["ORDERWIRE_LISTEN"] = "127.0.0.1:0"
+        self.assertIn("ORDERWIRE_METRICS", env)
+        env["ORDERWIRE_METRICS"] = "127.0.0.1:0"
         argv = exec_start_argv(self.unit, env)
         stop_signal = getattr(signal, last_value(self.unit, "Service",
                                                  "KillSignal") or "SIGTERM")
@@ -372,6 +374,21 @@ class SystemdUnit(unittest.TestCase):
                               f"LimitMEMLOCK={memlock} too low for the "
                               f"ring's buffers:\n{banner}")
             submit(port, 1)
+            # The metrics the unit serves: scraped as Prometheus would.
+            metrics = re.search(r"metrics at (http://127\.0\.0\.1:\d+"
+                                r"/metrics)", banner)
+            self.assertIsNotNone(metrics, banner)
+            if shutil.which("curl"):
+                scrape = subprocess.run(
+                    ["curl", "--silent", "--show-error", "--fail",
+                     "--max-time", "10", metrics.group(1)],
+                    capture_output=True, text=True, timeout=30)
+                self.assertEqual(scrape.returncode, 0, scrape.stderr)
+                self.assertRegex(scrape.stdout,
+                                 r"(?m)^orderwire_journal_durable_index 2000$")
+            else:
+                print("packaging: curl is not installed; the metrics "
+                      "endpoint was not scraped", file=sys.stderr)
             stop(proc, reader)
 
             journal = flag_value(command, "--journal")
