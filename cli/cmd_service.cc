@@ -287,6 +287,11 @@ absl::Status Serve(const Args& args) {
     absl::StatusOr<std::unique_ptr<service::MetricsServer>> bound =
         service::MetricsServer::Bind(*metrics_listen);
     if (!bound.ok()) {
+      // An address that is not one (InvalidArgument) is a usage error; a
+      // port that cannot be bound is a failure.
+      if (absl::IsInvalidArgument(bound.status())) {
+        return FlagError("metrics-listen", bound.status());
+      }
       return absl::FailedPreconditionError(
           absl::StrFormat("--metrics-listen: %s", bound.status().message()));
     }
@@ -461,6 +466,13 @@ absl::Status Submit(const Args& args) {
       args.Uint("first-report", 1, UINT64_MAX / 2);
   if (!first_report.ok()) return first_report.status();
   options.first_report_sequence = *first_report;
+  if (options.first_sequence > 1 && !args.Has("first-report")) {
+    // Commands before N were applied, so their reports exist: a run that
+    // expects report 1 would take none of the service's.
+    return UsageError(
+        "--first-sequence N above 1 resumes a session: give --first-report R "
+        "too (one past the last report the session received)");
+  }
 
   if (args.Has("key-file")) {
     std::string warning;

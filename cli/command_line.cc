@@ -194,7 +194,7 @@ const FlagSpec* FindFlag(const CommandSpec& spec, std::string_view name) {
   return nullptr;
 }
 
-// Prints "orderwire <command>: <message>" (ReportError()'s form) and, if
+// Prints "orderwire <command>: <message>" and, if
 // asked, the command's usage to standard error; returns ExitStatus().
 int Fail(const CLI::App* app, const absl::Status& status,
          bool print_usage = false) {

@@ -55,14 +55,6 @@ int ExitStatus(const absl::Status& status) {
   return IsUsageError(status) ? kExitUsage : kExitFailure;
 }
 
-int ReportError(std::string_view command, const absl::Status& status) {
-  std::fprintf(stderr, "orderwire %.*s: %.*s\n",
-               static_cast<int>(command.size()), command.data(),
-               static_cast<int>(status.message().size()),
-               status.message().data());
-  return ExitStatus(status);
-}
-
 // ---------------------------------------------------------------------------
 // Flags
 
@@ -160,14 +152,10 @@ absl::StatusOr<engine::EngineConfig> LoadEngineConfig(const std::string& path) {
 
 absl::StatusOr<service::ServiceConfig> LoadServiceConfig(
     const std::string& path, bool load_key_files) {
-  absl::StatusOr<std::vector<std::byte>> bytes = ReadFile("config", path);
-  if (!bytes.ok()) return bytes.status();
-  // Errors name the file, line and column; a relative key_file is read
-  // from the file's directory.
-  return service::ParseServiceConfig(
-      AsText(*bytes), {.path = path,
-                       .base_dir = service::ConfigDirectory(path),
-                       .load_key_files = load_key_files});
+  // One loader (service/service_config.h), the one its tests exercise:
+  // errors name the file, line and column; a relative key_file is read from
+  // the file's directory.
+  return service::LoadServiceConfig(path, load_key_files);
 }
 
 // ---------------------------------------------------------------------------

@@ -81,9 +81,6 @@ inline constexpr std::string_view kExitStatusHelp =
 // The exit status of `status`: kExitOk, kExitUsage or kExitFailure.
 [[nodiscard]] int ExitStatus(const absl::Status& status);
 
-// Prints "orderwire <command>: <message>" to stderr; returns ExitStatus().
-int ReportError(std::string_view command, const absl::Status& status);
-
 // ---------------------------------------------------------------------------
 // Flags
 
@@ -171,7 +168,7 @@ struct Subcommand {
 //  * on a usage error prints "orderwire <command>: <what>" to standard
 //    error (and, for an unknown or missing command, the usage): exit 2;
 //  * otherwise runs the command and returns ExitStatus() of its status,
-//    printing the error, if any, as ReportError() does.
+//    printing the error, if any, as "orderwire <command>: <message>".
 // `root.name` is the program's name; `root.summary` heads its --help.
 int RunMain(const CommandSpec& root, std::span<const Subcommand> subcommands,
             int argc, char** argv);

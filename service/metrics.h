@@ -9,9 +9,9 @@
 // the mirror with relaxed loads into its own ServiceStats and formats that
 // into its own buffer. Each word is read whole (never torn), but two
 // counters may come from two publications: Prometheus scrapes need no more.
-// The service publishes at most once a millisecond while busy and every
-// time it goes idle, so a scrape lags the live counters by at most a
-// millisecond of traffic and equals them once traffic stops.
+// The service publishes at most once a millisecond, busy or idle, so a
+// scrape lags the live counters by at most a millisecond of traffic and
+// equals them within the loop's 50 ms idle wait once traffic stops.
 #ifndef ORDERWIRE_SERVICE_METRICS_H_
 #define ORDERWIRE_SERVICE_METRICS_H_
 

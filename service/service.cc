@@ -595,8 +595,13 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
     if (sequencer_->pending() > 0) {
       WaitForJournal();
     } else {
-      // Idle: a scrape now sees every counter as it is.
-      if (options_.metrics != nullptr) PublishMetrics();
+      // Idle: a scrape sees every counter as it is once the loop has been
+      // idle past the publication interval (at most the 50 ms wait below).
+      // The same bound as while busy: a paced client that leaves the loop
+      // idle after every command does not buy a publication per command.
+      if (options_.metrics != nullptr && now_ns_ >= next_publish_ns_) {
+        PublishMetrics();
+      }
       socket_->WaitReadable(50);
     }
   }

@@ -159,9 +159,10 @@ struct ServiceOptions {
   std::function<void(std::string_view)> on_retention;
   // `serve --metrics-listen` (service/metrics.h): when set, the service's
   // thread publishes its counters here (relaxed atomic stores, no lock, no
-  // allocation) at most once a millisecond while busy, whenever it goes
-  // idle, after Start() and when Run() returns, for a reader on another
-  // thread. Must outlive the Service. Null: nothing is published.
+  // allocation) at most once a millisecond, busy or idle (so an idle
+  // service's counters are exact within its 50 ms wait), after Start() and
+  // when Run() returns from a clean stop, for a reader on another thread.
+  // Must outlive the Service. Null: nothing is published.
   StatsMirror* metrics = nullptr;
 };
 
@@ -222,8 +223,9 @@ struct ServiceStats {
   std::uint64_t journal_records = 0;
   std::uint64_t journal_groups = 0;
   std::uint64_t journal_bytes_written = 0;
-  std::uint64_t sessions = 0;         // held (listed and unlisted)
-  std::uint64_t sessions_listed = 0;  // in the configuration (session.N.*)
+  std::uint64_t sessions = 0;  // held (listed and unlisted)
+  std::uint64_t sessions_listed =
+      0;  // in the configuration ([sessions.N] tables)
   // Seconds from a command's receipt (the receive time journaled with it)
   // to the loop finding it durable and applying it; its reports are sent in
   // the same pass. Commands replayed at start-up are not counted.

@@ -2,14 +2,15 @@
 #include "service/service_config.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <optional>
-#include <sstream>
 
 #include "absl/strings/str_format.h"
 #include "service/internal/config_text.h"
@@ -680,20 +681,31 @@ std::string ConfigDirectory(const std::string& path) {
 
 absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path,
                                                 bool load_key_files) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
     return absl::NotFoundError(absl::StrFormat("config %s: cannot open: %s",
                                                path, std::strerror(errno)));
   }
-  std::stringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    return absl::DataLossError(absl::StrFormat("config %s: cannot read: %s",
-                                               path, std::strerror(errno)));
+  // Every byte or an error: a read that fails (a directory: EISDIR) is not
+  // an empty file, which would load as the defaults.
+  std::string text;
+  char chunk[4096];
+  while (true) {
+    const ssize_t n = ::read(fd, chunk, sizeof chunk);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int error = errno;
+      ::close(fd);
+      return absl::DataLossError(absl::StrFormat("config %s: cannot read: %s",
+                                                 path, std::strerror(error)));
+    }
+    if (n == 0) break;
+    text.append(chunk, static_cast<std::size_t>(n));
   }
-  return ParseServiceConfig(text.str(), {.path = path,
-                                         .base_dir = ConfigDirectory(path),
-                                         .load_key_files = load_key_files});
+  ::close(fd);
+  return ParseServiceConfig(text, {.path = path,
+                                   .base_dir = ConfigDirectory(path),
+                                   .load_key_files = load_key_files});
 }
 
 std::string DescribeServiceConfig(const ServiceConfig& config) {

@@ -561,6 +561,8 @@ EXIT_CASES = [
                 "0"], b"", 2, "--first-sequence"),
     ("submit", ["--session", "1", "--workload", "wl1", "--first-report",
                 "x"], b"", 2, "--first-report"),
+    ("submit", ["--session", "1", "--workload", "wl1", "--first-sequence",
+                "5"], b"", 2, "give --first-report R too"),
     ("submit", ["--session", "1", "--workload", "wl1", "--count", "3",
                 "--target", "127.0.0.1:{port}", "--timeout-ms", "20",
                 "--give-up-ms", "300"], b"", 1, ""),

@@ -271,6 +271,12 @@ TEST(ConfigFileTest, LoadingAFileNamesItInEveryError) {
   config = LoadServiceConfig(dir.path() + "/missing.toml");
   ASSERT_FALSE(config.ok());
   EXPECT_EQ(config.status().code(), absl::StatusCode::kNotFound);
+  // A directory opens but cannot be read: an error, not an empty file that
+  // would load as the defaults.
+  config = LoadServiceConfig(dir.path());
+  ASSERT_FALSE(config.ok());
+  EXPECT_THAT(std::string(config.status().message()),
+              StartsWith("config " + dir.path() + ": cannot read: "));
 }
 
 // ---------------------------------------------------------------------------
