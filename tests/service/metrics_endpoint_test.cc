@@ -22,7 +22,6 @@
 #include <functional>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -123,15 +122,30 @@ struct Addresses {
   std::string metrics;
 };
 
+// The text between `open` and the next `close` in `text`, if both occur.
+std::optional<std::string> Between(const std::string& text,
+                                   const std::string& open,
+                                   const std::string& close) {
+  const std::size_t start = text.find(open);
+  if (start == std::string::npos) return std::nullopt;
+  const std::size_t from = start + open.size();
+  const std::size_t end = text.find(close, from);
+  if (end == std::string::npos) return std::nullopt;
+  return text.substr(from, end - from);
+}
+
+// Parsed by hand: std::regex trips g++ 12's -Wmaybe-uninitialized under
+// the sanitizers (-Werror), and the banner's form is fixed.
 std::optional<Addresses> WaitForBanner(const std::string& log) {
-  const std::regex banner(
-      R"(listening on ([0-9.]+:[0-9]+), metrics at http://([0-9.]+:[0-9]+)/metrics)");
   const auto deadline = Clock::now() + std::chrono::seconds(20);
   while (Clock::now() < deadline) {
-    std::smatch m;
     const std::string text = ReadText(log);
-    if (std::regex_search(text, m, banner)) {
-      return Addresses{m[1].str(), m[2].str()};
+    const std::optional<std::string> udp =
+        Between(text, "listening on ", ", metrics at http://");
+    const std::optional<std::string> metrics =
+        Between(text, ", metrics at http://", "/metrics");
+    if (udp.has_value() && metrics.has_value()) {
+      return Addresses{*udp, *metrics};
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
