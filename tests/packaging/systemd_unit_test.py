@@ -332,6 +332,9 @@ class SystemdUnit(unittest.TestCase):
                                         stdout=subprocess.DEVNULL,
                                         stderr=subprocess.PIPE, text=True,
                                         preexec_fn=limits)
+                # A failed assertion before stop() must not leave it running.
+                self.addCleanup(lambda: proc.poll() is None and
+                                (proc.kill(), proc.wait()))
                 reader = StderrReader(proc.stderr)
                 match = reader.wait_for(r"listening on 127\.0\.0\.1:(\d+)", 60)
                 if match is None:
