@@ -10,7 +10,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -48,6 +52,74 @@ std::string WhyNotBound(const net::Endpoint& endpoint) {
   return why;
 }
 
+// httplib's ThreadPool queues every accepted connection, without limit: a
+// local program that opens connections and sends nothing would grow the
+// queue, and the descriptors it holds are the service's too (the journal's
+// next segment, a snapshot). This queue holds at most `max_queued`
+// connections for its one worker; beyond that the accept thread serves the
+// connection itself, so it accepts nothing more until that one is done (at
+// most the read timeout) and further connections wait in the kernel's
+// listen backlog, which costs the process no descriptor. The worker is
+// started on the accept thread, so it inherits its blocked stop signals.
+class BoundedQueue final : public httplib::TaskQueue {
+ public:
+  explicit BoundedQueue(std::size_t max_queued)
+      : max_queued_(max_queued), worker_([this] { Work(); }) {}
+  BoundedQueue(const BoundedQueue&) = delete;
+  BoundedQueue& operator=(const BoundedQueue&) = delete;
+  ~BoundedQueue() override {
+    if (worker_.joinable()) shutdown();
+  }
+
+  void enqueue(std::function<void()> fn) override {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (jobs_.size() < max_queued_) {
+        jobs_.push_back(std::move(fn));
+        lock.unlock();
+        wake_.notify_one();
+        return;
+      }
+    }
+    fn();  // full: served here, the accept loop waits (back-pressure)
+  }
+
+  // Serves what is queued (each within the read timeout), then joins.
+  void shutdown() override {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    worker_.join();
+  }
+
+ private:
+  void Work() {
+    while (true) {
+      std::function<void()> job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+        if (jobs_.empty()) return;  // stopping, and nothing left
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  const std::size_t max_queued_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::deque<std::function<void()>> jobs_;
+  bool stopping_ = false;
+  std::thread worker_;  // last: started once the rest exists
+};
+
+// Connections queued for the worker at most (see BoundedQueue).
+constexpr std::size_t kMaxQueuedConnections = 4;
+
 }  // namespace
 
 class MetricsServer::Impl {
@@ -76,10 +148,14 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Bind(
   httplib::Server& server = impl->server;
   server.set_socket_options(ReuseAddressOnly);
   // One worker: scrapes are rare and each is answered in well under a
-  // millisecond; one request per connection, so no client holds the worker.
-  server.new_task_queue = [] { return new httplib::ThreadPool(1); };
+  // millisecond; one request per connection, and a connection that sends
+  // no request is dropped after 1 s, so no client holds the worker long.
+  // At most kMaxQueuedConnections wait for it (BoundedQueue).
+  server.new_task_queue = [] {
+    return new BoundedQueue(kMaxQueuedConnections);
+  };
   server.set_keep_alive_max_count(1);
-  server.set_read_timeout(5, 0);
+  server.set_read_timeout(1, 0);
   server.set_write_timeout(5, 0);
   Impl* const state = impl.get();
   server.Get("/metrics", [state](const httplib::Request&,

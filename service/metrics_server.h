@@ -10,8 +10,12 @@
 // or a datagram is taken; until Serve() (while the service recovers its
 // journal) GET /metrics answers 503, so a scraper sees the target down
 // rather than counters of zero. Anything but GET /metrics is answered 404;
-// a request that stays silent is dropped after 5 seconds. One request per
-// connection, one worker thread beside the accept thread.
+// a connection that sends no request is dropped after 1 second. One
+// request per connection, one worker thread beside the accept thread, and
+// at most 4 connections waiting for it: beyond that the accept thread
+// serves one itself and accepts nothing meanwhile, so a flood of idle
+// connections waits in the kernel's backlog instead of holding the
+// process's descriptors.
 #ifndef ORDERWIRE_SERVICE_METRICS_SERVER_H_
 #define ORDERWIRE_SERVICE_METRICS_SERVER_H_
 

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -94,6 +95,8 @@ class Server {
       ::waitpid(pid_, nullptr, 0);
     }
   }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
 
   // SIGTERM, then its exit status (-1: killed after `timeout_ms`, or not
   // a normal exit).
@@ -289,6 +292,65 @@ TEST_F(MetricsEndpoint, ScrapeCountsTheTrafficSentAndPassesPromtool) {
       RunShell(dir.path(), "curl --silent --max-time 5 -o /dev/null http://" +
                                at->metrics + "/metrics");
   EXPECT_EQ(after.status, 7) << "curl exit 7: could not connect";
+}
+
+// Descriptors the process `pid` holds open.
+std::size_t OpenDescriptors(pid_t pid) {
+  std::size_t n = 0;
+  std::error_code error;
+  for (auto it = std::filesystem::directory_iterator(
+           "/proc/" + std::to_string(pid) + "/fd", error);
+       !error && it != std::filesystem::directory_iterator(); ++it) {
+    ++n;
+  }
+  return n;
+}
+
+// A local program opens hundreds of connections to the metrics port and
+// sends nothing: the service takes at most a few of them (the worker's
+// queue is bounded; beyond it the accept thread serves one itself and the
+// rest wait in the kernel's backlog), so the descriptors the journal and
+// snapshots need stay free; once the flood is gone a scrape answers.
+TEST_F(MetricsEndpoint, AFloodOfIdleConnectionsHoldsFewDescriptors) {
+  ScratchDir dir;
+  const std::string log = dir.path() + "/serve.log";
+  Server server({"--journal", dir.Sub("journal"), "--listen", "127.0.0.1:0",
+                 "--metrics-listen", "127.0.0.1:0"},
+                log);
+  const std::optional<Addresses> at = WaitForBanner(log);
+  ASSERT_TRUE(at.has_value()) << ReadText(log);
+  absl::StatusOr<net::Endpoint> metrics = net::Endpoint::Parse(at->metrics);
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  // Scraped once, so every thread and descriptor of a served request exists.
+  ScrapeUntil(dir.path(), at->metrics, "before.txt",
+              [](auto& s) { return !s.empty(); });
+  const std::size_t before = OpenDescriptors(server.pid());
+  ASSERT_GT(before, 0u);
+
+  constexpr int kFlood = 300;
+  std::vector<int> flood;
+  for (int i = 0; i < kFlood; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    ASSERT_GE(fd, 0);
+    (void)::connect(fd, metrics->addr(), metrics->length);  // EINPROGRESS
+    flood.push_back(fd);
+  }
+  // Long enough for an unbounded accept loop to take them all (it takes
+  // thousands a second), short of the 1 s read timeout that frees them.
+  std::size_t most = before;
+  for (int i = 0; i < 40; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    most = std::max(most, OpenDescriptors(server.pid()));
+  }
+  // The worker's job, the 4 queued and the one the accept thread serves.
+  EXPECT_LE(most, before + 8) << "descriptors before the flood: " << before;
+
+  for (const int fd : flood) ::close(fd);
+  auto samples = ScrapeUntil(dir.path(), at->metrics, "after.txt", [](auto& s) {
+    return s.count("orderwire_journal_durable_index") > 0;
+  });
+  EXPECT_EQ(samples["orderwire_journal_durable_index"], "0");
+  EXPECT_EQ(server.Terminate(20'000), 0) << ReadText(log);
 }
 
 TEST_F(MetricsEndpoint, ABadAddressIsAUsageErrorNamingTheFlag) {
