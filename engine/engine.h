@@ -3,20 +3,19 @@
 // DESIGN NOTE
 //
 // What it does. The engine takes codec::Command values one at a time and
-// appends the reports each one causes to a caller-owned ReportBuffer, as
-// models and as frames (report.h). It keeps one book per instrument of the
-// configured range and applies every rule of PROTOCOL.md "Matching
-// semantics" and "Validation and report details". It does no I/O, reads no
-// clock, starts no thread and keeps no pointer-dependent order, so the same
-// commands (with the same owner tags) always give the same report bytes: a
-// journal replays it exactly. It knows nothing of sessions: each command
-// comes with an opaque OwnerTag (report.h; the service passes its dense
-// session index, `orderwire match` 0), which the orders it enters keep, which
-// decides who may cancel or replace them and which client order ids collide,
-// and which every report carries (Report::owner) so that the caller can route
-// it.
-// Decisions where PROTOCOL.md is open are listed at the end of this note and
-// in docs/ENGINE.md.
+// appends the reports each one causes to a caller-owned ReportBuffer as
+// frames, written once, straight from the engine's fields (report.h). It keeps
+// one book per instrument of the configured range and applies every rule of
+// PROTOCOL.md "Matching semantics" and "Validation and report details". It does
+// no I/O, reads no clock, starts no thread and keeps no pointer-dependent
+// order, so the same commands (with the same owner tags) always give the same
+// report bytes: a journal replays it exactly. It knows nothing of sessions:
+// each command comes with an opaque OwnerTag (report.h; the service passes its
+// dense session index, `orderwire match` 0), which the orders it enters keep,
+// which decides who may cancel or replace them and which client order ids
+// collide, and which every report carries (Report::owner) so that the caller
+// can route it. Decisions where PROTOCOL.md is open are listed at the end of
+// this note and in docs/ENGINE.md.
 //
 // Where the time goes. A command touches at most: one hash lookup (cancel,
 // replace, or the duplicate check of a new order), the top of one side of

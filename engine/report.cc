@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <limits>
+#include <string_view>
 
 #include "codec/kind_table.h"
 
@@ -28,6 +29,15 @@ void ReportBuffer::Grow() {
   frames_.resize(
       std::max(frames_.size() * 2, reports_.size() * codec::kMaxFrameSize));
   capacity_ = reports_.size();
+}
+
+void ReportBuffer::WrongKind(codec::Kind actual, codec::Kind wanted) {
+  const std::string_view a = codec::Name(actual);
+  const std::string_view w = codec::Name(wanted);
+  std::fprintf(stderr, "orderwire: a report of kind %.*s read as %.*s\n",
+               static_cast<int>(a.size()), a.data(), static_cast<int>(w.size()),
+               w.data());
+  std::abort();
 }
 
 }  // namespace orderwire::engine

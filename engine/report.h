@@ -1,12 +1,18 @@
-// Reports as the engine emits them: a model value and its encoded frame, both
-// appended to a caller-owned, reusable ReportBuffer.
+// Reports as the engine emits them: encoded frames in a caller-owned,
+// reusable ReportBuffer, each with a small record of its kind and owner.
 //
 // The engine is handed a ReportBuffer with every command and appends that
 // command's reports to it in emission order (PROTOCOL.md "Validation and
-// report details" fixes the order). Each report is kept twice: as the codec
-// model (`Report`, e.g. `report.filled.leaves_quantity`) for code that
-// decides things (routing to sessions, tests), and as the frame bytes that go
-// to the journal and the network unchanged, encoded by codec::EncodeFrame.
+// report details" fixes the order). Each report is written once, as the frame
+// bytes that go to the journal and the network unchanged (codec::EncodeFrame,
+// straight from the engine's fields into the buffer), beside a 12-byte
+// `Report` record (kind, owner, where the frame is) for the code that routes
+// it. Code that needs a field reads it from the frame:
+// `reports.Get<codec::Filled>(report).leaves_quantity` decodes the model,
+// `reports.View<codec::Filled>(report).Get<&codec::Filled::price>()` reads
+// one field in place. Issue 12 measured the earlier form, which also kept
+// each report's 64-byte model: ~54 instructions per Filled, about a quarter
+// of the engine's instructions on wl1 (docs/BENCHMARKS.md).
 //
 // Frame sequence numbers: the buffer numbers the frames it encodes from
 // `next_sequence()` upwards (1, 2, 3, ... by default) and keeps counting
@@ -33,6 +39,7 @@
 #include "codec/frame.h"
 #include "codec/kind_table.h"
 #include "codec/messages.h"
+#include "codec/result.h"
 #include "codec/types.h"
 #include "codec/wire.h"
 
@@ -44,8 +51,8 @@ namespace orderwire::engine {
 // into reports; it never interprets it.
 using OwnerTag = std::uint32_t;
 
-// One report: its kind, whose it is, where its frame is in the buffer, and
-// its model.
+// One report: its kind, whose it is and where its frame is in the buffer.
+// The fields are read from the frame (ReportBuffer::Get / View).
 struct Report {
   codec::Kind kind;
   std::uint8_t frame_size;
@@ -56,25 +63,11 @@ struct Report {
   // remainder's Cancelled, a requested Cancelled, Replaced) the owner of
   // the command that caused it. Not part of the frame.
   OwnerTag owner;
-  union {
-    codec::Accepted accepted;
-    codec::Rejected rejected;
-    codec::Filled filled;
-    codec::Cancelled cancelled;
-    codec::Replaced replaced;
-  };
-
-  // The model of kind `Model`. Precondition: kind matches.
-  template <typename Model>
-  [[nodiscard]] const Model& As() const noexcept;
 };
 
 static_assert(std::is_trivially_copyable_v<Report>);
-// 16 bytes of header (kind, frame_size, 2 bytes padding, frame_offset, owner,
-// 4 bytes padding) and the 64-byte union (Filled), 8-byte aligned. The
-// header has no 4 spare bytes for `owner` without narrowing frame_offset
-// (and so the 4 GiB batch limit above), hence 80 rather than 72.
-static_assert(sizeof(Report) == 80);
+// kind, frame_size, 2 bytes of padding, frame_offset, owner.
+static_assert(sizeof(Report) == 12);
 
 class ReportBuffer {
  public:
@@ -104,6 +97,22 @@ class ReportBuffer {
     return {frames_.data() + reports_[i].frame_offset, reports_[i].frame_size};
   }
 
+  // The frame of `report`, one of this buffer's reports.
+  [[nodiscard]] std::span<const std::byte> frame(
+      const Report& report) const noexcept {
+    return {frames_.data() + report.frame_offset, report.frame_size};
+  }
+  // A typed view of the frame of `report` (one of this buffer's reports):
+  // fields read in place. Precondition: report.kind is Model's kind.
+  template <typename Model>
+  [[nodiscard]] codec::View<Model> View(const Report& report) const noexcept;
+  // The model of `report`, decoded from its frame. Precondition: as View.
+  // For tools and tests; a field or two on a hot path: View.
+  template <typename Model>
+  [[nodiscard]] Model Get(const Report& report) const noexcept {
+    return View<Model>(report).ToModel();
+  }
+
   // Rewrites the sequence number of frame `i` in place: a service that
   // splits reports between sessions numbers each on its session. Hot path.
   void SetFrameSequence(std::size_t i, std::uint64_t sequence) noexcept {
@@ -120,15 +129,19 @@ class ReportBuffer {
     next_sequence_ = sequence;
   }
 
-  // Appends one report for `owner` (Report::owner): the model and its frame
-  // (numbered next_sequence()). Used by the engine. Hot path: two small
-  // stores and no allocation, except when the buffer must grow (never, once
-  // it has held the largest batch).
+  // Appends one report for `owner` (Report::owner): the frame of `model`
+  // (numbered next_sequence()) and its record. Used by the engine. Hot path:
+  // inlined, so the model's fields go from registers into the frame; no
+  // allocation, except when the buffer must grow (never, once it has held
+  // the largest batch).
   template <typename Model>
-  void Append(const Model& model, OwnerTag owner) noexcept;
+  [[gnu::always_inline]] inline void Append(const Model& model,
+                                            OwnerTag owner) noexcept;
 
  private:
   void Grow();  // cold: doubles both arrays
+  // Cold: a View/Get of the wrong kind (a broken precondition): aborts.
+  [[noreturn]] static void WrongKind(codec::Kind actual, codec::Kind wanted);
 
   std::vector<Report> reports_;
   std::vector<std::byte> frames_;
@@ -142,23 +155,19 @@ class ReportBuffer {
 // Implementation.
 
 template <typename Model>
-const Model& Report::As() const noexcept {
-  if constexpr (std::is_same_v<Model, codec::Accepted>) {
-    return accepted;
-  } else if constexpr (std::is_same_v<Model, codec::Rejected>) {
-    return rejected;
-  } else if constexpr (std::is_same_v<Model, codec::Filled>) {
-    return filled;
-  } else if constexpr (std::is_same_v<Model, codec::Cancelled>) {
-    return cancelled;
-  } else {
-    static_assert(std::is_same_v<Model, codec::Replaced>);
-    return replaced;
+codec::View<Model> ReportBuffer::View(const Report& report) const noexcept {
+  // The frame was encoded here with its kind: the parse cannot fail unless
+  // the precondition (report.kind is Model's kind) is broken.
+  const codec::Result<codec::View<Model>> view =
+      codec::View<Model>::Parse(frame(report));
+  if (!view.ok()) [[unlikely]] {
+    WrongKind(report.kind, codec::MessageTraits<Model>::kKind);
   }
+  return *view;
 }
 
 template <typename Model>
-void ReportBuffer::Append(const Model& model, OwnerTag owner) noexcept {
+inline void ReportBuffer::Append(const Model& model, OwnerTag owner) noexcept {
   constexpr std::size_t kSize = codec::kFrameSize<Model>;
   // frames_ always has room for kMaxFrameSize bytes per report slot, so one
   // check covers both arrays. capacity_ (== reports_.size()) is kept apart so
@@ -171,18 +180,6 @@ void ReportBuffer::Append(const Model& model, OwnerTag owner) noexcept {
   report.frame_size = static_cast<std::uint8_t>(kSize);
   report.frame_offset = static_cast<std::uint32_t>(frame_bytes_);
   report.owner = owner;
-  if constexpr (std::is_same_v<Model, codec::Accepted>) {
-    report.accepted = model;
-  } else if constexpr (std::is_same_v<Model, codec::Rejected>) {
-    report.rejected = model;
-  } else if constexpr (std::is_same_v<Model, codec::Filled>) {
-    report.filled = model;
-  } else if constexpr (std::is_same_v<Model, codec::Cancelled>) {
-    report.cancelled = model;
-  } else {
-    static_assert(std::is_same_v<Model, codec::Replaced>);
-    report.replaced = model;
-  }
   // Cannot fail: room for kSize bytes was ensured above.
   (void)codec::EncodeFrame(
       next_sequence_++, model,

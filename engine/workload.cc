@@ -224,7 +224,7 @@ LiveOrder MixedGenerator::Target(std::uint64_t& account_id) {
 
 void MixedGenerator::Track(const engine::ReportBuffer& reports) {
   for (const engine::Report& report : reports.reports()) {
-    if (const std::optional<LiveOrder> removed = live_.Apply(report)) {
+    if (const std::optional<LiveOrder> removed = live_.Apply(reports, report)) {
       finished_[finished_count_++ % finished_.size()] = *removed;
     }
   }
@@ -494,28 +494,33 @@ Command BookShapeGenerator::DrawChurn() {
 
 void BookShapeGenerator::Track(const engine::ReportBuffer& reports) {
   for (const engine::Report& report : reports.reports()) {
-    if (report.kind == codec::Kind::kAccepted &&
-        report.accepted.time_in_force == TimeInForce::kGoodTillCancel) {
-      if (shape_ == Workload::kSwings || shape_ == Workload::kCrash) {
-        arrivals_.push_back(report.accepted.order_id);
+    if (report.kind == codec::Kind::kAccepted) {
+      const codec::Accepted accepted = reports.Get<codec::Accepted>(report);
+      if (accepted.time_in_force == TimeInForce::kGoodTillCancel) {
+        if (shape_ == Workload::kSwings || shape_ == Workload::kCrash) {
+          arrivals_.push_back(accepted.order_id);
+        }
+        recent_[recent_count_++ % kChurnRecent] = accepted.order_id;
       }
-      recent_[recent_count_++ % kChurnRecent] = report.accepted.order_id;
     }
     if (report.kind == codec::Kind::kFilled && shape_ == Workload::kCrash &&
         crashing_) {
-      crash_low_ = std::min(crash_low_, report.filled.price);
+      crash_low_ = std::min(
+          crash_low_,
+          reports.View<codec::Filled>(report).Get<&codec::Filled::price>());
     }
-    (void)live_.Apply(report);
+    (void)live_.Apply(reports, report);
   }
 }
 
 // ---------------------------------------------------------------------------
 // The live orders
 
-std::optional<LiveOrder> LiveOrders::Apply(const engine::Report& report) {
+std::optional<LiveOrder> LiveOrders::Apply(const engine::ReportBuffer& reports,
+                                           const engine::Report& report) {
   switch (report.kind) {
     case codec::Kind::kAccepted: {
-      const codec::Accepted& a = report.accepted;
+      const codec::Accepted a = reports.Get<codec::Accepted>(report);
       if (a.time_in_force == TimeInForce::kGoodTillCancel ||
           a.time_in_force == TimeInForce::kPostOnly) {
         position_[a.order_id] = orders_.size();
@@ -529,7 +534,7 @@ std::optional<LiveOrder> LiveOrders::Apply(const engine::Report& report) {
       return std::nullopt;
     }
     case codec::Kind::kFilled: {
-      const codec::Filled& f = report.filled;
+      const codec::Filled f = reports.Get<codec::Filled>(report);
       const auto it = position_.find(f.order_id);
       if (it == position_.end()) return std::nullopt;
       orders_[it->second].leaves = f.leaves_quantity;
@@ -537,9 +542,10 @@ std::optional<LiveOrder> LiveOrders::Apply(const engine::Report& report) {
       return std::nullopt;
     }
     case codec::Kind::kCancelled:
-      return Remove(report.cancelled.order_id);
+      return Remove(reports.View<codec::Cancelled>(report)
+                        .Get<&codec::Cancelled::order_id>());
     case codec::Kind::kReplaced: {
-      const codec::Replaced& r = report.replaced;
+      const codec::Replaced r = reports.Get<codec::Replaced>(report);
       const auto it = position_.find(r.order_id);
       if (it == position_.end()) return std::nullopt;
       LiveOrder& order = orders_[it->second];

@@ -164,11 +164,13 @@ struct LiveOrder {
 // depend only on the reports, which keeps every stream deterministic.
 class LiveOrders {
  public:
-  // Applies one report: Accepted of a GoodTillCancel or PostOnly order adds
-  // it; Filled updates its leaves and removes it at 0; Cancelled removes
-  // it; Replaced updates its client order id, price and quantity. Returns
-  // the order removed, if any. Reports of orders not live change nothing.
-  std::optional<LiveOrder> Apply(const engine::Report& report);
+  // Applies one report of `reports`: Accepted of a GoodTillCancel or PostOnly
+  // order adds it; Filled updates its leaves and removes it at 0; Cancelled
+  // removes it; Replaced updates its client order id, price and quantity.
+  // Returns the order removed, if any. Reports of orders not live change
+  // nothing.
+  std::optional<LiveOrder> Apply(const engine::ReportBuffer& reports,
+                                 const engine::Report& report);
 
   [[nodiscard]] bool empty() const noexcept { return orders_.empty(); }
   [[nodiscard]] std::size_t size() const noexcept { return orders_.size(); }

@@ -132,7 +132,9 @@ absl::Status StateMachine::Apply(const Record& record) {
     ++target.next_report;
     ++stats_.reports[static_cast<std::uint8_t>(report.kind)];
     if (report.kind == codec::Kind::kRejected) {
-      const auto reason = static_cast<std::size_t>(report.rejected.reason);
+      const auto reason =
+          static_cast<std::size_t>(reports_.View<codec::Rejected>(report)
+                                       .Get<&codec::Rejected::reason>());
       if (reason < stats_.rejects.size()) ++stats_.rejects[reason];
     }
   }

@@ -186,11 +186,10 @@ TEST(BookShapes, SwingsWalkOverAQuarterAndBackSweepingManyLevels) {
         peak_orders = std::max<std::size_t>(peak_orders, engine.live_orders());
         prices.clear();
         for (const engine::Report& r : step.reports->reports()) {
-          if (r.kind != Kind::kFilled ||
-              r.filled.liquidity != codec::Liquidity::kTaker) {
-            continue;
-          }
-          const std::int64_t p = r.filled.price;
+          if (r.kind != Kind::kFilled) continue;
+          const codec::Filled filled = step.reports->Get<codec::Filled>(r);
+          if (filled.liquidity != codec::Liquidity::kTaker) continue;
+          const std::int64_t p = filled.price;
           prices.push_back(p);
           high = std::max(high, p);
           low = std::min(low, p);
@@ -259,7 +258,8 @@ TEST(BookShapes, CrashEmptiesTheBidSideInABurstThenTheBookRefills) {
             c.side == Side::kSell;
         for (const engine::Report& r : step.reports->reports()) {
           if (r.kind == Kind::kCancelled &&
-              r.cancelled.reason == codec::CancelReason::kNoLiquidity) {
+              step.reports->Get<codec::Cancelled>(r).reason ==
+                  codec::CancelReason::kNoLiquidity) {
             ++no_liquidity;
           }
         }
@@ -285,7 +285,9 @@ TEST(BookShapes, CrashEmptiesTheBidSideInABurstThenTheBookRefills) {
           ++crash.length;
           for (const engine::Report& r : step.reports->reports()) {
             if (r.kind == Kind::kFilled) {
-              crash.lowest_trade = std::min(crash.lowest_trade, r.filled.price);
+              crash.lowest_trade =
+                  std::min(crash.lowest_trade,
+                           step.reports->Get<codec::Filled>(r).price);
             }
           }
           if (!book.Best(Side::kBuy)) in_crash = false;  // the side is empty
@@ -344,9 +346,10 @@ TEST(BookShapes, ChurnIsMostlyCancelsAndReplacesOfRecentOrders) {
         const codec::Command& c = *step.command;
         peak_orders = std::max<std::size_t>(peak_orders, engine.live_orders());
         for (const engine::Report& r : step.reports->reports()) {
-          if (r.kind == Kind::kAccepted &&
-              r.accepted.time_in_force == TimeInForce::kGoodTillCancel) {
-            accepted_at[r.accepted.order_id] = accepted++;
+          if (r.kind != Kind::kAccepted) continue;
+          const codec::Accepted a = step.reports->Get<codec::Accepted>(r);
+          if (a.time_in_force == TimeInForce::kGoodTillCancel) {
+            accepted_at[a.order_id] = accepted++;
           }
         }
         if (c.kind == Kind::kCancelByOrder || c.kind == Kind::kCancelByClient ||

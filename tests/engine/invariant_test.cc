@@ -134,7 +134,7 @@ class ShadowBook {
       const Report& r = reports[i];
       switch (r.kind) {
         case codec::Kind::kAccepted: {
-          const codec::Accepted& a = r.accepted;
+          const codec::Accepted a = reports.Get<codec::Accepted>(r);
           ASSERT_EQ(a.order_id, next_order_id_++);
           ASSERT_EQ(r.owner, owner);
           taker_id = a.order_id;
@@ -147,15 +147,15 @@ class ShadowBook {
         }
         case codec::Kind::kRejected:
           ASSERT_EQ(reports.size(), 1u) << "a rejected command reports once";
-          ASSERT_EQ(r.rejected.command_kind, command.kind);
+          ASSERT_EQ(reports.Get<codec::Rejected>(r).command_kind, command.kind);
           ASSERT_EQ(r.owner, owner);
           break;
         case codec::Kind::kFilled: {
-          const codec::Filled& f = r.filled;
+          const codec::Filled f = reports.Get<codec::Filled>(r);
           ASSERT_EQ(f.liquidity, codec::Liquidity::kMaker);
           ASSERT_LT(i + 1, reports.size());
-          const codec::Filled& t = reports[i + 1].filled;
           ASSERT_EQ(reports[i + 1].kind, codec::Kind::kFilled);
+          const codec::Filled t = reports.Get<codec::Filled>(reports[i + 1]);
           ASSERT_EQ(t.liquidity, codec::Liquidity::kTaker);
           ASSERT_EQ(f.match_id, next_match_id_++);
           ASSERT_EQ(t.match_id, f.match_id);
@@ -186,7 +186,7 @@ class ShadowBook {
           break;
         }
         case codec::Kind::kCancelled: {
-          const codec::Cancelled& c = r.cancelled;
+          const codec::Cancelled c = reports.Get<codec::Cancelled>(r);
           cancelled_quantity_ += c.cancelled_quantity;
           if (c.order_id == taker_id) {
             ASSERT_EQ(r.owner, owner);
@@ -210,7 +210,7 @@ class ShadowBook {
           break;
         }
         case codec::Kind::kReplaced: {
-          const codec::Replaced& p = r.replaced;
+          const codec::Replaced p = reports.Get<codec::Replaced>(r);
           ASSERT_EQ(i, 0u) << "Replaced comes first";
           const auto it = live_.find(p.order_id);
           ASSERT_NE(it, live_.end());
@@ -252,7 +252,7 @@ class ShadowBook {
     const Report& first = reports[0];
     const auto rejected_for = [&](codec::RejectReason reason) {
       return first.kind == codec::Kind::kRejected &&
-             first.rejected.reason == reason;
+             reports.Get<codec::Rejected>(first).reason == reason;
     };
     // The live order of (account, owner, client_order_id), if any.
     const auto own_by_client = [&](std::uint64_t client_order_id) {
@@ -308,7 +308,7 @@ class ShadowBook {
           ASSERT_TRUE(rejected_for(codec::RejectReason::kUnknownOrder));
         } else {
           ASSERT_EQ(first.kind, codec::Kind::kCancelled);
-          ASSERT_EQ(first.cancelled.order_id, own);
+          ASSERT_EQ(reports.Get<codec::Cancelled>(first).order_id, own);
         }
         break;
       }

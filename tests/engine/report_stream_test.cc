@@ -76,13 +76,14 @@ StreamResult RunStream(std::span<const codec::Command> commands,
       hash.Add(r.owner);
       ++result.reports;
       if (r.kind == codec::Kind::kFilled &&
-          r.filled.liquidity == codec::Liquidity::kMaker) {
+          reports.Get<codec::Filled>(r).liquidity == codec::Liquidity::kMaker) {
         ++result.maker_fills;
       } else if (r.kind == codec::Kind::kCancelled) {
+        const codec::CancelReason reason =
+            reports.Get<codec::Cancelled>(r).reason;
         result.remainder_cancels +=
-            r.cancelled.reason == codec::CancelReason::kImmediateOrCancel;
-        result.requested_cancels +=
-            r.cancelled.reason == codec::CancelReason::kRequested;
+            reason == codec::CancelReason::kImmediateOrCancel;
+        result.requested_cancels += reason == codec::CancelReason::kRequested;
       } else if (r.kind == codec::Kind::kRejected) {
         ++result.rejects;
       }

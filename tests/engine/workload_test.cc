@@ -78,12 +78,14 @@ TEST(Wl1, EngineOrderIdsEqualTheRecipesIds) {
     (void)engine->Execute(c, reports);
     if (c.kind == codec::Kind::kNewLimit) {
       ASSERT_EQ(reports[0].kind, codec::Kind::kAccepted);
-      ASSERT_EQ(reports[0].accepted.order_id, c.client_order_id.value());
+      ASSERT_EQ(reports.Get<codec::Accepted>(reports[0]).order_id,
+                c.client_order_id.value());
     } else {
       // A cancel hits a live order or one that has traded away.
       ASSERT_TRUE(reports[0].kind == codec::Kind::kCancelled ||
-                  reports[0].rejected.reason ==
-                      codec::RejectReason::kUnknownOrder);
+                  (reports[0].kind == codec::Kind::kRejected &&
+                   reports.Get<codec::Rejected>(reports[0]).reason ==
+                       codec::RejectReason::kUnknownOrder));
     }
   }
 }
@@ -142,7 +144,8 @@ TEST(Mixed, HasTheSpecifiedShape) {
     }
     for (const auto& r : reports.reports()) {
       if (r.kind == codec::Kind::kCancelled &&
-          r.cancelled.reason == codec::CancelReason::kSelfTrade) {
+          reports.Get<codec::Cancelled>(r).reason ==
+              codec::CancelReason::kSelfTrade) {
         ++self_trades;
       }
     }
