@@ -62,8 +62,11 @@
 //   best (exact while the levels between are dense, as near the touch), so
 //   most searches on wl1 and mixed are one subtraction and two compares. A
 //   deep book (tens of thousands of levels; tests/engine/deep_book_test.cc)
-//   pays O(log levels) per search and O(levels above) per level opened or
-//   closed deep in it (a memmove of 16-byte entries).
+//   pays O(log levels) per search; a level closed deep in it is left as a
+//   tombstone, and a level opened deep in it takes the slot of a nearby
+//   tombstone (gaps are spread for it when none is near), shifting only
+//   the entries between: a short memmove of 16-byte entries rather than
+//   one of every level above (internal/sorted_levels.h, "Gaps").
 //
 // What decided it: engine_bench runs the engine and each alternative below
 // (alt:<variant>) on the same 1,000,000 commands of both workloads (figures:
