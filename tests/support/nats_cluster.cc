@@ -291,6 +291,13 @@ absl::Status NatsCluster::Pause(int node) {
     return absl::FailedPreconditionError(
         absl::StrCat("nats-server ", n.name, " is not running"));
   }
+  // kill() returns before the process has stopped: wait until it has, so
+  // that nothing the caller sends afterwards is served before the pause.
+  int wstatus = 0;
+  if (::waitpid(n.pid, &wstatus, WUNTRACED) != n.pid || !WIFSTOPPED(wstatus)) {
+    return absl::InternalError(absl::StrCat(
+        "nats-server ", n.name, " did not stop (wait status ", wstatus, ")"));
+  }
   return absl::OkStatus();
 }
 

@@ -54,7 +54,7 @@ class NatsCluster {
 
   // SIGKILL the node and reap it. Error if it is not running.
   absl::Status Kill(int node);
-  // SIGSTOP / SIGCONT the node.
+  // SIGSTOP the node and wait until it has stopped; SIGCONT it.
   absl::Status Pause(int node);
   absl::Status Resume(int node);
 
