@@ -70,9 +70,20 @@ PublisherOptions Options(const NatsCluster& cluster, std::string engine,
 void ExpectStreamHolds(const NatsCluster& cluster, const std::string& engine,
                        std::uint64_t start, std::uint64_t count,
                        std::uint64_t epoch) {
-  auto follower = JournalFollower::Open({.servers = cluster.ServersUrl(),
-                                         .engine_name = engine,
-                                         .start_sequence = start});
+  // Creating a consumer needs the JetStream meta leader; after a killed
+  // node it may still be in election: retry (what a standby does too).
+  absl::StatusOr<std::unique_ptr<JournalFollower>> follower;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  do {
+    follower = JournalFollower::Open({.servers = cluster.ServersUrl(),
+                                      .engine_name = engine,
+                                      .start_sequence = start,
+                                      .timeout = milliseconds(5000)});
+  } while (!follower.ok() &&
+           (absl::IsDeadlineExceeded(follower.status()) ||
+            absl::IsUnavailable(follower.status())) &&
+           std::chrono::steady_clock::now() < deadline);
   ASSERT_TRUE(follower.ok()) << follower.status();
   for (std::uint64_t seq = start; seq < start + count; ++seq) {
     auto msg = (*follower)->Next(milliseconds(10000));
