@@ -99,6 +99,44 @@ absl::Status ProbeJetStream(const std::string& url) {
   return absl::OkStatus();
 }
 
+// For a cluster: OK once the meta leader can place an R3 stream (it knows
+// all three servers as current peers), which answering account-info
+// requests does not yet mean (a stream created too early fails with
+// JetStream error 10005, no suitable peers). Creates and deletes a small
+// memory stream.
+absl::Status ProbeReplicatedPlacement(const std::string& url) {
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  jsStreamInfo* info = nullptr;
+  natsStatus s = natsConnection_ConnectTo(&conn, url.c_str());
+  jsOptions jo;
+  if (s == NATS_OK) s = jsOptions_Init(&jo);
+  jo.Wait = 2000;
+  if (s == NATS_OK) s = natsConnection_JetStream(&js, conn, &jo);
+  jsStreamConfig config;
+  if (s == NATS_OK) s = jsStreamConfig_Init(&config);
+  const char* subjects[] = {"orderwire-ready-probe"};
+  config.Name = "orderwire_ready_probe";
+  config.Subjects = subjects;
+  config.SubjectsLen = 1;
+  config.Storage = js_MemoryStorage;
+  config.Replicas = 3;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  if (s == NATS_OK) s = js_AddStream(&info, js, &config, nullptr, &jerr);
+  if (s == NATS_OK) {
+    s = js_DeleteStream(js, config.Name, nullptr, &jerr);
+  }
+  const std::string text =
+      s == NATS_OK ? std::string()
+                   : absl::StrCat(natsStatus_GetText(s), " (JetStream error ",
+                                  static_cast<int>(jerr), ")");
+  jsStreamInfo_Destroy(info);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  if (s != NATS_OK) return absl::UnavailableError(text);
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> NatsCluster::FindServerBinary() {
@@ -176,6 +214,17 @@ absl::StatusOr<std::unique_ptr<NatsCluster>> NatsCluster::Start(
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
       }
+    }
+    while (last.ok() && nodes > 1) {
+      absl::Status probe = ProbeReplicatedPlacement(cluster->NodeUrl(0));
+      if (probe.ok()) break;
+      if (Clock::now() > deadline) {
+        last = absl::DeadlineExceededError(
+            absl::StrCat("nats cluster: cannot place an R3 stream after ",
+                         ready_timeout.count(), " ms (", probe.message(),
+                         "); log of n0:\n", Tail(cluster->nodes_[0].log_path)));
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
     if (last.ok()) return cluster;
     // A port taken between PickFreePorts and the bind: try fresh ports.

@@ -1,7 +1,8 @@
 // NatsCluster: real nats-server processes for the replication tests and
 // benchmarks. Starts 1 or 3 servers on free loopback ports with JetStream on
 // and their stores in a scratch directory, waits until JetStream answers
-// (for 3 nodes: until the cluster has elected a JetStream meta leader), and
+// (for 3 nodes: until the cluster has a JetStream meta leader that can place
+// an R3 stream, checked by creating and deleting one), and
 // can kill, stop (SIGSTOP) or continue (SIGCONT) one node. The destructor
 // kills and reaps every node still running and removes the stores, so a
 // failed assertion leaves no process behind; each child also gets
