@@ -36,8 +36,10 @@ struct ParsedAck {
   std::string description;
 };
 
-absl::StatusOr<ParsedAck> ParseAck(const char* data, std::size_t size) {
-  simdjson::dom::parser parser;
+// `parser` is reused from one acknowledgement to the next (it keeps its
+// buffers).
+absl::StatusOr<ParsedAck> ParseAck(simdjson::dom::parser& parser,
+                                   const char* data, std::size_t size) {
   simdjson::dom::element doc;
   if (parser.parse(data, size).get(doc) != simdjson::SUCCESS) {
     return absl::DataLossError(absl::StrCat(
@@ -104,6 +106,7 @@ struct JournalPublisher::State {
   PublisherFailure failure_kind = PublisherFailure::kNone;
   std::atomic<bool> stop{false};
   std::thread ack_thread;
+  simdjson::dom::parser parser;  // the acknowledgement thread's
 
   Slot& SlotOf(std::uint64_t message) { return ring[message % ring.size()]; }
 
@@ -192,7 +195,7 @@ void JournalPublisher::State::HandleReply(natsMsg* msg) {
                      " (503 no responders). Publisher stopped (fail-stop)"));
     return;
   }
-  auto parsed = ParseAck(natsMsg_GetData(msg),
+  auto parsed = ParseAck(parser, natsMsg_GetData(msg),
                          static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
   if (!parsed.ok()) {
     slot.error_kind = PublisherFailure::kRejected;
