@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # JetStream publish of journal-group-sized messages, R1 and R3: runs
-# BUILD_DIR/bench/replication_bench (which starts its own nats-server
+# BUILD_DIR/bench/replication_publish_rate (which starts its own nats-server
 # processes on loopback) REPEAT times per replica count and prints the median
 # of each figure, the raw libnats async publish beside JournalPublisher
 # (docs/BENCHMARKS.md, "Replication (issue 14)").
@@ -16,11 +16,11 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then
   echo "usage: scripts/bench_replication.sh BUILD_DIR [REPEAT]" >&2
   exit 2
 fi
-bench=$1/bench/replication_bench
+bench=$1/bench/replication_publish_rate
 repeat=${2:-5}
 if [ ! -x "$bench" ]; then
   echo "bench_replication.sh: $bench missing (cmake --build $1 --target" \
-    "replication_bench)" >&2
+    "replication_publish_rate)" >&2
   exit 2
 fi
 messages=${MESSAGES:-20000}

@@ -1,6 +1,7 @@
-// replication_bench: JetStream publish rate and acknowledgement latency of
-// journal-group-sized messages, on nats-server processes it starts itself
-// (tests/support/nats_cluster.h: 1 node for R1, 3 nodes for R3, loopback).
+// replication_publish_rate: JetStream publish rate and acknowledgement
+// latency of journal-group-sized messages, on nats-server processes it starts
+// itself (tests/support/nats_cluster.h: 1 node for R1, 3 nodes for R3,
+// loopback).
 //
 // Two publishers of the same load, measured in the same run:
 //   raw       libnats's own JetStream async publish (js_PublishAsync,
@@ -14,7 +15,7 @@
 //   ack_p50_us=Y ack_p99_us=Z
 // (latency only for `journal`).
 //
-//   replication_bench [--replicas 1|3] [--messages N] [--size BYTES]
+//   replication_publish_rate [--replicas 1|3] [--messages N] [--size BYTES]
 //                     [--window W] [--repeat K]
 #include <nats/nats.h>
 
@@ -51,7 +52,8 @@ struct Args {
 
 [[noreturn]] void Usage(const char* why) {
   std::fprintf(stderr,
-               "replication_bench: %s\nusage: replication_bench [--replicas "
+               "replication_publish_rate: %s\nusage: replication_publish_rate "
+               "[--replicas "
                "1|3] [--messages N] [--size BYTES] [--window W] [--repeat "
                "K]\n",
                why);
@@ -199,7 +201,7 @@ int main(int argc, char** argv) {
     auto cluster =
         orderwire::test_support::NatsCluster::Start(args.replicas == 3 ? 3 : 1);
     if (!cluster.ok()) {
-      std::fprintf(stderr, "replication_bench: %s\n",
+      std::fprintf(stderr, "replication_publish_rate: %s\n",
                    cluster.status().ToString().c_str());
       return 1;
     }
