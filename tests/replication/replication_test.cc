@@ -391,6 +391,42 @@ TEST(ReplicationPausedServer, FullWindowBlocksAndAckTimeoutFailsThePublisher) {
   EXPECT_EQ(state->last_sequence, 4u) << "more than the window went out";
 }
 
+// Losing the only server mid-publish: the publisher reports it (the
+// acknowledgements of the messages in flight never come) within the
+// acknowledgement timeout, and refuses to publish after that.
+TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  auto options = Options(*cluster, "lost", 1, /*epoch=*/1);
+  options.ack_timeout = milliseconds(1500);
+  std::atomic<std::uint64_t> acked{0};
+  options.on_ack = [&acked](const PublishAck& ack) {
+    acked.store(ack.message, std::memory_order_release);
+  };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  for (std::uint64_t k = 1; k <= 20; ++k) {
+    ASSERT_TRUE((*publisher)->Publish(k * 10, Group(k, SizeOf(k))).ok());
+  }
+  ASSERT_TRUE((*publisher)->Flush(milliseconds(10000)).ok());
+  ASSERT_TRUE(cluster->Kill(0).ok());
+  const auto start = std::chrono::steady_clock::now();
+  // Whatever Publish says (the bytes may still fit in libnats's reconnect
+  // buffer), the failure comes from the missing acknowledgement.
+  (void)(*publisher)->Publish(210, Group(21, SizeOf(21)));
+  const absl::Status flushed = (*publisher)->Flush(milliseconds(10000));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(flushed.ok());
+  const PublisherFailure kind = (*publisher)->failure_kind();
+  EXPECT_TRUE(kind == PublisherFailure::kAckTimeout ||
+              kind == PublisherFailure::kConnectionClosed)
+      << flushed;
+  EXPECT_LT(waited, std::chrono::seconds(5)) << flushed;
+  EXPECT_EQ(acked.load(), 20u);
+  auto after = (*publisher)->Publish(220, Group(22, SizeOf(22)));
+  EXPECT_EQ(after.status(), (*publisher)->failure());
+}
+
 // Killing the stream's leader in a 3-node cluster mid-publish: the stream
 // elects another leader, and every message acknowledged before (and after)
 // the kill is in the stream, in order, byte for byte.
