@@ -163,6 +163,67 @@ TEST_F(ReplicationThreeNodes, FollowerReadsEveryPublishedGroupInOrderR3) {
   RoundTrip(*cluster_, 3);
 }
 
+// The standby's way: the follower is there first, on an empty stream, and
+// reads the groups as they are published (live), in order, byte for byte.
+void LiveTail(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("live", replicas);
+  auto options = Options(cluster, engine, replicas, /*epoch=*/3);
+  auto created = EnsureJournalStream(options.servers, options.stream);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto follower = JournalFollower::Open(
+      {.servers = cluster.ServersUrl(), .engine_name = engine});
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  constexpr std::uint64_t kGroups = 400;
+  std::thread writer([&] {
+    for (std::uint64_t k = 1; k <= kGroups; ++k) {
+      if (!(*publisher)->Publish(k * 10, Group(k, SizeOf(k))).ok()) return;
+    }
+  });
+  for (std::uint64_t seq = 1; seq <= kGroups; ++seq) {
+    auto msg = (*follower)->Next(milliseconds(10000));
+    if (!msg.ok()) {
+      ADD_FAILURE() << "sequence " << seq << ": " << msg.status();
+      break;
+    }
+    EXPECT_EQ(msg->stream_sequence, seq);
+    EXPECT_EQ(msg->msg_id, absl::StrCat(3, "-", seq * 10));
+    if (msg->bytes != Group(seq, SizeOf(seq))) {
+      ADD_FAILURE() << "bytes of sequence " << seq << " differ";
+      break;
+    }
+  }
+  writer.join();
+  EXPECT_TRUE((*publisher)->Flush(milliseconds(10000)).ok())
+      << (*publisher)->failure();
+  // Nothing more than was published.
+  EXPECT_TRUE(
+      absl::IsDeadlineExceeded((*follower)->Next(milliseconds(200)).status()));
+}
+
+TEST_F(ReplicationSingleNode, FollowerTailsThePublisherLive) {
+  LiveTail(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, FollowerTailsThePublisherLiveR3) {
+  LiveTail(*cluster_, 3);
+}
+
+TEST_F(ReplicationSingleNode, FollowerOfAMissingStreamIsNotFound) {
+  auto follower = JournalFollower::Open(
+      {.servers = cluster_->ServersUrl(), .engine_name = "nosuchengine"});
+  ASSERT_FALSE(follower.ok());
+  EXPECT_EQ(follower.status().code(), absl::StatusCode::kNotFound)
+      << follower.status();
+  EXPECT_EQ(JournalFollower::Open({.servers = cluster_->ServersUrl(),
+                                   .engine_name = "x",
+                                   .start_sequence = 0})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 // The fence: a second writer whose expected last sequence is stale is
 // refused with 10071, appends nothing, and the first writer carries on.
 void Fence(const NatsCluster& cluster, int replicas) {
