@@ -3,9 +3,11 @@
 // itself (tests/support/nats_cluster.h: 1 node for R1, 3 nodes for R3,
 // loopback).
 //
-// Two publishers of the same load, measured in the same run:
+// Three publishers of the same load, measured in the same run:
 //   raw       libnats's own JetStream async publish (js_PublishAsync,
 //             PublishAsync.MaxPending = window, no headers): the baseline;
+//   raw_headers  the same with Nats-Msg-Id and Nats-Expected-Last-Sequence
+//             on each message (the server's cost of the two headers);
 //   journal   replication::JournalPublisher (Nats-Msg-Id,
 //             Nats-Expected-Last-Sequence, acks in order), with the
 //             acknowledgement latency of every message (Publish call to
@@ -91,14 +93,19 @@ double Rate(std::uint64_t n, Clock::duration elapsed) {
 }
 
 // libnats's JetStream async publish, MaxPending = window: the baseline.
+// With `headers`, each message also carries the journal publisher's
+// Nats-Msg-Id and Nats-Expected-Last-Sequence (publisher=raw_headers): the
+// server's share of their cost, without our publisher's client side.
 bool RunRaw(const std::string& servers, const std::string& engine,
-            const Args& args, const std::vector<std::byte>& payload) {
+            const Args& args, const std::vector<std::byte>& payload,
+            bool headers) {
+  const char* name = headers ? "raw_headers" : "raw";
   orderwire::replication::JournalStreamSpec spec;
   spec.engine_name = engine;
   spec.replicas = args.replicas;
   auto stream = orderwire::replication::EnsureJournalStream(servers, spec);
   if (!stream.ok()) {
-    std::fprintf(stderr, "raw: %s\n", stream.status().ToString().c_str());
+    std::fprintf(stderr, "%s: %s\n", name, stream.status().ToString().c_str());
     return false;
   }
   natsConnection* conn = nullptr;
@@ -118,23 +125,51 @@ bool RunRaw(const std::string& servers, const std::string& engine,
   const std::string subject = orderwire::replication::JournalSubject(engine);
   const auto start = Clock::now();
   for (std::uint64_t i = 0; i < args.messages && s == NATS_OK; ++i) {
-    s = js_PublishAsync(js, subject.c_str(), payload.data(),
-                        static_cast<int>(payload.size()), nullptr);
+    if (!headers) {
+      s = js_PublishAsync(js, subject.c_str(), payload.data(),
+                          static_cast<int>(payload.size()), nullptr);
+      continue;
+    }
+    natsMsg* msg = nullptr;
+    const std::string msg_id = "1-" + std::to_string(i + 1);
+    const std::string expected = std::to_string(i);
+    s = natsMsg_Create(&msg, subject.c_str(), nullptr,
+                       reinterpret_cast<const char*>(payload.data()),
+                       static_cast<int>(payload.size()));
+    if (s == NATS_OK) s = natsMsgHeader_Set(msg, "Nats-Msg-Id", msg_id.c_str());
+    if (s == NATS_OK) {
+      s = natsMsgHeader_Set(msg, "Nats-Expected-Last-Sequence",
+                            expected.c_str());
+    }
+    if (s == NATS_OK) s = js_PublishMsgAsync(js, &msg, nullptr);
+    natsMsg_Destroy(msg);  // no-op when the library took it
   }
   jsPubOptions po;
   if (s == NATS_OK) s = jsPubOptions_Init(&po);
   po.MaxWait = 60000;
   if (s == NATS_OK) s = js_PublishAsyncComplete(js, &po);
   const auto elapsed = Clock::now() - start;
+  // js_PublishAsyncComplete does not report refused messages (no error
+  // handler here): count what the stream holds.
+  if (s == NATS_OK) {
+    auto after = orderwire::replication::GetJournalStreamState(servers, engine);
+    if (!after.ok() || after->last_sequence != args.messages) {
+      std::fprintf(stderr, "%s: the stream holds %llu of %llu messages\n", name,
+                   static_cast<unsigned long long>(
+                       after.ok() ? after->last_sequence : 0),
+                   static_cast<unsigned long long>(args.messages));
+      s = NATS_ERR;
+    }
+  }
   if (s == NATS_OK) {
     std::printf(
-        "replicas=%d publisher=raw size=%zu window=%u messages=%llu "
+        "replicas=%d publisher=%s size=%zu window=%u messages=%llu "
         "msgs_per_s=%.0f\n",
-        args.replicas, args.size, args.window,
+        args.replicas, name, args.size, args.window,
         static_cast<unsigned long long>(args.messages),
         Rate(args.messages, elapsed));
   } else {
-    std::fprintf(stderr, "raw: %s\n", natsStatus_GetText(s));
+    std::fprintf(stderr, "%s: %s\n", name, natsStatus_GetText(s));
   }
   jsCtx_Destroy(js);
   natsConnection_Destroy(conn);
@@ -213,13 +248,16 @@ int main(int argc, char** argv) {
     for (int r = 0; r < args.repeat && ok; ++r) {
       // Alternate the order so neither side always runs on a warmer server.
       const std::string raw = "bench_raw_" + std::to_string(r);
+      const std::string raw_headers = "bench_rawh_" + std::to_string(r);
       const std::string journal = "bench_journal_" + std::to_string(r);
       if (r % 2 == 0) {
-        ok = RunRaw(servers, raw, args, payload) &&
+        ok = RunRaw(servers, raw, args, payload, false) &&
+             RunRaw(servers, raw_headers, args, payload, true) &&
              RunJournal(servers, journal, args, payload);
       } else {
         ok = RunJournal(servers, journal, args, payload) &&
-             RunRaw(servers, raw, args, payload);
+             RunRaw(servers, raw_headers, args, payload, true) &&
+             RunRaw(servers, raw, args, payload, false);
       }
       std::fflush(stdout);
     }

@@ -31,7 +31,7 @@ for replicas in 1 3; do
   out=$("$bench" --replicas "$replicas" --messages "$messages" \
     --size "$size" --window "$window" --repeat "$repeat")
   printf '%s\n' "$out" | sed 's/^/  /'
-  for publisher in raw journal; do
+  for publisher in raw raw_headers journal; do
     printf '%s\n' "$out" | awk -v p="publisher=$publisher" -v r="$replicas" '
       $2 == p {
         for (i = 1; i <= NF; i++) {
@@ -47,7 +47,7 @@ for replicas in 1 3; do
         return (m % 2) ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2
       }
       END {
-        printf "median R%d %-7s msgs/s %s  ack p50 us %s  ack p99 us %s  (%d runs)\n",
+        printf "median R%d %-11s msgs/s %s  ack p50 us %s  ack p99 us %s  (%d runs)\n",
           r, substr(p, 11), median("msgs_per_s"), median("ack_p50_us"),
           median("ack_p99_us"), n["msgs_per_s"]
       }'
