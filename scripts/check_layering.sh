@@ -20,6 +20,9 @@
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
 #   service/   base/ codec/ engine/ journal/ net/ auth/
+#   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
+#              links libnats, so nothing below it may include it; the
+#              service will wire it in, not the other way round)
 #   cli/       every library component above (not tests/ bench/ fuzz/
 #              examples/: the shipped binary does not link test code)
 #   tests/ bench/ fuzz/ examples/    anything
@@ -58,13 +61,14 @@ declare -A allowed=(
   [net]="codec base auth"
   [client]="base codec auth net"
   [service]="base codec engine journal net auth"
+  [replication]="base codec journal"
   [cli]="lib"
   [tests]="*"
   [bench]="*"
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec jsonl engine journal auth net client service cli"
+libs="base codec jsonl engine journal auth net client service replication cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

@@ -24,6 +24,7 @@ packages=(
   e2fsprogs mount  # disk-full tests: mkfs.ext4, mount -o loop (skip if denied)
   libcpp-httplib-dev  # service/metrics_server: serve --metrics-listen
   curl prometheus     # tests/service/metrics_endpoint_test: curl, promtool
+  nats-server libnats-dev  # replication/: JetStream (nats-server 2.9, libnats 3.4)
 )
 for extra in "$@"; do
   case "$extra" in

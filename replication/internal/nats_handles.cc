@@ -1,0 +1,80 @@
+#include "replication/internal/nats_handles.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace orderwire::replication::internal {
+
+absl::Status NatsError(natsStatus status, std::string_view what, int js_error) {
+  std::string text = absl::StrCat(absl::string_view(what.data(), what.size()),
+                                  ": ", natsStatus_GetText(status));
+  if (js_error != 0)
+    absl::StrAppend(&text, " (JetStream error ", js_error, ")");
+  natsStatus last = NATS_OK;
+  const char* detail = nats_GetLastError(&last);
+  if (detail != nullptr && *detail != '\0' && last == status) {
+    absl::StrAppend(&text, ": ", detail);
+  }
+  switch (status) {
+    case NATS_TIMEOUT:
+      return absl::DeadlineExceededError(text);
+    case NATS_CONNECTION_CLOSED:
+    case NATS_CONNECTION_DISCONNECTED:
+    case NATS_NO_SERVER:
+    case NATS_NO_RESPONDERS:
+    case NATS_STALE_CONNECTION:
+      return absl::UnavailableError(text);
+    default:
+      return absl::InternalError(text);
+  }
+}
+
+absl::StatusOr<ConnectionHandle> Connect(const std::string& servers,
+                                         std::chrono::milliseconds timeout,
+                                         bool send_asap) {
+  std::vector<std::string> urls =
+      absl::StrSplit(servers, ',', absl::SkipWhitespace());
+  if (urls.empty()) {
+    return absl::InvalidArgumentError(
+        "NATS servers: empty list (expected nats://HOST:PORT[,...])");
+  }
+  std::vector<const char*> url_ptrs;
+  url_ptrs.reserve(urls.size());
+  for (const auto& url : urls) url_ptrs.push_back(url.c_str());
+  natsOptions* raw_opts = nullptr;
+  natsStatus s = natsOptions_Create(&raw_opts);
+  OptionsHandle opts(raw_opts);
+  if (s == NATS_OK) {
+    s = natsOptions_SetServers(opts.get(), url_ptrs.data(),
+                               static_cast<int>(url_ptrs.size()));
+  }
+  if (s == NATS_OK) s = natsOptions_SetTimeout(opts.get(), timeout.count());
+  if (s == NATS_OK) s = natsOptions_SetSendAsap(opts.get(), send_asap);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts.get(), 100);
+  if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts.get(), 600);
+  if (s != NATS_OK) return NatsError(s, "NATS options");
+  natsConnection* raw_conn = nullptr;
+  s = natsConnection_Connect(&raw_conn, opts.get());
+  ConnectionHandle conn(raw_conn);
+  if (s != NATS_OK) {
+    return NatsError(s, absl::StrCat("connect to NATS at ", servers));
+  }
+  return conn;
+}
+
+absl::StatusOr<JetStreamHandle> JetStream(natsConnection* conn,
+                                          std::chrono::milliseconds timeout) {
+  jsOptions jo;
+  natsStatus s = jsOptions_Init(&jo);
+  jo.Wait = timeout.count();
+  jsCtx* raw = nullptr;
+  if (s == NATS_OK) s = natsConnection_JetStream(&raw, conn, &jo);
+  JetStreamHandle js(raw);
+  if (s != NATS_OK) return NatsError(s, "JetStream context");
+  return js;
+}
+
+}  // namespace orderwire::replication::internal

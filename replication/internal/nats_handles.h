@@ -1,0 +1,55 @@
+// Internal to replication/: owning handles for libnats objects and the
+// conversion of a libnats status into an absl::Status. Not API; do not
+// include from outside replication/ (and its tests).
+#ifndef ORDERWIRE_REPLICATION_INTERNAL_NATS_HANDLES_H_
+#define ORDERWIRE_REPLICATION_INTERNAL_NATS_HANDLES_H_
+
+#include <nats/nats.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace orderwire::replication::internal {
+
+struct NatsDeleter {
+  void operator()(natsOptions* p) const { natsOptions_Destroy(p); }
+  void operator()(natsConnection* p) const { natsConnection_Destroy(p); }
+  void operator()(jsCtx* p) const { jsCtx_Destroy(p); }
+  void operator()(natsMsg* p) const { natsMsg_Destroy(p); }
+  void operator()(natsSubscription* p) const { natsSubscription_Destroy(p); }
+  void operator()(jsStreamInfo* p) const { jsStreamInfo_Destroy(p); }
+  void operator()(jsMsgMetaData* p) const { jsMsgMetaData_Destroy(p); }
+};
+using OptionsHandle = std::unique_ptr<natsOptions, NatsDeleter>;
+using ConnectionHandle = std::unique_ptr<natsConnection, NatsDeleter>;
+using JetStreamHandle = std::unique_ptr<jsCtx, NatsDeleter>;
+using MessageHandle = std::unique_ptr<natsMsg, NatsDeleter>;
+using SubscriptionHandle = std::unique_ptr<natsSubscription, NatsDeleter>;
+using StreamInfoHandle = std::unique_ptr<jsStreamInfo, NatsDeleter>;
+using MetaDataHandle = std::unique_ptr<jsMsgMetaData, NatsDeleter>;
+
+// "`what`: <libnats status text> (<libnats last error>)", as a status of the
+// matching kind (timeouts are DeadlineExceeded, lost connections
+// Unavailable, the rest Internal). `js_error` adds the JetStream error code.
+absl::Status NatsError(natsStatus status, std::string_view what,
+                       int js_error = 0);
+
+// Connects to `servers` (comma-separated nats:// URLs; any one will do, the
+// client reconnects to another if its server goes away). `send_asap` turns
+// off libnats's up-to-1-ms batching of small publishes.
+absl::StatusOr<ConnectionHandle> Connect(const std::string& servers,
+                                         std::chrono::milliseconds timeout,
+                                         bool send_asap);
+
+// A JetStream context on `conn` whose API requests wait up to `timeout`.
+absl::StatusOr<JetStreamHandle> JetStream(natsConnection* conn,
+                                          std::chrono::milliseconds timeout);
+
+}  // namespace orderwire::replication::internal
+
+#endif  // ORDERWIRE_REPLICATION_INTERNAL_NATS_HANDLES_H_

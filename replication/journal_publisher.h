@@ -1,0 +1,158 @@
+// JournalPublisher: the primary's side of replication. Appends journal
+// groups, one JetStream message each, to the engine's journal stream
+// (replication/journal_stream.h), asynchronously with a bounded window of
+// messages in flight, and reports their acknowledgements in publish order.
+//
+// Every message carries
+//   Nats-Msg-Id                  "<epoch>-<first journal index>": a retried
+//                                publish of the same group by the same epoch
+//                                is dropped by JetStream as a duplicate
+//                                (within the stream's duplicate window) and
+//                                acknowledged with the original's sequence;
+//   Nats-Expected-Last-Sequence  the stream sequence this publisher believes
+//                                is the last one: message N (counting from 1
+//                                since Open) expects base + N - 1, where base
+//                                is the stream's last sequence when the
+//                                publisher opened (or the one given). A
+//                                writer whose view is stale (another writer
+//                                appended meanwhile) is refused with
+//                                JetStream error 10071: the fence against two
+//                                primaries;
+//   Nats-Expected-Stream         the stream's name, so a stray stream that
+//                                also listens on the subject cannot take it.
+// An acknowledged message N must come back with stream sequence base + N;
+// any other sequence is a failure too.
+//
+// What an acknowledgement guarantees (nats-server 2.9.10): the stream leader
+// has assigned the sequence and written the message to its store files, and
+// for R3 a majority of the stream's replicas (2 of 3) has it in its RAFT log
+// (JetStream acknowledges a clustered publish after the RAFT entry is
+// committed and applied by the leader). It does NOT mean fsync: 2.9 syncs
+// its files every 2 minutes (sync_interval) and has no per-message sync. So
+// an acknowledged message survives the loss of any one server process (R3),
+// or a crash of the nats-server process (R1, the page cache keeps it), but
+// not a power loss of a majority of the machines before their next sync.
+//
+// Failures are fail-stop: the first failure (a refused publish, an
+// acknowledgement that does not come within ack_timeout, a closed
+// connection, an unexpected sequence) ends the publisher. Every later call
+// returns that failure; nothing is retried here. The caller decides (the
+// primary stops answering; docs/REPLICATION.md). A failure reported for
+// message N leaves messages N+1... unresolved: they may or may not be in the
+// stream.
+//
+// Threads: Publish and Flush are called from one thread. Acknowledgements
+// are read by a thread the publisher owns (started by Open, joined by the
+// destructor), which calls on_ack, in order, without holding the publisher's
+// lock; on_ack must not call back into the publisher.
+//
+// Cost: Publish copies the group once into a libnats message and writes it
+// to the socket (libnats's SendAsap option is on: no 1 ms batching);
+// acknowledgements are parsed with simdjson. Not a hot-path component: it
+// allocates per message.
+#ifndef ORDERWIRE_REPLICATION_JOURNAL_PUBLISHER_H_
+#define ORDERWIRE_REPLICATION_JOURNAL_PUBLISHER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "replication/journal_stream.h"
+
+namespace orderwire::replication {
+
+// One acknowledged message.
+struct PublishAck {
+  std::uint64_t message = 0;      // 1, 2, ... in publish order
+  std::uint64_t first_index = 0;  // the journal index given to Publish
+  std::uint64_t stream_sequence = 0;
+  bool duplicate = false;  // JetStream had it already (same Msg-Id)
+  std::chrono::nanoseconds latency{0};  // Publish to acknowledgement read
+};
+
+enum class PublisherFailure {
+  kNone,
+  kFenced,              // 10071: another writer appended (stale view)
+  kAckTimeout,          // no acknowledgement within ack_timeout
+  kConnectionClosed,    // the NATS connection is closed for good
+  kRejected,            // any other JetStream error (or no stream)
+  kUnexpectedSequence,  // acknowledged with a sequence other than base + N
+};
+
+struct PublisherOptions {
+  std::string servers;  // comma-separated nats://HOST:PORT
+  JournalStreamSpec stream;
+  // The primary's epoch (lease term): the first part of every Msg-Id.
+  std::uint64_t epoch = 0;
+  // At most this many messages published and not yet acknowledged in order;
+  // Publish waits for room. 1 to 4096.
+  std::uint32_t window = 32;
+  // A message not acknowledged within this long fails the publisher.
+  std::chrono::milliseconds ack_timeout{5000};
+  // The last stream sequence this writer has seen; nullopt: the stream's
+  // last sequence at Open (a new primary passes the sequence it caught up
+  // to, so a writer that appended since is fenced out).
+  std::optional<std::uint64_t> expected_last_sequence;
+  // Called for each acknowledged message, in order, from the publisher's
+  // acknowledgement thread. May be empty.
+  std::function<void(const PublishAck&)> on_ack;
+};
+
+struct PublisherProgress {
+  std::uint64_t published = 0;     // messages handed to Publish
+  std::uint64_t acknowledged = 0;  // acknowledged in order: 1..acknowledged
+  std::uint64_t last_stream_sequence = 0;  // of message `acknowledged`
+  std::uint32_t max_in_flight = 0;         // the most unacknowledged ever seen
+};
+
+class JournalPublisher {
+ public:
+  // Connects, creates or checks the stream (EnsureJournalStream), and starts
+  // the acknowledgement thread. Errors: invalid options, NATS unreachable,
+  // the stream's settings differ.
+  static absl::StatusOr<std::unique_ptr<JournalPublisher>> Open(
+      PublisherOptions options);
+
+  JournalPublisher(const JournalPublisher&) = delete;
+  JournalPublisher& operator=(const JournalPublisher&) = delete;
+  // Stops the acknowledgement thread and closes the connection; messages
+  // still in flight are abandoned (they may or may not be in the stream).
+  ~JournalPublisher();
+
+  // Publishes one journal group whose first record has journal index
+  // `first_index`. Waits while `window` messages are unacknowledged (at most
+  // ack_timeout, then DeadlineExceeded). Returns the message's number, or
+  // the publisher's failure (see failure()); nothing is sent after a
+  // failure.
+  absl::StatusOr<std::uint64_t> Publish(std::uint64_t first_index,
+                                        std::span<const std::byte> group);
+
+  // Waits until every message published so far is acknowledged and handed
+  // to on_ack (OK), the
+  // publisher fails (its failure), or `timeout` passes (DeadlineExceeded).
+  absl::Status Flush(std::chrono::milliseconds timeout);
+
+  // OK while healthy; otherwise the first failure, with what was refused
+  // and why (kind: failure_kind()).
+  [[nodiscard]] absl::Status failure() const;
+  [[nodiscard]] PublisherFailure failure_kind() const;
+  [[nodiscard]] PublisherProgress progress() const;
+  // The stream sequence message 1 expected to follow (base).
+  [[nodiscard]] std::uint64_t base_sequence() const;
+
+ private:
+  struct State;
+  explicit JournalPublisher(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace orderwire::replication
+
+#endif  // ORDERWIRE_REPLICATION_JOURNAL_PUBLISHER_H_

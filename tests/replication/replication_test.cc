@@ -1,0 +1,566 @@
+// The journal on JetStream against real nats-server processes: publish and
+// follow byte for byte, the window bound, the fence (Nats-Expected-Last-
+// Sequence), deduplication (Nats-Msg-Id), gap detection, acknowledgement
+// timeouts, and no acknowledged message lost when the stream leader of a
+// 3-node cluster is killed mid-publish.
+#include <nats/nats.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "replication/journal_follower.h"
+#include "replication/journal_publisher.h"
+#include "replication/journal_stream.h"
+#include "tests/support/nats_cluster.h"
+
+namespace orderwire::replication {
+namespace {
+
+using std::chrono::milliseconds;
+using test_support::NatsCluster;
+using ::testing::HasSubstr;
+
+// A journal group stand-in: deterministic bytes of a varying size.
+std::vector<std::byte> Group(std::uint64_t n, std::size_t size) {
+  std::vector<std::byte> bytes(size);
+  std::uint64_t x = n * 0x9E3779B97F4A7C15ULL + 1;
+  for (auto& b : bytes) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = static_cast<std::byte>(x);
+  }
+  return bytes;
+}
+
+std::size_t SizeOf(std::uint64_t n) { return 64 + (n * 1237) % 6000; }
+
+std::unique_ptr<NatsCluster> StartCluster(int nodes) {
+  auto cluster = NatsCluster::Start(nodes);
+  if (!cluster.ok()) {
+    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
+    return nullptr;
+  }
+  return *std::move(cluster);
+}
+
+PublisherOptions Options(const NatsCluster& cluster, std::string engine,
+                         int replicas, std::uint64_t epoch) {
+  PublisherOptions o;
+  o.servers = cluster.ServersUrl();
+  o.stream.engine_name = std::move(engine);
+  o.stream.replicas = replicas;
+  o.epoch = epoch;
+  o.window = 8;
+  o.ack_timeout = milliseconds(10000);
+  return o;
+}
+
+// Reads `count` messages from `start` and checks each against Group().
+void ExpectStreamHolds(const NatsCluster& cluster, const std::string& engine,
+                       std::uint64_t start, std::uint64_t count,
+                       std::uint64_t epoch) {
+  // Creating a consumer needs the JetStream meta leader; after a killed
+  // node it may still be in election: retry (what a standby does too).
+  absl::StatusOr<std::unique_ptr<JournalFollower>> follower;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(40);
+  do {
+    follower = JournalFollower::Open({.servers = cluster.ServersUrl(),
+                                      .engine_name = engine,
+                                      .start_sequence = start,
+                                      .timeout = milliseconds(5000)});
+  } while (!follower.ok() &&
+           (absl::IsDeadlineExceeded(follower.status()) ||
+            absl::IsUnavailable(follower.status())) &&
+           std::chrono::steady_clock::now() < deadline);
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  for (std::uint64_t seq = start; seq < start + count; ++seq) {
+    auto msg = (*follower)->Next(milliseconds(10000));
+    ASSERT_TRUE(msg.ok()) << "sequence " << seq << ": " << msg.status();
+    ASSERT_EQ(msg->stream_sequence, seq);
+    ASSERT_EQ(msg->msg_id, absl::StrCat(epoch, "-", seq * 10));
+    ASSERT_EQ(msg->bytes, Group(seq, SizeOf(seq))) << "sequence " << seq;
+  }
+}
+
+class ReplicationSingleNode : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { cluster_ = StartCluster(1).release(); }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
+  static NatsCluster* cluster_;
+};
+NatsCluster* ReplicationSingleNode::cluster_ = nullptr;
+
+class ReplicationThreeNodes : public ReplicationSingleNode {
+ protected:
+  static void SetUpTestSuite() { cluster_ = StartCluster(3).release(); }
+};
+
+// Publishes groups 1..n (journal index 10*k, bytes Group(k)) and waits for
+// every acknowledgement; checks acks came in order with sequence k.
+void PublishAll(JournalPublisher& publisher, std::uint64_t n,
+                const std::vector<PublishAck>& acks_seen) {
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    auto message = publisher.Publish(k * 10, Group(k, SizeOf(k)));
+    ASSERT_TRUE(message.ok()) << message.status();
+    ASSERT_EQ(*message, k);
+  }
+  ASSERT_TRUE(publisher.Flush(milliseconds(20000)).ok()) << publisher.failure();
+  ASSERT_EQ(acks_seen.size(), n);
+  for (std::uint64_t k = 1; k <= n; ++k) {
+    EXPECT_EQ(acks_seen[k - 1].message, k);
+    EXPECT_EQ(acks_seen[k - 1].first_index, k * 10);
+    EXPECT_EQ(acks_seen[k - 1].stream_sequence, k);
+    EXPECT_FALSE(acks_seen[k - 1].duplicate);
+  }
+}
+
+void RoundTrip(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("roundtrip", replicas);
+  std::vector<PublishAck> acks;  // written by the ack thread only
+  auto options = Options(cluster, engine, replicas, /*epoch=*/1);
+  options.on_ack = [&acks](const PublishAck& ack) { acks.push_back(ack); };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  ASSERT_NO_FATAL_FAILURE(PublishAll(**publisher, 300, acks));
+  const PublisherProgress progress = (*publisher)->progress();
+  EXPECT_EQ(progress.acknowledged, 300u);
+  EXPECT_EQ(progress.last_stream_sequence, 300u);
+  // Pipelined, and never more than the window.
+  EXPECT_GE(progress.max_in_flight, 2u);
+  EXPECT_LE(progress.max_in_flight, 8u);
+  publisher->reset();
+
+  auto state = GetJournalStreamState(cluster.ServersUrl(), engine);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->last_sequence, 300u);
+  EXPECT_EQ(state->replicas, replicas);
+  ExpectStreamHolds(cluster, engine, 1, 300, 1);
+  // From the middle too.
+  ExpectStreamHolds(cluster, engine, 151, 150, 1);
+}
+
+TEST_F(ReplicationSingleNode, FollowerReadsEveryPublishedGroupInOrder) {
+  RoundTrip(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, FollowerReadsEveryPublishedGroupInOrderR3) {
+  RoundTrip(*cluster_, 3);
+}
+
+// The standby's way: the follower is there first, on an empty stream, and
+// reads the groups as they are published (live), in order, byte for byte.
+void LiveTail(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("live", replicas);
+  auto options = Options(cluster, engine, replicas, /*epoch=*/3);
+  auto created = EnsureJournalStream(options.servers, options.stream);
+  ASSERT_TRUE(created.ok()) << created.status();
+  auto follower = JournalFollower::Open(
+      {.servers = cluster.ServersUrl(), .engine_name = engine});
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  constexpr std::uint64_t kGroups = 400;
+  std::thread writer([&] {
+    for (std::uint64_t k = 1; k <= kGroups; ++k) {
+      if (!(*publisher)->Publish(k * 10, Group(k, SizeOf(k))).ok()) return;
+    }
+  });
+  for (std::uint64_t seq = 1; seq <= kGroups; ++seq) {
+    auto msg = (*follower)->Next(milliseconds(10000));
+    if (!msg.ok()) {
+      ADD_FAILURE() << "sequence " << seq << ": " << msg.status();
+      break;
+    }
+    EXPECT_EQ(msg->stream_sequence, seq);
+    EXPECT_EQ(msg->msg_id, absl::StrCat(3, "-", seq * 10));
+    if (msg->bytes != Group(seq, SizeOf(seq))) {
+      ADD_FAILURE() << "bytes of sequence " << seq << " differ";
+      break;
+    }
+  }
+  writer.join();
+  EXPECT_TRUE((*publisher)->Flush(milliseconds(10000)).ok())
+      << (*publisher)->failure();
+  // Nothing more than was published.
+  EXPECT_TRUE(
+      absl::IsDeadlineExceeded((*follower)->Next(milliseconds(200)).status()));
+}
+
+TEST_F(ReplicationSingleNode, FollowerTailsThePublisherLive) {
+  LiveTail(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, FollowerTailsThePublisherLiveR3) {
+  LiveTail(*cluster_, 3);
+}
+
+TEST_F(ReplicationSingleNode, FollowerOfAMissingStreamIsNotFound) {
+  auto follower = JournalFollower::Open(
+      {.servers = cluster_->ServersUrl(), .engine_name = "nosuchengine"});
+  ASSERT_FALSE(follower.ok());
+  EXPECT_EQ(follower.status().code(), absl::StatusCode::kNotFound)
+      << follower.status();
+  EXPECT_EQ(JournalFollower::Open({.servers = cluster_->ServersUrl(),
+                                   .engine_name = "x",
+                                   .start_sequence = 0})
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// The fence: a second writer whose expected last sequence is stale is
+// refused with 10071, appends nothing, and the first writer carries on.
+void Fence(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("fence", replicas);
+  std::vector<PublishAck> acks;
+  auto options = Options(cluster, engine, replicas, /*epoch=*/1);
+  options.on_ack = [&acks](const PublishAck& ack) { acks.push_back(ack); };
+  auto primary = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(primary.ok()) << primary.status();
+  ASSERT_NO_FATAL_FAILURE(PublishAll(**primary, 3, acks));
+
+  for (const std::uint64_t stale : {std::uint64_t{1}, std::uint64_t{0}}) {
+    auto options2 = Options(cluster, engine, replicas, /*epoch=*/2);
+    options2.expected_last_sequence = stale;
+    auto intruder = JournalPublisher::Open(std::move(options2));
+    ASSERT_TRUE(intruder.ok()) << intruder.status();
+    auto sent = (*intruder)->Publish(990, Group(99, 100));
+    ASSERT_TRUE(sent.ok()) << sent.status();
+    const absl::Status flushed = (*intruder)->Flush(milliseconds(10000));
+    EXPECT_EQ((*intruder)->failure_kind(), PublisherFailure::kFenced)
+        << "stale expectation " << stale << ": " << flushed;
+    EXPECT_EQ(flushed.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(flushed.message()), HasSubstr("10071"));
+    EXPECT_THAT(std::string(flushed.message()), HasSubstr("fenced"));
+    // Fail-stop: nothing more is sent.
+    auto again = (*intruder)->Publish(1000, Group(100, 100));
+    EXPECT_FALSE(again.ok());
+    EXPECT_EQ((*intruder)->progress().published, 1u);
+  }
+  auto state = GetJournalStreamState(cluster.ServersUrl(), engine);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->last_sequence, 3u) << "the stale writer appended";
+
+  // The primary is not disturbed.
+  auto fourth = (*primary)->Publish(40, Group(4, SizeOf(4)));
+  ASSERT_TRUE(fourth.ok()) << fourth.status();
+  ASSERT_TRUE((*primary)->Flush(milliseconds(10000)).ok())
+      << (*primary)->failure();
+  ExpectStreamHolds(cluster, engine, 1, 4, 1);
+}
+
+TEST_F(ReplicationSingleNode, StaleWriterIsFencedAndAppendsNothing) {
+  Fence(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, StaleWriterIsFencedAndAppendsNothingR3) {
+  Fence(*cluster_, 3);
+}
+
+// A publisher of the same epoch that resumes from an older sequence (it did
+// not see the last acknowledgements) republishes the same groups: JetStream
+// drops them as duplicates (same Msg-Id), acknowledges them with the
+// original sequences, and the stream holds each group once.
+void Dedupe(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("dedupe", replicas);
+  std::vector<PublishAck> acks;
+  auto options = Options(cluster, engine, replicas, /*epoch=*/7);
+  options.on_ack = [&acks](const PublishAck& ack) { acks.push_back(ack); };
+  {
+    auto first = JournalPublisher::Open(options);
+    ASSERT_TRUE(first.ok()) << first.status();
+    ASSERT_NO_FATAL_FAILURE(PublishAll(**first, 3, acks));
+  }
+  std::vector<PublishAck> retry_acks;
+  options.expected_last_sequence = 1;
+  options.on_ack = [&retry_acks](const PublishAck& ack) {
+    retry_acks.push_back(ack);
+  };
+  auto retry = JournalPublisher::Open(options);
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  for (std::uint64_t k = 2; k <= 4; ++k) {
+    auto sent = (*retry)->Publish(k * 10, Group(k, SizeOf(k)));
+    ASSERT_TRUE(sent.ok()) << sent.status();
+  }
+  ASSERT_TRUE((*retry)->Flush(milliseconds(10000)).ok()) << (*retry)->failure();
+  ASSERT_EQ(retry_acks.size(), 3u);
+  EXPECT_TRUE(retry_acks[0].duplicate);
+  EXPECT_EQ(retry_acks[0].stream_sequence, 2u);
+  EXPECT_TRUE(retry_acks[1].duplicate);
+  EXPECT_EQ(retry_acks[1].stream_sequence, 3u);
+  EXPECT_FALSE(retry_acks[2].duplicate);
+  EXPECT_EQ(retry_acks[2].stream_sequence, 4u);
+  auto state = GetJournalStreamState(cluster.ServersUrl(), engine);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->messages, 4u);
+  ExpectStreamHolds(cluster, engine, 1, 4, 7);
+}
+
+TEST_F(ReplicationSingleNode, RepublishedGroupsAreDeduplicated) {
+  Dedupe(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, RepublishedGroupsAreDeduplicatedR3) {
+  Dedupe(*cluster_, 3);
+}
+
+// A hole in the stream (here: a deleted message) stops the follower with a
+// DataLoss error naming the missing sequence.
+TEST_F(ReplicationSingleNode, FollowerReportsAGap) {
+  const std::string engine = "gap";
+  std::vector<PublishAck> acks;
+  auto options = Options(*cluster_, engine, 1, /*epoch=*/1);
+  options.stream.allow_delete_for_tests = true;
+  options.on_ack = [&acks](const PublishAck& ack) { acks.push_back(ack); };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  ASSERT_NO_FATAL_FAILURE(PublishAll(**publisher, 5, acks));
+
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&conn, cluster_->ServersUrl().c_str()),
+            NATS_OK);
+  ASSERT_EQ(natsConnection_JetStream(&js, conn, nullptr), NATS_OK);
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  EXPECT_EQ(
+      js_DeleteMsg(js, JournalStreamName(engine).c_str(), 3, nullptr, &jerr),
+      NATS_OK)
+      << "JetStream error " << jerr;
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+
+  auto follower = JournalFollower::Open(
+      {.servers = cluster_->ServersUrl(), .engine_name = engine});
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  for (std::uint64_t seq = 1; seq <= 2; ++seq) {
+    auto msg = (*follower)->Next(milliseconds(10000));
+    ASSERT_TRUE(msg.ok()) << msg.status();
+    EXPECT_EQ(msg->stream_sequence, seq);
+  }
+  auto hole = (*follower)->Next(milliseconds(10000));
+  ASSERT_FALSE(hole.ok());
+  EXPECT_EQ(hole.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(hole.status().message()),
+              HasSubstr("sequences 3 to 3"));
+  // It stays stopped.
+  EXPECT_EQ((*follower)->Next(milliseconds(100)).status(), hole.status());
+}
+
+TEST_F(ReplicationSingleNode, ProductionStreamDeniesDeletes) {
+  const std::string engine = "nodelete";
+  auto options = Options(*cluster_, engine, 1, /*epoch=*/1);
+  std::vector<PublishAck> acks;
+  options.on_ack = [&acks](const PublishAck& ack) { acks.push_back(ack); };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  ASSERT_NO_FATAL_FAILURE(PublishAll(**publisher, 2, acks));
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&conn, cluster_->ServersUrl().c_str()),
+            NATS_OK);
+  ASSERT_EQ(natsConnection_JetStream(&js, conn, nullptr), NATS_OK);
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  EXPECT_NE(
+      js_DeleteMsg(js, JournalStreamName(engine).c_str(), 1, nullptr, &jerr),
+      NATS_OK);
+  EXPECT_NE(
+      js_PurgeStream(js, JournalStreamName(engine).c_str(), nullptr, &jerr),
+      NATS_OK);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  ExpectStreamHolds(*cluster_, engine, 1, 2, 1);
+}
+
+TEST_F(ReplicationSingleNode, ExistingStreamWithOtherSettingsIsRefused) {
+  auto options = Options(*cluster_, "settings", 1, 1);
+  auto created = EnsureJournalStream(options.servers, options.stream);
+  ASSERT_TRUE(created.ok()) << created.status();
+  options.stream.replicas = 3;
+  auto other = JournalPublisher::Open(options);
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(other.status().message()),
+              HasSubstr("other settings"));
+}
+
+TEST(ReplicationNames, EngineNamesAreChecked) {
+  EXPECT_TRUE(ValidateEngineName("venue-1_A").ok());
+  EXPECT_EQ(JournalStreamName("x"), "orderwire_x_journal");
+  EXPECT_EQ(JournalSubject("x"), "orderwire.x.journal");
+  for (const char* bad : {"", "a.b", "a b", "a*", "a>", "é"}) {
+    const absl::Status s = ValidateEngineName(bad);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_FALSE(ValidateEngineName(std::string(65, 'a')).ok());
+  PublisherOptions o;
+  o.servers = "nats://127.0.0.1:1";
+  o.stream.engine_name = "x";
+  o.window = 0;
+  EXPECT_EQ(JournalPublisher::Open(o).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// The window: with the server paused (SIGSTOP) nothing is acknowledged;
+// `window` publishes go out, the next one waits and fails, and after the
+// server resumes the stream holds exactly `window` messages. The oldest
+// message's acknowledgement timeout fails the publisher.
+TEST(ReplicationPausedServer, FullWindowBlocksAndAckTimeoutFailsThePublisher) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  const std::string engine = "window";
+  auto options = Options(*cluster, engine, 1, /*epoch=*/1);
+  options.window = 4;
+  options.ack_timeout = milliseconds(1500);
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+
+  ASSERT_TRUE(cluster->Pause(0).ok());
+  for (std::uint64_t k = 1; k <= 4; ++k) {
+    auto sent = (*publisher)->Publish(k * 10, Group(k, SizeOf(k)));
+    ASSERT_TRUE(sent.ok()) << sent.status();
+  }
+  auto blocked = (*publisher)->Publish(50, Group(5, SizeOf(5)));
+  EXPECT_FALSE(blocked.ok());
+  // The acknowledgement thread declares the oldest message timed out.
+  const absl::Status flushed = (*publisher)->Flush(milliseconds(10000));
+  EXPECT_EQ((*publisher)->failure_kind(), PublisherFailure::kAckTimeout)
+      << flushed;
+  EXPECT_THAT(std::string(flushed.message()),
+              HasSubstr("message 1 (journal index 10, expected after stream "
+                        "sequence 0) not acknowledged within 1500 ms"));
+  EXPECT_EQ((*publisher)->progress().published, 4u);
+  ASSERT_TRUE(cluster->Resume(0).ok());
+
+  auto state = GetJournalStreamState(cluster->ServersUrl(), engine);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->last_sequence, 4u) << "more than the window went out";
+}
+
+// Losing the only server mid-publish: the publisher reports it (the
+// acknowledgements of the messages in flight never come) within the
+// acknowledgement timeout, and refuses to publish after that.
+TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  auto options = Options(*cluster, "lost", 1, /*epoch=*/1);
+  options.ack_timeout = milliseconds(1500);
+  std::atomic<std::uint64_t> acked{0};
+  options.on_ack = [&acked](const PublishAck& ack) {
+    acked.store(ack.message, std::memory_order_release);
+  };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  for (std::uint64_t k = 1; k <= 20; ++k) {
+    ASSERT_TRUE((*publisher)->Publish(k * 10, Group(k, SizeOf(k))).ok());
+  }
+  ASSERT_TRUE((*publisher)->Flush(milliseconds(10000)).ok());
+  ASSERT_TRUE(cluster->Kill(0).ok());
+  const auto start = std::chrono::steady_clock::now();
+  // Whatever Publish says (the bytes may still fit in libnats's reconnect
+  // buffer), the failure comes from the missing acknowledgement.
+  (void)(*publisher)->Publish(210, Group(21, SizeOf(21)));
+  const absl::Status flushed = (*publisher)->Flush(milliseconds(10000));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_FALSE(flushed.ok());
+  const PublisherFailure kind = (*publisher)->failure_kind();
+  EXPECT_TRUE(kind == PublisherFailure::kAckTimeout ||
+              kind == PublisherFailure::kConnectionClosed)
+      << flushed;
+  EXPECT_LT(waited, std::chrono::seconds(5)) << flushed;
+  EXPECT_EQ(acked.load(), 20u);
+  auto after = (*publisher)->Publish(220, Group(22, SizeOf(22)));
+  EXPECT_EQ(after.status(), (*publisher)->failure());
+}
+
+// Killing the stream's leader in a 3-node cluster mid-publish: the stream
+// elects another leader, and every message acknowledged before (and after)
+// the kill is in the stream, in order, byte for byte.
+TEST(ReplicationLeaderKill, EveryAcknowledgedGroupSurvivesTheStreamLeader) {
+  auto cluster = StartCluster(3);
+  ASSERT_NE(cluster, nullptr);
+  const std::string engine = "leaderkill";
+  std::atomic<std::uint64_t> acked{0};
+  auto options = Options(*cluster, engine, 3, /*epoch=*/1);
+  options.ack_timeout = milliseconds(3000);
+  options.on_ack = [&acked](const PublishAck& ack) {
+    acked.store(ack.message, std::memory_order_release);
+  };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  auto before = GetJournalStreamState(cluster->ServersUrl(), engine);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const int leader = cluster->NodeByName(before->leader);
+  ASSERT_GE(leader, 0) << "stream leader '" << before->leader << "'";
+
+  std::atomic<bool> done{false};
+  std::thread writer([&] {
+    for (std::uint64_t k = 1; k <= 3000 && !done.load(); ++k) {
+      if (!(*publisher)->Publish(k * 10, Group(k, SizeOf(k))).ok()) break;
+    }
+  });
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (acked.load(std::memory_order_acquire) < 200 &&
+         (*publisher)->failure().ok() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_GE(acked.load(), 200u) << (*publisher)->failure();
+  ASSERT_TRUE(cluster->Kill(leader).ok());
+  // The publisher either rides out the election or fails (ack timeout);
+  // both are allowed. Then it stops.
+  std::this_thread::sleep_for(milliseconds(200));
+  done.store(true);
+  writer.join();
+  (void)(*publisher)->Flush(milliseconds(15000));
+  const PublisherProgress progress = (*publisher)->progress();
+  publisher->reset();
+  ASSERT_GE(progress.acknowledged, 200u);
+
+  // Wait for the stream's new leader, then read it all back.
+  absl::StatusOr<JournalStreamState> after;
+  const auto elect_deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  do {
+    after = GetJournalStreamState(cluster->ServersUrl(), engine,
+                                  milliseconds(2000));
+    if (after.ok() && !after->leader.empty() &&
+        after->leader != before->leader) {
+      break;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  } while (std::chrono::steady_clock::now() < elect_deadline);
+  ASSERT_TRUE(after.ok()) << after.status();
+  ASSERT_NE(after->leader, before->leader);
+  EXPECT_GE(after->last_sequence, progress.acknowledged)
+      << "acknowledged messages lost";
+  ExpectStreamHolds(*cluster, engine, 1, progress.acknowledged, 1);
+}
+
+}  // namespace
+}  // namespace orderwire::replication
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  const int result = RUN_ALL_TESTS();
+  // libnats keeps library-wide state (threads, timers) until nats_Close;
+  // closing and waiting leaves nothing for LeakSanitizer to report.
+  nats_CloseAndWait(5000);
+  return result;
+}
