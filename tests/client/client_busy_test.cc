@@ -80,12 +80,18 @@ TEST(ClientBusy, BacksOffAndRetransmitsWithoutGivingUp) {
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->acknowledged, 0u);
   EXPECT_GE(result->busy, 5u);
-  EXPECT_EQ(result->busy, busy_sent);
+  // Every Busy counts, except that the client may stop (stop above) before
+  // it reads the one sent last.
+  EXPECT_LE(result->busy, busy_sent);
+  EXPECT_GE(result->busy + 1, busy_sent);
   EXPECT_EQ(result->busy_cause,
             static_cast<std::uint8_t>(codec::BusyCause::kJournalFull));
   // 1 + 2 + 4 + 8 + 16 + 32 ms, then 50 ms each: about 14 rounds in 400 ms.
   EXPECT_LE(datagrams, 30u) << busy_sent << " Busy sent";
-  EXPECT_EQ(result->datagrams_sent, datagrams);
+  // Every datagram sent was received, except one the client may send
+  // between the fake's last read and `stop`.
+  EXPECT_GE(result->datagrams_sent, datagrams);
+  EXPECT_LE(result->datagrams_sent, datagrams + 1);
 }
 
 }  // namespace
