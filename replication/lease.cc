@@ -489,4 +489,38 @@ RenewResult LeaseMember::Renew() {
   return result;
 }
 
+LeaseRenewer::LeaseRenewer(LeaseMember& member)
+    : member_(member), thread_([this] { Run(); }) {}
+
+LeaseRenewer::~LeaseRenewer() { Stop(); }
+
+void LeaseRenewer::Stop() {
+  {
+    const std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void LeaseRenewer::Run() {
+  std::unique_lock lock(mu_);
+  while (!stop_) {
+    const LeaseClock::time_point next =
+        LeaseClock::now() + member_.spec().renew_interval;
+    lock.unlock();
+    const RenewResult result = member_.Renew();
+    lock.lock();
+    if (result.outcome == RenewOutcome::kRenewed) {
+      renewed_.fetch_add(1);
+    } else if (result.outcome == RenewOutcome::kFailed) {
+      failed_.fetch_add(1);
+    } else {
+      lost_.store(true);
+      return;
+    }
+    wake_.wait_until(lock, next, [this] { return stop_; });
+  }
+}
+
 }  // namespace orderwire::replication

@@ -38,11 +38,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -195,6 +198,39 @@ class LeaseMember {
   // epoch and send time, so that finding it in the key later adopts it.
   std::uint64_t pending_epoch_ = 0;
   LeaseClock::time_point pending_sent_{};
+};
+
+// The holder's renewal loop: a thread that calls member.Renew() every
+// spec().renew_interval (counted from the start of each call) from
+// construction until Stop() or destruction, and ends by itself on the first
+// kLost. While it runs, nobody else may call the member's TryAcquire,
+// Acquire or Renew; StillLeader, epoch and leader_deadline stay callable
+// from any thread (the service checks StillLeader before answering).
+class LeaseRenewer {
+ public:
+  explicit LeaseRenewer(LeaseMember& member);
+  LeaseRenewer(const LeaseRenewer&) = delete;
+  LeaseRenewer& operator=(const LeaseRenewer&) = delete;
+  ~LeaseRenewer();
+
+  // Ends the loop and joins the thread (at most one request timeout).
+  void Stop();
+  [[nodiscard]] std::uint64_t renewed() const { return renewed_.load(); }
+  [[nodiscard]] std::uint64_t failed() const { return failed_.load(); }
+  // True once a renewal said kLost (the loop has ended).
+  [[nodiscard]] bool lost() const { return lost_.load(); }
+
+ private:
+  void Run();
+
+  LeaseMember& member_;
+  std::atomic<std::uint64_t> renewed_{0};
+  std::atomic<std::uint64_t> failed_{0};
+  std::atomic<bool> lost_{false};
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
 };
 
 }  // namespace orderwire::replication

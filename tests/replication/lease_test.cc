@@ -76,37 +76,24 @@ LeaseClock::time_point SentAt(const LeaseMember& member) {
          (member.spec().duration - member.spec().safety_margin);
 }
 
-// Renews `holder` every renew interval until `stop`; counts the outcomes.
-class Renewer {
- public:
-  explicit Renewer(LeaseMember& holder)
-      : thread_([this, &holder] {
-          while (!stop_.load()) {
-            const RenewResult r = holder.Renew();
-            if (r.outcome == RenewOutcome::kRenewed) {
-              renewed_.fetch_add(1);
-            } else {
-              other_.fetch_add(1);
-            }
-            std::this_thread::sleep_for(holder.spec().renew_interval);
-          }
-        }) {}
-  Renewer(const Renewer&) = delete;
-  Renewer& operator=(const Renewer&) = delete;
-  ~Renewer() { Stop(); }
-  void Stop() {
-    stop_.store(true);
-    if (thread_.joinable()) thread_.join();
-  }
-  [[nodiscard]] int renewed() const { return renewed_.load(); }
-  [[nodiscard]] int other() const { return other_.load(); }
-
- private:
-  std::atomic<bool> stop_{false};
-  std::atomic<int> renewed_{0};
-  std::atomic<int> other_{0};
-  std::thread thread_;
-};
+// Puts `text` under the lease key with plain libnats, as an operator or a
+// foreign writer would; returns the revision (0 on failure, reported).
+std::uint64_t PutRaw(const NatsCluster& cluster, const std::string& engine,
+                     const char* text) {
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  std::uint64_t revision = 0;
+  natsStatus s = natsConnection_ConnectTo(&conn, cluster.ServersUrl().c_str());
+  if (s == NATS_OK) s = natsConnection_JetStream(&js, conn, nullptr);
+  if (s == NATS_OK) s = js_KeyValue(&kv, js, LeaseBucketName(engine).c_str());
+  if (s == NATS_OK) s = kvStore_PutString(&revision, kv, "leader", text);
+  EXPECT_EQ(s, NATS_OK) << natsStatus_GetText(s);
+  kvStore_Destroy(kv);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  return s == NATS_OK ? revision : 0;
+}
 
 class LeaseSingleNode : public ::testing::Test {
  protected:
@@ -150,7 +137,7 @@ TEST_F(LeaseSingleNode, NobodyTakesARenewedLease) {
   auto got = a->TryAcquire();
   ASSERT_TRUE(got.ok()) << got.status();
   ASSERT_EQ(got->outcome, AcquireOutcome::kAcquired);
-  Renewer renewer(*a);
+  LeaseRenewer renewer(*a);
   auto tried = b->Acquire(3 * kDuration);
   renewer.Stop();
   ASSERT_TRUE(tried.ok()) << tried.status();
@@ -158,8 +145,8 @@ TEST_F(LeaseSingleNode, NobodyTakesARenewedLease) {
   EXPECT_EQ(tried->holder, "a");
   EXPECT_EQ(tried->epoch, 1u);
   EXPECT_EQ(b->epoch(), 0u);
-  EXPECT_GE(renewer.renewed(), 10);
-  EXPECT_EQ(renewer.other(), 0);
+  EXPECT_GE(renewer.renewed(), 10u);
+  EXPECT_EQ(renewer.failed(), 0u);
   EXPECT_TRUE(a->StillLeader(LeaseClock::now()));
 }
 
@@ -180,10 +167,10 @@ TEST_F(LeaseSingleNode, StandbyTakesOverAfterDAndTheOldHolderLearnsItLost) {
   absl::StatusOr<AcquireResult> taken = absl::UnknownError("not run");
   std::thread standby([&] { taken = b->Acquire(std::chrono::seconds(5)); });
   {
-    Renewer renewer(*a);
+    LeaseRenewer renewer(*a);
     std::this_thread::sleep_for(2 * kDuration);
     renewer.Stop();
-    EXPECT_EQ(renewer.other(), 0);
+    EXPECT_EQ(renewer.failed(), 0u);
   }
   const LeaseClock::time_point last_renewal_sent = SentAt(*a);
   const LeaseClock::time_point holder_deadline = a->leader_deadline();
@@ -197,7 +184,8 @@ TEST_F(LeaseSingleNode, StandbyTakesOverAfterDAndTheOldHolderLearnsItLost) {
   EXPECT_GE(takeover_sent - last_renewal_sent, kDuration)
       << "took over " << delay.count() << " ms after the last renewal";
   EXPECT_LE(holder_deadline + kMargin, takeover_sent);
-  EXPECT_LT(delay, kDuration + milliseconds(400)) << "slow takeover";
+  // Prompt, too (generous: CI runs this under ASan on a loaded machine).
+  EXPECT_LT(delay, kDuration + milliseconds(1000)) << "slow takeover";
 
   const RenewResult late = a->Renew();
   EXPECT_EQ(late.outcome, RenewOutcome::kLost) << late.detail;
@@ -267,6 +255,34 @@ TEST_F(LeaseSingleNode, OfTwoRacingStandbysExactlyOneWins) {
   }
 }
 
+// The renewal loop ends by itself when a renewal finds the key taken (here
+// by a foreign write of epoch 9), and the member is leader no more at once,
+// long before its deadline.
+TEST_F(LeaseSingleNode, RenewerEndsWhenTheLeaseIsTaken) {
+  auto a = OpenMember(Spec(*cluster_, "taken", "a"));
+  ASSERT_NE(a, nullptr);
+  auto got = a->TryAcquire();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_EQ(got->outcome, AcquireOutcome::kAcquired);
+  LeaseRenewer renewer(*a);
+  std::this_thread::sleep_for(milliseconds(250));
+  EXPECT_GE(renewer.renewed(), 2u);
+  EXPECT_FALSE(renewer.lost());
+  ASSERT_NE(PutRaw(*cluster_, "taken", "ow-lease/1 9 600 z"), 0u);
+  const LeaseClock::time_point put_at = LeaseClock::now();
+  while (!renewer.lost() && LeaseClock::now() < put_at + kDuration) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  EXPECT_TRUE(renewer.lost());
+  EXPECT_FALSE(a->StillLeader(LeaseClock::now()));
+  EXPECT_EQ(a->epoch(), 0u);
+  // Within about one renew interval, well before the old deadline.
+  EXPECT_LT(LeaseClock::now() - put_at, milliseconds(400));
+  const std::uint64_t renewed = renewer.renewed();
+  std::this_thread::sleep_for(milliseconds(250));
+  EXPECT_EQ(renewer.renewed(), renewed) << "kept renewing after kLost";
+}
+
 // With the only server paused, renewals get no answer and the holder's
 // StillLeader, polled every millisecond on another thread than the one
 // renewing, turns false at its local deadline (the send time of its last
@@ -288,10 +304,10 @@ TEST(LeasePausedServer, StillLeaderTurnsFalseByTheLocalDeadline) {
   ASSERT_TRUE(cluster->Pause(0).ok());
 
   LeaseClock::time_point turned_false{};
-  int renewed_while_paused = 0;
-  int failed_while_paused = 0;
+  std::uint64_t renewed_while_paused = 0;
+  std::uint64_t failed_while_paused = 0;
   {
-    Renewer renewer(*a);
+    LeaseRenewer renewer(*a);
     while (LeaseClock::now() < after_last_ok + 3 * kDuration) {
       const LeaseClock::time_point now = LeaseClock::now();
       if (!a->StillLeader(now)) {
@@ -303,11 +319,11 @@ TEST(LeasePausedServer, StillLeaderTurnsFalseByTheLocalDeadline) {
     }
     renewer.Stop();
     renewed_while_paused = renewer.renewed();
-    failed_while_paused = renewer.other();
+    failed_while_paused = renewer.failed();
   }
   ASSERT_NE(turned_false, LeaseClock::time_point{}) << "never turned false";
-  EXPECT_EQ(renewed_while_paused, 0);
-  EXPECT_GE(failed_while_paused, 1);
+  EXPECT_EQ(renewed_while_paused, 0u);
+  EXPECT_GE(failed_while_paused, 1u);
   EXPECT_LT(turned_false - rule, milliseconds(30))
       << "turned false late: did it wait for a NATS answer?";
   // The deadline is where the rule puts it, and StillLeader flips there.
@@ -323,20 +339,9 @@ TEST(LeasePausedServer, StillLeaderTurnsFalseByTheLocalDeadline) {
 TEST_F(LeaseSingleNode, MalformedValueIsRefused) {
   auto a = OpenMember(Spec(*cluster_, "malformed", "a"));
   ASSERT_NE(a, nullptr);
-  natsConnection* conn = nullptr;
-  ASSERT_EQ(natsConnection_ConnectTo(&conn, cluster_->ServersUrl().c_str()),
-            NATS_OK);
-  jsCtx* js = nullptr;
-  kvStore* kv = nullptr;
-  ASSERT_EQ(natsConnection_JetStream(&js, conn, nullptr), NATS_OK);
-  ASSERT_EQ(js_KeyValue(&kv, js, LeaseBucketName("malformed").c_str()),
-            NATS_OK);
-  std::uint64_t revision = 0;
-  ASSERT_EQ(kvStore_PutString(&revision, kv, "leader", "ow-lease/1 x1 600 b"),
-            NATS_OK);
-  kvStore_Destroy(kv);
-  jsCtx_Destroy(js);
-  natsConnection_Destroy(conn);
+  const std::uint64_t revision =
+      PutRaw(*cluster_, "malformed", "ow-lease/1 x1 600 b");
+  ASSERT_NE(revision, 0u);
 
   auto got = a->TryAcquire();
   ASSERT_FALSE(got.ok());
@@ -462,13 +467,13 @@ TEST(LeaseThreeNodes, AcquireAndTakeoverR3) {
   ASSERT_EQ(got->outcome, AcquireOutcome::kAcquired);
   EXPECT_EQ(got->epoch, 1u);
   {
-    Renewer renewer(*a);
+    LeaseRenewer renewer(*a);
     auto held = b->Acquire(duration + duration / 2);
     ASSERT_TRUE(held.ok()) << held.status();
     EXPECT_EQ(held->outcome, AcquireOutcome::kHeld);
     EXPECT_EQ(held->holder, "a");
     renewer.Stop();
-    EXPECT_GE(renewer.renewed(), 3);
+    EXPECT_GE(renewer.renewed(), 3u);
   }
   const LeaseClock::time_point last_renewal_sent = SentAt(*a);
   auto taken = b->Acquire(std::chrono::seconds(10));
