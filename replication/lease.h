@@ -3,8 +3,9 @@
 // `orderwire_<engine>_lease`, one key `leader`. A member takes the lease
 // with a compare-and-set (create if absent, else update at the revision it
 // read) and the holder keeps it by renewing with the same compare-and-set
-// every few hundred milliseconds. docs/REPLICATION.md ("The lease") has the
-// timing argument in full; in short:
+// every few hundred milliseconds (LeaseRenewer runs that loop).
+// docs/REPLICATION.md ("The leadership lease") has the timing argument in
+// full; in short:
 //
 // - The value is the text `ow-lease/1 <epoch> <duration_ms> <holder>`
 //   (EncodeLeaseValue, ParseLeaseValue; parsed strictly, a malformed value
@@ -30,6 +31,10 @@
 // Sequence, replication/journal_publisher.h): the new primary's first
 // publish moves the stream's last sequence, so the old one's next publish
 // is refused with 10071.
+//
+// The key is read with kvStore_Get, which on an R3 bucket any replica may
+// answer: a stale read can only delay a takeover or make one renewal
+// kFailed instead of kLost, because every write is a compare-and-set.
 //
 // Thread-safety: StillLeader, epoch and leader_deadline may be called from
 // any thread at any time; the other methods from one thread at a time.
