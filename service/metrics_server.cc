@@ -2,8 +2,6 @@
 #include "service/metrics_server.h"
 
 #include <netdb.h>
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -20,6 +18,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "base/background_thread.h"
 #include "httplib.h"
 
 namespace orderwire::service {
@@ -196,17 +195,10 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Bind(
   // The HTTP threads (this one and the worker it starts) block SIGINT and
   // SIGTERM: the stop signals go to the service's thread, whose blocking
   // waits they interrupt (serve installs its handlers without SA_RESTART).
-  sigset_t stop_signals;
-  sigset_t previous;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  ::pthread_sigmask(SIG_BLOCK, &stop_signals, &previous);
-  impl->thread = std::thread([state] {
+  impl->thread = base::StartWithStopSignalsBlocked([state] {
     (void)state->server.listen_after_bind();
     state->accept_loop_ended.store(true);
   });
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   // Until the thread runs its accept loop, stop() would not reach it.
   while (!server.is_running() && !state->accept_loop_ended.load()) {
     std::this_thread::sleep_for(std::chrono::microseconds(100));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "base/background_thread.h"
 #include "base/clock.h"
 #include "journal/prune.h"
 #include "service/snapshot.h"
@@ -25,7 +26,8 @@ RetentionWorker::RetentionWorker(RetentionOptions options)
                    line.data());
     };
   }
-  thread_ = std::thread([this] { Loop(); });
+  // Never the thread a stop signal goes to (base/background_thread.h).
+  thread_ = base::StartWithStopSignalsBlocked([this] { Loop(); });
 }
 
 RetentionWorker::~RetentionWorker() {
