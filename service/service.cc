@@ -27,11 +27,9 @@
 #include "codec/datagram.h"
 #include "codec/frame.h"
 #include "journal/format.h"
-#include "journal/prune.h"
-#include "journal/start.h"
 #include "service/metrics.h"
 #include "service/pinned_config.h"
-#include "service/rebuild.h"
+#include "service/restart.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
 #include "service/snapshot.h"
@@ -105,15 +103,6 @@ class Service::Impl final : public Sequencer::Backpressure {
   Impl& operator=(const Impl&) = delete;
 
   absl::Status Start();
-  // After the restart's rebuild (rebuild.h): the snapshots skipped (each
-  // damaged one, or a snapshot directory that cannot be read) into
-  // startup_report_ and startup_warning_, and the snapshot it started from
-  // (started_from_snapshot_ = its index) into startup_report_.
-  void NoteRestartSnapshot(const RebuiltState& rebuilt);
-  // After the replay: the journal's current configuration in force in
-  // machine_; `given` pinned when the journal pins none; a difference
-  // refused, or with options_.reconfigure pinned from the next index.
-  absl::Status PinConfiguration(const PinnedConfig& given);
   absl::Status Run(const std::atomic<bool>& stop);
   // With ServiceOptions::retain: starts the retention thread (stopped when
   // Run() returns).
@@ -319,108 +308,36 @@ const std::string& Service::startup_warning() const {
 }
 
 absl::Status Service::Impl::Start() {
-  // A new journal pins the configuration given from its first segment.
-  const PinnedConfig given = PinnedConfigOf(options_.config);
-  options_.journal.metadata = EncodePinnedConfig(given);
-  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> writer =
-      journal::JournalWriter::Open(options_.journal);
-  if (!writer.ok()) return writer.status();
-  writer_ = std::move(*writer);
+  // Recovery, the replay of the journal's tail (from the newest valid
+  // snapshot) through the StateMachine as the live loop applied it, and the
+  // configuration (restart.h); then the Sequencer continues each session
+  // where the journal left it.
+  absl::StatusOr<RestartedJournal> restarted = RestartFromJournal({
+      .journal = options_.journal,
+      .machine = MachineOptions(options_),
+      .given = PinnedConfigOf(options_.config),
+      .use_snapshots = options_.restart_from_snapshot,
+      .reconfigure = options_.reconfigure,
+  });
+  if (!restarted.ok()) return restarted.status();
+  writer_ = std::move(restarted->writer);
+  machine_ = std::move(restarted->machine);
+  replayed_ = restarted->replayed;
+  started_from_snapshot_ = restarted->started_from_snapshot;
+  startup_report_ = std::move(restarted->report);
+  startup_warning_ = std::move(restarted->warning);
   sequencer_ = std::make_unique<Sequencer>(
       options_.config, options_.max_pending, *writer_, *this);
-  const journal::RecoveryReport& recovery = writer_->recovery();
-  startup_report_ = absl::StrFormat(
-      "journal %s: %s, %d segment(s), last index %d; %s, durability %s",
-      options_.journal.directory, recovery.created ? "created" : "recovered",
-      recovery.segments, recovery.last_index, writer_->io_description(),
-      journal::Name(writer_->durability()));
-  if (recovery.loss_accepted) {
-    // Loud, and shown even with --quiet.
-    startup_warning_ = absl::StrFormat("DATA LOSS ACCEPTED (--accept-loss): %s",
-                                       recovery.loss_message);
-    absl::StrAppendFormat(&startup_report_, "\n  %s", startup_warning_);
-  } else if (recovery.torn_tail) {
-    absl::StrAppendFormat(&startup_report_, "\n  %s", recovery.message);
-    startup_warning_ = recovery.message;
-  }
-  if (recovery.checkpoint_missing) {
-    absl::StrAppendFormat(
-        &startup_report_,
-        "\n  no checkpoint (a journal written before checkpoints): its end "
-        "could not be checked this time; one is kept from now on");
-  }
-
-  // Restart: the newest valid snapshot, if any, then every record after it
-  // through the StateMachine, as the live loop applied it; then the
-  // Sequencer continues each session where the journal left it.
-  std::vector<std::string> reconfigurations;
-  if (recovery.last_index > 0) {
-    const std::int64_t start = MonotonicNs();
-    RebuildOptions rebuild{
-        .directory = options_.journal.directory,
-        .use_snapshots = options_.restart_from_snapshot,
-        .up_to_index = recovery.last_index,
-        .journal_id = writer_->journal_id(),
-        .machine_options = MachineOptions(options_),
-        .unpinned = given,
-        .unreadable_snapshots_replay_all = true,
-        .pruned_error = [&](std::uint64_t first_index) {
-          return absl::FailedPreconditionError(absl::StrFormat(
-              "journal %s starts at index %s (indexes 1..%s were pruned) and "
-              "no valid snapshot reaches it%s: the service cannot rebuild its "
-              "state; restarting a pruned journal needs a snapshot at an "
-              "index >= %s in %s/%s",
-              options_.journal.directory, journal::GroupedDigits(first_index),
-              journal::GroupedDigits(first_index - 1),
-              options_.restart_from_snapshot ? "" : " (--no-snapshot)",
-              journal::GroupedDigits(first_index - 1),
-              options_.journal.directory, journal::kSnapshotDirName));
-        }};
-    absl::StatusOr<RebuiltState> rebuilt = RebuildState(std::move(rebuild));
-    if (!rebuilt.ok()) return rebuilt.status();
-    NoteRestartSnapshot(*rebuilt);
-    machine_ = std::move(rebuilt->machine);
-    replayed_ = rebuilt->replayed;
-    reconfigurations = std::move(rebuilt->reconfigurations);
-    const std::uint64_t from = rebuilt->from_index;
-    if (rebuilt->reader != nullptr) {
-      if (!rebuilt->reader->status().ok()) return rebuilt->reader->status();
-      const std::uint64_t last_read = replayed_ == 0 ? 0 : from + replayed_ - 1;
-      if (last_read != recovery.last_index) {
-        return absl::DataLossError(absl::StrFormat(
-            "journal replay ended at index %d, but the journal holds %d",
-            last_read, recovery.last_index));
-      }
+  for (std::size_t i = 0; i < machine_->session_count(); ++i) {
+    const SessionState& state =
+        machine_->session(static_cast<std::uint32_t>(i));
+    if (absl::Status s = sequencer_->Recover(state.id, state.next_expected);
+        !s.ok()) {
+      return s;
     }
-    for (std::size_t i = 0; i < machine_->session_count(); ++i) {
-      const SessionState& state =
-          machine_->session(static_cast<std::uint32_t>(i));
-      if (absl::Status s = sequencer_->Recover(state.id, state.next_expected);
-          !s.ok()) {
-        return s;
-      }
-    }
-    // The snapshot's loading is reported on its own line.
-    const double seconds = static_cast<double>(MonotonicNs() - start) * 1e-9 -
-                           rebuilt->snapshot_load_seconds;
-    absl::StrAppendFormat(
-        &startup_report_,
-        "\n  replayed %d records (%s) in %.3f s: %d session(s), %d live "
-        "orders, next order id %d",
-        replayed_,
-        from <= recovery.last_index
-            ? absl::StrFormat("%d to %d", from, recovery.last_index)
-            : std::string("none after the snapshot"),
-        seconds, machine_->session_count(), machine_->engine().live_orders(),
-        machine_->engine().next_order_id().value());
   }
   records_at_start_ = machine_->stats().records;
   snapshot_base_index_ = started_from_snapshot_;
-  for (const std::string& change : reconfigurations) {
-    absl::StrAppendFormat(&startup_report_, "\n  journal reconfigured %s",
-                          change);
-  }
-  if (absl::Status s = PinConfiguration(given); !s.ok()) return s;
   durable_index_ = writer_->durable_index();
 
   absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(options_.listen);
@@ -461,84 +378,6 @@ absl::Status Service::Impl::ChooseSendPath() {
   absl::StrAppendFormat(&startup_report_,
                         "\n  send path: sendmmsg (auto: no UDP_SEGMENT: %s)",
                         why);
-  return absl::OkStatus();
-}
-
-void Service::Impl::NoteRestartSnapshot(const RebuiltState& rebuilt) {
-  for (const std::string& line : rebuilt.skipped) {
-    absl::StrAppendFormat(&startup_report_, "\n  %s", line);
-    if (!startup_warning_.empty()) startup_warning_ += "\n";
-    startup_warning_ += line;
-  }
-  if (!rebuilt.snapshot.has_value()) return;
-  const SnapshotInfo& snapshot = *rebuilt.snapshot;
-  started_from_snapshot_ = snapshot.index;
-  absl::StrAppendFormat(
-      &startup_report_,
-      "\n  started from snapshot %s (index %d, %d session(s), %d live "
-      "orders) loaded in %.3f s",
-      snapshot.path, snapshot.index, snapshot.sessions, snapshot.live_orders,
-      rebuilt.snapshot_load_seconds);
-}
-
-absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
-  const std::string& directory = options_.journal.directory;
-  const std::uint64_t next = writer_->last_index() + 1;
-  if (writer_->metadata().empty()) {
-    // A journal written before the configuration was pinned: its records
-    // were applied with the configuration given, which is pinned from now.
-    if (absl::Status s = writer_->StartSegment(EncodePinnedConfig(given));
-        !s.ok()) {
-      return s;
-    }
-    absl::StrAppendFormat(&startup_report_,
-                          "\n  journal %s pinned no configuration: the one "
-                          "given is pinned from index %d",
-                          directory, next);
-    return absl::OkStatus();
-  }
-  const journal::SegmentInfo current{.path = writer_->segment_path(),
-                                     .header = {},
-                                     .metadata = writer_->metadata()};
-  absl::StatusOr<PinnedConfig> pinned = SegmentConfig(current, given);
-  if (!pinned.ok()) return pinned.status();
-  // The last segment's configuration holds from its first index, records or
-  // not (a segment started by a reconfiguration may have none yet).
-  if (!(PinnedConfigOf(*machine_) == *pinned)) {
-    if (absl::Status s =
-            machine_->Reconfigure(pinned->engine, pinned->max_sessions);
-        !s.ok()) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "journal %s: the configuration its last segment pins cannot be "
-          "taken: %s",
-          directory, s.message()));
-    }
-  }
-  if (*pinned == given) return absl::OkStatus();
-  const std::string differences = DescribeDifferences(*pinned, given);
-  if (!options_.reconfigure) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "the configuration given differs from the one journal %s pins "
-        "(journal -> given): %s. The journal's records were applied with its "
-        "own configuration and must stay so; start with the same "
-        "configuration, or add --reconfigure to change it from index %d on "
-        "(a new segment pins it there, so a replay changes at the same "
-        "index)",
-        directory, differences, next));
-  }
-  if (absl::Status s = machine_->Reconfigure(given.engine, given.max_sessions);
-      !s.ok()) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "--reconfigure refused, nothing changed (journal -> given: %s): %s",
-        differences, s.message()));
-  }
-  if (absl::Status s = writer_->StartSegment(EncodePinnedConfig(given));
-      !s.ok()) {
-    return s;
-  }
-  absl::StrAppendFormat(&startup_report_,
-                        "\n  journal reconfigured from index %d: %s", next,
-                        differences);
   return absl::OkStatus();
 }
 
