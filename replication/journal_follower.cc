@@ -125,6 +125,7 @@ absl::StatusOr<FollowedMessage> JournalFollower::Next(
   }
   FollowedMessage out;
   out.stream_sequence = sequence;
+  out.pending = meta->NumPending;
   const char* msg_id = nullptr;
   if (natsMsgHeader_Get(msg.get(), "Nats-Msg-Id", &msg_id) == NATS_OK &&
       msg_id != nullptr) {

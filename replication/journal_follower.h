@@ -40,6 +40,9 @@ struct FollowerOptions {
 struct FollowedMessage {
   std::uint64_t stream_sequence = 0;
   std::string msg_id;  // Nats-Msg-Id, "<epoch>-<first journal index>"
+  // Messages in the stream after this one when it was delivered (the
+  // consumer's num_pending): how far the follower is behind.
+  std::uint64_t pending = 0;
   std::vector<std::byte> bytes;
 };
 

@@ -1,0 +1,136 @@
+// Where a follower resumes; see stream_position.h.
+#include "replication/stream_position.h"
+
+#include <nats/nats.h>
+
+#include <cstddef>
+#include <span>
+
+#include "absl/strings/str_cat.h"
+#include "replication/group_message.h"
+#include "replication/internal/nats_handles.h"
+#include "replication/journal_stream.h"
+
+namespace orderwire::replication {
+namespace {
+
+using internal::MessageHandle;
+using internal::NatsError;
+
+}  // namespace
+
+absl::StatusOr<StreamPosition> FindStreamPosition(
+    const std::string& servers, std::string_view engine_name,
+    std::uint64_t next_index, std::chrono::milliseconds timeout) {
+  if (absl::Status valid = ValidateEngineName(engine_name); !valid.ok()) {
+    return valid;
+  }
+  if (next_index == 0) {
+    return absl::InvalidArgumentError(
+        "stream position: journal index 0 (indexes start at 1)");
+  }
+  auto conn = internal::Connect(servers, timeout, /*send_asap=*/true);
+  if (!conn.ok()) return conn.status();
+  auto js = internal::JetStream(conn->get(), timeout);
+  if (!js.ok()) return js.status();
+  const std::string stream = JournalStreamName(engine_name);
+
+  StreamPosition position;
+  {
+    jsStreamInfo* raw = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s =
+        js_GetStreamInfo(&raw, js->get(), stream.c_str(), nullptr, &jerr);
+    internal::StreamInfoHandle info(raw);
+    if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+      return absl::NotFoundError(
+          absl::StrCat("JetStream stream ", stream, " does not exist"));
+    }
+    if (s != NATS_OK) {
+      return NatsError(s, absl::StrCat("look up JetStream stream ", stream),
+                       static_cast<int>(jerr));
+    }
+    position.first_sequence = info->State.FirstSeq;
+    position.last_sequence = info->State.LastSeq;
+  }
+  const std::uint64_t last = position.last_sequence;
+  position.sequence = last + 1;
+  if (last == 0 || position.first_sequence > last) return position;
+  const std::uint64_t first =
+      position.first_sequence == 0 ? 1 : position.first_sequence;
+
+  // The message at `sequence`, read and verified.
+  struct Probe {
+    MessageHandle msg;
+    GroupMessage parsed;
+  };
+  const auto read = [&](std::uint64_t sequence) -> absl::StatusOr<Probe> {
+    ++position.probes;
+    natsMsg* raw = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    const natsStatus s =
+        js_GetMsg(&raw, js->get(), stream.c_str(), sequence, nullptr, &jerr);
+    Probe probe{MessageHandle(raw), {}};
+    if (s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr) {
+      return absl::DataLossError(absl::StrCat(
+          "stream ", stream, ": sequence ", sequence, " (between ", first,
+          " and ", last, ") cannot be read: a hole in the replicated journal"));
+    }
+    if (s != NATS_OK) {
+      return NatsError(
+          s, absl::StrCat("read sequence ", sequence, " of stream ", stream),
+          static_cast<int>(jerr));
+    }
+    const int length = natsMsg_GetDataLength(probe.msg.get());
+    const auto* data =
+        reinterpret_cast<const std::byte*>(natsMsg_GetData(probe.msg.get()));
+    absl::StatusOr<GroupMessage> parsed = ParseGroupMessage(
+        std::span<const std::byte>(data, static_cast<std::size_t>(length)));
+    if (!parsed.ok()) {
+      return absl::DataLossError(absl::StrCat("stream ", stream, " sequence ",
+                                              sequence, ": ",
+                                              parsed.status().message()));
+    }
+    probe.parsed = *parsed;
+    return probe;
+  };
+
+  // The last sequence whose message starts before next_index.
+  std::uint64_t lo = first;
+  std::uint64_t hi = last;
+  std::uint64_t found = 0;
+  GroupMessage found_message;
+  while (lo <= hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    absl::StatusOr<Probe> probe = read(mid);
+    if (!probe.ok()) return probe.status();
+    if (probe->parsed.first_index < next_index) {
+      found = mid;
+      found_message = probe->parsed;
+      found_message.body = {};  // the bytes went with the probe
+      lo = mid + 1;
+    } else {
+      if (mid == first) break;
+      hi = mid - 1;
+    }
+  }
+  if (found == 0) {
+    // Every message starts at next_index or later: follow from the first
+    // (a marker of next_index, records from it, or a gap the follower
+    // reports).
+    position.sequence = first;
+    return position;
+  }
+  // That message, if it holds next_index (or is a marker, which the
+  // follower must check against its journal); else the one after it, which
+  // starts at next_index or later.
+  position.sequence = found;
+  if (found_message.kind == GroupMessageKind::kRecords &&
+      found_message.last_index() < next_index) {
+    position.sequence = found + 1;
+    position.epoch = found_message.epoch;
+  }
+  return position;
+}
+
+}  // namespace orderwire::replication
