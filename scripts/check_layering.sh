@@ -19,10 +19,12 @@
 #   auth/      codec/ base/          (the datagram MAC and session keys)
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
-#   service/   base/ codec/ engine/ journal/ net/ auth/
+#   service/   base/ codec/ engine/ journal/ net/ auth/ replication/
+#              (only the standby, service/standby.*, a library of its own,
+#              includes replication/ today)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
 #              links libnats, so nothing below it may include it; the
-#              service will wire it in, not the other way round)
+#              service wires it in, not the other way round)
 #   cli/       every library component above (not tests/ bench/ fuzz/
 #              examples/: the shipped binary does not link test code)
 #   tests/ bench/ fuzz/ examples/    anything
@@ -60,7 +62,7 @@ declare -A allowed=(
   [auth]="codec base"
   [net]="codec base auth"
   [client]="base codec auth net"
-  [service]="base codec engine journal net auth"
+  [service]="base codec engine journal net auth replication"
   [replication]="base codec journal"
   [cli]="lib"
   [tests]="*"

@@ -1,0 +1,206 @@
+// Standby: the hot standby behind `orderwire serve --standby`
+// (docs/REPLICATION.md, plan item 2). It follows an engine's journal stream
+// (replication/), writes the primary's records to a local journal of its
+// own, with the primary's indexes, and applies them through the same
+// StateMachine the service uses, so that at every moment its journal is a
+// prefix of the primary's and its state the one that prefix makes. It
+// answers no client: it opens no UDP socket.
+//
+//   Start: RestartFromJournal (restart.h: the local journal recovered, the
+//          state rebuilt from the newest snapshot and the tail, exactly as
+//          Service::Start does), then FindStreamPosition
+//          (replication/stream_position.h: a binary search for the stream
+//          sequence holding local last index + 1), then a JournalFollower
+//          from there.
+//   Each message (group_message.h), verified whole by ParseGroupMessage
+//   before anything of it is used:
+//     epoch marker  its epoch remembered (and logged); a marker whose next
+//                   index is not local last + 1 is refused (DataLoss: a gap,
+//                   or a local tail the new primary does not have);
+//     records       records the local journal already holds (index <= local
+//                   last) must be byte-identical to the local ones (index,
+//                   receive time, session, flags, frame), else DataLoss
+//                   naming the index (a divergent local tail, e.g. an old
+//                   primary's unacknowledged records: refused for now);
+//                   they are skipped. A message that starts after local
+//                   last + 1 is a gap: DataLoss. The new records are
+//                   appended, each run of records that share session,
+//                   receive time and flags in one JournalWriter::Append, and
+//                   each must get the primary's index (checked: Internal
+//                   otherwise). Once durable locally they are applied with
+//                   StateMachine::Apply; the reports are made and sent to
+//                   nobody.
+//     an epoch lower than one already seen is refused (FailedPrecondition):
+//     a fenced primary's message can never follow its successor's.
+//   A refused message appends nothing of itself; everything before it stays
+//   (durable and applied); the standby stops with the error.
+//
+// Shape for the takeover (plan item 3, not built): Stop() leaves everything
+// appended durable and applied; Release() then hands over the journal
+// writer and the state, so a primary can go on from them without a restart,
+// and a process that exits instead leaves a journal that Service::Start
+// restarts from as quickly as from its own.
+//
+// Threads: one thread calls Start, Step/Run, Stop; stats() may be read from
+// it only (Run calls on_interval on it).
+#ifndef ORDERWIRE_SERVICE_STANDBY_H_
+#define ORDERWIRE_SERVICE_STANDBY_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "journal/writer.h"
+#include "replication/group_message.h"
+#include "service/service_config.h"
+#include "service/state_machine.h"
+
+namespace orderwire::replication {
+class JournalFollower;
+struct FollowedMessage;
+}  // namespace orderwire::replication
+
+namespace orderwire::service {
+
+struct StandbyOptions {
+  // comma-separated nats://HOST:PORT, and the engine whose stream to follow
+  // (replication/journal_stream.h).
+  std::string nats_servers;
+  std::string engine_name = "main";
+  // The local journal (directory, durability, segment size; the same layout
+  // as a primary's) and the configuration: the primary's, which the local
+  // journal pins like a primary's does (restart.h).
+  journal::WriterOptions journal;
+  ServiceConfig config;
+  bool reconfigure = false;
+  std::size_t report_history = 1 << 14;
+  // Start from the newest valid snapshot of the local journal.
+  bool restart_from_snapshot = true;
+  // Bounds connecting, the stream search and creating the consumer; the
+  // follower is opened again until this passes (the JetStream meta leader
+  // may be being elected).
+  std::chrono::milliseconds connect_timeout{30000};
+  // Run(): how long one wait for a message lasts before the stop flag and
+  // the journal are looked at again.
+  std::chrono::milliseconds poll{50};
+  // Run(): called on the standby's thread every interval_s seconds (0: off).
+  double interval_s = 0;
+  std::function<void()> on_interval;
+  // Lines for the operator (an epoch seen, a journal full); null: stderr.
+  std::function<void(std::string_view)> on_event;
+};
+
+struct StandbyStats {
+  std::uint64_t applied_index = 0;   // the state's last index
+  std::uint64_t durable_index = 0;   // the local journal's
+  std::uint64_t appended_index = 0;  // the local journal's last index
+  std::uint64_t messages = 0;        // stream messages followed
+  std::uint64_t records_appended = 0;
+  std::uint64_t records_held = 0;  // already in the local journal, verified
+  std::uint64_t epoch_markers = 0;
+  std::uint64_t epoch = 0;            // the latest seen (0: none yet)
+  std::uint64_t stream_sequence = 0;  // of the last message followed
+  // Stream messages after the last one followed, when it was delivered.
+  std::uint64_t lag_messages = 0;
+  std::uint64_t start_sequence = 0;  // where following began
+  std::uint32_t search_probes = 0;   // messages the search read
+  std::uint64_t replayed = 0;        // records replayed at start
+  std::uint64_t started_from_snapshot = 0;
+  std::uint64_t reports = 0;  // made by Apply, sent to nobody
+};
+
+// What Release() hands over.
+struct StandbyState {
+  std::unique_ptr<journal::JournalWriter> writer;
+  std::unique_ptr<StateMachine> machine;
+  std::uint64_t epoch = 0;
+  std::uint64_t stream_sequence = 0;  // of the last message followed
+};
+
+class Standby {
+ public:
+  // See the header comment. Errors: RestartFromJournal's, the stream
+  // search's (NotFound: no stream), the follower's, options.
+  static absl::StatusOr<std::unique_ptr<Standby>> Start(StandbyOptions options);
+  ~Standby();
+  Standby(const Standby&) = delete;
+  Standby& operator=(const Standby&) = delete;
+
+  // Waits up to `timeout` for one message and takes it in (appended; applied
+  // once durable), then applies whatever became durable. OK also when no
+  // message came. Errors (each ends the standby: every later call returns
+  // it): DataLoss / FailedPrecondition / Internal for a message refused (see
+  // above), the follower's (Unavailable: the connection is closed for
+  // good), a journal I/O error, Apply's.
+  absl::Status Step(std::chrono::milliseconds timeout);
+  // Step(options.poll) until `stop` is set or an error; then Stop().
+  absl::Status Run(const std::atomic<bool>& stop);
+  // Makes everything appended durable and applies it. Following can go on
+  // afterwards (Step again).
+  absl::Status Stop();
+  // After Stop(): the journal writer and the state, for a primary to go on
+  // from (the standby is empty afterwards).
+  StandbyState Release();
+
+  [[nodiscard]] const StateMachine& state() const { return *machine_; }
+  [[nodiscard]] StandbyStats stats() const;
+  // One line: applied index, stream sequence, lag, epoch.
+  [[nodiscard]] std::string StatsLine() const;
+  // What Start() recovered, replayed and where it follows from.
+  [[nodiscard]] const std::string& startup_report() const {
+    return startup_report_;
+  }
+  [[nodiscard]] const std::string& startup_warning() const {
+    return startup_warning_;
+  }
+
+ private:
+  // A message whose records are appended and not all applied yet.
+  struct Pending {
+    std::vector<std::byte> bytes;       // what `message` points into
+    replication::GroupMessage message;  // parsed and verified
+    std::uint64_t next_to_apply = 0;    // its first record not applied
+  };
+
+  explicit Standby(StandbyOptions options);
+  absl::Status Take(replication::FollowedMessage message);
+  // Records the local journal holds at first..last must equal the
+  // message's; DataLoss naming the first that differs.
+  absl::Status VerifyHeld(std::uint64_t stream_sequence,
+                          const replication::GroupMessage& message,
+                          std::uint64_t up_to);
+  absl::Status Append(std::uint64_t stream_sequence,
+                      const replication::GroupMessage& message,
+                      std::uint64_t from);
+  absl::Status AppendRun(std::uint64_t stream_sequence,
+                         std::uint32_t session_id, std::uint64_t receive_ns,
+                         std::uint32_t flags, std::uint64_t last_index,
+                         std::size_t records);
+  // Applies every pending record with index <= the durable index.
+  absl::Status ApplyDurable();
+  void Event(std::string_view line) const;
+  absl::Status Fail(absl::Status status);
+
+  StandbyOptions options_;
+  std::unique_ptr<journal::JournalWriter> writer_;
+  std::unique_ptr<StateMachine> machine_;
+  std::unique_ptr<replication::JournalFollower> follower_;
+  std::deque<Pending> pending_;
+  std::vector<std::byte> run_;  // frames of one Append, reused
+  absl::Status failure_;
+  StandbyStats stats_;
+  std::string startup_report_;
+  std::string startup_warning_;
+};
+
+}  // namespace orderwire::service
+
+#endif  // ORDERWIRE_SERVICE_STANDBY_H_
