@@ -17,6 +17,7 @@
 #include "auth/mac.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/serve_standby.h"
 #include "client/run_client.h"
 #include "codec/command.h"
 #include "codec/types.h"
@@ -54,8 +55,10 @@ const CommandSpec kServeSpec{
         "[--stats-json FILE] [--log-refusals] [--accept-loss] "
         "[--snapshot-every RECORDS|DURATION] [--no-snapshot]\n"
         "[--retain SEGMENTS|BYTES|DURATION] [--send auto|sendmmsg|gso] "
-        "[--metrics-listen HOST:PORT]",
-    .summary = "Run the UDP order-entry service.",
+        "[--metrics-listen HOST:PORT]\n"
+        "--standby --nats URL[,URL...] [--engine-name NAME] --journal DIR "
+        "[--durability MODE] [--config FILE] [--stats-interval S]",
+    .summary = "Run the UDP order-entry service (or its hot standby).",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
         "they are durable under --durability runs them through the engine and\n"
@@ -106,7 +109,16 @@ const CommandSpec kServeSpec{
         "the counters say which path is in use.\n\n"
         "--metrics-listen serves every counter at GET /metrics over HTTP in\n"
         "the Prometheus text format (docs/SERVICE.md \"Metrics\"), from a\n"
-        "thread of its own; a port that cannot be bound stops the start.",
+        "thread of its own; a port that cannot be bound stops the start.\n\n"
+        "--standby runs the hot standby (docs/REPLICATION.md): it follows the\n"
+        "engine's journal stream on NATS JetStream (--nats, --engine-name)\n"
+        "from its own journal's last index, writes the primary's records to\n"
+        "DIR with the primary's indexes and applies them like the service, so\n"
+        "its state is the primary's; it opens no UDP port and answers no\n"
+        "client. A gap, a message that does not verify or a local record that\n"
+        "differs from the primary's stops it (exit 1), nothing of it "
+        "appended.\n"
+        "--config must be the primary's.",
     .flags =
         {
             {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
@@ -136,6 +148,13 @@ const CommandSpec kServeSpec{
             {"send", "auto|sendmmsg|gso", "auto",
              "how report datagrams are sent (gso: UDP_SEGMENT; refused "
              "where the kernel lacks it)"},
+            {"standby", "", "",
+             "run as the hot standby of --engine-name, following its journal "
+             "stream at --nats"},
+            {"nats", "URL[,URL...]", "",
+             "NATS servers (nats://HOST:PORT) of the journal stream"},
+            {"engine-name", "NAME", "main",
+             "the engine whose stream orderwire_NAME_journal is followed"},
             {"metrics-listen", "HOST:PORT", "",
              "serve the counters for Prometheus at http://HOST:PORT/metrics "
              "(off by default)"},
@@ -213,6 +232,10 @@ absl::Status ParseSnapshotEvery(std::string_view text,
 }
 
 absl::Status Serve(const Args& args) {
+  if (args.Bool("standby")) {
+    InstallStopHandlers();
+    return ServeStandby(args, g_stop);
+  }
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   service::ServiceOptions options;
   absl::StatusOr<net::Endpoint> listen =

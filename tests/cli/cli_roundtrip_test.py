@@ -525,6 +525,17 @@ EXIT_CASES = [
                "--quiet"], b"", 1, ""),
     ("serve", ["--journal", "{tmp}/j", "--reconfigure=yes"], b"", 2,
      "takes no value"),
+    # --standby: the hot standby (docs/REPLICATION.md "The standby").
+    ("serve", ["--standby", "--journal", "{tmp}/j"], b"", 2,
+     "--nats URL[,URL...] is required"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--retain", "8"], b"", 2,
+     "--retain is not available with --standby"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--engine-name", "a.b"], b"", 2,
+     "--engine-name: engine name 'a.b': character 2"),
+    ("serve", ["--standby", "--journal", "{tmp}/file/j", "--nats",
+               "nats://127.0.0.1:1", "--quiet"], b"", 1, "file/j"),
     # --snapshot-every: a number of records or a duration, nothing else.
     ("serve", ["--journal", "{tmp}/j", "--snapshot-every", "10x"], b"", 2,
      "--snapshot-every: '10x' is neither a number of records"),

@@ -1,0 +1,21 @@
+// `orderwire serve --standby`: the hot standby (service/standby.h), run by
+// `serve` when --standby is given (cli/cmd_service.cc holds the flag table).
+#ifndef ORDERWIRE_CLI_SERVE_STANDBY_H_
+#define ORDERWIRE_CLI_SERVE_STANDBY_H_
+
+#include <atomic>
+
+#include "absl/status/status.h"
+#include "cli/common.h"
+
+namespace orderwire::cli {
+
+// Follows the engine's journal stream at --nats into --journal until `stop`
+// is set (SIGINT/SIGTERM) or an error. Usage errors: --nats missing, and
+// the serve flags the standby does not take yet (--snapshot-every,
+// --retain, --metrics-listen, --stats-json, --log-refusals).
+absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop);
+
+}  // namespace orderwire::cli
+
+#endif  // ORDERWIRE_CLI_SERVE_STANDBY_H_
