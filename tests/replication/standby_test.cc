@@ -422,7 +422,8 @@ TEST(Standby, AGapStopsItAndNothingOfTheMessageIsAppended) {
   const absl::Status status =
       FollowUntilError(*standby, std::chrono::seconds(10));
   EXPECT_TRUE(absl::IsDataLoss(status)) << status;
-  EXPECT_THAT(status.message(), HasSubstr("indexes 101 to 110 are missing"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("indexes 101 to 110 are missing"));
   EXPECT_EQ(standby->stats().appended_index, 100u);
   EXPECT_EQ(standby->stats().applied_index, 100u);
   // Every later step says the same.
@@ -464,9 +465,10 @@ TEST(Standby, ACorruptedMessageStopsItAndNothingOfItIsAppended) {
   const absl::Status status =
       FollowUntilError(*standby, std::chrono::seconds(10));
   EXPECT_TRUE(absl::IsDataLoss(status)) << status;
-  EXPECT_THAT(status.message(),
+  EXPECT_THAT(std::string(status.message()),
               HasSubstr(absl::StrCat("sequence ", before + 1, " ")));
-  EXPECT_THAT(status.message(), HasSubstr("nothing of it appended"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("nothing of it appended"));
   EXPECT_EQ(standby->stats().appended_index, 100u);
   EXPECT_EQ(standby->stats().applied_index, 100u);
   standby.reset();
@@ -514,8 +516,9 @@ TEST(Standby, ALocalRecordThatDiffersFromThePrimarysIsRefused) {
   const absl::Status status =
       FollowUntilError(*standby, std::chrono::seconds(10));
   EXPECT_TRUE(absl::IsDataLoss(status)) << status;
-  EXPECT_THAT(status.message(), HasSubstr("diverges from the primary's at "
-                                          "index 100"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("diverges from the primary's at "
+                        "index 100"));
   EXPECT_EQ(standby->stats().appended_index, 100u);
   standby.reset();
   EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == old_records);
@@ -562,7 +565,8 @@ TEST(Standby, RemembersEachEpochAndRefusesAnOlderOneAfterIt) {
   const absl::Status status =
       FollowUntilError(*standby, std::chrono::seconds(10));
   EXPECT_TRUE(absl::IsFailedPrecondition(status)) << status;
-  EXPECT_THAT(status.message(), HasSubstr("epoch 1 after epoch 2"));
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("epoch 1 after epoch 2"));
   EXPECT_EQ(standby->stats().appended_index, 200u);
 }
 
@@ -588,7 +592,7 @@ TEST(Standby, AMarkerThatDoesNotContinueTheLocalJournalIsRefused) {
   const absl::Status status =
       FollowUntilError(*standby, std::chrono::seconds(10));
   EXPECT_TRUE(absl::IsDataLoss(status)) << status;
-  EXPECT_THAT(status.message(),
+  EXPECT_THAT(std::string(status.message()),
               HasSubstr("continues from index 91, but the local journal ends "
                         "at 100"));
   EXPECT_EQ(standby->stats().epoch, 1u);
