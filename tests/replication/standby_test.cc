@@ -346,12 +346,28 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   ASSERT_FALSE(expected_state.empty());
   EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) == expected_state)
       << "the standby's state differs from the source journal's replay";
-  standby.reset();  // closes the journal
+  // Stopped, it hands over its journal and state (for a takeover).
+  service::StandbyState released = standby->Release();
+  ASSERT_NE(released.writer, nullptr);
+  EXPECT_EQ(released.writer->durable_index(), source.records().back().index);
+  EXPECT_EQ(released.machine->last_index(), source.records().back().index);
+  EXPECT_EQ(released.epoch, 1u);
+  EXPECT_EQ(released.stream_sequence, starts.size());
+  released = {};  // closes the journal
+  standby.reset();
 
   // Its journal, record for record and byte for byte.
   EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == source.records());
   // And the state its own journal replays into.
   EXPECT_TRUE(ReplayedState(dir.Sub("standby"), source.options()) ==
+              expected_state);
+  // A service started on it (a takeover by restart) has the same state.
+  service::ServiceOptions serve = source.options();
+  serve.journal.directory = dir.Sub("standby");
+  absl::StatusOr<std::unique_ptr<service::Service>> service =
+      service::Service::Start(serve);
+  ASSERT_TRUE(service.ok()) << service.status();
+  EXPECT_TRUE(service::EncodeSnapshot((*service)->state(), 0, 0) ==
               expected_state);
 }
 
