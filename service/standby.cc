@@ -25,6 +25,9 @@ using replication::GroupMessageKind;
 // tried again this often (the writer itself retries its preparation at most
 // every WriterOptions::no_space_retry_ms).
 constexpr std::chrono::milliseconds kJournalFullRetry{10};
+// At most this many messages appended and not yet applied (each holds its
+// bytes until its records are durable): beyond it, Step waits for the disk.
+constexpr std::size_t kMaxPendingMessages = 256;
 
 bool SameRecord(const journal::Record& a, const journal::Record& b) {
   const std::span<const std::byte> fa = a.frame.bytes();
@@ -167,6 +170,10 @@ absl::Status Standby::Step(std::chrono::milliseconds timeout) {
   writer_->Poll();
   if (writer_->failed()) return Fail(writer_->status());
   if (absl::Status s = ApplyDurable(); !s.ok()) return Fail(s);
+  while (pending_.size() > kMaxPendingMessages) {
+    if (absl::Status s = writer_->Wait(); !s.ok()) return Fail(s);
+    if (absl::Status s = ApplyDurable(); !s.ok()) return Fail(s);
+  }
   return absl::OkStatus();
 }
 

@@ -61,7 +61,7 @@ struct OwnedRecord {
   std::uint32_t flags = 0;
   Bytes frame;
 
-  journal::Record View() const {
+  [[nodiscard]] journal::Record View() const {
     journal::Record r;
     r.index = index;
     r.receive_ns = receive_ns;
@@ -131,9 +131,13 @@ class SourceJournal {
     static const SourceJournal* const journal = new SourceJournal();
     return *journal;
   }
-  std::string dir() const { return dir_.Sub("journal"); }
-  const std::vector<OwnedRecord>& records() const { return records_; }
-  const service::ServiceOptions& options() const { return options_; }
+  [[nodiscard]] std::string dir() const { return dir_.Sub("journal"); }
+  [[nodiscard]] const std::vector<OwnedRecord>& records() const {
+    return records_;
+  }
+  [[nodiscard]] const service::ServiceOptions& options() const {
+    return options_;
+  }
 
  private:
   SourceJournal() : options_(SourceOptions(dir_.Sub("journal"))) {
