@@ -56,7 +56,8 @@ const CommandSpec kServeSpec{
         "[--snapshot-every RECORDS|DURATION] [--no-snapshot]\n"
         "[--retain SEGMENTS|BYTES|DURATION] [--send auto|sendmmsg|gso] "
         "[--metrics-listen HOST:PORT]\n"
-        "--standby --nats URL[,URL...] [--engine-name NAME] --journal DIR "
+        "--standby --nats nats://HOST:PORT[,...] [--engine-name NAME] "
+        "--journal DIR "
         "[--durability MODE] [--config FILE] [--stats-interval S]",
     .summary = "Run the UDP order-entry service (or its hot standby).",
     .details =
@@ -151,8 +152,8 @@ const CommandSpec kServeSpec{
             {"standby", "", "",
              "run as the hot standby of --engine-name, following its journal "
              "stream at --nats"},
-            {"nats", "URL[,URL...]", "",
-             "NATS servers (nats://HOST:PORT) of the journal stream"},
+            {"nats", "nats://HOST:PORT[,...]", "",
+             "the NATS servers of the journal stream (--standby)"},
             {"engine-name", "NAME", "main",
              "the engine whose stream orderwire_NAME_journal is followed"},
             {"metrics-listen", "HOST:PORT", "",

@@ -527,7 +527,7 @@ EXIT_CASES = [
      "takes no value"),
     # --standby: the hot standby (docs/REPLICATION.md "The standby").
     ("serve", ["--standby", "--journal", "{tmp}/j"], b"", 2,
-     "--nats URL[,URL...] is required"),
+     "--nats nats://HOST:PORT[,...] is required"),
     ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
                "nats://127.0.0.1:1", "--retain", "8"], b"", 2,
      "--retain is not available with --standby"),
