@@ -10,7 +10,10 @@
 #include "service/standby.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <nats/nats.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -616,6 +620,78 @@ TEST(Standby, AMarkerThatDoesNotContinueTheLocalJournalIsRefused) {
               HasSubstr("continues from index 91, but the local journal ends "
                         "at 100"));
   EXPECT_EQ(standby->stats().epoch, 1u);
+}
+
+// `orderwire serve --standby`, the binary: follows the stream into its
+// journal, prints its status line, stops on SIGTERM with exit 0.
+TEST(StandbyCommand, FollowsUntilSigtermAndExitsZero) {
+  const std::vector<OwnedRecord>& records = SourceJournal::Get().records();
+  ASSERT_FALSE(records.empty());
+  auto nats = NatsCluster::Start(1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  auto pub = OpenPublisher(**nats, "cli", 1);
+  ASSERT_NE(pub, nullptr);
+  PublishRecords(*pub, records, 0, records.size(), 1);
+  ScratchDir dir;
+  const std::string log = dir.Sub("stderr");
+  const std::vector<std::string> args = {ORDERWIRE_BINARY,
+                                         "serve",
+                                         "--standby",
+                                         "--nats",
+                                         (*nats)->ServersUrl(),
+                                         "--engine-name",
+                                         "cli",
+                                         "--journal",
+                                         dir.Sub("standby"),
+                                         "--stats-interval",
+                                         "0.05"};
+  // Built before fork: the child of a threaded process must not allocate.
+  std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
+  for (const std::string& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || ::dup2(fd, 2) < 0) ::_exit(126);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  const auto read_log = [&] {
+    std::ifstream in(log);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string done =
+      absl::StrCat("applied ", records.back().index, " (durable ",
+                   records.back().index, ")");
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (read_log().find(done) == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ::kill(pid, SIGTERM);
+  // It must be gone within 10 s; if not, it is killed and the test fails.
+  int wstatus = 0;
+  pid_t reaped = 0;
+  for (int i = 0; i < 1000 && reaped == 0; ++i) {
+    reaped = ::waitpid(pid, &wstatus, WNOHANG);
+    if (reaped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (reaped == 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, &wstatus, 0);
+    ADD_FAILURE() << "serve --standby did not stop within 10 s of SIGTERM";
+  }
+  const std::string text = read_log();
+  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << text;
+  EXPECT_THAT(text, HasSubstr("standby (answering no client)"));
+  EXPECT_THAT(text, HasSubstr(done));
+  EXPECT_THAT(text, HasSubstr("standby stopped cleanly"));
+  EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == records);
 }
 
 }  // namespace
