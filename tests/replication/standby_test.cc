@@ -132,9 +132,11 @@ std::vector<std::byte> ReplayedState(const std::string& dir,
 class SourceJournal {
  public:
   static const SourceJournal& Get() {
-    static const SourceJournal* const journal = new SourceJournal();
-    return *journal;
+    if (instance_ == nullptr) instance_.reset(new SourceJournal());
+    return *instance_;
   }
+  // Removes the journal (from main, after the tests).
+  static void Reset() { instance_.reset(); }
   [[nodiscard]] std::string dir() const { return dir_.Sub("journal"); }
   [[nodiscard]] const std::vector<OwnedRecord>& records() const {
     return records_;
@@ -172,10 +174,13 @@ class SourceJournal {
     EXPECT_EQ(records_.size(), kSessions * kCommands);
   }
 
+  static std::unique_ptr<SourceJournal> instance_;
   ScratchDir dir_;
   service::ServiceOptions options_;
   std::vector<OwnedRecord> records_;
 };
+
+std::unique_ptr<SourceJournal> SourceJournal::instance_;
 
 // The group sizes the "primary" publishes, in turn.
 constexpr std::size_t kGroupSizes[] = {1, 7, 64, 3, 200, 13, 2, 31};
@@ -700,6 +705,7 @@ TEST(StandbyCommand, FollowsUntilSigtermAndExitsZero) {
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   const int result = RUN_ALL_TESTS();
+  orderwire::SourceJournal::Reset();
   // libnats keeps library-wide state (threads, timers) until nats_Close;
   // closing and waiting leaves nothing for LeakSanitizer to report.
   nats_CloseAndWait(5000);
