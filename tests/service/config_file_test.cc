@@ -239,6 +239,19 @@ TEST(ConfigFileTest, AnOldKeyValueFileGetsTheConversionHint) {
               ::testing::Not(HasSubstr("config convert")));
 }
 
+// `[session.7]` is a TOML file with a typo in a table name, not an old
+// file: the error says which table was meant, and no conversion.
+TEST(ConfigFileTest, ASessionTableTypoIsNamedNotTakenForAnOldFile) {
+  const std::string error = ErrorOf(
+      "[engine]\nmax_live_orders = 10\n\n  [session.7]\n"
+      "accounts = [1]\n");
+  EXPECT_THAT(error, StartsWith("config (text):4:4: unknown table "
+                                "[session...]: did you mean [sessions.N]"));
+  EXPECT_THAT(error, ::testing::Not(HasSubstr("config convert")));
+  EXPECT_THAT(ErrorOf("[session]\naccounts = [1]\n"),
+              HasSubstr("did you mean [sessions.N]"));
+}
+
 TEST(ConfigFileTest, LoadingAFileNamesItInEveryError) {
   test_support::ScratchDir dir("ow-config");
   const std::string path = dir.path() + "/serve.toml";
