@@ -156,6 +156,9 @@ const CommandSpec kServeSpec{
              "the NATS servers of the journal stream (--standby)"},
             {"engine-name", "NAME", "main",
              "the engine whose stream orderwire_NAME_journal is followed"},
+            {"member-name", "NAME", "",
+             "--standby: its name in `orderwire cluster status` (default "
+             "HOSTNAME-PID)"},
             {"metrics-listen", "HOST:PORT", "",
              "serve the counters for Prometheus at http://HOST:PORT/metrics "
              "(off by default)"},

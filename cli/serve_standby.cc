@@ -1,6 +1,8 @@
 // `orderwire serve --standby`; see serve_standby.h.
 #include "cli/serve_standby.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -12,6 +14,26 @@
 #include "service/standby.h"
 
 namespace orderwire::cli {
+namespace {
+
+// HOSTNAME-PID with every character a NATS key cannot hold made '-', at
+// most 64 characters: the default --member-name.
+std::string DefaultMemberName() {
+  char host[256] = {};
+  if (::gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') {
+    std::snprintf(host, sizeof(host), "standby");
+  }
+  std::string name = absl::StrFormat("%s-%d", host, ::getpid());
+  for (char& c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                    (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    if (!ok) c = '-';
+  }
+  if (name.size() > 64) name.erase(0, name.size() - 64);
+  return name;
+}
+
+}  // namespace
 
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
@@ -32,6 +54,8 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
       !s.ok()) {
     return FlagError("engine-name", s);
   }
+  options.member_name = args.Has("member-name") ? args.String("member-name")
+                                                : DefaultMemberName();
   options.journal.directory = args.String("journal");
   absl::StatusOr<journal::Durability> durability =
       journal::ParseDurability(args.String("durability"));

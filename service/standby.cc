@@ -10,7 +10,9 @@
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
 #include "journal/reader.h"
+#include "replication/cluster_status.h"
 #include "replication/journal_follower.h"
+#include "replication/journal_stream.h"
 #include "replication/stream_position.h"
 #include "service/pinned_config.h"
 #include "service/restart.h"
@@ -138,7 +140,51 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
         next_index);
     break;
   }
+  if (!o.member_name.empty()) {
+    // The bucket gets the stream's replica count.
+    absl::StatusOr<replication::JournalStreamState> stream =
+        replication::GetJournalStreamState(o.nats_servers, o.engine_name,
+                                           o.connect_timeout);
+    if (!stream.ok()) return stream.status();
+    absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
+        replication::MemberBoard::Open(o.nats_servers, o.engine_name,
+                                       stream->replicas == 3 ? 3 : 1,
+                                       o.connect_timeout);
+    if (!board.ok()) return board.status();
+    standby->board_ = std::move(*board);
+    // A name the bucket cannot take is an error now, not a warning later.
+    if (absl::Status s = standby->board_->Put(
+            {.name = o.member_name,
+             .role = "standby",
+             .epoch = stats.epoch,
+             .applied_index = standby->machine_->last_index(),
+             .stream_sequence = stats.start_sequence - 1});
+        !s.ok()) {
+      return s;
+    }
+    standby->next_report_ns_ =
+        base::MonotonicNs() +
+        std::chrono::nanoseconds(o.report_interval).count();
+  }
   return standby;
+}
+
+void Standby::Report(std::string_view role) {
+  if (board_ == nullptr) return;
+  const StandbyStats s = stats();
+  absl::Status put = board_->Put({.name = options_.member_name,
+                                  .role = std::string(role),
+                                  .epoch = s.epoch,
+                                  .applied_index = s.applied_index,
+                                  .stream_sequence = s.stream_sequence});
+  if (!put.ok() && !report_failed_) {
+    Event(absl::StrFormat(
+        "member report not stored (cluster status will show it stale): %s",
+        put.message()));
+  }
+  report_failed_ = !put.ok();
+  next_report_ns_ = base::MonotonicNs() +
+                    std::chrono::nanoseconds(options_.report_interval).count();
 }
 
 void Standby::Event(std::string_view line) const {
@@ -173,6 +219,9 @@ absl::Status Standby::Step(std::chrono::milliseconds timeout) {
   while (pending_.size() > kMaxPendingMessages) {
     if (absl::Status s = writer_->Wait(); !s.ok()) return Fail(s);
     if (absl::Status s = ApplyDurable(); !s.ok()) return Fail(s);
+  }
+  if (board_ != nullptr && base::MonotonicNs() >= next_report_ns_) {
+    Report("standby");
   }
   return absl::OkStatus();
 }
@@ -430,6 +479,7 @@ absl::Status Standby::Run(const std::atomic<bool>& stop) {
   // What was appended before a refused message is made durable and applied
   // either way.
   if (absl::Status s = Stop(); !s.ok() && status.ok()) status = s;
+  Report("stopped");
   return status;
 }
 
@@ -445,6 +495,7 @@ StandbyState Standby::Release() {
                      .epoch = stats_.epoch,
                      .stream_sequence = stats_.stream_sequence};
   follower_.reset();
+  board_.reset();
   pending_.clear();
   return state;
 }

@@ -65,6 +65,7 @@
 
 namespace orderwire::replication {
 class JournalFollower;
+class MemberBoard;
 struct FollowedMessage;
 }  // namespace orderwire::replication
 
@@ -96,6 +97,14 @@ struct StandbyOptions {
   std::function<void()> on_interval;
   // Lines for the operator (an epoch seen, a journal full); null: stderr.
   std::function<void(std::string_view)> on_event;
+  // `orderwire cluster status` (replication/cluster_status.h): when set,
+  // the standby puts its report (role "standby", epoch, applied index,
+  // stream sequence) under this name in the engine's members bucket at
+  // start and then at most every report_interval from Step, and role
+  // "stopped" when Run ends. A failed put is logged once (on_event) and
+  // never stops the standby. Empty: no reports.
+  std::string member_name;
+  std::chrono::milliseconds report_interval{500};
 };
 
 struct StandbyStats {
@@ -187,12 +196,17 @@ class Standby {
   // Applies every pending record with index <= the durable index.
   absl::Status ApplyDurable();
   void Event(std::string_view line) const;
+  // Puts this member's report (see StandbyOptions::member_name).
+  void Report(std::string_view role);
   absl::Status Fail(absl::Status status);
 
   StandbyOptions options_;
   std::unique_ptr<journal::JournalWriter> writer_;
   std::unique_ptr<StateMachine> machine_;
   std::unique_ptr<replication::JournalFollower> follower_;
+  std::unique_ptr<replication::MemberBoard> board_;
+  std::int64_t next_report_ns_ = 0;
+  bool report_failed_ = false;  // logged once
   std::deque<Pending> pending_;
   std::vector<std::byte> run_;  // frames of one Append, reused
   absl::Status failure_;

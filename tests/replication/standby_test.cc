@@ -38,6 +38,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
+#include "replication/cluster_status.h"
 #include "replication/group_message.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
@@ -333,8 +334,11 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   // Before the standby starts: the process holds no UDP socket (the
   // service that wrote the source journal is gone).
   ASSERT_TRUE(OwnUdpSockets().empty());
-  auto standby =
-      StartStandby(StandbyOptionsFor(**nats, "main", dir.Sub("standby")));
+  service::StandbyOptions options =
+      StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
+  options.member_name = "standby-1";
+  options.report_interval = std::chrono::milliseconds(1);
+  auto standby = StartStandby(options);
   ASSERT_NE(standby, nullptr);
   EXPECT_EQ(standby->stats().start_sequence, 1u);
   // The lag: the stream messages after the one just followed.
@@ -346,6 +350,22 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   ASSERT_TRUE(FollowUntil(*standby, source.records().back().index).ok());
   EXPECT_EQ(standby->stats().lag_messages, 0u);
   EXPECT_TRUE(OwnUdpSockets().empty()) << "the standby opened a UDP socket";
+  // Its report, as `orderwire cluster status` reads it (one more step puts
+  // the final one).
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  ASSERT_TRUE(standby->Step(std::chrono::milliseconds(1)).ok());
+  absl::StatusOr<replication::ClusterStatus> cluster =
+      replication::ReadClusterStatus((*nats)->ServersUrl(), "main",
+                                     std::chrono::seconds(10));
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  ASSERT_EQ(cluster->members.size(), 1u);
+  const replication::MemberReport& member = cluster->members[0];
+  EXPECT_EQ(member.name, "standby-1");
+  EXPECT_EQ(member.role, "standby");
+  EXPECT_EQ(member.epoch, 1u);
+  EXPECT_EQ(member.applied_index, source.records().back().index);
+  EXPECT_EQ(member.stream_sequence, starts.size());
+  EXPECT_EQ(replication::MemberLag(*cluster, member), 0u);
 
   const service::StandbyStats stats = standby->stats();
   EXPECT_EQ(stats.messages, starts.size());
