@@ -10,7 +10,6 @@
 #include "service/standby.h"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <nats/nats.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -46,6 +45,7 @@
 #include "service/service.h"
 #include "service/snapshot.h"
 #include "tests/support/bytes.h"
+#include "tests/support/child_process.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -670,21 +670,8 @@ TEST(StandbyCommand, FollowsUntilSigtermAndExitsZero) {
                                          dir.Sub("standby"),
                                          "--stats-interval",
                                          "0.05"};
-  // Built before fork: the child of a threaded process must not allocate.
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (const std::string& a : args) {
-    argv.push_back(const_cast<char*>(a.c_str()));
-  }
-  argv.push_back(nullptr);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || ::dup2(fd, 2) < 0) ::_exit(126);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
+  auto child = test_support::ChildProcess::Spawn(args, log);
+  ASSERT_TRUE(child.ok()) << child.status();
   const auto read_log = [&] {
     std::ifstream in(log);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -698,21 +685,13 @@ TEST(StandbyCommand, FollowsUntilSigtermAndExitsZero) {
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  ::kill(pid, SIGTERM);
-  // It must be gone within 10 s; if not, it is killed and the test fails.
-  int wstatus = 0;
-  pid_t reaped = 0;
-  for (int i = 0; i < 1000 && reaped == 0; ++i) {
-    reaped = ::waitpid(pid, &wstatus, WNOHANG);
-    if (reaped == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  if (reaped == 0) {
-    ::kill(pid, SIGKILL);
-    ::waitpid(pid, &wstatus, 0);
-    ADD_FAILURE() << "serve --standby did not stop within 10 s of SIGTERM";
-  }
+  // It must be gone within 10 s of SIGTERM (if not, the destructor kills
+  // it).
+  absl::StatusOr<int> wstatus =
+      (*child)->Stop(SIGTERM, std::chrono::seconds(10));
+  ASSERT_TRUE(wstatus.ok()) << wstatus.status() << "\n" << read_log();
   const std::string text = read_log();
-  EXPECT_TRUE(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) << text;
+  EXPECT_TRUE(WIFEXITED(*wstatus) && WEXITSTATUS(*wstatus) == 0) << text;
   EXPECT_THAT(text, HasSubstr("standby (answering no client)"));
   EXPECT_THAT(text, HasSubstr(done));
   EXPECT_THAT(text, HasSubstr("standby stopped cleanly"));
