@@ -58,7 +58,8 @@ const CommandSpec kServeSpec{
         "[--metrics-listen HOST:PORT]\n"
         "--standby --nats nats://HOST:PORT[,...] [--engine-name NAME] "
         "--journal DIR "
-        "[--durability MODE] [--config FILE] [--stats-interval S]",
+        "[--durability MODE] [--config FILE] [--stats-interval S] "
+        "[--snapshot-every RECORDS] [--member-name NAME]",
     .summary = "Run the UDP order-entry service (or its hot standby).",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"

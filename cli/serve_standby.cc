@@ -38,8 +38,8 @@ std::string DefaultMemberName() {
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   if (absl::Status s = args.Require("nats"); !s.ok()) return s;
-  for (const char* flag : {"snapshot-every", "retain", "metrics-listen",
-                           "stats-json", "log-refusals"}) {
+  for (const char* flag :
+       {"retain", "metrics-listen", "stats-json", "log-refusals"}) {
     if (args.Has(flag)) {
       return UsageError(absl::StrFormat(
           "--%s is not available with --standby yet (the standby answers no "
@@ -74,6 +74,17 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
         LoadServiceConfig(args.String("config"));
     if (!config.ok()) return config.status();
     options.config = *config;
+  }
+  if (args.Has("snapshot-every")) {
+    absl::StatusOr<std::uint64_t> every =
+        args.Uint("snapshot-every", 1, std::uint64_t{1'000'000'000'000'000});
+    if (!every.ok()) {
+      return UsageError(absl::StrFormat(
+          "--snapshot-every with --standby takes a number of records (e.g. "
+          "1000000), not '%s'",
+          args.String("snapshot-every")));
+    }
+    options.snapshot_every_records = *every;
   }
   options.reconfigure = args.Bool("reconfigure");
   options.restart_from_snapshot = !args.Bool("no-snapshot");

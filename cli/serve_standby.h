@@ -12,9 +12,11 @@ namespace orderwire::cli {
 
 // Follows the engine's journal stream at --nats into --journal until `stop`
 // is set (SIGINT/SIGTERM) or an error, reporting itself as --member-name
-// (default HOSTNAME-PID) to `orderwire cluster status`. Usage errors: --nats
-// missing, and the serve flags the standby does not take yet (--snapshot-every,
-// --retain, --metrics-listen, --stats-json, --log-refusals).
+// (default HOSTNAME-PID) to `orderwire cluster status`, with a snapshot
+// every --snapshot-every records. Usage errors: --nats missing,
+// --snapshot-every that is not a number of records, and the serve flags the
+// standby does not take yet (--retain, --metrics-listen, --stats-json,
+// --log-refusals).
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop);
 
 }  // namespace orderwire::cli

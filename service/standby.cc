@@ -16,6 +16,7 @@
 #include "replication/stream_position.h"
 #include "service/pinned_config.h"
 #include "service/restart.h"
+#include "service/snapshot.h"
 
 namespace orderwire::service {
 namespace {
@@ -90,6 +91,8 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
   StandbyStats& stats = standby->stats_;
   stats.replayed = restarted->replayed;
   stats.started_from_snapshot = restarted->started_from_snapshot;
+  stats.last_snapshot_index = restarted->started_from_snapshot;
+  standby->snapshot_base_ = restarted->started_from_snapshot;
 
   // Where the stream holds the next index, then a follower from there. The
   // JetStream meta leader may be missing for a while (a cluster electing
@@ -455,12 +458,31 @@ absl::Status Standby::ApplyDurable() {
       if (!result.ok()) return;
       stats_.reports += machine_->outputs().size();
       pending.next_to_apply = record.index + 1;
+      MaybeSnapshot();
     });
     if (!result.ok()) return result;
     if (pending.next_to_apply <= pending.message.last_index()) break;
     pending_.pop_front();
   }
   return absl::OkStatus();
+}
+
+void Standby::MaybeSnapshot() {
+  const std::uint64_t every = options_.snapshot_every_records;
+  const std::uint64_t index = machine_->last_index();
+  if (every == 0 || index - snapshot_base_ < every) return;
+  absl::StatusOr<SnapshotInfo> written = WriteSnapshot(
+      *machine_, writer_->journal_id(), options_.journal.directory);
+  // Tried again only after another `every` records either way.
+  snapshot_base_ = index;
+  if (written.ok()) {
+    ++stats_.snapshots_taken;
+    stats_.last_snapshot_index = index;
+  } else {
+    ++stats_.snapshots_failed;
+    Event(absl::StrFormat("snapshot at index %d failed: %s", index,
+                          written.status().message()));
+  }
 }
 
 absl::Status Standby::Run(const std::atomic<bool>& stop) {

@@ -85,6 +85,13 @@ struct StandbyOptions {
   std::size_t report_history = 1 << 14;
   // Start from the newest valid snapshot of the local journal.
   bool restart_from_snapshot = true;
+  // Snapshots of the state (service/snapshot.h, <journal>/snapshots/), so
+  // that a restart, or a Service started on the standby's journal (a
+  // takeover by restart), replays only the records after the newest: one
+  // after every this many records applied (0: none). Written on the
+  // standby's thread (following pauses meanwhile: the standby answers
+  // nobody); a failure is logged and counted, never fatal.
+  std::uint64_t snapshot_every_records = 0;
   // Bounds connecting, the stream search and creating the consumer; the
   // follower is opened again until this passes (the JetStream meta leader
   // may be being elected).
@@ -124,6 +131,10 @@ struct StandbyStats {
   std::uint64_t replayed = 0;        // records replayed at start
   std::uint64_t started_from_snapshot = 0;
   std::uint64_t reports = 0;  // made by Apply, sent to nobody
+  std::uint64_t snapshots_taken = 0;
+  std::uint64_t snapshots_failed = 0;
+  std::uint64_t last_snapshot_index = 0;  // the newest written (or started
+                                          // from)
 };
 
 // What Release() hands over.
@@ -195,6 +206,9 @@ class Standby {
                          std::size_t records);
   // Applies every pending record with index <= the durable index.
   absl::Status ApplyDurable();
+  // After a record was applied (all up to it durable): a snapshot when
+  // snapshot_every_records have been applied since the last one.
+  void MaybeSnapshot();
   void Event(std::string_view line) const;
   // Puts this member's report (see StandbyOptions::member_name).
   void Report(std::string_view role);
@@ -206,7 +220,8 @@ class Standby {
   std::unique_ptr<replication::JournalFollower> follower_;
   std::unique_ptr<replication::MemberBoard> board_;
   std::int64_t next_report_ns_ = 0;
-  bool report_failed_ = false;  // logged once
+  bool report_failed_ = false;       // logged once
+  std::uint64_t snapshot_base_ = 0;  // index of the last snapshot tried
   std::deque<Pending> pending_;
   std::vector<std::byte> run_;  // frames of one Append, reused
   absl::Status failure_;

@@ -647,6 +647,77 @@ TEST(Standby, AMarkerThatDoesNotContinueTheLocalJournalIsRefused) {
   EXPECT_EQ(standby->stats().epoch, 1u);
 }
 
+// The state at `up_to` that a plain replay of `dir` makes, encoded as
+// ReplayedState does.
+std::vector<std::byte> ReplayedStateAt(const std::string& dir,
+                                       const service::ServiceOptions& o,
+                                       std::uint64_t up_to) {
+  absl::StatusOr<service::RebuiltState> rebuilt =
+      service::RebuildState({.directory = dir,
+                             .use_snapshots = false,
+                             .up_to_index = up_to,
+                             .machine_options = MachineOptionsOf(o),
+                             .unpinned = service::PinnedConfigOf(o.config)});
+  EXPECT_TRUE(rebuilt.ok()) << rebuilt.status();
+  if (!rebuilt.ok()) return {};
+  EXPECT_EQ(rebuilt->machine->last_index(), up_to);
+  return service::EncodeSnapshot(*rebuilt->machine, 0, 0);
+}
+
+TEST(Standby, SnapshotsItsStateAndRestartsFromTheNewest) {
+  const SourceJournal& source = SourceJournal::Get();
+  const std::vector<OwnedRecord>& records = source.records();
+  ASSERT_EQ(records.size(), 6000u);
+  auto nats = NatsCluster::Start(1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  auto pub = OpenPublisher(**nats, "main", 1);
+  ASSERT_NE(pub, nullptr);
+  PublishRecords(*pub, records, 0, records.size(), 1);
+  ScratchDir dir;
+  service::StandbyOptions options =
+      StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
+  options.snapshot_every_records = 1000;
+  std::uint64_t journal_id = 0;
+  {
+    auto standby = StartStandby(options);
+    ASSERT_NE(standby, nullptr);
+    ASSERT_TRUE(FollowUntil(*standby, 6000).ok());
+    EXPECT_EQ(standby->stats().snapshots_taken, 6u);
+    EXPECT_EQ(standby->stats().snapshots_failed, 0u);
+    EXPECT_EQ(standby->stats().last_snapshot_index, 6000u);
+    journal_id = standby->Release().writer->journal_id();
+  }
+  absl::StatusOr<std::vector<service::SnapshotInfo>> list =
+      service::ListSnapshots(dir.Sub("standby"));
+  ASSERT_TRUE(list.ok()) << list.status();
+  std::vector<std::uint64_t> indexes;
+  for (const service::SnapshotInfo& info : *list) indexes.push_back(info.index);
+  std::sort(indexes.begin(), indexes.end());
+  EXPECT_EQ(indexes,
+            (std::vector<std::uint64_t>{1000, 2000, 3000, 4000, 5000, 6000}));
+  // Each one is the state the source's replay has at its index.
+  for (const std::uint64_t at :
+       {std::uint64_t{1000}, std::uint64_t{3500}, std::uint64_t{6000}}) {
+    absl::StatusOr<std::optional<service::LoadedSnapshot>> loaded =
+        service::LoadNewestSnapshot(dir.Sub("standby"), journal_id, at,
+                                    nullptr);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    ASSERT_TRUE(loaded->has_value());
+    const std::uint64_t index = (*loaded)->info.index;
+    EXPECT_EQ(index, at / 1000 * 1000);
+    EXPECT_TRUE(service::EncodeSnapshot(*(*loaded)->machine, 0, 0) ==
+                ReplayedStateAt(source.dir(), source.options(), index))
+        << "snapshot " << index;
+  }
+  // A restart starts from the newest and replays nothing.
+  auto standby = StartStandby(options);
+  ASSERT_NE(standby, nullptr);
+  EXPECT_EQ(standby->stats().started_from_snapshot, 6000u);
+  EXPECT_EQ(standby->stats().replayed, 0u);
+  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
+              ReplayedState(source.dir(), source.options()));
+}
+
 // `orderwire serve --standby`, the binary: follows the stream into its
 // journal, prints its status line, stops on SIGTERM with exit 0.
 TEST(StandbyCommand, FollowsUntilSigtermAndExitsZero) {
