@@ -647,6 +647,63 @@ TEST(Standby, AMarkerThatDoesNotContinueTheLocalJournalIsRefused) {
   EXPECT_EQ(standby->stats().epoch, 1u);
 }
 
+TEST(Standby, FollowsThroughTheLossOfTheStreamLeader) {
+  const SourceJournal& source = SourceJournal::Get();
+  const std::vector<OwnedRecord>& records = source.records();
+  ASSERT_FALSE(records.empty());
+  auto nats = NatsCluster::Start(3);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  const std::size_t half = records.size() / 2;
+  {
+    auto pub = OpenPublisher(**nats, "main", 1);
+    ASSERT_NE(pub, nullptr);
+    PublishRecords(*pub, records, 0, half, 1);
+  }
+  // The standby is given only the stream leader's address: when that node
+  // goes, its connection goes with it, and it must carry on through a
+  // server it learnt from the cluster.
+  absl::StatusOr<replication::JournalStreamState> state =
+      replication::GetJournalStreamState((*nats)->ServersUrl(), "main");
+  ASSERT_TRUE(state.ok()) << state.status();
+  const int leader = (*nats)->NodeByName(state->leader);
+  ASSERT_GE(leader, 0) << state->leader;
+  ScratchDir dir;
+  service::StandbyOptions options =
+      StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
+  options.nats_servers = (*nats)->NodeUrl(leader);
+  auto standby = StartStandby(options);
+  ASSERT_NE(standby, nullptr);
+  ASSERT_TRUE(FollowUntil(*standby, records[half - 1].index).ok());
+  // The stream's leader goes; the rest is published once a new one is
+  // elected (a publisher opened until it can be), while the standby keeps
+  // following.
+  ASSERT_TRUE((*nats)->Kill(leader).ok());
+  std::unique_ptr<replication::JournalPublisher> pub;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (pub == nullptr && std::chrono::steady_clock::now() < deadline) {
+    replication::PublisherOptions publisher;
+    publisher.servers = (*nats)->ServersUrl();
+    publisher.stream.engine_name = "main";
+    publisher.stream.replicas = 3;
+    publisher.epoch = 1;
+    publisher.ack_timeout = std::chrono::seconds(20);
+    auto opened = replication::JournalPublisher::Open(std::move(publisher));
+    if (opened.ok()) {
+      pub = *std::move(opened);
+    } else {
+      ASSERT_TRUE(standby->Step(std::chrono::milliseconds(200)).ok());
+    }
+  }
+  ASSERT_NE(pub, nullptr) << "no stream leader within 60 s";
+  PublishRecords(*pub, records, half, records.size(), 1);
+  ASSERT_TRUE(FollowUntil(*standby, records.back().index).ok());
+  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
+              ReplayedState(source.dir(), source.options()));
+  standby.reset();
+  EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == records);
+}
+
 // The state at `up_to` that a plain replay of `dir` makes, encoded as
 // ReplayedState does.
 std::vector<std::byte> ReplayedStateAt(const std::string& dir,
