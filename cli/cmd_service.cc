@@ -112,7 +112,23 @@ const CommandSpec kServeSpec{
             {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
             {"journal", "DIR", "", "journal directory (created if missing)"},
             {"durability", "MODE", "batch",
-             "none | batch | sync: when a command counts as durable"},
+             "none | batch | sync | replicated: when a command counts as "
+             "durable (replicated: batch on the local disk AND acknowledged "
+             "by the NATS JetStream journal stream, see --nats)"},
+            {"nats", "nats://HOST:PORT[,...]", "",
+             "--durability replicated: the NATS servers of the journal "
+             "stream"},
+            {"engine-name", "NAME", "main",
+             "--durability replicated: the stream is "
+             "orderwire_NAME_journal ([A-Za-z0-9_-], 1-64)"},
+            {"replicas", "1|3", "1",
+             "--durability replicated: the stream's replicas"},
+            {"replication-window", "N", "32",
+             "--durability replicated: messages in flight, at most "
+             "(1-4096)"},
+            {"ack-timeout-ms", "MS", "5000",
+             "--durability replicated: a message not acknowledged within MS "
+             "stops the service"},
             {"config", "FILE", "", "service configuration (docs/SERVICE.md)"},
             {"reconfigure", "", "",
              "accept a configuration that differs from the journal's and "
@@ -212,6 +228,60 @@ absl::Status ParseSnapshotEvery(std::string_view text,
   return absl::OkStatus();
 }
 
+// --durability and, for `replicated`, --nats, --engine-name, --replicas,
+// --replication-window, --ack-timeout-ms (refused without it).
+absl::Status ParseDurabilityFlags(const Args& args,
+                                  service::ServiceOptions& options) {
+  const std::string mode = args.String("durability");
+  constexpr std::string_view kReplicationFlags[] = {
+      "nats", "engine-name", "replicas", "replication-window",
+      "ack-timeout-ms"};
+  if (mode != "replicated") {
+    absl::StatusOr<journal::Durability> durability =
+        journal::ParseDurability(mode);
+    if (!durability.ok()) {
+      return FlagError("durability",
+                       absl::InvalidArgumentError(absl::StrFormat(
+                           "%s, or replicated", durability.status().message())));
+    }
+    options.journal.durability = *durability;
+    for (const std::string_view flag : kReplicationFlags) {
+      if (args.Has(flag)) {
+        return UsageError(absl::StrFormat(
+            "--%s needs --durability replicated (given: %s)", flag, mode));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (!args.Has("nats")) {
+    return UsageError(
+        "--durability replicated needs --nats nats://HOST:PORT[,...] (the "
+        "NATS servers of the journal stream)");
+  }
+  // The local journal commits in groups with a sync; each group is then
+  // published (service/replication_link.h).
+  options.journal.durability = journal::Durability::kBatch;
+  service::ReplicationOptions replication;
+  replication.servers = args.String("nats");
+  replication.engine_name = args.String("engine-name");
+  absl::StatusOr<std::uint64_t> replicas = args.Uint("replicas", 1, 3);
+  if (!replicas.ok()) return replicas.status();
+  if (*replicas == 2) {
+    return FlagError("replicas", absl::InvalidArgumentError(
+                                     "2: the journal stream has 1 or 3"));
+  }
+  replication.replicas = static_cast<int>(*replicas);
+  absl::StatusOr<std::uint64_t> window =
+      args.Uint("replication-window", 1, 4096);
+  if (!window.ok()) return window.status();
+  replication.window = static_cast<std::uint32_t>(*window);
+  absl::StatusOr<std::uint64_t> ack = args.Uint("ack-timeout-ms", 1, 600000);
+  if (!ack.ok()) return ack.status();
+  replication.ack_timeout = std::chrono::milliseconds(*ack);
+  options.replication = std::move(replication);
+  return absl::OkStatus();
+}
+
 absl::Status Serve(const Args& args) {
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   service::ServiceOptions options;
@@ -220,10 +290,9 @@ absl::Status Serve(const Args& args) {
   if (!listen.ok()) return FlagError("listen", listen.status());
   options.listen = *listen;
   options.journal.directory = args.String("journal");
-  absl::StatusOr<journal::Durability> durability =
-      journal::ParseDurability(args.String("durability"));
-  if (!durability.ok()) return FlagError("durability", durability.status());
-  options.journal.durability = *durability;
+  if (absl::Status s = ParseDurabilityFlags(args, options); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::uint64_t> segment =
       args.Uint("segment-size", journal::kMinSegmentCapacity,
                 journal::kMaxSegmentCapacity);

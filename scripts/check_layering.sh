@@ -19,7 +19,8 @@
 #   auth/      codec/ base/          (the datagram MAC and session keys)
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
-#   service/   base/ codec/ engine/ journal/ net/ auth/
+#   service/   base/ codec/ engine/ journal/ net/ auth/ replication/
+#              (the `replicated` durability mode: service/replication_link.h)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
 #              links libnats, so nothing below it may include it; the
 #              service will wire it in, not the other way round)
@@ -60,7 +61,7 @@ declare -A allowed=(
   [auth]="codec base"
   [net]="codec base auth"
   [client]="base codec auth net"
-  [service]="base codec engine journal net auth"
+  [service]="base codec engine journal net auth replication"
   [replication]="base codec journal"
   [cli]="lib"
   [tests]="*"
