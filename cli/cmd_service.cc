@@ -129,6 +129,15 @@ const CommandSpec kServeSpec{
             {"ack-timeout-ms", "MS", "5000",
              "--durability replicated: a message not acknowledged within MS "
              "stops the service"},
+            {"lease", "", "",
+             "--durability replicated: hold the engine's leadership lease "
+             "while serving (refused while another member holds it; "
+             "serving stops when it is lost)"},
+            {"member-name", "NAME", "",
+             "--lease: this member's name (default HOSTNAME:PID)"},
+            {"lease-ms", "MS", "3000",
+             "--lease: the lease's duration D (renewed every D/12, safety "
+             "margin D/6)"},
             {"config", "FILE", "", "service configuration (docs/SERVICE.md)"},
             {"reconfigure", "", "",
              "accept a configuration that differs from the journal's and "
@@ -234,15 +243,15 @@ absl::Status ParseDurabilityFlags(const Args& args,
                                   service::ServiceOptions& options) {
   const std::string mode = args.String("durability");
   constexpr std::string_view kReplicationFlags[] = {
-      "nats", "engine-name", "replicas", "replication-window",
-      "ack-timeout-ms"};
+      "nats",           "engine-name", "replicas",    "replication-window",
+      "ack-timeout-ms", "lease",       "member-name", "lease-ms"};
   if (mode != "replicated") {
     absl::StatusOr<journal::Durability> durability =
         journal::ParseDurability(mode);
     if (!durability.ok()) {
-      return FlagError("durability",
-                       absl::InvalidArgumentError(absl::StrFormat(
-                           "%s, or replicated", durability.status().message())));
+      return FlagError("durability", absl::InvalidArgumentError(absl::StrFormat(
+                                         "%s, or replicated",
+                                         durability.status().message())));
     }
     options.journal.durability = *durability;
     for (const std::string_view flag : kReplicationFlags) {
@@ -278,6 +287,26 @@ absl::Status ParseDurabilityFlags(const Args& args,
   absl::StatusOr<std::uint64_t> ack = args.Uint("ack-timeout-ms", 1, 600000);
   if (!ack.ok()) return ack.status();
   replication.ack_timeout = std::chrono::milliseconds(*ack);
+  if (args.Bool("lease")) {
+    absl::StatusOr<std::uint64_t> duration =
+        args.Uint("lease-ms", 120, 3600000);
+    if (!duration.ok()) return duration.status();
+    const auto d = static_cast<std::int64_t>(*duration);
+    // The production ratios of docs/REPLICATION.md (3 s: 500 ms margin,
+    // renewed every 250 ms, requests 1 s); a lease held by another member
+    // is waited for up to 2 D.
+    replication.lease = service::LeaseOptions{
+        .holder = args.String("member-name"),
+        .duration = std::chrono::milliseconds(d),
+        .safety_margin = std::chrono::milliseconds(d / 6),
+        .renew_interval = std::chrono::milliseconds(d / 12),
+        .request_timeout = std::chrono::milliseconds(d / 3),
+        .acquire_wait = std::chrono::milliseconds(2 * d)};
+  } else if (args.Has("member-name") || args.Has("lease-ms")) {
+    return UsageError(
+        absl::StrFormat("--%s needs --lease",
+                        args.Has("member-name") ? "member-name" : "lease-ms"));
+  }
   options.replication = std::move(replication);
   return absl::OkStatus();
 }

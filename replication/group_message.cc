@@ -96,16 +96,16 @@ absl::StatusOr<GroupMessage> ParseGroupMessage(
   std::size_t at = 0;
   for (std::uint32_t i = 0; i < m.record_count; ++i) {
     if (m.body.size() - at < journal::kRecordHeaderSize + 1 + 8) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "group message: record %d truncated at offset %d", i,
-          kGroupMessageHeaderSize + at));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("group message: record %d truncated at offset %d", i,
+                          kGroupMessageHeaderSize + at));
     }
     if (codec::LoadLE<std::uint64_t>(m.body.data() + at) != m.first_index + i) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "group message: record %d has index out of sequence", i));
     }
-    const auto frame =
-        codec::FrameView::Parse(m.body.subspan(at + journal::kRecordHeaderSize));
+    const auto frame = codec::FrameView::Parse(
+        m.body.subspan(at + journal::kRecordHeaderSize));
     if (!frame.ok() || !frame->is_command()) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "group message: record %d holds no command frame", i));
@@ -127,9 +127,9 @@ void GroupMessageBuilder::Start(std::uint64_t epoch) {
 
 absl::Status GroupMessageBuilder::Add(const journal::Record& record) {
   if (record_count_ != 0 && record.index != first_index_ + record_count_) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "group message: record %d does not follow %d", record.index,
-        first_index_ + record_count_ - 1));
+    return absl::FailedPreconditionError(
+        absl::StrFormat("group message: record %d does not follow %d",
+                        record.index, first_index_ + record_count_ - 1));
   }
   if (record_count_ == 0) first_index_ = record.index;
   const std::size_t at = bytes_.size();
@@ -146,9 +146,10 @@ absl::Status GroupMessageBuilder::Add(const journal::Record& record) {
 }
 
 std::span<const std::byte> GroupMessageBuilder::Finish() {
-  WriteHeader(bytes_.data(), GroupMessageKind::kRecords, epoch_, first_index_,
-              record_count_,
-              static_cast<std::uint32_t>(bytes_.size() - kGroupMessageHeaderSize));
+  WriteHeader(
+      bytes_.data(), GroupMessageKind::kRecords, epoch_, first_index_,
+      record_count_,
+      static_cast<std::uint32_t>(bytes_.size() - kGroupMessageHeaderSize));
   codec::StoreLE<std::uint32_t>(bytes_.data() + kCrcOffset, MessageCrc(bytes_));
   return bytes_;
 }

@@ -70,11 +70,10 @@ absl::StatusOr<StreamEnd> ReadStreamEnd(const ReplicationOptions& options) {
   StreamEnd end{.last_sequence = state->last_sequence};
   if (end.last_sequence == 0) return end;
   absl::StatusOr<std::unique_ptr<replication::JournalFollower>> follower =
-      replication::JournalFollower::Open(
-          {.servers = options.servers,
-           .engine_name = options.engine_name,
-           .start_sequence = end.last_sequence,
-           .timeout = options.connect_timeout});
+      replication::JournalFollower::Open({.servers = options.servers,
+                                          .engine_name = options.engine_name,
+                                          .start_sequence = end.last_sequence,
+                                          .timeout = options.connect_timeout});
   if (!follower.ok()) return follower.status();
   absl::StatusOr<replication::FollowedMessage> last =
       (*follower)->Next(options.connect_timeout);
@@ -110,9 +109,9 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
         "replicated durability needs NATS servers (--nats nats://HOST:PORT)");
   }
   if (options.replicas != 1 && options.replicas != 3) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "replicas %d: the journal stream has 1 or 3 replicas",
-        options.replicas));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("replicas %d: the journal stream has 1 or 3 replicas",
+                        options.replicas));
   }
   if (options.max_message_bytes <
       replication::kGroupMessageHeaderSize + kMaxRecordBytes) {
@@ -345,13 +344,17 @@ absl::Status ReplicationLink::PublishReady(std::uint32_t seen) {
     ++stats_.published_messages;
     stats_.published_records += builder.record_count();
   }
-  absl::StatusOr<std::uint64_t> message =
-      publisher_->Publish(first, builder.Finish());
+  const std::span<const std::byte> bytes = builder.Finish();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.published_bytes += bytes.size();
+  }
+  absl::StatusOr<std::uint64_t> message = publisher_->Publish(first, bytes);
   if (!message.ok()) return message.status();
   if (*message != expected_message) {
     return absl::InternalError(absl::StrFormat(
-        "replication: the publisher numbered message %d, expected %d",
-        *message, expected_message));
+        "replication: the publisher numbered message %d, expected %d", *message,
+        expected_message));
   }
   return absl::OkStatus();
 }

@@ -43,6 +43,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -61,6 +62,24 @@ class JournalFollower;
 
 namespace orderwire::service {
 
+// The leadership lease (replication/lease.h) the primary holds while it
+// serves in the replicated mode: acquired before it serves (its epoch becomes
+// the journal messages' epoch), renewed by a LeaseRenewer thread, and checked
+// (LeaseMember::StillLeader, one atomic load and a clock read) before each
+// batch of answers.
+struct LeaseOptions {
+  // This member's name in the lease ([A-Za-z0-9_.:-], 1-64, unique per
+  // member); empty: "<hostname>:<pid>".
+  std::string holder;
+  std::chrono::milliseconds duration{3000};  // D
+  std::chrono::milliseconds safety_margin{500};
+  std::chrono::milliseconds renew_interval{250};
+  std::chrono::milliseconds request_timeout{1000};
+  // How long Start() waits for a lease another member holds (its expiry
+  // takes up to D after its holder stopped renewing).
+  std::chrono::milliseconds acquire_wait{0};
+};
+
 struct ReplicationOptions {
   std::string servers;  // nats://HOST:PORT[,nats://HOST:PORT...]
   std::string engine_name = "main";
@@ -73,15 +92,19 @@ struct ReplicationOptions {
   std::chrono::milliseconds connect_timeout{10000};
   // At most this many bytes per message (NATS max_payload is 1 MiB); a
   // single record is always sent.
-  std::size_t max_message_bytes = 256 * 1024;
-  // The primary's epoch (the first part of every Nats-Msg-Id).
+  std::size_t max_message_bytes = std::size_t{256} * 1024;
+  // The primary's epoch (the first part of every Nats-Msg-Id); with `lease`
+  // the lease's epoch replaces it.
   std::uint64_t epoch = 1;
+  // Set: hold the leadership lease while serving (see LeaseOptions).
+  std::optional<LeaseOptions> lease;
 };
 
 // What the link counts; read with stats() from the service's thread.
 struct ReplicationStats {
   std::uint64_t published_messages = 0;
   std::uint64_t published_records = 0;
+  std::uint64_t published_bytes = 0;  // message bytes, headers included
   std::uint64_t acknowledged_messages = 0;
   std::uint64_t replicated_index = 0;
   std::uint64_t failures = 0;  // 0 or 1: the link stops at the first

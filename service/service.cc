@@ -30,6 +30,7 @@
 #include "journal/format.h"
 #include "journal/prune.h"
 #include "journal/start.h"
+#include "replication/lease.h"
 #include "service/metrics.h"
 #include "service/pinned_config.h"
 #include "service/rebuild.h"
@@ -138,6 +139,11 @@ class Service::Impl final : public Sequencer::Backpressure {
   // are answered up to min(durable, link_->replicated_index()).
   std::unique_ptr<ReplicationLink> link_;
   bool replication_failure_logged_ = false;
+  // ReplicationOptions::lease: the lease this primary holds, its renewal
+  // thread (stopped when Run() returns), and whether StillLeader said no.
+  std::unique_ptr<replication::LeaseMember> lease_;
+  std::unique_ptr<replication::LeaseRenewer> renewer_;
+  bool lease_lost_ = false;
   std::optional<net::UdpSocket> socket_;
   net::Endpoint local_;
   net::DatagramBatch rx_;
@@ -250,13 +256,27 @@ class Service::Impl final : public Sequencer::Backpressure {
   // With replication: blocks until an acknowledgement (or a failure) comes,
   // a datagram arrives on the socket (with_socket), or timeout_ms passes.
   void WaitForReplication(bool with_socket, int timeout_ms);
-  // The link's failure, logged once, as Run() returns it.
+  // The link's failure or the lost lease, logged once, as Run() returns it.
   absl::Status ReplicationFailed();
-  // Whether nothing more may be answered: the link failed. One acquire
-  // load; false without replication.
+  // Whether nothing more may be answered: the link failed or the lease was
+  // lost. One acquire load; false without replication.
   [[nodiscard]] bool replication_failed() const noexcept {
-    return link_ != nullptr && link_->failed();
+    return lease_lost_ || (link_ != nullptr && link_->failed());
   }
+  // With the lease: whether this primary may still answer now (else
+  // lease_lost_ is set). One atomic load and a clock read.
+  bool StillLeader() noexcept {
+    if (lease_ == nullptr) return true;
+    if (!lease_->StillLeader(replication::LeaseClock::now())) [[unlikely]] {
+      lease_lost_ = true;
+      return false;
+    }
+    return true;
+  }
+  // The serving loop (Run() stops the lease's renewal after it).
+  absl::Status RunLoop(const std::atomic<bool>& stop);
+  // With the lease: acquires it before serving (Start()).
+  absl::Status AcquireLease(ReplicationOptions& replication);
   Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
@@ -561,9 +581,58 @@ absl::Status Service::Impl::PinConfiguration(const PinnedConfig& given) {
   return absl::OkStatus();
 }
 
+absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication) {
+  const LeaseOptions& o = *replication.lease;
+  replication::LeaseSpec spec;
+  spec.servers = replication.servers;
+  spec.engine_name = replication.engine_name;
+  spec.replicas = replication.replicas;
+  spec.holder = o.holder;
+  spec.duration = o.duration;
+  spec.safety_margin = o.safety_margin;
+  spec.renew_interval = o.renew_interval;
+  spec.request_timeout = o.request_timeout;
+  if (spec.holder.empty()) {
+    std::array<char, 256> host{};
+    if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+    spec.holder = absl::StrFormat("%s:%d", host.data(), ::getpid());
+  }
+  absl::StatusOr<std::unique_ptr<replication::LeaseMember>> member =
+      replication::LeaseMember::Open(spec);
+  if (!member.ok()) return member.status();
+  absl::StatusOr<replication::AcquireResult> acquired =
+      (*member)->Acquire(o.acquire_wait);
+  if (!acquired.ok()) return acquired.status();
+  if (acquired->outcome != replication::AcquireOutcome::kAcquired) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the lease %s of engine %s is held by %s (epoch %d, %s): another "
+        "primary serves this engine; run this node as a standby",
+        replication::LeaseBucketName(replication.engine_name),
+        replication.engine_name, acquired->holder, acquired->epoch,
+        replication::AcquireOutcomeName(acquired->outcome)));
+  }
+  replication.epoch = acquired->epoch;
+  lease_ = std::move(*member);
+  renewer_ = std::make_unique<replication::LeaseRenewer>(*lease_);
+  absl::StrAppendFormat(&startup_report_,
+                        "\n  lease %s held by %s: epoch %d, %d ms, renewed "
+                        "every %d ms",
+                        replication::LeaseBucketName(replication.engine_name),
+                        spec.holder, acquired->epoch, o.duration.count(),
+                        o.renew_interval.count());
+  return absl::OkStatus();
+}
+
 absl::Status Service::Impl::StartReplication() {
   if (!options_.replication.has_value()) return absl::OkStatus();
-  const ReplicationOptions& replication = *options_.replication;
+  ReplicationOptions& replication = *options_.replication;
+  if (replication.lease.has_value()) {
+    if (absl::Status s = AcquireLease(replication); !s.ok()) {
+      return absl::Status(
+          s.code(),
+          absl::StrFormat("--durability replicated: %s", s.message()));
+    }
+  }
   // The link tails the journal's durable records: everything recovered is.
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
   const std::uint64_t last = writer_->last_index();
@@ -590,8 +659,18 @@ absl::Status Service::Impl::StartReplication() {
 }
 
 absl::Status Service::Impl::ReplicationFailed() {
-  const absl::Status failure = link_->failure();
-  const absl::Status stopped(
+  const absl::Status failure =
+      lease_lost_
+          ? absl::FailedPreconditionError(absl::StrFormat(
+                "lost the lease (epoch %d): %s", options_.replication->epoch,
+                renewer_ != nullptr && renewer_->lost()
+                    ? "another member holds it now"
+                    : absl::StrFormat(
+                          "not renewed before its deadline "
+                          "(%d renewals failed)",
+                          renewer_ != nullptr ? renewer_->failed() : 0)))
+          : link_->failure();
+  absl::Status stopped(
       failure.code(),
       absl::StrFormat("replication failed, the service stopped answering "
                       "(answered up to journal index %d, every answered "
@@ -625,6 +704,13 @@ void Service::Impl::StartRetention() {
 }
 
 absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
+  absl::Status status = RunLoop(stop);
+  // A stopped primary stops renewing: a standby takes over after D.
+  if (renewer_ != nullptr) renewer_->Stop();
+  return status;
+}
+
+absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   const auto interval_ns = static_cast<std::int64_t>(options_.interval_s * 1e9);
   std::int64_t next_interval_ns = MonotonicNs() + interval_ns;
   started_ns_ = MonotonicNs();
@@ -956,9 +1042,10 @@ void Service::Impl::ApplyDurable() {
   std::uint64_t durable = writer_->Poll();
   durable_index_ = durable;
   if (link_ != nullptr) {
-    // Answered only once the stream has it too; after a failure, nothing.
+    // Answered only once the stream has it too, and while this primary
+    // holds the lease; after a failure, nothing.
     link_->NoteDurable(durable);
-    if (link_->failed()) [[unlikely]] {
+    if (link_->failed() || !StillLeader()) [[unlikely]] {
       return;
     }
     durable = std::min(durable, link_->replicated_index());
@@ -1371,6 +1458,7 @@ void Service::Impl::RefreshStats() const {
     s.replication_published_messages = r.published_messages;
     s.replication_acknowledged_messages = r.acknowledged_messages;
     s.replication_published_records = r.published_records;
+    s.replication_published_bytes = r.published_bytes;
     s.replicated_index = r.replicated_index;
     s.replication_failures = r.failures;
     s.replication_publish_latency = r.publish_latency;
@@ -1589,6 +1677,7 @@ std::string Service::StatsJson() const {
   field("replication_acknowledged_messages",
         s.replication_acknowledged_messages);
   field("replication_published_records", s.replication_published_records);
+  field("replication_published_bytes", s.replication_published_bytes);
   field("replicated_index", s.replicated_index);
   field("replication_failures", s.replication_failures);
   const auto group = [&](std::string_view name, auto&& fill) {

@@ -5,6 +5,8 @@
 // the local journal's records byte for byte; a fenced primary stops
 // answering at once and Run() says why; a restart publishes the local tail
 // the stream lacks before it serves; a node behind the stream is refused.
+#include <nats/nats.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "codec/messages.h"
@@ -23,6 +26,7 @@
 #include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
+#include "replication/lease.h"
 #include "service/service.h"
 #include "tests/support/bytes.h"
 #include "tests/support/nats_cluster.h"
@@ -73,14 +77,15 @@ ServiceOptions Replicated(const std::string& journal,
 }
 
 Bytes Order(std::uint64_t sequence) {
-  return Frame(sequence,
-               codec::NewLimit{.account_id = 1,
-                               .client_order_id = sequence,
-                               .instrument_id = 42,
-                               .side = codec::Side::kBuy,
-                               .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                               .price = 10000 - static_cast<std::int64_t>(sequence),
-                               .quantity = 10});
+  return Frame(
+      sequence,
+      codec::NewLimit{.account_id = 1,
+                      .client_order_id = sequence,
+                      .instrument_id = 42,
+                      .side = codec::Side::kBuy,
+                      .time_in_force = codec::TimeInForce::kGoodTillCancel,
+                      .price = 10000 - static_cast<std::int64_t>(sequence),
+                      .quantity = 10});
 }
 
 // Sends commands first..last (one datagram each) and waits for one report
@@ -235,8 +240,7 @@ TEST(ReplicatedService, AFencedPrimaryStopsAnsweringAndSaysWhy) {
     other.expected_last_sequence = StreamLastSequence(*cluster);
     auto publisher = replication::JournalPublisher::Open(other);
     ASSERT_TRUE(publisher.ok()) << publisher.status();
-    const std::vector<std::byte> marker =
-        replication::EncodeEpochMarker(2, 4);
+    const std::vector<std::byte> marker = replication::EncodeEpochMarker(2, 4);
     ASSERT_TRUE((*publisher)->Publish(4, marker).ok());
     ASSERT_TRUE((*publisher)->Flush(milliseconds(5000)).ok());
   }
@@ -313,6 +317,116 @@ TEST(ReplicatedService, ANodeBehindTheStreamIsRefused) {
   EXPECT_EQ(behind.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(behind.status().message(), HasSubstr("behind"));
   EXPECT_THAT(behind.status().message(), HasSubstr("up to 3"));
+}
+
+// With the lease: a short one, so that the tests run in seconds.
+ServiceOptions WithLease(ServiceOptions options, std::string holder) {
+  options.replication->lease =
+      LeaseOptions{.holder = std::move(holder),
+                   .duration = milliseconds(600),
+                   .safety_margin = milliseconds(150),
+                   .renew_interval = milliseconds(100),
+                   .request_timeout = milliseconds(300),
+                   .acquire_wait = milliseconds(0)};
+  return options;
+}
+
+// Puts `text` under the lease key with plain libnats, as a foreign writer
+// (an operator, a standby that took over) would.
+void PutLease(const NatsCluster& cluster, const char* text) {
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  kvStore* kv = nullptr;
+  std::uint64_t revision = 0;
+  natsStatus s = natsConnection_ConnectTo(&conn, cluster.ServersUrl().c_str());
+  if (s == NATS_OK) s = natsConnection_JetStream(&js, conn, nullptr);
+  if (s == NATS_OK) {
+    s = js_KeyValue(&kv, js, replication::LeaseBucketName("svc").c_str());
+  }
+  if (s == NATS_OK) s = kvStore_PutString(&revision, kv, "leader", text);
+  EXPECT_EQ(s, NATS_OK) << natsStatus_GetText(s);
+  kvStore_Destroy(kv);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+}
+
+// The primary takes the lease before it serves and publishes under the
+// lease's epoch; a second primary for the same engine is refused while the
+// first holds it.
+TEST(ReplicatedService, WithTheLeaseItServesUnderTheLeasesEpochAndAloneSo) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  // A previous holder left epoch 4 behind (expired: nobody renews it).
+  {
+    replication::LeaseSpec spec;
+    spec.servers = cluster->ServersUrl();
+    spec.engine_name = "svc";
+    spec.holder = "old";
+    spec.duration = milliseconds(600);
+    spec.safety_margin = milliseconds(150);
+    spec.renew_interval = milliseconds(100);
+    spec.request_timeout = milliseconds(300);
+    auto old = replication::LeaseMember::Open(spec);
+    ASSERT_TRUE(old.ok()) << old.status();
+    ASSERT_TRUE((*old)->TryAcquire().ok());
+  }
+  PutLease(*cluster, "ow-lease/1 4 600 old");
+  ServiceOptions options =
+      WithLease(Replicated(dir.Sub("a"), *cluster), "primary-a");
+  options.replication->lease->acquire_wait = milliseconds(3000);
+  auto service = RunningService::Start(std::move(options));
+  ASSERT_NE(service, nullptr);
+  EXPECT_THAT(service->service().startup_report(), HasSubstr("epoch 5"));
+  TestClient client(service->endpoint());
+  Trade(client, 1, 3);
+
+  absl::StatusOr<std::unique_ptr<Service>> second = Service::Start(
+      WithLease(Replicated(dir.Sub("b"), *cluster), "primary-b"));
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(second.status().message(), HasSubstr("held by primary-a"));
+  Trade(client, 4, 4);  // the first one serves on
+  ASSERT_TRUE(service->Stop().ok());
+
+  // Every message carries the lease's epoch.
+  auto follower = replication::JournalFollower::Open(
+      {.servers = cluster->ServersUrl(), .engine_name = "svc"});
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  const std::uint64_t last = StreamLastSequence(*cluster);
+  ASSERT_GT(last, 0u);
+  for (std::uint64_t seq = 1; seq <= last; ++seq) {
+    auto message = (*follower)->Next(milliseconds(5000));
+    ASSERT_TRUE(message.ok()) << message.status();
+    auto parsed = replication::ParseGroupMessage(message->bytes);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_EQ(parsed->epoch, 5u);
+    EXPECT_THAT(message->msg_id, ::testing::StartsWith("5-"));
+  }
+}
+
+// Another member takes the lease (a foreign write of epoch 9): the primary
+// answers nothing more (its journal and the stream would still take the
+// command: only the lease says no) and Run() says it lost the lease.
+TEST(ReplicatedService, APrimaryThatLosesTheLeaseStopsAnswering) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      WithLease(Replicated(dir.Sub("j"), *cluster), "primary-a"));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  Trade(client, 1, 2);
+  PutLease(*cluster, "ow-lease/1 9 600 standby-b");
+  // The renewal loop sees it within a renew interval (100 ms).
+  std::this_thread::sleep_for(milliseconds(300));
+  client.Send(kSession, {Order(3)});
+  client.Send(kSession, {Order(2)});  // a resend of an answered command
+  EXPECT_TRUE(client.Silent(700)) << "answered without the lease";
+  const absl::Status run = service->Stop();
+  EXPECT_FALSE(run.ok());
+  EXPECT_THAT(run.message(), HasSubstr("lost the lease (epoch 1)"));
+  EXPECT_THAT(run.message(), HasSubstr("another member holds it now"));
 }
 
 }  // namespace
