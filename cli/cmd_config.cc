@@ -3,6 +3,7 @@
 // so that an operator can move to the TOML files of docs/SERVICE.md:
 //
 //   orderwire config convert /etc/orderwire/serve.conf > serve.toml
+#include <filesystem>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,12 +27,24 @@ const CommandSpec kConvertSpec{
         "output: the engine's keys in [engine], the service's in [service],\n"
         "each session's in [sessions.N], comments kept. The result is checked\n"
         "before it is printed: loaded as TOML, it must give the configuration\n"
-        "the old reader read (key files are not read). Errors (exit 1): OLD\n"
+        "the old reader read (key files are not read). A relative\n"
+        "session key_file is written as an absolute path, OLD's directory\n"
+        "plus the path, so that the new file names the same key wherever\n"
+        "it is put. Errors (exit 1): OLD\n"
         "cannot be read, or the old reader refuses it (naming the line and\n"
         "the key), or it holds text TOML cannot (not UTF-8).",
     .flags = {},
     .positional = "OLD",
 };
+
+// The directory `path` is in, as an absolute path ("" if it cannot be
+// made one: the paths are then written as they are).
+std::string AbsoluteDirectoryOf(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path absolute =
+      std::filesystem::absolute(path, error).lexically_normal();
+  return error ? std::string() : absolute.parent_path().string();
+}
 
 absl::Status Convert(const Args& args) {
   if (args.positional().size() != 1) {
@@ -40,8 +53,8 @@ absl::Status Convert(const Args& args) {
   const std::string& path = args.positional()[0];
   absl::StatusOr<std::vector<std::byte>> bytes = ReadFile("config", path);
   if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::string> toml =
-      service::legacy::ConvertLegacyConfig(AsText(*bytes));
+  absl::StatusOr<std::string> toml = service::legacy::ConvertLegacyConfig(
+      AsText(*bytes), AbsoluteDirectoryOf(path));
   if (!toml.ok()) {
     return absl::Status(
         toml.status().code(),

@@ -24,6 +24,8 @@ extern const Command kSnapshotCommand;
 extern const Command kConfigCommand;
 extern const Command kServeCommand;
 extern const Command kSubmitCommand;
+// `cluster status`.
+extern const Command kClusterCommand;
 
 }  // namespace orderwire::cli
 

@@ -48,6 +48,8 @@ constexpr Subcommand kSubcommands[] = {
      "write a snapshot of a journal's state; snapshot inspect FILE"},
     {&orderwire::cli::kConfigCommand,
      "config convert OLD: an old key = value config file as TOML"},
+    {&orderwire::cli::kClusterCommand,
+     "cluster status: leader, epoch and each member's lag (NATS)"},
 };
 
 }  // namespace

@@ -15,7 +15,9 @@
 
 #include "codec/datagram.h"
 #include "codec/frame.h"
+#include "journal/reader.h"
 #include "jsonl/jsonl.h"
+#include "replication/group_message.h"
 #include "tests/codec/golden.h"
 
 namespace {
@@ -56,7 +58,9 @@ int main(int argc, char** argv) {
   const std::filesystem::path datagram_dir = dir / "fuzz_datagram";
   const std::filesystem::path json_dir = dir / "fuzz_json";
   const std::filesystem::path paths_dir = dir / "fuzz_decode_paths";
-  for (const auto& d : {frame_dir, datagram_dir, json_dir, paths_dir}) {
+  const std::filesystem::path stream_dir = dir / "fuzz_group_message";
+  for (const auto& d :
+       {frame_dir, datagram_dir, json_dir, paths_dir, stream_dir}) {
     std::filesystem::create_directories(d);
   }
   bool ok = true;
@@ -96,6 +100,35 @@ int main(int argc, char** argv) {
     seed.insert(seed.begin() + 1 + static_cast<std::ptrdiff_t>(commands.size()),
                 report.begin(), report.end());
     ok &= Write(paths_dir / "GoldenCommandsAndAReport", seed);
+  }
+  // fuzz_group_message: a mode byte (0: parse as is), then a journal stream
+  // message of the golden commands as records 7, 8, ..., and an epoch marker.
+  {
+    orderwire::replication::GroupMessageBuilder builder;
+    builder.Start(2);
+    std::uint64_t index = 7;
+    for (std::size_t at = 0; at < commands.size();) {
+      const auto frame =
+          codec::FrameView::Parse(std::span(commands).subspan(at));
+      if (!frame.ok()) return 1;
+      orderwire::journal::Record record;
+      record.index = index;
+      record.receive_ns = 1'000'000 * index;
+      record.session_id = static_cast<std::uint32_t>(index % 3 + 1);
+      record.frame = *frame;
+      if (!builder.Add(record).ok()) return 1;
+      ++index;
+      at += frame->bytes().size();
+    }
+    std::vector<std::byte> seed{std::byte{0}};
+    const auto message = builder.Finish();
+    seed.insert(seed.end(), message.begin(), message.end());
+    ok &= Write(stream_dir / "GoldenCommands", seed);
+    const std::vector<std::byte> marker =
+        orderwire::replication::EncodeEpochMarker(3, index);
+    seed.assign(1, std::byte{0});
+    seed.insert(seed.end(), marker.begin(), marker.end());
+    ok &= Write(stream_dir / "EpochMarker", seed);
   }
   ok &= Write(datagram_dir / "GoldenDatagram",
               FromHex(codec::golden::kDatagramHex));

@@ -1,10 +1,8 @@
-// TEMPORARY stand-in for the lead's replication/group_message.cc (being
-// written on main): the same header, a plain implementation so that the
-// primary's replication link compiles and its tests run. Replaced by main's
-// file at the merge.
+// See group_message.h for the format and the rules.
 #include "replication/group_message.h"
 
 #include <cstring>
+#include <string_view>
 
 #include "absl/strings/str_format.h"
 #include "codec/frame.h"
@@ -16,106 +14,190 @@
 namespace orderwire::replication {
 namespace {
 
-constexpr std::size_t kCrcOffset = 32;
+using codec::LoadLE;
+using codec::StoreLE;
 
+template <auto Member>
+inline constexpr std::size_t kHeaderOffset =
+    codec::OffsetOf<kGroupMessageHeaderLayout, Member>();
+
+constexpr std::size_t kMagicAt = kHeaderOffset<&GroupMessageHeader::magic>;
+constexpr std::size_t kVersionAt = kHeaderOffset<&GroupMessageHeader::version>;
+constexpr std::size_t kKindAt = kHeaderOffset<&GroupMessageHeader::kind>;
+constexpr std::size_t kEpochAt = kHeaderOffset<&GroupMessageHeader::epoch>;
+constexpr std::size_t kFirstIndexAt =
+    kHeaderOffset<&GroupMessageHeader::first_index>;
+constexpr std::size_t kRecordCountAt =
+    kHeaderOffset<&GroupMessageHeader::record_count>;
+constexpr std::size_t kBodyBytesAt =
+    kHeaderOffset<&GroupMessageHeader::body_bytes>;
+constexpr std::size_t kCrcAt = kHeaderOffset<&GroupMessageHeader::crc>;
+constexpr std::size_t kReservedAt =
+    kHeaderOffset<&GroupMessageHeader::reserved>;
+static_assert(kCrcAt == 32 && kReservedAt == 36);
+
+constexpr std::size_t kRecordHeaderSize = journal::kRecordHeaderSize;
+
+// CRC32C of the header with crc and reserved taken as zero, then the body.
 std::uint32_t MessageCrc(std::span<const std::byte> bytes) {
-  std::array<std::byte, kGroupMessageHeaderSize> header;
-  std::memcpy(header.data(), bytes.data(), header.size());
-  std::memset(header.data() + kCrcOffset, 0, 8);
-  return journal::Crc32cExtend(journal::Crc32c(header),
-                               bytes.subspan(kGroupMessageHeaderSize));
+  std::byte header[kGroupMessageHeaderSize];
+  std::memcpy(header, bytes.data(), kGroupMessageHeaderSize);
+  std::memset(header + kCrcAt, 0, 8);
+  const std::uint32_t crc = journal::Crc32c(header);
+  return journal::Crc32cExtend(crc, bytes.subspan(kGroupMessageHeaderSize));
 }
 
-void WriteHeader(std::byte* p, GroupMessageKind kind, std::uint64_t epoch,
-                 std::uint64_t first_index, std::uint32_t count,
-                 std::uint32_t body) {
-  codec::StoreLE<std::uint32_t>(p, kGroupMessageMagic);
-  codec::StoreLE<std::uint16_t>(p + 4, kGroupMessageVersion);
-  codec::StoreLE<std::uint16_t>(p + 6, static_cast<std::uint16_t>(kind));
-  codec::StoreLE<std::uint64_t>(p + 8, epoch);
-  codec::StoreLE<std::uint64_t>(p + 16, first_index);
-  codec::StoreLE<std::uint32_t>(p + 24, count);
-  codec::StoreLE<std::uint32_t>(p + 28, body);
-  codec::StoreLE<std::uint32_t>(p + 32, 0);
-  codec::StoreLE<std::uint32_t>(p + 36, 0);
+void StoreHeader(std::byte* out, GroupMessageKind kind, std::uint64_t epoch,
+                 std::uint64_t first_index, std::uint32_t record_count,
+                 std::uint32_t body_bytes) {
+  StoreLE(out + kMagicAt, kGroupMessageMagic);
+  StoreLE(out + kVersionAt, kGroupMessageVersion);
+  StoreLE(out + kKindAt, static_cast<std::uint16_t>(kind));
+  StoreLE(out + kEpochAt, epoch);
+  StoreLE(out + kFirstIndexAt, first_index);
+  StoreLE(out + kRecordCountAt, record_count);
+  StoreLE(out + kBodyBytesAt, body_bytes);
+  StoreLE(out + kCrcAt, std::uint32_t{0});
+  StoreLE(out + kReservedAt, std::uint32_t{0});
+}
+
+absl::Status Refuse(std::size_t offset, std::string_view why) {
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "journal stream message refused at byte %u: %s", offset, why));
+}
+
+// The record at `at` in a checked body: its frame's length.
+std::size_t FrameSizeAt(const std::byte* at) {
+  return codec::kCommandFrameSize[LoadLE<std::uint8_t>(at + kRecordHeaderSize +
+                                                       codec::kKindOffset)];
 }
 
 }  // namespace
 
 void GroupMessage::ForEachRecord(
     absl::FunctionRef<void(const journal::Record&)> sink) const {
-  std::size_t at = 0;
+  const std::byte* at = body.data();
   for (std::uint32_t i = 0; i < record_count; ++i) {
-    const std::byte* p = body.data() + at;
+    const std::size_t frame_size = FrameSizeAt(at);
     journal::Record record;
-    record.index = codec::LoadLE<std::uint64_t>(p);
-    record.receive_ns = codec::LoadLE<std::uint64_t>(p + 8);
-    record.session_id = codec::LoadLE<std::uint32_t>(p + 16);
-    record.flags = codec::LoadLE<std::uint32_t>(p + 20);
+    record.index = LoadLE<std::uint64_t>(at + journal::kRecordIndexOffset);
+    record.receive_ns =
+        LoadLE<std::uint64_t>(at + journal::kRecordReceiveNsOffset);
+    record.session_id =
+        LoadLE<std::uint32_t>(at + journal::kRecordSessionIdOffset);
+    record.flags = LoadLE<std::uint32_t>(at + journal::kRecordFlagsOffset);
+    // Checked by ParseGroupMessage: a known command kind, the whole frame.
     record.frame =
-        *codec::FrameView::Parse(body.subspan(at + journal::kRecordHeaderSize));
-    at += journal::kRecordHeaderSize + record.frame.size();
+        *codec::FrameView::Parse({at + kRecordHeaderSize, frame_size});
     sink(record);
+    at += kRecordHeaderSize + frame_size;
   }
 }
 
 absl::StatusOr<GroupMessage> ParseGroupMessage(
     std::span<const std::byte> bytes) {
   if (bytes.size() < kGroupMessageHeaderSize) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "group message: %d bytes, shorter than its %d-byte header",
-        bytes.size(), kGroupMessageHeaderSize));
+    return Refuse(0,
+                  absl::StrFormat("%u bytes, shorter than the %u-byte header",
+                                  bytes.size(), kGroupMessageHeaderSize));
   }
   const std::byte* p = bytes.data();
-  if (codec::LoadLE<std::uint32_t>(p) != kGroupMessageMagic ||
-      codec::LoadLE<std::uint16_t>(p + 4) != kGroupMessageVersion) {
-    return absl::InvalidArgumentError(
-        "group message: bad magic or version at offset 0");
+  const auto magic = LoadLE<std::uint32_t>(p + kMagicAt);
+  if (magic != kGroupMessageMagic) {
+    return Refuse(kMagicAt,
+                  absl::StrFormat("magic 0x%08x, not 0x%08x (\"OWRM\")", magic,
+                                  kGroupMessageMagic));
   }
-  GroupMessage m;
-  const std::uint16_t kind = codec::LoadLE<std::uint16_t>(p + 6);
-  if (kind != 1 && kind != 2) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("group message: unknown kind %d at offset 6", kind));
+  const auto version = LoadLE<std::uint16_t>(p + kVersionAt);
+  if (version != kGroupMessageVersion) {
+    return Refuse(kVersionAt,
+                  absl::StrFormat("version %u, this build reads version %u",
+                                  version, kGroupMessageVersion));
   }
-  m.kind = static_cast<GroupMessageKind>(kind);
-  m.epoch = codec::LoadLE<std::uint64_t>(p + 8);
-  m.first_index = codec::LoadLE<std::uint64_t>(p + 16);
-  m.record_count = codec::LoadLE<std::uint32_t>(p + 24);
-  const std::uint32_t body = codec::LoadLE<std::uint32_t>(p + 28);
-  if (body != bytes.size() - kGroupMessageHeaderSize) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "group message: body_bytes %d but %d bytes follow the header", body,
-        bytes.size() - kGroupMessageHeaderSize));
+  GroupMessage message;
+  const auto kind = LoadLE<std::uint16_t>(p + kKindAt);
+  if (kind != static_cast<std::uint16_t>(GroupMessageKind::kRecords) &&
+      kind != static_cast<std::uint16_t>(GroupMessageKind::kEpochMarker)) {
+    return Refuse(kKindAt, absl::StrFormat("unknown message kind %u", kind));
   }
-  if (codec::LoadLE<std::uint32_t>(p + kCrcOffset) != MessageCrc(bytes)) {
-    return absl::InvalidArgumentError(
-        "group message: checksum mismatch (offset 32)");
+  message.kind = static_cast<GroupMessageKind>(kind);
+  message.epoch = LoadLE<std::uint64_t>(p + kEpochAt);
+  message.first_index = LoadLE<std::uint64_t>(p + kFirstIndexAt);
+  message.record_count = LoadLE<std::uint32_t>(p + kRecordCountAt);
+  const auto body_bytes = LoadLE<std::uint32_t>(p + kBodyBytesAt);
+  if (bytes.size() != kGroupMessageHeaderSize + std::size_t{body_bytes}) {
+    return Refuse(
+        kBodyBytesAt,
+        absl::StrFormat("body_bytes %u, but the message has %u bytes "
+                        "after the header",
+                        body_bytes, bytes.size() - kGroupMessageHeaderSize));
   }
-  m.body = bytes.subspan(kGroupMessageHeaderSize);
+  if (LoadLE<std::uint32_t>(p + kReservedAt) != 0) {
+    return Refuse(kReservedAt, "reserved field is not 0");
+  }
+  const auto crc = LoadLE<std::uint32_t>(p + kCrcAt);
+  const std::uint32_t computed = MessageCrc(bytes);
+  if (crc != computed) {
+    return Refuse(kCrcAt,
+                  absl::StrFormat("checksum 0x%08x, the bytes give 0x%08x", crc,
+                                  computed));
+  }
+  if (message.first_index == 0) {
+    return Refuse(kFirstIndexAt, "first_index 0 (journal indexes start at 1)");
+  }
+  message.body = bytes.subspan(kGroupMessageHeaderSize);
+  if (message.kind == GroupMessageKind::kEpochMarker) {
+    if (message.record_count != 0 || body_bytes != 0) {
+      return Refuse(kRecordCountAt, "an epoch marker carries records");
+    }
+    if (message.epoch == 0) return Refuse(kEpochAt, "epoch marker of epoch 0");
+    return message;
+  }
+  if (message.record_count == 0) {
+    return Refuse(kRecordCountAt, "a records message without records");
+  }
+  if (message.first_index + message.record_count - 1 < message.first_index) {
+    return Refuse(kRecordCountAt, "the record indexes overflow");
+  }
   std::size_t at = 0;
-  for (std::uint32_t i = 0; i < m.record_count; ++i) {
-    if (m.body.size() - at < journal::kRecordHeaderSize + 1 + 8) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("group message: record %d truncated at offset %d", i,
-                          kGroupMessageHeaderSize + at));
+  for (std::uint32_t i = 0; i < message.record_count; ++i) {
+    const std::size_t offset = kGroupMessageHeaderSize + at;
+    if (message.body.size() - at <
+        kRecordHeaderSize + codec::kFrameHeaderSize) {
+      return Refuse(offset, absl::StrFormat("record %u of %u is cut off", i + 1,
+                                            message.record_count));
     }
-    if (codec::LoadLE<std::uint64_t>(m.body.data() + at) != m.first_index + i) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "group message: record %d has index out of sequence", i));
+    const std::byte* record = message.body.data() + at;
+    const auto index =
+        LoadLE<std::uint64_t>(record + journal::kRecordIndexOffset);
+    if (index != message.first_index + i) {
+      return Refuse(
+          offset, absl::StrFormat("record %u has index %u, expected %u", i + 1,
+                                  index, message.first_index + i));
     }
-    const auto frame = codec::FrameView::Parse(
-        m.body.subspan(at + journal::kRecordHeaderSize));
-    if (!frame.ok() || !frame->is_command()) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "group message: record %d holds no command frame", i));
+    const std::size_t frame_size = FrameSizeAt(record);
+    if (frame_size == 0) {
+      return Refuse(
+          offset + kRecordHeaderSize + codec::kKindOffset,
+          absl::StrFormat("record %u (index %u) has kind %u, not a command",
+                          i + 1, index,
+                          LoadLE<std::uint8_t>(record + kRecordHeaderSize +
+                                               codec::kKindOffset)));
     }
-    at += journal::kRecordHeaderSize + frame->size();
+    if (message.body.size() - at < kRecordHeaderSize + frame_size) {
+      return Refuse(offset,
+                    absl::StrFormat("record %u (index %u): its %u-byte frame "
+                                    "is cut off",
+                                    i + 1, index, frame_size));
+    }
+    at += kRecordHeaderSize + frame_size;
   }
-  if (at != m.body.size()) {
-    return absl::InvalidArgumentError("group message: bytes after the records");
+  if (at != message.body.size()) {
+    return Refuse(kGroupMessageHeaderSize + at,
+                  absl::StrFormat("%u bytes after the last record",
+                                  message.body.size() - at));
   }
-  return m;
+  return message;
 }
 
 void GroupMessageBuilder::Start(std::uint64_t epoch) {
@@ -126,40 +208,52 @@ void GroupMessageBuilder::Start(std::uint64_t epoch) {
 }
 
 absl::Status GroupMessageBuilder::Add(const journal::Record& record) {
-  if (record_count_ != 0 && record.index != first_index_ + record_count_) {
+  if (bytes_.size() < kGroupMessageHeaderSize) {
     return absl::FailedPreconditionError(
-        absl::StrFormat("group message: record %d does not follow %d",
-                        record.index, first_index_ + record_count_ - 1));
+        "GroupMessageBuilder::Add before Start");
   }
-  if (record_count_ == 0) first_index_ = record.index;
+  if (record_count_ != 0 && record.index != first_index_ + record_count_) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "record index %u does not follow %u in the message being built",
+        record.index, first_index_ + record_count_ - 1));
+  }
+  if (record.index == 0) {
+    return absl::FailedPreconditionError("record index 0");
+  }
+  const std::span<const std::byte> frame = record.frame.bytes();
+  if (codec::kCommandFrameSize[static_cast<std::uint8_t>(
+          record.frame.kind())] != frame.size()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "record %u does not hold a command frame", record.index));
+  }
   const std::size_t at = bytes_.size();
-  bytes_.resize(at + journal::kRecordHeaderSize + record.frame.size());
-  std::byte* p = bytes_.data() + at;
-  codec::StoreLE<std::uint64_t>(p, record.index);
-  codec::StoreLE<std::uint64_t>(p + 8, record.receive_ns);
-  codec::StoreLE<std::uint32_t>(p + 16, record.session_id);
-  codec::StoreLE<std::uint32_t>(p + 20, record.flags);
-  std::memcpy(p + journal::kRecordHeaderSize, record.frame.bytes().data(),
-              record.frame.size());
+  bytes_.resize(at + kRecordHeaderSize + frame.size());
+  std::byte* out = bytes_.data() + at;
+  StoreLE(out + journal::kRecordIndexOffset, record.index);
+  StoreLE(out + journal::kRecordReceiveNsOffset, record.receive_ns);
+  StoreLE(out + journal::kRecordSessionIdOffset, record.session_id);
+  StoreLE(out + journal::kRecordFlagsOffset, record.flags);
+  std::memcpy(out + kRecordHeaderSize, frame.data(), frame.size());
+  if (record_count_ == 0) first_index_ = record.index;
   ++record_count_;
   return absl::OkStatus();
 }
 
 std::span<const std::byte> GroupMessageBuilder::Finish() {
-  WriteHeader(
+  StoreHeader(
       bytes_.data(), GroupMessageKind::kRecords, epoch_, first_index_,
       record_count_,
       static_cast<std::uint32_t>(bytes_.size() - kGroupMessageHeaderSize));
-  codec::StoreLE<std::uint32_t>(bytes_.data() + kCrcOffset, MessageCrc(bytes_));
+  StoreLE(bytes_.data() + kCrcAt, MessageCrc(bytes_));
   return bytes_;
 }
 
 std::vector<std::byte> EncodeEpochMarker(std::uint64_t epoch,
                                          std::uint64_t next_index) {
   std::vector<std::byte> bytes(kGroupMessageHeaderSize);
-  WriteHeader(bytes.data(), GroupMessageKind::kEpochMarker, epoch, next_index,
+  StoreHeader(bytes.data(), GroupMessageKind::kEpochMarker, epoch, next_index,
               0, 0);
-  codec::StoreLE<std::uint32_t>(bytes.data() + kCrcOffset, MessageCrc(bytes));
+  StoreLE(bytes.data() + kCrcAt, MessageCrc(bytes));
   return bytes;
 }
 

@@ -12,6 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "replication/group_message.h"
 #include "replication/internal/nats_handles.h"
 #include "simdjson.h"
 
@@ -326,6 +327,21 @@ absl::StatusOr<std::unique_ptr<JournalPublisher>> JournalPublisher::Open(
 
 absl::StatusOr<std::uint64_t> JournalPublisher::Publish(
     std::uint64_t first_index, std::span<const std::byte> group) {
+  return PublishWithId(first_index, group,
+                       absl::StrCat(state_->options.epoch, "-", first_index));
+}
+
+absl::StatusOr<std::uint64_t> JournalPublisher::PublishEpochMarker(
+    std::uint64_t next_index) {
+  const std::vector<std::byte> marker =
+      EncodeEpochMarker(state_->options.epoch, next_index);
+  return PublishWithId(next_index, marker,
+                       absl::StrCat(state_->options.epoch, "-marker"));
+}
+
+absl::StatusOr<std::uint64_t> JournalPublisher::PublishWithId(
+    std::uint64_t first_index, std::span<const std::byte> group,
+    const std::string& msg_id) {
   State& st = *state_;
   std::uint64_t message = 0;
   {
@@ -352,7 +368,6 @@ absl::StatusOr<std::uint64_t> JournalPublisher::Publish(
                  static_cast<std::uint32_t>(st.published - st.acknowledged));
   }
   const std::string reply = absl::StrCat(st.inbox, ".", message);
-  const std::string msg_id = absl::StrCat(st.options.epoch, "-", first_index);
   const std::string expected_last = absl::StrCat(st.base + message - 1);
   natsMsg* raw = nullptr;
   natsStatus s = natsMsg_Create(&raw, st.subject.c_str(), reply.c_str(),

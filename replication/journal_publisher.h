@@ -9,6 +9,8 @@
 //                                is dropped by JetStream as a duplicate
 //                                (within the stream's duplicate window) and
 //                                acknowledged with the original's sequence;
+//                                an epoch marker's is "<epoch>-marker"
+//                                (PublishEpochMarker);
 //   Nats-Expected-Last-Sequence  the stream sequence this publisher believes
 //                                is the last one: message N (counting from 1
 //                                since Open) expects base + N - 1, where base
@@ -134,6 +136,12 @@ class JournalPublisher {
   absl::StatusOr<std::uint64_t> Publish(std::uint64_t first_index,
                                         std::span<const std::byte> group);
 
+  // Publishes this epoch's marker (replication/group_message.h): `next_index`
+  // is the index the next record will have. Its Msg-Id is "<epoch>-marker",
+  // so that it never dedupes against the records message that follows it
+  // (which starts at the same index). Otherwise as Publish.
+  absl::StatusOr<std::uint64_t> PublishEpochMarker(std::uint64_t next_index);
+
   // Waits until every message published so far is acknowledged and handed
   // to on_ack (OK), the
   // publisher fails (its failure), or `timeout` passes (DeadlineExceeded).
@@ -150,6 +158,9 @@ class JournalPublisher {
  private:
   struct State;
   explicit JournalPublisher(std::unique_ptr<State> state);
+  absl::StatusOr<std::uint64_t> PublishWithId(std::uint64_t first_index,
+                                              std::span<const std::byte> group,
+                                              const std::string& msg_id);
   std::unique_ptr<State> state_;
 };
 

@@ -306,9 +306,20 @@ absl::StatusOr<ServiceConfig> ParseLegacyServiceConfig(std::string_view text) {
   return config;
 }
 
-absl::StatusOr<std::string> ConvertLegacyConfig(std::string_view text) {
+absl::StatusOr<std::string> ConvertLegacyConfig(
+    std::string_view text, std::string_view old_directory) {
   absl::StatusOr<ServiceConfig> old = ParseLegacyServiceConfig(text);
   if (!old.ok()) return old.status();
+  // A relative key file, taken from the old file's directory.
+  const auto key_path = [old_directory](std::string_view path) {
+    if (old_directory.empty() || path.empty() || path.front() == '/') {
+      return std::string(path);
+    }
+    return absl::StrFormat("%s/%s", old_directory, path);
+  };
+  for (auto& [id, policy] : old->sessions) {
+    policy.key_file = key_path(policy.key_file);
+  }
   const OldFile file = SplitOldFile(text);
   std::vector<TomlTable> tables;
   absl::flat_hash_map<std::string, std::size_t> table_index;
@@ -344,6 +355,8 @@ absl::StatusOr<std::string> ConvertLegacyConfig(std::string_view text) {
         value = AccountsToToml(line.value);
       } else if (key == "addresses") {
         value = AddressesToToml(line.value);
+      } else if (key == "key_file") {
+        value = TomlString(key_path(line.value));
       } else {
         value = TomlString(line.value);
       }

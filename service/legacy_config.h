@@ -34,8 +34,14 @@ namespace orderwire::service::legacy {
 // read) and comparing with what the old reader read: Internal if they differ
 // (a bug), InvalidArgument if something of the old file cannot be written in
 // TOML (text that is not UTF-8). Cost: O(text size).
+//
+// `old_directory`: the directory the old file is in, as an absolute path.
+// When given, a relative session.N.key_file is written as that directory
+// plus the path, so that the new file names the same key wherever it is
+// put (a TOML file's relative paths are taken from its own directory).
+// Empty: paths are written as they are.
 [[nodiscard]] absl::StatusOr<std::string> ConvertLegacyConfig(
-    std::string_view text);
+    std::string_view text, std::string_view old_directory = {});
 
 // Every setting of `config` in a fixed order, one per line (sessions by id;
 // key files by path): equal texts, equal configurations. For the

@@ -222,6 +222,22 @@ class ErrorAt {
   std::string_view path_;
 };
 
+// True when the line `where` begins at starts a table header (`[...]`),
+// false for a key (`session.7.accounts = ...`, the old files' form).
+bool IsTableHeaderLine(std::string_view text,
+                       const toml::source_region& where) {
+  std::size_t line = 1;
+  std::size_t at = 0;
+  while (line < where.begin.line && at < text.size()) {
+    const std::size_t newline = text.find('\n', at);
+    if (newline == std::string_view::npos) return false;
+    at = newline + 1;
+    ++line;
+  }
+  while (at < text.size() && (text[at] == ' ' || text[at] == '\t')) ++at;
+  return at < text.size() && text[at] == '[';
+}
+
 // The keys of the old key = value files that have a place in a table now:
 // found outside any table, they mark an old file.
 bool IsOldTopLevelKey(std::string_view key) {
@@ -628,6 +644,12 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
   // Keys of the old form outside any table mark an old file, whatever else
   // is wrong with it (`session.7.accounts = 7` is TOML: a table `session`).
   for (auto&& [key, node] : root) {
+    if (key.str() == "session" && IsTableHeaderLine(text, key.source())) {
+      // `[session.7]`: a TOML table with a typo, not an old file.
+      return error(key.source(),
+                   "unknown table [session...]: did you mean [sessions.N] "
+                   "(a session's table is [sessions.N])?");
+    }
     if (IsOldTopLevelKey(key.str())) {
       return error(key.source(),
                    absl::StrFormat("'%s' outside any table: %s", key.str(),

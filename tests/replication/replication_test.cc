@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "replication/group_message.h"
 #include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
@@ -318,6 +319,61 @@ TEST_F(ReplicationSingleNode, RepublishedGroupsAreDeduplicated) {
 
 TEST_F(ReplicationThreeNodes, RepublishedGroupsAreDeduplicatedR3) {
   Dedupe(*cluster_, 3);
+}
+
+// An epoch marker and the records message after it start at the same
+// journal index: with Msg-Id "<epoch>-<first index>" for both, JetStream
+// would drop the records as a duplicate of the marker. The marker's own
+// Msg-Id ("<epoch>-marker") keeps both, and a later epoch's marker at the
+// same index is not a duplicate of this one either.
+TEST_F(ReplicationSingleNode, EpochMarkerNeverHidesTheRecordsAfterIt) {
+  const std::string engine = "marker";
+  std::vector<PublishAck> acks;
+  auto options = Options(*cluster_, engine, 1, /*epoch=*/4);
+  options.on_ack = [&acks](const PublishAck& ack) { acks.push_back(ack); };
+  {
+    auto primary = JournalPublisher::Open(options);
+    ASSERT_TRUE(primary.ok()) << primary.status();
+    auto marker = (*primary)->PublishEpochMarker(/*next_index=*/1);
+    ASSERT_TRUE(marker.ok()) << marker.status();
+    auto records = (*primary)->Publish(1, Group(1, SizeOf(1)));
+    ASSERT_TRUE(records.ok()) << records.status();
+    ASSERT_TRUE((*primary)->Flush(milliseconds(10000)).ok())
+        << (*primary)->failure();
+  }
+  options.epoch = 5;
+  options.expected_last_sequence = 2;
+  {
+    auto next = JournalPublisher::Open(options);
+    ASSERT_TRUE(next.ok()) << next.status();
+    ASSERT_TRUE((*next)->PublishEpochMarker(1).ok());
+    ASSERT_TRUE((*next)->Flush(milliseconds(10000)).ok()) << (*next)->failure();
+  }
+  ASSERT_EQ(acks.size(), 3u);
+  for (std::size_t i = 0; i < acks.size(); ++i) {
+    EXPECT_FALSE(acks[i].duplicate) << "message " << i + 1;
+    EXPECT_EQ(acks[i].stream_sequence, i + 1);
+  }
+  auto follower = JournalFollower::Open({.servers = cluster_->ServersUrl(),
+                                         .engine_name = engine,
+                                         .start_sequence = 1,
+                                         .timeout = milliseconds(5000)});
+  ASSERT_TRUE(follower.ok()) << follower.status();
+  auto first = (*follower)->Next(milliseconds(10000));
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->msg_id, "4-marker");
+  auto marker = ParseGroupMessage(first->bytes);
+  ASSERT_TRUE(marker.ok()) << marker.status();
+  EXPECT_EQ(marker->kind, GroupMessageKind::kEpochMarker);
+  EXPECT_EQ(marker->epoch, 4u);
+  EXPECT_EQ(marker->first_index, 1u);
+  auto second = (*follower)->Next(milliseconds(10000));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(second->msg_id, "4-1");
+  EXPECT_EQ(second->bytes, Group(1, SizeOf(1)));
+  auto third = (*follower)->Next(milliseconds(10000));
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(third->msg_id, "5-marker");
 }
 
 // A hole in the stream (here: a deleted message) stops the follower with a

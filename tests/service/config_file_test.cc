@@ -239,6 +239,19 @@ TEST(ConfigFileTest, AnOldKeyValueFileGetsTheConversionHint) {
               ::testing::Not(HasSubstr("config convert")));
 }
 
+// `[session.7]` is a TOML file with a typo in a table name, not an old
+// file: the error says which table was meant, and no conversion.
+TEST(ConfigFileTest, ASessionTableTypoIsNamedNotTakenForAnOldFile) {
+  const std::string error = ErrorOf(
+      "[engine]\nmax_live_orders = 10\n\n  [session.7]\n"
+      "accounts = [1]\n");
+  EXPECT_THAT(error, StartsWith("config (text):4:4: unknown table "
+                                "[session...]: did you mean [sessions.N]"));
+  EXPECT_THAT(error, ::testing::Not(HasSubstr("config convert")));
+  EXPECT_THAT(ErrorOf("[session]\naccounts = [1]\n"),
+              HasSubstr("did you mean [sessions.N]"));
+}
+
 TEST(ConfigFileTest, LoadingAFileNamesItInEveryError) {
   test_support::ScratchDir dir("ow-config");
   const std::string path = dir.path() + "/serve.toml";
@@ -322,6 +335,34 @@ TEST(LegacyConfigTest, EveryOldConfigConvertsToTomlThatLoadsTheSame) {
     EXPECT_EQ(legacy::ComparableText(*loaded), legacy::ComparableText(*old))
         << *converted;
   }
+}
+
+// A TOML file takes relative paths from its own directory: converted with
+// the old file's directory, a relative key_file becomes that directory plus
+// the path, so the new file names the same key wherever it is written; an
+// absolute one stays as it is.
+TEST(LegacyConfigTest, ARelativeKeyFileIsWrittenFromTheOldFilesDirectory) {
+  const std::string old_text =
+      "session.7.accounts = any\nsession.7.key_file = keys/7.key\n"
+      "session.8.accounts = any\nsession.8.key_file = /etc/ow/8.key\n";
+  absl::StatusOr<std::string> converted =
+      legacy::ConvertLegacyConfig(old_text, "/srv/orderwire");
+  ASSERT_TRUE(converted.ok()) << converted.status();
+  EXPECT_THAT(*converted,
+              HasSubstr("key_file = \"/srv/orderwire/keys/7.key\"\n"));
+  EXPECT_THAT(*converted, HasSubstr("key_file = \"/etc/ow/8.key\"\n"));
+  // Loaded from anywhere, the key is the same file.
+  ConfigSource source;
+  source.path = "/elsewhere/new.toml";
+  source.base_dir = "/elsewhere";
+  source.load_key_files = false;
+  absl::StatusOr<ServiceConfig> loaded = ParseServiceConfig(*converted, source);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->sessions.at(7).key_file, "/srv/orderwire/keys/7.key");
+  // Without a directory the paths are written as they are.
+  absl::StatusOr<std::string> as_is = legacy::ConvertLegacyConfig(old_text);
+  ASSERT_TRUE(as_is.ok()) << as_is.status();
+  EXPECT_THAT(*as_is, HasSubstr("key_file = \"keys/7.key\"\n"));
 }
 
 TEST(LegacyConfigTest, TheConversionKeepsCommentsAndGroupsKeysInTables) {

@@ -6,10 +6,8 @@
 // on SIGTERM; a bad HOST:PORT is a usage error and a port in use stops the
 // start before the journal is touched.
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +20,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -34,6 +33,7 @@
 #include "gtest/gtest.h"
 #include "net/udp.h"
 #include "tests/support/bytes.h"
+#include "tests/support/child_process.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -66,56 +66,32 @@ bool Installed(const char* program) {
 class Server {
  public:
   Server(const std::vector<std::string>& args, const std::string& log) {
-    std::vector<std::string> storage{ORDERWIRE_BINARY, "serve"};
-    storage.insert(storage.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    argv.reserve(storage.size() + 1);
-    for (std::string& a : storage) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    const pid_t parent = ::getpid();
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(127);
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, STDERR_FILENO);
-        ::dup2(fd, STDOUT_FILENO);
-        ::close(fd);
-      }
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
-  }
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
-  ~Server() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
+    std::vector<std::string> argv{ORDERWIRE_BINARY, "serve"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto process = test_support::ChildProcess::Spawn(std::move(argv), log);
+    if (process.ok()) {
+      process_ = *std::move(process);
+    } else {
+      ADD_FAILURE() << "cannot start orderwire serve: " << process.status();
     }
   }
 
-  [[nodiscard]] pid_t pid() const { return pid_; }
+  [[nodiscard]] pid_t pid() const {
+    return process_ == nullptr ? -1 : process_->pid();
+  }
 
   // SIGTERM, then its exit status (-1: killed after `timeout_ms`, or not
   // a normal exit).
   int Terminate(int timeout_ms) {
-    ::kill(pid_, SIGTERM);
-    const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
-    int status = 0;
-    while (Clock::now() < deadline) {
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return -1;  // the destructor kills it
+    if (process_ == nullptr) return -1;
+    absl::StatusOr<int> status =
+        process_->Stop(SIGTERM, std::chrono::milliseconds(timeout_ms));
+    if (!status.ok() || !WIFEXITED(*status)) return -1;
+    return WEXITSTATUS(*status);
   }
 
  private:
-  pid_t pid_ = -1;
+  std::unique_ptr<test_support::ChildProcess> process_;
 };
 
 // The two addresses the banner names ("listening on A, metrics at

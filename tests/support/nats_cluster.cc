@@ -1,21 +1,15 @@
 #include "tests/support/nats_cluster.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <nats/nats.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -60,14 +54,7 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int count) {
   return ports;
 }
 
-std::string Tail(const std::string& path, std::size_t max_bytes = 2000) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string all = ss.str();
-  if (all.size() > max_bytes) all = all.substr(all.size() - max_bytes);
-  return all;
-}
+std::string Tail(const std::string& path) { return FileTail(path, 2000); }
 
 // One JetStream request through `url`: OK when the server (and, in a
 // cluster, the meta leader) answers an account-info request.
@@ -194,11 +181,11 @@ absl::StatusOr<std::unique_ptr<NatsCluster>> NatsCluster::Start(
     for (std::size_t i = 0; last.ok() && i < cluster->nodes_.size(); ++i) {
       Node& node = cluster->nodes_[i];
       while (true) {
-        int wstatus = 0;
-        if (::waitpid(node.pid, &wstatus, WNOHANG) == node.pid) {
-          node.pid = -1;
+        if (std::optional<int> wstatus = node.process->Exited();
+            wstatus.has_value()) {
+          node.process.reset();
           last = absl::UnavailableError(absl::StrCat(
-              "nats-server ", node.name, " exited (status ", wstatus,
+              "nats-server ", node.name, " exited (status ", *wstatus,
               ") before it was ready; its log:\n", Tail(node.log_path)));
           break;
         }
@@ -257,46 +244,16 @@ absl::Status NatsCluster::Launch(const std::string& binary, Node& node) {
                  absl::StrCat("nats://127.0.0.1:", node.cluster_port),
                  "--routes", absl::StrJoin(routes, ",")});
   }
-  std::vector<char*> argv;
-  argv.reserve(args.size() + 1);
-  for (auto& arg : args) argv.push_back(arg.data());
-  argv.push_back(nullptr);
-  const int log_fd = ::open(node.log_path.c_str(),
-                            O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    return absl::InternalError(
-        absl::StrCat("open ", node.log_path, ": ", std::strerror(errno)));
-  }
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    ::close(log_fd);
-    return absl::InternalError(absl::StrCat("fork: ", std::strerror(errno)));
-  }
-  if (pid == 0) {
-    // Child: only async-signal-safe calls until exec.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);
-    ::dup2(log_fd, STDOUT_FILENO);
-    ::dup2(log_fd, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(log_fd);
-  node.pid = pid;
+  auto process = ChildProcess::Spawn(std::move(args), node.log_path);
+  if (!process.ok()) return process.status();
+  node.process = *std::move(process);
   return absl::OkStatus();
 }
 
 NatsCluster::~NatsCluster() { KillAll(); }
 
 void NatsCluster::KillAll() {
-  for (auto& node : nodes_) {
-    if (node.pid > 0) {
-      ::kill(node.pid, SIGKILL);
-      ::waitpid(node.pid, nullptr, 0);
-      node.pid = -1;
-    }
-  }
+  for (auto& node : nodes_) node.process.reset();
 }
 
 std::string NatsCluster::ServersUrl() const {
@@ -324,39 +281,31 @@ int NatsCluster::NodeByName(std::string_view name) const {
 
 absl::Status NatsCluster::Kill(int node) {
   Node& n = nodes_.at(static_cast<std::size_t>(node));
-  if (n.pid <= 0) {
+  if (n.process == nullptr || !n.process->running()) {
     return absl::FailedPreconditionError(
         absl::StrCat("nats-server ", n.name, " is not running"));
   }
-  ::kill(n.pid, SIGKILL);
-  ::waitpid(n.pid, nullptr, 0);
-  n.pid = -1;
-  return absl::OkStatus();
+  absl::Status killed = n.process->Kill();
+  n.process.reset();
+  return killed;
 }
 
 absl::Status NatsCluster::Pause(int node) {
   const Node& n = nodes_.at(static_cast<std::size_t>(node));
-  if (n.pid <= 0 || ::kill(n.pid, SIGSTOP) != 0) {
+  if (n.process == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("nats-server ", n.name, " is not running"));
   }
-  // kill() returns before the process has stopped: wait until it has, so
-  // that nothing the caller sends afterwards is served before the pause.
-  int wstatus = 0;
-  if (::waitpid(n.pid, &wstatus, WUNTRACED) != n.pid || !WIFSTOPPED(wstatus)) {
-    return absl::InternalError(absl::StrCat(
-        "nats-server ", n.name, " did not stop (wait status ", wstatus, ")"));
-  }
-  return absl::OkStatus();
+  return n.process->Pause();
 }
 
 absl::Status NatsCluster::Resume(int node) {
   const Node& n = nodes_.at(static_cast<std::size_t>(node));
-  if (n.pid <= 0 || ::kill(n.pid, SIGCONT) != 0) {
+  if (n.process == nullptr) {
     return absl::FailedPreconditionError(
         absl::StrCat("nats-server ", n.name, " is not running"));
   }
-  return absl::OkStatus();
+  return n.process->Resume();
 }
 
 absl::Status NatsCluster::WaitForJetStream(const std::string& url,

@@ -24,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "tests/support/child_process.h"
 #include "tests/support/scratch_dir.h"
 
 namespace orderwire::test_support {
@@ -72,7 +73,7 @@ class NatsCluster {
     std::string name;
     int client_port = 0;
     int cluster_port = 0;
-    pid_t pid = -1;
+    std::unique_ptr<ChildProcess> process;  // null: not running
     std::string log_path;
   };
   NatsCluster() = default;
