@@ -144,6 +144,7 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
   link->options_ = options;
   link->builder_ = std::make_unique<replication::GroupMessageBuilder>();
   link->replicated_.store(end->last_index, std::memory_order_relaxed);
+  link->next_index_ = end->last_sequence == 0 ? 0 : end->last_index + 1;
   link->stats_.replicated_index = end->last_index;
   link->stats_.start_stream_sequence = end->last_sequence;
   link->stats_.start_replicated_index = end->last_index;
@@ -336,6 +337,16 @@ absl::Status ReplicationLink::PublishReady(std::uint32_t seen) {
   }
   const std::uint64_t first = builder.first_index();
   const std::uint64_t last = first + builder.record_count() - 1;
+  // The replicated index counts on it: every message starts right after
+  // the previous one (the first after the stream's last index; on an empty
+  // stream, anywhere: the journal's first index).
+  if (next_index_ != 0 && first != next_index_) {
+    return absl::InternalError(absl::StrFormat(
+        "replication: the local journal yielded index %d where %d was "
+        "expected; nothing after %d is published",
+        first, next_index_, next_index_ - 1));
+  }
+  next_index_ = last + 1;
   std::uint64_t expected_message = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);

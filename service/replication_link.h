@@ -180,6 +180,9 @@ class ReplicationLink {
   std::atomic<std::uint32_t> durable_moves_{0};
   std::atomic<bool> sleeping_{false};
   std::uint64_t noted_durable_ = 0;  // the service thread's last NoteDurable
+  // The link's thread: the journal index the next message must start at
+  // (0: any, on an empty stream before the first message).
+  std::uint64_t next_index_ = 0;
 
   mutable std::mutex mutex_;  // guards what follows
   absl::Status failure_;

@@ -160,8 +160,8 @@ std::uint64_t StreamLastSequence(const NatsCluster& cluster) {
 // Every answered command is in the stream, and the stream's records are the
 // local journal's, byte for byte (index, receive time, session, flags,
 // frame).
-TEST(ReplicatedService, EveryAnsweredCommandIsInTheStreamByteForByte) {
-  auto cluster = StartCluster(1);
+void ExpectEveryAnsweredCommandInTheStream(int nodes) {
+  auto cluster = StartCluster(nodes);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   auto service = RunningService::Start(Replicated(dir.Sub("j"), *cluster));
@@ -184,6 +184,15 @@ TEST(ReplicatedService, EveryAnsweredCommandIsInTheStreamByteForByte) {
   const std::vector<RecordBytes> local = LocalJournal(dir.Sub("j"));
   ASSERT_EQ(local.size(), 40u);
   EXPECT_TRUE(StreamRecords(*cluster) == local);
+}
+
+TEST(ReplicatedService, EveryAnsweredCommandIsInTheStreamByteForByte) {
+  ExpectEveryAnsweredCommandInTheStream(1);
+}
+
+// The same on three servers and an R3 stream.
+TEST(ReplicatedService, EveryAnsweredCommandIsInTheR3StreamByteForByte) {
+  ExpectEveryAnsweredCommandInTheStream(3);
 }
 
 // With the nats-server stopped (SIGSTOP), a command is journaled and durable
