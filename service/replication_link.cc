@@ -18,6 +18,7 @@
 #include "codec/kind_table.h"
 #include "journal/follower.h"
 #include "journal/format.h"
+#include "replication/cluster_status.h"
 #include "replication/group_message.h"
 #include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
@@ -186,6 +187,16 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
           ? absl::StrFormat(" (%d never acknowledged: published first)",
                             local_last_index - end->last_index)
           : std::string());
+  if (!options.member_name.empty()) {
+    absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
+        replication::MemberBoard::Open(options.servers, options.engine_name,
+                                       options.replicas,
+                                       options.connect_timeout);
+    if (!board.ok()) return board.status();
+    link->board_ = std::move(*board);
+    link->report_thread_ =
+        base::StartWithStopSignalsBlocked([self] { self->ReportLoop(); });
+  }
   link->thread_ = base::StartWithStopSignalsBlocked([self] { self->Loop(); });
   return link;
 }
@@ -195,6 +206,11 @@ ReplicationLink::~ReplicationLink() {
   durable_moves_.fetch_add(1, std::memory_order_release);
   FutexWakeOne(durable_moves_);
   if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    report_wake_.notify_all();
+  }
+  if (report_thread_.joinable()) report_thread_.join();
   // The publisher's acknowledgement thread calls OnAck: stopped first.
   publisher_.reset();
   if (wake_fd_ >= 0) ::close(wake_fd_);
@@ -279,6 +295,27 @@ void ReplicationLink::Fail(absl::Status status) {
     failed_.store(true, std::memory_order_release);
   }
   Wake();
+}
+
+void ReplicationLink::ReportLoop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_.load(std::memory_order_acquire)) {
+    const replication::MemberReport report{
+        .name = options_.member_name,
+        .role = failed() ? "stopped" : "primary",
+        .epoch = options_.epoch,
+        .applied_index = replicated_index(),
+        .stream_sequence =
+            stats_.start_stream_sequence + stats_.acknowledged_messages,
+        .stored_unix_ns = 0};
+    lock.unlock();
+    const absl::Status put = board_->Put(report);
+    lock.lock();
+    ++(put.ok() ? stats_.member_reports : stats_.member_report_failures);
+    report_wake_.wait_for(lock, options_.member_report_interval, [this] {
+      return stop_.load(std::memory_order_acquire);
+    });
+  }
 }
 
 void ReplicationLink::Loop() {

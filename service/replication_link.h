@@ -38,6 +38,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -53,6 +54,7 @@
 
 namespace orderwire::replication {
 class JournalPublisher;
+class MemberBoard;
 class GroupMessageBuilder;
 struct PublishAck;
 }  // namespace orderwire::replication
@@ -98,6 +100,16 @@ struct ReplicationOptions {
   std::uint64_t epoch = 1;
   // Set: hold the leadership lease while serving (see LeaseOptions).
   std::optional<LeaseOptions> lease;
+  // Not empty: this member's line in the engine's members bucket
+  // (replication/cluster_status.h, `orderwire cluster status`), put every
+  // member_report_interval from a thread of the link's own: role
+  // "primary", the epoch, the replicated index as its applied index (the
+  // service applies up to min(durable, replicated), and the link publishes
+  // only durable records) and the stream sequence acknowledged. A put that
+  // fails is counted, never fatal. With the lease, the service sets it to
+  // the holder's name (':' written as '-': NATS keys cannot hold ':').
+  std::string member_name;
+  std::chrono::milliseconds member_report_interval{500};
 };
 
 // What the link counts; read with stats() from the service's thread.
@@ -107,7 +119,9 @@ struct ReplicationStats {
   std::uint64_t published_bytes = 0;  // message bytes, headers included
   std::uint64_t acknowledged_messages = 0;
   std::uint64_t replicated_index = 0;
-  std::uint64_t failures = 0;  // 0 or 1: the link stops at the first
+  std::uint64_t failures = 0;        // 0 or 1: the link stops at the first
+  std::uint64_t member_reports = 0;  // lines put in the members
+  std::uint64_t member_report_failures = 0;  // bucket, and puts that failed
   // Publish to acknowledgement, per message.
   LatencyBuckets publish_latency;
   // What Open found: the stream's last sequence and last replicated index.
@@ -159,6 +173,8 @@ class ReplicationLink {
  private:
   ReplicationLink() = default;
   void Loop();
+  // The members-bucket reporter's thread (ReplicationOptions::member_name).
+  void ReportLoop();
   void OnAck(const replication::PublishAck& ack);
   void Fail(absl::Status status);
   void Wake() noexcept;
@@ -171,6 +187,9 @@ class ReplicationLink {
   std::string description_;
   int wake_fd_ = -1;
   std::thread thread_;
+  std::unique_ptr<replication::MemberBoard> board_;
+  std::thread report_thread_;
+  std::condition_variable report_wake_;  // with mutex_; on stop
 
   std::atomic<std::uint64_t> replicated_{0};
   std::atomic<bool> failed_{false};

@@ -612,6 +612,11 @@ absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication) {
         replication::AcquireOutcomeName(acquired->outcome)));
   }
   replication.epoch = acquired->epoch;
+  if (replication.member_name.empty()) {
+    replication.member_name = spec.holder;
+    std::replace(replication.member_name.begin(), replication.member_name.end(),
+                 ':', '-');
+  }
   lease_ = std::move(*member);
   renewer_ = std::make_unique<replication::LeaseRenewer>(*lease_);
   absl::StrAppendFormat(&startup_report_,

@@ -22,6 +22,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
+#include "replication/cluster_status.h"
 #include "replication/group_message.h"
 #include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
@@ -396,6 +397,19 @@ TEST(ReplicatedService, WithTheLeaseItServesUnderTheLeasesEpochAndAloneSo) {
   EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(second.status().message(), HasSubstr("held by primary-a"));
   Trade(client, 4, 4);  // the first one serves on
+  // It reports itself in the members bucket (`orderwire cluster status`).
+  bool reported = false;
+  for (int i = 0; i < 40 && !reported; ++i) {
+    auto status = replication::ReadClusterStatus(cluster->ServersUrl(), "svc",
+                                                 milliseconds(2000));
+    ASSERT_TRUE(status.ok()) << status.status();
+    for (const replication::MemberReport& m : status->members) {
+      reported = reported || (m.name == "primary-a" && m.role == "primary" &&
+                              m.epoch == 5 && m.applied_index == 4);
+    }
+    if (!reported) std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_TRUE(reported) << "no members-bucket line: primary-a, epoch 5, 4";
   ASSERT_TRUE(service->Stop().ok());
 
   // Every message carries the lease's epoch.
