@@ -2,7 +2,12 @@
 // with several targets moves to the next one only after the failover
 // timeout without a word from the current one, resends from the oldest
 // unanswered command, and takes nothing from any other address; with one
-// target it never switches.
+// target it never switches. End to end: two sessions (one keyed) trade
+// through RunClient against service A, A stops mid-load, service B opens
+// the same journal directory (the stand-in for a hot standby holding the
+// same journal) on the second target's port, the clients switch to B and
+// finish; every command is applied once and each session received exactly
+// the per-session replay of B's journal.
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -274,6 +279,238 @@ TEST(ClientFailover, OpenRefusesAFailoverTargetOfAnotherFamilyOrNoTimeout) {
   EXPECT_NE(no_timeout.status().message().find("failover_timeout_ms 0"),
             std::string::npos)
       << no_timeout.status();
+}
+
+// ---------------------------------------------------------------------------
+// End to end.
+
+constexpr std::string_view kKeyHex =
+    "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
+
+// Session 7 keyed, session 8 not; both may trade any account.
+service::ServiceConfig FailoverConfig(const ScratchDir& dir) {
+  const std::string key = dir.Sub("session-7.key");
+  test_support::WriteText(key, std::string(kKeyHex) + "\n");
+  ::chmod(key.c_str(), 0600);
+  absl::StatusOr<service::ServiceConfig> config = service::ParseServiceConfig(
+      "[sessions.7]\naccounts = \"any\"\nkey_file = \"" + key +
+      "\"\n[sessions.8]\naccounts = \"any\"\n");
+  EXPECT_TRUE(config.ok()) << config.status();
+  return config.ok() ? *config : service::ServiceConfig{};
+}
+
+// Service A's address as the clients see it: a relay on its own thread
+// between the clients and A. Once `Blackout()` is called it still passes
+// commands to A but drops A's reports: A applies and journals commands
+// whose answers never arrive, as a primary that dies before its reports
+// leave does. `Stop()` ends the relay (its socket closed: silent).
+class Relay {
+ public:
+  explicit Relay(const net::Endpoint& service)
+      : service_(service),
+        socket_(*net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"))),
+        batch_(64) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~Relay() { Stop(); }
+
+  [[nodiscard]] net::Endpoint endpoint() const {
+    return *socket_.LocalEndpoint();
+  }
+  void Blackout() { blackout_.store(true); }
+  [[nodiscard]] std::uint64_t reports_dropped() const {
+    return dropped_.load();
+  }
+  void Stop() {
+    stop_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run() {
+    while (!stop_.load()) {
+      if (!socket_.WaitReadable(1)) continue;
+      const int n = socket_.Receive(batch_, 64);
+      for (int i = 0; i < n; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        const std::span<const std::byte> bytes = batch_.datagram(k);
+        if (bytes.size() < codec::kDatagramHeaderSize) continue;
+        const std::uint32_t session = codec::LoadLE<std::uint32_t>(
+            bytes.data() +
+            codec::DatagramOffsetOf<&codec::DatagramHeader::session_id>());
+        const bool from_service = batch_.peer(k) == service_;
+        if (!from_service) {
+          clients_[session] = batch_.peer(k);
+        } else if (blackout_.load() || !clients_.contains(session)) {
+          ++dropped_;
+          continue;
+        }
+        batch_.set_length(k, bytes.size());
+        batch_.set_peer(k, from_service ? clients_[session] : service_);
+        (void)socket_.SendRange(batch_, k, 1);
+      }
+    }
+  }
+
+  net::Endpoint service_;
+  net::UdpSocket socket_;
+  net::DatagramBatch batch_;
+  std::map<std::uint32_t, net::Endpoint> clients_;
+  std::atomic<bool> blackout_{false};
+  std::atomic<bool> stop_{false};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::thread thread_;
+};
+
+Bytes ReadBack(std::FILE* file) {
+  Bytes bytes;
+  std::rewind(file);
+  std::array<std::byte, 1 << 16> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
+    bytes.insert(bytes.end(), buffer.begin(),
+                 buffer.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  return bytes;
+}
+
+TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
+  ScratchDir dir;
+  const std::string journal = dir.Sub("journal");
+  service::ServiceOptions options =
+      TestOptions(journal, journal::Durability::kBatch, FailoverConfig(dir));
+  const engine::EngineConfig engine_config = options.config.engine;
+  // B's address, known before B exists (the client is given both at once):
+  // a port the kernel hands out, given back at once for B to bind later.
+  net::Endpoint b_address;
+  {
+    auto probe = net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    b_address = *probe->LocalEndpoint();
+  }
+  auto a = RunningService::Start(options);
+  ASSERT_NE(a, nullptr);
+  Relay relay(a->endpoint());
+  const net::Endpoint a_address = relay.endpoint();
+
+  constexpr std::uint32_t kSessions = 2;
+  constexpr std::size_t kCommands = 6000;
+  const std::array<std::uint32_t, kSessions> ids{7, 8};
+  std::vector<std::vector<std::byte>> inputs;
+  std::vector<std::FILE*> files;
+  std::vector<absl::StatusOr<ClientResult>> results(
+      kSessions, absl::UnknownError("not run"));
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    inputs.push_back(workload::EncodeCommands(
+        workload::Generate(workload::Workload::kMixed, kCommands, 300 + s)));
+    files.push_back(std::tmpfile());
+    ASSERT_NE(files.back(), nullptr);
+  }
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> threads;
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    threads.emplace_back([&, s] {
+      ClientOptions client;
+      client.target = a_address;
+      client.failover_targets = {b_address};
+      client.failover_timeout_ms = 300;
+      client.session_id = ids[s];
+      client.window = 256;
+      // Paced so that the load is still running when A stops.
+      client.rate = 10'000;
+      client.give_up_ms = 30'000;
+      client.reports_out = files[s];
+      if (ids[s] == 7) client.mac.emplace(*auth::ParseKeyHex(kKeyHex));
+      results[s] = RunClient(client, inputs[s], stop);
+    });
+  }
+  // Mid-load, A's reports stop reaching the clients while A goes on
+  // applying what comes (until the clients' windows are full); then A
+  // stops and its address falls silent.
+  std::uint64_t blackout_at = 0;
+  const bool mid_load = a->WaitFor(
+      [&](const service::ServiceStats& stats) {
+        blackout_at = stats.commands_applied;
+        return stats.commands_applied >= kSessions * kCommands / 3;
+      },
+      30'000);
+  EXPECT_TRUE(mid_load);
+  relay.Blackout();
+  EXPECT_TRUE(a->WaitFor(
+      [&](const service::ServiceStats& stats) {
+        return stats.commands_applied >= blackout_at + 100;
+      },
+      30'000))
+      << "A applied nothing unanswered";
+  ASSERT_TRUE(a->Stop().ok());
+  const std::uint64_t applied_by_a = a->final_stats().commands_applied;
+  a.reset();
+  relay.Stop();
+  EXPECT_GT(relay.reports_dropped(), 0u);
+  // B takes the same journal over on the second target's address.
+  service::ServiceOptions b_options = options;
+  b_options.listen = b_address;
+  auto b = RunningService::Start(b_options);
+  ASSERT_NE(b, nullptr);
+  for (std::thread& t : threads) t.join();
+  ASSERT_TRUE(b->Stop().ok());
+  EXPECT_LT(applied_by_a, kSessions * kCommands) << "A stopped after the load";
+  // B answered the commands A had applied unanswered from the report
+  // history it rebuilt from the journal, and had every report asked for.
+  EXPECT_GT(b->final_stats().duplicates, 0u);
+  EXPECT_GT(b->final_stats().reports_resent, 0u);
+  EXPECT_EQ(b->final_stats().resend_unavailable, 0u);
+
+  SCOPED_TRACE(::testing::Message() << "A applied " << applied_by_a);
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(journal, engine_config);
+  // Every command applied once: the journal holds each session's commands
+  // exactly once (a duplicate would be another record).
+  EXPECT_EQ(replay.records, kSessions * kCommands);
+  for (std::uint32_t s = 0; s < kSessions; ++s) {
+    SCOPED_TRACE(::testing::Message() << "session " << ids[s]);
+    ASSERT_TRUE(results[s].ok()) << results[s].status();
+    const ClientResult& r = *results[s];
+    EXPECT_EQ(r.acknowledged, kCommands);
+    EXPECT_EQ(r.unconfirmed, 0u);
+    EXPECT_GE(r.failovers, 1u);
+    EXPECT_EQ(r.final_target.ToString(), b_address.ToString());
+    EXPECT_EQ(replay.records_by_session.at(ids[s]), kCommands);
+    // What the session received live is its replayed reports, byte for
+    // byte, up to where it stopped listening (the other session may trade
+    // on and fill this one's resting orders: those reports come after).
+    const Bytes live = ReadBack(files[s]);
+    std::fclose(files[s]);
+    const std::vector<Bytes>& frames = replay.reports_by_session.at(ids[s]);
+    Bytes expected;
+    std::size_t received = 0;
+    while (received < frames.size() &&
+           expected.size() + frames[received].size() <= live.size()) {
+      expected.insert(expected.end(), frames[received].begin(),
+                      frames[received].end());
+      ++received;
+    }
+    EXPECT_EQ(live.size(), expected.size())
+        << "the live reports do not end on a replayed frame's boundary";
+    EXPECT_TRUE(live == expected) << "live differs from B's replay";
+    EXPECT_EQ(r.reports, received);
+    for (std::size_t f = received; f < frames.size(); ++f) {
+      const auto frame = codec::FrameView::Parse(frames[f]);
+      ASSERT_TRUE(frame.ok());
+      const bool caused_by_others =
+          (frame->kind() == Kind::kFilled &&
+           codec::View<codec::Filled>::FromFrame(*frame)
+                   ->Get<&codec::Filled::liquidity>() ==
+               codec::Liquidity::kMaker) ||
+          (frame->kind() == Kind::kCancelled &&
+           codec::View<codec::Cancelled>::FromFrame(*frame)
+                   ->Get<&codec::Cancelled::reason>() ==
+               codec::CancelReason::kSelfTrade);
+      EXPECT_TRUE(caused_by_others)
+          << "report " << f + 1 << " (" << codec::Name(frame->kind())
+          << ") answers the session's own command but never arrived";
+    }
+  }
 }
 
 }  // namespace
