@@ -51,10 +51,11 @@
 // while a report is missing): the new primary holds the same journal, so it
 // knows the session's expected sequence and answers duplicates from its
 // report history. Reports stay in order and once each across the switch
-// (the expected report sequence is the session's, not the target's). From
-// then on a datagram from any other address (the old primary waking up) is
-// dropped and counted in `other_target_datagrams`. With one target nothing
-// of this happens: datagrams are taken from any address, as before.
+// (the expected report sequence is the session's, not the target's). With
+// several targets only the current one is heard: a datagram from any other
+// address (an old primary waking up after the switch) is dropped and
+// counted in `other_target_datagrams`. With one target nothing of this
+// happens: datagrams are taken from any address, as before.
 //
 // Silence. The service never answers what it refuses (unknown session,
 // address not allowed, wrong key, ...). When nothing has been heard for
