@@ -202,8 +202,12 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
                    static_cast<unsigned long long>(failovers_written));
       std::fflush(options.diagnostics);
     }
+    // With several targets a silence is first a reason to fail over: it is
+    // explained once every target has been tried.
+    const bool every_target_tried =
+        session.counters().failovers >= options.failover_targets.size();
     if (options.diagnostics != nullptr && session.refusals().silent &&
-        !silence_written) {
+        every_target_tried && !silence_written) {
       std::fprintf(options.diagnostics, "orderwire submit: %s\n",
                    session.ExplainSilence().c_str());
       std::fflush(options.diagnostics);

@@ -15,7 +15,8 @@
 //   is progress (the service is alive); a failover is not (a run whose
 //   targets are all dead gives up);
 // - failover: with several targets, the Session's switches (session.h
-//   "Failover"), each one line on `diagnostics`;
+//   "Failover"), each one line on `diagnostics`; a silence is explained
+//   only once every target has been tried;
 // - output: the reports in sequence order to `reports_out`, their FNV-1a
 //   hash, a progress bar, and the silence explained on `diagnostics` each
 //   time the Session reports one.

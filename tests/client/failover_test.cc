@@ -281,6 +281,43 @@ TEST(ClientFailover, OpenRefusesAFailoverTargetOfAnotherFamilyOrNoTimeout) {
       << no_timeout.status();
 }
 
+// RunClient with two silent targets: a line per failover on diagnostics,
+// and the silence (explain_after_ms long before the failover timeout)
+// explained only after the first failover, once both targets were tried;
+// then it gives up.
+TEST(ClientFailover, RunClientExplainsASilenceOnlyOnceEveryTargetWasTried) {
+  FakeTarget a;
+  FakeTarget b;
+  std::FILE* diagnostics = std::tmpfile();
+  ASSERT_NE(diagnostics, nullptr);
+  ClientOptions options;
+  options.target = a.endpoint();
+  options.failover_targets = {b.endpoint()};
+  options.failover_timeout_ms = 200;
+  options.explain_after_ms = 20;
+  options.give_up_ms = 500;
+  options.session_id = 5;
+  options.diagnostics = diagnostics;
+  const Bytes frames = test_support::Frame(1, Limit(1));
+  const std::atomic<bool> stop{false};
+  const absl::StatusOr<ClientResult> result = RunClient(options, frames, stop);
+  EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded)
+      << result.status();
+  std::rewind(diagnostics);
+  std::string text(4096, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), diagnostics));
+  std::fclose(diagnostics);
+  const std::size_t failover =
+      text.find("nothing heard for 200 ms, failing over to " +
+                b.endpoint().ToString() + " (failover 1)");
+  const std::size_t explained = text.find("likely causes");
+  ASSERT_NE(failover, std::string::npos) << text;
+  ASSERT_NE(explained, std::string::npos) << text;
+  EXPECT_LT(failover, explained) << text;
+  EXPECT_FALSE(a.Commands(100).empty());
+  EXPECT_FALSE(b.Commands(100).empty());
+}
+
 // ---------------------------------------------------------------------------
 // End to end.
 
