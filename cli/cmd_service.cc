@@ -695,17 +695,20 @@ absl::Status Submit(const Args& args) {
   // Failover (several targets): switches, the target in use at the end,
   // and datagrams from other addresses dropped.
   if (args.Bool("json")) {
-    summary.insert(summary.size() - 2,
-                   absl::StrFormat(",\"failovers\":%d,\"target\":\"%s\","
-                                   "\"other_target_datagrams\":%d",
-                                   r.failovers, r.final_target.ToString(),
-                                   r.other_target_datagrams));
+    summary.insert(
+        summary.size() - 2,
+        absl::StrFormat(",\"failovers\":%d,\"target\":\"%s\","
+                        "\"other_target_datagrams\":%d,"
+                        "\"unreachable_sends\":%d",
+                        r.failovers, r.final_target.ToString(),
+                        r.other_target_datagrams, r.unreachable_sends));
   } else if (!options.failover_targets.empty()) {
     absl::StrAppendFormat(&summary,
                           "  failover        %d failover(s), ended on %s; %d "
-                          "datagrams from other targets dropped\n",
+                          "datagrams from other targets dropped, %d not "
+                          "sent (target unreachable)\n",
                           r.failovers, r.final_target.ToString(),
-                          r.other_target_datagrams);
+                          r.other_target_datagrams, r.unreachable_sends);
   }
   if (absl::Status s = WriteAll(
           out, summary, out == stdout ? "standard output" : "standard error");

@@ -67,6 +67,7 @@ void CopyCounters(const Session& session, ClientResult& result) {
   result.latency_ns = session.latency_ns();
   result.failovers = c.failovers;
   result.other_target_datagrams = c.other_target_datagrams;
+  result.unreachable_sends = c.unreachable_sends;
   result.final_target = session.current_target();
 }
 

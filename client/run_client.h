@@ -112,10 +112,12 @@ struct ClientResult {
   std::uint64_t bad_mac_datagrams = 0;  // keyed: MAC missing or wrong
   std::uint64_t silences_explained = 0;
   // Several targets: switches to the next target, datagrams dropped for
-  // coming from another address than the current target, and the target in
+  // coming from another address than the current target, datagrams not
+  // sent because the kernel could not reach the target, and the target in
   // use at the end.
   std::uint64_t failovers = 0;
   std::uint64_t other_target_datagrams = 0;
+  std::uint64_t unreachable_sends = 0;
   net::Endpoint final_target;
   double seconds = 0;
   LatencyHistogram latency_ns;    // send to primary report

@@ -472,6 +472,16 @@ void Session::SendBuilt(PollResult& result) {
     // The socket buffer is full: the rest waits for the next round (Poll
     // does not wait for room).
     if (n == -EAGAIN || n == -ENOBUFS || n == 0) return;
+    // Several targets: a target the kernel cannot reach is a silent one
+    // (the datagrams are lost, the failover timeout moves on), not the
+    // end of the session.
+    if (target_count() > 1 &&
+        (n == -ENETUNREACH || n == -EHOSTUNREACH || n == -EHOSTDOWN ||
+         n == -ENETDOWN || n == -ECONNREFUSED)) {
+      counters_.unreachable_sends += tx_built_ - tx_sent_;
+      tx_sent_ = tx_built_;
+      return;
+    }
     if (n < 0) {
       (void)Fail(absl::UnavailableError(
           absl::StrFormat("sending to %s: %s", current_target().ToString(),

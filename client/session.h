@@ -54,8 +54,12 @@
 // (the expected report sequence is the session's, not the target's). With
 // several targets only the current one is heard: a datagram from any other
 // address (an old primary waking up after the switch) is dropped and
-// counted in `other_target_datagrams`. With one target nothing of this
-// happens: datagrams are taken from any address, as before.
+// counted in `other_target_datagrams`; a send the kernel refuses as
+// unreachable (ENETUNREACH, EHOSTUNREACH, EHOSTDOWN, ENETDOWN,
+// ECONNREFUSED) loses its datagrams (`unreachable_sends`) instead of ending
+// the session, and the failover timeout moves on. With one target nothing
+// of this happens: datagrams are taken from any address and a send error
+// ends the session, as before.
 //
 // Silence. The service never answers what it refuses (unknown session,
 // address not allowed, wrong key, ...). When nothing has been heard for
@@ -172,10 +176,12 @@ struct SessionCounters {
   std::uint64_t bad_datagrams = 0;       // malformed or another session's
   std::uint64_t bad_mac_datagrams = 0;   // keyed: MAC missing or wrong
   std::uint64_t silences = 0;            // times refusals().silent was set
-  // Several targets: switches to the next target, and datagrams dropped
-  // because they came from an address other than the current target.
+  // Several targets: switches to the next target, datagrams dropped
+  // because they came from an address other than the current target, and
+  // datagrams not sent because the kernel could not reach the target.
   std::uint64_t failovers = 0;
   std::uint64_t other_target_datagrams = 0;
+  std::uint64_t unreachable_sends = 0;
 };
 
 // What the session knows about the service refusing or losing things.

@@ -8,6 +8,7 @@
 // same journal) on the second target's port, the clients switch to B and
 // finish; every command is applied once and each session received exactly
 // the per-session replay of B's journal.
+#include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -15,6 +16,8 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <map>
@@ -262,6 +265,56 @@ TEST(ClientFailover, AnIdleSessionWaitsAWholeTimeoutAfterItSubmits) {
   EXPECT_EQ(b.Commands(5000), (std::vector<std::uint64_t>{1}));
 }
 
+// The SocketCalls seam: sends to port g_unreachable_port fail with
+// ENETUNREACH, as to a target behind a dead route.
+std::atomic<int> g_unreachable_port{0};
+int UnreachableSendmmsg(int fd, mmsghdr* messages, unsigned count, int flags) {
+  const auto* to =
+      static_cast<const sockaddr_in*>(messages[0].msg_hdr.msg_name);
+  if (count > 0 && to != nullptr &&
+      ntohs(to->sin_port) == g_unreachable_port.load()) {
+    errno = ENETUNREACH;
+    return -1;
+  }
+  return ::sendmmsg(fd, messages, count, flags);
+}
+
+// Several targets: the first one unreachable (the kernel refuses the send)
+// does not end the session; the timeout moves it on to the second, which
+// gets the command. With one target the same refusal ends the session.
+TEST(ClientFailover, AnUnreachableTargetIsSilentNotTheEndOfTheSession) {
+  FakeTarget a;
+  FakeTarget b;
+  g_unreachable_port.store(a.endpoint().port());
+  static const net::SocketCalls kUnreachable{.sendmmsg = &UnreachableSendmmsg};
+  std::vector<std::uint64_t> delivered;
+  SessionOptions options = QuietOptions(a.endpoint(), delivered);
+  options.send = net::SendPath::kSendmmsg;
+  options.socket_calls_for_testing = &kUnreachable;
+  SessionOptions alone = options;
+  options.failover_targets = {b.endpoint()};
+  auto session = Session::Open(std::move(options));
+  ASSERT_TRUE(session.ok()) << session.status();
+  Session& s = **session;
+  ASSERT_TRUE(s.Submit(Limit(1)).ok());
+  const std::int64_t t0 = base::MonotonicNs();
+  const absl::StatusOr<PollResult> refused = s.Poll(t0);
+  ASSERT_TRUE(refused.ok()) << refused.status();
+  EXPECT_EQ(s.counters().unreachable_sends, 1u);
+  EXPECT_EQ(s.counters().datagrams_sent, 0u);
+  ASSERT_TRUE(s.Poll(t0 + 300 * kMs).ok());
+  EXPECT_EQ(s.counters().failovers, 1u);
+  EXPECT_EQ(b.Commands(5000), (std::vector<std::uint64_t>{1}));
+
+  auto single = Session::Open(std::move(alone));
+  ASSERT_TRUE(single.ok()) << single.status();
+  ASSERT_TRUE((*single)->Submit(Limit(1)).ok());
+  const absl::StatusOr<PollResult> ended = (*single)->Poll(t0);
+  EXPECT_EQ(ended.status().code(), absl::StatusCode::kUnavailable)
+      << ended.status();
+  EXPECT_EQ((*single)->counters().unreachable_sends, 0u);
+}
+
 TEST(ClientFailover, OpenRefusesAFailoverTargetOfAnotherFamilyOrNoTimeout) {
   std::vector<std::uint64_t> delivered;
   SessionOptions options =
@@ -462,28 +515,25 @@ TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
     });
   }
   // Mid-load, A's reports stop reaching the clients while A goes on
-  // applying what comes (until the clients' windows are full); then A
-  // stops and its address falls silent.
-  std::uint64_t blackout_at = 0;
-  const bool mid_load = a->WaitFor(
-      [&](const service::ServiceStats& stats) {
-        blackout_at = stats.commands_applied;
-        return stats.commands_applied >= kSessions * kCommands / 3;
-      },
-      30'000);
-  EXPECT_TRUE(mid_load);
-  relay.Blackout();
+  // applying what comes (what was in flight, and new commands until the
+  // clients' windows are full): once answers have been lost, A stops and
+  // its address falls silent.
   EXPECT_TRUE(a->WaitFor(
       [&](const service::ServiceStats& stats) {
-        return stats.commands_applied >= blackout_at + 100;
+        return stats.commands_applied >= kSessions * kCommands / 3;
       },
-      30'000))
-      << "A applied nothing unanswered";
+      30'000));
+  relay.Blackout();
+  const std::int64_t lost_deadline = base::MonotonicNs() + 30'000 * kMs;
+  while (relay.reports_dropped() == 0 && base::MonotonicNs() < lost_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_GT(relay.reports_dropped(), 0u) << "no answer of A was lost";
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(a->Stop().ok());
   const std::uint64_t applied_by_a = a->final_stats().commands_applied;
   a.reset();
   relay.Stop();
-  EXPECT_GT(relay.reports_dropped(), 0u);
   // B takes the same journal over on the second target's address.
   service::ServiceOptions b_options = options;
   b_options.listen = b_address;
