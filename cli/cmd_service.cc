@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "auth/mac.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -462,10 +463,11 @@ absl::Status Serve(const Args& args) {
 const CommandSpec kSubmitSpec{
     .name = "submit",
     .synopsis =
-        "--session ID [--target HOST:PORT] (--workload NAME --count N "
+        "--session ID [--target HOST:PORT[,HOST:PORT...]] (--workload NAME "
+        "--count N "
         "--seed S | --input FILE) [--rate R] [--window W] "
         "[--reports FILE] [--key-file FILE] [--send auto|sendmmsg|gso] "
-        "[--first-sequence N --first-report R]",
+        "[--first-sequence N --first-report R] [--failover-timeout-ms MS]",
     .summary =
         "Send a session's commands to 'orderwire serve' and check "
         "every report.",
@@ -490,10 +492,20 @@ const CommandSpec kSubmitSpec{
         "numbered N, N+1, ...; --workload commands are renumbered from N) and\n"
         "--first-report R (one past the last report it received). An\n"
         "unkeyed session is pinned to its first address and port until the\n"
-        "service restarts; a keyed one may resume from anywhere.",
+        "service restarts; a keyed one may resume from anywhere.\n"
+        "Failover: --target A,B,... lists the primary and its hot standbys.\n"
+        "When nothing is heard from the current target for\n"
+        "--failover-timeout-ms while commands or reports are outstanding,\n"
+        "submit moves to the next target (round robin), says so on standard\n"
+        "error and resends from the oldest unacknowledged command; reports\n"
+        "stay in order and once each. Datagrams from any other address than\n"
+        "the current target are then dropped and counted. The summary\n"
+        "counts the failovers and names the target in use at the end.",
     .flags =
         {
-            {"target", "HOST:PORT", "127.0.0.1:7400", "the service"},
+            {"target", "HOST:PORT[,HOST:PORT...]", "127.0.0.1:7400",
+             "the service; several: the primary then its standbys, in "
+             "failover order"},
             {"session", "ID", "", "session id (u32)"},
             {"workload", "NAME", "",
              "mixed | wl1 | deep | swings | crash | churn (as 'orderwire "
@@ -521,6 +533,9 @@ const CommandSpec kSubmitSpec{
              "resume: the sequence of the first command"},
             {"first-report", "R", "1",
              "resume: the report sequence expected next"},
+            {"failover-timeout-ms", "MS", "1500",
+             "several targets: move to the next after MS without a word "
+             "from the current one while waiting (one target: no effect)"},
         },
 };
 
@@ -532,10 +547,44 @@ absl::Status Submit(const Args& args) {
         "FILE");
   }
   client::ClientOptions options;
-  absl::StatusOr<net::Endpoint> target =
-      net::Endpoint::Parse(args.String("target"));
-  if (!target.ok()) return FlagError("target", target.status());
-  options.target = *target;
+  // --target A[,B...]: the primary, then the standbys in failover order.
+  const std::vector<std::string> target_texts =
+      absl::StrSplit(args.String("target"), ',');
+  for (std::size_t i = 0; i < target_texts.size(); ++i) {
+    absl::StatusOr<net::Endpoint> target =
+        net::Endpoint::Parse(target_texts[i]);
+    if (!target.ok()) {
+      return FlagError("target", absl::InvalidArgumentError(absl::StrFormat(
+                                     "target %d of %d ('%s'): %s", i + 1,
+                                     target_texts.size(), target_texts[i],
+                                     target.status().message())));
+    }
+    if (i == 0) {
+      options.target = *target;
+      continue;
+    }
+    if (target->family() != options.target.family()) {
+      return FlagError(
+          "target", absl::InvalidArgumentError(absl::StrFormat(
+                        "target %d (%s) is not of target 1's address "
+                        "family (%s): one socket sends to all of them",
+                        i + 1, target->ToString(), options.target.ToString())));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      const net::Endpoint& earlier =
+          j == 0 ? options.target : options.failover_targets[j - 1];
+      if (earlier == *target) {
+        return FlagError("target", absl::InvalidArgumentError(absl::StrFormat(
+                                       "target %d (%s) repeats target %d",
+                                       i + 1, target->ToString(), j + 1)));
+      }
+    }
+    options.failover_targets.push_back(*target);
+  }
+  absl::StatusOr<std::int64_t> failover_timeout =
+      args.Int("failover-timeout-ms", 1, 600'000);
+  if (!failover_timeout.ok()) return failover_timeout.status();
+  options.failover_timeout_ms = static_cast<int>(*failover_timeout);
   absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
   if (!session.ok()) return session.status();
   options.session_id = static_cast<std::uint32_t>(*session);
@@ -740,6 +789,24 @@ absl::Status Submit(const Args& args) {
                           "  busy            %d Busy from the service (cause "
                           "%s): backed off and retransmitted\n",
                           r.busy, busy_cause);
+  }
+  // Failover (several targets): switches, the target in use at the end,
+  // and datagrams from other addresses dropped.
+  if (args.Bool("json")) {
+    summary.insert(
+        summary.size() - 2,
+        absl::StrFormat(",\"failovers\":%d,\"target\":\"%s\","
+                        "\"other_target_datagrams\":%d,"
+                        "\"unreachable_sends\":%d",
+                        r.failovers, r.final_target.ToString(),
+                        r.other_target_datagrams, r.unreachable_sends));
+  } else if (!options.failover_targets.empty()) {
+    absl::StrAppendFormat(&summary,
+                          "  failover        %d failover(s), ended on %s; %d "
+                          "datagrams from other targets dropped, %d not "
+                          "sent (target unreachable)\n",
+                          r.failovers, r.final_target.ToString(),
+                          r.other_target_datagrams, r.unreachable_sends);
   }
   if (absl::Status s = WriteAll(
           out, summary, out == stdout ? "standard output" : "standard error");

@@ -25,12 +25,8 @@ absl::string_view View(std::string_view s) { return {s.data(), s.size()}; }
 constexpr std::string_view kReportPrefix = "ow-member/1";
 constexpr std::size_t kMaxRoleLength = 16;
 
-struct KvDeleter {
-  void operator()(kvStore* p) const { kvStore_Destroy(p); }
-  void operator()(kvEntry* p) const { kvEntry_Destroy(p); }
-};
-using KvStoreHandle = std::unique_ptr<kvStore, KvDeleter>;
-using KvEntryHandle = std::unique_ptr<kvEntry, KvDeleter>;
+using internal::KvEntryHandle;
+using internal::KvStoreHandle;
 
 // A member's name is its key in the bucket: a lease holder's characters
 // without ':' (which NATS does not allow in a key).

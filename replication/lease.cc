@@ -26,12 +26,8 @@ constexpr std::string_view kValuePrefix = "ow-lease/1";
 constexpr std::size_t kMaxHolderLength = 64;
 constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(1);
 
-struct KvDeleter {
-  void operator()(kvStore* p) const { kvStore_Destroy(p); }
-  void operator()(kvEntry* p) const { kvEntry_Destroy(p); }
-};
-using KvStoreHandle = std::unique_ptr<kvStore, KvDeleter>;
-using KvEntryHandle = std::unique_ptr<kvEntry, KvDeleter>;
+using internal::KvEntryHandle;
+using internal::KvStoreHandle;
 
 // A positive decimal number without sign or leading zero.
 absl::StatusOr<std::uint64_t> ParseCount(std::string_view field,

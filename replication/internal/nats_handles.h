@@ -24,6 +24,8 @@ struct NatsDeleter {
   void operator()(natsSubscription* p) const { natsSubscription_Destroy(p); }
   void operator()(jsStreamInfo* p) const { jsStreamInfo_Destroy(p); }
   void operator()(jsMsgMetaData* p) const { jsMsgMetaData_Destroy(p); }
+  void operator()(kvStore* p) const { kvStore_Destroy(p); }
+  void operator()(kvEntry* p) const { kvEntry_Destroy(p); }
 };
 using OptionsHandle = std::unique_ptr<natsOptions, NatsDeleter>;
 using ConnectionHandle = std::unique_ptr<natsConnection, NatsDeleter>;
@@ -32,6 +34,8 @@ using MessageHandle = std::unique_ptr<natsMsg, NatsDeleter>;
 using SubscriptionHandle = std::unique_ptr<natsSubscription, NatsDeleter>;
 using StreamInfoHandle = std::unique_ptr<jsStreamInfo, NatsDeleter>;
 using MetaDataHandle = std::unique_ptr<jsMsgMetaData, NatsDeleter>;
+using KvStoreHandle = std::unique_ptr<kvStore, NatsDeleter>;
+using KvEntryHandle = std::unique_ptr<kvEntry, NatsDeleter>;
 
 // "`what`: <libnats status text> (<libnats last error>)", as a status of the
 // matching kind (timeouts are DeadlineExceeded, lost connections

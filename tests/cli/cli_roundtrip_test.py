@@ -29,6 +29,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ORDERWIRE = None  # set from argv in main()
@@ -633,6 +634,68 @@ class ResumedSubmit(unittest.TestCase):
             # the service sends is newer than the one this run waits for.
             stale = submit(3, 601, 1, os.path.join(tmp, "stale.bin"))
             self.assertEqual(stale.returncode, 1, stale.stderr)
+
+
+class FailoverSubmit(unittest.TestCase):
+    """`submit --target A,B`: serve A stops (SIGINT) mid-run, serve B opens
+    the same journal on B's port; submit says it fails over, finishes on B,
+    counts the failover, and its reports are byte for byte the replay of
+    the journal. Bad target lists are usage errors naming the target."""
+
+    def test_a_run_moves_to_the_second_target_and_finishes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = os.path.join(tmp, "j")
+            port_a, port_b = free_udp_port(), free_udp_port()
+            while port_b == port_a:
+                port_b = free_udp_port()
+            server_a, first = start_serve(journal, port_a)
+            self.assertIn("listening on", first)
+            out = os.path.join(tmp, "reports.bin")
+            client = subprocess.Popen(
+                [ORDERWIRE, "submit", "--session", "5", "--workload", "wl1",
+                 "--count", "4000", "--seed", "3", "--rate", "4000",
+                 "--window", "128",
+                 "--target", "127.0.0.1:%d,127.0.0.1:%d" % (port_a, port_b),
+                 "--failover-timeout-ms", "300", "--json", "--reports", out],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+            time.sleep(0.4)
+            self.assertIsNone(client.poll(), "submit ended before the stop")
+            self.assertEqual(stop_serve(server_a)[0], 0)
+            server_b, first = start_serve(journal, port_b)
+            self.assertIn("listening on", first)
+            stdout, stderr = client.communicate(timeout=60)
+            self.assertEqual(stop_serve(server_b)[0], 0)
+            self.assertEqual(client.returncode, 0, stderr.decode())
+            self.assertIn("failing over to 127.0.0.1:%d" % port_b,
+                          stderr.decode())
+            summary = json.loads(stdout)
+            self.assertEqual(summary["acknowledged"], 4000)
+            self.assertGreaterEqual(summary["failovers"], 1)
+            self.assertEqual(summary["target"], "127.0.0.1:%d" % port_b)
+
+            replayed = os.path.join(tmp, "replay")
+            result = run(["replay", "--journal", journal, "--reports-dir",
+                          replayed], b"")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(replayed, "session-5.bin"), "rb") as f:
+                whole = f.read()
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(), whole)
+
+    def test_bad_target_lists_are_usage_errors(self):
+        cases = [
+            ("127.0.0.1:7400,", "target 2 of 2"),
+            ("127.0.0.1:7400,nowhere", "target 2 of 2 ('nowhere')"),
+            ("127.0.0.1:7400,127.0.0.1:7400", "repeats target 1"),
+            ("127.0.0.1:7400,[::1]:7400", "address family"),
+        ]
+        for targets, needle in cases:
+            result = run(["submit", "--session", "1", "--workload", "wl1",
+                          "--count", "1", "--target", targets], b"")
+            self.assertEqual(result.returncode, 2, (targets, result.stderr))
+            self.assertIn("--target", result.stderr.decode())
+            self.assertIn(needle, result.stderr.decode())
 
 
 class ExitStatus(unittest.TestCase):
