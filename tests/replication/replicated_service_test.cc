@@ -272,6 +272,32 @@ TEST(ReplicatedService, AFencedPrimaryStopsAnsweringAndSaysWhy) {
   EXPECT_THAT(events[0], HasSubstr("fenced"));
 }
 
+// No acknowledgement within the ack timeout (the nats-server stopped): the
+// service stops answering for good (the command is not answered even after
+// the server continues) and Run() says which message timed out.
+TEST(ReplicatedService, AnAcknowledgementTimeoutStopsTheService) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      Replicated(dir.Sub("j"), *cluster, milliseconds(800)));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  Trade(client, 1, 2);
+  ASSERT_TRUE(cluster->Pause(0).ok());
+  client.Send(kSession, {Order(3)});
+  EXPECT_TRUE(client.Silent(1500)) << "answered without an acknowledgement";
+  ASSERT_TRUE(cluster->Resume(0).ok());
+  client.Send(kSession, {Order(3)});
+  EXPECT_TRUE(client.Silent(700)) << "answered after the timeout";
+  const absl::Status run = service->Stop();
+  EXPECT_FALSE(run.ok());
+  EXPECT_THAT(run.message(), HasSubstr("stopped answering"));
+  EXPECT_THAT(run.message(), HasSubstr("not acknowledged within 800 ms"));
+  EXPECT_EQ(service->final_stats().replicated_index, 2u);
+  EXPECT_EQ(service->final_stats().replication_failures, 1u);
+}
+
 // Records durable locally but never acknowledged (here: journaled under
 // plain batch durability after the stream's last message) are published at
 // start-up, before the service answers anything; the stream then equals the
