@@ -163,18 +163,21 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
         absl::StrFormat("eventfd: %s", std::strerror(errno)));
   }
   ReplicationLink* const self = link.get();
+  // Field by field: g++ 12 at -O3 takes the nested designated initializer's
+  // strings for uninitialized (-Wmaybe-uninitialized).
+  replication::PublisherOptions publisher_options;
+  publisher_options.servers = options.servers;
+  publisher_options.stream.engine_name = options.engine_name;
+  publisher_options.stream.replicas = options.replicas;
+  publisher_options.epoch = options.epoch;
+  publisher_options.window = options.window;
+  publisher_options.ack_timeout = options.ack_timeout;
+  publisher_options.expected_last_sequence = end->last_sequence;
+  publisher_options.on_ack = [self](const replication::PublishAck& ack) {
+    self->OnAck(ack);
+  };
   absl::StatusOr<std::unique_ptr<replication::JournalPublisher>> publisher =
-      replication::JournalPublisher::Open(replication::PublisherOptions{
-          .servers = options.servers,
-          .stream = {.engine_name = options.engine_name,
-                     .replicas = options.replicas},
-          .epoch = options.epoch,
-          .window = options.window,
-          .ack_timeout = options.ack_timeout,
-          .expected_last_sequence = end->last_sequence,
-          .on_ack = [self](const replication::PublishAck& ack) {
-            self->OnAck(ack);
-          }});
+      replication::JournalPublisher::Open(std::move(publisher_options));
   if (!publisher.ok()) return publisher.status();
   link->publisher_ = std::move(*publisher);
   link->description_ = absl::StrFormat(

@@ -509,6 +509,15 @@ EXIT_CASES = [
     ("config", ["convert", "{tmp}/nope.conf"], b"", 1, "cannot open"),
     ("config", ["convert", "{tmp}/file"], b"", 1,
      "line 1: expected 'key = value', got 'not a directory'"),
+    # cluster (no NATS on port 1: a failure, not a usage error)
+    ("cluster", ["status", "--help"], b"", 0, ""),
+    ("cluster", [], b"", 2, "cluster status"),
+    ("cluster", ["status", "--timeout-ms", "0"], b"", 2,
+     "--timeout-ms: 0 is out of range"),
+    ("cluster", ["status", "--engine-name", "a.b"], b"", 1,
+     "engine name 'a.b': character 2"),
+    ("cluster", ["status", "--nats", "nats://127.0.0.1:1",
+                 "--timeout-ms", "300"], b"", 1, "connect to NATS"),
     # serve
     ("serve", ["--help"], b"", 0, ""),
     ("serve", [], b"", 2, "--journal DIR is required"),
