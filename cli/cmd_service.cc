@@ -14,6 +14,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "auth/mac.h"
 #include "cli/commands.h"
 #include "cli/common.h"
@@ -126,7 +127,33 @@ const CommandSpec kServeSpec{
             {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
             {"journal", "DIR", "", "journal directory (created if missing)"},
             {"durability", "MODE", "batch",
-             "none | batch | sync: when a command counts as durable"},
+             "none | batch | sync | replicated: when a command counts as "
+             "durable (replicated: batch on the local disk AND acknowledged "
+             "by the NATS JetStream journal stream, see --nats)"},
+            {"nats", "nats://HOST:PORT[,...]", "",
+             "--durability replicated or --standby: the NATS servers of the "
+             "journal stream"},
+            {"engine-name", "NAME", "main",
+             "--durability replicated or --standby: the stream is "
+             "orderwire_NAME_journal ([A-Za-z0-9_-], 1-64)"},
+            {"replicas", "1|3", "1",
+             "--durability replicated: the stream's replicas"},
+            {"replication-window", "N", "32",
+             "--durability replicated: messages in flight, at most "
+             "(1-4096)"},
+            {"ack-timeout-ms", "MS", "5000",
+             "--durability replicated: a message not acknowledged within MS "
+             "stops the service"},
+            {"lease", "", "",
+             "--durability replicated: hold the engine's leadership lease "
+             "while serving (refused while another member holds it; "
+             "serving stops when it is lost)"},
+            {"member-name", "NAME", "",
+             "--lease: this member's name (default HOSTNAME:PID); --standby: "
+             "its name in `orderwire cluster status` (default HOSTNAME-PID)"},
+            {"lease-ms", "MS", "3000",
+             "--lease: the lease's duration D (renewed every D/12, safety "
+             "margin D/6)"},
             {"config", "FILE", "", "service configuration (docs/SERVICE.md)"},
             {"reconfigure", "", "",
              "accept a configuration that differs from the journal's and "
@@ -153,13 +180,6 @@ const CommandSpec kServeSpec{
             {"standby", "", "",
              "run as the hot standby of --engine-name, following its journal "
              "stream at --nats"},
-            {"nats", "nats://HOST:PORT[,...]", "",
-             "the NATS servers of the journal stream (--standby)"},
-            {"engine-name", "NAME", "main",
-             "the engine whose stream orderwire_NAME_journal is followed"},
-            {"member-name", "NAME", "",
-             "--standby: its name in `orderwire cluster status` (default "
-             "HOSTNAME-PID)"},
             {"metrics-listen", "HOST:PORT", "",
              "serve the counters for Prometheus at http://HOST:PORT/metrics "
              "(off by default)"},
@@ -236,6 +256,80 @@ absl::Status ParseSnapshotEvery(std::string_view text,
   return absl::OkStatus();
 }
 
+// --durability and, for `replicated`, --nats, --engine-name, --replicas,
+// --replication-window, --ack-timeout-ms (refused without it).
+absl::Status ParseDurabilityFlags(const Args& args,
+                                  service::ServiceOptions& options) {
+  const std::string mode = args.String("durability");
+  constexpr std::string_view kReplicationFlags[] = {
+      "nats",           "engine-name", "replicas",    "replication-window",
+      "ack-timeout-ms", "lease",       "member-name", "lease-ms"};
+  if (mode != "replicated") {
+    absl::StatusOr<journal::Durability> durability =
+        journal::ParseDurability(mode);
+    if (!durability.ok()) {
+      return FlagError("durability", absl::InvalidArgumentError(absl::StrFormat(
+                                         "%s, or replicated",
+                                         durability.status().message())));
+    }
+    options.journal.durability = *durability;
+    for (const std::string_view flag : kReplicationFlags) {
+      if (args.Has(flag)) {
+        return UsageError(absl::StrFormat(
+            "--%s needs --durability replicated (given: %s)", flag, mode));
+      }
+    }
+    return absl::OkStatus();
+  }
+  if (!args.Has("nats")) {
+    return UsageError(
+        "--durability replicated needs --nats nats://HOST:PORT[,...] (the "
+        "NATS servers of the journal stream)");
+  }
+  // The local journal commits in groups with a sync; each group is then
+  // published (service/replication_link.h).
+  options.journal.durability = journal::Durability::kBatch;
+  service::ReplicationOptions replication;
+  replication.servers = args.String("nats");
+  replication.engine_name = args.String("engine-name");
+  absl::StatusOr<std::uint64_t> replicas = args.Uint("replicas", 1, 3);
+  if (!replicas.ok()) return replicas.status();
+  if (*replicas == 2) {
+    return FlagError("replicas", absl::InvalidArgumentError(
+                                     "2: the journal stream has 1 or 3"));
+  }
+  replication.replicas = static_cast<int>(*replicas);
+  absl::StatusOr<std::uint64_t> window =
+      args.Uint("replication-window", 1, 4096);
+  if (!window.ok()) return window.status();
+  replication.window = static_cast<std::uint32_t>(*window);
+  absl::StatusOr<std::uint64_t> ack = args.Uint("ack-timeout-ms", 1, 600000);
+  if (!ack.ok()) return ack.status();
+  replication.ack_timeout = std::chrono::milliseconds(*ack);
+  if (args.Bool("lease")) {
+    absl::StatusOr<std::uint64_t> duration =
+        args.Uint("lease-ms", 120, 3600000);
+    if (!duration.ok()) return duration.status();
+    const auto d = static_cast<std::int64_t>(*duration);
+    // The production ratios of docs/REPLICATION.md (3 s: 500 ms margin,
+    // renewed every 250 ms, requests 1 s); a lease held by another member
+    // is waited for up to 2 D.
+    replication.lease = service::LeaseOptions{
+        .holder = args.String("member-name"),
+        .duration = std::chrono::milliseconds(d),
+        .safety_margin = std::chrono::milliseconds(d / 6),
+        .renew_interval = std::chrono::milliseconds(d / 12),
+        .request_timeout = std::chrono::milliseconds(d / 3),
+        .acquire_wait = std::chrono::milliseconds(2 * d)};
+  } else if (args.Has("member-name") || args.Has("lease-ms")) {
+    return UsageError(
+        absl::StrFormat("--%s needs --lease",
+                        args.Has("member-name") ? "member-name" : "lease-ms"));
+  }
+  options.replication = std::move(replication);
+  return absl::OkStatus();
+}
+
 absl::Status Serve(const Args& args) {
   if (args.Bool("standby")) {
     InstallStopHandlers();
@@ -248,10 +342,9 @@ absl::Status Serve(const Args& args) {
   if (!listen.ok()) return FlagError("listen", listen.status());
   options.listen = *listen;
   options.journal.directory = args.String("journal");
-  absl::StatusOr<journal::Durability> durability =
-      journal::ParseDurability(args.String("durability"));
-  if (!durability.ok()) return FlagError("durability", durability.status());
-  options.journal.durability = *durability;
+  if (absl::Status s = ParseDurabilityFlags(args, options); !s.ok()) {
+    return s;
+  }
   absl::StatusOr<std::uint64_t> segment =
       args.Uint("segment-size", journal::kMinSegmentCapacity,
                 journal::kMaxSegmentCapacity);
@@ -392,10 +485,11 @@ absl::Status Serve(const Args& args) {
 const CommandSpec kSubmitSpec{
     .name = "submit",
     .synopsis =
-        "--session ID [--target HOST:PORT] (--workload NAME --count N "
+        "--session ID [--target HOST:PORT[,HOST:PORT...]] (--workload NAME "
+        "--count N "
         "--seed S | --input FILE) [--rate R] [--window W] "
         "[--reports FILE] [--key-file FILE] [--send auto|sendmmsg|gso] "
-        "[--first-sequence N --first-report R]",
+        "[--first-sequence N --first-report R] [--failover-timeout-ms MS]",
     .summary =
         "Send a session's commands to 'orderwire serve' and check "
         "every report.",
@@ -420,10 +514,20 @@ const CommandSpec kSubmitSpec{
         "numbered N, N+1, ...; --workload commands are renumbered from N) and\n"
         "--first-report R (one past the last report it received). An\n"
         "unkeyed session is pinned to its first address and port until the\n"
-        "service restarts; a keyed one may resume from anywhere.",
+        "service restarts; a keyed one may resume from anywhere.\n"
+        "Failover: --target A,B,... lists the primary and its hot standbys.\n"
+        "When nothing is heard from the current target for\n"
+        "--failover-timeout-ms while commands or reports are outstanding,\n"
+        "submit moves to the next target (round robin), says so on standard\n"
+        "error and resends from the oldest unacknowledged command; reports\n"
+        "stay in order and once each. Datagrams from any other address than\n"
+        "the current target are then dropped and counted. The summary\n"
+        "counts the failovers and names the target in use at the end.",
     .flags =
         {
-            {"target", "HOST:PORT", "127.0.0.1:7400", "the service"},
+            {"target", "HOST:PORT[,HOST:PORT...]", "127.0.0.1:7400",
+             "the service; several: the primary then its standbys, in "
+             "failover order"},
             {"session", "ID", "", "session id (u32)"},
             {"workload", "NAME", "",
              "mixed | wl1 | deep | swings | crash | churn (as 'orderwire "
@@ -451,6 +555,9 @@ const CommandSpec kSubmitSpec{
              "resume: the sequence of the first command"},
             {"first-report", "R", "1",
              "resume: the report sequence expected next"},
+            {"failover-timeout-ms", "MS", "1500",
+             "several targets: move to the next after MS without a word "
+             "from the current one while waiting (one target: no effect)"},
         },
 };
 
@@ -462,10 +569,44 @@ absl::Status Submit(const Args& args) {
         "FILE");
   }
   client::ClientOptions options;
-  absl::StatusOr<net::Endpoint> target =
-      net::Endpoint::Parse(args.String("target"));
-  if (!target.ok()) return FlagError("target", target.status());
-  options.target = *target;
+  // --target A[,B...]: the primary, then the standbys in failover order.
+  const std::vector<std::string> target_texts =
+      absl::StrSplit(args.String("target"), ',');
+  for (std::size_t i = 0; i < target_texts.size(); ++i) {
+    absl::StatusOr<net::Endpoint> target =
+        net::Endpoint::Parse(target_texts[i]);
+    if (!target.ok()) {
+      return FlagError("target", absl::InvalidArgumentError(absl::StrFormat(
+                                     "target %d of %d ('%s'): %s", i + 1,
+                                     target_texts.size(), target_texts[i],
+                                     target.status().message())));
+    }
+    if (i == 0) {
+      options.target = *target;
+      continue;
+    }
+    if (target->family() != options.target.family()) {
+      return FlagError(
+          "target", absl::InvalidArgumentError(absl::StrFormat(
+                        "target %d (%s) is not of target 1's address "
+                        "family (%s): one socket sends to all of them",
+                        i + 1, target->ToString(), options.target.ToString())));
+    }
+    for (std::size_t j = 0; j < i; ++j) {
+      const net::Endpoint& earlier =
+          j == 0 ? options.target : options.failover_targets[j - 1];
+      if (earlier == *target) {
+        return FlagError("target", absl::InvalidArgumentError(absl::StrFormat(
+                                       "target %d (%s) repeats target %d",
+                                       i + 1, target->ToString(), j + 1)));
+      }
+    }
+    options.failover_targets.push_back(*target);
+  }
+  absl::StatusOr<std::int64_t> failover_timeout =
+      args.Int("failover-timeout-ms", 1, 600'000);
+  if (!failover_timeout.ok()) return failover_timeout.status();
+  options.failover_timeout_ms = static_cast<int>(*failover_timeout);
   absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
   if (!session.ok()) return session.status();
   options.session_id = static_cast<std::uint32_t>(*session);
@@ -670,6 +811,24 @@ absl::Status Submit(const Args& args) {
                           "  busy            %d Busy from the service (cause "
                           "%s): backed off and retransmitted\n",
                           r.busy, busy_cause);
+  }
+  // Failover (several targets): switches, the target in use at the end,
+  // and datagrams from other addresses dropped.
+  if (args.Bool("json")) {
+    summary.insert(
+        summary.size() - 2,
+        absl::StrFormat(",\"failovers\":%d,\"target\":\"%s\","
+                        "\"other_target_datagrams\":%d,"
+                        "\"unreachable_sends\":%d",
+                        r.failovers, r.final_target.ToString(),
+                        r.other_target_datagrams, r.unreachable_sends));
+  } else if (!options.failover_targets.empty()) {
+    absl::StrAppendFormat(&summary,
+                          "  failover        %d failover(s), ended on %s; %d "
+                          "datagrams from other targets dropped, %d not "
+                          "sent (target unreachable)\n",
+                          r.failovers, r.final_target.ToString(),
+                          r.other_target_datagrams, r.unreachable_sends);
   }
   if (absl::Status s = WriteAll(
           out, summary, out == stdout ? "standard output" : "standard error");

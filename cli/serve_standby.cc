@@ -39,7 +39,8 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   if (absl::Status s = args.Require("nats"); !s.ok()) return s;
   for (const char* flag :
-       {"retain", "metrics-listen", "stats-json", "log-refusals"}) {
+       {"retain", "metrics-listen", "stats-json", "log-refusals", "lease",
+        "lease-ms", "replicas", "replication-window", "ack-timeout-ms"}) {
     if (args.Has(flag)) {
       return UsageError(absl::StrFormat(
           "--%s is not available with --standby yet (the standby answers no "

@@ -65,6 +65,10 @@ void CopyCounters(const Session& session, ClientResult& result) {
   result.bad_datagrams = c.bad_datagrams;
   result.bad_mac_datagrams = c.bad_mac_datagrams;
   result.latency_ns = session.latency_ns();
+  result.failovers = c.failovers;
+  result.other_target_datagrams = c.other_target_datagrams;
+  result.unreachable_sends = c.unreachable_sends;
+  result.final_target = session.current_target();
 }
 
 }  // namespace
@@ -114,6 +118,8 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
   absl::Status write_error;
   SessionOptions session_options;
   session_options.target = options.target;
+  session_options.failover_targets = options.failover_targets;
+  session_options.failover_timeout_ms = options.failover_timeout_ms;
   session_options.session_id = options.session_id;
   // The window the run can use: no more than the commands it has.
   session_options.window = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(
@@ -142,6 +148,7 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
   const std::int64_t start_ns = NowNs();
   std::int64_t last_draw_ns = 0;
   std::size_t submitted = 0;
+  std::uint64_t failovers_written = 0;
   bool silence_written = false;
   const std::int64_t explain_ns =
       static_cast<std::int64_t>(options.explain_after_ms) * 1'000'000;
@@ -160,12 +167,12 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
       if (now - session.last_heard_ns() >= explain_ns) {
         return absl::DeadlineExceededError(absl::StrFormat(
             "%d of %d commands acknowledged, then %s", session.answered(),
-            total, ExplainSilence(options)));
+            total, session.ExplainSilence()));
       }
       return absl::DeadlineExceededError(absl::StrFormat(
           "no progress from %s for %d ms (%d of %d commands acknowledged)",
-          options.target.ToString(), options.give_up_ms, session.answered(),
-          total));
+          session.current_target().ToString(), options.give_up_ms,
+          session.answered(), total));
     }
     // Submit what the rate and the window allow.
     std::size_t paced = total;
@@ -185,10 +192,25 @@ absl::StatusOr<ClientResult> RunClient(const ClientOptions& options,
     const absl::StatusOr<PollResult> round = session.Poll(now);
     if (!round.ok()) return round.status();
     if (!write_error.ok()) return write_error;
+    if (options.diagnostics != nullptr &&
+        session.counters().failovers != failovers_written) {
+      failovers_written = session.counters().failovers;
+      std::fprintf(options.diagnostics,
+                   "orderwire submit: session %u: nothing heard for %d ms, "
+                   "failing over to %s (failover %llu)\n",
+                   options.session_id, options.failover_timeout_ms,
+                   session.current_target().ToString().c_str(),
+                   static_cast<unsigned long long>(failovers_written));
+      std::fflush(options.diagnostics);
+    }
+    // With several targets a silence is first a reason to fail over: it is
+    // explained once every target has been tried.
+    const bool every_target_tried =
+        session.counters().failovers >= options.failover_targets.size();
     if (options.diagnostics != nullptr && session.refusals().silent &&
-        !silence_written) {
+        every_target_tried && !silence_written) {
       std::fprintf(options.diagnostics, "orderwire submit: %s\n",
-                   ExplainSilence(options).c_str());
+                   session.ExplainSilence().c_str());
       std::fflush(options.diagnostics);
       silence_written = true;
       ++result.silences_explained;

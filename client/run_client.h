@@ -12,7 +12,11 @@
 //   acknowledgement (the last command's remaining reports, e.g. fills);
 // - giving up: no progress for `give_up_ms` is DeadlineExceeded, and names
 //   the likely causes (ExplainSilence) when nothing was heard at all; a Busy
-//   is progress (the service is alive);
+//   is progress (the service is alive); a failover is not (a run whose
+//   targets are all dead gives up);
+// - failover: with several targets, the Session's switches (session.h
+//   "Failover"), each one line on `diagnostics`; a silence is explained
+//   only once every target has been tried;
 // - output: the reports in sequence order to `reports_out`, their FNV-1a
 //   hash, a progress bar, and the silence explained on `diagnostics` each
 //   time the Session reports one.
@@ -41,6 +45,11 @@ namespace orderwire::client {
 
 struct ClientOptions {
   net::Endpoint target;
+  // The hot standbys after `target`, in failover order (`submit --target
+  // A,B,...`), and how long the current target may be silent before the
+  // session moves on: SessionOptions says the same.
+  std::vector<net::Endpoint> failover_targets;
+  int failover_timeout_ms = 1500;
   std::uint32_t session_id = 1;
   double rate = 0;              // commands per second; 0: as fast as allowed
   std::uint32_t window = 4096;  // most commands unacknowledged at once
@@ -102,6 +111,14 @@ struct ClientResult {
   std::uint64_t bad_datagrams = 0;      // malformed or for another session
   std::uint64_t bad_mac_datagrams = 0;  // keyed: MAC missing or wrong
   std::uint64_t silences_explained = 0;
+  // Several targets: switches to the next target, datagrams dropped for
+  // coming from another address than the current target, datagrams not
+  // sent because the kernel could not reach the target, and the target in
+  // use at the end.
+  std::uint64_t failovers = 0;
+  std::uint64_t other_target_datagrams = 0;
+  std::uint64_t unreachable_sends = 0;
+  net::Endpoint final_target;
   double seconds = 0;
   LatencyHistogram latency_ns;    // send to primary report
   std::uint64_t report_hash = 0;  // FNV-1a 64 of the report frames

@@ -179,11 +179,15 @@ Session::Session(SessionOptions options)
                   1'000'000),
       explain_ns_(static_cast<std::int64_t>(options_.explain_after_ms) *
                   1'000'000),
+      failover_ns_(static_cast<std::int64_t>(options_.failover_timeout_ms) *
+                   1'000'000),
       expected_report_(options_.first_report_sequence),
       busy_backoff_ns_(kBusyBackoffMinNs),
       last_progress_ns_(base::MonotonicNs()),
       last_ack_ns_(last_progress_ns_),
-      last_heard_ns_(last_progress_ns_) {}
+      last_heard_ns_(last_progress_ns_),
+      target_since_ns_(last_progress_ns_),
+      waiting_since_ns_(last_progress_ns_) {}
 
 Session::~Session() = default;
 
@@ -207,12 +211,31 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(SessionOptions options) {
         options.session_id, options.retransmit_timeout_ms,
         options.explain_after_ms));
   }
+  if (options.failover_timeout_ms <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("session %d: failover_timeout_ms %d must be positive",
+                        options.session_id, options.failover_timeout_ms));
+  }
   if (options.target.family() != AF_INET &&
       options.target.family() != AF_INET6) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "session %d: the target has no IPv4 or IPv6 address (parse it with "
         "net::Endpoint::Parse)",
         options.session_id));
+  }
+  // One socket sends to every target: they share its address family.
+  for (std::size_t i = 0; i < options.failover_targets.size(); ++i) {
+    const net::Endpoint& other = options.failover_targets[i];
+    if (other.family() != options.target.family()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "session %d: failover target %d (%s) is not of the first target's "
+          "address family (%s): one socket sends to all of them",
+          options.session_id, i + 2,
+          other.family() == AF_INET || other.family() == AF_INET6
+              ? other.ToString()
+              : std::string("no address"),
+          options.target.ToString()));
+    }
   }
   net::Endpoint local;
   local.length = options.target.length;
@@ -258,7 +281,7 @@ std::uint64_t Session::next_sequence() const {
 }
 
 std::string Session::ExplainSilence() const {
-  return client::ExplainSilence(options_.target, options_.session_id,
+  return client::ExplainSilence(current_target(), options_.session_id,
                                 options_.mac.has_value());
 }
 
@@ -327,6 +350,17 @@ absl::StatusOr<PollResult> Session::Poll(std::int64_t now_ns) {
   }
   PollResult result;
   const bool waiting = acked_ < submitted_ || report_hole_;
+  if (waiting && !was_waiting_) waiting_since_ns_ = now_ns;
+  was_waiting_ = waiting;
+  // Failover: nothing heard from the current target for
+  // failover_timeout_ms since the session switched to it and since it
+  // began waiting.
+  if (waiting && target_count() > 1 &&
+      now_ns -
+              std::max({last_heard_ns_, target_since_ns_, waiting_since_ns_}) >=
+          failover_ns_) {
+    FailOver(now_ns);
+  }
   // Silence: nothing heard for explain_after_ms while waiting.
   if (waiting && !refusals_.silent && now_ns - last_heard_ns_ >= explain_ns_) {
     refusals_.silent = true;
@@ -353,6 +387,28 @@ absl::StatusOr<PollResult> Session::Poll(std::int64_t now_ns) {
       tx_sent_ < tx_built_ ||
       (now_ns >= refusals_.busy_until_ns && next_to_send_ < submitted_);
   return result;
+}
+
+void Session::FailOver(std::int64_t now_ns) {
+  current_target_ = (current_target_ + 1) % target_count();
+  target_since_ns_ = now_ns;
+  ++counters_.failovers;
+  Storage& s = *storage_;
+  for (std::size_t i = 0; i < kBatch; ++i) s.tx.set_peer(i, current_target());
+  // Datagrams built for the old target and not sent: go-back-N below sends
+  // their frames again.
+  tx_built_ = 0;
+  tx_sent_ = 0;
+  // Go back as a retransmission timeout does: to the oldest unanswered
+  // command, or to the last acknowledged one while a report is missing
+  // (the new primary resends from the first report of the oldest
+  // duplicate it sees).
+  next_to_send_ = report_hole_ && acked_ > 0 ? acked_ - 1 : acked_;
+  // What the old target said of itself does not hold for the new one.
+  refusals_.busy_until_ns = 0;
+  busy_backoff_ns_ = kBusyBackoffMinNs;
+  last_gap_handled_ = 0;
+  last_gap_ns_ = now_ns;
 }
 
 void Session::Flush(std::int64_t now_ns, PollResult& result) {
@@ -416,9 +472,20 @@ void Session::SendBuilt(PollResult& result) {
     // The socket buffer is full: the rest waits for the next round (Poll
     // does not wait for room).
     if (n == -EAGAIN || n == -ENOBUFS || n == 0) return;
+    // Several targets: a target the kernel cannot reach is a silent one
+    // (the datagrams are lost, the failover timeout moves on), not the
+    // end of the session.
+    if (target_count() > 1 &&
+        (n == -ENETUNREACH || n == -EHOSTUNREACH || n == -EHOSTDOWN ||
+         n == -ENETDOWN || n == -ECONNREFUSED)) {
+      counters_.unreachable_sends += tx_built_ - tx_sent_;
+      tx_sent_ = tx_built_;
+      return;
+    }
     if (n < 0) {
-      (void)Fail(absl::UnavailableError(absl::StrFormat(
-          "sending to %s: %s", options_.target.ToString(), std::strerror(-n))));
+      (void)Fail(absl::UnavailableError(
+          absl::StrFormat("sending to %s: %s", current_target().ToString(),
+                          std::strerror(-n))));
       return;
     }
     tx_sent_ += static_cast<std::size_t>(n);
@@ -436,10 +503,21 @@ absl::Status Session::Receive(std::int64_t now_ns, PollResult& result) {
   }
   if (received <= 0) return absl::OkStatus();
   std::size_t datagram_count = 0;
+  const bool several_targets = target_count() > 1;
   for (int slot = 0; slot < received; ++slot) {
     const auto k = static_cast<std::size_t>(slot);
     if (s.rx.segment_size(k) != 0) ++counters_.coalesced_receives;
+    const std::size_t before = datagram_count;
     datagram_count = s.rx.SplitDatagrams(k, s.received, datagram_count);
+    // With several targets only the current one feeds the session: an old
+    // primary that wakes up after the switch is not heard.
+    if (several_targets && !(s.rx.peer(k) == current_target())) {
+      const std::size_t dropped = datagram_count - before;
+      counters_.datagrams_received += dropped;
+      counters_.other_target_datagrams += dropped;
+      result.datagrams_received += dropped;
+      datagram_count = before;
+    }
   }
   for (std::size_t d = 0; d < datagram_count; ++d) {
     ++counters_.datagrams_received;

@@ -42,6 +42,25 @@
 // Keyed sessions: with a MAC, every datagram sent is signed, and a report
 // datagram without a valid MAC is dropped and counted.
 //
+// Failover. With more than one target (`target`, then `failover_targets`),
+// when nothing has been heard from the current target for
+// `failover_timeout_ms` while commands or reports are outstanding, the
+// session moves to the next target (round robin, counted in `failovers`,
+// current_target() names it) and goes back, as a retransmission timeout
+// does, to the oldest unanswered command (to the last acknowledged one
+// while a report is missing): the new primary holds the same journal, so it
+// knows the session's expected sequence and answers duplicates from its
+// report history. Reports stay in order and once each across the switch
+// (the expected report sequence is the session's, not the target's). With
+// several targets only the current one is heard: a datagram from any other
+// address (an old primary waking up after the switch) is dropped and
+// counted in `other_target_datagrams`; a send the kernel refuses as
+// unreachable (ENETUNREACH, EHOSTUNREACH, EHOSTDOWN, ENETDOWN,
+// ECONNREFUSED) loses its datagrams (`unreachable_sends`) instead of ending
+// the session, and the failover timeout moves on. With one target nothing
+// of this happens: datagrams are taken from any address and a send error
+// ends the session, as before.
+//
 // Silence. The service never answers what it refuses (unknown session,
 // address not allowed, wrong key, ...). When nothing has been heard for
 // `explain_after_ms` while commands or reports are outstanding,
@@ -95,7 +114,14 @@ namespace orderwire::client {
 using ReportHandler = std::function<void(const codec::FrameView& report)>;
 
 struct SessionOptions {
-  net::Endpoint target;  // the service
+  net::Endpoint target;  // the service (the first target)
+  // More targets, in the order the session fails over to them after
+  // `target` (round robin; docs/CLIENT.md "Failover"): the hot standbys.
+  // Same address family as `target`. Empty: one target, no failover.
+  std::vector<net::Endpoint> failover_targets;
+  // With several targets: nothing heard from the current one for this long
+  // while commands or reports are outstanding moves to the next.
+  int failover_timeout_ms = 1500;
   std::uint32_t session_id = 1;
   // Most commands unacknowledged at once: 1 to kMaxWindow.
   std::uint32_t window = 4096;
@@ -150,6 +176,12 @@ struct SessionCounters {
   std::uint64_t bad_datagrams = 0;       // malformed or another session's
   std::uint64_t bad_mac_datagrams = 0;   // keyed: MAC missing or wrong
   std::uint64_t silences = 0;            // times refusals().silent was set
+  // Several targets: switches to the next target, datagrams dropped
+  // because they came from an address other than the current target, and
+  // datagrams not sent because the kernel could not reach the target.
+  std::uint64_t failovers = 0;
+  std::uint64_t other_target_datagrams = 0;
+  std::uint64_t unreachable_sends = 0;
 };
 
 // What the session knows about the service refusing or losing things.
@@ -185,8 +217,9 @@ class Session {
  public:
   // Opens a UDP socket (an ephemeral port of the target's family) and
   // allocates the session's buffers. Errors: InvalidArgument (window 0 or
-  // above kMaxWindow, a first sequence 0, a target without an address,
-  // retransmit or explain time not positive), Unavailable (the socket),
+  // above kMaxWindow, a first sequence 0, a target without an address or a
+  // failover target of another family than `target`, retransmit, explain
+  // or failover time not positive), Unavailable (the socket),
   // FailedPrecondition (SendPath::kSegmented on a kernel without UDP_SEGMENT).
   static absl::StatusOr<std::unique_ptr<Session>> Open(SessionOptions options);
 
@@ -221,6 +254,16 @@ class Session {
 
   // The socket: readable when reports are waiting.
   [[nodiscard]] int fd() const;
+  // The target in use: `target` until a failover, then the one switched to.
+  [[nodiscard]] const net::Endpoint& current_target() const {
+    return current_target_ == 0
+               ? options_.target
+               : options_.failover_targets[current_target_ - 1];
+  }
+  // Its place in the list: 0 is `target`, i is failover_targets[i - 1].
+  [[nodiscard]] std::size_t current_target_index() const {
+    return current_target_;
+  }
   // The sequence the next Submit gets.
   [[nodiscard]] std::uint64_t next_sequence() const;
   // Commands submitted and not yet answered (acknowledged or given up as
@@ -261,6 +304,10 @@ class Session {
   [[nodiscard]] std::size_t Slot(std::uint64_t index) const {
     return static_cast<std::size_t>(index % ring_slots_);
   }
+  [[nodiscard]] std::size_t target_count() const {
+    return 1 + options_.failover_targets.size();
+  }
+  void FailOver(std::int64_t now_ns);
   void Flush(std::int64_t now_ns, PollResult& result);
   void SendBuilt(PollResult& result);
   absl::Status Fail(absl::Status status);
@@ -275,6 +322,7 @@ class Session {
   absl::Status window_full_;  // made once, copied without allocating
   std::int64_t timeout_ns_;
   std::int64_t explain_ns_;
+  std::int64_t failover_ns_;
 
   // Command indexes count from 0 = first_sequence.
   std::uint64_t submitted_ = 0;     // commands queued
@@ -289,6 +337,13 @@ class Session {
   std::int64_t last_progress_ns_;
   std::int64_t last_ack_ns_;
   std::int64_t last_heard_ns_;
+  // Failover: the target in use (0: options_.target), when the session
+  // switched to it, and when it began waiting (a command or report
+  // outstanding) after being idle: silence is measured from the latest.
+  std::size_t current_target_ = 0;
+  std::int64_t target_since_ns_;
+  std::int64_t waiting_since_ns_;
+  bool was_waiting_ = false;
   // Datagrams built in the send batch, and how many of them went out (the
   // rest wait for room in the socket buffer).
   std::size_t tx_built_ = 0;

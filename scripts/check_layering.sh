@@ -20,8 +20,8 @@
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
 #   service/   base/ codec/ engine/ journal/ net/ auth/ replication/
-#              (only the standby, service/standby.*, a library of its own,
-#              includes replication/ today)
+#              (the `replicated` durability mode: service/replication_link.h;
+#              the standby: service/standby.h)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
 #              links libnats, so nothing below it may include it; the
 #              service wires it in, not the other way round)

@@ -316,6 +316,30 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
                  "journal's writes.",
                  kLatencyBoundsNs, s.journal_wait.buckets,
                  s.journal_wait.sum_ns);
+  // Replication (`--durability replicated` only).
+  if (!s.replication) return;
+  Gauge(text, "orderwire_replicated_index",
+        "Last journal index the JetStream journal stream has acknowledged "
+        "(commands are answered up to min(durable, replicated)).",
+        s.replicated_index);
+  Counter(text, "orderwire_replication_published_messages_total",
+          "Messages (runs of journal records) published to the journal "
+          "stream.",
+          s.replication_published_messages);
+  Counter(text, "orderwire_replication_acknowledged_messages_total",
+          "Messages the journal stream acknowledged.",
+          s.replication_acknowledged_messages);
+  Counter(text, "orderwire_replication_published_records_total",
+          "Journal records published to the journal stream.",
+          s.replication_published_records);
+  Counter(text, "orderwire_replication_failures_total",
+          "Replication failures (the first stops the service).",
+          s.replication_failures);
+  text.Histogram("orderwire_replication_publish_latency_seconds",
+                 "Seconds from publishing a message to the journal stream to "
+                 "its acknowledgement.",
+                 kLatencyBoundsNs, s.replication_publish_latency.buckets,
+                 s.replication_publish_latency.sum_ns);
 }
 
 }  // namespace orderwire::service

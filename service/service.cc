@@ -2,6 +2,7 @@
 #include "service/service.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -27,6 +28,9 @@
 #include "codec/datagram.h"
 #include "codec/frame.h"
 #include "journal/format.h"
+#include "journal/prune.h"
+#include "journal/start.h"
+#include "replication/lease.h"
 #include "service/metrics.h"
 #include "service/pinned_config.h"
 #include "service/restart.h"
@@ -122,6 +126,15 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::unique_ptr<journal::JournalWriter> writer_;
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<RetentionWorker> retention_;  // while Run() runs
+  // ServiceOptions::replication: the link to the journal stream; records
+  // are answered up to min(durable, link_->replicated_index()).
+  std::unique_ptr<ReplicationLink> link_;
+  bool replication_failure_logged_ = false;
+  // ReplicationOptions::lease: the lease this primary holds, its renewal
+  // thread (stopped when Run() returns), and whether StillLeader said no.
+  std::unique_ptr<replication::LeaseMember> lease_;
+  std::unique_ptr<replication::LeaseRenewer> renewer_;
+  bool lease_lost_ = false;
   std::optional<net::UdpSocket> socket_;
   net::Endpoint local_;
   net::DatagramBatch rx_;
@@ -225,9 +238,36 @@ class Service::Impl final : public Sequencer::Backpressure {
   // Collects the child if it has exited (or waits for it): counts it, logs
   // a failure with the child's own message.
   void ReapSnapshot(bool wait);
-  // Applies every pending record the journal has made durable and sends
-  // their reports.
+  // Applies every pending record the journal has made durable (and, with
+  // replication, the stream has acknowledged) and sends their reports.
   void ApplyDurable();
+  // With replication: opens the link (replication_link.h) and waits until
+  // every local record is acknowledged (Start()).
+  absl::Status StartReplication();
+  // With replication: blocks until an acknowledgement (or a failure) comes,
+  // a datagram arrives on the socket (with_socket), or timeout_ms passes.
+  void WaitForReplication(bool with_socket, int timeout_ms);
+  // The link's failure or the lost lease, logged once, as Run() returns it.
+  absl::Status ReplicationFailed();
+  // Whether nothing more may be answered: the link failed or the lease was
+  // lost. One acquire load; false without replication.
+  [[nodiscard]] bool replication_failed() const noexcept {
+    return lease_lost_ || (link_ != nullptr && link_->failed());
+  }
+  // With the lease: whether this primary may still answer now (else
+  // lease_lost_ is set). One atomic load and a clock read.
+  bool StillLeader() noexcept {
+    if (lease_ == nullptr) return true;
+    if (!lease_->StillLeader(replication::LeaseClock::now())) [[unlikely]] {
+      lease_lost_ = true;
+      return false;
+    }
+    return true;
+  }
+  // The serving loop (Run() stops the lease's renewal after it).
+  absl::Status RunLoop(const std::atomic<bool>& stop);
+  // With the lease: acquires it before serving (Start()).
+  absl::Status AcquireLease(ReplicationOptions& replication);
   Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
@@ -339,6 +379,7 @@ absl::Status Service::Impl::Start() {
   records_at_start_ = machine_->stats().records;
   snapshot_base_index_ = started_from_snapshot_;
   durable_index_ = writer_->durable_index();
+  if (absl::Status s = StartReplication(); !s.ok()) return s;
 
   absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(options_.listen);
   if (!socket.ok()) return socket.status();
@@ -381,6 +422,124 @@ absl::Status Service::Impl::ChooseSendPath() {
   return absl::OkStatus();
 }
 
+absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication) {
+  const LeaseOptions& o = *replication.lease;
+  replication::LeaseSpec spec;
+  spec.servers = replication.servers;
+  spec.engine_name = replication.engine_name;
+  spec.replicas = replication.replicas;
+  spec.holder = o.holder;
+  spec.duration = o.duration;
+  spec.safety_margin = o.safety_margin;
+  spec.renew_interval = o.renew_interval;
+  spec.request_timeout = o.request_timeout;
+  if (spec.holder.empty()) {
+    std::array<char, 256> host{};
+    if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
+    spec.holder = absl::StrFormat("%s:%d", host.data(), ::getpid());
+  }
+  absl::StatusOr<std::unique_ptr<replication::LeaseMember>> member =
+      replication::LeaseMember::Open(spec);
+  if (!member.ok()) return member.status();
+  absl::StatusOr<replication::AcquireResult> acquired =
+      (*member)->Acquire(o.acquire_wait);
+  if (!acquired.ok()) return acquired.status();
+  if (acquired->outcome != replication::AcquireOutcome::kAcquired) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the lease %s of engine %s is held by %s (epoch %d, %s): another "
+        "primary serves this engine; run this node as a standby",
+        replication::LeaseBucketName(replication.engine_name),
+        replication.engine_name, acquired->holder, acquired->epoch,
+        replication::AcquireOutcomeName(acquired->outcome)));
+  }
+  replication.epoch = acquired->epoch;
+  if (replication.member_name.empty()) {
+    replication.member_name = spec.holder;
+    std::replace(replication.member_name.begin(), replication.member_name.end(),
+                 ':', '-');
+  }
+  lease_ = std::move(*member);
+  renewer_ = std::make_unique<replication::LeaseRenewer>(*lease_);
+  absl::StrAppendFormat(&startup_report_,
+                        "\n  lease %s held by %s: epoch %d, %d ms, renewed "
+                        "every %d ms",
+                        replication::LeaseBucketName(replication.engine_name),
+                        spec.holder, acquired->epoch, o.duration.count(),
+                        o.renew_interval.count());
+  return absl::OkStatus();
+}
+
+absl::Status Service::Impl::StartReplication() {
+  if (!options_.replication.has_value()) return absl::OkStatus();
+  ReplicationOptions& replication = *options_.replication;
+  if (replication.lease.has_value()) {
+    if (absl::Status s = AcquireLease(replication); !s.ok()) {
+      return absl::Status(
+          s.code(),
+          absl::StrFormat("--durability replicated: %s", s.message()));
+    }
+  }
+  // The link tails the journal's durable records: everything recovered is.
+  if (absl::Status s = writer_->Flush(); !s.ok()) return s;
+  const std::uint64_t last = writer_->last_index();
+  absl::StatusOr<std::unique_ptr<ReplicationLink>> link =
+      ReplicationLink::Open(replication, options_.journal.directory, last);
+  if (!link.ok()) {
+    return absl::Status(link.status().code(),
+                        absl::StrFormat("--durability replicated: %s",
+                                        link.status().message()));
+  }
+  link_ = std::move(*link);
+  absl::StrAppendFormat(&startup_report_, "\n  %s", link_->description());
+  // The replayed records that the stream lacks were never answered (they
+  // were never acknowledged); a retransmission would be answered from the
+  // state they built. So nothing is served before they are acknowledged.
+  if (absl::Status s = link_->WaitReplicated(last, replication.ack_timeout);
+      !s.ok()) {
+    return absl::UnavailableError(absl::StrFormat(
+        "--durability replicated: publishing the local journal's records "
+        "the stream lacks (up to index %d): %s",
+        last, s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Service::Impl::ReplicationFailed() {
+  const absl::Status failure =
+      lease_lost_
+          ? absl::FailedPreconditionError(absl::StrFormat(
+                "lost the lease (epoch %d): %s", options_.replication->epoch,
+                renewer_ != nullptr && renewer_->lost()
+                    ? "another member holds it now"
+                    : absl::StrFormat(
+                          "not renewed before its deadline "
+                          "(%d renewals failed)",
+                          renewer_ != nullptr ? renewer_->failed() : 0)))
+          : link_->failure();
+  absl::Status stopped(
+      failure.code(),
+      absl::StrFormat("replication failed, the service stopped answering "
+                      "(answered up to journal index %d, every answered "
+                      "command acknowledged by the stream; the local journal "
+                      "holds up to %d): %s",
+                      machine_->last_index(), writer_->last_index(),
+                      failure.message()));
+  if (!replication_failure_logged_) {
+    replication_failure_logged_ = true;
+    Log(std::string(stopped.message()));
+  }
+  return stopped;
+}
+
+void Service::Impl::WaitForReplication(bool with_socket, int timeout_ms) {
+  std::array<pollfd, 2> fds{pollfd{link_->wake_fd(), POLLIN, 0},
+                            pollfd{socket_->fd(), POLLIN, 0}};
+  if (::poll(fds.data(), with_socket ? 2 : 1, timeout_ms) > 0 &&
+      (fds[0].revents & POLLIN) != 0) {
+    link_->DrainWake();
+  }
+}
+
 void Service::Impl::StartRetention() {
   if (!options_.retain.has_value() || retention_ != nullptr) return;
   retention_ = std::make_unique<RetentionWorker>(
@@ -391,6 +550,13 @@ void Service::Impl::StartRetention() {
 }
 
 absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
+  absl::Status status = RunLoop(stop);
+  // A stopped primary stops renewing: a standby takes over after D.
+  if (renewer_ != nullptr) renewer_->Stop();
+  return status;
+}
+
+absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   const auto interval_ns = static_cast<std::int64_t>(options_.interval_s * 1e9);
   std::int64_t next_interval_ns = MonotonicNs() + interval_ns;
   started_ns_ = MonotonicNs();
@@ -401,6 +567,9 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   while (!stop.load(std::memory_order_relaxed)) {
     if (writer_->failed()) return writer_->status();
     if (!fatal_.ok()) return fatal_;
+    if (replication_failed()) [[unlikely]] {
+      return ReplicationFailed();
+    }
     now_ns_ = MonotonicNs();
     if (snapshot_child_ > 0 && now_ns_ >= next_reap_ns_) [[unlikely]] {
       ReapSnapshot(/*wait=*/false);
@@ -430,9 +599,16 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
       CheckJournalResumed();
     }
     if (n > 0) continue;
-    // Nothing arrived: wait for the disk if it has work, else the network.
+    // Nothing arrived: wait for the disk if it has work (with replication:
+    // for the stream's acknowledgement once the disk has none), else the
+    // network.
     if (sequencer_->pending() > 0) {
-      WaitForJournal();
+      if (link_ != nullptr &&
+          writer_->durable_index() == writer_->last_index()) {
+        WaitForReplication(/*with_socket=*/true, 50);
+      } else {
+        WaitForJournal();
+      }
     } else {
       // Idle: a scrape sees every counter as it is once the loop has been
       // idle past the publication interval (at most the 50 ms wait below).
@@ -448,8 +624,22 @@ absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   // applied and answered.
   retention_.reset();
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
+  if (link_ != nullptr) {
+    // Everything journaled is answered once the stream has it, or not at
+    // all (the link failed or timed out: Run() says so).
+    if (absl::Status s = link_->WaitReplicated(
+            writer_->last_index(), options_.replication->ack_timeout);
+        !s.ok()) {
+      if (replication_failed()) return ReplicationFailed();
+      return absl::UnavailableError(absl::StrFormat(
+          "stopping: the journal's last records were not acknowledged by "
+          "the stream and are not answered: %s",
+          s.message()));
+    }
+  }
   ApplyDurable();
   if (!fatal_.ok()) return fatal_;
+  if (replication_failed()) return ReplicationFailed();
   absl::Status closed = writer_->Close();
   durable_index_ = writer_->durable_index();
   // A snapshot being written is finished (its counters then final).
@@ -560,9 +750,10 @@ void Service::Impl::ReapSnapshot(bool wait) {
 
 void Service::Impl::ProcessDatagram(std::size_t slot,
                                     std::uint64_t receive_ns) {
-  // After a journal failure or a refused record nothing more is journaled
-  // or answered; Run() returns the error at the top of its loop.
-  if (writer_->failed() || !fatal_.ok()) [[unlikely]] {
+  // After a journal failure, a refused record or a replication failure
+  // nothing more is journaled or answered; Run() returns the error at the
+  // top of its loop.
+  if (writer_->failed() || !fatal_.ok() || replication_failed()) [[unlikely]] {
     return;
   }
   const std::span<const std::byte> bytes = rx_.datagram(slot);
@@ -665,10 +856,16 @@ void Service::Impl::LogRefusal(Admission cause, std::uint32_t session_id,
 bool Service::Impl::WaitForJournal() {
   ++backpressure_waits_;
   const std::int64_t wait_start = MonotonicNs();
-  (void)writer_->Wait();
+  if (link_ != nullptr && writer_->durable_index() == writer_->last_index()) {
+    // Everything is on the disk: what holds the pending records is the
+    // stream's acknowledgement.
+    WaitForReplication(/*with_socket=*/false, 50);
+  } else {
+    (void)writer_->Wait();
+  }
   journal_wait_.Record(static_cast<std::uint64_t>(MonotonicNs() - wait_start));
   ApplyDurable();
-  return !writer_->failed() && fatal_.ok();
+  return !writer_->failed() && fatal_.ok() && !replication_failed();
 }
 
 Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
@@ -688,8 +885,17 @@ Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
 }
 
 void Service::Impl::ApplyDurable() {
-  const std::uint64_t durable = writer_->Poll();
+  std::uint64_t durable = writer_->Poll();
   durable_index_ = durable;
+  if (link_ != nullptr) {
+    // Answered only once the stream has it too, and while this primary
+    // holds the lease; after a failure, nothing.
+    link_->NoteDurable(durable);
+    if (link_->failed() || !StillLeader()) [[unlikely]] {
+      return;
+    }
+    durable = std::min(durable, link_->replicated_index());
+  }
   std::uint64_t pass_ns = 0;  // when this pass found records durable
   sequencer_->ForEachDurable(durable, [&](const Record& record) {
     if (!fatal_.ok()) return;
@@ -1092,6 +1298,17 @@ void Service::Impl::RefreshStats() const {
   s.command_latency = command_latency_;
   s.journal_wait = journal_wait_;
   s.sessions_moved = sequencer_->sessions().moves();
+  if (link_ != nullptr) {
+    const ReplicationStats r = link_->stats();
+    s.replication = true;
+    s.replication_published_messages = r.published_messages;
+    s.replication_acknowledged_messages = r.acknowledged_messages;
+    s.replication_published_records = r.published_records;
+    s.replication_published_bytes = r.published_bytes;
+    s.replicated_index = r.replicated_index;
+    s.replication_failures = r.failures;
+    s.replication_publish_latency = r.publish_latency;
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -1227,6 +1444,16 @@ std::string Service::StatsReport() const {
                         "mean\n",
                         mean_us(s.command_latency), s.command_latency.count(),
                         mean_us(s.journal_wait));
+  if (s.replication) {
+    absl::StrAppendFormat(
+        &out,
+        "  replication       replicated index %d; %d messages (%d records) "
+        "published, %d acknowledged, %.1f us mean publish to "
+        "acknowledgement; %d failure(s)\n",
+        s.replicated_index, s.replication_published_messages,
+        s.replication_published_records, s.replication_acknowledged_messages,
+        mean_us(s.replication_publish_latency), s.replication_failures);
+  }
   absl::StrAppendFormat(&out,
                         "  journal full      %d time(s), %d datagrams (%d "
                         "frames) refused, %d Busy sent%s\n",
@@ -1291,6 +1518,14 @@ std::string Service::StatsJson() const {
   field("journal_full_episodes", s.journal_full_episodes);
   field("journal_full", s.journal_full ? 1 : 0);
   field("sessions_moved", s.sessions_moved);
+  field("replication", s.replication ? 1 : 0);
+  field("replication_published_messages", s.replication_published_messages);
+  field("replication_acknowledged_messages",
+        s.replication_acknowledged_messages);
+  field("replication_published_records", s.replication_published_records);
+  field("replication_published_bytes", s.replication_published_bytes);
+  field("replicated_index", s.replicated_index);
+  field("replication_failures", s.replication_failures);
   const auto group = [&](std::string_view name, auto&& fill) {
     absl::StrAppendFormat(&out, ",\"%s\":{", name);
     bool first = true;
@@ -1339,6 +1574,7 @@ std::string Service::StatsJson() const {
   };
   histogram("command_latency", s.command_latency);
   histogram("journal_wait", s.journal_wait);
+  histogram("replication_publish_latency", s.replication_publish_latency);
   out += ",\"bounds_ns\":[";
   for (std::size_t i = 0; i < kLatencyBoundsNs.size(); ++i) {
     absl::StrAppendFormat(&out, "%s%d", i == 0 ? "" : ",", kLatencyBoundsNs[i]);

@@ -83,6 +83,7 @@
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "service/latency_buckets.h"
+#include "service/replication_link.h"
 #include "service/service_config.h"
 #include "service/session_table.h"
 
@@ -164,6 +165,15 @@ struct ServiceOptions {
   // when Run() returns from a clean stop, for a reader on another thread.
   // Must outlive the Service. Null: nothing is published.
   StatsMirror* metrics = nullptr;
+  // `serve --durability replicated` (service/replication_link.h,
+  // docs/SERVICE.md "Durability"): a command is answered only when its
+  // record is durable in the local journal (under journal.durability) AND
+  // acknowledged by the engine's JetStream journal stream. Start() reads the
+  // stream's end, publishes the local records it lacks and waits for their
+  // acknowledgement (at most ack_timeout) before it binds the socket; a node
+  // behind the stream is refused. A replication failure stops the service:
+  // nothing more is answered and Run() returns it. Unset: local only.
+  std::optional<ReplicationOptions> replication;
 };
 
 // Every counter the service keeps. Drops are counted by cause.
@@ -234,6 +244,19 @@ struct ServiceStats {
   // (back-pressure, or commands in flight and nothing on the socket): how
   // long (one observation per backpressure_waits).
   LatencyBuckets journal_wait;
+  // ServiceOptions::replication: whether it is on; messages published and
+  // acknowledged, records published, the last journal index acknowledged by
+  // the stream (commands are answered up to min(durable, replicated)), the
+  // failures (0 or 1: the first stops the service), and each message's
+  // publish-to-acknowledgement time.
+  bool replication = false;
+  std::uint64_t replication_published_messages = 0;
+  std::uint64_t replication_acknowledged_messages = 0;
+  std::uint64_t replication_published_records = 0;
+  std::uint64_t replication_published_bytes = 0;
+  std::uint64_t replicated_index = 0;
+  std::uint64_t replication_failures = 0;
+  LatencyBuckets replication_publish_latency;
 };
 
 class Service {
@@ -253,7 +276,10 @@ class Service {
   // Serves until `stop` is set, then stops reading, makes everything
   // journaled durable, applies it, sends the last reports and closes the
   // journal. Errors: a journal I/O error (the service stops at once: it
-  // never answers what it cannot make durable) or a socket error.
+  // never answers what it cannot make durable), a socket error, or with
+  // ServiceOptions::replication a replication failure (fenced by another
+  // writer, no acknowledgement in time, the connection lost: the service
+  // stops answering at once and logs it).
   absl::Status Run(const std::atomic<bool>& stop);
 
   // The state the journal has made (engine, sessions); read only between

@@ -29,6 +29,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ORDERWIRE = None  # set from argv in main()
@@ -508,6 +509,15 @@ EXIT_CASES = [
     ("config", ["convert", "{tmp}/nope.conf"], b"", 1, "cannot open"),
     ("config", ["convert", "{tmp}/file"], b"", 1,
      "line 1: expected 'key = value', got 'not a directory'"),
+    # cluster (no NATS on port 1: a failure, not a usage error)
+    ("cluster", ["status", "--help"], b"", 0, ""),
+    ("cluster", [], b"", 2, "cluster status"),
+    ("cluster", ["status", "--timeout-ms", "0"], b"", 2,
+     "--timeout-ms: 0 is out of range"),
+    ("cluster", ["status", "--engine-name", "a.b"], b"", 1,
+     "engine name 'a.b': character 2"),
+    ("cluster", ["status", "--nats", "nats://127.0.0.1:1",
+                 "--timeout-ms", "300"], b"", 1, "connect to NATS"),
     # serve
     ("serve", ["--help"], b"", 0, ""),
     ("serve", [], b"", 2, "--journal DIR is required"),
@@ -517,6 +527,22 @@ EXIT_CASES = [
      "--stats-interval: 'x' is not a number"),
     ("serve", ["--journal", "{tmp}/j", "--durability", "fast"], b"", 2,
      "--durability: unknown durability mode 'fast'"),
+    ("serve", ["--journal", "{tmp}/j", "--durability", "fast"], b"", 2,
+     "or replicated"),
+    # --durability replicated and its flags (docs/SERVICE.md "Durability").
+    ("serve", ["--journal", "{tmp}/j", "--durability", "replicated"], b"", 2,
+     "--durability replicated needs --nats nats://HOST:PORT"),
+    ("serve", ["--journal", "{tmp}/j", "--nats", "nats://127.0.0.1:1"], b"",
+     2, "--nats needs --durability replicated (given: batch)"),
+    ("serve", ["--journal", "{tmp}/j", "--durability", "sync",
+               "--replicas", "3"], b"", 2,
+     "--replicas needs --durability replicated (given: sync)"),
+    ("serve", ["--journal", "{tmp}/j", "--durability", "replicated",
+               "--nats", "nats://127.0.0.1:1", "--replicas", "2"], b"", 2,
+     "--replicas: 2: the journal stream has 1 or 3"),
+    ("serve", ["--journal", "{tmp}/j", "--durability", "replicated",
+               "--nats", "nats://127.0.0.1:1", "--replication-window", "0"],
+     b"", 2, "--replication-window: 0 is out of range"),
     ("serve", ["--journal", "{tmp}/j", "--listen", "nonsense"], b"", 2,
      "--listen"),
     ("serve", ["--journal", "{tmp}/j", "--listen", "127.0.0.1:{port}",
@@ -631,6 +657,68 @@ class ResumedSubmit(unittest.TestCase):
             # the service sends is newer than the one this run waits for.
             stale = submit(3, 601, 1, os.path.join(tmp, "stale.bin"))
             self.assertEqual(stale.returncode, 1, stale.stderr)
+
+
+class FailoverSubmit(unittest.TestCase):
+    """`submit --target A,B`: serve A stops (SIGINT) mid-run, serve B opens
+    the same journal on B's port; submit says it fails over, finishes on B,
+    counts the failover, and its reports are byte for byte the replay of
+    the journal. Bad target lists are usage errors naming the target."""
+
+    def test_a_run_moves_to_the_second_target_and_finishes(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            journal = os.path.join(tmp, "j")
+            port_a, port_b = free_udp_port(), free_udp_port()
+            while port_b == port_a:
+                port_b = free_udp_port()
+            server_a, first = start_serve(journal, port_a)
+            self.assertIn("listening on", first)
+            out = os.path.join(tmp, "reports.bin")
+            client = subprocess.Popen(
+                [ORDERWIRE, "submit", "--session", "5", "--workload", "wl1",
+                 "--count", "4000", "--seed", "3", "--rate", "4000",
+                 "--window", "128",
+                 "--target", "127.0.0.1:%d,127.0.0.1:%d" % (port_a, port_b),
+                 "--failover-timeout-ms", "300", "--json", "--reports", out],
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE)
+            time.sleep(0.4)
+            self.assertIsNone(client.poll(), "submit ended before the stop")
+            self.assertEqual(stop_serve(server_a)[0], 0)
+            server_b, first = start_serve(journal, port_b)
+            self.assertIn("listening on", first)
+            stdout, stderr = client.communicate(timeout=60)
+            self.assertEqual(stop_serve(server_b)[0], 0)
+            self.assertEqual(client.returncode, 0, stderr.decode())
+            self.assertIn("failing over to 127.0.0.1:%d" % port_b,
+                          stderr.decode())
+            summary = json.loads(stdout)
+            self.assertEqual(summary["acknowledged"], 4000)
+            self.assertGreaterEqual(summary["failovers"], 1)
+            self.assertEqual(summary["target"], "127.0.0.1:%d" % port_b)
+
+            replayed = os.path.join(tmp, "replay")
+            result = run(["replay", "--journal", journal, "--reports-dir",
+                          replayed], b"")
+            self.assertEqual(result.returncode, 0, result.stderr)
+            with open(os.path.join(replayed, "session-5.bin"), "rb") as f:
+                whole = f.read()
+            with open(out, "rb") as f:
+                self.assertEqual(f.read(), whole)
+
+    def test_bad_target_lists_are_usage_errors(self):
+        cases = [
+            ("127.0.0.1:7400,", "target 2 of 2"),
+            ("127.0.0.1:7400,nowhere", "target 2 of 2 ('nowhere')"),
+            ("127.0.0.1:7400,127.0.0.1:7400", "repeats target 1"),
+            ("127.0.0.1:7400,[::1]:7400", "address family"),
+        ]
+        for targets, needle in cases:
+            result = run(["submit", "--session", "1", "--workload", "wl1",
+                          "--count", "1", "--target", targets], b"")
+            self.assertEqual(result.returncode, 2, (targets, result.stderr))
+            self.assertIn("--target", result.stderr.decode())
+            self.assertIn(needle, result.stderr.decode())
 
 
 class ExitStatus(unittest.TestCase):

@@ -1,0 +1,35 @@
+// The reports a journal replays into, per session: what `orderwire replay`
+// gives, for end-to-end tests that compare what clients received live with
+// the journal the service left (tests/client/failover_test.cc). Part of
+// orderwire::test_support_service.
+#ifndef ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
+#define ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/config.h"
+#include "tests/support/bytes.h"
+
+namespace orderwire::test_support {
+
+struct SessionReplay {
+  // The journal's records (commands applied), in index order.
+  std::uint64_t records = 0;
+  // How many records each session has in the journal.
+  std::map<std::uint32_t, std::uint64_t> records_by_session;
+  // Each session's report frames, in report-sequence order.
+  std::map<std::uint32_t, std::vector<Bytes>> reports_by_session;
+};
+
+// Reads the journal in `directory` to its end and applies every record
+// through a fresh StateMachine with `engine`. A journal that does not open
+// or read to a clean end fails the test (the replay so far is returned).
+SessionReplay ReplayJournalBySession(const std::string& directory,
+                                     const engine::EngineConfig& engine);
+
+}  // namespace orderwire::test_support
+
+#endif  // ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
