@@ -42,6 +42,7 @@
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
 #include "service/rebuild.h"
+#include "service/replication_link.h"
 #include "service/service.h"
 #include "service/snapshot.h"
 #include "tests/support/bytes.h"
@@ -702,6 +703,78 @@ TEST(Standby, FollowsThroughTheLossOfTheStreamLeader) {
               ReplayedState(source.dir(), source.options()));
   standby.reset();
   EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == records);
+}
+
+// The whole chain: a real primary in the `replicated` durability mode
+// (service/replication_link.h) serving two trading sessions, and a standby
+// following its stream while it serves: the standby's journal and state are
+// the primary's.
+TEST(Standby, FollowsALiveReplicatedPrimary) {
+  auto nats = NatsCluster::Start(1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  ScratchDir dir;
+  service::ServiceOptions primary = SourceOptions(dir.Sub("primary"));
+  service::ReplicationOptions replication;
+  replication.servers = (*nats)->ServersUrl();
+  replication.engine_name = "live";
+  primary.replication = replication;
+  auto service = test_support::RunningService::Start(primary);
+  ASSERT_NE(service, nullptr);
+
+  // The standby runs on a thread of its own from now on.
+  service::StandbyOptions options =
+      StandbyOptionsFor(**nats, "live", dir.Sub("standby"));
+  options.config = primary.config;
+  options.report_history = primary.report_history;
+  std::atomic<std::uint64_t> applied{0};
+  service::Standby* standby_ptr = nullptr;
+  options.interval_s = 0.001;
+  options.on_interval = [&] {
+    applied.store(standby_ptr->stats().applied_index);
+  };
+  auto standby = StartStandby(options);
+  ASSERT_NE(standby, nullptr);
+  standby_ptr = standby.get();
+  std::atomic<bool> stop_standby{false};
+  absl::Status standby_status;
+  std::thread follower([&] { standby_status = standby->Run(stop_standby); });
+
+  constexpr std::size_t kCommands = 1500;
+  std::vector<std::thread> clients;
+  std::atomic<bool> stop{false};
+  for (std::uint32_t s = 0; s < 2; ++s) {
+    clients.emplace_back([&, s] {
+      const std::vector<std::byte> input = workload::EncodeCommands(
+          workload::Generate(workload::Workload::kMixed, kCommands, 500 + s));
+      client::ClientOptions client;
+      client.target = service->endpoint();
+      client.session_id = 80 + s;
+      client.window = 128;
+      client.quiet_ms = 20;
+      absl::StatusOr<client::ClientResult> result =
+          client::RunClient(client, input, stop);
+      EXPECT_TRUE(result.ok()) << result.status();
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  ASSERT_TRUE(service->Stop().ok());
+  const std::uint64_t last = service->final_stats().last_index;
+  EXPECT_EQ(last, 2 * kCommands);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (applied.load() < last && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  stop_standby.store(true);
+  follower.join();
+  EXPECT_TRUE(standby_status.ok()) << standby_status;
+  EXPECT_EQ(standby->stats().applied_index, last);
+  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
+              ReplayedState(dir.Sub("primary"), primary));
+  standby.reset();
+  service.reset();
+  EXPECT_TRUE(ReadJournal(dir.Sub("standby")) ==
+              ReadJournal(dir.Sub("primary")));
 }
 
 // The state at `up_to` that a plain replay of `dir` makes, encoded as
