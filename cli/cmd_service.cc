@@ -121,6 +121,10 @@ const CommandSpec kServeSpec{
         "client. A gap, a message that does not verify or a local record that\n"
         "differs from the primary's stops it (exit 1), nothing of it "
         "appended.\n"
+        "An old primary restarted with --standby on its own journal rejoins:\n"
+        "local records the stream never acknowledged, where a new primary's\n"
+        "epoch marker took over, are moved to DIR/cut/FIRST-LAST and the\n"
+        "standby follows the new primary (--no-rejoin: refuse instead).\n"
         "--config must be the primary's.",
     .flags =
         {
@@ -180,6 +184,11 @@ const CommandSpec kServeSpec{
             {"standby", "", "",
              "run as the hot standby of --engine-name, following its journal "
              "stream at --nats"},
+            {"no-rejoin", "", "",
+             "--standby: refuse to start instead of cutting a local journal "
+             "tail the stream never acknowledged (an old primary's, replaced "
+             "by a new primary: see docs/REPLICATION.md \"Rejoining as a "
+             "standby\")"},
             {"metrics-listen", "HOST:PORT", "",
              "serve the counters for Prometheus at http://HOST:PORT/metrics "
              "(off by default)"},
@@ -335,6 +344,7 @@ absl::Status Serve(const Args& args) {
     InstallStopHandlers();
     return ServeStandby(args, g_stop);
   }
+  if (args.Has("no-rejoin")) return UsageError("--no-rejoin needs --standby");
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   service::ServiceOptions options;
   absl::StatusOr<net::Endpoint> listen =

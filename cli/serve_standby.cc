@@ -89,6 +89,7 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   }
   options.reconfigure = args.Bool("reconfigure");
   options.restart_from_snapshot = !args.Bool("no-snapshot");
+  options.rejoin = !args.Bool("no-rejoin");
   for (const std::string& warning : options.config.warnings) {
     std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
   }

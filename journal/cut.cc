@@ -491,9 +491,9 @@ absl::Status CheckNoPendingCut(const std::string& directory) {
   if (::access(path.c_str(), F_OK) == 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "journal %s has a cut in progress (%s): its records after an index "
-        "are being moved into %s/%s/; open the journal for writing (e.g. "
-        "orderwire serve, orderwire journal recover) to finish the cut "
-        "before reading it",
+        "are being moved into %s/%s/; open the journal for writing (orderwire "
+        "serve, orderwire serve --standby, orderwire journal write) to "
+        "finish the cut before reading it",
         directory, path, directory, kCutDirName));
   }
   return absl::OkStatus();
