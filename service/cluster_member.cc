@@ -305,6 +305,7 @@ absl::Status ClusterMember::StartPrimary() {
   Event(absl::StrFormat("serving on %s as primary of epoch %d",
                         primary_->local_endpoint().ToString(),
                         takeover_.epoch));
+  if (options_.on_primary_started) options_.on_primary_started(*primary_);
   return absl::OkStatus();
 }
 

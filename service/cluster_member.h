@@ -80,6 +80,9 @@ struct ClusterMemberOptions {
   std::chrono::milliseconds lease_poll{0};
   // Epoch-marker attempts before the takeover gives up (fenced each time).
   int max_marker_attempts = 5;
+  // Called on Run's thread once the primary has started (before it
+  // serves), e.g. for the start-up banner. May be empty.
+  std::function<void(const Service&)> on_primary_started;
   // Tests only, on Run's thread: right after the lease was acquired, and
   // right before each epoch marker is published.
   std::function<void()> after_acquire_for_tests;
