@@ -30,6 +30,19 @@ struct SessionReplay {
 SessionReplay ReplayJournalBySession(const std::string& directory,
                                      const engine::EngineConfig& engine);
 
+// What one session received live (its report frames concatenated, as a
+// client's reports_out file holds them) against `replayed`, that session's
+// reports from ReplayJournalBySession. A client stops listening a quiet
+// period after its last acknowledgement while other sessions may trade on
+// and fill or self-trade-cancel its resting orders, so `live` must be a
+// prefix of the replayed frames ending on a frame boundary, byte for byte,
+// and every replayed frame after it must be one another session's command
+// caused (a maker's Filled, a SelfTrade Cancelled): nothing answering the
+// session's own commands may be missing. Each breach fails the test (with
+// `session` named); returns how many frames were received live.
+std::size_t ExpectLiveIsReplayPrefix(std::uint32_t session, const Bytes& live,
+                                     const std::vector<Bytes>& replayed);
+
 }  // namespace orderwire::test_support
 
 #endif  // ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
