@@ -5,8 +5,10 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
 #include "journal/start.h"
 
@@ -57,9 +59,39 @@ std::string FormatProgress(std::string_view what, std::uint64_t records,
   return out;
 }
 
+std::int64_t ProgressIntervalNs(const char* env_value, std::FILE* warnings) {
+  const std::int64_t fallback = ProgressOptions{}.interval_ns;
+  if (env_value == nullptr || *env_value == '\0') return fallback;
+  std::uint32_t ms = 0;
+  if (!absl::SimpleAtoi(env_value, &ms)) {
+    std::fprintf(warnings,
+                 "orderwire: ORDERWIRE_PROGRESS_INTERVAL_MS=\"%s\" is not a "
+                 "whole number of milliseconds; progress is refreshed every "
+                 "%lld ms\n",
+                 env_value, static_cast<long long>(fallback / 1'000'000));
+    return fallback;
+  }
+  return std::int64_t{ms} * 1'000'000;
+}
+
+namespace {
+
+// The options of a progress display on standard error: drawn when it is a
+// terminal, at the interval of the environment (read, and a bad value
+// said, only then).
+ProgressOptions TerminalOptions() {
+  ProgressOptions options{.enabled = ::isatty(STDERR_FILENO) == 1};
+  if (options.enabled) {
+    options.interval_ns = ProgressIntervalNs(
+        std::getenv("ORDERWIRE_PROGRESS_INTERVAL_MS"), stderr);
+  }
+  return options;
+}
+
+}  // namespace
+
 Progress::Progress(std::string_view what, std::uint64_t total_work)
-    : Progress(what, total_work,
-               ProgressOptions{.enabled = ::isatty(STDERR_FILENO) == 1}) {}
+    : Progress(what, total_work, TerminalOptions()) {}
 
 Progress::Progress(std::string_view what, std::uint64_t total_work,
                    ProgressOptions options)

@@ -6,7 +6,10 @@
 //
 // When standard error is not a terminal (a pipe, a file, a test) nothing at
 // all is written, so logs and scripts see only the commands' own output.
-// The clock and the terminal test are injectable for tests.
+// The environment variable ORDERWIRE_PROGRESS_INTERVAL_MS replaces the
+// 200 ms (0: every update draws, so even a short command draws its line;
+// the tests of the drawing on a terminal use it). The clock and the
+// terminal test are injectable for tests.
 #ifndef ORDERWIRE_CLI_PROGRESS_H_
 #define ORDERWIRE_CLI_PROGRESS_H_
 
@@ -38,9 +41,16 @@ struct ProgressOptions {
   std::int64_t interval_ns = 200'000'000;  // at most 5 refreshes a second
 };
 
+// The time between refreshes that ORDERWIRE_PROGRESS_INTERVAL_MS sets:
+// `env_value` is its value (nullptr when unset). Unset or empty: 200 ms.
+// A value that is not a whole number of milliseconds is said on `warnings`
+// (naming it) and the 200 ms are kept.
+std::int64_t ProgressIntervalNs(const char* env_value, std::FILE* warnings);
+
 class Progress {
  public:
-  // Enabled when standard error is a terminal.
+  // Enabled when standard error is a terminal; refreshed at the interval
+  // of ProgressIntervalNs(getenv("ORDERWIRE_PROGRESS_INTERVAL_MS")).
   Progress(std::string_view what, std::uint64_t total_work);
   Progress(std::string_view what, std::uint64_t total_work,
            ProgressOptions options);

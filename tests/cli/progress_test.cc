@@ -95,5 +95,35 @@ TEST(ProgressTest, DisabledWritesNothingAtAll) {
   EXPECT_EQ(out.Text(), "");
 }
 
+TEST(ProgressIntervalTest, TheEnvironmentSetsItAndABadValueIsSaid) {
+  Captured warnings;
+  EXPECT_EQ(ProgressIntervalNs(nullptr, warnings.file), 200'000'000);
+  EXPECT_EQ(ProgressIntervalNs("", warnings.file), 200'000'000);
+  EXPECT_EQ(ProgressIntervalNs("0", warnings.file), 0);
+  EXPECT_EQ(ProgressIntervalNs("50", warnings.file), 50'000'000);
+  EXPECT_EQ(warnings.Text(), "");
+  EXPECT_EQ(ProgressIntervalNs("-1", warnings.file), 200'000'000);
+  EXPECT_EQ(ProgressIntervalNs("fast", warnings.file), 200'000'000);
+  EXPECT_THAT(warnings.Text(),
+              HasSubstr("ORDERWIRE_PROGRESS_INTERVAL_MS=\"-1\" is not a "
+                        "whole number of milliseconds"));
+  EXPECT_THAT(warnings.Text(), HasSubstr("\"fast\""));
+}
+
+// Interval 0: the first update draws, however soon it comes.
+TEST(ProgressTest, IntervalZeroDrawsAtTheFirstUpdate) {
+  Captured out;
+  {
+    Progress progress("journal write", 10,
+                      ProgressOptions{.enabled = true,
+                                      .now_ns = [] { return 5; },
+                                      .out = out.file,
+                                      .interval_ns = 0});
+    progress.Update(0, 0);
+    EXPECT_EQ(progress.refreshes(), 1);
+  }
+  EXPECT_EQ(out.Text(), "\rjournal write: 0 records, 0%\033[K\r\033[K");
+}
+
 }  // namespace
 }  // namespace orderwire::cli
