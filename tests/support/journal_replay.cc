@@ -5,6 +5,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "codec/frame.h"
+#include "codec/kind_table.h"
+#include "codec/messages.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
 #include "service/state_machine.h"
@@ -36,6 +39,57 @@ SessionReplay ReplayJournalBySession(const std::string& directory,
   }
   EXPECT_EQ(result, journal::ReadResult::kEnd) << (*reader)->status();
   return replay;
+}
+
+std::size_t ExpectLiveIsReplayPrefix(const Bytes& live,
+                                     const std::vector<Bytes>& replayed) {
+  Bytes expected;
+  std::size_t received = 0;
+  while (received < replayed.size() &&
+         expected.size() + replayed[received].size() <= live.size()) {
+    expected.insert(expected.end(), replayed[received].begin(),
+                    replayed[received].end());
+    ++received;
+  }
+  EXPECT_EQ(live.size(), expected.size())
+      << "the live reports do not end on a replayed frame's boundary";
+  EXPECT_TRUE(live == expected) << "the live reports differ from the replay";
+  for (std::size_t f = received; f < replayed.size(); ++f) {
+    const auto frame = codec::FrameView::Parse(replayed[f]);
+    EXPECT_TRUE(frame.ok()) << "replayed report " << f + 1 << " does not parse";
+    if (!frame.ok()) continue;
+    const bool caused_by_others =
+        (frame->kind() == codec::Kind::kFilled &&
+         codec::View<codec::Filled>::FromFrame(*frame)
+                 ->Get<&codec::Filled::liquidity>() ==
+             codec::Liquidity::kMaker) ||
+        (frame->kind() == codec::Kind::kCancelled &&
+         codec::View<codec::Cancelled>::FromFrame(*frame)
+                 ->Get<&codec::Cancelled::reason>() ==
+             codec::CancelReason::kSelfTrade);
+    EXPECT_TRUE(caused_by_others)
+        << "report " << f + 1 << " (" << codec::Name(frame->kind())
+        << ") answers the session's own command but never arrived";
+  }
+  return received;
+}
+
+std::vector<JournalRecordCopy> ReadJournalRecords(
+    const std::string& directory) {
+  std::vector<JournalRecordCopy> out;
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
+      journal::JournalReader::Open(directory);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return out;
+  journal::Record record;
+  journal::ReadResult result;
+  while ((result = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
+    const auto frame = record.frame.bytes();
+    out.push_back({record.index, record.receive_ns, record.session_id,
+                   record.flags, Bytes(frame.begin(), frame.end())});
+  }
+  EXPECT_EQ(result, journal::ReadResult::kEnd) << (*reader)->status();
+  return out;
 }
 
 }  // namespace orderwire::test_support
