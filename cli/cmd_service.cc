@@ -60,7 +60,10 @@ const CommandSpec kServeSpec{
         "--standby --nats nats://HOST:PORT[,...] [--engine-name NAME] "
         "--journal DIR "
         "[--durability MODE] [--config FILE] [--stats-interval S] "
-        "[--snapshot-every RECORDS] [--member-name NAME]",
+        "[--snapshot-every RECORDS] [--member-name NAME]\n"
+        "[--no-takeover | [--listen HOST:PORT] [--lease-ms MS] "
+        "[--replicas 1|3] [--replication-window N] [--ack-timeout-ms MS] "
+        "[--send MODE]]",
     .summary = "Run the UDP order-entry service (or its hot standby).",
     .details =
         "Receives command datagrams, journals their frames verbatim, and once\n"
@@ -121,10 +124,23 @@ const CommandSpec kServeSpec{
         "client. A gap, a message that does not verify or a local record that\n"
         "differs from the primary's stops it (exit 1), nothing of it "
         "appended.\n"
-        "--config must be the primary's.",
+        "--config must be the primary's.\n"
+        "It takes over by default: when the primary's lease has not been\n"
+        "renewed for --lease-ms (D) on the standby's clock, it takes the\n"
+        "lease (epoch + 1), follows the stream to its end, publishes the new\n"
+        "epoch's marker (fenced if anyone appended since: it follows again\n"
+        "and retries) and serves on --listen as the primary in the\n"
+        "replicated durability mode, from its own journal (--replicas,\n"
+        "--replication-window, --ack-timeout-ms, --send as for the primary).\n"
+        "Each step is printed with the UTC time. It never takes a lease that\n"
+        "was never taken (an engine without a leased primary). A NATS error\n"
+        "while looking at the lease is printed and following goes on.\n"
+        "--no-takeover keeps it a pure follower. SIGINT or SIGTERM stops it\n"
+        "cleanly in either role (exit 0).",
     .flags =
         {
-            {"listen", "HOST:PORT", "127.0.0.1:7400", "address to listen on"},
+            {"listen", "HOST:PORT", "127.0.0.1:7400",
+             "address to listen on (--standby: once it has taken over)"},
             {"journal", "DIR", "", "journal directory (created if missing)"},
             {"durability", "MODE", "batch",
              "none | batch | sync | replicated: when a command counts as "
@@ -137,23 +153,25 @@ const CommandSpec kServeSpec{
              "--durability replicated or --standby: the stream is "
              "orderwire_NAME_journal ([A-Za-z0-9_-], 1-64)"},
             {"replicas", "1|3", "1",
-             "--durability replicated: the stream's replicas"},
+             "--durability replicated or --standby: the stream's replicas"},
             {"replication-window", "N", "32",
-             "--durability replicated: messages in flight, at most "
-             "(1-4096)"},
+             "--durability replicated or --standby (once primary): messages "
+             "in flight, at most (1-4096)"},
             {"ack-timeout-ms", "MS", "5000",
-             "--durability replicated: a message not acknowledged within MS "
-             "stops the service"},
+             "--durability replicated or --standby (once primary): a message "
+             "not acknowledged within MS stops the service"},
             {"lease", "", "",
              "--durability replicated: hold the engine's leadership lease "
              "while serving (refused while another member holds it; "
              "serving stops when it is lost)"},
             {"member-name", "NAME", "",
              "--lease: this member's name (default HOSTNAME:PID); --standby: "
-             "its name in `orderwire cluster status` (default HOSTNAME-PID)"},
+             "its name in `orderwire cluster status` and in the lease once it "
+             "takes over (default HOSTNAME-PID)"},
             {"lease-ms", "MS", "3000",
-             "--lease: the lease's duration D (renewed every D/12, safety "
-             "margin D/6)"},
+             "--lease or --standby: the lease's duration D (renewed every "
+             "D/12, safety margin D/6); a standby takes over D after the "
+             "primary's last renewal"},
             {"config", "FILE", "", "service configuration (docs/SERVICE.md)"},
             {"reconfigure", "", "",
              "accept a configuration that differs from the journal's and "
@@ -179,7 +197,9 @@ const CommandSpec kServeSpec{
              "where the kernel lacks it)"},
             {"standby", "", "",
              "run as the hot standby of --engine-name, following its journal "
-             "stream at --nats"},
+             "stream at --nats; takes over when the primary's lease expires"},
+            {"no-takeover", "", "",
+             "--standby: never take the lease over (a pure follower)"},
             {"metrics-listen", "HOST:PORT", "",
              "serve the counters for Prometheus at http://HOST:PORT/metrics "
              "(off by default)"},
@@ -310,17 +330,8 @@ absl::Status ParseDurabilityFlags(const Args& args,
     absl::StatusOr<std::uint64_t> duration =
         args.Uint("lease-ms", 120, 3600000);
     if (!duration.ok()) return duration.status();
-    const auto d = static_cast<std::int64_t>(*duration);
-    // The production ratios of docs/REPLICATION.md (3 s: 500 ms margin,
-    // renewed every 250 ms, requests 1 s); a lease held by another member
-    // is waited for up to 2 D.
-    replication.lease = service::LeaseOptions{
-        .holder = args.String("member-name"),
-        .duration = std::chrono::milliseconds(d),
-        .safety_margin = std::chrono::milliseconds(d / 6),
-        .renew_interval = std::chrono::milliseconds(d / 12),
-        .request_timeout = std::chrono::milliseconds(d / 3),
-        .acquire_wait = std::chrono::milliseconds(2 * d)};
+    replication.lease = LeaseForDuration(std::chrono::milliseconds(*duration),
+                                         args.String("member-name"));
   } else if (args.Has("member-name") || args.Has("lease-ms")) {
     return UsageError(
         absl::StrFormat("--%s needs --lease",

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -10,7 +11,10 @@
 #include "absl/strings/str_format.h"
 #include "journal/format.h"
 #include "journal/writer.h"
+#include "net/udp.h"
 #include "replication/journal_stream.h"
+#include "service/cluster_member.h"
+#include "service/service.h"
 #include "service/standby.h"
 
 namespace orderwire::cli {
@@ -35,12 +39,24 @@ std::string DefaultMemberName() {
 
 }  // namespace
 
+service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
+                                       std::string holder) {
+  // The production ratios of docs/REPLICATION.md (3 s: 500 ms margin,
+  // renewed every 250 ms, requests 1 s); a lease held by another member is
+  // waited for up to 2 D.
+  return service::LeaseOptions{.holder = std::move(holder),
+                               .duration = d,
+                               .safety_margin = d / 6,
+                               .renew_interval = d / 12,
+                               .request_timeout = d / 3,
+                               .acquire_wait = 2 * d};
+}
+
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   if (absl::Status s = args.Require("nats"); !s.ok()) return s;
   for (const char* flag :
-       {"retain", "metrics-listen", "stats-json", "log-refusals", "lease",
-        "lease-ms", "replicas", "replication-window", "ack-timeout-ms"}) {
+       {"retain", "metrics-listen", "stats-json", "log-refusals"}) {
     if (args.Has(flag)) {
       return UsageError(absl::StrFormat(
           "--%s is not available with --standby yet (the standby answers no "
@@ -48,7 +64,27 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
           flag));
     }
   }
-  service::StandbyOptions options;
+  if (args.Has("lease")) {
+    return UsageError(
+        "--lease is the primary's: with --standby the lease is taken when the "
+        "primary's expires (--lease-ms sets its duration; --no-takeover never "
+        "takes it)");
+  }
+  const bool takeover = !args.Bool("no-takeover");
+  if (!takeover) {
+    for (const char* flag : {"lease-ms", "replication-window", "ack-timeout-ms",
+                             "listen", "send"}) {
+      if (args.Has(flag)) {
+        return UsageError(absl::StrFormat(
+            "--%s is for the primary a standby becomes: not with "
+            "--no-takeover",
+            flag));
+      }
+    }
+  }
+  service::ClusterMemberOptions member_options;
+  member_options.takeover = takeover;
+  service::StandbyOptions& options = member_options.standby;
   options.nats_servers = args.String("nats");
   options.engine_name = args.String("engine-name");
   if (absl::Status s = replication::ValidateEngineName(options.engine_name);
@@ -89,37 +125,106 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   }
   options.reconfigure = args.Bool("reconfigure");
   options.restart_from_snapshot = !args.Bool("no-snapshot");
+
+  // The primary it becomes after a takeover: the `replicated` durability
+  // with the lease taken, on --listen.
+  service::ServiceOptions& primary = member_options.primary;
+  absl::StatusOr<net::Endpoint> listen =
+      net::Endpoint::Parse(args.String("listen"));
+  if (!listen.ok()) return FlagError("listen", listen.status());
+  primary.listen = *listen;
+  if (!net::ParseSendPath(args.String("send"), &primary.send)) {
+    return FlagError(
+        "send", absl::InvalidArgumentError(absl::StrFormat(
+                    "'%s' is not auto, sendmmsg or gso", args.String("send"))));
+  }
+  primary.snapshot_every_records = options.snapshot_every_records;
+  service::ReplicationOptions replication;
+  absl::StatusOr<std::uint64_t> replicas = args.Uint("replicas", 1, 3);
+  if (!replicas.ok()) return replicas.status();
+  if (*replicas == 2) {
+    return FlagError("replicas", absl::InvalidArgumentError(
+                                     "2: the journal stream has 1 or 3"));
+  }
+  replication.replicas = static_cast<int>(*replicas);
+  absl::StatusOr<std::uint64_t> window =
+      args.Uint("replication-window", 1, 4096);
+  if (!window.ok()) return window.status();
+  replication.window = static_cast<std::uint32_t>(*window);
+  absl::StatusOr<std::uint64_t> ack = args.Uint("ack-timeout-ms", 1, 600000);
+  if (!ack.ok()) return ack.status();
+  replication.ack_timeout = std::chrono::milliseconds(*ack);
+  absl::StatusOr<std::uint64_t> lease_ms = args.Uint("lease-ms", 120, 3600000);
+  if (!lease_ms.ok()) return lease_ms.status();
+  // The holder's name is the member's (':' is not in it: NATS keys).
+  replication.lease = LeaseForDuration(std::chrono::milliseconds(*lease_ms),
+                                       options.member_name);
+  primary.replication = std::move(replication);
   for (const std::string& warning : options.config.warnings) {
     std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
   }
-  service::Standby* standby_ptr = nullptr;
+  service::ClusterMember* member_ptr = nullptr;
   options.interval_s = *interval;
   options.on_interval = [&] {
     std::fprintf(stderr, "orderwire serve: %s\n",
-                 standby_ptr->StatsLine().c_str());
+                 member_ptr->standby()->StatsLine().c_str());
   };
-  options.on_event = [](std::string_view line) {
-    std::fprintf(stderr, "orderwire serve: standby: %.*s\n",
+  primary.interval_s = *interval;
+  primary.on_interval = [&] {
+    std::fprintf(stderr, "orderwire serve: %s\n",
+                 member_ptr->primary()->StatsLine().c_str());
+  };
+  const auto event = [](std::string_view line) {
+    std::fprintf(stderr, "orderwire serve: %.*s\n",
                  static_cast<int>(line.size()), line.data());
   };
-  absl::StatusOr<std::unique_ptr<service::Standby>> standby =
-      service::Standby::Start(std::move(options));
-  if (!standby.ok()) return standby.status();
-  standby_ptr = standby->get();
-  if (args.Bool("quiet")) {
-    if (!(*standby)->startup_warning().empty()) {
+  options.on_event = event;
+  primary.on_event = event;
+  const bool quiet = args.Bool("quiet");
+  member_options.on_primary_started = [&](const service::Service& service) {
+    if (quiet) {
+      if (!service.startup_warning().empty()) event(service.startup_warning());
+      return;
+    }
+    std::fprintf(stderr, "orderwire serve: primary, listening on %s\n  %s\n",
+                 service.local_endpoint().ToString().c_str(),
+                 service.startup_report().c_str());
+  };
+  absl::StatusOr<std::unique_ptr<service::ClusterMember>> member =
+      service::ClusterMember::Start(std::move(member_options));
+  if (!member.ok()) return member.status();
+  member_ptr = member->get();
+  const service::Standby& standby = *(*member)->standby();
+  if (quiet) {
+    if (!standby.startup_warning().empty()) {
       std::fprintf(stderr, "orderwire serve: %s\n",
-                   (*standby)->startup_warning().c_str());
+                   standby.startup_warning().c_str());
     }
   } else {
     std::fprintf(stderr,
-                 "orderwire serve: standby (answering no client)\n  %s\n",
-                 (*standby)->startup_report().c_str());
+                 "orderwire serve: standby (answering no client; %s)\n  %s\n",
+                 takeover ? absl::StrFormat("takes over on %s when the "
+                                            "primary's lease of %d ms expires",
+                                            args.String("listen"), *lease_ms)
+                                .c_str()
+                          : "--no-takeover: never takes over",
+                 standby.startup_report().c_str());
   }
-  absl::Status run = (*standby)->Run(stop);
-  std::fprintf(stderr, "orderwire serve: standby %s\n  %s\n",
-               run.ok() ? "stopped cleanly" : "stopped on an error",
-               (*standby)->StatsLine().c_str());
+  absl::Status run = (*member)->Run(stop);
+  if ((*member)->primary() != nullptr) {
+    std::fprintf(stderr, "orderwire serve: primary (epoch %llu) %s\n%s",
+                 static_cast<unsigned long long>((*member)->epoch()),
+                 run.ok() ? "stopped cleanly" : "stopped on an error",
+                 (*member)->primary()->StatsReport().c_str());
+  } else {
+    std::fprintf(
+        stderr, "orderwire serve: standby %s\n%s",
+        run.ok() ? "stopped cleanly" : "stopped on an error",
+        (*member)->standby() != nullptr
+            ? absl::StrFormat("  %s\n", (*member)->standby()->StatsLine())
+                  .c_str()
+            : "");
+  }
   return run;
 }
 

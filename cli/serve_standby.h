@@ -4,20 +4,32 @@
 #define ORDERWIRE_CLI_SERVE_STANDBY_H_
 
 #include <atomic>
+#include <chrono>
+#include <string>
 
 #include "absl/status/status.h"
 #include "cli/common.h"
+#include "service/replication_link.h"
 
 namespace orderwire::cli {
 
 // Follows the engine's journal stream at --nats into --journal until `stop`
 // is set (SIGINT/SIGTERM) or an error, reporting itself as --member-name
 // (default HOSTNAME-PID) to `orderwire cluster status`, with a snapshot
-// every --snapshot-every records. Usage errors: --nats missing,
-// --snapshot-every that is not a number of records, and the serve flags the
-// standby does not take yet (--retain, --metrics-listen, --stats-json,
+// every --snapshot-every records; unless --no-takeover, takes over when the
+// primary's lease (--lease-ms) expires and serves on --listen as the primary
+// (service/cluster_member.h), until `stop`. Usage errors: --nats missing,
+// --snapshot-every that is not a number of records, --lease (the primary's),
+// the primary's flags with --no-takeover, and the serve flags the standby
+// does not take yet (--retain, --metrics-listen, --stats-json,
 // --log-refusals).
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop);
+
+// The lease of duration `d` with the production ratios (margin D/6, renewed
+// every D/12, requests D/3, a held lease waited for 2 D): `--lease-ms`, for
+// the primary and for the primary a standby becomes.
+service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
+                                       std::string holder);
 
 }  // namespace orderwire::cli
 

@@ -393,6 +393,9 @@ absl::StatusOr<AcquireResult> LeaseMember::TryAcquire() {
     expected = current->revision;
   } else if (current.status().code() != absl::StatusCode::kNotFound) {
     return current.status();
+  } else if (!spec_.create_if_absent) {
+    result.outcome = AcquireOutcome::kHeld;
+    return result;
   }
   if (spec_.before_compare_and_set_for_tests) {
     spec_.before_compare_and_set_for_tests();

@@ -101,6 +101,13 @@ struct LeaseSpec {
   std::chrono::milliseconds request_timeout{1000};
   // How often Acquire reads the key while waiting for it to expire.
   std::chrono::milliseconds poll_interval{50};
+  // Whether TryAcquire creates the key when it is absent (epoch 1). A
+  // standby that takes over (service/cluster_member.h) sets false: it
+  // replaces a primary that held the lease, and an engine whose lease was
+  // never taken has none to replace (a primary started without --lease must
+  // not find a standby serving beside it). Then an absent key is kHeld
+  // with epoch 0 and no holder.
+  bool create_if_absent = true;
   // Only for tests that interleave two members deterministically: called by
   // TryAcquire after it has read the key and decided to take the lease,
   // just before its compare-and-set.

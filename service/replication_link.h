@@ -50,6 +50,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "replication/lease.h"
 #include "service/latency_buckets.h"
 
 namespace orderwire::replication {
@@ -63,6 +64,12 @@ class JournalFollower;
 }  // namespace orderwire::journal
 
 namespace orderwire::service {
+
+// A lease acquired before the service starts, and its running renewal.
+struct HeldLease {
+  std::unique_ptr<replication::LeaseMember> member;
+  std::unique_ptr<replication::LeaseRenewer> renewer;
+};
 
 // The leadership lease (replication/lease.h) the primary holds while it
 // serves in the replicated mode: acquired before it serves (its epoch becomes
@@ -100,6 +107,12 @@ struct ReplicationOptions {
   std::uint64_t epoch = 1;
   // Set: hold the leadership lease while serving (see LeaseOptions).
   std::optional<LeaseOptions> lease;
+  // With `lease`: a lease this member holds already, its renewer running (a
+  // standby that took over, service/cluster_member.h). Service::Start takes
+  // both over instead of acquiring (the renewal never pauses between the
+  // acquisition and the first answer); `lease` then only describes it. A
+  // lease that is no longer held (StillLeader false) is refused.
+  std::shared_ptr<HeldLease> held_lease;
   // Not empty: this member's line in the engine's members bucket
   // (replication/cluster_status.h, `orderwire cluster status`), put every
   // member_report_interval from a thread of the link's own: role

@@ -268,6 +268,8 @@ class Service::Impl final : public Sequencer::Backpressure {
   absl::Status RunLoop(const std::atomic<bool>& stop);
   // With the lease: acquires it before serving (Start()).
   absl::Status AcquireLease(ReplicationOptions& replication);
+  // ReplicationOptions::held_lease: takes the held lease and its renewer over.
+  absl::Status TakeHeldLease(ReplicationOptions& replication);
   Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
@@ -424,6 +426,7 @@ absl::Status Service::Impl::ChooseSendPath() {
 
 absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication) {
   const LeaseOptions& o = *replication.lease;
+  if (replication.held_lease != nullptr) return TakeHeldLease(replication);
   replication::LeaseSpec spec;
   spec.servers = replication.servers;
   spec.engine_name = replication.engine_name;
@@ -466,6 +469,34 @@ absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication) {
                         replication::LeaseBucketName(replication.engine_name),
                         spec.holder, acquired->epoch, o.duration.count(),
                         o.renew_interval.count());
+  return absl::OkStatus();
+}
+
+absl::Status Service::Impl::TakeHeldLease(ReplicationOptions& replication) {
+  HeldLease& held = *replication.held_lease;
+  if (held.member == nullptr || held.renewer == nullptr ||
+      !held.member->StillLeader(replication::LeaseClock::now())) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the lease %s of engine %s handed over is not held any more (not "
+        "renewed before its deadline, or taken by another member)",
+        replication::LeaseBucketName(replication.engine_name),
+        replication.engine_name));
+  }
+  lease_ = std::move(held.member);
+  renewer_ = std::move(held.renewer);
+  replication.epoch = lease_->epoch();
+  if (replication.member_name.empty()) {
+    replication.member_name = lease_->spec().holder;
+    std::replace(replication.member_name.begin(), replication.member_name.end(),
+                 ':', '-');
+  }
+  absl::StrAppendFormat(&startup_report_,
+                        "\n  lease %s held by %s (taken over): epoch %d, %d "
+                        "ms, renewed every %d ms",
+                        replication::LeaseBucketName(replication.engine_name),
+                        lease_->spec().holder, lease_->epoch(),
+                        lease_->spec().duration.count(),
+                        lease_->spec().renew_interval.count());
   return absl::OkStatus();
 }
 
