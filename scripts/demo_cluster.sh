@@ -80,7 +80,7 @@ echo "primary  member-a: pid $a, 127.0.0.1:$pa, journal $work/a"
   --listen "127.0.0.1:$pb" --member-name member-b 2>"$work/b.log" &
 b=$!
 track_pid "$b"
-wait_for_log "$work/b.log" "standby (answering no client)" 20 "$b" || {
+wait_for_log "$work/b.log" "standby (answering no client" 20 "$b" || {
   cat "$work/b.log" >&2
   exit 1
 }
