@@ -60,7 +60,7 @@ const CommandSpec kServeSpec{
         "--standby --nats nats://HOST:PORT[,...] [--engine-name NAME] "
         "--journal DIR "
         "[--durability MODE] [--config FILE] [--stats-interval S] "
-        "[--snapshot-every RECORDS] [--member-name NAME]\n"
+        "[--snapshot-every RECORDS] [--member-name NAME] [--no-rejoin]\n"
         "[--no-takeover | [--listen HOST:PORT] [--lease-ms MS] "
         "[--replicas 1|3] [--replication-window N] [--ack-timeout-ms MS] "
         "[--send MODE]]",
@@ -124,6 +124,10 @@ const CommandSpec kServeSpec{
         "client. A gap, a message that does not verify or a local record that\n"
         "differs from the primary's stops it (exit 1), nothing of it "
         "appended.\n"
+        "An old primary restarted with --standby on its own journal rejoins:\n"
+        "local records the stream never acknowledged, where a new primary's\n"
+        "epoch marker took over, are moved to DIR/cut/FIRST-LAST and the\n"
+        "standby follows the new primary (--no-rejoin: refuse instead).\n"
         "--config must be the primary's.\n"
         "It takes over by default: when the primary's lease has not been\n"
         "renewed for --lease-ms (D) on the standby's clock, it takes the\n"
@@ -200,6 +204,11 @@ const CommandSpec kServeSpec{
              "stream at --nats; takes over when the primary's lease expires"},
             {"no-takeover", "", "",
              "--standby: never take the lease over (a pure follower)"},
+            {"no-rejoin", "", "",
+             "--standby: refuse to start instead of cutting a local journal "
+             "tail the stream never acknowledged (an old primary's, replaced "
+             "by a new primary: see docs/REPLICATION.md \"Rejoining as a "
+             "standby\")"},
             {"metrics-listen", "HOST:PORT", "",
              "serve the counters for Prometheus at http://HOST:PORT/metrics "
              "(off by default)"},
@@ -346,6 +355,7 @@ absl::Status Serve(const Args& args) {
     InstallStopHandlers();
     return ServeStandby(args, g_stop);
   }
+  if (args.Has("no-rejoin")) return UsageError("--no-rejoin needs --standby");
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   service::ServiceOptions options;
   absl::StatusOr<net::Endpoint> listen =

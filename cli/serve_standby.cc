@@ -160,6 +160,7 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   replication.lease = LeaseForDuration(std::chrono::milliseconds(*lease_ms),
                                        options.member_name);
   primary.replication = std::move(replication);
+  options.rejoin = !args.Bool("no-rejoin");
   for (const std::string& warning : options.config.warnings) {
     std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
   }

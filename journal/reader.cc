@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_format.h"
+#include "journal/cut.h"
 #include "journal/start.h"
 
 namespace orderwire::journal {
@@ -18,6 +19,9 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
 absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
     const std::string& directory, const ReaderOptions& options) {
   const std::size_t first_segment = options.first_segment;
+  // A journal whose tail is being cut (cut.h) holds records on their way
+  // out: it is read only once a writer has finished the cut.
+  if (absl::Status s = CheckNoPendingCut(directory); !s.ok()) return s;
   // The checkpoint first: it witnesses what was durable before the
   // segments are looked at, so a writer appending meanwhile only adds.
   std::optional<Checkpoint> checkpoint;

@@ -218,6 +218,9 @@ struct RecoveryReport {
   // (e.g. a full disk): the writer goes on without it; followers then go by
   // the checkpoint.
   std::string durable_file_problem;
+  // A cut of the journal's tail (cut.h) found half-done and finished:
+  // what was cut, where it is kept. Empty otherwise.
+  std::string cut_message;
 };
 
 // Counters since Open.

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "base/unique_fd.h"
 #include "journal/checkpoint.h"
+#include "journal/cut.h"
 #include "journal/internal/scan.h"
 #include "journal/internal/writer_support.h"
 #include "journal/reader.h"
@@ -87,6 +88,14 @@ absl::Status CheckWitnessedSegment(
 }  // namespace
 
 absl::Status JournalWriter::Recover() {
+  // A cut of the journal's tail left half-done (cut.h) is finished first:
+  // its intent is the commit point.
+  absl::StatusOr<std::optional<CutReport>> pending_cut =
+      FinishPendingCut(options_.directory, dir_fd_.get());
+  if (!pending_cut.ok()) return pending_cut.status();
+  if (pending_cut->has_value()) {
+    recovery_.cut_message = (*pending_cut)->message;
+  }
   absl::StatusOr<std::vector<internal::SegmentEntry>> listed =
       internal::ListSegments(options_.directory);
   if (!listed.ok()) return listed.status();

@@ -9,11 +9,14 @@
 
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
+#include "journal/cut.h"
 #include "journal/reader.h"
+#include "journal/start.h"
 #include "replication/cluster_status.h"
 #include "replication/journal_follower.h"
 #include "replication/journal_stream.h"
 #include "replication/stream_position.h"
+#include "replication/stream_reader.h"
 #include "service/pinned_config.h"
 #include "service/restart.h"
 #include "service/snapshot.h"
@@ -41,11 +44,150 @@ bool SameRecord(const journal::Record& a, const journal::Record& b) {
          std::memcmp(fa.data(), fb.data(), fa.size()) == 0;
 }
 
+// A record's fields and frame as one byte string, for comparing a local
+// record with the stream's.
+std::vector<std::byte> RecordBytes(std::uint64_t index,
+                                   std::uint64_t receive_ns,
+                                   std::uint32_t session_id,
+                                   std::uint32_t flags,
+                                   std::span<const std::byte> frame) {
+  std::vector<std::byte> out(journal::kRecordHeaderSize + frame.size());
+  journal::StoreStruct<journal::kRecordHeaderLayout>(
+      journal::RecordHeader{.index = index,
+                            .receive_ns = receive_ns,
+                            .session_id = session_id,
+                            .flags = flags},
+      out.data());
+  std::memcpy(out.data() + journal::kRecordHeaderSize, frame.data(),
+              frame.size());
+  return out;
+}
+
+// What a rejoin cuts: the local records first..last, replaced on the
+// stream from `first` on by a primary of `epoch`.
+struct RejoinCut {
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  std::uint64_t epoch = 0;
+};
+
 std::string Describe(const journal::Record& r) {
   return absl::StrFormat(
       "index %d, session %d, receive_ns %d, flags 0x%x, %d "
       "frame bytes",
       r.index, r.session_id, r.receive_ns, r.flags, r.frame.bytes().size());
+}
+
+// Whether the local journal (its writer open) agrees with the stream, and
+// if not, whether a new primary took over where they part: see standby.h
+// "Rejoining". nullopt: nothing to cut.
+absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
+    const StandbyOptions& o, const journal::JournalWriter& writer) {
+  const std::uint64_t last = writer.last_index();
+  if (last == 0) return std::optional<RejoinCut>();
+  absl::StatusOr<std::uint64_t> first_local =
+      journal::FirstAvailableIndex(o.journal.directory);
+  if (!first_local.ok()) return first_local.status();
+  const auto request_timeout = std::min<std::chrono::milliseconds>(
+      o.connect_timeout, std::chrono::seconds(5));
+  absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
+      replication::StreamReader::Open(o.nats_servers, o.engine_name,
+                                      request_timeout);
+  if (!reader.ok()) return reader.status();
+  // The local record `index` (the writer has it durable: it recovered it).
+  const auto local =
+      [&](std::uint64_t index) -> absl::StatusOr<std::vector<std::byte>> {
+    absl::StatusOr<std::unique_ptr<journal::JournalReader>> r =
+        journal::JournalReader::Open(
+            o.journal.directory, journal::ReaderOptions{.from_index = index});
+    if (!r.ok()) return r.status();
+    journal::Record record;
+    if ((*r)->Next(record) != journal::ReadResult::kRecord ||
+        record.index != index) {
+      return absl::DataLossError(absl::StrFormat(
+          "the local journal %s does not yield its record %d: %s",
+          o.journal.directory, index, (*r)->status().message()));
+    }
+    return RecordBytes(record.index, record.receive_ns, record.session_id,
+                       record.flags, record.frame.bytes());
+  };
+  // Whether the stream holds the local record `index`, identical.
+  const auto agrees = [&](std::uint64_t index) -> absl::StatusOr<bool> {
+    absl::StatusOr<std::optional<replication::StreamRecord>> theirs =
+        (*reader)->FindRecord(index);
+    if (!theirs.ok()) return theirs.status();
+    if (!theirs->has_value()) return false;
+    absl::StatusOr<std::vector<std::byte>> ours = local(index);
+    if (!ours.ok()) return ours.status();
+    const replication::StreamRecord& t = **theirs;
+    return *ours ==
+           RecordBytes(t.index, t.receive_ns, t.session_id, t.flags, t.frame);
+  };
+  absl::StatusOr<bool> last_agrees = agrees(last);
+  if (absl::IsNotFound(last_agrees.status())) {
+    return std::optional<RejoinCut>();  // no stream yet: said when following
+  }
+  if (!last_agrees.ok()) return last_agrees.status();
+  if (*last_agrees) return std::optional<RejoinCut>();  // a prefix
+  // The first local index the stream does not agree with: a binary search
+  // (the two journals agree on a prefix, then part).
+  std::uint64_t lo = *first_local;
+  std::uint64_t hi = last;
+  while (lo < hi) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    absl::StatusOr<bool> same = agrees(mid);
+    if (!same.ok()) return same.status();
+    if (*same) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  const std::uint64_t diverge = lo;
+  const auto refuse = [&](std::string_view why) {
+    return absl::DataLossError(absl::StrFormat(
+        "the local journal %s diverges from stream %s at index %d (its last "
+        "index is %d), and not where a new primary took over: %s. Nothing is "
+        "cut; look at both before going on",
+        o.journal.directory, o.engine_name, diverge, last, why));
+  };
+  if (diverge == *first_local) {
+    return refuse("the stream agrees with none of the local records");
+  }
+  absl::StatusOr<std::optional<replication::StreamRecord>> before =
+      (*reader)->FindRecord(diverge - 1);
+  if (!before.ok()) return before.status();
+  if (!before->has_value()) return refuse("the stream lost the index before");
+  const replication::StreamRecord& agreed = **before;
+  if (!agreed.last_in_message) {
+    return refuse(absl::StrFormat(
+        "index %d is not the last record of its stream message (sequence "
+        "%d): the parting is inside a message",
+        diverge - 1, agreed.sequence));
+  }
+  absl::StatusOr<replication::StreamMessage> next =
+      (*reader)->Read(agreed.sequence + 1);
+  if (absl::IsNotFound(next.status())) {
+    // The stream simply ends where the local journal goes on: no primary
+    // took over yet. Following from the end refuses a later marker.
+    return std::optional<RejoinCut>();
+  }
+  if (!next.ok()) return next.status();
+  const replication::GroupMessage& m = next->message;
+  if (m.kind != replication::GroupMessageKind::kEpochMarker) {
+    return refuse(absl::StrFormat(
+        "stream sequence %d, after the last agreed record, is records of "
+        "epoch %d, not a new primary's epoch marker",
+        next->sequence, m.epoch));
+  }
+  if (m.epoch <= agreed.epoch || m.first_index != diverge) {
+    return refuse(absl::StrFormat(
+        "the epoch marker at stream sequence %d (epoch %d, next index %d) is "
+        "not of an epoch newer than %d taking over at index %d",
+        next->sequence, m.epoch, m.first_index, agreed.epoch, diverge));
+  }
+  return std::optional<RejoinCut>(
+      RejoinCut{.first = diverge, .last = last, .epoch = m.epoch});
 }
 
 }  // namespace
@@ -69,21 +211,61 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
   std::unique_ptr<Standby> standby(new Standby(std::move(options)));
   const StandbyOptions& o = standby->options_;
   // The local journal and the state it holds, as a primary restarts.
-  absl::StatusOr<RestartedJournal> restarted = RestartFromJournal({
-      .journal = o.journal,
-      .machine =
-          StateMachineOptions{
-              .engine = o.config.engine,
-              .max_sessions = o.config.max_sessions,
-              .report_history = o.report_history,
-              .history_budget_bytes =
-                  static_cast<std::size_t>(o.config.max_report_history_bytes),
-          },
-      .given = PinnedConfigOf(o.config),
-      .use_snapshots = o.restart_from_snapshot,
-      .reconfigure = o.reconfigure,
-  });
+  const auto restart = [&o]() {
+    return RestartFromJournal({
+        .journal = o.journal,
+        .machine =
+            StateMachineOptions{
+                .engine = o.config.engine,
+                .max_sessions = o.config.max_sessions,
+                .report_history = o.report_history,
+                .history_budget_bytes =
+                    static_cast<std::size_t>(o.config.max_report_history_bytes),
+            },
+        .given = PinnedConfigOf(o.config),
+        .use_snapshots = o.restart_from_snapshot,
+        .reconfigure = o.reconfigure,
+    });
+  };
+  absl::StatusOr<RestartedJournal> restarted = restart();
   if (!restarted.ok()) return restarted.status();
+  // An old primary's journal may end with records the stream never
+  // acknowledged, which a new primary replaced: cut them (see standby.h).
+  absl::StatusOr<std::optional<RejoinCut>> rejoin =
+      FindRejoinCut(o, *restarted->writer);
+  if (!rejoin.ok()) return rejoin.status();
+  if (rejoin->has_value()) {
+    const RejoinCut& cut = **rejoin;
+    if (!o.rejoin) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "the local journal %s diverges from stream %s at index %d: its "
+          "records %d..%d were never acknowledged by the stream, where a new "
+          "primary (epoch %d) took over at index %d. A rejoin would cut them "
+          "(kept in %s); not done: --no-rejoin",
+          o.journal.directory, o.engine_name, cut.first, cut.first, cut.last,
+          cut.epoch, cut.first,
+          journal::SideJournalPath(o.journal.directory, cut.first, cut.last)));
+    }
+    if (absl::Status s = restarted->writer->Close(); !s.ok()) return s;
+    restarted->writer.reset();
+    restarted->machine.reset();
+    absl::StatusOr<journal::CutReport> report =
+        journal::CutJournalTail({.directory = o.journal.directory,
+                                 .keep_through_index = cut.first - 1});
+    if (!report.ok()) return report.status();
+    standby->Event(absl::StrFormat(
+        "REJOINING AS A STANDBY: cut local records %d..%d (never "
+        "acknowledged by the stream; kept in %s); the stream's epoch %d "
+        "took over at index %d",
+        cut.first, cut.last, report->side_journal, cut.epoch, cut.first));
+    standby->stats_.rejoin_cuts += 1;
+    standby->stats_.records_cut += cut.last - cut.first + 1;
+    restarted = restart();
+    if (!restarted.ok()) return restarted.status();
+    absl::StrAppendFormat(&restarted->report,
+                          "\n  rejoined: cut local records %d..%d (kept in %s)",
+                          cut.first, cut.last, report->side_journal);
+  }
   standby->writer_ = std::move(restarted->writer);
   standby->machine_ = std::move(restarted->machine);
   standby->startup_report_ = std::move(restarted->report);

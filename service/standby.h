@@ -8,7 +8,8 @@
 //
 //   Start: RestartFromJournal (restart.h: the local journal recovered, the
 //          state rebuilt from the newest snapshot and the tail, exactly as
-//          Service::Start does), then FindStreamPosition
+//          Service::Start does), then the rejoin check (below), then
+//          FindStreamPosition
 //          (replication/stream_position.h: a binary search for the stream
 //          sequence holding local last index + 1), then a JournalFollower
 //          from there.
@@ -34,6 +35,23 @@
 //     a fenced primary's message can never follow its successor's.
 //   A refused message appends nothing of itself; everything before it stays
 //   (durable and applied); the standby stops with the error.
+// Rejoining (docs/REPLICATION.md "Rejoining as a standby"): an old primary
+// restarted as a standby on its own journal may hold records L the stream
+// never acknowledged (so no client was ever answered for them), which a new
+// primary replaced. At start, when the stream does not hold the local last
+// record identical, a binary search over the local indexes (each probe a
+// StreamReader::FindRecord) finds D, the first local record the stream
+// does not hold identical. The local records D..L are cut
+// (journal/cut.h: kept in <journal>/cut/D-L/) only when the stream's record
+// D-1 ends its message and the very next stream message is an epoch marker
+// of an epoch newer than that message's, taking over at index D; the
+// operator is told ("REJOINING AS A STANDBY: ..."), stats count it, the
+// state is rebuilt from the cut journal and following starts at D. Any
+// other divergence (inside a message, no newer marker, nothing agreed at
+// all) is DataLoss naming D: nothing is cut. A journal that is a prefix of
+// the stream, or that goes on where the stream simply ends, is not cut.
+// StandbyOptions::rejoin false refuses instead of cutting.
+//
 // Optionally it writes snapshots of its state every N records (as the
 // service's snapshot child does) and puts its report (role, epoch, applied
 // index, stream sequence) for `orderwire cluster status`.
@@ -109,6 +127,10 @@ struct StandbyOptions {
   // Run(): called on the standby's thread every interval_s seconds (0: off).
   double interval_s = 0;
   std::function<void()> on_interval;
+  // Rejoining (see above): cut a local tail that a new primary replaced.
+  // false (`serve --standby --no-rejoin`): refuse instead
+  // (FailedPrecondition naming the records a rejoin would cut).
+  bool rejoin = true;
   // Lines for the operator (an epoch seen, a journal full); null: stderr.
   std::function<void(std::string_view)> on_event;
   // `orderwire cluster status` (replication/cluster_status.h): when set,
@@ -142,6 +164,10 @@ struct StandbyStats {
   std::uint64_t snapshots_failed = 0;
   std::uint64_t last_snapshot_index = 0;  // the newest written (or started
                                           // from)
+  // Rejoining: cuts of the local journal's tail at start (0 or 1), and the
+  // records they moved out.
+  std::uint64_t rejoin_cuts = 0;
+  std::uint64_t records_cut = 0;
 };
 
 // What Release() hands over.

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "journal/cut.h"
 #include "journal/format.h"
 #include "journal/writer.h"
 #include "tests/journal/test_support.h"
@@ -314,6 +315,42 @@ void WriteManySegments(const ScratchDir& dir) {
                               "--durability none --segment-size 65536");
   ASSERT_EQ(write.status, 0) << write.err;
   ExpectNoProgress(write);
+}
+
+TEST(JournalCliTest, AJournalWithACutInProgressIsRefusedNamingTheCutFile) {
+  ScratchDir dir;
+  const Outcome write = Shell(dir,
+                              "\"$ORDERWIRE\" gen --count 200 | \"$ORDERWIRE\" "
+                              "journal write --journal j");
+  ASSERT_EQ(write.status, 0) << write.err;
+  // A cut stopped (as by a crash) after its intent and the copy.
+  const absl::StatusOr<CutReport> stopped =
+      CutJournalTail({.directory = dir.Sub("j"),
+                      .keep_through_index = 100,
+                      .stop_after = CutStep::kTailCopied});
+  ASSERT_TRUE(absl::IsAborted(stopped.status())) << stopped.status();
+  for (const char* command : {"journal inspect j", "replay --journal j"}) {
+    SCOPED_TRACE(command);
+    const Outcome refused =
+        Shell(dir, std::string("\"$ORDERWIRE\" ") + command);
+    EXPECT_EQ(refused.status, 1);
+    EXPECT_THAT(refused.err,
+                HasSubstr("journal j has a cut in progress (j/CUT)"));
+  }
+  // The side journal is a journal of its own.
+  const Outcome side =
+      Shell(dir, "\"$ORDERWIRE\" journal inspect j/cut/101-200");
+  ASSERT_EQ(side.status, 0) << side.err;
+  EXPECT_THAT(side.out, HasSubstr("..200, ends cleanly"));
+  // A writer finishes the cut and appends after index 100.
+  const Outcome more = Shell(dir,
+                             "\"$ORDERWIRE\" gen --count 10 | \"$ORDERWIRE\" "
+                             "journal write --journal j");
+  ASSERT_EQ(more.status, 0) << more.err;
+  EXPECT_THAT(more.out, HasSubstr("(indexes 101..110)"));
+  const Outcome inspect = Shell(dir, "\"$ORDERWIRE\" journal inspect j");
+  ASSERT_EQ(inspect.status, 0) << inspect.err;
+  EXPECT_THAT(inspect.out, HasSubstr("..110, ends cleanly"));
 }
 
 TEST(JournalCliTest, APrunedJournalIsInspectedVerifiedAndRefusedByReplay) {

@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -36,6 +37,7 @@
 #include "engine/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "journal/cut.h"
 #include "journal/reader.h"
 #include "replication/cluster_status.h"
 #include "replication/group_message.h"
@@ -560,18 +562,182 @@ TEST(Standby, ALocalRecordThatDiffersFromThePrimarysIsRefused) {
     ASSERT_NE(standby, nullptr);
     ASSERT_TRUE(FollowUntil(*standby, 100).ok());
   }
-  auto standby =
-      StartStandby(StandbyOptionsFor(**nats, "new", dir.Sub("standby")));
-  ASSERT_NE(standby, nullptr);
-  const absl::Status status =
-      FollowUntilError(*standby, std::chrono::seconds(10));
-  EXPECT_TRUE(absl::IsDataLoss(status)) << status;
-  EXPECT_THAT(std::string(status.message()),
-              HasSubstr("diverges from the primary's at "
-                        "index 100"));
-  EXPECT_EQ(standby->stats().appended_index, 100u);
-  standby.reset();
+  // The parting (index 100) is inside a stream message: no new primary
+  // took over there, so nothing is cut and the start is refused.
+  absl::StatusOr<std::unique_ptr<service::Standby>> standby =
+      service::Standby::Start(
+          StandbyOptionsFor(**nats, "new", dir.Sub("standby")));
+  ASSERT_FALSE(standby.ok());
+  EXPECT_TRUE(absl::IsDataLoss(standby.status())) << standby.status();
+  EXPECT_THAT(std::string(standby.status().message()),
+              HasSubstr("diverges from stream new at index 100"));
+  EXPECT_THAT(std::string(standby.status().message()),
+              HasSubstr("inside a message"));
   EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == old_records);
+  EXPECT_FALSE(std::filesystem::exists(dir.Sub("standby") + "/cut"));
+}
+
+// Rejoining as a standby (service/standby.h): an old primary's journal
+// holds records 1..150, of which 101..150 the stream never acknowledged;
+// a new primary (epoch 2) took over at 101 with an epoch marker and went on
+// with records of its own.
+constexpr std::size_t kAgreed = 100;   // records 1..100 agree
+constexpr std::size_t kOldLast = 150;  // the old primary's last
+constexpr std::size_t kNewLast = 200;  // the stream's last
+
+// The old primary's records: the source's, 101..150 received at another
+// time.
+std::vector<OwnedRecord> OldPrimaryRecords() {
+  const std::vector<OwnedRecord>& records = SourceJournal::Get().records();
+  std::vector<OwnedRecord> old(records.begin(), records.begin() + kOldLast);
+  for (std::size_t i = kAgreed; i < kOldLast; ++i) old[i].receive_ns += 1;
+  return old;
+}
+
+// Writes the old primary's journal in `dir` (a standby follows engine
+// "old", where they were published).
+void WriteOldPrimaryJournal(const NatsCluster& nats, const std::string& dir) {
+  {
+    auto pub = OpenPublisher(nats, "old", 1);
+    ASSERT_NE(pub, nullptr);
+    PublishRecords(*pub, OldPrimaryRecords(), 0, kOldLast, 1);
+  }
+  auto standby = StartStandby(StandbyOptionsFor(nats, "old", dir));
+  ASSERT_NE(standby, nullptr);
+  ASSERT_TRUE(FollowUntil(*standby, kOldLast).ok());
+}
+
+// Engine "main": epoch 1's records 1..100 (a message ends at 100), then
+// `after_agreed`: by default epoch 2's marker at 101 and its records
+// 101..200.
+enum class AfterAgreed { kNewPrimary, kSameEpochRecords, kOlderMarker };
+void PublishMain(const NatsCluster& nats,
+                 AfterAgreed after = AfterAgreed::kNewPrimary) {
+  const std::vector<OwnedRecord>& records = SourceJournal::Get().records();
+  {
+    auto pub = OpenPublisher(nats, "main", 1);
+    ASSERT_NE(pub, nullptr);
+    PublishRecords(*pub, records, 0, kAgreed, 1);
+    if (after == AfterAgreed::kSameEpochRecords) {
+      PublishRecords(*pub, records, kAgreed, kNewLast, 1);
+      return;
+    }
+  }
+  const std::uint64_t epoch = after == AfterAgreed::kOlderMarker ? 1 : 2;
+  auto pub = OpenPublisher(nats, "main", epoch);
+  ASSERT_NE(pub, nullptr);
+  ASSERT_TRUE(pub->PublishEpochMarker(kAgreed + 1).ok()) << pub->failure();
+  PublishRecords(*pub, records, kAgreed, kNewLast, epoch);
+}
+
+TEST(StandbyRejoin, CutsTheUnacknowledgedTailAndFollowsTheNewPrimary) {
+  const std::vector<OwnedRecord>& records = SourceJournal::Get().records();
+  ASSERT_GT(records.size(), kNewLast);
+  auto nats = NatsCluster::Start(1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  ScratchDir dir;
+  const std::string local = dir.Sub("standby");
+  WriteOldPrimaryJournal(**nats, local);
+  PublishMain(**nats);
+
+  service::StandbyOptions options = StandbyOptionsFor(**nats, "main", local);
+  std::vector<std::string> events;
+  options.on_event = [&](std::string_view line) { events.emplace_back(line); };
+  auto standby = StartStandby(options);
+  ASSERT_NE(standby, nullptr);
+  EXPECT_THAT(events, ::testing::Contains(HasSubstr(
+                          "REJOINING AS A STANDBY: cut local records 101..150 "
+                          "(never acknowledged by the stream; kept in " +
+                          local + "/cut/101-150)")));
+  EXPECT_EQ(standby->stats().rejoin_cuts, 1u);
+  EXPECT_EQ(standby->stats().records_cut, kOldLast - kAgreed);
+  EXPECT_EQ(standby->stats().replayed, kAgreed);
+  ASSERT_TRUE(FollowUntil(*standby, kNewLast).ok());
+  EXPECT_EQ(standby->stats().epoch, 2u);
+  const std::vector<std::byte> state =
+      service::EncodeSnapshot(standby->state(), 0, 0);
+  standby.reset();
+  // Its journal is the stream's, byte for byte, and its state the replay
+  // of it.
+  const std::vector<OwnedRecord> expected(records.begin(),
+                                          records.begin() + kNewLast);
+  EXPECT_TRUE(ReadJournal(local) == expected);
+  EXPECT_TRUE(ReplayedState(local, SourceJournal::Get().options()) == state);
+  // The records cut are kept, byte for byte.
+  const std::vector<OwnedRecord> old = OldPrimaryRecords();
+  std::vector<OwnedRecord> kept;
+  for (const OwnedRecord& r : ReadJournal(local + "/cut/101-150")) {
+    if (r.index > kAgreed) kept.push_back(r);
+  }
+  EXPECT_TRUE(kept ==
+              std::vector<OwnedRecord>(old.begin() + kAgreed, old.end()));
+}
+
+TEST(StandbyRejoin, NoRejoinRefusesAndCutsNothing) {
+  auto nats = NatsCluster::Start(1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  ScratchDir dir;
+  const std::string local = dir.Sub("standby");
+  WriteOldPrimaryJournal(**nats, local);
+  PublishMain(**nats);
+  service::StandbyOptions options = StandbyOptionsFor(**nats, "main", local);
+  options.rejoin = false;
+  absl::StatusOr<std::unique_ptr<service::Standby>> standby =
+      service::Standby::Start(options);
+  ASSERT_FALSE(standby.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(standby.status())) << standby.status();
+  EXPECT_THAT(std::string(standby.status().message()),
+              HasSubstr("records 101..150 were never acknowledged"));
+  EXPECT_THAT(std::string(standby.status().message()),
+              HasSubstr("--no-rejoin"));
+  EXPECT_TRUE(ReadJournal(local) == OldPrimaryRecords());
+}
+
+TEST(StandbyRejoin, WithoutANewerEpochMarkerNothingIsCut) {
+  for (const AfterAgreed after :
+       {AfterAgreed::kSameEpochRecords, AfterAgreed::kOlderMarker}) {
+    SCOPED_TRACE(static_cast<int>(after));
+    auto nats = NatsCluster::Start(1);
+    ASSERT_TRUE(nats.ok()) << nats.status();
+    ScratchDir dir;
+    const std::string local = dir.Sub("standby");
+    WriteOldPrimaryJournal(**nats, local);
+    PublishMain(**nats, after);
+    absl::StatusOr<std::unique_ptr<service::Standby>> standby =
+        service::Standby::Start(StandbyOptionsFor(**nats, "main", local));
+    ASSERT_FALSE(standby.ok());
+    EXPECT_TRUE(absl::IsDataLoss(standby.status())) << standby.status();
+    EXPECT_THAT(std::string(standby.status().message()),
+                HasSubstr("diverges from stream main at index 101"));
+    EXPECT_TRUE(ReadJournal(local) == OldPrimaryRecords());
+  }
+}
+
+TEST(StandbyRejoin, ACutLeftHalfDoneIsFinishedAtTheNextStart) {
+  const std::vector<OwnedRecord>& records = SourceJournal::Get().records();
+  auto nats = NatsCluster::Start(1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  ScratchDir dir;
+  const std::string local = dir.Sub("standby");
+  WriteOldPrimaryJournal(**nats, local);
+  PublishMain(**nats);
+  // A crash in the middle of the rejoin's cut: its intent is written and
+  // the segment cut, the rest not done.
+  absl::StatusOr<journal::CutReport> crashed =
+      journal::CutJournalTail({.directory = local,
+                               .keep_through_index = kAgreed,
+                               .stop_after = journal::CutStep::kSegmentCut});
+  ASSERT_TRUE(absl::IsAborted(crashed.status())) << crashed.status();
+  ASSERT_TRUE(std::filesystem::exists(local + "/CUT"));
+  auto standby = StartStandby(StandbyOptionsFor(**nats, "main", local));
+  ASSERT_NE(standby, nullptr);
+  EXPECT_FALSE(std::filesystem::exists(local + "/CUT"));
+  EXPECT_EQ(standby->stats().rejoin_cuts, 0u);  // finished, not decided now
+  ASSERT_TRUE(FollowUntil(*standby, kNewLast).ok());
+  standby.reset();
+  EXPECT_TRUE(
+      ReadJournal(local) ==
+      std::vector<OwnedRecord>(records.begin(), records.begin() + kNewLast));
 }
 
 TEST(Standby, RemembersEachEpochAndRefusesAnOlderOneAfterIt) {
