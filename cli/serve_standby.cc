@@ -203,9 +203,9 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
     }
   } else {
     std::fprintf(stderr,
-                 "orderwire serve: standby (answering no client; %s)\n  %s\n",
+                 "orderwire serve: standby (answering no client)\n  %s\n  %s\n",
                  takeover ? absl::StrFormat("takes over on %s when the "
-                                            "primary's lease of %d ms expires",
+                                            "primary's lease (%d ms) expires",
                                             args.String("listen"), *lease_ms)
                                 .c_str()
                           : "--no-takeover: never takes over",

@@ -3,11 +3,13 @@
 
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
+#include "journal/writer.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
 
@@ -275,6 +277,9 @@ absl::Status ClusterMember::StartPrimary() {
   ServiceOptions options = options_.primary;
   const StandbyOptions& o = options_.standby;
   options.journal.directory = o.journal.directory;
+  // The replicated mode's local durability (a group and a sync, then
+  // published), whatever the standby wrote with.
+  options.journal.durability = journal::Durability::kBatch;
   options.journal.segment_size = o.journal.segment_size;
   options.journal.accept_loss = o.journal.accept_loss;
   options.config = o.config;

@@ -565,6 +565,23 @@ EXIT_CASES = [
      "--engine-name: engine name 'a.b': character 2"),
     ("serve", ["--standby", "--journal", "{tmp}/file/j", "--nats",
                "nats://127.0.0.1:1", "--quiet"], b"", 1, "file/j"),
+    # --standby takes over (docs/REPLICATION.md "The takeover"): the
+    # primary's flags are its own once it serves; --lease is the primary's.
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--lease"], b"", 2,
+     "--lease is the primary's"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--no-takeover", "--lease-ms", "1000"],
+     b"", 2, "--lease-ms is for the primary a standby becomes"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--replicas", "2"], b"", 2,
+     "--replicas: 2: the journal stream has 1 or 3"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--lease-ms", "50"], b"", 2,
+     "--lease-ms: 50 is out of range"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--listen", "nonsense"], b"", 2,
+     "--listen"),
     # --snapshot-every: a number of records or a duration, nothing else.
     ("serve", ["--journal", "{tmp}/j", "--snapshot-every", "10x"], b"", 2,
      "--snapshot-every: '10x' is neither a number of records"),

@@ -653,6 +653,55 @@ TEST(Takeover, WithTakeoverOffTheStandbyLetsTheLeaseExpire) {
   EXPECT_TRUE(Markers(ReadStream(*nats)).empty());
 }
 
+// NATS not answering (the server paused) makes the lease steps fail: the
+// member logs it and follows on, and takes over once NATS is back and the
+// holder stops renewing.
+TEST(Takeover, ANatsHiccupWhileLookingAtTheLeaseDoesNotEndTheStandby) {
+  auto nats = StartNats();
+  ASSERT_NE(nats, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  auto primary = RunningService::Start(PrimaryOptions(dir.Sub("a"), *nats, ""));
+  ASSERT_NE(primary, nullptr);
+  TestClient client_a(primary->endpoint());
+  const std::vector<Bytes> from_a = Trade(client_a, 1, 3);
+  ASSERT_TRUE(primary->Stop().ok());
+  auto holder = replication::LeaseMember::Open(LeaseSpecFor(*nats, "old"));
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE((*holder)->TryAcquire().ok());
+  auto renewer = std::make_unique<replication::LeaseRenewer>(**holder);
+
+  auto member =
+      RunningMember::Start(MemberOptions(*nats, dir.Sub("b"), "member-b", log));
+  ASSERT_NE(member, nullptr);
+  ASSERT_TRUE(WaitJournal(dir.Sub("b"), 3, milliseconds(10000)));
+  ASSERT_TRUE(nats->Pause(0).ok());
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(10000);
+  while (log.All().find("following goes on") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(20));
+  }
+  ASSERT_TRUE(nats->Resume(0).ok());
+  EXPECT_THAT(log.All(), HasSubstr("(following goes on)"));
+  EXPECT_EQ(member->member().role(), MemberRole::kStandby);
+  // The holder renews again: still no takeover.
+  EXPECT_FALSE(member->WaitServing(2 * kLease).has_value()) << log.All();
+  renewer.reset();  // the holder goes away
+  const std::optional<net::Endpoint> serving =
+      member->WaitServing(milliseconds(15000));
+  ASSERT_TRUE(serving.has_value()) << log.All();
+  EXPECT_EQ(member->member().epoch(), 2u);
+  TestClient client_b(*serving);
+  const std::vector<Bytes> from_b = Trade(client_b, 4, 5);
+  EXPECT_TRUE(member->Stop().ok());
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(
+          dir.Sub("b"),
+          test_support::TestOptions("", journal::Durability::kBatch)
+              .config.engine);
+  EXPECT_TRUE(replay.reports_by_session.at(kSession) == Concat(from_a, from_b));
+}
+
 // A standby never takes a lease that was never taken: an engine without a
 // leased primary has none to replace.
 TEST(Takeover, AStandbyDoesNotTakeALeaseThatWasNeverTaken) {
