@@ -318,23 +318,24 @@ absl::StatusOr<std::optional<GroupPlace>> LastGroupBefore(
   if (!entries.ok()) return entries.status();
   absl::StatusOr<std::uint64_t> first_index = FirstAvailableIndex(directory);
   if (!first_index.ok()) return first_index.status();
-  for (auto it = entries->rbegin(); it != entries->rend(); ++it) {
-    if (it->name_index >= segment_first || it->mapped != nullptr) continue;
-    if (it->name_index < *first_index) break;
+  for (std::size_t i = entries->size(); i-- > 0;) {
+    const internal::SegmentEntry& entry = (*entries)[i];
+    if (entry.name_index >= segment_first || entry.mapped != nullptr) continue;
+    if (entry.name_index < *first_index) break;
     absl::StatusOr<internal::MappedFile> file =
-        internal::MappedFile::Open(it->path);
+        internal::MappedFile::Open(entry.path);
     if (!file.ok()) return file.status();
     const internal::HeaderCheck header =
-        internal::CheckSegmentHeader(file->bytes(), it->name_index);
+        internal::CheckSegmentHeader(file->bytes(), entry.name_index);
     if (!header.ok) {
       return absl::DataLossError(
-          absl::StrFormat("cut: segment %s: %s", it->path, header.problem));
+          absl::StrFormat("cut: segment %s: %s", entry.path, header.problem));
     }
     internal::SeekCounters counters;
     const std::optional<internal::FoundGroup> found = internal::LastGroupIn(
         file->bytes(), GroupFormatOf(header.header.version), counters);
     if (found.has_value()) {
-      return GroupPlace{it->name_index, found->offset,
+      return GroupPlace{entry.name_index, found->offset,
                         found->check.header.first_index, found->check.crc};
     }
   }
@@ -557,15 +558,16 @@ absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
   // L: the last group of the last segment that holds one.
   std::uint64_t last_index = *first_index - 1;
   std::uint64_t journal_id = 0;
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
+  for (std::size_t i = entries.size(); i-- > 0;) {
+    const internal::SegmentEntry& entry = entries[i];
     absl::StatusOr<internal::MappedFile> file =
-        internal::MappedFile::Open(it->path);
+        internal::MappedFile::Open(entry.path);
     if (!file.ok()) return file.status();
     const internal::HeaderCheck header =
-        internal::CheckSegmentHeader(file->bytes(), it->name_index);
+        internal::CheckSegmentHeader(file->bytes(), entry.name_index);
     if (!header.ok) {
       return absl::DataLossError(
-          absl::StrFormat("cut: segment %s: %s", it->path, header.problem));
+          absl::StrFormat("cut: segment %s: %s", entry.path, header.problem));
     }
     journal_id = header.header.journal_id;
     internal::SeekCounters counters;

@@ -87,6 +87,30 @@ absl::StatusOr<StreamMessage> StreamReader::Read(std::uint64_t sequence) {
   return out;
 }
 
+absl::StatusOr<std::optional<StreamMessage>> StreamReader::ReadLast() {
+  jsStreamInfo* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s = js_GetStreamInfo(&raw, handles_->js.get(),
+                                        stream_.c_str(), nullptr, &jerr);
+  const internal::StreamInfoHandle info(raw);
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+    return absl::NotFoundError(
+        absl::StrFormat("JetStream stream %s does not exist", stream_));
+  }
+  if (s != NATS_OK) {
+    return internal::NatsError(
+        s, absl::StrFormat("look up JetStream stream %s", stream_),
+        static_cast<int>(jerr));
+  }
+  const std::uint64_t last = info->State.LastSeq;
+  if (last == 0 || info->State.FirstSeq > last) {
+    return std::optional<StreamMessage>();
+  }
+  absl::StatusOr<StreamMessage> message = Read(last);
+  if (!message.ok()) return message.status();
+  return std::optional<StreamMessage>(*std::move(message));
+}
+
 absl::StatusOr<std::optional<StreamRecord>> StreamReader::FindRecord(
     std::uint64_t index) {
   absl::StatusOr<StreamPosition> position =

@@ -76,6 +76,10 @@ class StreamReader {
   // (past its end, or deleted); DataLoss when it does not verify.
   absl::StatusOr<StreamMessage> Read(std::uint64_t sequence);
 
+  // The stream's last message: nullopt for an empty stream. NotFound when
+  // there is no stream.
+  absl::StatusOr<std::optional<StreamMessage>> ReadLast();
+
   // The stream's record with journal index `index` (>= 1): nullopt when the
   // stream does not hold it (its records end before, or a marker of a new
   // epoch at an index <= `index` comes after the last record before it).

@@ -144,6 +144,20 @@ absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
     }
   }
   const std::uint64_t diverge = lo;
+  // The stream may simply end before D (no primary went on from there yet,
+  // or a journal seeded ahead of an empty stream): nothing to decide now;
+  // following from the end checks what comes (as before rejoining existed).
+  {
+    absl::StatusOr<std::optional<replication::StreamMessage>> end =
+        (*reader)->ReadLast();
+    if (!end.ok()) return end.status();
+    if (!end->has_value()) return std::optional<RejoinCut>();
+    const replication::GroupMessage& m = (*end)->message;
+    const bool marker = m.kind == replication::GroupMessageKind::kEpochMarker;
+    if (marker ? m.first_index < diverge : m.last_index() < diverge) {
+      return std::optional<RejoinCut>();
+    }
+  }
   const auto refuse = [&](std::string_view why) {
     return absl::DataLossError(absl::StrFormat(
         "the local journal %s diverges from stream %s at index %d (its last "

@@ -21,8 +21,8 @@
 //     records       records the local journal already holds (index <= local
 //                   last) must be byte-identical to the local ones (index,
 //                   receive time, session, flags, frame), else DataLoss
-//                   naming the index (a divergent local tail, e.g. an old
-//                   primary's unacknowledged records: refused for now);
+//                   naming the index (an old primary's unacknowledged tail
+//                   is dealt with at start: "Rejoining" below);
 //                   they are skipped. A message that starts after local
 //                   last + 1 is a gap: DataLoss. The new records are
 //                   appended, each run of records that share session,
@@ -49,7 +49,8 @@
 // state is rebuilt from the cut journal and following starts at D. Any
 // other divergence (inside a message, no newer marker, nothing agreed at
 // all) is DataLoss naming D: nothing is cut. A journal that is a prefix of
-// the stream, or that goes on where the stream simply ends, is not cut.
+// the stream, or that goes on where the stream simply ends (an empty
+// stream included), is not cut and followed as before.
 // StandbyOptions::rejoin false refuses instead of cutting.
 //
 // Optionally it writes snapshots of its state every N records (as the

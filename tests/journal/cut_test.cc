@@ -118,7 +118,9 @@ void ExpectCut(const std::string& dir, const std::vector<Stored>& before,
 class CutTest : public ::testing::TestWithParam<std::uint16_t> {
  protected:
   // Enough records for three segments or more.
-  std::uint64_t Records() const { return GetParam() == 1 ? 130 : 1900; }
+  [[nodiscard]] std::uint64_t Records() const {
+    return GetParam() == 1 ? 130 : 1900;
+  }
 };
 
 TEST_P(CutTest, KeepsExactlyThePrefixAndMovesTheTailByteForByte) {

@@ -713,6 +713,33 @@ TEST(StandbyRejoin, WithoutANewerEpochMarkerNothingIsCut) {
   }
 }
 
+TEST(StandbyRejoin, AJournalAheadOfAStreamThatSimplyEndsIsNotCut) {
+  // The stream holds epoch 1's records 1..100 and nothing after, or nothing
+  // at all: no primary went on from there, so nothing is decided at start.
+  for (const bool empty : {false, true}) {
+    SCOPED_TRACE(empty);
+    auto nats = NatsCluster::Start(1);
+    ASSERT_TRUE(nats.ok()) << nats.status();
+    ScratchDir dir;
+    const std::string local = dir.Sub("standby");
+    WriteOldPrimaryJournal(**nats, local);
+    {
+      auto pub = OpenPublisher(**nats, "main", 1);
+      ASSERT_NE(pub, nullptr);
+      if (!empty) {
+        PublishRecords(*pub, SourceJournal::Get().records(), 0, kAgreed, 1);
+      }
+    }
+    auto standby = StartStandby(StandbyOptionsFor(**nats, "main", local));
+    ASSERT_NE(standby, nullptr);
+    EXPECT_EQ(standby->stats().rejoin_cuts, 0u);
+    EXPECT_EQ(standby->stats().appended_index, kOldLast);
+    standby.reset();
+    EXPECT_TRUE(ReadJournal(local) == OldPrimaryRecords());
+    EXPECT_FALSE(std::filesystem::exists(local + "/cut"));
+  }
+}
+
 TEST(StandbyRejoin, ACutLeftHalfDoneIsFinishedAtTheNextStart) {
   const std::vector<OwnedRecord>& records = SourceJournal::Get().records();
   auto nats = NatsCluster::Start(1);
