@@ -103,6 +103,7 @@ done
 until [ "$(stream_last_index)" -ge $((2 * count / 3)) ]; do sleep 0.05; done
 t0=$(now_ms)
 kill -KILL "$a"
+wait "$a" 2>/dev/null || true # reaped here: no job notice later
 echo "$(date -u +%T.%3N) SIGKILL the primary (pid $a) at journal index ~$(stream_last_index)"
 wait_for_log "$work/b.log" "serving on 127.0.0.1:$pb as primary" 30 "$b" || {
   echo "the standby did not take over:" >&2
@@ -122,7 +123,6 @@ status
 echo
 
 echo "== 4. the old primary restarts as a standby on its own journal =="
-wait "$a" 2>/dev/null || true
 "$ow" serve --standby "${common[@]}" --journal "$work/a" \
   --listen "127.0.0.1:$pa" --member-name member-a 2>"$work/rejoin.log" &
 r=$!

@@ -166,11 +166,14 @@ run_once() {
   esac
   t0=$(now_ms)
   case $variant in
-    kill-primary) kill -KILL "$a" ;;
+    kill-primary)
+      kill -KILL "$a"
+      wait "$a" 2>/dev/null || true # reaped now: no job notice later
+      ;;
     kill-nats-leader) kill -KILL "$(nats_node_pid "$leader")" ;;
     kill-both)
-      kill -KILL "$a"
-      kill -KILL "$(nats_node_pid "$leader")"
+      kill -KILL "$a" "$(nats_node_pid "$leader")"
+      wait "$a" 2>/dev/null || true
       ;;
     pause-primary) kill -STOP "$a" ;;
   esac
