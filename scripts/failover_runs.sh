@@ -219,7 +219,8 @@ run_once() {
     member-a) journal=$dir/a old_dir="" ;;
     member-b) journal=$dir/b old_dir=$dir/a ;;
     *)
-      echo "run $variant $n: lease holder '$holder'" >&2
+      echo "run $variant $n: no lease holder: $("$ow" cluster status \
+        --nats "$servers" --engine-name "$engine" 2>&1 | tail -n 3)" >&2
       return 1
       ;;
   esac
