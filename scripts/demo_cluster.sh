@@ -127,12 +127,15 @@ echo "== 4. the old primary restarts as a standby on its own journal =="
   --listen "127.0.0.1:$pa" --member-name member-a 2>"$work/rejoin.log" &
 r=$!
 track_pid "$r"
-wait_for_log "$work/rejoin.log" "REJOINING AS A STANDBY" 30 "$r" || {
-  echo "the old primary did not rejoin:" >&2
+wait_for_log "$work/rejoin.log" "standby (answering no client" 30 "$r" || {
+  echo "the old primary did not start as a standby:" >&2
   cat "$work/rejoin.log" >&2
   exit 1
 }
-grep -E "REJOINING|cut" "$work/rejoin.log" | sed 's/^/    /'
+# What it journaled that the stream never acknowledged (killed between its
+# journal and the stream's acknowledgement) is cut and kept aside.
+grep -E "REJOINING" "$work/rejoin.log" | sed 's/^/    /' ||
+  echo "    (nothing to cut: its journal ends where the new epoch began)"
 last=$(stream_last_index)
 deadline=$((SECONDS + 30))
 until "$ow" cluster status --nats "$servers" --engine-name "$engine" --json |

@@ -12,7 +12,8 @@
 #                     (found from the monitoring endpoint's /jsz)
 #   kill-both         both at once
 #   pause-primary     SIGSTOP the primary until the standby serves, then
-#                     SIGCONT: it must exit saying it lost the lease
+#                     SIGCONT: it must stop saying it lost the lease or
+#                     was fenced
 #
 # The clients finish; then the member holding the lease is the new primary
 # and its journal is the truth: for each session, the commands the client
@@ -21,7 +22,9 @@
 # the reports the client received must be the first ones of
 # `orderwire replay --reports-dir` of that journal, byte for byte. An old
 # primary that the standby replaced restarts as `serve --standby` on its own
-# journal; once caught up, its records must equal the new primary's.
+# journal; it must say "REJOINING AS A STANDBY" exactly when its journal
+# goes past the new epoch's first index (a tail to cut), and once caught up
+# its records must equal the new primary's.
 #
 # Prints a table: variant, runs, takeovers, takeover time (fault to the
 # standby's "serving on" line) p50 and max, acknowledged-lost, duplicated,
@@ -192,8 +195,12 @@ run_once() {
   esac
   if [ "$variant" = pause-primary ]; then
     kill -CONT "$a"
-    if ! wait_for_log "$dir/a.log" "lost the lease" 20; then
-      echo "run $variant $n: the resumed primary did not say it lost the lease" >&2
+    # It must stop as no longer the primary: its lease check or the
+    # stream's fence, whichever it meets first.
+    deadline=$((SECONDS + 20))
+    while kill -0 "$a" 2>/dev/null && [ $SECONDS -lt $deadline ]; do sleep 0.05; done
+    if ! grep -qE "lost the lease|fenced" "$dir/a.log"; then
+      echo "run $variant $n: the resumed primary did not stop as no longer the primary" >&2
       return 1
     fi
   fi
@@ -229,6 +236,14 @@ run_once() {
   if [ -n "$old_dir" ]; then
     kill -KILL "$a" 2>/dev/null || true
     wait "$a" 2>/dev/null || true
+    # It cuts its tail (and says so) exactly when its journal goes past the
+    # index where the new primary's epoch began.
+    local old_last takeover_index must_cut=no
+    old_last=$(journal_records "$old_dir" | tail -n 1 |
+      python3 -c 'import json, sys; t = sys.stdin.read(); print(json.loads(t)["index"] if t else 0)')
+    takeover_index=$(grep -o 'epoch marker published at sequence [0-9]* (epoch [0-9]*, next index [0-9]*' \
+      "$dir/b.log" | tail -n 1 | grep -o '[0-9]*$' || echo 0)
+    [ "${takeover_index:-0}" -gt 0 ] && [ "$old_last" -ge "$takeover_index" ] && must_cut=yes
     "$ow" serve --standby "${common[@]}" --journal "$old_dir" \
       --listen "127.0.0.1:$pa" --member-name member-a 2>"$dir/rejoin.log" &
     local r=$!
@@ -252,9 +267,9 @@ sys.exit(0 if any(m["name"] == "member-a" and m["role"] == "standby"
     done
     kill -TERM "$r" 2>/dev/null || true
     wait "$r" 2>/dev/null || true
-    if [ "$rejoin" = yes ]; then
-      grep -qF "REJOINING AS A STANDBY" "$dir/rejoin.log" || rejoin=no
-    fi
+    local did_cut=no
+    grep -qF "REJOINING AS A STANDBY" "$dir/rejoin.log" && did_cut=yes
+    [ "$did_cut" = "$must_cut" ] || rejoin=no
   fi
   # Stop the new primary so that its journal is still; then compare.
   local p

@@ -23,6 +23,8 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -325,6 +327,18 @@ class Trading {
   std::vector<std::thread> threads_;
 };
 
+// The next index in the new primary's "epoch marker published at sequence
+// S (epoch E, next index N)" line: the first index of its epoch (0: none).
+std::uint64_t MarkerNextIndex(const std::string& log) {
+  const std::string marker = "epoch marker published at sequence";
+  const std::size_t line = log.find(marker);
+  if (line == std::string::npos) return 0;
+  const std::string next = "next index ";
+  const std::size_t at = log.find(next, line);
+  if (at == std::string::npos) return 0;
+  return std::strtoull(log.c_str() + at + next.size(), nullptr, 10);
+}
+
 class FailoverKill : public ::testing::TestWithParam<int> {};
 
 TEST_P(FailoverKill, EveryAcknowledgedCommandOnceAndTheOldPrimaryRejoins) {
@@ -367,10 +381,30 @@ TEST_P(FailoverKill, EveryAcknowledgedCommandOnceAndTheOldPrimaryRejoins) {
   // the new primary to its last index.
   const std::uint64_t last = members.StreamLastIndex();
   ASSERT_GE(last, 2 * Trading::kCommands);
+  // It must cut its local tail (and say so) exactly when its journal goes
+  // past the index where the new primary's epoch marker took over: records
+  // it journaled that the stream never acknowledged.
+  const std::uint64_t takeover_index = MarkerNextIndex(LogOf(*b));
+  ASSERT_GT(takeover_index, 0u) << "no epoch marker line:\n" << b->LogTail();
+  const std::vector<test_support::JournalRecordCopy> old_journal =
+      test_support::ReadJournalRecords(members.journal_a());
+  const std::uint64_t old_last =
+      old_journal.empty() ? 0 : old_journal.back().index;
   std::unique_ptr<ChildProcess> rejoined =
       members.StartStandby("member-a", members.journal_a(), members.address_a(),
-                           "rejoin-a.log", "REJOINING AS A STANDBY");
+                           "rejoin-a.log", "standby (answering no client");
   ASSERT_NE(rejoined, nullptr);
+  if (old_last >= takeover_index) {
+    EXPECT_THAT(LogOf(*rejoined), HasSubstr("REJOINING AS A STANDBY"));
+    EXPECT_TRUE(std::filesystem::is_directory(absl::StrCat(
+        members.journal_a(), "/cut/", takeover_index, "-", old_last)))
+        << "the cut records " << takeover_index << ".." << old_last
+        << " are not kept";
+  } else {
+    EXPECT_THAT(LogOf(*rejoined),
+                ::testing::Not(HasSubstr("REJOINING AS A STANDBY")))
+        << "nothing to cut: the old journal ends at " << old_last;
+  }
   EXPECT_TRUE(PollUntil(
       [&] {
         const auto status = members.Status();
@@ -471,7 +505,19 @@ TEST(FailoverPause, AResumedOldPrimarySendsNothingAndExitsOnTheLostLease) {
   const std::optional<int> status = a->Exited();
   ASSERT_TRUE(status.has_value());
   EXPECT_FALSE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0);
-  EXPECT_THAT(LogOf(*a), HasSubstr("lost the lease"));
+  // It stops as no longer the primary: its lease check or the stream's
+  // fence (its next publish after the new epoch's marker), whichever it
+  // meets first.
+  EXPECT_THAT(LogOf(*a), ::testing::AnyOf(HasSubstr("lost the lease"),
+                                          HasSubstr("fenced")));
+  // The new primary serves on: nothing the old one did on waking up may
+  // have ended it (another session, from another socket).
+  test_support::TestClient other(members.address_b());
+  other.Send(8, {test_support::Frame(1, Limit(1))});
+  EXPECT_EQ(other.Frames(8, 1, 10'000).size(), 1u)
+      << "the new primary does not answer after the old one woke up:\n"
+      << b->LogTail();
+  EXPECT_FALSE(b->Exited().has_value()) << b->LogTail();
 }
 
 }  // namespace
