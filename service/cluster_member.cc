@@ -358,6 +358,7 @@ absl::Status ClusterMember::Run(const std::atomic<bool>& stop) {
   }
   if (standby_ != nullptr) {
     if (absl::Status s = standby_->Stop(); !s.ok() && status.ok()) status = s;
+    standby_->Report("stopped");
   }
   renewer_.reset();
   role_.store(MemberRole::kStopped);

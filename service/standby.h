@@ -204,6 +204,11 @@ class Standby {
   // from (the standby is empty afterwards).
   StandbyState Release();
 
+  // Puts this member's report with `role` now (StandbyOptions::member_name;
+  // nothing without it): Run() puts "stopped" when it ends, and so does a
+  // ClusterMember (cluster_member.h) that steps the standby itself.
+  void Report(std::string_view role);
+
   [[nodiscard]] const StateMachine& state() const { return *machine_; }
   [[nodiscard]] StandbyStats stats() const;
   // One line: applied index, stream sequence, lag, epoch.
@@ -244,8 +249,6 @@ class Standby {
   // snapshot_every_records have been applied since the last one.
   void MaybeSnapshot();
   void Event(std::string_view line) const;
-  // Puts this member's report (see StandbyOptions::member_name).
-  void Report(std::string_view role);
   absl::Status Fail(absl::Status status);
 
   StandbyOptions options_;

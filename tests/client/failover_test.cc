@@ -567,7 +567,7 @@ TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
     const Bytes live = ReadBack(files[s]);
     std::fclose(files[s]);
     const std::size_t received = test_support::ExpectLiveIsReplayPrefix(
-        live, replay.reports_by_session.at(ids[s]));
+        ids[s], live, replay.reports_by_session.at(ids[s]));
     EXPECT_EQ(r.reports, received);
   }
 }

@@ -313,9 +313,10 @@ class Trading {
                 kCommands);
       const auto replayed = replay.reports_by_session.find(kIds[s]);
       ASSERT_NE(replayed, replay.reports_by_session.end());
-      EXPECT_EQ(test_support::ExpectLiveIsReplayPrefix(
-                    test_support::ReadFile(paths_[s]), replayed->second),
-                r.reports);
+      EXPECT_EQ(
+          test_support::ExpectLiveIsReplayPrefix(
+              kIds[s], test_support::ReadFile(paths_[s]), replayed->second),
+          r.reports);
     }
   }
 

@@ -24,6 +24,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
+#include "replication/cluster_status.h"
 #include "replication/group_message.h"
 #include "replication/journal_follower.h"
 #include "replication/journal_stream.h"
@@ -651,6 +652,15 @@ TEST(Takeover, WithTakeoverOffTheStandbyLetsTheLeaseExpire) {
   EXPECT_EQ(acquired->epoch, 2u);
   EXPECT_TRUE(member->Stop().ok());
   EXPECT_TRUE(Markers(ReadStream(*nats)).empty());
+  // Stopped, it says so in `orderwire cluster status`.
+  auto status = replication::ReadClusterStatus(nats->ServersUrl(), kEngine,
+                                               milliseconds(5000));
+  ASSERT_TRUE(status.ok()) << status.status();
+  bool stopped = false;
+  for (const replication::MemberReport& m : status->members) {
+    stopped = stopped || (m.name == "member-b" && m.role == "stopped");
+  }
+  EXPECT_TRUE(stopped) << "no members-bucket line: member-b stopped";
 }
 
 // NATS not answering (the server paused) makes the lease steps fail: the

@@ -59,6 +59,7 @@
 #include "service/session_table.h"
 #include "service/state_machine.h"
 #include "tests/support/bytes.h"
+#include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -1182,12 +1183,6 @@ Bytes ReadBack(std::FILE* file) {
   return bytes;
 }
 
-Bytes Concat(const std::vector<Bytes>& frames) {
-  Bytes out;
-  for (const Bytes& f : frames) out.insert(out.end(), f.begin(), f.end());
-  return out;
-}
-
 // Three go-back-N clients run `mixed` at once on three sessions that trade
 // the same 64 accounts, so each tries to cancel and replace orders another
 // session entered. Every client checks every acknowledgement against its
@@ -1250,42 +1245,9 @@ TEST(ServiceEndToEnd, SessionsSharingAccountsAreEachAnsweredInOrder) {
     ASSERT_NE(it, replay.by_session.end());
     // A client listens for its quiet period (200 ms) after its last
     // acknowledgement; the other sessions may trade on for longer (on a
-    // loaded machine, seconds) and keep filling or self-trade-cancelling
-    // this session's resting orders. So what it received live is a prefix
-    // of its replayed reports, ending on a frame boundary, and every report
-    // after that prefix concerns a resting order of this session and was
-    // caused by another session's command: a maker's Filled or a SelfTrade
-    // Cancelled. Nothing answering its own commands may be missing.
-    const std::vector<Bytes>& frames = it->second;
-    std::size_t received = 0;  // frames received live
-    std::size_t bytes = 0;
-    while (received < frames.size() &&
-           bytes + frames[received].size() <= live[s].size()) {
-      bytes += frames[received++].size();
-    }
-    ASSERT_EQ(bytes, live[s].size())
-        << "session " << 40 + s << ": the live reports do not end on a "
-        << "replayed frame's boundary";
-    EXPECT_TRUE(
-        std::equal(live[s].begin(), live[s].end(), Concat(frames).begin()))
-        << "session " << 40 + s << ": live differs from replay";
-    for (std::size_t f = received; f < frames.size(); ++f) {
-      const auto frame = codec::FrameView::Parse(frames[f]);
-      ASSERT_TRUE(frame.ok());
-      bool others = false;
-      if (frame->kind() == Kind::kFilled) {
-        others =
-            codec::View<codec::Filled>::FromFrame(*frame)
-                ->Get<&codec::Filled::liquidity>() == codec::Liquidity::kMaker;
-      } else if (frame->kind() == Kind::kCancelled) {
-        others = codec::View<codec::Cancelled>::FromFrame(*frame)
-                     ->Get<&codec::Cancelled::reason>() ==
-                 codec::CancelReason::kSelfTrade;
-      }
-      EXPECT_TRUE(others) << "session " << 40 + s << ": report " << f + 1
-                          << " (" << codec::Name(frame->kind())
-                          << ") answers its own command but never arrived";
-    }
+    // loaded machine, seconds): what it received live is a prefix of its
+    // replayed reports, and what follows was caused by the others.
+    test_support::ExpectLiveIsReplayPrefix(40 + s, live[s], it->second);
   }
 
   // Restart: the recovered state is the replayed one, and a session's

@@ -8,6 +8,7 @@
 #include "codec/frame.h"
 #include "codec/kind_table.h"
 #include "codec/messages.h"
+#include "codec/types.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
 #include "service/state_machine.h"
@@ -41,8 +42,9 @@ SessionReplay ReplayJournalBySession(const std::string& directory,
   return replay;
 }
 
-std::size_t ExpectLiveIsReplayPrefix(const Bytes& live,
+std::size_t ExpectLiveIsReplayPrefix(std::uint32_t session, const Bytes& live,
                                      const std::vector<Bytes>& replayed) {
+  SCOPED_TRACE(::testing::Message() << "session " << session);
   Bytes expected;
   std::size_t received = 0;
   while (received < replayed.size() &&
@@ -53,7 +55,7 @@ std::size_t ExpectLiveIsReplayPrefix(const Bytes& live,
   }
   EXPECT_EQ(live.size(), expected.size())
       << "the live reports do not end on a replayed frame's boundary";
-  EXPECT_TRUE(live == expected) << "the live reports differ from the replay";
+  EXPECT_TRUE(live == expected) << "live differs from the replay";
   for (std::size_t f = received; f < replayed.size(); ++f) {
     const auto frame = codec::FrameView::Parse(replayed[f]);
     EXPECT_TRUE(frame.ok()) << "replayed report " << f + 1 << " does not parse";

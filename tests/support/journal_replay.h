@@ -33,15 +33,17 @@ struct SessionReplay {
 SessionReplay ReplayJournalBySession(const std::string& directory,
                                      const engine::EngineConfig& engine);
 
-// Checks what one session received live (`live`: its report frames, in
-// order, as RunClient's reports_out wrote them) against the reports the
-// journal replays into for it (`replayed`): the live bytes must be the
-// first N replayed frames byte for byte, and every replayed frame after
-// them must be one another session caused (a maker fill, a self-trade
-// cancel), which arrives after the session stopped listening; a frame that
-// answers the session's own command and never arrived fails the test.
-// Returns N.
-std::size_t ExpectLiveIsReplayPrefix(const Bytes& live,
+// What one session received live (its report frames concatenated, as a
+// client's reports_out file holds them) against `replayed`, that session's
+// reports from ReplayJournalBySession. A client stops listening a quiet
+// period after its last acknowledgement while other sessions may trade on
+// and fill or self-trade-cancel its resting orders, so `live` must be a
+// prefix of the replayed frames ending on a frame boundary, byte for byte,
+// and every replayed frame after it must be one another session's command
+// caused (a maker's Filled, a SelfTrade Cancelled): nothing answering the
+// session's own commands may be missing. Each breach fails the test (with
+// `session` named); returns how many frames were received live.
+std::size_t ExpectLiveIsReplayPrefix(std::uint32_t session, const Bytes& live,
                                      const std::vector<Bytes>& replayed);
 
 // A journal record with its own bytes, comparable field by field.
