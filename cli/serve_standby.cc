@@ -125,6 +125,7 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   }
   options.reconfigure = args.Bool("reconfigure");
   options.restart_from_snapshot = !args.Bool("no-snapshot");
+  options.rejoin = !args.Bool("no-rejoin");
 
   // The primary it becomes after a takeover: the `replicated` durability
   // with the lease taken, on --listen.
@@ -160,7 +161,6 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   replication.lease = LeaseForDuration(std::chrono::milliseconds(*lease_ms),
                                        options.member_name);
   primary.replication = std::move(replication);
-  options.rejoin = !args.Bool("no-rejoin");
   for (const std::string& warning : options.config.warnings) {
     std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
   }

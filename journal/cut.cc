@@ -598,6 +598,25 @@ absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
       intent.segments.push_back(entry.name_index);
     }
   }
+  // A side journal of an earlier cut of the same range (another rejoin at
+  // the same indexes) is moved aside, never reused nor deleted: step 2
+  // trusts a side journal that says COPIED.
+  const std::string side = SideJournalPath(directory, keep + 1, last_index);
+  if (std::filesystem::exists(side)) {
+    for (int n = 1;; ++n) {
+      const std::string aside = absl::StrFormat("%s.earlier-%d", side, n);
+      if (std::filesystem::exists(aside)) continue;
+      if (::rename(side.c_str(), aside.c_str()) != 0) {
+        return ErrnoStatus(errno,
+                           absl::StrFormat("rename %s to %s", side, aside));
+      }
+      if (absl::Status s = SyncDirectory(PathIn(directory, kCutDirName));
+          !s.ok()) {
+        return s;
+      }
+      break;
+    }
+  }
   const std::string encoded = EncodeIntent(intent);
   if (absl::Status s = internal::PublishSmallFile(
           directory, dir_fd.get(), kCutTempFileName, kCutFileName,

@@ -36,6 +36,9 @@
 //   7. the directory is fsynced and CUT is unlinked (the directory fsynced
 //      again).
 //
+// A side journal of an earlier cut of the same range is first renamed to
+// <dir>/cut/<K+1>-<L>.earlier-<n>/ (kept, never reused).
+//
 // The caller must not have a writer open on the journal: CutJournalTail
 // takes the writer's lock (an exclusive flock on the directory) itself, and
 // the journal must be one its last writer closed, or that recovery has

@@ -224,6 +224,33 @@ TEST(CutJournalTailTest, KeepingThroughTheLastIndexOrMoreIsANoOp) {
   EXPECT_FALSE(std::filesystem::exists(dir + "/cut"));
 }
 
+TEST(CutJournalTailTest, ASecondCutOfTheSameRangeKeepsTheFirstsRecordsAside) {
+  ScratchDir scratch("cut-twice");
+  const std::string dir = scratch.Sub("j");
+  BuildJournal(dir, kFormatVersion, 40);
+  const std::vector<Stored> first = ReadAll(dir);
+  ASSERT_TRUE(
+      CutJournalTail({.directory = dir, .keep_through_index = 20}).ok());
+  {
+    // Other records 21..40, then the same cut again.
+    auto writer = JournalWriter::Open({.directory = dir});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    for (std::uint64_t i = 21; i <= 40; ++i) {
+      ASSERT_EQ((*writer)->Append(FramesFor(i, 1), 8, 5000 + i),
+                AppendStatus::kOk);
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  const std::vector<Stored> second = ReadAll(dir);
+  ASSERT_EQ(second.size(), 40u);
+  ASSERT_TRUE(
+      CutJournalTail({.directory = dir, .keep_through_index = 20}).ok());
+  const std::string side = SideJournalPath(dir, 21, 40);
+  EXPECT_EQ(ReadAll(side, 21), Slice(second, 21, 40));
+  EXPECT_EQ(ReadAll(side + ".earlier-1", 21), Slice(first, 21, 40));
+  EXPECT_EQ(ReadAll(dir), Slice(first, 1, 20));
+}
+
 TEST(CutJournalTailTest, RefusesWhatItCannotCut) {
   ScratchDir scratch("cut-bad");
   // No journal.
