@@ -3,7 +3,9 @@
 #   make demo    install what is missing, build, run the main job
 #   make test    install what is missing, build, run the whole test suite
 #
-# Others: make build, make asan (tests under ASan+UBSan), make fuzz
+# Others: make build, make demo-cluster (a replicated primary and standby
+# on a loopback 3-node NATS cluster: the primary killed, the standby takes
+# over, the old primary rejoins), make asan (tests under ASan+UBSan), make fuzz
 # (libFuzzer targets, FUZZ_SECONDS each), make bench, make format, make lint
 # (layering + clang-format check + clang-tidy), make torture (the reliability
 # run, docs/RELIABILITY.md), make install-check (install into a temporary
@@ -14,7 +16,7 @@ JOBS ?= 2
 FUZZ_SECONDS ?= 30
 BUILD := build/release
 
-.PHONY: all setup build demo test asan fuzz bench torture format lint \
+.PHONY: all setup build demo demo-cluster test asan fuzz bench torture format lint \
         lint-layering lint-format lint-tidy install-check clean
 
 all: build
@@ -28,6 +30,9 @@ build: setup
 
 demo: build
 	@scripts/demo.sh $(BUILD)
+
+demo-cluster: build
+	@scripts/demo_cluster.sh $(BUILD)
 
 test: build
 	@ctest --preset release

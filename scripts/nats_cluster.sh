@@ -7,8 +7,9 @@
 #   scripts/nats_cluster.sh start DIR [1|3]   # prints the servers URL list
 #   scripts/nats_cluster.sh stop DIR          # kills them, keeps DIR
 #
-# start writes DIR/servers (nats://127.0.0.1:P,... for --servers options) and
-# DIR/pids, and returns once every server's /healthz answers 200 (JetStream
+# start writes DIR/servers (nats://127.0.0.1:P,... for --servers options),
+# DIR/pids and DIR/monitors (node i's pid and monitoring URL on line i+1; its
+# server name is n<i>, as JetStream names a stream's leader), and returns once every server's /healthz answers 200 (JetStream
 # current; for 3 servers that needs the meta leader), or fails after 30 s
 # printing the logs. Right after that, creating an R3 stream may still fail
 # with JetStream error 10005 (no suitable peers) for a moment: retry (the C++
@@ -61,6 +62,7 @@ print(" ".join(str(s.getsockname()[1]) for s in socks))
 for s in socks: s.close()' $((3 * nodes)))"
     urls=()
     : >"$dir/pids"
+    : >"$dir/monitors"
     for ((i = 0; i < nodes; i++)); do
       client=${ports[$((3 * i))]}
       urls+=("nats://127.0.0.1:$client")
@@ -82,6 +84,7 @@ for s in socks: s.close()' $((3 * nodes)))"
       fi
       "$server" "${args[@]}" >"$dir/n$i.log" 2>&1 &
       echo $! >>"$dir/pids"
+      echo "http://127.0.0.1:$monitor" >>"$dir/monitors"
     done
     deadline=$((SECONDS + 30))
     for ((i = 0; i < nodes; i++)); do

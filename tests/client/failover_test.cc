@@ -35,7 +35,6 @@
 #include "client/session.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
-#include "codec/kind_table.h"
 #include "codec/messages.h"
 #include "codec/wire.h"
 #include "engine/workload.h"
@@ -51,7 +50,6 @@
 namespace orderwire::client {
 namespace {
 
-using codec::Kind;
 using codec::Side;
 using test_support::Bytes;
 using test_support::RunningService;

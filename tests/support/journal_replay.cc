@@ -76,4 +76,22 @@ std::size_t ExpectLiveIsReplayPrefix(std::uint32_t session, const Bytes& live,
   return received;
 }
 
+std::vector<JournalRecordCopy> ReadJournalRecords(
+    const std::string& directory) {
+  std::vector<JournalRecordCopy> out;
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
+      journal::JournalReader::Open(directory);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return out;
+  journal::Record record;
+  journal::ReadResult result;
+  while ((result = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
+    const auto frame = record.frame.bytes();
+    out.push_back({record.index, record.receive_ns, record.session_id,
+                   record.flags, Bytes(frame.begin(), frame.end())});
+  }
+  EXPECT_EQ(result, journal::ReadResult::kEnd) << (*reader)->status();
+  return out;
+}
+
 }  // namespace orderwire::test_support

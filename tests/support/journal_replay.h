@@ -1,10 +1,13 @@
 // The reports a journal replays into, per session: what `orderwire replay`
 // gives, for end-to-end tests that compare what clients received live with
-// the journal the service left (tests/client/failover_test.cc). Part of
+// the journal the service left (tests/client/failover_test.cc,
+// tests/replication/failover_test.cc); and a journal's records as owned
+// copies, to compare two members' journals record by record. Part of
 // orderwire::test_support_service.
 #ifndef ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
 #define ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -42,6 +45,20 @@ SessionReplay ReplayJournalBySession(const std::string& directory,
 // `session` named); returns how many frames were received live.
 std::size_t ExpectLiveIsReplayPrefix(std::uint32_t session, const Bytes& live,
                                      const std::vector<Bytes>& replayed);
+
+// A journal record with its own bytes, comparable field by field.
+struct JournalRecordCopy {
+  std::uint64_t index = 0;
+  std::uint64_t receive_ns = 0;
+  std::uint32_t session_id = 0;
+  std::uint32_t flags = 0;
+  Bytes frame;
+  bool operator==(const JournalRecordCopy&) const = default;
+};
+
+// Every record of the journal in `directory`, in index order. A journal
+// that does not open or read to a clean end fails the test.
+std::vector<JournalRecordCopy> ReadJournalRecords(const std::string& directory);
 
 }  // namespace orderwire::test_support
 
