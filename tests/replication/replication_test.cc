@@ -482,10 +482,10 @@ bool WaitRefused(const JournalPublisher& publisher, std::uint64_t count) {
 // message's id, not the marker's) refuses it (10070). Without that header
 // it was accepted: an epoch-1 records message after the epoch-2 marker,
 // and the new primary's next publish was fenced in turn.
-TEST_F(ReplicationSingleNode, PipelinedOldPrimaryIsFencedAfterTheMarker) {
-  const std::string engine = "pipelinefence";
+void PipelinedFence(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("pipelinefence", replicas);
   AckGate gate(/*hold_at=*/3);
-  auto old_options = Options(*cluster_, engine, 1, /*epoch=*/1);
+  auto old_options = Options(cluster, engine, replicas, /*epoch=*/1);
   old_options.on_ack = [&gate](const PublishAck& ack) { gate.OnAck(ack); };
   auto old_primary = JournalPublisher::Open(std::move(old_options));
   ASSERT_TRUE(old_primary.ok()) << old_primary.status();
@@ -498,7 +498,7 @@ TEST_F(ReplicationSingleNode, PipelinedOldPrimaryIsFencedAfterTheMarker) {
   ASSERT_EQ((*old_primary)->progress().acknowledged, 3u);
 
   // The new primary (epoch 2) caught up to sequence 3: its marker is 4.
-  auto new_options = Options(*cluster_, engine, 1, /*epoch=*/2);
+  auto new_options = Options(cluster, engine, replicas, /*epoch=*/2);
   new_options.expected_last_sequence = 3;
   auto new_primary = JournalPublisher::Open(std::move(new_options));
   ASSERT_TRUE(new_primary.ok()) << new_primary.status();
@@ -517,10 +517,10 @@ TEST_F(ReplicationSingleNode, PipelinedOldPrimaryIsFencedAfterTheMarker) {
   EXPECT_EQ((*old_primary)->failure_kind(), PublisherFailure::kFenced);
   EXPECT_THAT(std::string((*old_primary)->failure().message()),
               HasSubstr("10071"));
-  auto state = GetJournalStreamState(cluster_->ServersUrl(), engine);
+  auto state = GetJournalStreamState(cluster.ServersUrl(), engine);
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->last_sequence, 4u) << "an old message after the marker";
-  auto last = ReadStoredHeaders(*cluster_, engine, state->last_sequence);
+  auto last = ReadStoredHeaders(cluster, engine, state->last_sequence);
   ASSERT_TRUE(last.ok()) << last.status();
   EXPECT_EQ(last->msg_id, "2-marker");
 
@@ -531,19 +531,27 @@ TEST_F(ReplicationSingleNode, PipelinedOldPrimaryIsFencedAfterTheMarker) {
   EXPECT_EQ((*new_primary)->progress().last_stream_sequence, 5u);
 }
 
+TEST_F(ReplicationSingleNode, PipelinedOldPrimaryIsFencedAfterTheMarker) {
+  PipelinedFence(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, PipelinedOldPrimaryIsFencedAfterTheMarkerR3) {
+  PipelinedFence(*cluster_, 3);
+}
+
 // What the fence relies on, checked on nats-server itself (libnats's
 // js_PublishMsg with the headers set by hand): Nats-Expected-Last-Msg-Id is
 // enforced (10070) after Nats-Expected-Last-Sequence (10071), and a retried
 // publish (same Msg-Id, same now-stale expectations) after it landed is
 // acknowledged as a duplicate with its sequence, not refused: JetStream
 // checks the Msg-Id's duplicate window before the expectations.
-TEST_F(ReplicationSingleNode, JetStreamDedupesBeforeCheckingTheExpectations) {
-  const std::string engine = "expectations";
-  auto options = Options(*cluster_, engine, 1, /*epoch=*/1);
+void ServerOrderOfChecks(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("expectations", replicas);
+  auto options = Options(cluster, engine, replicas, /*epoch=*/1);
   ASSERT_TRUE(EnsureJournalStream(options.servers, options.stream).ok());
   natsConnection* conn = nullptr;
   jsCtx* js = nullptr;
-  ASSERT_EQ(natsConnection_ConnectTo(&conn, cluster_->ServersUrl().c_str()),
+  ASSERT_EQ(natsConnection_ConnectTo(&conn, cluster.ServersUrl().c_str()),
             NATS_OK);
   ASSERT_EQ(natsConnection_JetStream(&js, conn, nullptr), NATS_OK);
   const std::string subject = JournalSubject(engine);
@@ -603,9 +611,17 @@ TEST_F(ReplicationSingleNode, JetStreamDedupesBeforeCheckingTheExpectations) {
   EXPECT_EQ(c_again.sequence, 3u);
   jsCtx_Destroy(js);
   natsConnection_Destroy(conn);
-  auto state = GetJournalStreamState(cluster_->ServersUrl(), engine);
+  auto state = GetJournalStreamState(cluster.ServersUrl(), engine);
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->messages, 3u);
+}
+
+TEST_F(ReplicationSingleNode, JetStreamDedupesBeforeCheckingTheExpectations) {
+  ServerOrderOfChecks(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, JetStreamDedupesBeforeCheckingTheExpectationsR3) {
+  ServerOrderOfChecks(*cluster_, 3);
 }
 
 // Publishes `count` groups from journal index 10 * first with the
