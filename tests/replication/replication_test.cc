@@ -3,11 +3,16 @@
 // Sequence), deduplication (Nats-Msg-Id), gap detection, acknowledgement
 // timeouts, and no acknowledged message lost when the stream leader of a
 // 3-node cluster is killed mid-publish.
+#include <arpa/inet.h>
 #include <nats/nats.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,7 +28,9 @@
 #include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
+#include "tests/support/child_process.h"
 #include "tests/support/nats_cluster.h"
+#include "tests/support/scratch_dir.h"
 
 namespace orderwire::replication {
 namespace {
@@ -859,6 +866,110 @@ TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
   EXPECT_EQ(acked.load(), 20u);
   auto after = (*publisher)->Publish(220, Group(22, SizeOf(22)));
   EXPECT_EQ(after.status(), (*publisher)->failure());
+}
+
+// A loopback port free now (the kernel's pick for port 0), or 0.
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// nats-server 2.9.10 keeps a stream's last Msg-Id in memory; on a restart
+// it restores it only if the last message is within the duplicate window.
+// A restart in a quiet period longer than the window must not fence the
+// publishers: message 1 and a message after an acknowledged one expect only
+// the sequence (exact there), so only a pipelined message names its
+// predecessor's Msg-Id, which the stream learnt again when it stored it.
+// Checked twice: the running primary's next message after the restart, and
+// a new primary's publisher (marker, then a pipelined run) after another.
+// (Expecting the true last Msg-Id after such a restart is refused: 10070
+// "wrong last msg ID: ", naming none.)
+TEST(ReplicationRestartedServer, AQuietRestartDoesNotFenceThePublishers) {
+  auto binary = NatsCluster::FindServerBinary();
+  ASSERT_TRUE(binary.ok()) << binary.status();
+  test_support::ScratchDir dir("ow-restart");
+  ASSERT_FALSE(dir.path().empty());
+  const int port = FreeLoopbackPort();
+  ASSERT_NE(port, 0);
+  const std::string url = absl::StrCat("nats://127.0.0.1:", port);
+  const std::vector<std::string> args = {
+      *binary, "-a", "127.0.0.1", "-p",          std::to_string(port),
+      "-n",    "r0", "-js",       "--store_dir", dir.Sub("store")};
+  std::unique_ptr<test_support::ChildProcess> server;
+  int launches = 0;
+  auto launch = [&]() -> absl::Status {
+    auto spawned = test_support::ChildProcess::Spawn(
+        args, dir.Sub(absl::StrCat("n0-", ++launches, ".log")));
+    if (!spawned.ok()) return spawned.status();
+    server = *std::move(spawned);
+    return NatsCluster::WaitForJetStream(url, milliseconds(30000));
+  };
+  // SIGTERM (a clean shutdown), past the 1 s duplicate window after
+  // `last_stored`, then up again. The condition is the clock itself.
+  auto quiet_restart =
+      [&](std::chrono::steady_clock::time_point last_stored) -> absl::Status {
+    auto stopped = server->Stop(SIGTERM, milliseconds(20000));
+    if (!stopped.ok()) return stopped.status();
+    std::this_thread::sleep_until(last_stored + milliseconds(1500));
+    return launch();
+  };
+  ASSERT_TRUE(launch().ok()) << server->LogTail();
+
+  const std::string engine = "quietrestart";
+  PublisherOptions options;
+  options.servers = url;
+  options.stream.engine_name = engine;
+  options.stream.duplicate_window = std::chrono::seconds(1);
+  options.epoch = 1;
+  options.window = 8;
+  options.ack_timeout = milliseconds(10000);
+  {
+    auto running = JournalPublisher::Open(options);
+    ASSERT_TRUE(running.ok()) << running.status();
+    for (std::uint64_t k = 1; k <= 3; ++k) {
+      ASSERT_TRUE((*running)->Publish(k * 10, Group(k, 100)).ok());
+    }
+    ASSERT_TRUE((*running)->Flush(milliseconds(10000)).ok())
+        << (*running)->failure();
+    ASSERT_TRUE(quiet_restart(std::chrono::steady_clock::now()).ok())
+        << server->LogTail();
+    // libnats reconnects (every 100 ms) and sends what it buffered.
+    ASSERT_TRUE((*running)->Publish(40, Group(4, 100)).ok());
+    ASSERT_TRUE((*running)->Flush(milliseconds(10000)).ok())
+        << (*running)->failure();
+    EXPECT_EQ((*running)->progress().last_stream_sequence, 4u);
+  }
+  ASSERT_TRUE(quiet_restart(std::chrono::steady_clock::now()).ok())
+      << server->LogTail();
+
+  // A new primary's publisher: the marker, then records, pipelined.
+  AckGate gate(/*hold_at=*/1);
+  options.epoch = 2;
+  options.on_ack = [&gate](const PublishAck& ack) { gate.OnAck(ack); };
+  auto next = JournalPublisher::Open(options);
+  ASSERT_TRUE(next.ok()) << next.status();
+  OpenOnExit open_on_exit{gate};
+  EXPECT_EQ((*next)->base_sequence(), 4u);
+  ASSERT_TRUE((*next)->PublishEpochMarker(50).ok());
+  ASSERT_TRUE(gate.WaitHeld()) << (*next)->failure();
+  for (std::uint64_t k = 5; k <= 8; ++k) {
+    ASSERT_TRUE((*next)->Publish(k * 10, Group(k, 100)).ok());
+  }
+  gate.Open();
+  ASSERT_TRUE((*next)->Flush(milliseconds(10000)).ok()) << (*next)->failure();
+  EXPECT_EQ((*next)->progress().last_stream_sequence, 9u);
+  EXPECT_EQ((*next)->progress().refused, 0u);
 }
 
 // Killing the stream's leader in a 3-node cluster mid-publish: the stream
