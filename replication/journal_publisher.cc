@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "replication/group_message.h"
@@ -25,6 +26,7 @@ using internal::NatsError;
 
 constexpr std::uint32_t kMaxWindow = 4096;
 constexpr int kWrongLastSequence = 10071;  // JSStreamWrongLastSequenceErr
+constexpr int kWrongLastMsgId = 10070;     // JSStreamWrongLastMsgIDErr
 constexpr std::int64_t kAckPollMs = 20;
 
 // A JetStream publish acknowledgement: {"stream":S,"seq":N[,"duplicate":true]}
@@ -86,6 +88,7 @@ struct JournalPublisher::State {
   struct Slot {
     std::uint64_t message = 0;
     std::uint64_t first_index = 0;
+    std::string expected_last_msg_id;  // empty: the header was not sent
     Clock::time_point sent;
     bool done = false;
     std::uint64_t sequence = 0;
@@ -103,6 +106,8 @@ struct JournalPublisher::State {
   std::uint64_t reported = 0;  // acknowledgements handed to on_ack
   std::uint64_t last_sequence = 0;
   std::uint32_t max_in_flight = 0;
+  std::uint64_t refused = 0;
+  std::string last_msg_id;  // the Nats-Msg-Id of message `published`
   absl::Status failure;
   PublisherFailure failure_kind = PublisherFailure::kNone;
   std::atomic<bool> stop{false};
@@ -188,7 +193,12 @@ void JournalPublisher::State::HandleReply(natsMsg* msg) {
   const std::string what =
       absl::StrCat("journal publisher for ", stream, ": message ", message,
                    " (journal index ", slot.first_index,
-                   ", Nats-Expected-Last-Sequence ", base + message - 1, ")");
+                   ", Nats-Expected-Last-Sequence ", base + message - 1,
+                   slot.expected_last_msg_id.empty()
+                       ? std::string()
+                       : absl::StrCat(", Nats-Expected-Last-Msg-Id ",
+                                      slot.expected_last_msg_id),
+                   ")");
   if (natsMsg_IsNoResponders(msg)) {
     slot.error_kind = PublisherFailure::kRejected;
     slot.error = absl::UnavailableError(
@@ -205,12 +215,29 @@ void JournalPublisher::State::HandleReply(natsMsg* msg) {
     return;
   }
   if (!parsed->ok) {
+    ++refused;
     if (parsed->error_code == kWrongLastSequence) {
       slot.error_kind = PublisherFailure::kFenced;
       slot.error = absl::FailedPreconditionError(absl::StrCat(
           what, ": fenced: JetStream error 10071 (", parsed->description,
           "): another writer has appended to the stream since this one's "
           "view; this publisher is stale and stopped (fail-stop)"));
+    } else if (parsed->error_code == kWrongLastMsgId) {
+      // The sequence matched (JetStream checks it first) but the message
+      // there is not this publisher's previous one: another writer's
+      // message took the position this pipelined message expected its
+      // predecessor at.
+      slot.error_kind = PublisherFailure::kFenced;
+      slot.error = absl::FailedPreconditionError(absl::StrCat(
+          what, ": fenced: JetStream error 10070 (", parsed->description,
+          "): the stream's last message is another writer's, not this "
+          "publisher's previous message; this publisher is stale and "
+          "stopped (fail-stop)",
+          absl::EndsWith(parsed->description, ": ")
+              ? " (the server names no last Msg-Id: nats-server 2.9 forgets "
+                "it on a restart more than the duplicate window after the "
+                "last message)"
+              : ""));
     } else {
       slot.error_kind = PublisherFailure::kRejected;
       slot.error = absl::FailedPreconditionError(absl::StrCat(
@@ -344,6 +371,7 @@ absl::StatusOr<std::uint64_t> JournalPublisher::PublishWithId(
     const std::string& msg_id) {
   State& st = *state_;
   std::uint64_t message = 0;
+  std::string expected_last_msg_id;
   {
     std::unique_lock lock(st.mu);
     const bool room = st.cv.wait_for(lock, st.options.ack_timeout, [&] {
@@ -362,6 +390,14 @@ absl::StatusOr<std::uint64_t> JournalPublisher::PublishWithId(
     slot = State::Slot{};
     slot.message = message;
     slot.first_index = first_index;
+    // The predecessor not yet acknowledged: its sequence (the expected last
+    // one) is only this publisher's guess, which another writer's message
+    // could take; its Msg-Id pins it to this publisher's message.
+    if (message > 1 && st.acknowledged < message - 1) {
+      slot.expected_last_msg_id = st.last_msg_id;
+    }
+    st.last_msg_id = msg_id;
+    expected_last_msg_id = slot.expected_last_msg_id;
     slot.sent = Clock::now();
     st.max_in_flight =
         std::max(st.max_in_flight,
@@ -379,6 +415,10 @@ absl::StatusOr<std::uint64_t> JournalPublisher::PublishWithId(
   if (s == NATS_OK) {
     s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Last-Sequence",
                           expected_last.c_str());
+  }
+  if (s == NATS_OK && !expected_last_msg_id.empty()) {
+    s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Last-Msg-Id",
+                          expected_last_msg_id.c_str());
   }
   if (s == NATS_OK) {
     s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Stream", st.stream.c_str());
@@ -425,7 +465,8 @@ PublisherProgress JournalPublisher::progress() const {
   return PublisherProgress{.published = state_->published,
                            .acknowledged = state_->acknowledged,
                            .last_stream_sequence = state_->last_sequence,
-                           .max_in_flight = state_->max_in_flight};
+                           .max_in_flight = state_->max_in_flight,
+                           .refused = state_->refused};
 }
 
 std::uint64_t JournalPublisher::base_sequence() const { return state_->base; }

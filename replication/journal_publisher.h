@@ -20,6 +20,23 @@
 //                                appended meanwhile) is refused with
 //                                JetStream error 10071: the fence against two
 //                                primaries;
+//   Nats-Expected-Last-Msg-Id    on message N > 1 sent while message N-1 is
+//                                not yet acknowledged: N-1's Msg-Id. With a
+//                                pipeline, base + N - 1 is only where this
+//                                publisher hopes N-1 lands; if N-1 is refused
+//                                and another writer's message (a new
+//                                primary's epoch marker) lands there instead,
+//                                the sequence check alone would accept N
+//                                after it. The Msg-Id check refuses it
+//                                (JetStream error 10070, also kFenced). Not
+//                                sent when the expected sequence is known to
+//                                hold this publisher's own acknowledged
+//                                message, or the one read from the stream
+//                                (message 1): the sequence is then exact, and
+//                                nats-server 2.9 forgets the last Msg-Id
+//                                when it restarts more than the duplicate
+//                                window after the last message
+//                                (docs/REPLICATION.md "The fence");
 //   Nats-Expected-Stream         the stream's name, so a stray stream that
 //                                also listens on the subject cannot take it.
 // An acknowledged message N must come back with stream sequence base + N;
@@ -81,7 +98,7 @@ struct PublishAck {
 
 enum class PublisherFailure {
   kNone,
-  kFenced,              // 10071: another writer appended (stale view)
+  kFenced,              // 10071 or 10070: another writer appended
   kAckTimeout,          // no acknowledgement within ack_timeout
   kConnectionClosed,    // the NATS connection is closed for good
   kRejected,            // any other JetStream error (or no stream)
@@ -112,6 +129,9 @@ struct PublisherProgress {
   std::uint64_t acknowledged = 0;  // acknowledged in order: 1..acknowledged
   std::uint64_t last_stream_sequence = 0;  // of message `acknowledged`
   std::uint32_t max_in_flight = 0;         // the most unacknowledged ever seen
+  // Messages JetStream answered with an error (10071, 10070, ...), counted
+  // as the answers come, including those after the first failure.
+  std::uint64_t refused = 0;
 };
 
 class JournalPublisher {
@@ -139,7 +159,9 @@ class JournalPublisher {
   // Publishes this epoch's marker (replication/group_message.h): `next_index`
   // is the index the next record will have. Its Msg-Id is "<epoch>-marker",
   // so that it never dedupes against the records message that follows it
-  // (which starts at the same index). Otherwise as Publish.
+  // (which starts at the same index), and differs from every records
+  // message's, so an old primary's message expecting the marker's position
+  // is refused. Otherwise as Publish (the same expectations).
   absl::StatusOr<std::uint64_t> PublishEpochMarker(std::uint64_t next_index);
 
   // Waits until every message published so far is acknowledged and handed

@@ -3,10 +3,16 @@
 // Sequence), deduplication (Nats-Msg-Id), gap detection, acknowledgement
 // timeouts, and no acknowledged message lost when the stream leader of a
 // 3-node cluster is killed mid-publish.
+#include <arpa/inet.h>
 #include <nats/nats.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -22,7 +28,9 @@
 #include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
+#include "tests/support/child_process.h"
 #include "tests/support/nats_cluster.h"
+#include "tests/support/scratch_dir.h"
 
 namespace orderwire::replication {
 namespace {
@@ -376,6 +384,322 @@ TEST_F(ReplicationSingleNode, EpochMarkerNeverHidesTheRecordsAfterIt) {
   EXPECT_EQ(third->msg_id, "5-marker");
 }
 
+// Holds the acknowledgement thread of a publisher inside on_ack for message
+// `hold_at` until Open(): while held, no later acknowledgement is read, so
+// the messages published meanwhile are in flight, deterministically.
+class AckGate {
+ public:
+  explicit AckGate(std::uint64_t hold_at) : hold_at_(hold_at) {}
+  // The on_ack hook (the acknowledgement thread).
+  void OnAck(const PublishAck& ack) {
+    if (ack.message != hold_at_) return;
+    std::unique_lock lock(mu_);
+    held_ = true;
+    cv_.notify_all();
+    // Bounded, so a failed test never leaves the publisher's destructor
+    // joining a thread that waits forever.
+    cv_.wait_for(lock, std::chrono::seconds(60), [this] { return open_; });
+  }
+  bool WaitHeld() {
+    std::unique_lock lock(mu_);
+    return cv_.wait_for(lock, std::chrono::seconds(20),
+                        [this] { return held_; });
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  const std::uint64_t hold_at_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool held_ = false;
+  bool open_ = false;
+};
+
+// Opens the gate when it goes out of scope (declared after the publisher,
+// so it runs before the publisher's destructor joins its thread).
+struct OpenOnExit {
+  AckGate& gate;
+  ~OpenOnExit() { gate.Open(); }
+};
+
+// One stored message's Nats-Msg-Id and Nats-Expected-Last-Msg-Id (empty
+// when absent), read with STREAM.MSG.GET.
+struct StoredHeaders {
+  std::string msg_id;
+  std::string expected_last_msg_id;
+};
+
+absl::StatusOr<StoredHeaders> ReadStoredHeaders(const NatsCluster& cluster,
+                                                const std::string& engine,
+                                                std::uint64_t sequence) {
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  natsMsg* msg = nullptr;
+  StoredHeaders headers;
+  natsStatus s = natsConnection_ConnectTo(&conn, cluster.ServersUrl().c_str());
+  if (s == NATS_OK) s = natsConnection_JetStream(&js, conn, nullptr);
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  if (s == NATS_OK) {
+    s = js_GetMsg(&msg, js, JournalStreamName(engine).c_str(), sequence,
+                  nullptr, &jerr);
+  }
+  if (s == NATS_OK) {
+    const char* value = nullptr;
+    if (natsMsgHeader_Get(msg, "Nats-Msg-Id", &value) == NATS_OK) {
+      headers.msg_id = value;
+    }
+    if (natsMsgHeader_Get(msg, "Nats-Expected-Last-Msg-Id", &value) ==
+        NATS_OK) {
+      headers.expected_last_msg_id = value;
+    }
+  }
+  natsMsg_Destroy(msg);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  if (s != NATS_OK) {
+    return absl::InternalError(absl::StrCat("read sequence ", sequence, ": ",
+                                            natsStatus_GetText(s),
+                                            ", JetStream error ", jerr));
+  }
+  return headers;
+}
+
+// Waits (polling, at most 20 s) until JetStream has refused `count` of the
+// publisher's messages.
+bool WaitRefused(const JournalPublisher& publisher, std::uint64_t count) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (publisher.progress().refused < count) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(milliseconds(5));
+  }
+  return true;
+}
+
+// The hole the pipeline left in a sequence-only fence (failover runs,
+// pause-primary): an old primary has two messages in flight, expecting
+// stream sequences L and L+1; a new primary's epoch marker lands at L+1
+// first. The first message is refused (10071: the last sequence is L+1,
+// not L). The second expects L+1, which the marker now is, so the
+// sequence check passes; only its Nats-Expected-Last-Msg-Id (the first
+// message's id, not the marker's) refuses it (10070). Without that header
+// it was accepted: an epoch-1 records message after the epoch-2 marker,
+// and the new primary's next publish was fenced in turn.
+void PipelinedFence(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("pipelinefence", replicas);
+  AckGate gate(/*hold_at=*/3);
+  auto old_options = Options(cluster, engine, replicas, /*epoch=*/1);
+  old_options.on_ack = [&gate](const PublishAck& ack) { gate.OnAck(ack); };
+  auto old_primary = JournalPublisher::Open(std::move(old_options));
+  ASSERT_TRUE(old_primary.ok()) << old_primary.status();
+  OpenOnExit open_on_exit{gate};
+  for (std::uint64_t k = 1; k <= 3; ++k) {
+    ASSERT_TRUE((*old_primary)->Publish(k * 10, Group(k, SizeOf(k))).ok());
+  }
+  // Message 3 is acknowledged; no later acknowledgement is read.
+  ASSERT_TRUE(gate.WaitHeld()) << (*old_primary)->failure();
+  ASSERT_EQ((*old_primary)->progress().acknowledged, 3u);
+
+  // The new primary (epoch 2) caught up to sequence 3: its marker is 4.
+  auto new_options = Options(cluster, engine, replicas, /*epoch=*/2);
+  new_options.expected_last_sequence = 3;
+  auto new_primary = JournalPublisher::Open(std::move(new_options));
+  ASSERT_TRUE(new_primary.ok()) << new_primary.status();
+  ASSERT_TRUE((*new_primary)->PublishEpochMarker(40).ok());
+  ASSERT_TRUE((*new_primary)->Flush(milliseconds(10000)).ok())
+      << (*new_primary)->failure();
+  ASSERT_EQ((*new_primary)->progress().last_stream_sequence, 4u);
+
+  // The old primary's two in-flight messages: expecting 3 and 4.
+  ASSERT_TRUE((*old_primary)->Publish(40, Group(4, SizeOf(4))).ok());
+  ASSERT_TRUE((*old_primary)->Publish(50, Group(5, SizeOf(5))).ok());
+  gate.Open();
+  EXPECT_TRUE(WaitRefused(**old_primary, 2))
+      << "JetStream refused " << (*old_primary)->progress().refused
+      << " of the old primary's 2 messages after the marker";
+  EXPECT_EQ((*old_primary)->failure_kind(), PublisherFailure::kFenced);
+  EXPECT_THAT(std::string((*old_primary)->failure().message()),
+              HasSubstr("10071"));
+  auto state = GetJournalStreamState(cluster.ServersUrl(), engine);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->last_sequence, 4u) << "an old message after the marker";
+  auto last = ReadStoredHeaders(cluster, engine, state->last_sequence);
+  ASSERT_TRUE(last.ok()) << last.status();
+  EXPECT_EQ(last->msg_id, "2-marker");
+
+  // The new primary is not fenced: it publishes after its marker.
+  ASSERT_TRUE((*new_primary)->Publish(40, Group(4, SizeOf(4))).ok());
+  ASSERT_TRUE((*new_primary)->Flush(milliseconds(10000)).ok())
+      << (*new_primary)->failure();
+  EXPECT_EQ((*new_primary)->progress().last_stream_sequence, 5u);
+}
+
+TEST_F(ReplicationSingleNode, PipelinedOldPrimaryIsFencedAfterTheMarker) {
+  PipelinedFence(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, PipelinedOldPrimaryIsFencedAfterTheMarkerR3) {
+  PipelinedFence(*cluster_, 3);
+}
+
+// What the fence relies on, checked on nats-server itself (libnats's
+// js_PublishMsg with the headers set by hand): Nats-Expected-Last-Msg-Id is
+// enforced (10070) after Nats-Expected-Last-Sequence (10071), and a retried
+// publish (same Msg-Id, same now-stale expectations) after it landed is
+// acknowledged as a duplicate with its sequence, not refused: JetStream
+// checks the Msg-Id's duplicate window before the expectations.
+void ServerOrderOfChecks(const NatsCluster& cluster, int replicas) {
+  const std::string engine = absl::StrCat("expectations", replicas);
+  auto options = Options(cluster, engine, replicas, /*epoch=*/1);
+  ASSERT_TRUE(EnsureJournalStream(options.servers, options.stream).ok());
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&conn, cluster.ServersUrl().c_str()),
+            NATS_OK);
+  ASSERT_EQ(natsConnection_JetStream(&js, conn, nullptr), NATS_OK);
+  const std::string subject = JournalSubject(engine);
+  struct Outcome {
+    natsStatus status = NATS_OK;
+    int error = 0;
+    std::uint64_t sequence = 0;
+    bool duplicate = false;
+  };
+  auto publish = [&](const char* id, const char* last_sequence,
+                     const char* last_id) {
+    Outcome out;
+    natsMsg* msg = nullptr;
+    EXPECT_EQ(natsMsg_Create(&msg, subject.c_str(), nullptr, "x", 1), NATS_OK);
+    natsMsgHeader_Set(msg, "Nats-Msg-Id", id);
+    natsMsgHeader_Set(msg, "Nats-Expected-Last-Sequence", last_sequence);
+    if (last_id != nullptr) {
+      natsMsgHeader_Set(msg, "Nats-Expected-Last-Msg-Id", last_id);
+    }
+    jsPubAck* ack = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    out.status = js_PublishMsg(&ack, js, msg, nullptr, &jerr);
+    out.error = static_cast<int>(jerr);
+    if (ack != nullptr) {
+      out.sequence = ack->Sequence;
+      out.duplicate = ack->Duplicate;
+    }
+    jsPubAck_Destroy(ack);
+    natsMsg_Destroy(msg);
+    return out;
+  };
+  Outcome a = publish("1-10", "0", nullptr);
+  ASSERT_EQ(a.status, NATS_OK) << a.error;
+  EXPECT_EQ(a.sequence, 1u);
+  Outcome b = publish("1-20", "1", "1-10");
+  ASSERT_EQ(b.status, NATS_OK) << b.error;
+  EXPECT_EQ(b.sequence, 2u);
+  Outcome c = publish("1-30", "2", "1-20");
+  ASSERT_EQ(c.status, NATS_OK) << c.error;
+  EXPECT_EQ(c.sequence, 3u);
+  // Right sequence, wrong last Msg-Id: 10070.
+  Outcome wrong_id = publish("2-marker", "3", "1-20");
+  EXPECT_NE(wrong_id.status, NATS_OK);
+  EXPECT_EQ(wrong_id.error, 10070);
+  // Wrong sequence (checked first): 10071.
+  Outcome wrong_sequence = publish("2-marker", "2", "1-30");
+  EXPECT_NE(wrong_sequence.status, NATS_OK);
+  EXPECT_EQ(wrong_sequence.error, 10071);
+  // b and c retried after they landed: duplicates, with their sequences.
+  Outcome b_again = publish("1-20", "1", "1-10");
+  ASSERT_EQ(b_again.status, NATS_OK) << b_again.error;
+  EXPECT_TRUE(b_again.duplicate);
+  EXPECT_EQ(b_again.sequence, 2u);
+  Outcome c_again = publish("1-30", "2", "1-20");
+  ASSERT_EQ(c_again.status, NATS_OK) << c_again.error;
+  EXPECT_TRUE(c_again.duplicate);
+  EXPECT_EQ(c_again.sequence, 3u);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  auto state = GetJournalStreamState(cluster.ServersUrl(), engine);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->messages, 3u);
+}
+
+TEST_F(ReplicationSingleNode, JetStreamDedupesBeforeCheckingTheExpectations) {
+  ServerOrderOfChecks(*cluster_, 1);
+}
+
+TEST_F(ReplicationThreeNodes, JetStreamDedupesBeforeCheckingTheExpectationsR3) {
+  ServerOrderOfChecks(*cluster_, 3);
+}
+
+// Publishes `count` groups from journal index 10 * first with the
+// acknowledgement thread held after the publisher's message 1: messages 3..
+// are sent with message 2.. unacknowledged, so they carry
+// Nats-Expected-Last-Msg-Id; then checks every message lands, and that each
+// stored expectation names the Msg-Id stored just before it.
+void PublishChained(const NatsCluster& cluster, const std::string& engine,
+                    PublisherOptions options, std::uint64_t first,
+                    std::uint64_t count, std::uint64_t base) {
+  AckGate gate(/*hold_at=*/1);
+  options.on_ack = [&gate](const PublishAck& ack) { gate.OnAck(ack); };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  OpenOnExit open_on_exit{gate};
+  ASSERT_TRUE((*publisher)->Publish(first * 10, Group(first, 100)).ok());
+  ASSERT_TRUE(gate.WaitHeld()) << (*publisher)->failure();
+  for (std::uint64_t k = first + 1; k < first + count; ++k) {
+    ASSERT_TRUE((*publisher)->Publish(k * 10, Group(k, 100)).ok());
+  }
+  gate.Open();
+  ASSERT_TRUE((*publisher)->Flush(milliseconds(10000)).ok())
+      << (*publisher)->failure();
+  EXPECT_EQ((*publisher)->progress().last_stream_sequence, base + count);
+  EXPECT_EQ((*publisher)->progress().refused, 0u);
+  int chained = 0;
+  for (std::uint64_t seq = base + 1; seq <= base + count; ++seq) {
+    auto stored = ReadStoredHeaders(cluster, engine, seq);
+    ASSERT_TRUE(stored.ok()) << stored.status();
+    if (seq <= base + 2) {
+      // Message 1 expects what was read from the stream, message 2 its
+      // acknowledged predecessor: the sequence alone is exact.
+      EXPECT_EQ(stored->expected_last_msg_id, "") << "sequence " << seq;
+      continue;
+    }
+    auto previous = ReadStoredHeaders(cluster, engine, seq - 1);
+    ASSERT_TRUE(previous.ok()) << previous.status();
+    EXPECT_EQ(stored->expected_last_msg_id, previous->msg_id)
+        << "sequence " << seq;
+    ++chained;
+  }
+  EXPECT_EQ(chained, static_cast<int>(count) - 2);
+}
+
+// A new primary's publisher opens on a stream that ends with its epoch
+// marker (what ReplicationLink does after a takeover) and publishes a
+// pipelined run after it; so does a publisher on an empty stream.
+TEST_F(ReplicationSingleNode, PublishersChainAfterAMarkerAndOnAnEmptyStream) {
+  const std::string engine = "chain";
+  ASSERT_NO_FATAL_FAILURE(PublishChained(
+      *cluster_, engine, Options(*cluster_, engine, 1, /*epoch=*/1),
+      /*first=*/1, /*count=*/6, /*base=*/0));
+  {
+    auto options = Options(*cluster_, engine, 1, /*epoch=*/2);
+    options.expected_last_sequence = 6;
+    auto marker = JournalPublisher::Open(std::move(options));
+    ASSERT_TRUE(marker.ok()) << marker.status();
+    ASSERT_TRUE((*marker)->PublishEpochMarker(70).ok());
+    ASSERT_TRUE((*marker)->Flush(milliseconds(10000)).ok())
+        << (*marker)->failure();
+  }
+  auto options = Options(*cluster_, engine, 1, /*epoch=*/2);
+  options.expected_last_sequence = 7;  // the marker
+  ASSERT_NO_FATAL_FAILURE(PublishChained(*cluster_, engine, std::move(options),
+                                         /*first=*/7,
+                                         /*count=*/6, /*base=*/7));
+  auto marker = ReadStoredHeaders(*cluster_, engine, 7);
+  ASSERT_TRUE(marker.ok()) << marker.status();
+  EXPECT_EQ(marker->msg_id, "2-marker");
+}
+
 // A hole in the stream (here: a deleted message) stops the follower with a
 // DataLoss error naming the missing sequence.
 TEST_F(ReplicationSingleNode, FollowerReportsAGap) {
@@ -542,6 +866,110 @@ TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
   EXPECT_EQ(acked.load(), 20u);
   auto after = (*publisher)->Publish(220, Group(22, SizeOf(22)));
   EXPECT_EQ(after.status(), (*publisher)->failure());
+}
+
+// A loopback port free now (the kernel's pick for port 0), or 0.
+int FreeLoopbackPort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return 0;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(addr);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+// nats-server 2.9.10 keeps a stream's last Msg-Id in memory; on a restart
+// it restores it only if the last message is within the duplicate window.
+// A restart in a quiet period longer than the window must not fence the
+// publishers: message 1 and a message after an acknowledged one expect only
+// the sequence (exact there), so only a pipelined message names its
+// predecessor's Msg-Id, which the stream learnt again when it stored it.
+// Checked twice: the running primary's next message after the restart, and
+// a new primary's publisher (marker, then a pipelined run) after another.
+// (Expecting the true last Msg-Id after such a restart is refused: 10070
+// "wrong last msg ID: ", naming none.)
+TEST(ReplicationRestartedServer, AQuietRestartDoesNotFenceThePublishers) {
+  auto binary = NatsCluster::FindServerBinary();
+  ASSERT_TRUE(binary.ok()) << binary.status();
+  test_support::ScratchDir dir("ow-restart");
+  ASSERT_FALSE(dir.path().empty());
+  const int port = FreeLoopbackPort();
+  ASSERT_NE(port, 0);
+  const std::string url = absl::StrCat("nats://127.0.0.1:", port);
+  const std::vector<std::string> args = {
+      *binary, "-a", "127.0.0.1", "-p",          std::to_string(port),
+      "-n",    "r0", "-js",       "--store_dir", dir.Sub("store")};
+  std::unique_ptr<test_support::ChildProcess> server;
+  int launches = 0;
+  auto launch = [&]() -> absl::Status {
+    auto spawned = test_support::ChildProcess::Spawn(
+        args, dir.Sub(absl::StrCat("n0-", ++launches, ".log")));
+    if (!spawned.ok()) return spawned.status();
+    server = *std::move(spawned);
+    return NatsCluster::WaitForJetStream(url, milliseconds(30000));
+  };
+  // SIGTERM (a clean shutdown), past the 1 s duplicate window after
+  // `last_stored`, then up again. The condition is the clock itself.
+  auto quiet_restart =
+      [&](std::chrono::steady_clock::time_point last_stored) -> absl::Status {
+    auto stopped = server->Stop(SIGTERM, milliseconds(20000));
+    if (!stopped.ok()) return stopped.status();
+    std::this_thread::sleep_until(last_stored + milliseconds(1500));
+    return launch();
+  };
+  ASSERT_TRUE(launch().ok()) << server->LogTail();
+
+  const std::string engine = "quietrestart";
+  PublisherOptions options;
+  options.servers = url;
+  options.stream.engine_name = engine;
+  options.stream.duplicate_window = std::chrono::seconds(1);
+  options.epoch = 1;
+  options.window = 8;
+  options.ack_timeout = milliseconds(10000);
+  {
+    auto running = JournalPublisher::Open(options);
+    ASSERT_TRUE(running.ok()) << running.status();
+    for (std::uint64_t k = 1; k <= 3; ++k) {
+      ASSERT_TRUE((*running)->Publish(k * 10, Group(k, 100)).ok());
+    }
+    ASSERT_TRUE((*running)->Flush(milliseconds(10000)).ok())
+        << (*running)->failure();
+    ASSERT_TRUE(quiet_restart(std::chrono::steady_clock::now()).ok())
+        << server->LogTail();
+    // libnats reconnects (every 100 ms) and sends what it buffered.
+    ASSERT_TRUE((*running)->Publish(40, Group(4, 100)).ok());
+    ASSERT_TRUE((*running)->Flush(milliseconds(10000)).ok())
+        << (*running)->failure();
+    EXPECT_EQ((*running)->progress().last_stream_sequence, 4u);
+  }
+  ASSERT_TRUE(quiet_restart(std::chrono::steady_clock::now()).ok())
+      << server->LogTail();
+
+  // A new primary's publisher: the marker, then records, pipelined.
+  AckGate gate(/*hold_at=*/1);
+  options.epoch = 2;
+  options.on_ack = [&gate](const PublishAck& ack) { gate.OnAck(ack); };
+  auto next = JournalPublisher::Open(options);
+  ASSERT_TRUE(next.ok()) << next.status();
+  OpenOnExit open_on_exit{gate};
+  EXPECT_EQ((*next)->base_sequence(), 4u);
+  ASSERT_TRUE((*next)->PublishEpochMarker(50).ok());
+  ASSERT_TRUE(gate.WaitHeld()) << (*next)->failure();
+  for (std::uint64_t k = 5; k <= 8; ++k) {
+    ASSERT_TRUE((*next)->Publish(k * 10, Group(k, 100)).ok());
+  }
+  gate.Open();
+  ASSERT_TRUE((*next)->Flush(milliseconds(10000)).ok()) << (*next)->failure();
+  EXPECT_EQ((*next)->progress().last_stream_sequence, 9u);
+  EXPECT_EQ((*next)->progress().refused, 0u);
 }
 
 // Killing the stream's leader in a 3-node cluster mid-publish: the stream
