@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
   const std::filesystem::path json_dir = dir / "fuzz_json";
   const std::filesystem::path paths_dir = dir / "fuzz_decode_paths";
   const std::filesystem::path stream_dir = dir / "fuzz_group_message";
-  for (const auto& d :
-       {frame_dir, datagram_dir, json_dir, paths_dir, stream_dir}) {
+  const std::filesystem::path journal_dir = dir / "fuzz_journal";
+  for (const auto& d : {frame_dir, datagram_dir, json_dir, paths_dir,
+                        stream_dir, journal_dir}) {
     std::filesystem::create_directories(d);
   }
   bool ok = true;
@@ -81,6 +82,17 @@ int main(int argc, char** argv) {
     }
   }
   ok &= Write(frame_dir / "AllCommands", commands);
+  // fuzz_journal: recipes that once broke an invariant, kept as seeds. A
+  // lone segment named past index 1, cut inside its metadata: the reader
+  // called it a torn tail, recovery refused it (reader.cc EnterSegment).
+  {
+    const std::array<std::uint8_t, 14> lone_torn_segment{
+        0xf5, 0x22, 0x02, 0x01, 0x41, 0x01, 0x24,
+        0x21, 0x03, 0x2c, 0x2c, 0x2c, 0x2c, 0x1c};
+    std::vector<std::byte> seed;
+    for (const std::uint8_t b : lone_torn_segment) seed.push_back(std::byte{b});
+    ok &= Write(journal_dir / "LoneTornSegmentPastTheStart", seed);
+  }
   // fuzz_decode_paths: a room byte (64 Commands), then the golden commands
   // over and over, long enough for several 64-byte blocks; and one with a
   // report frame in the middle.

@@ -450,7 +450,22 @@ bool JournalReader::EnterSegment(std::size_t i) {
     // segment proves this header was written (docs/JOURNAL.md "Recovery":
     // a damaged header other than the last one's is data loss, and
     // recovery refuses it).
-    if (check.torn && i + 1 == set_.size()) {
+    if (check.torn && i + 1 == set_.size() && i == 0 &&
+        entry.name_index > first_index_) {
+      // A lone segment whose header never got written is a torn tail only
+      // where it would be the journal's first segment: its file name says
+      // where it begins, and recovery checks that name first
+      // (writer_recovery.cc). Found by fuzz_journal.
+      SegmentDamage(
+          i, absl::StrFormat(
+                 "segment %s: %s; and the journal starts at index %d, but "
+                 "this, its first segment file, begins at index %d: the "
+                 "segments holding records %d..%d are missing (from segment "
+                 "file %s)",
+                 entry.path, check.problem, first_index_, entry.name_index,
+                 first_index_, entry.name_index - 1,
+                 SegmentFileName(first_index_)));
+    } else if (check.torn && i + 1 == set_.size()) {
       Damaged(i, 0, true, check.problem);
     } else if (check.header.magic == kSegmentMagic &&
                (check.header.version < kOldestFormatVersion ||

@@ -31,6 +31,7 @@ using ::orderwire::test_support::ScratchDir;
 using ::orderwire::test_support::WriteFile;
 using ::testing::AnyOf;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // A journal of `groups` groups of `per_group` records in one 64 KiB segment
 // of format version 1 (what older code wrote; the damage rules are tested
@@ -583,6 +584,33 @@ TEST(RecoveryTest, ASegmentNamedForAnotherIndexIsRefused) {
                           dir.Sub(SegmentFileName(7)));
   EXPECT_THAT(std::string(Read(dir.path()).status.message()),
               HasSubstr("file name says 7"));
+}
+
+// A journal whose only segment file begins past index 1 and holds no whole
+// header block: not a torn tail (nothing to cut), since its name says the
+// records before it are missing, and the reader and recovery must say the same.
+// Found by fuzz_journal: the reader called it a torn tail that a writer would
+// recover, and the writer refused it as data loss (its input cut the header
+// block at a byte this test does not reach: the crash input itself passes
+// since the fix; this test pins the behaviour on a journal built here).
+TEST(RecoveryTest, ALoneTornSegmentNamedPastTheStartIsDataLoss) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 17, 1);
+  const auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 2u);
+  // The second segment alone, cut inside its metadata (after its whole
+  // 64-byte header, which names its first index): the first is gone.
+  std::filesystem::remove(paths[0]);
+  std::filesystem::resize_file(paths[1], 100);
+  const Outcome read = Read(dir.path());
+  EXPECT_EQ(read.result, ReadResult::kError);
+  EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
+  EXPECT_THAT(std::string(read.status.message()), HasSubstr("are missing"));
+  EXPECT_THAT(std::string(read.status.message()),
+              Not(HasSubstr("recovers it by cutting the torn tail off")));
+  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  ASSERT_FALSE(writer.ok());
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
 }
 
 TEST(RecoveryTest, ASegmentWhoseRenameWasLostIsReadAndPutInPlace) {
