@@ -174,9 +174,9 @@ struct JournalPublisher::State {
   bool republish_due = false;
   Clock::time_point republish_at;
   std::string republish_cause;
-  std::string last_republish_cause;  // for the ack timeout's message
+  std::string last_republish_cause;           // for the ack timeout's message
   std::uint32_t rounds_without_progress = 0;  // the backoff's exponent
-  std::uint64_t verify_message = 0;  // a 10071 to look into; 0: none
+  std::uint64_t verify_message = 0;           // a 10071 to look into; 0: none
   absl::Status failure;
   PublisherFailure failure_kind = PublisherFailure::kNone;
   std::atomic<bool> stop{false};
@@ -224,7 +224,8 @@ void JournalPublisher::State::ScheduleRepublishLocked(std::string cause) {
   if (republish_due || !failure.ok()) return;
   republish_due = true;
   const auto backoff = std::min<std::chrono::milliseconds>(
-      kMaxBackoff, kFirstBackoff * (1U << std::min(rounds_without_progress, 4U)));
+      kMaxBackoff,
+      kFirstBackoff * (1U << std::min(rounds_without_progress, 4U)));
   republish_at = Clock::now() + backoff;
   republish_cause = std::move(cause);
 }
@@ -325,10 +326,10 @@ void JournalPublisher::State::VerifyRefusal(std::uint64_t message) {
       slot.attempt != attempt) {
     return;
   }
-  const std::string what = absl::StrCat(
-      "journal publisher for ", stream, ": message ", message,
-      " (journal index ", slot.first_index, ", Msg-Id ", msg_id,
-      ", Nats-Expected-Last-Sequence ", wanted - 1, ")");
+  const std::string what =
+      absl::StrCat("journal publisher for ", stream, ": message ", message,
+                   " (journal index ", slot.first_index, ", Msg-Id ", msg_id,
+                   ", Nats-Expected-Last-Sequence ", wanted - 1, ")");
   if (s == NATS_OK) {
     if (stored_id != nullptr && msg_id == stored_id) {
       // Ours: stored by an earlier attempt, its dedupe entry not (yet)
@@ -403,9 +404,9 @@ void JournalPublisher::State::AckLoop() {
                 "stopped (fail-stop)")));
       } else if (!oldest.done && oldest.wire != nullptr &&
                  now - oldest.last_sent > silence) {
-        ScheduleRepublishLocked(absl::StrCat(
-            "message ", oldest.message, " had no reply within ",
-            silence.count(), " ms"));
+        ScheduleRepublishLocked(absl::StrCat("message ", oldest.message,
+                                             " had no reply within ",
+                                             silence.count(), " ms"));
       }
     }
     const bool failed = !failure.ok();
@@ -498,9 +499,9 @@ void JournalPublisher::State::HandleReply(natsMsg* msg) {
     return;
   }
   if (parsed->http_code == kTemporarilyUnavailable) {
-    ScheduleRepublishLocked(absl::StrCat(
-        "message ", message, " refused for now: JetStream error ",
-        parsed->error_code, " (", parsed->description, ")"));
+    ScheduleRepublishLocked(
+        absl::StrCat("message ", message, " refused for now: JetStream error ",
+                     parsed->error_code, " (", parsed->description, ")"));
     return;
   }
   slot.done = true;

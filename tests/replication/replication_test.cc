@@ -617,8 +617,8 @@ absl::StatusOr<JournalStreamState> WaitForNewLeader(
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(30);
   do {
-    after = GetJournalStreamState(cluster.ServersUrl(), engine,
-                                  milliseconds(2000));
+    after =
+        GetJournalStreamState(cluster.ServersUrl(), engine, milliseconds(2000));
     if (after.ok() && !after->leader.empty() && after->leader != old_leader) {
       return after;
     }
