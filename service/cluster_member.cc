@@ -369,7 +369,7 @@ absl::Status ClusterMember::WaitForTheMembersBucket(
   }
 }
 
-absl::Status ClusterMember::StartPrimary() {
+absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
   ServiceOptions options = options_.primary;
   const StandbyOptions& o = options_.standby;
   options.journal.directory = o.journal.directory;
@@ -388,15 +388,35 @@ absl::Status ClusterMember::StartPrimary() {
   if (r.member_name.empty()) r.member_name = o.member_name;
   LeaseOptions& lease = *r.lease;
   lease.holder = lease_spec_.holder;
-  r.held_lease = std::make_shared<HeldLease>();
-  r.held_lease->member = std::move(lease_);
-  r.held_lease->renewer = std::move(renewer_);
   // The standby's writer and follower are closed before the service opens
   // the journal again.
   standby_.reset();
-  absl::StatusOr<std::unique_ptr<Service>> service =
-      Service::Start(std::move(options));
-  if (!service.ok()) return service.status();
+  if (options_.before_primary_start_for_tests) {
+    options_.before_primary_start_for_tests();
+  }
+  absl::StatusOr<std::unique_ptr<Service>> service;
+  for (int retries = 0;;) {
+    const auto held = std::make_shared<HeldLease>();
+    held->member = std::move(lease_);
+    held->renewer = std::move(renewer_);
+    r.held_lease = held;
+    service = Service::Start(options);
+    if (service.ok()) break;
+    // The service gives a lease it could not serve with back (its
+    // replication link failed to open: the stream or the members bucket
+    // did not answer in time).
+    lease_ = std::move(held->member);
+    renewer_ = std::move(held->renewer);
+    if (lease_ == nullptr || renewer_ == nullptr ||
+        !IsTransient(service.status())) {
+      return service.status();
+    }
+    if (absl::Status s = WaitToRetry("starting the primary", service.status(),
+                                     retries, stop);
+        !s.ok()) {
+      return s;
+    }
+  }
   primary_ = std::move(*service);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -446,7 +466,7 @@ absl::Status ClusterMember::Run(const std::atomic<bool>& stop) {
   }
   if (marked && !stop.load()) status = WaitForTheMembersBucket(stop);
   if (marked && status.ok() && !stop.load()) {
-    status = StartPrimary();
+    status = StartPrimary(stop);
     if (status.ok()) {
       status = primary_->Run(stop);
       role_.store(MemberRole::kStopped);

@@ -34,7 +34,8 @@
 //
 // A transient NATS error (a timeout, no responders, a connection lost or
 // reconnecting: the stream's or a bucket's leader re-elected) in steps 2
-// and 4, and opening the members bucket before step 5, never ends the
+// and 4, opening the members bucket before step 5 and the service's
+// replication link in step 5 (the service hands the lease back), never ends the
 // member while it holds the lease: logged ("... (transient; trying again
 // while the lease is held, try N)"), retried after 100 ms doubling to 1 s
 // while the lease is held (the same marker each time: a try that landed is
@@ -96,6 +97,8 @@ struct ClusterMemberOptions {
   // right before each epoch marker is published.
   std::function<void()> after_acquire_for_tests;
   std::function<void()> before_marker_for_tests;
+  // Tests only, on Run's thread: right before the primary is started.
+  std::function<void()> before_primary_start_for_tests;
 };
 
 enum class MemberRole { kStandby, kTakingOver, kPrimary, kStopped };
@@ -165,7 +168,10 @@ class ClusterMember {
   // does not answer (a transient error, its leader re-elected), retrying
   // as WaitToRetry does. Other errors are left to Service::Start.
   absl::Status WaitForTheMembersBucket(const std::atomic<bool>& stop);
-  absl::Status StartPrimary();
+  // Service::Start with the held lease; a transient NATS error of its
+  // replication link (the lease is handed back) is retried as WaitToRetry
+  // does while the lease is held.
+  absl::Status StartPrimary(const std::atomic<bool>& stop);
   void Event(std::string_view line) const;
 
   ClusterMemberOptions options_;

@@ -225,8 +225,17 @@ absl::Status ReplicationLink::failure() const {
 }
 
 ReplicationStats ReplicationLink::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  ReplicationStats stats;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats = stats_;
+  }
+  // The publisher's own lock, not under the link's (on_ack takes the
+  // link's from the publisher's thread).
+  if (publisher_ != nullptr) {
+    stats.republished_messages = publisher_->progress().republished;
+  }
+  return stats;
 }
 
 void ReplicationLink::NoteDurable(std::uint64_t durable) noexcept {
