@@ -30,8 +30,11 @@ std::string UtcNow() {
       utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, now.tv_nsec / 1000);
 }
 
-// Bounds each request of the takeover (the stream's state, the marker).
-constexpr std::chrono::milliseconds kRequestTimeout{5000};
+// Bounds each request of the takeover (the stream's state, the members
+// bucket). Short: a request sent while the stream has no leader is never
+// answered, and one that failed is tried again (transient) while the lease
+// is held, so a long bound only delays the takeover past the re-election.
+constexpr std::chrono::milliseconds kRequestTimeout{2000};
 // Between two tries of a takeover step that failed on a transient NATS
 // error: 100 ms doubling to 1 s.
 constexpr std::chrono::milliseconds kFirstRetryWait{100};
