@@ -28,6 +28,9 @@ using internal::NatsError;
 
 constexpr std::uint32_t kMaxWindow = 4096;
 constexpr int kWrongLastSequence = 10071;  // JSStreamWrongLastSequenceErr
+// Nats-Expected-Last-Msg-Id refused: the same kind of refusal (an
+// expectation about the stream's end), decided the same way.
+constexpr int kWrongLastMsgId = 10070;  // JSStreamWrongLastMsgIDErr
 constexpr std::int64_t kAckPollMs = 20;
 // JetStream's "code" for a request it cannot serve now (e.g. 10008,
 // "JetStream system temporarily unavailable"): retried like no-responders.
@@ -342,9 +345,8 @@ void JournalPublisher::State::VerifyRefusal(std::uint64_t message) {
     slot.wrong_last = false;
     slot.error_kind = PublisherFailure::kFenced;
     slot.error = absl::FailedPreconditionError(absl::StrCat(
-        what, ": fenced: JetStream error 10071 (", refusal,
-        "), and stream sequence ", wanted, " holds Msg-Id ",
-        stored_id != nullptr ? stored_id : "(none)",
+        what, ": fenced: ", refusal, ", and stream sequence ", wanted,
+        " holds Msg-Id ", stored_id != nullptr ? stored_id : "(none)",
         ": another writer has appended to the stream since this one's "
         "view; this publisher is stale and stopped (fail-stop)"));
     return;
@@ -352,8 +354,8 @@ void JournalPublisher::State::VerifyRefusal(std::uint64_t message) {
   // Nothing at `wanted` (the stream ends at wanted - 1: the expectation was
   // right) or the stream cannot be read now: not a fence, send it again.
   ScheduleRepublishLocked(absl::StrCat(
-      "message ", message, " refused with 10071 (", refusal,
-      ") but stream sequence ", wanted, " is ",
+      "message ", message, " refused with ", refusal, " but stream sequence ",
+      wanted, " is ",
       s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr
           ? std::string("empty")
           : absl::StrCat("unreadable now (", natsStatus_GetText(s), ")")));
@@ -489,13 +491,15 @@ void JournalPublisher::State::HandleReply(natsMsg* msg) {
   }
   // A refusal answers one attempt only; an older attempt's is stale.
   if (!current || slot.done) return;
-  if (parsed->error_code == kWrongLastSequence) {
+  if (parsed->error_code == kWrongLastSequence ||
+      parsed->error_code == kWrongLastMsgId) {
     // A fence, or the gap left by an earlier message that was not stored
     // (a re-election): AdvanceLocked/VerifyRefusal decide once it is the
     // first unacknowledged message.
     slot.done = true;
     slot.wrong_last = true;
-    slot.refusal = parsed->description;
+    slot.refusal = absl::StrCat("JetStream error ", parsed->error_code, " (",
+                                parsed->description, ")");
     return;
   }
   if (parsed->http_code == kTemporarilyUnavailable) {

@@ -61,7 +61,8 @@
 // base + N - 1, which holds only if every earlier message is stored in
 // place. A success from ANY attempt is kept (stored is stored); a refusal
 // or 503 of an older attempt is stale and ignored.
-// When 10071 is a fence: a refusal of message N is looked at only once
+// When 10071 is a fence (and 10070, a Nats-Expected-Last-Msg-Id refused,
+// decided the same way): a refusal of message N is looked at only once
 // messages 1..N-1 are acknowledged at their sequences (so the stream held
 // this writer's base + N - 1 at the end). A refusal of a later message is
 // the gap of an earlier one that was not stored and waits for it. For the
