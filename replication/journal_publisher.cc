@@ -236,12 +236,16 @@ void JournalPublisher::State::ScheduleRepublishLocked(std::string cause) {
 natsStatus JournalPublisher::State::SendFirst(std::uint64_t message,
                                               MessageHandle wire) {
   std::lock_guard send_lock(send_mu);
-  const natsStatus s = natsConnection_PublishMsg(conn.get(), wire.get());
+  natsStatus s = natsConnection_PublishMsg(conn.get(), wire.get());
+  // Refused while the connection reconnects (its buffer full): kept, and
+  // republished like a message that had no reply.
+  const bool retry_later = s != NATS_OK && !natsConnection_IsClosed(conn.get());
+  if (retry_later) s = NATS_OK;
   std::lock_guard lock(mu);
   Slot& slot = SlotOf(message);
   if (s == NATS_OK && slot.message == message && message > acknowledged) {
     slot.wire = std::move(wire);
-    slot.last_sent = Clock::now();
+    slot.last_sent = retry_later ? Clock::now() - silence : Clock::now();
   }
   return s;
 }
@@ -285,6 +289,10 @@ void JournalPublisher::State::Republish() {
   for (const MessageHandle& copy : copies) {
     if (s != NATS_OK) break;
     s = natsConnection_PublishMsg(conn.get(), copy.get());
+  }
+  if (s != NATS_OK && !natsConnection_IsClosed(conn.get())) {
+    // Reconnecting (its buffer full): the silence timer sends them again.
+    return;
   }
   if (s != NATS_OK) {
     std::lock_guard lock(mu);

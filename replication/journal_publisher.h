@@ -51,7 +51,9 @@
 //     republished), or with JetStream's "code" 503 (temporarily
 //     unavailable);
 //   - the first unacknowledged message's current attempt has no reply after
-//     ack_timeout / 10 (200 ms to 1 s);
+//     ack_timeout / 10 (200 ms to 1 s), or could not be handed to libnats
+//     while its connection reconnects (buffer full; only a closed
+//     connection is a failure);
 //   - the first unacknowledged message was refused with 10071 and the
 //     stream holds nothing at the sequence it was meant to get (see below).
 // Why a republish cannot store a message twice or out of order: a message
