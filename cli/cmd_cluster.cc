@@ -7,6 +7,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "replication/cluster_status.h"
@@ -28,7 +29,13 @@ const CommandSpec kStatusSpec{
         "the stream's last journal index minus its applied index; 'heard' is\n"
         "how long ago the NATS server stored its report (by this machine's\n"
         "clock). Errors (exit 1): NATS unreachable, a lease value or stream\n"
-        "message that does not parse.",
+        "message that does not parse. A source that NATS does not answer in\n"
+        "time (a timeout or no responders: e.g. while the leader of the\n"
+        "stream or of a bucket is re-elected, a few seconds) does not hide\n"
+        "the others: what could be read is printed, then each source that\n"
+        "could not ('unread   members could not be read now: ...'; in JSON\n"
+        "\"unread\":[\"members\"]), and the exit status is 1. Each request is\n"
+        "bounded by --timeout-ms.",
     .flags = {{.name = "nats",
                .value_name = "URLS",
                .default_value = "nats://127.0.0.1:4222",
@@ -59,7 +66,17 @@ absl::Status Status(const Args& args) {
       args.Bool("json")
           ? absl::StrCat(replication::ClusterStatusJson(*status, now), "\n")
           : replication::FormatClusterStatus(*status, now);
-  return WriteAll(stdout, text, "standard output");
+  if (absl::Status s = WriteAll(stdout, text, "standard output"); !s.ok()) {
+    return s;
+  }
+  if (!status->unread.empty()) {
+    return absl::UnavailableError(absl::StrCat(
+        "cluster status of engine ", args.String("engine-name"),
+        " is incomplete: ", absl::StrJoin(status->unread, ", "),
+        " could not be read (", absl::StrJoin(status->unread_errors, "; "),
+        "); what could be read is printed above"));
+  }
+  return absl::OkStatus();
 }
 
 const CommandSpec kClusterSpec{

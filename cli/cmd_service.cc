@@ -138,7 +138,10 @@ const CommandSpec kServeSpec{
         "--replication-window, --ack-timeout-ms, --send as for the primary).\n"
         "Each step is printed with the UTC time. It never takes a lease that\n"
         "was never taken (an engine without a leased primary). A NATS error\n"
-        "while looking at the lease is printed and following goes on.\n"
+        "while looking at the lease is printed and following goes on; a\n"
+        "transient one while taking over (a timeout, no responders: the\n"
+        "stream's leader re-elected) is printed and retried while the lease\n"
+        "is held.\n"
         "--no-takeover keeps it a pure follower. SIGINT or SIGTERM stops it\n"
         "cleanly in either role (exit 0).",
     .flags =
@@ -163,7 +166,9 @@ const CommandSpec kServeSpec{
              "in flight, at most (1-4096)"},
             {"ack-timeout-ms", "MS", "5000",
              "--durability replicated or --standby (once primary): a message "
-             "not acknowledged within MS stops the service"},
+             "not acknowledged within MS of its first send stops the service "
+             "(until then it is republished while NATS re-elects the "
+             "stream's leader: make MS longer than that re-election)"},
             {"lease", "", "",
              "--durability replicated: hold the engine's leadership lease "
              "while serving (refused while another member holds it; "

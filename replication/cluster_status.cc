@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "replication/group_message.h"
 #include "replication/internal/nats_handles.h"
@@ -89,6 +90,11 @@ absl::StatusOr<KvStoreHandle> OpenBucket(jsCtx* js, const std::string& bucket,
   }
   if (s != NATS_OK) return NatsError(s, absl::StrCat("open bucket ", bucket));
   return kv;
+}
+
+bool Unread(const ClusterStatus& status, std::string_view source) {
+  return std::find(status.unread.begin(), status.unread.end(), source) !=
+         status.unread.end();
 }
 
 std::string Quoted(std::string_view s) {
@@ -204,6 +210,17 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
   auto js = internal::JetStream(conn->get(), timeout);
   if (!js.ok()) return js.status();
 
+  // A transient error makes a source unread instead of ending the read.
+  const auto unread = [&status](std::string_view source,
+                                const absl::Status& error) {
+    if (!absl::IsDeadlineExceeded(error) && !absl::IsUnavailable(error)) {
+      return false;
+    }
+    status.unread.emplace_back(source);
+    status.unread_errors.emplace_back(error.message());
+    return true;
+  };
+
   // The lease.
   const std::string lease_bucket = LeaseBucketName(engine_name);
   auto lease_kv = OpenBucket(js->get(), lease_bucket, /*create=*/false, 1);
@@ -225,9 +242,12 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
       status.lease = *std::move(value);
       status.lease_revision = kvEntry_Revision(entry.get());
     } else if (s != NATS_NOT_FOUND) {
-      return NatsError(s, absl::StrCat("read lease bucket ", lease_bucket));
+      absl::Status error =
+          NatsError(s, absl::StrCat("read lease bucket ", lease_bucket));
+      if (!unread("lease", error)) return error;
     }
-  } else if (!absl::IsNotFound(lease_kv.status())) {
+  } else if (!absl::IsNotFound(lease_kv.status()) &&
+             !unread("lease", lease_kv.status())) {
     return lease_kv.status();
   }
 
@@ -243,29 +263,33 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
                                      stream->last_sequence, nullptr, &jerr);
       internal::MessageHandle msg(raw);
       if (s != NATS_OK) {
-        return NatsError(s,
-                         absl::StrCat("read message ", stream->last_sequence,
-                                      " of stream ", name),
-                         static_cast<int>(jerr));
+        absl::Status error =
+            NatsError(s,
+                      absl::StrCat("read message ", stream->last_sequence,
+                                   " of stream ", name),
+                      static_cast<int>(jerr));
+        if (!unread("stream", error)) return error;
+      } else {
+        const auto* data =
+            reinterpret_cast<const std::byte*>(natsMsg_GetData(msg.get()));
+        const auto size =
+            static_cast<std::size_t>(natsMsg_GetDataLength(msg.get()));
+        auto parsed = ParseGroupMessage(std::span(data, size));
+        if (!parsed.ok()) {
+          return absl::FailedPreconditionError(
+              absl::StrCat("stream ", name, " message ", stream->last_sequence,
+                           ": ", parsed.status().message()));
+        }
+        StreamHead head;
+        head.sequence = stream->last_sequence;
+        head.epoch_marker = parsed->kind == GroupMessageKind::kEpochMarker;
+        head.epoch = parsed->epoch;
+        head.last_index = parsed->last_index();
+        status.head = head;
       }
-      const auto* data =
-          reinterpret_cast<const std::byte*>(natsMsg_GetData(msg.get()));
-      const auto size =
-          static_cast<std::size_t>(natsMsg_GetDataLength(msg.get()));
-      auto parsed = ParseGroupMessage(std::span(data, size));
-      if (!parsed.ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("stream ", name, " message ", stream->last_sequence,
-                         ": ", parsed.status().message()));
-      }
-      StreamHead head;
-      head.sequence = stream->last_sequence;
-      head.epoch_marker = parsed->kind == GroupMessageKind::kEpochMarker;
-      head.epoch = parsed->epoch;
-      head.last_index = parsed->last_index();
-      status.head = head;
     }
-  } else if (!absl::IsNotFound(stream.status())) {
+  } else if (!absl::IsNotFound(stream.status()) &&
+             !unread("stream", stream.status())) {
     return stream.status();
   }
 
@@ -276,7 +300,9 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
     kvKeysList keys{};
     const natsStatus s = kvStore_Keys(&keys, members_kv->get(), nullptr);
     if (s != NATS_OK && s != NATS_NOT_FOUND) {
-      return NatsError(s, absl::StrCat("list bucket ", member_bucket));
+      absl::Status error =
+          NatsError(s, absl::StrCat("list bucket ", member_bucket));
+      if (!unread("members", error)) return error;
     }
     for (int i = 0; s == NATS_OK && i < keys.Count; ++i) {
       const std::string key = keys.Keys[i];
@@ -285,9 +311,11 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
       KvEntryHandle entry(raw);
       if (got == NATS_NOT_FOUND) continue;  // deleted meanwhile
       if (got != NATS_OK) {
-        kvKeysList_Destroy(&keys);
-        return NatsError(
+        absl::Status error = NatsError(
             got, absl::StrCat("read ", key, " of bucket ", member_bucket));
+        if (unread("members", error)) break;  // keep the members read
+        kvKeysList_Destroy(&keys);
+        return error;
       }
       const auto* bytes = static_cast<const char*>(kvEntry_Value(entry.get()));
       const int len = kvEntry_ValueLen(entry.get());
@@ -308,8 +336,16 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
               [](const MemberReport& a, const MemberReport& b) {
                 return a.name < b.name;
               });
-  } else if (!absl::IsNotFound(members_kv.status())) {
+  } else if (!absl::IsNotFound(members_kv.status()) &&
+             !unread("members", members_kv.status())) {
     return members_kv.status();
+  }
+  if (status.unread.size() == 3) {
+    return absl::Status(
+        absl::StatusCode::kUnavailable,
+        absl::StrCat("NATS answers none of the three sources of engine ",
+                     View(engine_name), ": ",
+                     absl::StrJoin(status.unread_errors, "; ")));
   }
   return status;
 }
@@ -342,10 +378,14 @@ std::string FormatClusterStatus(const ClusterStatus& status,
                     status.lease->epoch, ", lease ",
                     status.lease->duration.count(), " ms, revision ",
                     status.lease_revision, ")\n");
+  } else if (Unread(status, "lease")) {
+    absl::StrAppend(&out, "leader   unknown (the lease could not be read)\n");
   } else {
     absl::StrAppend(&out, "leader   none (no lease has been taken)\n");
   }
-  if (!status.stream.has_value()) {
+  if (!status.stream.has_value() && Unread(status, "stream")) {
+    absl::StrAppend(&out, "stream   unknown (it could not be read)\n");
+  } else if (!status.stream.has_value()) {
     absl::StrAppend(&out, "stream   none (no primary has created it)\n");
   } else {
     absl::StrAppend(&out, "stream   ", JournalStreamName(status.engine_name),
@@ -362,7 +402,9 @@ std::string FormatClusterStatus(const ClusterStatus& status,
           status.head->epoch_marker ? " (an epoch marker)" : "", "\n");
     }
   }
-  if (status.members.empty()) {
+  if (status.members.empty() && Unread(status, "members")) {
+    absl::StrAppend(&out, "members  unknown (they could not be read)\n");
+  } else if (status.members.empty()) {
     absl::StrAppend(&out, "members  none reported\n");
   } else {
     absl::StrAppend(&out, absl::StrFormat("%-24s %-8s %6s %14s %10s %10s %8s\n",
@@ -378,6 +420,10 @@ std::string FormatClusterStatus(const ClusterStatus& status,
   }
   for (const std::string& warning : status.warnings) {
     absl::StrAppend(&out, "warning  ", warning, "\n");
+  }
+  for (std::size_t i = 0; i < status.unread.size(); ++i) {
+    absl::StrAppend(&out, "unread   ", status.unread[i],
+                    " could not be read now: ", status.unread_errors[i], "\n");
   }
   return out;
 }
@@ -418,7 +464,12 @@ std::string ClusterStatusJson(const ClusterStatus& status,
                               0, (now_unix_ns - m.stored_unix_ns) / 1'000'000),
                     "}");
   }
-  absl::StrAppend(&out, "],\"warnings\":", status.warnings.size(), "}");
+  absl::StrAppend(&out, "],\"warnings\":", status.warnings.size(),
+                  ",\"unread\":[");
+  for (std::size_t i = 0; i < status.unread.size(); ++i) {
+    absl::StrAppend(&out, i == 0 ? "" : ",", Quoted(status.unread[i]));
+  }
+  absl::StrAppend(&out, "]}");
   return out;
 }
 

@@ -96,11 +96,22 @@ struct ClusterStatus {
   // Problems met while reading that did not stop it (e.g. a member's line
   // that does not parse), one per line, for the operator.
   std::vector<std::string> warnings;
+  // The sources that could not be read now, because of a transient NATS
+  // error (a timeout, no responders: e.g. while the leader of the stream or
+  // of a bucket's stream is re-elected): "lease", "stream", "members"; what
+  // they hold is missing above (members read before the error are kept).
+  // unread_errors[i] says why unread[i] could not be read.
+  std::vector<std::string> unread;
+  std::vector<std::string> unread_errors;
 };
 
-// Reads the three sources. Errors: NATS unreachable (Unavailable /
-// DeadlineExceeded), an invalid engine name, a lease value or the stream's
-// last message that does not parse (FailedPrecondition naming it).
+// Reads the three sources, each request bounded by `timeout`. A source that
+// fails on a transient NATS error (DeadlineExceeded / Unavailable) does not
+// stop the others: it is listed in `unread`, and the status is returned
+// with what could be read. Errors: NATS unreachable (connecting fails), all
+// three sources unread (the first one's error), an invalid engine name, a
+// lease value or the stream's last message that does not parse
+// (FailedPrecondition naming it).
 absl::StatusOr<ClusterStatus> ReadClusterStatus(
     const std::string& servers, std::string_view engine_name,
     std::chrono::milliseconds timeout);
@@ -110,11 +121,13 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
 std::uint64_t MemberLag(const ClusterStatus& status,
                         const MemberReport& member);
 
-// For a person: one block, the leader first, then a table of members.
+// For a person: one block, the leader first, then a table of members; a
+// source that could not be read says so ("unread   members: ...").
 // `now_unix_ns` computes the ages.
 std::string FormatClusterStatus(const ClusterStatus& status,
                                 std::int64_t now_unix_ns);
-// The same as one JSON object (for scripts and the failover tests).
+// The same as one JSON object (for scripts and the failover tests):
+// "unread" lists the sources not read (their names only).
 std::string ClusterStatusJson(const ClusterStatus& status,
                               std::int64_t now_unix_ns);
 

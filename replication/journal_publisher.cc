@@ -2,8 +2,11 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -26,8 +29,49 @@ using internal::NatsError;
 
 constexpr std::uint32_t kMaxWindow = 4096;
 constexpr int kWrongLastSequence = 10071;  // JSStreamWrongLastSequenceErr
-constexpr int kWrongLastMsgId = 10070;     // JSStreamWrongLastMsgIDErr
+// Nats-Expected-Last-Msg-Id refused: the same kind of refusal (an
+// expectation about the stream's end), decided the same way.
+constexpr int kWrongLastMsgId = 10070;  // JSStreamWrongLastMsgIDErr
 constexpr std::int64_t kAckPollMs = 20;
+// JetStream's "code" for a request it cannot serve now (e.g. 10008,
+// "JetStream system temporarily unavailable"): retried like no-responders.
+constexpr int kTemporarilyUnavailable = 503;
+// Backoff before a republish: 50, 100, 200, 200, ... ms.
+constexpr std::chrono::milliseconds kFirstBackoff{50};
+constexpr std::chrono::milliseconds kMaxBackoff{200};
+// A message whose current attempt has had no reply for this long is
+// republished (the request reached a server that died before answering):
+// ack_timeout / 10, within these bounds.
+constexpr std::chrono::milliseconds kMinSilence{200};
+constexpr std::chrono::milliseconds kMaxSilence{1000};
+
+// A copy of `original` (subject, payload, every header) that is answered on
+// `reply`: the republished message is byte for byte the first one, only the
+// reply subject tells its attempt.
+natsStatus CopyWithReply(natsMsg* original, const std::string& reply,
+                         MessageHandle& out) {
+  natsMsg* raw = nullptr;
+  natsStatus s = natsMsg_Create(&raw, natsMsg_GetSubject(original),
+                                reply.c_str(), natsMsg_GetData(original),
+                                natsMsg_GetDataLength(original));
+  MessageHandle copy(raw);
+  const char** keys = nullptr;
+  int key_count = 0;
+  if (s == NATS_OK) s = natsMsgHeader_Keys(original, &keys, &key_count);
+  for (int k = 0; s == NATS_OK && k < key_count; ++k) {
+    const char** values = nullptr;
+    int value_count = 0;
+    s = natsMsgHeader_Values(original, keys[k], &values, &value_count);
+    for (int v = 0; s == NATS_OK && v < value_count; ++v) {
+      s = natsMsgHeader_Add(copy.get(), keys[k], values[v]);
+    }
+    std::free(static_cast<void*>(values));
+  }
+  std::free(static_cast<void*>(keys));
+  if (s == NATS_NOT_FOUND) s = NATS_OK;  // a message without headers
+  if (s == NATS_OK) out = std::move(copy);
+  return s;
+}
 
 // A JetStream publish acknowledgement: {"stream":S,"seq":N[,"duplicate":true]}
 // or {"error":{"code":C,"err_code":E,"description":D}}.
@@ -35,7 +79,8 @@ struct ParsedAck {
   bool ok = false;
   std::uint64_t sequence = 0;
   bool duplicate = false;
-  int error_code = 0;
+  int error_code = 0;  // err_code: the JetStream error
+  int http_code = 0;   // code: 503 for "temporarily unavailable"
   std::string description;
 };
 
@@ -53,8 +98,13 @@ absl::StatusOr<ParsedAck> ParseAck(simdjson::dom::parser& parser,
   simdjson::dom::element error;
   if (doc.at_key("error").get(error) == simdjson::SUCCESS) {
     std::int64_t code = 0;
+    std::int64_t http_code = 0;
     std::string_view description;
     if (error.at_key("err_code").get(code) != simdjson::SUCCESS) code = 0;
+    if (error.at_key("code").get(http_code) != simdjson::SUCCESS) {
+      http_code = 0;
+    }
+    ack.http_code = static_cast<int>(http_code);
     if (error.at_key("description").get(description) != simdjson::SUCCESS) {
       description = "(no description)";
     }
@@ -81,16 +131,29 @@ struct JournalPublisher::State {
   PublisherOptions options;
   std::string subject;
   std::string stream;
-  std::string inbox;  // acknowledgements arrive on <inbox>.<message>
+  // Acknowledgements arrive on <inbox>.<message> (first attempt) or
+  // <inbox>.<message>.<attempt> (republished).
+  std::string inbox;
+  std::chrono::milliseconds silence{kMinSilence};  // see kMinSilence
   internal::ConnectionHandle conn;
+  internal::JetStreamHandle js;  // reads a stored message (VerifyRefusal)
   internal::SubscriptionHandle sub;
 
   struct Slot {
     std::uint64_t message = 0;
     std::uint64_t first_index = 0;
     std::string expected_last_msg_id;  // empty: the header was not sent
-    Clock::time_point sent;
+    std::string msg_id;
+    Clock::time_point sent;       // first attempt: ack_timeout runs from here
+    Clock::time_point last_sent;  // current attempt
+    std::uint32_t attempt = 0;    // 0: the first send
+    // The message as first built, kept until acknowledged to republish it.
+    MessageHandle wire;
+    // The current attempt's outcome is known (or an earlier attempt's
+    // success: a stored message stays stored).
     bool done = false;
+    bool wrong_last = false;  // refused with 10071: VerifyRefusal decides
+    std::string refusal;      // its description
     std::uint64_t sequence = 0;
     bool duplicate = false;
     absl::Status error;
@@ -99,6 +162,9 @@ struct JournalPublisher::State {
 
   mutable std::mutex mu;
   std::condition_variable cv;
+  // Serializes every send (first sends and republishes) so that the stream
+  // receives them in message order. Taken before mu.
+  std::mutex send_mu;
   std::vector<Slot> ring;  // message N lives in ring[N % window]
   std::uint64_t base = 0;
   std::uint64_t published = 0;
@@ -107,7 +173,17 @@ struct JournalPublisher::State {
   std::uint64_t last_sequence = 0;
   std::uint32_t max_in_flight = 0;
   std::uint64_t refused = 0;
-  std::string last_msg_id;  // the Nats-Msg-Id of message `published`
+  std::string last_msg_id;        // the Nats-Msg-Id of message `published`
+  std::uint64_t republished = 0;  // messages sent again
+  std::uint64_t republish_rounds = 0;
+  // A republish from the first unacknowledged message is due at
+  // republish_at (after the backoff), because of republish_cause.
+  bool republish_due = false;
+  Clock::time_point republish_at;
+  std::string republish_cause;
+  std::string last_republish_cause;           // for the ack timeout's message
+  std::uint32_t rounds_without_progress = 0;  // the backoff's exponent
+  std::uint64_t verify_message = 0;           // a 10071 to look into; 0: none
   absl::Status failure;
   PublisherFailure failure_kind = PublisherFailure::kNone;
   std::atomic<bool> stop{false};
@@ -124,12 +200,178 @@ struct JournalPublisher::State {
     cv.notify_all();
   }
 
+  void Event(const std::string& line) const {
+    if (options.on_event) {
+      options.on_event(line);
+    } else {
+      std::fprintf(stderr, "%s\n", line.c_str());
+    }
+  }
+
   void AckLoop();
   void HandleReply(natsMsg* msg);
   // Moves `acknowledged` over every completed slot in order; returns the
   // acknowledgements to report. Caller holds mu.
   void AdvanceLocked(std::vector<PublishAck>& out);
+  // Asks for a republish from the first unacknowledged message after the
+  // backoff (unless one is already due). Caller holds mu.
+  void ScheduleRepublishLocked(std::string cause);
+  // Sends every unacknowledged message that was sent and has no success yet
+  // again, in order, as a new attempt. Caller holds neither lock.
+  void Republish();
+  // Message `message` (the first unacknowledged) was refused with 10071:
+  // reads the stream at the sequence it was meant to get, unlocked. Caller
+  // holds neither lock.
+  void VerifyRefusal(std::uint64_t message);
+  // The first send of `message`, in order with republishes.
+  natsStatus SendFirst(std::uint64_t message, MessageHandle wire);
 };
+
+void JournalPublisher::State::ScheduleRepublishLocked(std::string cause) {
+  if (republish_due || !failure.ok()) return;
+  republish_due = true;
+  const auto backoff = std::min<std::chrono::milliseconds>(
+      kMaxBackoff,
+      kFirstBackoff * (1U << std::min(rounds_without_progress, 4U)));
+  republish_at = Clock::now() + backoff;
+  republish_cause = std::move(cause);
+}
+
+natsStatus JournalPublisher::State::SendFirst(std::uint64_t message,
+                                              MessageHandle wire) {
+  std::lock_guard send_lock(send_mu);
+  natsStatus s = natsConnection_PublishMsg(conn.get(), wire.get());
+  // Refused while the connection reconnects (its buffer full): kept, and
+  // republished like a message that had no reply.
+  const bool retry_later = s != NATS_OK && !natsConnection_IsClosed(conn.get());
+  if (retry_later) s = NATS_OK;
+  std::lock_guard lock(mu);
+  Slot& slot = SlotOf(message);
+  if (s == NATS_OK && slot.message == message && message > acknowledged) {
+    slot.wire = std::move(wire);
+    slot.last_sent = retry_later ? Clock::now() - silence : Clock::now();
+  }
+  return s;
+}
+
+void JournalPublisher::State::Republish() {
+  std::lock_guard send_lock(send_mu);
+  std::vector<MessageHandle> copies;
+  std::string cause;
+  std::uint64_t from = 0;
+  natsStatus s = NATS_OK;
+  {
+    std::lock_guard lock(mu);
+    republish_due = false;
+    if (!failure.ok()) return;
+    cause = std::move(republish_cause);
+    republish_cause.clear();
+    last_republish_cause = cause;
+    const auto now = Clock::now();
+    for (std::uint64_t m = acknowledged + 1; m <= published; ++m) {
+      Slot& slot = SlotOf(m);
+      // Not sent yet: Publish sends it after this round (send_mu).
+      if (slot.wire == nullptr) break;
+      // Stored already (its success came before an earlier one's).
+      if (slot.done && slot.error.ok() && !slot.wrong_last) continue;
+      ++slot.attempt;
+      slot.done = false;
+      slot.wrong_last = false;
+      slot.error = absl::OkStatus();
+      slot.last_sent = now;
+      MessageHandle copy;
+      s = CopyWithReply(slot.wire.get(),
+                        absl::StrCat(inbox, ".", m, ".", slot.attempt), copy);
+      if (s != NATS_OK) break;
+      if (from == 0) from = m;
+      copies.push_back(std::move(copy));
+    }
+    republished += copies.size();
+    ++republish_rounds;
+    ++rounds_without_progress;
+  }
+  for (const MessageHandle& copy : copies) {
+    if (s != NATS_OK) break;
+    s = natsConnection_PublishMsg(conn.get(), copy.get());
+  }
+  if (s != NATS_OK && !natsConnection_IsClosed(conn.get())) {
+    // Reconnecting (its buffer full): the silence timer sends them again.
+    return;
+  }
+  if (s != NATS_OK) {
+    std::lock_guard lock(mu);
+    FailLocked(PublisherFailure::kConnectionClosed,
+               NatsError(s, absl::StrCat("journal publisher for ", stream,
+                                         ": republish from message ", from)));
+    return;
+  }
+  if (!copies.empty()) {
+    Event(absl::StrCat("journal publisher for ", stream, ": republished ",
+                       copies.size(), " message(s) from message ", from,
+                       " (same Msg-Id and expectations; ", cause, ")"));
+  }
+}
+
+void JournalPublisher::State::VerifyRefusal(std::uint64_t message) {
+  std::string msg_id;
+  std::uint32_t attempt = 0;
+  std::string refusal;
+  {
+    std::lock_guard lock(mu);
+    Slot& slot = SlotOf(message);
+    if (!failure.ok() || slot.message != message || !slot.wrong_last) return;
+    msg_id = slot.msg_id;
+    attempt = slot.attempt;
+    refusal = slot.refusal;
+  }
+  const std::uint64_t wanted = base + message;
+  natsMsg* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s =
+      js_GetMsg(&raw, js.get(), stream.c_str(), wanted, nullptr, &jerr);
+  MessageHandle stored(raw);
+  const char* stored_id = nullptr;
+  if (s == NATS_OK &&
+      natsMsgHeader_Get(stored.get(), "Nats-Msg-Id", &stored_id) != NATS_OK) {
+    stored_id = nullptr;
+  }
+  std::lock_guard lock(mu);
+  Slot& slot = SlotOf(message);
+  if (!failure.ok() || slot.message != message || !slot.wrong_last ||
+      slot.attempt != attempt) {
+    return;
+  }
+  const std::string what =
+      absl::StrCat("journal publisher for ", stream, ": message ", message,
+                   " (journal index ", slot.first_index, ", Msg-Id ", msg_id,
+                   ", Nats-Expected-Last-Sequence ", wanted - 1, ")");
+  if (s == NATS_OK) {
+    if (stored_id != nullptr && msg_id == stored_id) {
+      // Ours: stored by an earlier attempt, its dedupe entry not (yet)
+      // known to the server that refused the later one.
+      slot.wrong_last = false;
+      slot.sequence = wanted;
+      slot.duplicate = true;
+      return;
+    }
+    slot.wrong_last = false;
+    slot.error_kind = PublisherFailure::kFenced;
+    slot.error = absl::FailedPreconditionError(absl::StrCat(
+        what, ": fenced: ", refusal, ", and stream sequence ", wanted,
+        " holds Msg-Id ", stored_id != nullptr ? stored_id : "(none)",
+        ": another writer has appended to the stream since this one's "
+        "view; this publisher is stale and stopped (fail-stop)"));
+    return;
+  }
+  // Nothing at `wanted` (the stream ends at wanted - 1: the expectation was
+  // right) or the stream cannot be read now: not a fence, send it again.
+  ScheduleRepublishLocked(absl::StrCat(
+      "message ", message, " refused with ", refusal, " but stream sequence ",
+      wanted, " is ",
+      s == NATS_NOT_FOUND || jerr == JSNoMessageFoundErr
+          ? std::string("empty")
+          : absl::StrCat("unreadable now (", natsStatus_GetText(s), ")")));
+}
 
 void JournalPublisher::State::AckLoop() {
   std::vector<PublishAck> acks;
@@ -141,6 +383,13 @@ void JournalPublisher::State::AckLoop() {
     std::unique_lock lock(mu);
     if (s == NATS_OK) {
       HandleReply(msg.get());
+    } else if (s == NATS_NO_RESPONDERS) {
+      // libnats drops the 503 reply itself: which message it answered is
+      // unknown. The stream has no leader (a re-election): none of the
+      // unacknowledged messages after it can be stored either.
+      ScheduleRepublishLocked(
+          "a publish was answered 503 no responders: the stream has no "
+          "leader now");
     } else if (s != NATS_TIMEOUT) {
       FailLocked(PublisherFailure::kConnectionClosed,
                  NatsError(s, absl::StrCat("journal publisher for ", stream,
@@ -148,9 +397,10 @@ void JournalPublisher::State::AckLoop() {
     }
     AdvanceLocked(acks);
     // The oldest unacknowledged message decides the timeout.
+    const auto now = Clock::now();
     if (failure.ok() && acknowledged < published) {
       const Slot& oldest = SlotOf(acknowledged + 1);
-      const auto waited = Clock::now() - oldest.sent;
+      const auto waited = now - oldest.sent;
       if (!oldest.done && waited > options.ack_timeout) {
         FailLocked(
             PublisherFailure::kAckTimeout,
@@ -159,11 +409,24 @@ void JournalPublisher::State::AckLoop() {
                 " (journal index ", oldest.first_index,
                 ", expected after stream sequence ", base + oldest.message - 1,
                 ") not acknowledged within ", options.ack_timeout.count(),
-                " ms; it may or may not be in the stream. Publisher "
+                " ms (", oldest.attempt + 1, " attempt(s)",
+                last_republish_cause.empty()
+                    ? ""
+                    : absl::StrCat("; last republished because ",
+                                   last_republish_cause),
+                "); it may or may not be in the stream. Publisher "
                 "stopped (fail-stop)")));
+      } else if (!oldest.done && oldest.wire != nullptr &&
+                 now - oldest.last_sent > silence) {
+        ScheduleRepublishLocked(absl::StrCat("message ", oldest.message,
+                                             " had no reply within ",
+                                             silence.count(), " ms"));
       }
     }
     const bool failed = !failure.ok();
+    const bool republish = !failed && republish_due && now >= republish_at;
+    const std::uint64_t verify = failed ? 0 : verify_message;
+    verify_message = 0;
     lock.unlock();
     if (!acks.empty()) {
       if (options.on_ack) {
@@ -173,7 +436,12 @@ void JournalPublisher::State::AckLoop() {
       reported += acks.size();
       cv.notify_all();
     }
-    if (failed && s != NATS_OK && s != NATS_TIMEOUT) break;
+    if (verify != 0) VerifyRefusal(verify);
+    if (republish) Republish();
+    if (failed && s != NATS_OK && s != NATS_TIMEOUT &&
+        s != NATS_NO_RESPONDERS) {
+      break;
+    }
   }
 }
 
@@ -182,14 +450,23 @@ void JournalPublisher::State::HandleReply(natsMsg* msg) {
   absl::string_view token(reply_subject);
   if (token.size() <= inbox.size() + 1) return;
   token.remove_prefix(inbox.size() + 1);
+  absl::string_view attempt_token;
+  if (const auto dot = token.find('.'); dot != absl::string_view::npos) {
+    attempt_token = token.substr(dot + 1);
+    token = token.substr(0, dot);
+  }
   std::uint64_t message = 0;
+  std::uint32_t attempt = 0;
   if (!absl::SimpleAtoi(token, &message) || message == 0 ||
-      message <= acknowledged || message > published) {
+      message <= acknowledged || message > published ||
+      (!attempt_token.empty() && !absl::SimpleAtoi(attempt_token, &attempt))) {
     return;  // not ours, or a late reply to a message already settled
   }
   Slot& slot = SlotOf(message);
-  if (slot.message != message || slot.done) return;
-  slot.done = true;
+  if (slot.message != message) return;
+  // A success already recorded stays (a stored message stays stored).
+  if (slot.done && slot.error.ok() && !slot.wrong_last) return;
+  const bool current = attempt == slot.attempt;
   const std::string what =
       absl::StrCat("journal publisher for ", stream, ": message ", message,
                    " (journal index ", slot.first_index,
@@ -200,54 +477,62 @@ void JournalPublisher::State::HandleReply(natsMsg* msg) {
                                       slot.expected_last_msg_id),
                    ")");
   if (natsMsg_IsNoResponders(msg)) {
-    slot.error_kind = PublisherFailure::kRejected;
-    slot.error = absl::UnavailableError(
-        absl::StrCat(what, ": no JetStream stream answers on ", subject,
-                     " (503 no responders). Publisher stopped (fail-stop)"));
+    if (current) {
+      ScheduleRepublishLocked(absl::StrCat(
+          "message ", message,
+          " was answered 503 no responders: the stream has no leader now"));
+    }
     return;
   }
   auto parsed = ParseAck(parser, natsMsg_GetData(msg),
                          static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
   if (!parsed.ok()) {
+    if (!current) return;
+    slot.done = true;
     slot.error_kind = PublisherFailure::kRejected;
     slot.error = absl::DataLossError(
         absl::StrCat(what, ": ", parsed.status().message()));
     return;
   }
-  if (!parsed->ok) {
-    ++refused;
-    if (parsed->error_code == kWrongLastSequence) {
-      slot.error_kind = PublisherFailure::kFenced;
-      slot.error = absl::FailedPreconditionError(absl::StrCat(
-          what, ": fenced: JetStream error 10071 (", parsed->description,
-          "): another writer has appended to the stream since this one's "
-          "view; this publisher is stale and stopped (fail-stop)"));
-    } else if (parsed->error_code == kWrongLastMsgId) {
-      // The sequence matched (JetStream checks it first) but the message
-      // there is not this publisher's previous one: another writer's
-      // message took the position this pipelined message expected its
-      // predecessor at.
-      slot.error_kind = PublisherFailure::kFenced;
-      slot.error = absl::FailedPreconditionError(absl::StrCat(
-          what, ": fenced: JetStream error 10070 (", parsed->description,
-          "): the stream's last message is another writer's, not this "
-          "publisher's previous message; this publisher is stale and "
-          "stopped (fail-stop)",
-          absl::EndsWith(parsed->description, ": ")
-              ? " (the server names no last Msg-Id: nats-server 2.9 forgets "
-                "it on a restart more than the duplicate window after the "
-                "last message)"
-              : ""));
-    } else {
-      slot.error_kind = PublisherFailure::kRejected;
-      slot.error = absl::FailedPreconditionError(absl::StrCat(
-          what, ": refused by JetStream, error ", parsed->error_code, " (",
-          parsed->description, "). Publisher stopped (fail-stop)"));
-    }
+  if (parsed->ok) {
+    // From any attempt: the message is stored at this sequence. A duplicate
+    // with sequence 0 is one the server is still storing: its own reply
+    // (or the next attempt's) will tell.
+    if (parsed->duplicate && parsed->sequence == 0) return;
+    slot.done = true;
+    slot.wrong_last = false;
+    slot.error = absl::OkStatus();
+    slot.sequence = parsed->sequence;
+    slot.duplicate = parsed->duplicate;
     return;
   }
-  slot.sequence = parsed->sequence;
-  slot.duplicate = parsed->duplicate;
+  // Every refusal is counted as it comes (progress().refused), stale or
+  // not; only the current attempt's is acted on.
+  ++refused;
+  // A refusal answers one attempt only; an older attempt's is stale.
+  if (!current || slot.done) return;
+  if (parsed->error_code == kWrongLastSequence ||
+      parsed->error_code == kWrongLastMsgId) {
+    // A fence, or the gap left by an earlier message that was not stored
+    // (a re-election): AdvanceLocked/VerifyRefusal decide once it is the
+    // first unacknowledged message.
+    slot.done = true;
+    slot.wrong_last = true;
+    slot.refusal = absl::StrCat("JetStream error ", parsed->error_code, " (",
+                                parsed->description, ")");
+    return;
+  }
+  if (parsed->http_code == kTemporarilyUnavailable) {
+    ScheduleRepublishLocked(
+        absl::StrCat("message ", message, " refused for now: JetStream error ",
+                     parsed->error_code, " (", parsed->description, ")"));
+    return;
+  }
+  slot.done = true;
+  slot.error_kind = PublisherFailure::kRejected;
+  slot.error = absl::FailedPreconditionError(absl::StrCat(
+      what, ": refused by JetStream, error ", parsed->error_code, " (",
+      parsed->description, "). Publisher stopped (fail-stop)"));
 }
 
 void JournalPublisher::State::AdvanceLocked(std::vector<PublishAck>& out) {
@@ -257,6 +542,10 @@ void JournalPublisher::State::AdvanceLocked(std::vector<PublishAck>& out) {
     if (!slot.done) break;
     if (!slot.error.ok()) {
       FailLocked(slot.error_kind, slot.error);
+      break;
+    }
+    if (slot.wrong_last) {
+      if (!republish_due) verify_message = slot.message;
       break;
     }
     const std::uint64_t expected = base + slot.message;
@@ -274,6 +563,7 @@ void JournalPublisher::State::AdvanceLocked(std::vector<PublishAck>& out) {
     }
     ++acknowledged;
     last_sequence = slot.sequence;
+    rounds_without_progress = 0;
     out.push_back(PublishAck{
         .message = slot.message,
         .first_index = slot.first_index,
@@ -281,6 +571,7 @@ void JournalPublisher::State::AdvanceLocked(std::vector<PublishAck>& out) {
         .duplicate = slot.duplicate,
         .latency = std::chrono::duration_cast<std::chrono::nanoseconds>(
             now - slot.sent)});
+    slot.wire.reset();
     cv.notify_all();
   }
 }
@@ -318,10 +609,15 @@ absl::StatusOr<std::unique_ptr<JournalPublisher>> JournalPublisher::Open(
   state->base =
       options.expected_last_sequence.value_or(stream_state->last_sequence);
   state->ring.resize(options.window);
+  state->silence = std::clamp<std::chrono::milliseconds>(
+      options.ack_timeout / 10, kMinSilence, kMaxSilence);
   auto conn = internal::Connect(options.servers, options.ack_timeout,
                                 /*send_asap=*/true);
   if (!conn.ok()) return conn.status();
   state->conn = *std::move(conn);
+  auto js = internal::JetStream(state->conn.get(), state->silence);
+  if (!js.ok()) return js.status();
+  state->js = *std::move(js);
 
   natsInbox* inbox = nullptr;
   natsStatus s = natsInbox_Create(&inbox);
@@ -330,7 +626,7 @@ absl::StatusOr<std::unique_ptr<JournalPublisher>> JournalPublisher::Open(
   natsInbox_Destroy(inbox);
   natsSubscription* raw_sub = nullptr;
   s = natsConnection_SubscribeSync(&raw_sub, state->conn.get(),
-                                   absl::StrCat(state->inbox, ".*").c_str());
+                                   absl::StrCat(state->inbox, ".>").c_str());
   state->sub.reset(raw_sub);
   if (s == NATS_OK) {
     // The acknowledgements of a full window must never be dropped as a slow
@@ -398,7 +694,9 @@ absl::StatusOr<std::uint64_t> JournalPublisher::PublishWithId(
     }
     st.last_msg_id = msg_id;
     expected_last_msg_id = slot.expected_last_msg_id;
+    slot.msg_id = msg_id;
     slot.sent = Clock::now();
+    slot.last_sent = slot.sent;
     st.max_in_flight =
         std::max(st.max_in_flight,
                  static_cast<std::uint32_t>(st.published - st.acknowledged));
@@ -423,7 +721,7 @@ absl::StatusOr<std::uint64_t> JournalPublisher::PublishWithId(
   if (s == NATS_OK) {
     s = natsMsgHeader_Set(msg.get(), "Nats-Expected-Stream", st.stream.c_str());
   }
-  if (s == NATS_OK) s = natsConnection_PublishMsg(st.conn.get(), msg.get());
+  if (s == NATS_OK) s = st.SendFirst(message, std::move(msg));
   if (s != NATS_OK) {
     std::lock_guard lock(st.mu);
     st.FailLocked(PublisherFailure::kConnectionClosed,
@@ -466,7 +764,9 @@ PublisherProgress JournalPublisher::progress() const {
                            .acknowledged = state_->acknowledged,
                            .last_stream_sequence = state_->last_sequence,
                            .max_in_flight = state_->max_in_flight,
-                           .refused = state_->refused};
+                           .refused = state_->refused,
+                           .republished = state_->republished,
+                           .republish_rounds = state_->republish_rounds};
 }
 
 std::uint64_t JournalPublisher::base_sequence() const { return state_->base; }

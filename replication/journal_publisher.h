@@ -52,13 +52,54 @@
 // or a crash of the nats-server process (R1, the page cache keeps it), but
 // not a power loss of a majority of the machines before their next sync.
 //
-// Failures are fail-stop: the first failure (a refused publish, an
-// acknowledgement that does not come within ack_timeout, a closed
-// connection, an unexpected sequence) ends the publisher. Every later call
-// returns that failure; nothing is retried here. The caller decides (the
-// primary stops answering; docs/REPLICATION.md). A failure reported for
-// message N leaves messages N+1... unresolved: they may or may not be in the
-// stream.
+// Riding out a re-election. When the server that leads the stream goes
+// away, an R3 stream elects a new leader (4-9 s seen with nats-server
+// 2.9.10 on a loaded machine); meanwhile a publish is answered 503 "no
+// responders" (nobody listens on the subject), or not at all (the request
+// reached the dying leader), or, for a message sent after one that was not
+// stored, refused with 10071 (its expected last sequence is one past the
+// stream's end). None of these is a failure before ack_timeout since the
+// message's FIRST send. Instead the publisher republishes, in order, every
+// unacknowledged message from the first one on that has no success yet,
+// byte for byte the same (same Nats-Msg-Id, same expectations; only the
+// reply subject, <inbox>.<message>.<attempt>, tells the attempt), after a
+// backoff of 50, 100, 200, 200... ms, when:
+//   - a publish is answered 503 (libnats does not say which one: all are
+//     republished), or with JetStream's "code" 503 (temporarily
+//     unavailable);
+//   - the first unacknowledged message's current attempt has no reply after
+//     ack_timeout / 10 (200 ms to 1 s), or could not be handed to libnats
+//     while its connection reconnects (buffer full; only a closed
+//     connection is a failure);
+//   - the first unacknowledged message was refused with 10071 and the
+//     stream holds nothing at the sequence it was meant to get (see below).
+// Why a republish cannot store a message twice or out of order: a message
+// that did land is a duplicate by its Msg-Id, so JetStream answers it with
+// the original sequence (the dedupe entry is applied on every replica, so
+// the new leader knows it); one that did not land carries the expectation
+// base + N - 1, which holds only if every earlier message is stored in
+// place. A success from ANY attempt is kept (stored is stored); a refusal
+// or 503 of an older attempt is stale and ignored.
+// When 10071 is a fence (and 10070, a Nats-Expected-Last-Msg-Id refused,
+// decided the same way): a refusal of message N is looked at only once
+// messages 1..N-1 are acknowledged at their sequences (so the stream held
+// this writer's base + N - 1 at the end). A refusal of a later message is
+// the gap of an earlier one that was not stored and waits for it. For the
+// first unacknowledged message N, the publisher reads the stream at
+// base + N (js_GetMsg): this writer's Msg-Id there means N is stored
+// (acknowledged, as a duplicate); another Msg-Id there is a fence
+// (kFenced): another writer appended; nothing there, or the stream cannot
+// be read now (no leader), means the expectation was right: republish.
+// Every republish round is counted (progress(): republished,
+// republish_rounds) and logged (on_event).
+//
+// Failures are fail-stop: the first failure (a refusal that is not one of
+// the above, a fence, a message not acknowledged within ack_timeout of its
+// first send, a closed connection, an unexpected sequence) ends the
+// publisher. Every later call returns that failure. The caller decides
+// (the primary stops answering; docs/REPLICATION.md). A failure reported
+// for message N leaves messages N+1... unresolved: they may or may not be
+// in the stream.
 //
 // Threads: Publish and Flush are called from one thread. Acknowledgements
 // are read by a thread the publisher owns (started by Open, joined by the
@@ -122,6 +163,9 @@ struct PublisherOptions {
   // Called for each acknowledged message, in order, from the publisher's
   // acknowledgement thread. May be empty.
   std::function<void(const PublishAck&)> on_ack;
+  // Called with a line for each republish round, from the acknowledgement
+  // thread. Empty: the line goes to stderr.
+  std::function<void(const std::string&)> on_event;
 };
 
 struct PublisherProgress {
@@ -132,6 +176,10 @@ struct PublisherProgress {
   // Messages JetStream answered with an error (10071, 10070, ...), counted
   // as the answers come, including those after the first failure.
   std::uint64_t refused = 0;
+  // Messages sent again (no responders, no reply, a re-election's 10071),
+  // and the rounds they were sent in (each from the first unacknowledged).
+  std::uint64_t republished = 0;
+  std::uint64_t republish_rounds = 0;
 };
 
 class JournalPublisher {

@@ -34,6 +34,9 @@
 #
 #   scripts/failover_runs.sh [RUNS]        (build/release/cli/orderwire)
 #   VARIANTS="kill-primary pause-primary" COUNT=4000 scripts/failover_runs.sh 3
+#   LEASE_MS=12000 ACK_TIMEOUT_MS=15000 VARIANTS=kill-nats-leader \
+#     scripts/failover_runs.sh 3   (sized to ride out NATS re-elections:
+#     docs/REPLICATION.md "When NATS loses a leader"; defaults 1500, 5000)
 #
 # One run takes 10-20 s. Needs nats-server, curl, python3.
 set -euo pipefail
@@ -52,6 +55,7 @@ ow=${OW:-$root/build/release/cli/orderwire}
 variants=${VARIANTS:-kill-primary kill-nats-leader kill-both pause-primary}
 count=${COUNT:-4000}  # commands per session
 lease_ms=${LEASE_MS:-1500}
+ack_timeout_ms=${ACK_TIMEOUT_MS:-5000}
 engine=runs
 servers=
 nats_dir=
@@ -116,7 +120,8 @@ run_once() {
   printf '[sessions.1]\naccounts = "any"\n[sessions.2]\naccounts = "any"\n' \
     >"$dir/service.toml"
   local common=(--nats "$servers" --engine-name "$engine" --replicas 3
-    --lease-ms "$lease_ms" --config "$dir/service.toml")
+    --lease-ms "$lease_ms" --ack-timeout-ms "$ack_timeout_ms"
+    --config "$dir/service.toml")
   # Right after the cluster starts an R3 stream may not be placeable yet
   # (scripts/nats_cluster.sh): the primary is started again then.
   local a=""

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
 #include "journal/writer.h"
+#include "replication/cluster_status.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
 
@@ -28,8 +30,22 @@ std::string UtcNow() {
       utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, now.tv_nsec / 1000);
 }
 
-// Bounds each request of the takeover (the stream's state, the marker).
-constexpr std::chrono::milliseconds kRequestTimeout{5000};
+// Bounds each request of the takeover (the stream's state, the members
+// bucket). Short: a request sent while the stream has no leader is never
+// answered, and one that failed is tried again (transient) while the lease
+// is held, so a long bound only delays the takeover past the re-election.
+constexpr std::chrono::milliseconds kRequestTimeout{2000};
+// Between two tries of a takeover step that failed on a transient NATS
+// error: 100 ms doubling to 1 s.
+constexpr std::chrono::milliseconds kFirstRetryWait{100};
+constexpr std::chrono::milliseconds kMaxRetryWait{1000};
+
+// A NATS error that a later try may not have: a timeout, no responders, a
+// connection lost or reconnecting (internal::NatsError's kinds), e.g. while
+// the stream's or the lease bucket's leader is re-elected.
+bool IsTransient(const absl::Status& status) {
+  return absl::IsDeadlineExceeded(status) || absl::IsUnavailable(status);
+}
 
 }  // namespace
 
@@ -205,13 +221,49 @@ absl::Status ClusterMember::FollowTo(std::uint64_t sequence,
   return absl::OkStatus();
 }
 
+absl::Status ClusterMember::WaitToRetry(std::string_view step,
+                                        const absl::Status& error, int& retries,
+                                        const std::atomic<bool>& stop) {
+  ++retries;
+  ++takeover_.transient_retries;
+  Event(absl::StrFormat(
+      "%s: %s (transient; trying again while the lease is held, try %d)", step,
+      error.message(), retries + 1));
+  const auto wait = std::min<std::chrono::milliseconds>(
+      kMaxRetryWait, kFirstRetryWait * (1 << std::min(retries - 1, 4)));
+  const auto until = std::chrono::steady_clock::now() + wait;
+  for (;;) {
+    if (stop.load(std::memory_order_relaxed)) {
+      return absl::CancelledError(
+          absl::StrFormat("stopped while retrying: %s", step));
+    }
+    if (!lease_->StillLeader(replication::LeaseClock::now())) {
+      return absl::AbortedError(absl::StrFormat(
+          "lost the lease (epoch %d) while retrying %s (last error: %s)",
+          takeover_.epoch, step, error.message()));
+    }
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= until) return absl::OkStatus();
+    std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(
+        until - now, std::chrono::milliseconds(20)));
+  }
+}
+
 absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
   const StandbyOptions& o = options_.standby;
   const ReplicationOptions& r = *options_.primary.replication;
   for (int attempt = 1;; ++attempt) {
-    absl::StatusOr<replication::JournalStreamState> stream =
-        replication::GetJournalStreamState(o.nats_servers, o.engine_name,
-                                           kRequestTimeout);
+    absl::StatusOr<replication::JournalStreamState> stream;
+    for (int retries = 0;;) {
+      stream = replication::GetJournalStreamState(o.nats_servers, o.engine_name,
+                                                  kRequestTimeout);
+      if (stream.ok() || !IsTransient(stream.status())) break;
+      if (absl::Status s = WaitToRetry("reading the stream's last sequence",
+                                       stream.status(), retries, stop);
+          !s.ok()) {
+        return s;
+      }
+    }
     if (!stream.ok()) return stream.status();
     if (absl::Status s = FollowTo(stream->last_sequence, stop); !s.ok()) {
       return s;
@@ -229,30 +281,60 @@ absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
           absl::StrFormat("lost the lease (epoch %d) before the epoch marker",
                           takeover_.epoch));
     }
-    replication::PublisherOptions publisher_options;
-    publisher_options.servers = o.nats_servers;
-    publisher_options.stream.engine_name = o.engine_name;
-    publisher_options.stream.replicas = r.replicas;
-    publisher_options.epoch = takeover_.epoch;
-    publisher_options.window = 1;
-    publisher_options.ack_timeout = r.ack_timeout;
-    publisher_options.expected_last_sequence = followed;
-    absl::StatusOr<std::unique_ptr<replication::JournalPublisher>> publisher =
-        replication::JournalPublisher::Open(std::move(publisher_options));
-    if (!publisher.ok()) return publisher.status();
     takeover_.marker_attempts = attempt;
-    absl::Status published =
-        (*publisher)->PublishEpochMarker(last_index + 1).status();
-    if (published.ok()) published = (*publisher)->Flush(r.ack_timeout);
+    // The same marker (Msg-Id "<epoch>-marker", expected last sequence
+    // `followed`) until it is acknowledged or refused: a try that did land
+    // is acknowledged again as a duplicate.
+    std::unique_ptr<replication::JournalPublisher> publisher;
+    absl::Status published;
+    for (int retries = 0;;) {
+      replication::PublisherOptions publisher_options;
+      publisher_options.servers = o.nats_servers;
+      publisher_options.stream.engine_name = o.engine_name;
+      publisher_options.stream.replicas = r.replicas;
+      publisher_options.epoch = takeover_.epoch;
+      publisher_options.window = 1;
+      publisher_options.ack_timeout = r.ack_timeout;
+      publisher_options.expected_last_sequence = followed;
+      publisher_options.on_event = [this](const std::string& line) {
+        Event(line);
+      };
+      absl::StatusOr<std::unique_ptr<replication::JournalPublisher>> opened =
+          replication::JournalPublisher::Open(std::move(publisher_options));
+      if (opened.ok()) {
+        publisher = *std::move(opened);
+        published = publisher->PublishEpochMarker(last_index + 1).status();
+        if (published.ok()) published = publisher->Flush(r.ack_timeout);
+      } else {
+        publisher.reset();
+        published = opened.status();
+      }
+      const bool transient =
+          publisher == nullptr
+              ? IsTransient(published)
+              : publisher->failure_kind() ==
+                        replication::PublisherFailure::kAckTimeout ||
+                    publisher->failure_kind() ==
+                        replication::PublisherFailure::kConnectionClosed ||
+                    (publisher->failure_kind() ==
+                         replication::PublisherFailure::kNone &&
+                     IsTransient(published));
+      if (published.ok() || !transient) break;
+      if (absl::Status s = WaitToRetry("publishing the epoch marker", published,
+                                       retries, stop);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (publisher == nullptr) return published;
     if (published.ok()) {
-      takeover_.marker_sequence = (*publisher)->progress().last_stream_sequence;
+      takeover_.marker_sequence = publisher->progress().last_stream_sequence;
       Event(absl::StrFormat(
           "epoch marker published at sequence %d (epoch %d, next index %d)",
           takeover_.marker_sequence, takeover_.epoch, last_index + 1));
       return absl::OkStatus();
     }
-    if ((*publisher)->failure_kind() !=
-        replication::PublisherFailure::kFenced) {
+    if (publisher->failure_kind() != replication::PublisherFailure::kFenced) {
       return absl::Status(
           published.code(),
           absl::StrFormat("publishing the epoch %d marker: %s", takeover_.epoch,
@@ -273,7 +355,24 @@ absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
   }
 }
 
-absl::Status ClusterMember::StartPrimary() {
+absl::Status ClusterMember::WaitForTheMembersBucket(
+    const std::atomic<bool>& stop) {
+  const StandbyOptions& o = options_.standby;
+  const ReplicationOptions& r = *options_.primary.replication;
+  for (int retries = 0;;) {
+    absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
+        replication::MemberBoard::Open(o.nats_servers, o.engine_name,
+                                       r.replicas, kRequestTimeout);
+    if (board.ok() || !IsTransient(board.status())) return absl::OkStatus();
+    if (absl::Status s = WaitToRetry("opening the members bucket",
+                                     board.status(), retries, stop);
+        !s.ok()) {
+      return s;
+    }
+  }
+}
+
+absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
   ServiceOptions options = options_.primary;
   const StandbyOptions& o = options_.standby;
   options.journal.directory = o.journal.directory;
@@ -292,15 +391,35 @@ absl::Status ClusterMember::StartPrimary() {
   if (r.member_name.empty()) r.member_name = o.member_name;
   LeaseOptions& lease = *r.lease;
   lease.holder = lease_spec_.holder;
-  r.held_lease = std::make_shared<HeldLease>();
-  r.held_lease->member = std::move(lease_);
-  r.held_lease->renewer = std::move(renewer_);
   // The standby's writer and follower are closed before the service opens
   // the journal again.
   standby_.reset();
-  absl::StatusOr<std::unique_ptr<Service>> service =
-      Service::Start(std::move(options));
-  if (!service.ok()) return service.status();
+  if (options_.before_primary_start_for_tests) {
+    options_.before_primary_start_for_tests();
+  }
+  absl::StatusOr<std::unique_ptr<Service>> service;
+  for (int retries = 0;;) {
+    const auto held = std::make_shared<HeldLease>();
+    held->member = std::move(lease_);
+    held->renewer = std::move(renewer_);
+    r.held_lease = held;
+    service = Service::Start(options);
+    if (service.ok()) break;
+    // The service gives a lease it could not serve with back (its
+    // replication link failed to open: the stream or the members bucket
+    // did not answer in time).
+    lease_ = std::move(held->member);
+    renewer_ = std::move(held->renewer);
+    if (lease_ == nullptr || renewer_ == nullptr ||
+        !IsTransient(service.status())) {
+      return service.status();
+    }
+    if (absl::Status s = WaitToRetry("starting the primary", service.status(),
+                                     retries, stop);
+        !s.ok()) {
+      return s;
+    }
+  }
   primary_ = std::move(*service);
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -348,8 +467,9 @@ absl::Status ClusterMember::Run(const std::atomic<bool>& stop) {
     }
     break;
   }
-  if (marked && !stop.load()) {
-    status = StartPrimary();
+  if (marked && !stop.load()) status = WaitForTheMembersBucket(stop);
+  if (marked && status.ok() && !stop.load()) {
+    status = StartPrimary(stop);
     if (status.ok()) {
       status = primary_->Run(stop);
       role_.store(MemberRole::kStopped);

@@ -31,6 +31,16 @@
 //      marker's).
 // If the lease is lost before the marker (no renewal for D), the member
 // goes back to following; after it, the service's own lease check stops it.
+//
+// A transient NATS error (a timeout, no responders, a connection lost or
+// reconnecting: the stream's or a bucket's leader re-elected) in steps 2
+// and 4, opening the members bucket before step 5 and the service's
+// replication link in step 5 (the service hands the lease back), never ends the
+// member while it holds the lease: logged ("... (transient; trying again
+// while the lease is held, try N)"), retried after 100 ms doubling to 1 s
+// while the lease is held (the same marker each time: a try that landed is
+// acknowledged as a duplicate); lost meanwhile: following again. The
+// standby's own follower re-opens after such errors (Standby::Step).
 // Each step is logged with the UTC time (on_event): "lease acquired epoch
 // N", "caught up to stream sequence S (index I)", "epoch marker published at
 // sequence S", "serving on HOST:PORT as primary of epoch N".
@@ -87,6 +97,8 @@ struct ClusterMemberOptions {
   // right before each epoch marker is published.
   std::function<void()> after_acquire_for_tests;
   std::function<void()> before_marker_for_tests;
+  // Tests only, on Run's thread: right before the primary is started.
+  std::function<void()> before_primary_start_for_tests;
 };
 
 enum class MemberRole { kStandby, kTakingOver, kPrimary, kStopped };
@@ -99,6 +111,8 @@ struct TakeoverReport {
   std::uint64_t caught_up_index = 0;     // the local journal's last index
   std::uint64_t marker_sequence = 0;
   int marker_attempts = 0;  // 1 unless fenced
+  // Steps tried again after a transient NATS error while holding the lease.
+  int transient_retries = 0;
 };
 
 class ClusterMember {
@@ -143,8 +157,21 @@ class ClusterMember {
   absl::Status CatchUpAndMark(const std::atomic<bool>& stop);
   // Step until the standby has followed `sequence`.
   absl::Status FollowTo(std::uint64_t sequence, const std::atomic<bool>& stop);
+  // After `step` failed on a transient NATS error: logs it and waits (100 ms
+  // doubling to 1 s by `retries`). OK: try again; Cancelled: stopped;
+  // Aborted: the lease was lost meanwhile (follow again).
+  absl::Status WaitToRetry(std::string_view step, const absl::Status& error,
+                           int& retries, const std::atomic<bool>& stop);
   [[nodiscard]] std::uint64_t Followed() const;
-  absl::Status StartPrimary();
+  // After the marker, before Service::Start (whose replication link opens
+  // the members bucket and gives up on a timeout): waits while the bucket
+  // does not answer (a transient error, its leader re-elected), retrying
+  // as WaitToRetry does. Other errors are left to Service::Start.
+  absl::Status WaitForTheMembersBucket(const std::atomic<bool>& stop);
+  // Service::Start with the held lease; a transient NATS error of its
+  // replication link (the lease is handed back) is retried as WaitToRetry
+  // does while the lease is held.
+  absl::Status StartPrimary(const std::atomic<bool>& stop);
   void Event(std::string_view line) const;
 
   ClusterMemberOptions options_;

@@ -335,6 +335,10 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
   Counter(text, "orderwire_replication_failures_total",
           "Replication failures (the first stops the service).",
           s.replication_failures);
+  Counter(text, "orderwire_replication_republished_messages_total",
+          "Messages published again to the journal stream while it "
+          "re-elected its leader.",
+          s.replication_republished_messages);
   text.Histogram("orderwire_replication_publish_latency_seconds",
                  "Seconds from publishing a message to the journal stream to "
                  "its acknowledgement.",

@@ -20,9 +20,9 @@
 #include "journal/format.h"
 #include "replication/cluster_status.h"
 #include "replication/group_message.h"
-#include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
+#include "replication/stream_reader.h"
 
 namespace orderwire::service {
 namespace {
@@ -70,14 +70,16 @@ absl::StatusOr<StreamEnd> ReadStreamEnd(const ReplicationOptions& options) {
   if (!state.ok()) return state.status();
   StreamEnd end{.last_sequence = state->last_sequence};
   if (end.last_sequence == 0) return end;
-  absl::StatusOr<std::unique_ptr<replication::JournalFollower>> follower =
-      replication::JournalFollower::Open({.servers = options.servers,
-                                          .engine_name = options.engine_name,
-                                          .start_sequence = end.last_sequence,
-                                          .timeout = options.connect_timeout});
-  if (!follower.ok()) return follower.status();
-  absl::StatusOr<replication::FollowedMessage> last =
-      (*follower)->Next(options.connect_timeout);
+  // Read by sequence (one request to the stream's leader), not with a
+  // consumer: creating one needs the JetStream meta leader, which may still
+  // be in election after a NATS node was lost when the stream already
+  // answers (a takeover then waited for it).
+  absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
+      replication::StreamReader::Open(options.servers, options.engine_name,
+                                      options.connect_timeout);
+  if (!reader.ok()) return reader.status();
+  absl::StatusOr<replication::StreamMessage> last =
+      (*reader)->Read(end.last_sequence);
   if (!last.ok()) {
     return absl::Status(
         last.status().code(),
@@ -87,16 +89,8 @@ absl::StatusOr<StreamEnd> ReadStreamEnd(const ReplicationOptions& options) {
                         replication::JournalStreamName(options.engine_name),
                         last.status().message()));
   }
-  absl::StatusOr<replication::GroupMessage> message =
-      replication::ParseGroupMessage(last->bytes);
-  if (!message.ok()) {
-    return absl::DataLossError(absl::StrFormat(
-        "the last message (sequence %d) of stream %s does not parse: %s",
-        end.last_sequence, replication::JournalStreamName(options.engine_name),
-        message.status().message()));
-  }
-  end.last_index = message->last_index();
-  end.epoch = message->epoch;
+  end.last_index = last->message.last_index();
+  end.epoch = last->message.epoch;
   return end;
 }
 
@@ -225,8 +219,17 @@ absl::Status ReplicationLink::failure() const {
 }
 
 ReplicationStats ReplicationLink::stats() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+  ReplicationStats stats;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats = stats_;
+  }
+  // The publisher's own lock, not under the link's (on_ack takes the
+  // link's from the publisher's thread).
+  if (publisher_ != nullptr) {
+    stats.republished_messages = publisher_->progress().republished;
+  }
+  return stats;
 }
 
 void ReplicationLink::NoteDurable(std::uint64_t durable) noexcept {

@@ -132,8 +132,11 @@ struct ReplicationStats {
   std::uint64_t published_bytes = 0;  // message bytes, headers included
   std::uint64_t acknowledged_messages = 0;
   std::uint64_t replicated_index = 0;
-  std::uint64_t failures = 0;        // 0 or 1: the link stops at the first
-  std::uint64_t member_reports = 0;  // lines put in the members
+  std::uint64_t failures = 0;  // 0 or 1: the link stops at the first
+  // Messages published again while the stream re-elected its leader
+  // (JournalPublisher: no responders, no reply, a 10071 behind a gap).
+  std::uint64_t republished_messages = 0;
+  std::uint64_t member_reports = 0;          // lines put in the members
   std::uint64_t member_report_failures = 0;  // bucket, and puts that failed
   // Publish to acknowledgement, per message.
   LatencyBuckets publish_latency;

@@ -516,6 +516,12 @@ absl::Status Service::Impl::StartReplication() {
   absl::StatusOr<std::unique_ptr<ReplicationLink>> link =
       ReplicationLink::Open(replication, options_.journal.directory, last);
   if (!link.ok()) {
+    // A lease handed over goes back to its giver, still renewed: it may
+    // start the service again (ClusterMember, on a transient NATS error).
+    if (replication.held_lease != nullptr && lease_ != nullptr) {
+      replication.held_lease->member = std::move(lease_);
+      replication.held_lease->renewer = std::move(renewer_);
+    }
     return absl::Status(link.status().code(),
                         absl::StrFormat("--durability replicated: %s",
                                         link.status().message()));
@@ -1338,6 +1344,7 @@ void Service::Impl::RefreshStats() const {
     s.replication_published_bytes = r.published_bytes;
     s.replicated_index = r.replicated_index;
     s.replication_failures = r.failures;
+    s.replication_republished_messages = r.republished_messages;
     s.replication_publish_latency = r.publish_latency;
   }
 }
@@ -1557,6 +1564,7 @@ std::string Service::StatsJson() const {
   field("replication_published_bytes", s.replication_published_bytes);
   field("replicated_index", s.replicated_index);
   field("replication_failures", s.replication_failures);
+  field("replication_republished_messages", s.replication_republished_messages);
   const auto group = [&](std::string_view name, auto&& fill) {
     absl::StrAppendFormat(&out, ",\"%s\":{", name);
     bool first = true;

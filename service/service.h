@@ -256,6 +256,7 @@ struct ServiceStats {
   std::uint64_t replication_published_bytes = 0;
   std::uint64_t replicated_index = 0;
   std::uint64_t replication_failures = 0;
+  std::uint64_t replication_republished_messages = 0;
   LatencyBuckets replication_publish_latency;
 };
 

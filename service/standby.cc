@@ -400,17 +400,58 @@ absl::Status Standby::Fail(absl::Status status) {
   return status;
 }
 
+bool Standby::ReopenFollower(std::chrono::milliseconds timeout) {
+  const auto request_timeout = std::clamp<std::chrono::milliseconds>(
+      timeout, std::chrono::milliseconds(500), std::chrono::seconds(5));
+  absl::StatusOr<std::unique_ptr<replication::JournalFollower>> follower =
+      replication::JournalFollower::Open({.servers = options_.nats_servers,
+                                          .engine_name = options_.engine_name,
+                                          .start_sequence = reopen_from_,
+                                          .timeout = request_timeout});
+  if (!follower.ok()) {
+    const std::string text(follower.status().message());
+    if (text != last_reopen_error_) {
+      Event(absl::StrFormat(
+          "following stream %s from sequence %d again: %s (trying again)",
+          options_.engine_name, reopen_from_, text));
+      last_reopen_error_ = text;
+    }
+    return false;
+  }
+  follower_ = std::move(*follower);
+  ++stats_.follower_reopens;
+  Event(absl::StrFormat("following stream %s again from sequence %d",
+                        options_.engine_name, reopen_from_));
+  reopen_from_ = 0;
+  last_reopen_error_.clear();
+  return true;
+}
+
 absl::Status Standby::Step(std::chrono::milliseconds timeout) {
   if (!failure_.ok()) return failure_;
-  if (follower_ == nullptr) {
+  if (follower_ == nullptr && reopen_from_ == 0) {
     return absl::FailedPreconditionError("standby: released");
   }
   absl::StatusOr<replication::FollowedMessage> message =
-      follower_->Next(timeout);
+      absl::DeadlineExceededError("standby: follower not open");
+  if (follower_ != nullptr || ReopenFollower(timeout)) {
+    message = follower_->Next(timeout);
+  }
   if (message.ok()) {
     if (absl::Status s = Take(*std::move(message)); !s.ok()) return Fail(s);
-  } else if (!absl::IsDeadlineExceeded(message.status())) {
+  } else if (absl::IsDataLoss(message.status()) ||
+             absl::IsInvalidArgument(message.status())) {
+    // A hole in the stream does not heal.
     return Fail(message.status());
+  } else if (!absl::IsDeadlineExceeded(message.status())) {
+    // The stream's leader is re-elected, or NATS went away: follow again
+    // from the sequence due next, with a new connection and consumer.
+    reopen_from_ = follower_->next_sequence();
+    Event(absl::StrFormat(
+        "following stream %s: %s; opening the follower again from sequence "
+        "%d",
+        options_.engine_name, message.status().message(), reopen_from_));
+    follower_.reset();
   }
   writer_->Poll();
   if (writer_->failed()) return Fail(writer_->status());
@@ -713,6 +754,7 @@ StandbyState Standby::Release() {
                      .epoch = stats_.epoch,
                      .stream_sequence = stats_.stream_sequence};
   follower_.reset();
+  reopen_from_ = 0;
   board_.reset();
   pending_.clear();
   return state;

@@ -169,6 +169,8 @@ struct StandbyStats {
   // records they moved out.
   std::uint64_t rejoin_cuts = 0;
   std::uint64_t records_cut = 0;
+  // Times the follower was opened again after a transient error (Step).
+  std::uint64_t follower_reopens = 0;
 };
 
 // What Release() hands over.
@@ -192,8 +194,13 @@ class Standby {
   // once durable), then applies whatever became durable. OK also when no
   // message came. Errors (each ends the standby: every later call returns
   // it): DataLoss / FailedPrecondition / Internal for a message refused (see
-  // above), the follower's (Unavailable: the connection is closed for
-  // good), a journal I/O error, Apply's.
+  // above), a hole in the stream (the follower's DataLoss), a journal I/O
+  // error, Apply's. Any other error of the follower (a timeout, no
+  // responders, a connection lost or closed: the stream's leader is being
+  // re-elected, or NATS is away) is not the standby's end: the follower is
+  // closed and opened again from the sequence it was due next, at the next
+  // Step (logged, once per distinct error; counted in
+  // StandbyStats::follower_reopens), until it opens.
   absl::Status Step(std::chrono::milliseconds timeout);
   // Step(options.poll) until `stop` is set or an error; then Stop().
   absl::Status Run(const std::atomic<bool>& stop);
@@ -250,6 +257,8 @@ class Standby {
   void MaybeSnapshot();
   void Event(std::string_view line) const;
   absl::Status Fail(absl::Status status);
+  // Opens the follower again from reopen_from_; false while it cannot.
+  bool ReopenFollower(std::chrono::milliseconds timeout);
 
   StandbyOptions options_;
   std::unique_ptr<journal::JournalWriter> writer_;
@@ -262,6 +271,10 @@ class Standby {
   std::deque<Pending> pending_;
   std::vector<std::byte> run_;  // frames of one Append, reused
   absl::Status failure_;
+  // Non-zero: the follower was closed after a transient error and is to be
+  // opened again from this stream sequence.
+  std::uint64_t reopen_from_ = 0;
+  std::string last_reopen_error_;  // logged once until it changes
   StandbyStats stats_;
   std::string startup_report_;
   std::string startup_warning_;

@@ -86,7 +86,7 @@ TEST_F(ClusterStatusTest, NothingYetIsSaidPlainly) {
   EXPECT_THAT(text, HasSubstr("members  none reported"));
   EXPECT_EQ(ClusterStatusJson(*status, NowUnixNs()),
             "{\"engine\":\"empty\",\"leader\":null,\"members\":[],"
-            "\"warnings\":0}");
+            "\"warnings\":0,\"unread\":[]}");
 }
 
 TEST_F(ClusterStatusTest, LeaderStreamHeadAndEachMembersLag) {
@@ -213,6 +213,90 @@ TEST_F(ClusterStatusTest, AMalformedMemberLineIsAWarning) {
                         "'nine' is not a decimal number"));
   EXPECT_THAT(FormatClusterStatus(*status, NowUnixNs()),
               HasSubstr("warning  bucket orderwire_badmember_members"));
+}
+
+// The members bucket (R1 here) loses its only server while the lease and
+// the stream (R3) stay readable: the status says what it has and lists the
+// members as unread, instead of failing as a whole ("list bucket ...:
+// Timeout", seen 40 s after a NATS node was killed).
+TEST(ClusterStatusUnread, AMembersBucketThatDoesNotAnswerIsListedUnread) {
+  auto cluster = NatsCluster::Start(3);
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string servers = (*cluster)->ServersUrl();
+  const std::string engine = "unread";
+  LeaseSpec spec;
+  spec.servers = servers;
+  spec.engine_name = engine;
+  spec.replicas = 3;
+  spec.holder = "host-a";
+  auto lease = LeaseMember::Open(spec);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  ASSERT_TRUE((*lease)->TryAcquire().ok());
+  PublisherOptions options;
+  options.servers = servers;
+  options.stream.engine_name = engine;
+  options.stream.replicas = 3;
+  options.epoch = 1;
+  auto publisher = JournalPublisher::Open(options);
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  ASSERT_NO_FATAL_FAILURE(PublishRecords(**publisher, 1, 3));
+  ASSERT_TRUE((*publisher)->Flush(kTimeout).ok());
+  publisher->reset();
+  auto board = MemberBoard::Open(servers, engine, 1, kTimeout);
+  ASSERT_TRUE(board.ok()) << board.status();
+  ASSERT_TRUE((*board)
+                  ->Put({.name = "host-a",
+                         .role = "primary",
+                         .epoch = 1,
+                         .applied_index = 3,
+                         .stream_sequence = 1})
+                  .ok());
+  board->reset();
+
+  // The node that holds the members bucket's stream.
+  natsConnection* conn = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&conn, servers.c_str()), NATS_OK);
+  jsCtx* js = nullptr;
+  ASSERT_EQ(natsConnection_JetStream(&js, conn, nullptr), NATS_OK);
+  jsStreamInfo* info = nullptr;
+  const std::string bucket_stream =
+      std::string("KV_") + MemberBucketName(engine);
+  ASSERT_EQ(
+      js_GetStreamInfo(&info, js, bucket_stream.c_str(), nullptr, nullptr),
+      NATS_OK);
+  const std::string holder_name =
+      info->Cluster != nullptr && info->Cluster->Leader != nullptr
+          ? info->Cluster->Leader
+          : "";
+  jsStreamInfo_Destroy(info);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  const int holder = (*cluster)->NodeByName(holder_name);
+  ASSERT_GE(holder, 0) << "members bucket led by '" << holder_name << "'";
+  ASSERT_TRUE((*cluster)->Kill(holder).ok());
+
+  // The R3 lease and stream may be re-electing too: poll until they answer.
+  absl::StatusOr<ClusterStatus> status;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  bool seen = false;
+  while (!seen && std::chrono::steady_clock::now() < deadline) {
+    status = ReadClusterStatus(servers, engine, milliseconds(2000));
+    seen = status.ok() && status->lease.has_value() &&
+           status->head.has_value() && status->unread.size() == 1;
+  }
+  ASSERT_TRUE(status.ok()) << status.status();
+  ASSERT_TRUE(seen) << FormatClusterStatus(*status, NowUnixNs());
+  EXPECT_EQ(status->unread[0], "members");
+  EXPECT_EQ(status->lease->holder, "host-a");
+  EXPECT_EQ(status->head->last_index, 3u);
+  EXPECT_TRUE(status->members.empty());
+  const std::string text = FormatClusterStatus(*status, NowUnixNs());
+  EXPECT_THAT(text, HasSubstr("leader   host-a"));
+  EXPECT_THAT(text, HasSubstr("members  unknown (they could not be read)"));
+  EXPECT_THAT(text, HasSubstr("unread   members could not be read now: "));
+  EXPECT_THAT(ClusterStatusJson(*status, NowUnixNs()),
+              HasSubstr("\"unread\":[\"members\"]}"));
 }
 
 TEST(MemberReport, ValueIsStrict) {

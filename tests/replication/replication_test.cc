@@ -1037,6 +1037,105 @@ TEST(ReplicationLeaderKill, EveryAcknowledgedGroupSurvivesTheStreamLeader) {
   ExpectStreamHolds(*cluster, engine, 1, progress.acknowledged, 1);
 }
 
+// Waits until the stream has a leader other than `old_leader`.
+absl::StatusOr<JournalStreamState> WaitForNewLeader(
+    const NatsCluster& cluster, const std::string& engine,
+    const std::string& old_leader) {
+  absl::StatusOr<JournalStreamState> after;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  do {
+    after =
+        GetJournalStreamState(cluster.ServersUrl(), engine, milliseconds(2000));
+    if (after.ok() && !after->leader.empty() && after->leader != old_leader) {
+      return after;
+    }
+    std::this_thread::sleep_for(milliseconds(100));
+  } while (std::chrono::steady_clock::now() < deadline);
+  if (!after.ok()) return after.status();
+  return absl::DeadlineExceededError(
+      absl::StrCat("stream still led by '", after->leader, "'"));
+}
+
+// The stream's leader is killed while the publisher keeps publishing: with
+// an ack_timeout longer than the re-election, the publisher rides it out
+// (republishing what was answered 503, not answered, or refused behind the
+// gap): every message is acknowledged once, in order, at sequence k, and
+// the stream holds each exactly once (no duplicate, no hole). Before the
+// republish, the publisher stopped on the first 503 ("reading
+// acknowledgements: No responders available for request").
+TEST(ReplicationLeaderKill, PublisherRidesOutTheStreamLeadersLoss) {
+  auto cluster = StartCluster(3);
+  ASSERT_NE(cluster, nullptr);
+  const std::string engine = "rideout";
+  constexpr std::uint64_t kMessages = 1500;
+  std::mutex mu;
+  std::vector<PublishAck> acks;
+  std::vector<std::string> events;
+  std::atomic<std::uint64_t> acked{0};
+  auto options = Options(*cluster, engine, 3, /*epoch=*/1);
+  options.ack_timeout = milliseconds(20000);
+  options.on_ack = [&](const PublishAck& ack) {
+    std::lock_guard lock(mu);
+    acks.push_back(ack);
+    acked.store(ack.message, std::memory_order_release);
+  };
+  options.on_event = [&](const std::string& line) {
+    std::lock_guard lock(mu);
+    events.push_back(line);
+  };
+  auto publisher = JournalPublisher::Open(std::move(options));
+  ASSERT_TRUE(publisher.ok()) << publisher.status();
+  auto before = GetJournalStreamState(cluster->ServersUrl(), engine);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const int leader = cluster->NodeByName(before->leader);
+  ASSERT_GE(leader, 0) << "stream leader '" << before->leader << "'";
+
+  absl::Status writer_status;
+  std::thread writer([&] {
+    for (std::uint64_t k = 1; k <= kMessages; ++k) {
+      auto sent = (*publisher)->Publish(k * 10, Group(k, SizeOf(k)));
+      if (!sent.ok()) {
+        writer_status = sent.status();
+        return;
+      }
+    }
+  });
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (acked.load(std::memory_order_acquire) < 100 &&
+         (*publisher)->failure().ok() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_GE(acked.load(), 100u) << (*publisher)->failure();
+  ASSERT_TRUE(cluster->Kill(leader).ok());
+  writer.join();
+  ASSERT_TRUE(writer_status.ok()) << writer_status;
+  const absl::Status flushed = (*publisher)->Flush(milliseconds(25000));
+  ASSERT_TRUE(flushed.ok()) << flushed;
+  const PublisherProgress progress = (*publisher)->progress();
+  publisher->reset();
+  EXPECT_EQ(progress.acknowledged, kMessages);
+  EXPECT_EQ(progress.last_stream_sequence, kMessages);
+  EXPECT_GE(progress.republished, 1u) << "the kill did not stall anything";
+  {
+    std::lock_guard lock(mu);
+    ASSERT_EQ(acks.size(), kMessages);
+    for (std::uint64_t k = 1; k <= kMessages; ++k) {
+      ASSERT_EQ(acks[k - 1].message, k);
+      ASSERT_EQ(acks[k - 1].stream_sequence, k);
+    }
+    // Each round that sent something is logged.
+    EXPECT_GE(events.size(), 1u);
+    EXPECT_LE(events.size(), progress.republish_rounds);
+  }
+  auto after = WaitForNewLeader(*cluster, engine, before->leader);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(after->last_sequence, kMessages) << "a message stored twice";
+  ExpectStreamHolds(*cluster, engine, 1, kMessages, 1);
+}
+
 }  // namespace
 }  // namespace orderwire::replication
 
