@@ -75,8 +75,18 @@ stream_last_index() {
   echo "${index:-0}"
 }
 
-# The member holding the lease ("" when it cannot be read).
-lease_holder() { json_field "$(cluster_json)" leader; }
+# The member holding the lease, asked until it can be read for up to
+# ${1:-60} s ("" then): right after a NATS node is killed the lease bucket
+# may still be electing its leader ("open bucket ...: Timeout").
+lease_holder() {
+  local holder deadline=$((SECONDS + ${1:-60}))
+  while :; do
+    holder=$(json_field "$(cluster_json)" leader)
+    if [ -n "$holder" ] || [ $SECONDS -ge $deadline ]; then break; fi
+    sleep 0.5
+  done
+  echo "$holder"
+}
 
 # The node (0, 1, 2) leading the journal stream's RAFT group, from the
 # monitoring endpoint's JetStream report (/jsz) of any node that answers;

@@ -226,7 +226,7 @@ run_once() {
     wait "$c" || clients_ok=0
   done
   local holder journal old_dir
-  holder=$(lease_holder)
+  holder=$(lease_holder 60)
   case $holder in
     member-a) journal=$dir/a old_dir="" ;;
     member-b) journal=$dir/b old_dir=$dir/a ;;
