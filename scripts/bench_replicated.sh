@@ -13,13 +13,19 @@
 # replicated, a fresh stream (engine name per run) on a NATS cluster of 1 or
 # 3 servers started by scripts/nats_cluster.sh; serve pinned to SERVER_CPU
 # (0), submit to CLIENT_CPU (1):
-#   1. throughput: `submit --workload mixed --count COUNT` (200000) with
-#      --window WINDOW (4096): acknowledged commands/s;
+#   1. throughput: `submit --workload mixed --count COUNT` (1000000) with
+#      --window WINDOW (32768): acknowledged commands/s. The window keeps
+#      ~20-30 messages' worth of commands in flight, as the raw publish
+#      keeps 32 (4096 was ~3 messages: the client's window was measured,
+#      not the primary); the count makes the run ~2 s, so the 60 ms
+#      pipeline's fill and drain do not weigh (200000 was ~0.4 s);
 #   2. latency: `submit --rate RATE` (100000) of LAT_COUNT (200000)
 #      commands: round trip p50 and p99 (send to first report).
-# Then the mean message size the replicated runs published (from
-# --stats-json) is published raw with replication_publish_rate (R1 and R3,
-# window 32, its medians). The load average is printed first: the machine is
+# Then, for R1 and R3, the mean message size that mode's throughput runs
+# published (from --stats-json) is published raw with
+# replication_publish_rate (window 32, RUNS repeats), and the ratio the
+# issue sets a target for is printed: replicated acknowledged cmd/s over the
+# raw msg/s times the replicated runs' commands per message. The load average is printed first: the machine is
 # shared, and R3 runs three servers on the same cores.
 set -euo pipefail
 
@@ -30,8 +36,8 @@ raw=$build/bench/replication_publish_rate
 [ -x "$orderwire" ] || { echo "bench_replicated.sh: $orderwire missing" >&2; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd)
 runs=${RUNS:-3}
-count=${COUNT:-200000}
-window=${WINDOW:-4096}
+count=${COUNT:-1000000}
+window=${WINDOW:-32768}
 rate=${RATE:-100000}
 lat_count=${LAT_COUNT:-200000}
 server_cpu=${SERVER_CPU:-0}
@@ -122,20 +128,47 @@ for mode in ("batch", "r1", "r3"):
           f"{med(mode, 'latency', 'p50_us'):9.1f} "
           f"{med(mode, 'latency', 'p99_us'):10.1f} {size:>10} {per_msg:>9}")
 PY
-size=$(python3 - "$results" <<'PY'
+# The raw baseline per replica count: the mean message size that mode's
+# throughput runs published, window 32 (the raw publisher's own in-flight
+# bound), RUNS repeats; then replicated cmd/s / (raw msg/s x cmds/msg).
+raw_lines=$work/raw.txt
+: >"$raw_lines"
+for n in 1 3; do
+  size=$(python3 - "$results" "r$n" <<'PY'
 import json, statistics, sys
 rows = [json.loads(l) for l in open(sys.argv[1])]
 sizes = [r["message_bytes"] / r["messages"] for r in rows
-         if r["messages"] and r["kind"] == "throughput"]
+         if r["mode"] == sys.argv[2] and r["kind"] == "throughput" and r["messages"]]
 print(int(statistics.median(sizes)) if sizes else 4096)
 PY
-)
-if [ -x "$raw" ]; then
-  for n in 1 3; do
+  )
+  if [ -x "$raw" ]; then
     echo "raw JetStream R$n, $size-byte messages, window 32:"
     "$raw" --replicas "$n" --messages 5000 --size "$size" --window 32 \
-      --repeat "$runs" | sed 's/^/  /'
-  done
+      --repeat "$runs" | tee -a "$raw_lines" | sed 's/^/  /'
+  fi
+done
+if [ -x "$raw" ]; then
+  python3 - "$results" "$raw_lines" "$count" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+count = int(sys.argv[3])
+raw = {}
+for line in open(sys.argv[2]):
+    f = dict(kv.split("=", 1) for kv in line.split())
+    if f.get("publisher") == "raw":
+        raw.setdefault(int(f["replicas"]), []).append(float(f["msgs_per_s"]))
+for n in (1, 3):
+    tput = [r for r in rows if r["mode"] == f"r{n}" and r["kind"] == "throughput"]
+    if not tput or n not in raw:
+        continue
+    acked = statistics.median(r["commands_per_second"] for r in tput)
+    per_msg = count / statistics.median(r["messages"] for r in tput)
+    raw_cmds = statistics.median(raw[n]) * per_msg
+    print(f"R{n}: replicated {acked:.0f} cmd/s; raw {statistics.median(raw[n]):.0f} "
+          f"msg/s x {per_msg:.1f} cmds/msg = {raw_cmds:.0f} cmd/s; "
+          f"ratio {acked / raw_cmds:.2f}")
+PY
 else
   echo "raw JetStream: $raw missing (configure with -DORDERWIRE_BUILD_BENCH=ON" \
     "and build replication_publish_rate); not measured"
