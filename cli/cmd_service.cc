@@ -326,20 +326,9 @@ absl::Status ParseDurabilityFlags(const Args& args,
   service::ReplicationOptions replication;
   replication.servers = args.String("nats");
   replication.engine_name = args.String("engine-name");
-  absl::StatusOr<std::uint64_t> replicas = args.Uint("replicas", 1, 3);
-  if (!replicas.ok()) return replicas.status();
-  if (*replicas == 2) {
-    return FlagError("replicas", absl::InvalidArgumentError(
-                                     "2: the journal stream has 1 or 3"));
+  if (absl::Status s = ParseReplicationTuning(args, &replication); !s.ok()) {
+    return s;
   }
-  replication.replicas = static_cast<int>(*replicas);
-  absl::StatusOr<std::uint64_t> window =
-      args.Uint("replication-window", 1, 4096);
-  if (!window.ok()) return window.status();
-  replication.window = static_cast<std::uint32_t>(*window);
-  absl::StatusOr<std::uint64_t> ack = args.Uint("ack-timeout-ms", 1, 600000);
-  if (!ack.ok()) return ack.status();
-  replication.ack_timeout = std::chrono::milliseconds(*ack);
   if (args.Bool("lease")) {
     absl::StatusOr<std::uint64_t> duration =
         args.Uint("lease-ms", 120, 3600000);

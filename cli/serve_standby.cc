@@ -52,6 +52,25 @@ service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
                                .acquire_wait = 2 * d};
 }
 
+absl::Status ParseReplicationTuning(const Args& args,
+                                    service::ReplicationOptions* replication) {
+  absl::StatusOr<std::uint64_t> replicas = args.Uint("replicas", 1, 3);
+  if (!replicas.ok()) return replicas.status();
+  if (*replicas == 2) {
+    return FlagError("replicas", absl::InvalidArgumentError(
+                                     "2: the journal stream has 1 or 3"));
+  }
+  replication->replicas = static_cast<int>(*replicas);
+  absl::StatusOr<std::uint64_t> window =
+      args.Uint("replication-window", 1, 4096);
+  if (!window.ok()) return window.status();
+  replication->window = static_cast<std::uint32_t>(*window);
+  absl::StatusOr<std::uint64_t> ack = args.Uint("ack-timeout-ms", 1, 600000);
+  if (!ack.ok()) return ack.status();
+  replication->ack_timeout = std::chrono::milliseconds(*ack);
+  return absl::OkStatus();
+}
+
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   if (absl::Status s = args.Require("nats"); !s.ok()) return s;
@@ -141,20 +160,9 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   }
   primary.snapshot_every_records = options.snapshot_every_records;
   service::ReplicationOptions replication;
-  absl::StatusOr<std::uint64_t> replicas = args.Uint("replicas", 1, 3);
-  if (!replicas.ok()) return replicas.status();
-  if (*replicas == 2) {
-    return FlagError("replicas", absl::InvalidArgumentError(
-                                     "2: the journal stream has 1 or 3"));
+  if (absl::Status s = ParseReplicationTuning(args, &replication); !s.ok()) {
+    return s;
   }
-  replication.replicas = static_cast<int>(*replicas);
-  absl::StatusOr<std::uint64_t> window =
-      args.Uint("replication-window", 1, 4096);
-  if (!window.ok()) return window.status();
-  replication.window = static_cast<std::uint32_t>(*window);
-  absl::StatusOr<std::uint64_t> ack = args.Uint("ack-timeout-ms", 1, 600000);
-  if (!ack.ok()) return ack.status();
-  replication.ack_timeout = std::chrono::milliseconds(*ack);
   absl::StatusOr<std::uint64_t> lease_ms = args.Uint("lease-ms", 120, 3600000);
   if (!lease_ms.ok()) return lease_ms.status();
   // The holder's name is the member's (':' is not in it: NATS keys).

@@ -31,6 +31,13 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop);
 service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
                                        std::string holder);
 
+// Reads the journal stream's tuning flags into `replication`, for the
+// primary and for the primary a standby becomes: --replicas (1 or 3),
+// --replication-window (1-4096 messages) and --ack-timeout-ms
+// (1-600000). A flag error names the flag.
+absl::Status ParseReplicationTuning(const Args& args,
+                                    service::ReplicationOptions* replication);
+
 }  // namespace orderwire::cli
 
 #endif  // ORDERWIRE_CLI_SERVE_STANDBY_H_

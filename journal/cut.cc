@@ -310,6 +310,31 @@ absl::Status CutSegment(const std::string& directory, const CutIntent& intent,
   return absl::OkStatus();
 }
 
+// A segment's header (checked: a bad one is data loss) and the last whole
+// group in it, if any.
+struct SegmentTail {
+  std::uint64_t journal_id = 0;
+  std::optional<internal::FoundGroup> last_group;
+};
+
+absl::StatusOr<SegmentTail> ReadSegmentTail(
+    const internal::SegmentEntry& entry) {
+  absl::StatusOr<internal::MappedFile> file =
+      internal::MappedFile::Open(entry.path);
+  if (!file.ok()) return file.status();
+  const internal::HeaderCheck header =
+      internal::CheckSegmentHeader(file->bytes(), entry.name_index);
+  if (!header.ok) {
+    return absl::DataLossError(
+        absl::StrFormat("cut: segment %s: %s", entry.path, header.problem));
+  }
+  internal::SeekCounters counters;
+  return SegmentTail{
+      .journal_id = header.header.journal_id,
+      .last_group = internal::LastGroupIn(
+          file->bytes(), GroupFormatOf(header.header.version), counters)};
+}
+
 // The last group of the journal segment before S, when S keeps none.
 absl::StatusOr<std::optional<GroupPlace>> LastGroupBefore(
     const std::string& directory, std::uint64_t segment_first) {
@@ -322,19 +347,10 @@ absl::StatusOr<std::optional<GroupPlace>> LastGroupBefore(
     const internal::SegmentEntry& entry = (*entries)[i];
     if (entry.name_index >= segment_first || entry.mapped != nullptr) continue;
     if (entry.name_index < *first_index) break;
-    absl::StatusOr<internal::MappedFile> file =
-        internal::MappedFile::Open(entry.path);
-    if (!file.ok()) return file.status();
-    const internal::HeaderCheck header =
-        internal::CheckSegmentHeader(file->bytes(), entry.name_index);
-    if (!header.ok) {
-      return absl::DataLossError(
-          absl::StrFormat("cut: segment %s: %s", entry.path, header.problem));
-    }
-    internal::SeekCounters counters;
-    const std::optional<internal::FoundGroup> found = internal::LastGroupIn(
-        file->bytes(), GroupFormatOf(header.header.version), counters);
-    if (found.has_value()) {
+    absl::StatusOr<SegmentTail> tail = ReadSegmentTail(entry);
+    if (!tail.ok()) return tail.status();
+    if (const std::optional<internal::FoundGroup>& found = tail->last_group;
+        found.has_value()) {
       return GroupPlace{entry.name_index, found->offset,
                         found->check.header.first_index, found->check.crc};
     }
@@ -560,20 +576,11 @@ absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
   std::uint64_t journal_id = 0;
   for (std::size_t i = entries.size(); i-- > 0;) {
     const internal::SegmentEntry& entry = entries[i];
-    absl::StatusOr<internal::MappedFile> file =
-        internal::MappedFile::Open(entry.path);
-    if (!file.ok()) return file.status();
-    const internal::HeaderCheck header =
-        internal::CheckSegmentHeader(file->bytes(), entry.name_index);
-    if (!header.ok) {
-      return absl::DataLossError(
-          absl::StrFormat("cut: segment %s: %s", entry.path, header.problem));
-    }
-    journal_id = header.header.journal_id;
-    internal::SeekCounters counters;
-    const std::optional<internal::FoundGroup> found = internal::LastGroupIn(
-        file->bytes(), GroupFormatOf(header.header.version), counters);
-    if (found.has_value()) {
+    absl::StatusOr<SegmentTail> tail = ReadSegmentTail(entry);
+    if (!tail.ok()) return tail.status();
+    journal_id = tail->journal_id;
+    if (const std::optional<internal::FoundGroup>& found = tail->last_group;
+        found.has_value()) {
       last_index = found->check.header.first_index +
                    found->check.header.record_count - 1;
       break;

@@ -299,6 +299,33 @@ std::vector<Bytes> Concat(std::vector<Bytes> a, const std::vector<Bytes>& b) {
   return a;
 }
 
+// Epoch 1: an old member takes the lease (and lets it lapse), a primary
+// at `journal` answers commands 1..6 of kSession (returned in *reports)
+// and stops: what a standby that takes over next must carry on from.
+void TradeAsALapsedPrimary(const NatsCluster& nats, const std::string& journal,
+                           std::vector<Bytes>* reports) {
+  {
+    auto holder = replication::LeaseMember::Open(LeaseSpecFor(nats, "old"));
+    ASSERT_TRUE(holder.ok()) << holder.status();
+    ASSERT_TRUE((*holder)->TryAcquire().ok());
+  }
+  auto primary = RunningService::Start(PrimaryOptions(journal, nats, ""));
+  ASSERT_NE(primary, nullptr);
+  TestClient client(primary->endpoint());
+  *reports = Trade(client, 1, 6);
+  ASSERT_TRUE(primary->Stop().ok());
+}
+
+// A lease long enough to outlast a NATS pause of several seconds without a
+// renewal, for the member that takes it.
+void LengthenLease(ClusterMemberOptions& options) {
+  LeaseOptions& lease = *options.primary.replication->lease;
+  lease.duration = milliseconds(14000);
+  lease.safety_margin = milliseconds(2000);
+  lease.renew_interval = milliseconds(300);
+  lease.request_timeout = milliseconds(1000);
+}
+
 // The primary (with the lease) stops; the standby takes the lease with epoch
 // 2, publishes exactly one marker and serves: the session trades on, the
 // journal continues the old one's indexes, and the reports the client got
@@ -723,25 +750,11 @@ TEST(Takeover, ACatchUpThatHitsATransientErrorKeepsTryingAndServes) {
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
-  {
-    auto holder = replication::LeaseMember::Open(LeaseSpecFor(*nats, "old"));
-    ASSERT_TRUE(holder.ok()) << holder.status();
-    ASSERT_TRUE((*holder)->TryAcquire().ok());
-  }
-  auto primary = RunningService::Start(PrimaryOptions(dir.Sub("a"), *nats, ""));
-  ASSERT_NE(primary, nullptr);
-  TestClient client_a(primary->endpoint());
-  const std::vector<Bytes> from_a = Trade(client_a, 1, 6);
-  ASSERT_TRUE(primary->Stop().ok());
-
+  std::vector<Bytes> from_a;
+  ASSERT_NO_FATAL_FAILURE(TradeAsALapsedPrimary(*nats, dir.Sub("a"), &from_a));
   ClusterMemberOptions options =
       MemberOptions(*nats, dir.Sub("b"), "member-b", log);
-  // Long enough to outlast the pause without a renewal.
-  LeaseOptions& lease = *options.primary.replication->lease;
-  lease.duration = milliseconds(14000);
-  lease.safety_margin = milliseconds(2000);
-  lease.renew_interval = milliseconds(300);
-  lease.request_timeout = milliseconds(1000);
+  LengthenLease(options);
   std::thread resumer;
   options.after_acquire_for_tests = [&] {
     ASSERT_TRUE(nats->Pause(0).ok());
@@ -786,24 +799,11 @@ TEST(Takeover, APrimaryStartThatHitsATransientErrorIsRetriedWithTheLease) {
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
-  {
-    auto holder = replication::LeaseMember::Open(LeaseSpecFor(*nats, "old"));
-    ASSERT_TRUE(holder.ok()) << holder.status();
-    ASSERT_TRUE((*holder)->TryAcquire().ok());
-  }
-  auto primary = RunningService::Start(PrimaryOptions(dir.Sub("a"), *nats, ""));
-  ASSERT_NE(primary, nullptr);
-  TestClient client_a(primary->endpoint());
-  const std::vector<Bytes> from_a = Trade(client_a, 1, 6);
-  ASSERT_TRUE(primary->Stop().ok());
-
+  std::vector<Bytes> from_a;
+  ASSERT_NO_FATAL_FAILURE(TradeAsALapsedPrimary(*nats, dir.Sub("a"), &from_a));
   ClusterMemberOptions options =
       MemberOptions(*nats, dir.Sub("b"), "member-b", log);
-  LeaseOptions& lease = *options.primary.replication->lease;
-  lease.duration = milliseconds(14000);
-  lease.safety_margin = milliseconds(2000);
-  lease.renew_interval = milliseconds(300);
-  lease.request_timeout = milliseconds(1000);
+  LengthenLease(options);
   options.primary.replication->connect_timeout = milliseconds(1500);
   std::thread resumer;
   options.before_primary_start_for_tests = [&] {
