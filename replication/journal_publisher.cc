@@ -183,7 +183,10 @@ struct JournalPublisher::State {
   std::string republish_cause;
   std::string last_republish_cause;           // for the ack timeout's message
   std::uint32_t rounds_without_progress = 0;  // the backoff's exponent
-  std::uint64_t verify_message = 0;           // a 10071 to look into; 0: none
+  // Set when an acknowledgement ends a stall of that many republish
+  // rounds; AckLoop logs it and clears it.
+  std::uint32_t stall_ended_after = 0;
+  std::uint64_t verify_message = 0;  // a 10071 to look into; 0: none
   absl::Status failure;
   PublisherFailure failure_kind = PublisherFailure::kNone;
   std::atomic<bool> stop{false};
@@ -259,6 +262,7 @@ void JournalPublisher::State::Republish() {
   std::vector<MessageHandle> copies;
   std::string cause;
   std::uint64_t from = 0;
+  std::uint32_t stall_round = 0;
   natsStatus s = NATS_OK;
   {
     std::lock_guard lock(mu);
@@ -288,7 +292,7 @@ void JournalPublisher::State::Republish() {
     }
     republished += copies.size();
     ++republish_rounds;
-    ++rounds_without_progress;
+    stall_round = ++rounds_without_progress;
   }
   for (const MessageHandle& copy : copies) {
     if (s != NATS_OK) break;
@@ -305,10 +309,15 @@ void JournalPublisher::State::Republish() {
                                          ": republish from message ", from)));
     return;
   }
-  if (!copies.empty()) {
+  // A re-election of several seconds is dozens of rounds: the log says
+  // rounds 1, 2, 4, 8, ... of a stall, and when it ends (AdvanceLocked).
+  if (!copies.empty() && (stall_round & (stall_round - 1)) == 0) {
     Event(absl::StrCat("journal publisher for ", stream, ": republished ",
                        copies.size(), " message(s) from message ", from,
-                       " (same Msg-Id and expectations; ", cause, ")"));
+                       " (round ", stall_round,
+                       " without an acknowledgement; same Msg-Id and "
+                       "expectations; ",
+                       cause, ")"));
   }
 }
 
@@ -427,7 +436,15 @@ void JournalPublisher::State::AckLoop() {
     const bool republish = !failed && republish_due && now >= republish_at;
     const std::uint64_t verify = failed ? 0 : verify_message;
     verify_message = 0;
+    const std::uint32_t stall_ended = std::exchange(stall_ended_after, 0);
+    const std::uint64_t acknowledged_now = acknowledged;
     lock.unlock();
+    if (stall_ended != 0) {
+      Event(absl::StrCat("journal publisher for ", stream,
+                         ": acknowledged again (up to message ",
+                         acknowledged_now, ") after ", stall_ended,
+                         " republish round(s)"));
+    }
     if (!acks.empty()) {
       if (options.on_ack) {
         for (const auto& ack : acks) options.on_ack(ack);
@@ -563,7 +580,10 @@ void JournalPublisher::State::AdvanceLocked(std::vector<PublishAck>& out) {
     }
     ++acknowledged;
     last_sequence = slot.sequence;
-    rounds_without_progress = 0;
+    if (rounds_without_progress != 0) {
+      stall_ended_after = rounds_without_progress;
+      rounds_without_progress = 0;
+    }
     out.push_back(PublishAck{
         .message = slot.message,
         .first_index = slot.first_index,

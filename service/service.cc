@@ -533,10 +533,14 @@ absl::Status Service::Impl::StartReplication() {
   // state they built. So nothing is served before they are acknowledged.
   if (absl::Status s = link_->WaitReplicated(last, replication.ack_timeout);
       !s.ok()) {
-    return absl::UnavailableError(absl::StrFormat(
-        "--durability replicated: publishing the local journal's records "
-        "the stream lacks (up to index %d): %s",
-        last, s.message()));
+    // The link's own code: a fence stays FailedPrecondition, a timeout
+    // DeadlineExceeded.
+    return absl::Status(
+        s.code(),
+        absl::StrFormat(
+            "--durability replicated: publishing the local journal's records "
+            "the stream lacks (up to index %d): %s",
+            last, s.message()));
   }
   return absl::OkStatus();
 }

@@ -1126,9 +1126,25 @@ TEST(ReplicationLeaderKill, PublisherRidesOutTheStreamLeadersLoss) {
       ASSERT_EQ(acks[k - 1].message, k);
       ASSERT_EQ(acks[k - 1].stream_sequence, k);
     }
-    // Each round that sent something is logged.
-    EXPECT_GE(events.size(), 1u);
-    EXPECT_LE(events.size(), progress.republish_rounds);
+    // A stall's rounds 1, 2, 4, 8, ... are logged, and its end.
+    std::uint64_t republish_lines = 0;
+    std::uint64_t stall_ends = 0;
+    for (const std::string& line : events) {
+      if (line.find(": republished ") != std::string::npos) {
+        ++republish_lines;
+        const std::size_t at = line.find("(round ");
+        ASSERT_NE(at, std::string::npos) << line;
+        const std::uint64_t round = std::stoull(line.substr(at + 7));
+        EXPECT_EQ(round & (round - 1), 0u)
+            << "round not a power of 2: " << line;
+      } else if (line.find(": acknowledged again (up to message ") !=
+                 std::string::npos) {
+        ++stall_ends;
+      }
+    }
+    EXPECT_GE(republish_lines, 1u);
+    EXPECT_LE(republish_lines, progress.republish_rounds);
+    EXPECT_GE(stall_ends, 1u) << "every stall ended: all were acknowledged";
   }
   auto after = WaitForNewLeader(*cluster, engine, before->leader);
   ASSERT_TRUE(after.ok()) << after.status();
