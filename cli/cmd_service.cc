@@ -60,7 +60,8 @@ const CommandSpec kServeSpec{
         "--standby --nats nats://HOST:PORT[,...] [--engine-name NAME] "
         "--journal DIR "
         "[--durability MODE] [--config FILE] [--stats-interval S] "
-        "[--snapshot-every RECORDS] [--member-name NAME]\n"
+        "[--snapshot-every RECORDS] [--member-name NAME] "
+        "[--seed-snapshot FILE]\n"
         "[--no-takeover | [--listen HOST:PORT] [--lease-ms MS] "
         "[--replicas 1|3] [--replication-window N] [--ack-timeout-ms MS] "
         "[--send MODE]]",
@@ -129,6 +130,16 @@ const CommandSpec kServeSpec{
         "local records the stream never acknowledged, where a new primary's\n"
         "epoch marker took over, are moved to DIR/cut/FIRST-LAST and the\n"
         "standby follows the new primary (--no-rejoin: refuse instead).\n"
+        "--seed-snapshot FILE makes a new standby's journal in DIR (missing\n"
+        "or empty) from a primary's snapshot at index S (its\n"
+        "journal/snapshots/*.ows): the snapshot is verified and copied into\n"
+        "DIR/snapshots, the journal starts at S + 1, and the standby starts\n"
+        "from the snapshot and follows the stream from S + 1, so the stream\n"
+        "need not hold the journal from index 1. Refused (exit 2): a DIR that\n"
+        "holds anything, a file that is not a valid snapshot, a snapshot\n"
+        "whose configuration differs from --config. A stream that does not\n"
+        "reach S, or no longer holds S + 1, stops the start (exit 1). For the\n"
+        "first start only: later starts restart from DIR's own journal.\n"
         "It takes over by default: when the primary's lease has not been\n"
         "renewed for --lease-ms (D) on the standby's clock, it takes the\n"
         "lease (epoch + 1), follows the stream to its end, publishes the new\n"
@@ -209,6 +220,11 @@ const CommandSpec kServeSpec{
              "stream at --nats; takes over when the primary's lease expires"},
             {"no-takeover", "", "",
              "--standby: never take the lease over (a pure follower)"},
+            {"seed-snapshot", "FILE", "",
+             "--standby: make a new standby's journal in an empty --journal "
+             "DIR from this snapshot of the primary's (index S) and follow "
+             "the stream from S + 1 (see docs/REPLICATION.md \"Seeding a new "
+             "standby from a snapshot\")"},
             {"no-rejoin", "", "",
              "--standby: refuse to start instead of cutting a local journal "
              "tail the stream never acknowledged (an old primary's, replaced "
@@ -350,6 +366,11 @@ absl::Status Serve(const Args& args) {
     return ServeStandby(args, g_stop);
   }
   if (args.Has("no-rejoin")) return UsageError("--no-rejoin needs --standby");
+  if (args.Has("seed-snapshot")) {
+    return UsageError(
+        "--seed-snapshot needs --standby (a primary starts from its own "
+        "journal)");
+  }
   if (absl::Status s = args.Require("journal"); !s.ok()) return s;
   service::ServiceOptions options;
   absl::StatusOr<net::Endpoint> listen =

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -14,6 +15,8 @@
 #include "net/udp.h"
 #include "replication/journal_stream.h"
 #include "service/cluster_member.h"
+#include "service/pinned_config.h"
+#include "service/seed.h"
 #include "service/service.h"
 #include "service/standby.h"
 
@@ -145,6 +148,25 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   options.reconfigure = args.Bool("reconfigure");
   options.restart_from_snapshot = !args.Bool("no-snapshot");
   options.rejoin = !args.Bool("no-rejoin");
+  // --seed-snapshot: everything is checked before the journal is made;
+  // what is refused then is a usage error.
+  std::optional<service::SeedOptions> seed;
+  if (args.Has("seed-snapshot")) {
+    if (!options.restart_from_snapshot) {
+      return UsageError(
+          "--seed-snapshot with --no-snapshot: a seeded journal starts from "
+          "its snapshot");
+    }
+    seed =
+        service::SeedOptions{.journal = options.journal,
+                             .snapshot = args.String("seed-snapshot"),
+                             .given = service::PinnedConfigOf(options.config)};
+    if (absl::StatusOr<service::SnapshotInfo> checked =
+            service::CheckSeed(*seed);
+        !checked.ok()) {
+      return FlagError("seed-snapshot", checked.status());
+    }
+  }
 
   // The primary it becomes after a takeover: the `replicated` durability
   // with the lease taken, on --listen.
@@ -171,6 +193,11 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   primary.replication = std::move(replication);
   for (const std::string& warning : options.config.warnings) {
     std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
+  }
+  if (seed.has_value()) {
+    absl::StatusOr<service::SeededJournal> seeded = service::SeedJournal(*seed);
+    if (!seeded.ok()) return seeded.status();
+    std::fprintf(stderr, "orderwire serve: %s\n", seeded->report.c_str());
   }
   service::ClusterMember* member_ptr = nullptr;
   options.interval_s = *interval;

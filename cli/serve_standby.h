@@ -16,13 +16,16 @@ namespace orderwire::cli {
 // Follows the engine's journal stream at --nats into --journal until `stop`
 // is set (SIGINT/SIGTERM) or an error, reporting itself as --member-name
 // (default HOSTNAME-PID) to `orderwire cluster status`, with a snapshot
-// every --snapshot-every records; unless --no-takeover, takes over when the
-// primary's lease (--lease-ms) expires and serves on --listen as the primary
-// (service/cluster_member.h), until `stop`. Usage errors: --nats missing,
-// --snapshot-every that is not a number of records, --lease (the primary's),
-// the primary's flags with --no-takeover, and the serve flags the standby
-// does not take yet (--retain, --metrics-listen, --stats-json,
-// --log-refusals).
+// every --snapshot-every records; with --seed-snapshot, first makes its new
+// journal from a primary's snapshot (service/seed.h); unless --no-takeover,
+// takes over when the primary's lease (--lease-ms) expires and serves on
+// --listen as the primary (service/cluster_member.h), until `stop`. Usage
+// errors: --nats missing, --snapshot-every that is not a number of records,
+// --lease (the primary's), the primary's flags with --no-takeover,
+// --seed-snapshot refused (service::CheckSeed: a directory that holds
+// anything, a file that is not a valid snapshot, another configuration; or
+// with --no-snapshot), and the serve flags the standby does not take yet
+// (--retain, --metrics-listen, --stats-json, --log-refusals).
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop);
 
 // The lease of duration `d` with the production ratios (margin D/6, renewed

@@ -139,6 +139,10 @@ absl::Status JournalWriter::Init() {
         o.format_version, kOldestFormatVersion, kFormatVersion));
   }
   format_version_ = o.format_version;
+  if (o.new_journal_first_index == 0) {
+    return absl::InvalidArgumentError(
+        "new_journal_first_index 0: journal indexes start at 1");
+  }
   if (o.no_space_retry_ms == 0) {
     return absl::InvalidArgumentError(
         "no_space_retry_ms must be at least 1 (a retry without a pause would "

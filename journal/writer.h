@@ -147,6 +147,16 @@ struct WriterOptions {
   // metadata of its last segment (metadata()), and every rotation copies
   // it; only StartSegment() changes it.
   std::string metadata{};
+  // A journal Open creates (the directory holds none) starts at this index
+  // with this journal_id (0: a random one), instead of at 1: a new
+  // member's journal seeded from a snapshot at new_journal_first_index - 1
+  // (service/seed.h), whose records up to that index are the snapshot's.
+  // Its last_index() and durable_index() are new_journal_first_index - 1
+  // until it holds a record. It opens again only once its start record
+  // (start.h) says it starts there, which the seeding writes last. An
+  // existing journal ignores both.
+  std::uint64_t new_journal_first_index = 1;
+  std::uint64_t new_journal_id = 0;
   // The operator accepts losing records that were durable: where recovery
   // would refuse with DataLoss (a truncated or missing segment, records
   // below the checkpoint gone, corruption followed by durable data, a

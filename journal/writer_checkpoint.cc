@@ -29,7 +29,12 @@ Checkpoint JournalWriter::CurrentCheckpoint() const noexcept {
   c.journal_id = journal_id_;
   c.written_ns = RealtimeNs();
   c.durable_index = durable_index_;
-  if (durable_index_ != 0) {
+  // A journal that holds no record yet witnesses nothing, also a seeded one
+  // whose durable index is its snapshot's (WriterOptions::
+  // new_journal_first_index): no group holds that index.
+  if (durable_group_.first_index == 0) {
+    c.durable_index = 0;
+  } else if (durable_index_ != 0) {
     c.group_first_index = durable_group_.first_index;
     c.segment_first_index = durable_group_.segment_first_index;
     c.group_offset = durable_group_.offset;

@@ -169,9 +169,15 @@ absl::Status JournalWriter::Recover() {
       if (!accept) return absl::DataLossError(message);
       accept_loss(message);
     }
-    std::uint64_t id = 0;
-    if (::getrandom(&id, sizeof(id), 0) != sizeof(id)) id = RealtimeNs();
+    std::uint64_t id = options_.new_journal_id;
+    if (id == 0 && ::getrandom(&id, sizeof(id), 0) != sizeof(id)) {
+      id = RealtimeNs();
+    }
     recovery_.created = true;
+    // A seeded journal (WriterOptions::new_journal_first_index) holds the
+    // indexes before its first one in a snapshot, none in a segment.
+    last_index_ = durable_index_ = options_.new_journal_first_index - 1;
+    recovery_.last_index = last_index_;
     return CreateFirstSegment(id);
   }
 
@@ -479,7 +485,10 @@ absl::Status JournalWriter::Recover() {
       break;
     }
   }
-  if (tail_last != 0 && durable_group_.first_index == 0) {
+  // A journal whose segments hold no record yet (a seeded one, which
+  // starts past 1: its last index is the one before its first) has no
+  // group to name.
+  if (tail_last >= first_index && durable_group_.first_index == 0) {
     return absl::InternalError(absl::StrFormat(
         "recovery of %s: the group holding index %d was not found",
         options_.directory, tail_last));

@@ -792,16 +792,19 @@ void ResealSnapshot(std::span<std::byte> bytes) {
                  journal::Crc32c(bytes.subspan(0, sections_end)));
 }
 
-absl::StatusOr<SnapshotInfo> WriteSnapshot(const StateMachine& machine,
-                                           std::uint64_t journal_id,
-                                           const std::string& journal_dir) {
+namespace {
+
+// Publishes `bytes` as <SnapshotDirectory(journal_dir)>/<SnapshotFileName(
+// index)>: written as .tmp, fsynced, renamed, the directory fsynced; the
+// directory created if missing. Returns the path.
+absl::StatusOr<std::string> PublishSnapshotFile(
+    std::span<const std::byte> bytes, std::uint64_t index,
+    const std::string& journal_dir) {
   const std::string dir = SnapshotDirectory(journal_dir);
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return Errno(errno, "mkdir", dir);
   }
-  const std::vector<std::byte> bytes =
-      EncodeSnapshot(machine, journal_id, RealtimeNs());
-  const std::string path = dir + "/" + SnapshotFileName(machine.last_index());
+  const std::string path = dir + "/" + SnapshotFileName(index);
   const std::string tmp = path + ".tmp";
   {
     const base::UniqueFd fd(
@@ -823,8 +826,21 @@ absl::StatusOr<SnapshotInfo> WriteSnapshot(const StateMachine& machine,
     return Errno(err, "rename to " + path, tmp);
   }
   if (absl::Status s = FsyncDirectory(dir); !s.ok()) return s;
+  return path;
+}
+
+}  // namespace
+
+absl::StatusOr<SnapshotInfo> WriteSnapshot(const StateMachine& machine,
+                                           std::uint64_t journal_id,
+                                           const std::string& journal_dir) {
+  const std::vector<std::byte> bytes =
+      EncodeSnapshot(machine, journal_id, RealtimeNs());
+  absl::StatusOr<std::string> path =
+      PublishSnapshotFile(bytes, machine.last_index(), journal_dir);
+  if (!path.ok()) return path.status();
   return SnapshotInfo{
-      .path = path,
+      .path = *std::move(path),
       .index = machine.last_index(),
       .journal_id = journal_id,
       .created_ns = codec::LoadLE<std::uint64_t>(
@@ -840,6 +856,22 @@ absl::StatusOr<LoadedSnapshot> LoadSnapshot(const std::string& path,
   absl::StatusOr<FileBytes> bytes = ReadWholeFile(path);
   if (!bytes.ok()) return bytes.status();
   return DecodeSnapshot(bytes->span(), path, expected_journal_id);
+}
+
+absl::StatusOr<SnapshotInfo> CopySnapshot(const std::string& path,
+                                          const std::string& journal_dir,
+                                          std::uint64_t expected_journal_id) {
+  absl::StatusOr<FileBytes> bytes = ReadWholeFile(path);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<LoadedSnapshot> loaded =
+      DecodeSnapshot(bytes->span(), path, expected_journal_id);
+  if (!loaded.ok()) return loaded.status();
+  absl::StatusOr<std::string> copy =
+      PublishSnapshotFile(bytes->span(), loaded->info.index, journal_dir);
+  if (!copy.ok()) return copy.status();
+  SnapshotInfo info = loaded->info;
+  info.path = *std::move(copy);
+  return info;
 }
 
 absl::StatusOr<std::vector<SnapshotInfo>> ListSnapshots(

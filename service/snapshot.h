@@ -74,6 +74,17 @@ absl::StatusOr<SnapshotInfo> WriteSnapshot(const StateMachine& machine,
                                            std::uint64_t journal_id,
                                            const std::string& journal_dir);
 
+// Copies the snapshot file `path` into the snapshots of the journal in
+// `journal_dir`, named by its index, for a new member's journal seeded from
+// it (seed.h): the file is read whole, verified as LoadSnapshot verifies it
+// (expected_journal_id as there) and those very bytes are published as
+// WriteSnapshot publishes its own (.tmp, fsync, rename, directory fsync).
+// Returns the copy's info. Errors: LoadSnapshot's (the original named), the
+// errno of a file operation naming the path.
+absl::StatusOr<SnapshotInfo> CopySnapshot(const std::string& path,
+                                          const std::string& journal_dir,
+                                          std::uint64_t expected_journal_id);
+
 // One section of a loaded file, for `orderwire snapshot inspect`.
 struct SnapshotSection {
   std::uint32_t kind = 0;

@@ -84,10 +84,12 @@ std::string Describe(const journal::Record& r) {
 absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
     const StandbyOptions& o, const journal::JournalWriter& writer) {
   const std::uint64_t last = writer.last_index();
-  if (last == 0) return std::optional<RejoinCut>();
   absl::StatusOr<std::uint64_t> first_local =
       journal::FirstAvailableIndex(o.journal.directory);
   if (!first_local.ok()) return first_local.status();
+  // No local record (a new journal, or a seeded one: seed.h): nothing to
+  // compare, nothing to cut.
+  if (last < *first_local) return std::optional<RejoinCut>();
   const auto request_timeout = std::min<std::chrono::milliseconds>(
       o.connect_timeout, std::chrono::seconds(5));
   absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
@@ -204,6 +206,70 @@ absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
       RejoinCut{.first = diverge, .last = last, .epoch = m.epoch});
 }
 
+// A journal that holds no record and starts at first_index > 1 (seeded
+// from a snapshot at first_index - 1: seed.h) is followed only from a
+// stream that reaches the snapshot's index and still holds the index after
+// it (see standby.h "Seeded"). `position` is the stream's, searched for
+// first_index. FailedPrecondition (the snapshot is ahead of the stream) and
+// DataLoss (the stream no longer holds first_index) are final; any other
+// error (NATS, a message gone while the stream is trimmed) is worth another
+// try.
+absl::Status CheckStreamContinuesSnapshot(
+    const StandbyOptions& o, std::uint64_t first_index,
+    const replication::StreamPosition& position) {
+  const std::uint64_t snapshot_index = first_index - 1;
+  const bool empty = position.last_sequence == 0 ||
+                     position.first_sequence > position.last_sequence;
+  std::uint64_t stream_first = 0;  // the first index the stream holds
+  std::uint64_t stream_last = 0;   // the last
+  if (!empty) {
+    absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
+        replication::StreamReader::Open(
+            o.nats_servers, o.engine_name,
+            std::min<std::chrono::milliseconds>(o.connect_timeout,
+                                                std::chrono::seconds(5)));
+    if (!reader.ok()) return reader.status();
+    absl::StatusOr<replication::StreamMessage> last =
+        (*reader)->Read(position.last_sequence);
+    if (!last.ok()) return last.status();
+    const GroupMessage& end = last->message;
+    // A marker carries the index the next record gets.
+    stream_last = end.kind == GroupMessageKind::kEpochMarker
+                      ? end.first_index - 1
+                      : end.last_index();
+    absl::StatusOr<replication::StreamMessage> first =
+        (*reader)->Read(std::max<std::uint64_t>(position.first_sequence, 1));
+    if (!first.ok()) return first.status();
+    stream_first = first->message.first_index;
+  }
+  const std::string stream = replication::JournalStreamName(o.engine_name);
+  if (empty || stream_last < snapshot_index) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the local journal %s starts at index %d, seeded from a snapshot at "
+        "index %d, but stream %s %s: the snapshot is ahead of the replicated "
+        "journal (it holds records the stream never acknowledged, written "
+        "from a journal rather than by a running member, or it is another "
+        "engine's). Not followed: seed from a snapshot at an index the "
+        "stream holds (a running primary's or standby's)",
+        o.journal.directory, first_index, snapshot_index, stream,
+        empty ? std::string("is empty")
+              : absl::StrFormat("holds journal indexes only up to %d "
+                                "(sequence %d)",
+                                stream_last, position.last_sequence)));
+  }
+  if (stream_first > first_index) {
+    return absl::DataLossError(absl::StrFormat(
+        "the local journal %s starts at index %d, seeded from a snapshot at "
+        "index %d, but stream %s holds journal indexes only from %d on "
+        "(sequence %d): records %d..%d are no longer in the stream. Not "
+        "followed: seed from a newer snapshot (at index %d or later)",
+        o.journal.directory, first_index, snapshot_index, stream, stream_first,
+        position.first_sequence, first_index, stream_first - 1,
+        stream_first - 1));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 Standby::Standby(StandbyOptions options) : options_(std::move(options)) {}
@@ -289,6 +355,13 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
   stats.started_from_snapshot = restarted->started_from_snapshot;
   stats.last_snapshot_index = restarted->started_from_snapshot;
   standby->snapshot_base_ = restarted->started_from_snapshot;
+  absl::StatusOr<std::uint64_t> first_local =
+      journal::FirstAvailableIndex(o.journal.directory);
+  if (!first_local.ok()) return first_local.status();
+  standby->first_local_index_ = *first_local;
+  // A seeded journal (seed.h): no record yet, its first index past 1.
+  const bool seeded =
+      *first_local > 1 && standby->writer_->last_index() + 1 == *first_local;
 
   // Where the stream holds the next index, then a follower from there. The
   // JetStream meta leader may be missing for a while (a cluster electing
@@ -314,6 +387,18 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
         return last_error;
       }
       continue;
+    }
+    if (seeded) {
+      if (absl::Status s =
+              CheckStreamContinuesSnapshot(o, next_index, *position);
+          !s.ok()) {
+        last_error = s;
+        if (absl::IsDataLoss(s) || absl::IsFailedPrecondition(s) ||
+            absl::IsInvalidArgument(s)) {
+          return s;
+        }
+        continue;
+      }
     }
     absl::StatusOr<std::unique_ptr<replication::JournalFollower>> follower =
         replication::JournalFollower::Open(
@@ -540,18 +625,26 @@ absl::Status Standby::Take(replication::FollowedMessage followed) {
 absl::Status Standby::VerifyHeld(std::uint64_t stream_sequence,
                                  const GroupMessage& message,
                                  std::uint64_t up_to) {
+  // Records before the local journal's first index (a seeded journal's:
+  // they are in the snapshot it started from) are not on disk to compare.
+  const std::uint64_t from = std::max(message.first_index, first_local_index_);
+  if (from > message.first_index) {
+    stats_.records_before_start +=
+        std::min(up_to + 1, from) - message.first_index;
+  }
+  if (from > up_to) return absl::OkStatus();
   // The local records must be on disk to be read back.
   if (writer_->durable_index() < up_to) {
     if (absl::Status s = writer_->Flush(); !s.ok()) return s;
   }
   journal::ReaderOptions reader_options;
-  reader_options.from_index = message.first_index;
+  reader_options.from_index = from;
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
       journal::JournalReader::Open(options_.journal.directory, reader_options);
   if (!reader.ok()) return reader.status();
   absl::Status result;
   message.ForEachRecord([&](const journal::Record& theirs) {
-    if (!result.ok() || theirs.index > up_to) return;
+    if (!result.ok() || theirs.index < from || theirs.index > up_to) return;
     journal::Record ours;
     const journal::ReadResult read = (*reader)->Next(ours);
     if (read != journal::ReadResult::kRecord || ours.index != theirs.index) {

@@ -52,6 +52,15 @@
 // the stream, or that goes on where the stream simply ends (an empty
 // stream included), is not cut and followed as before.
 // StandbyOptions::rejoin false refuses instead of cutting.
+// Seeded (seed.h; docs/REPLICATION.md "Seeding a new standby from a
+// snapshot"): a journal that holds no record and starts at F > 1 was seeded
+// from a snapshot at F - 1, which RestartFromJournal starts from. Before
+// following, the stream must reach F - 1 (its last message's last index, a
+// marker's next index - 1), else FailedPrecondition: the snapshot is ahead
+// of the stream; and its first message must start at F or before, else
+// DataLoss: the stream no longer holds F. The records of a message that
+// lie before the local journal's first index (in the snapshot) are skipped
+// without being compared (StandbyStats::records_before_start).
 //
 // Optionally it writes snapshots of its state every N records (as the
 // service's snapshot child does) and puts its report (role, epoch, applied
@@ -151,6 +160,9 @@ struct StandbyStats {
   std::uint64_t messages = 0;        // stream messages followed
   std::uint64_t records_appended = 0;
   std::uint64_t records_held = 0;  // already in the local journal, verified
+  // Records before the local journal's first index (a seeded journal's,
+  // which its snapshot holds): skipped, not compared.
+  std::uint64_t records_before_start = 0;
   std::uint64_t epoch_markers = 0;
   std::uint64_t epoch = 0;            // the latest seen (0: none yet)
   std::uint64_t stream_sequence = 0;  // of the last message followed
@@ -268,6 +280,8 @@ class Standby {
   std::int64_t next_report_ns_ = 0;
   bool report_failed_ = false;       // logged once
   std::uint64_t snapshot_base_ = 0;  // index of the last snapshot tried
+  // The local journal's first index (1, or past it when seeded: seed.h).
+  std::uint64_t first_local_index_ = 1;
   std::deque<Pending> pending_;
   std::vector<std::byte> run_;  // frames of one Append, reused
   absl::Status failure_;

@@ -565,6 +565,20 @@ EXIT_CASES = [
      "--engine-name: engine name 'a.b': character 2"),
     ("serve", ["--standby", "--journal", "{tmp}/file/j", "--nats",
                "nats://127.0.0.1:1", "--quiet"], b"", 1, "file/j"),
+    # --seed-snapshot (docs/REPLICATION.md "Seeding a new standby from a
+    # snapshot"): only with --standby, only into an empty directory, only
+    # from a file that verifies; each refused before anything is written.
+    ("serve", ["--journal", "{tmp}/j", "--seed-snapshot", "{tmp}/s.ows"],
+     b"", 2, "--seed-snapshot needs --standby"),
+    ("serve", ["--standby", "--journal", "{tmp}", "--nats",
+               "nats://127.0.0.1:1", "--seed-snapshot", "{tmp}/s.ows"], b"", 2,
+     "the directory is not empty"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--seed-snapshot", "{tmp}/file"], b"", 2,
+     "--seed-snapshot: cannot seed journal"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--seed-snapshot", "{tmp}/s.ows",
+               "--no-snapshot"], b"", 2, "--seed-snapshot with --no-snapshot"),
     # --standby takes over (docs/REPLICATION.md "The takeover"): the
     # primary's flags are its own once it serves; --lease is the primary's.
     ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -189,6 +190,71 @@ TEST(PruneTest, PrunedJournalReadsReopensAndAppends) {
   EXPECT_EQ(read.first, 31u);
   EXPECT_EQ(read.last, 60u);
   EXPECT_EQ(read.records, 30u);
+}
+
+// A journal created past index 1 (WriterOptions::new_journal_first_index,
+// a new member seeded from a snapshot: service/seed.h): without its start
+// record it does not open (the records before are missing); with it, it
+// opens with no record and its last index the one before, twice, then
+// appends from its first index on and recovers those.
+TEST(PruneTest, AJournalCreatedPastIndexOneOpensWithItsStartRecord) {
+  ScratchDir dir;
+  {
+    auto writer = JournalWriter::Open({.directory = dir.path(),
+                                       .durability = Durability::kSync,
+                                       .segment_size = kSegmentSize,
+                                       .group_size = 8192,
+                                       .new_journal_first_index = 501,
+                                       .new_journal_id = 0x5eed});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    EXPECT_TRUE((*writer)->recovery().created);
+    EXPECT_EQ((*writer)->last_index(), 500u);
+    EXPECT_EQ((*writer)->durable_index(), 500u);
+    EXPECT_EQ((*writer)->journal_id(), 0x5eedu);
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  EXPECT_THAT(SegmentPaths(dir.path()),
+              ElementsAre(HasSubstr(SegmentFileName(501))));
+  // Nothing witnessed yet: no group holds index 500.
+  absl::StatusOr<std::optional<Checkpoint>> checkpoint =
+      ReadCheckpoint(dir.path());
+  ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value())
+      << checkpoint.status();
+  EXPECT_EQ((*checkpoint)->durable_index, 0u);
+  // Without START: records 1..500 missing.
+  {
+    auto writer = JournalWriter::Open({.directory = dir.path()});
+    ASSERT_FALSE(writer.ok());
+    EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(std::string(writer.status().message()),
+                HasSubstr("records 1..500 are missing"));
+  }
+  WriteStart(dir.path(), 501, 0x5eed);
+  for (int open = 0; open < 2; ++open) {
+    auto writer = JournalWriter::Open(
+        {.directory = dir.path(), .durability = Durability::kSync});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    EXPECT_FALSE((*writer)->recovery().created);
+    EXPECT_EQ((*writer)->recovery().last_index, 500u);
+    EXPECT_EQ((*writer)->last_index(), 500u);
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  Outcome read = Read(dir.path());
+  EXPECT_TRUE(read.status.ok()) << read.status;
+  EXPECT_EQ(read.records, 0u);
+  EXPECT_EQ(read.journal_first, 501u);
+  BuildJournal(dir.path(), 501, 20);
+  read = Read(dir.path());
+  EXPECT_TRUE(read.status.ok()) << read.status;
+  EXPECT_EQ(read.first, 501u);
+  EXPECT_EQ(read.last, 520u);
+  checkpoint = ReadCheckpoint(dir.path());
+  ASSERT_TRUE(checkpoint.ok() && checkpoint->has_value());
+  EXPECT_EQ((*checkpoint)->durable_index, 520u);
+  // Index 0 is no journal's first index.
+  auto zero = JournalWriter::Open(
+      {.directory = dir.Sub("zero"), .new_journal_first_index = 0});
+  EXPECT_EQ(zero.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(PruneTest, OnlyWholeSegmentsBelowTheIndexGo) {

@@ -6,8 +6,9 @@
 // follows it; a publish between the catch-up and the marker fences the
 // marker, and the member follows and tries again; a stop during the catch-up
 // leaves no marker; a Service started with a held lease keeps renewing it;
-// a member with takeover off lets the lease expire. Leases of 800 ms keep each
-// test within a few seconds.
+// a member with takeover off lets the lease expire; a standby seeded from
+// the primary's snapshot (service/seed.h) takes over like any other. Leases of
+// 800 ms keep each test within a few seconds.
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -30,7 +31,10 @@
 #include "replication/journal_stream.h"
 #include "replication/lease.h"
 #include "service/cluster_member.h"
+#include "service/pinned_config.h"
+#include "service/seed.h"
 #include "service/service.h"
+#include "service/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
@@ -398,6 +402,86 @@ TEST(Takeover, AStandbyTakesOverWithTheNextEpochAndServesOn) {
               .config.engine);
   EXPECT_EQ(replay.records, 30u);
   EXPECT_TRUE(replay.reports_by_session.at(kSession) == Concat(from_a, from_b));
+}
+
+// A standby seeded from the primary's snapshot at S (service/seed.h) takes
+// over like any other: its journal starts at S + 1 and continues the old
+// primary's indexes byte for byte, and the session trades on from the state
+// the snapshot and the records after it make.
+TEST(Takeover, AStandbySeededFromThePrimarysSnapshotTakesOver) {
+  auto nats = StartNats();
+  ASSERT_NE(nats, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  ServiceOptions primary_options =
+      PrimaryOptions(dir.Sub("a"), *nats, "primary-a");
+  primary_options.snapshot_every_records = 8;
+  auto primary = RunningService::Start(primary_options);
+  ASSERT_NE(primary, nullptr);
+  TestClient client_a(primary->endpoint());
+  std::vector<Bytes> from_a = Trade(client_a, 1, 10);
+  // The snapshot the primary's snapshot child wrote (at 8 to 10), then
+  // more records, which the standby follows from the stream.
+  std::vector<SnapshotInfo> snapshots;
+  for (int i = 0; i < 500 && snapshots.empty(); ++i) {
+    absl::StatusOr<std::vector<SnapshotInfo>> listed =
+        ListSnapshots(dir.Sub("a"));
+    ASSERT_TRUE(listed.ok()) << listed.status();
+    snapshots = *listed;
+    if (snapshots.empty()) std::this_thread::sleep_for(milliseconds(10));
+  }
+  ASSERT_EQ(snapshots.size(), 1u);
+  const SnapshotInfo snapshot = snapshots.front();
+  ASSERT_GE(snapshot.index, 8u);
+  ASSERT_LE(snapshot.index, 10u);
+  from_a = Concat(from_a, Trade(client_a, 11, 20));
+  ClusterMemberOptions options =
+      MemberOptions(*nats, dir.Sub("b"), "member-b", log);
+  absl::StatusOr<SeededJournal> seeded =
+      SeedJournal({.journal = options.standby.journal,
+                   .snapshot = snapshot.path,
+                   .given = PinnedConfigOf(options.standby.config)});
+  ASSERT_TRUE(seeded.ok()) << seeded.status();
+  auto member = RunningMember::Start(std::move(options));
+  ASSERT_NE(member, nullptr);
+
+  ASSERT_TRUE(primary->Stop().ok());
+  const std::optional<net::Endpoint> serving =
+      member->WaitServing(milliseconds(15000));
+  ASSERT_TRUE(serving.has_value()) << log.All();
+  EXPECT_EQ(member->member().epoch(), 2u);
+  TestClient client_b(*serving);
+  const std::vector<Bytes> from_b = Trade(client_b, 21, 30);
+  ASSERT_TRUE(member->Stop().ok());
+  EXPECT_THAT(log.All(), HasSubstr("(index 20)"));
+  const std::vector<StreamMessage> markers = Markers(ReadStream(*nats));
+  ASSERT_EQ(markers.size(), 1u);
+  EXPECT_EQ(markers[0].first_index, 21u);
+
+  const std::vector<OwnedRecord> old_journal = ReadJournal(dir.Sub("a"));
+  const std::vector<OwnedRecord> new_journal = ReadJournal(dir.Sub("b"));
+  ASSERT_EQ(old_journal.size(), 20u);
+  ASSERT_EQ(new_journal.size(), 30 - snapshot.index);
+  for (std::size_t i = 0; i < new_journal.size(); ++i) {
+    EXPECT_EQ(new_journal[i].index, snapshot.index + 1 + i);
+  }
+  EXPECT_TRUE(std::equal(
+      old_journal.begin() + static_cast<std::ptrdiff_t>(snapshot.index),
+      old_journal.end(), new_journal.begin()));
+  // The reports from both are the ones one service taking commands 1..30
+  // makes (order ids, session sequences): the seeded state was the
+  // primary's.
+  ScratchDir check;
+  {
+    auto source = RunningService::Start(
+        test_support::TestOptions(check.Sub("j"), journal::Durability::kBatch));
+    ASSERT_NE(source, nullptr);
+    TestClient client(source->endpoint());
+    const std::vector<Bytes> all = Trade(client, 1, 30);
+    ASSERT_EQ(all.size(), 30u);
+    EXPECT_TRUE(std::vector<Bytes>(all.begin(), all.begin() + 20) == from_a);
+    EXPECT_TRUE(std::vector<Bytes>(all.begin() + 20, all.end()) == from_b);
+  }
 }
 
 // Two standbys: exactly one takes over; the other stays a standby, follows
