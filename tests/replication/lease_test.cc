@@ -439,16 +439,18 @@ TEST(LeaseValueText, MalformedValuesNameTheField) {
 // R3 bucket on three servers: first acquisition, a standby blocked while
 // the holder renews, the takeover after D with epoch 2, and the old holder
 // told it lost. Three servers share this machine's cores, so the lease and
-// the request timeout are longer than on one node.
+// the request timeout are longer than on one node (with D = 2 s, renewals
+// failed for a whole D once while other NATS tests ran beside it and b
+// took the lease from a live renewer: 4 s leaves room for that).
 TEST(LeaseThreeNodes, AcquireAndTakeoverR3) {
   auto cluster = StartCluster(3);
   ASSERT_NE(cluster, nullptr);
   auto spec = [&](const std::string& holder) {
     LeaseSpec s = Spec(*cluster, "three", holder, 3);
-    s.duration = milliseconds(2000);
-    s.safety_margin = milliseconds(400);
-    s.renew_interval = milliseconds(200);
-    s.request_timeout = milliseconds(1000);
+    s.duration = milliseconds(4000);
+    s.safety_margin = milliseconds(800);
+    s.renew_interval = milliseconds(250);
+    s.request_timeout = milliseconds(1500);
     return s;
   };
   auto a = OpenMember(spec("a"));
