@@ -14,13 +14,14 @@
 // FollowsThroughTheLossOfTheStreamLeader follows through a killed leader.
 // libnats closes a connection when its reconnect budget runs out
 // (replication/internal/nats_handles.cc: 600 tries 100 ms apart, a minute
-// and more of NATS away) or when the server sends an -ERR that is not a
-// stale connection, a permissions or an authorization error. The first is
-// too slow for a test; so the standby reaches the server through a TCP
-// forwarder of this test (NatsForwarder) that can end every connection
-// through it the second way, as the server would. The follower's Next then
-// fails with "Connection Closed", which only a re-open (a new connection
-// and a new ordered consumer from the sequence due next) recovers from.
+// and more of NATS away: 90 s measured with every connection refused) or when
+// the server sends an -ERR that is not a stale connection, a permissions or an
+// authorization error. The first is too slow for a test; so the standby reaches
+// the server through a TCP forwarder of this test (NatsForwarder) that can end
+// every connection through it the second way, as the server would. The
+// follower's Next then fails with "Connection Closed", which only a re-open (a
+// new connection and a new ordered consumer from the sequence due next)
+// recovers from.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -77,7 +78,8 @@ constexpr char kEngine[] = "reopen";
 // accepted gets its own connection to the server, bytes are copied both
 // ways on one thread. CloseWithServerError() ends every connection open
 // now as a server that gives up on a client does: an -ERR line, then the
-// socket closed. Connections made afterwards are forwarded as before.
+// socket closed. Connections made afterwards are forwarded as before, or
+// refused (SetRefusing).
 class NatsForwarder {
  public:
   static std::unique_ptr<NatsForwarder> Start(int server_port) {
@@ -123,7 +125,13 @@ class NatsForwarder {
   [[nodiscard]] std::string url() const {
     return absl::StrCat("nats://127.0.0.1:", port_);
   }
+  // Connections forwarded so far; every connection taken, refused ones
+  // included.
   [[nodiscard]] int accepted() const { return accepted_.load(); }
+  [[nodiscard]] int attempts() const { return attempts_.load(); }
+  // While set, a new connection is closed as soon as it is taken (before
+  // the server's INFO): a client sees a server it cannot connect to.
+  void SetRefusing(bool refusing) { refusing_.store(refusing); }
 
   // Sends `error_line` ("-ERR '...'\r\n") to every client connected now,
   // between two of the server's protocol lines, and closes the connection;
@@ -167,6 +175,11 @@ class NatsForwarder {
   void Accept() {
     const int client = accept(listener_, nullptr, nullptr);
     if (client < 0) return;
+    attempts_.fetch_add(1);
+    if (refusing_.load()) {
+      close(client);
+      return;
+    }
     const int server = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in address{};
     address.sin_family = AF_INET;
@@ -262,6 +275,8 @@ class NatsForwarder {
   std::vector<Link> links_;  // the forwarder's thread only
   std::atomic<bool> stop_{false};
   std::atomic<int> accepted_{0};
+  std::atomic<int> attempts_{0};
+  std::atomic<bool> refusing_{false};
   std::thread thread_;
   std::mutex mutex_;
   std::condition_variable done_;
@@ -320,6 +335,28 @@ void Trade(TestClient& client, std::uint64_t first, std::uint64_t last) {
             last - first + 1);
 }
 
+// A standby of the primary started with `primary`, reaching NATS at
+// `servers`, its events appended to `log`.
+StandbyOptions StandbyOptionsFor(const std::string& servers,
+                                 const std::string& journal,
+                                 const ServiceOptions& primary,
+                                 std::string& log) {
+  StandbyOptions options;
+  options.nats_servers = servers;
+  options.engine_name = kEngine;
+  options.journal.directory = journal;
+  options.journal.durability = journal::Durability::kBatch;
+  options.journal.segment_size = primary.journal.segment_size;
+  options.config = primary.config;
+  options.report_history = primary.report_history;
+  options.connect_timeout = milliseconds(10000);
+  options.on_event = [&log](std::string_view line) {
+    log.append(line);
+    log += "\n";
+  };
+  return options;
+}
+
 // Steps the standby until its state holds `index` and the follower is open
 // (OK), it fails (its error) or `timeout` passes.
 absl::Status FollowUntil(Standby& standby, std::uint64_t index,
@@ -356,19 +393,8 @@ TEST(StandbyReopen, AFollowerWhoseConnectionIsClosedIsOpenedAgainAndCatchesUp) {
   Trade(client, 1, 5);
 
   std::string log;  // the standby's events (on this thread: Step's)
-  StandbyOptions options;
-  options.nats_servers = forwarder->url();
-  options.engine_name = kEngine;
-  options.journal.directory = dir.Sub("b");
-  options.journal.durability = journal::Durability::kBatch;
-  options.journal.segment_size = primary_options.journal.segment_size;
-  options.config = primary_options.config;
-  options.report_history = primary_options.report_history;
-  options.connect_timeout = milliseconds(10000);
-  options.on_event = [&](std::string_view line) {
-    log.append(line);
-    log += "\n";
-  };
+  const StandbyOptions options =
+      StandbyOptionsFor(forwarder->url(), dir.Sub("b"), primary_options, log);
   const auto events = [&log] { return log; };
   absl::StatusOr<std::unique_ptr<Standby>> started = Standby::Start(options);
   ASSERT_TRUE(started.ok()) << started.status();
@@ -412,6 +438,69 @@ TEST(StandbyReopen, AFollowerWhoseConnectionIsClosedIsOpenedAgainAndCatchesUp) {
       test_support::ReadJournalRecords(dir.Sub("b"));
   ASSERT_EQ(primary_journal.size(), 20u);
   EXPECT_TRUE(standby_journal == primary_journal);
+}
+
+// After the follower's connection is closed, NATS refuses connections for
+// 2 s (as a killed server does): the re-open is tried again 100 ms after a
+// failure, doubling to 1 s, and each Step without a follower waits out its
+// timeout, so the standby neither spins nor opens a connection per Step
+// (seen failing without the backoff: thousands of tries and Steps in those
+// 2 s, each try at once refused); once NATS takes connections again the
+// follower opens within the backoff and the standby catches up.
+TEST(StandbyReopen, AReopenThatCannotConnectIsTriedAgainWithABackoff) {
+  auto nats = StartNats();
+  ASSERT_NE(nats, nullptr);
+  auto forwarder = NatsForwarder::Start(PortOf(nats->NodeUrl(0)));
+  ASSERT_NE(forwarder, nullptr);
+  ScratchDir dir;
+  const ServiceOptions primary_options = PrimaryOptions(dir.Sub("a"), *nats);
+  auto primary = RunningService::Start(primary_options);
+  ASSERT_NE(primary, nullptr);
+  TestClient client(primary->endpoint());
+  Trade(client, 1, 5);
+  std::string log;  // the standby's events (on this thread: Step's)
+  absl::StatusOr<std::unique_ptr<Standby>> started = Standby::Start(
+      StandbyOptionsFor(forwarder->url(), dir.Sub("b"), primary_options, log));
+  ASSERT_TRUE(started.ok()) << started.status();
+  Standby& standby = **started;
+  ASSERT_TRUE(FollowUntil(standby, 5, milliseconds(10000)).ok()) << log;
+
+  forwarder->SetRefusing(true);
+  EXPECT_EQ(forwarder->CloseWithServerError(
+                "-ERR 'orderwire test: connection closed by the server'\r\n"),
+            1);
+  const int attempts_before = forwarder->attempts();
+  int steps = 0;
+  const auto refusing_until =
+      std::chrono::steady_clock::now() + milliseconds(2000);
+  while (std::chrono::steady_clock::now() < refusing_until) {
+    ASSERT_TRUE(standby.Step(milliseconds(50)).ok()) << log;
+    ++steps;
+  }
+  const int tries = forwarder->attempts() - attempts_before;
+  // Tries at about 0, 0.1, 0.3, 0.7 and 1.5 s; Steps of 50 ms, and one
+  // more per try.
+  EXPECT_GE(tries, 3) << log;
+  EXPECT_LE(tries, 7) << log;
+  EXPECT_LE(steps, 2000 / 50 + 10) << log;
+  EXPECT_EQ(standby.stats().follower_reopens, 0u) << log;
+  EXPECT_THAT(log, HasSubstr("(trying again)"));
+
+  forwarder->SetRefusing(false);
+  Trade(client, 6, 12);
+  const auto back = std::chrono::steady_clock::now();
+  absl::Status status = FollowUntil(standby, 12, milliseconds(10000));
+  ASSERT_TRUE(status.ok()) << status << "\n" << log;
+  // The next try is at most 1 s away.
+  EXPECT_LT(std::chrono::steady_clock::now() - back, milliseconds(3000));
+  EXPECT_EQ(standby.stats().follower_reopens, 1u) << log;
+  ASSERT_TRUE(standby.Stop().ok());
+  ASSERT_TRUE(primary->Stop().ok());
+  const std::vector<JournalRecordCopy> primary_journal =
+      test_support::ReadJournalRecords(dir.Sub("a"));
+  ASSERT_EQ(primary_journal.size(), 12u);
+  EXPECT_TRUE(test_support::ReadJournalRecords(dir.Sub("b")) ==
+              primary_journal);
 }
 
 }  // namespace
