@@ -34,6 +34,10 @@ constexpr std::chrono::milliseconds kJournalFullRetry{10};
 // At most this many messages appended and not yet applied (each holds its
 // bytes until its records are durable): beyond it, Step waits for the disk.
 constexpr std::size_t kMaxPendingMessages = 256;
+// A follower that cannot be opened again is tried again after this, doubled
+// after each failure up to kMaxReopenBackoff.
+constexpr std::chrono::milliseconds kFirstReopenBackoff{100};
+constexpr std::chrono::milliseconds kMaxReopenBackoff{1000};
 
 bool SameRecord(const journal::Record& a, const journal::Record& b) {
   const std::span<const std::byte> fa = a.frame.bytes();
@@ -486,6 +490,7 @@ absl::Status Standby::Fail(absl::Status status) {
 }
 
 bool Standby::ReopenFollower(std::chrono::milliseconds timeout) {
+  if (base::MonotonicNs() < next_reopen_ns_) return false;
   const auto request_timeout = std::clamp<std::chrono::milliseconds>(
       timeout, std::chrono::milliseconds(500), std::chrono::seconds(5));
   absl::StatusOr<std::unique_ptr<replication::JournalFollower>> follower =
@@ -501,6 +506,11 @@ bool Standby::ReopenFollower(std::chrono::milliseconds timeout) {
           options_.engine_name, reopen_from_, text));
       last_reopen_error_ = text;
     }
+    reopen_backoff_ = reopen_backoff_.count() == 0
+                          ? kFirstReopenBackoff
+                          : std::min(2 * reopen_backoff_, kMaxReopenBackoff);
+    next_reopen_ns_ =
+        base::MonotonicNs() + std::chrono::nanoseconds(reopen_backoff_).count();
     return false;
   }
   follower_ = std::move(*follower);
@@ -509,6 +519,8 @@ bool Standby::ReopenFollower(std::chrono::milliseconds timeout) {
                         options_.engine_name, reopen_from_));
   reopen_from_ = 0;
   last_reopen_error_.clear();
+  reopen_backoff_ = std::chrono::milliseconds(0);
+  next_reopen_ns_ = 0;
   return true;
 }
 
@@ -517,10 +529,20 @@ absl::Status Standby::Step(std::chrono::milliseconds timeout) {
   if (follower_ == nullptr && reopen_from_ == 0) {
     return absl::FailedPreconditionError("standby: released");
   }
+  const std::int64_t step_end_ns =
+      base::MonotonicNs() + std::chrono::nanoseconds(timeout).count();
   absl::StatusOr<replication::FollowedMessage> message =
       absl::DeadlineExceededError("standby: follower not open");
   if (follower_ != nullptr || ReopenFollower(timeout)) {
     message = follower_->Next(timeout);
+  } else {
+    // No follower to wait on: wait out the step (or until the next try)
+    // as Next would have, not return at once into a spinning Run loop.
+    const std::int64_t wait_ns =
+        std::min(step_end_ns, next_reopen_ns_) - base::MonotonicNs();
+    if (wait_ns > 0) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wait_ns));
+    }
   }
   if (message.ok()) {
     if (absl::Status s = Take(*std::move(message)); !s.ok()) return Fail(s);

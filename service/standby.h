@@ -212,7 +212,10 @@ class Standby {
   // re-elected, or NATS is away) is not the standby's end: the follower is
   // closed and opened again from the sequence it was due next, at the next
   // Step (logged, once per distinct error; counted in
-  // StandbyStats::follower_reopens), until it opens.
+  // StandbyStats::follower_reopens), until it opens: tried again 100 ms
+  // after a failed try, doubling to 1 s, and a Step without a follower
+  // waits out `timeout` (or until the next try), so a Run loop does not
+  // spin while NATS refuses connections.
   absl::Status Step(std::chrono::milliseconds timeout);
   // Step(options.poll) until `stop` is set or an error; then Stop().
   absl::Status Run(const std::atomic<bool>& stop);
@@ -269,7 +272,8 @@ class Standby {
   void MaybeSnapshot();
   void Event(std::string_view line) const;
   absl::Status Fail(absl::Status status);
-  // Opens the follower again from reopen_from_; false while it cannot.
+  // Opens the follower again from reopen_from_; false while it cannot (or
+  // before next_reopen_ns_, the next try after a failed one).
   bool ReopenFollower(std::chrono::milliseconds timeout);
 
   StandbyOptions options_;
@@ -289,6 +293,10 @@ class Standby {
   // opened again from this stream sequence.
   std::uint64_t reopen_from_ = 0;
   std::string last_reopen_error_;  // logged once until it changes
+  // After a failed re-open: no try before this (MonotonicNs), and the wait
+  // after the next failure (100 ms doubling to 1 s; 0 after a success).
+  std::int64_t next_reopen_ns_ = 0;
+  std::chrono::milliseconds reopen_backoff_{0};
   StandbyStats stats_;
   std::string startup_report_;
   std::string startup_warning_;
