@@ -195,7 +195,8 @@ const CommandSpec kServeSpec{
             {"config", "FILE", "", "service configuration (docs/SERVICE.md)"},
             {"reconfigure", "", "",
              "accept a configuration that differs from the journal's and "
-             "pin it from the next index"},
+             "pin it from the next index (not with --durability replicated "
+             "or --standby)"},
             {"segment-size", "BYTES", "67108864", "journal segment size"},
             {"stats-interval", "S", "0",
              "print a line of counters every S seconds (0: only at exit)"},
@@ -336,6 +337,7 @@ absl::Status ParseDurabilityFlags(const Args& args,
         "--durability replicated needs --nats nats://HOST:PORT[,...] (the "
         "NATS servers of the journal stream)");
   }
+  if (args.Bool("reconfigure")) return UsageError(kReconfigureNotReplicated);
   // The local journal commits in groups with a sync; each group is then
   // published (service/replication_link.h).
   options.journal.durability = journal::Durability::kBatch;

@@ -145,7 +145,9 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
     }
     options.snapshot_every_records = *every;
   }
-  options.reconfigure = args.Bool("reconfigure");
+  if (args.Bool("reconfigure")) {
+    return UsageError(kReconfigureNotReplicated);
+  }
   options.restart_from_snapshot = !args.Bool("no-snapshot");
   options.rejoin = !args.Bool("no-rejoin");
   // --seed-snapshot: everything is checked before the journal is made;

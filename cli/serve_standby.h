@@ -28,6 +28,15 @@ namespace orderwire::cli {
 // (--retain, --metrics-listen, --stats-json, --log-refusals).
 absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop);
 
+// Why --reconfigure is refused with --durability replicated and --standby.
+inline constexpr const char* kReconfigureNotReplicated =
+    "--reconfigure is not available with --durability replicated or "
+    "--standby: a new configuration is pinned in this node's own journal "
+    "only (the journal stream does not carry configurations), so the other "
+    "members would apply the records after it under the old one. Start "
+    "with the configuration the journal pins (docs/REPLICATION.md, "
+    "\"Configuration changes\")";
+
 // The lease of duration `d` with the production ratios (margin D/6, renewed
 // every D/12, requests D/3, a held lease waited for 2 D): `--lease-ms`, for
 // the primary and for the primary a standby becomes.

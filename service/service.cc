@@ -327,6 +327,14 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
         options.config.max_sessions, options.config.session_idle_seconds,
         options.snapshot_every_seconds));
   }
+  if (options.replication.has_value() && options.reconfigure) {
+    return absl::InvalidArgumentError(
+        "reconfigure with replicated durability: a new configuration would "
+        "be pinned in this node's journal only (the journal stream does not "
+        "carry configurations), and the standbys would apply the records "
+        "after it under the old one; start with the configuration the "
+        "journal pins");
+  }
   auto impl = std::make_unique<Impl>(std::move(options));
   if (absl::Status s = impl->Start(); !s.ok()) return s;
   if (impl->options_.metrics != nullptr) impl->PublishMetrics();

@@ -308,7 +308,7 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
             },
         .given = PinnedConfigOf(o.config),
         .use_snapshots = o.restart_from_snapshot,
-        .reconfigure = o.reconfigure,
+        .reconfigure = false,  // StandbyOptions::config
     });
   };
   absl::StatusOr<RestartedJournal> restarted = restart();

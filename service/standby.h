@@ -115,8 +115,10 @@ struct StandbyOptions {
   // as a primary's) and the configuration: the primary's, which the local
   // journal pins like a primary's does (restart.h).
   journal::WriterOptions journal;
+  // The configuration is the one the local journal pins, never changed
+  // here: a standby takes no --reconfigure (a new configuration would
+  // hold in its journal only; the stream does not carry configurations).
   ServiceConfig config;
-  bool reconfigure = false;
   std::size_t report_history = 1 << 14;
   // Start from the newest valid snapshot of the local journal.
   bool restart_from_snapshot = true;

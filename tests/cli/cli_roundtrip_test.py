@@ -551,6 +551,16 @@ EXIT_CASES = [
                "--quiet"], b"", 1, ""),
     ("serve", ["--journal", "{tmp}/j", "--reconfigure=yes"], b"", 2,
      "takes no value"),
+    # A new configuration would reach this node's journal only
+    # (docs/REPLICATION.md "Configuration changes").
+    ("serve", ["--journal", "{tmp}/j", "--durability", "replicated",
+               "--nats", "nats://127.0.0.1:1", "--reconfigure"], b"", 2,
+     "--reconfigure is not available with --durability replicated or "
+     "--standby"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--reconfigure"], b"", 2,
+     "--reconfigure is not available with --durability replicated or "
+     "--standby"),
     # --standby: the hot standby (docs/REPLICATION.md "The standby").
     ("serve", ["--standby", "--journal", "{tmp}/j"], b"", 2,
      "--nats nats://HOST:PORT[,...] is required"),

@@ -4,6 +4,7 @@
 // journal that pins nothing gets the given configuration pinned; a damaged
 // configuration is refused.
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -198,6 +199,28 @@ TEST(ConfigPinning, AReconfigurationTheStateCannotTakeChangesNothing) {
   EXPECT_THAT(refused.status().message(),
               HasSubstr("max_live_orders 1 is below the 2 orders live"));
   EXPECT_EQ(SegmentCount(journal), 1u);
+}
+
+// A replicated primary's new configuration would be pinned in its own
+// journal only (the stream carries records, not configurations): refused
+// before anything is opened, the journal untouched.
+TEST(ConfigPinning, AReplicatedServiceRefusesToReconfigure) {
+  ScratchDir dir;
+  const std::string journal = dir.Sub("journal");
+  ServiceOptions options = WithMaxPrice(journal, 1000);
+  options.reconfigure = true;
+  options.replication.emplace();
+  options.replication->servers = "nats://127.0.0.1:1";
+  const auto refused = Service::Start(options);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("the journal stream does not carry configurations"));
+  EXPECT_FALSE(std::filesystem::exists(journal));
+  options.reconfigure = false;  // the refusal is for the flag, not the mode
+  options.replication.reset();
+  auto service = RunningService::Start(options);
+  EXPECT_NE(service, nullptr);
 }
 
 TEST(ConfigPinning, AJournalThatPinsNothingGetsTheGivenConfigurationPinned) {
