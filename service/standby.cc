@@ -39,6 +39,13 @@ constexpr std::size_t kMaxPendingMessages = 256;
 constexpr std::chrono::milliseconds kFirstReopenBackoff{100};
 constexpr std::chrono::milliseconds kMaxReopenBackoff{1000};
 
+// Bounds each request of the start-up's reads of the stream (its position,
+// its first and last messages, the rejoin check's).
+std::chrono::milliseconds StreamRequestTimeout(const StandbyOptions& o) {
+  return std::min<std::chrono::milliseconds>(o.connect_timeout,
+                                             std::chrono::seconds(5));
+}
+
 bool SameRecord(const journal::Record& a, const journal::Record& b) {
   const std::span<const std::byte> fa = a.frame.bytes();
   const std::span<const std::byte> fb = b.frame.bytes();
@@ -94,8 +101,7 @@ absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
   // No local record (a new journal, or a seeded one: seed.h): nothing to
   // compare, nothing to cut.
   if (last < *first_local) return std::optional<RejoinCut>();
-  const auto request_timeout = std::min<std::chrono::milliseconds>(
-      o.connect_timeout, std::chrono::seconds(5));
+  const std::chrono::milliseconds request_timeout = StreamRequestTimeout(o);
   absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
       replication::StreamReader::Open(o.nats_servers, o.engine_name,
                                       request_timeout);
@@ -228,19 +234,15 @@ absl::Status CheckStreamContinuesSnapshot(
   std::uint64_t stream_last = 0;   // the last
   if (!empty) {
     absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
-        replication::StreamReader::Open(
-            o.nats_servers, o.engine_name,
-            std::min<std::chrono::milliseconds>(o.connect_timeout,
-                                                std::chrono::seconds(5)));
+        replication::StreamReader::Open(o.nats_servers, o.engine_name,
+                                        StreamRequestTimeout(o));
     if (!reader.ok()) return reader.status();
     absl::StatusOr<replication::StreamMessage> last =
         (*reader)->Read(position.last_sequence);
     if (!last.ok()) return last.status();
-    const GroupMessage& end = last->message;
-    // A marker carries the index the next record gets.
-    stream_last = end.kind == GroupMessageKind::kEpochMarker
-                      ? end.first_index - 1
-                      : end.last_index();
+    // A marker holds no record: its last_index() is the one before the
+    // index the next record gets.
+    stream_last = last->message.last_index();
     absl::StatusOr<replication::StreamMessage> first =
         (*reader)->Read(std::max<std::uint64_t>(position.first_sequence, 1));
     if (!first.ok()) return first.status();
@@ -379,8 +381,7 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
       if (base::MonotonicNs() > deadline) return last_error;
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-    const auto request_timeout = std::min<std::chrono::milliseconds>(
-        o.connect_timeout, std::chrono::seconds(5));
+    const std::chrono::milliseconds request_timeout = StreamRequestTimeout(o);
     absl::StatusOr<replication::StreamPosition> position =
         replication::FindStreamPosition(o.nats_servers, o.engine_name,
                                         next_index, request_timeout);
