@@ -1,6 +1,7 @@
 // Restarting from a journal; see restart.h.
 #include "service/restart.h"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -8,6 +9,7 @@
 #include "base/clock.h"
 #include "journal/prune.h"
 #include "journal/start.h"
+#include "journal/verify.h"
 #include "service/rebuild.h"
 
 namespace orderwire::service {
@@ -32,7 +34,35 @@ void NoteRestartSnapshot(const RebuiltState& rebuilt, RestartedJournal& out) {
       rebuilt.snapshot_load_seconds);
 }
 
-// Step 3 of restart.h: after the replay, the journal's current
+// Step 3 of restart.h: the records that neither recovery (from the
+// checkpoint's group on) nor the replay (after the snapshot) read are
+// verified, so damage anywhere in the retained journal refuses the start.
+absl::Status VerifyUnreadPrefix(const std::string& directory,
+                                const journal::RecoveryReport& recovery,
+                                std::uint64_t replay_from,
+                                std::string& report) {
+  const std::uint64_t end = std::min(recovery.read_from_index, replay_from);
+  absl::StatusOr<journal::VerifiedPrefix> verified =
+      journal::VerifyPrefix(directory, end);
+  if (!verified.ok()) {
+    return absl::DataLossError(absl::StrFormat(
+        "journal %s is damaged before the records this start reads: %s. "
+        "The service does not start on a journal that no longer holds what "
+        "it journaled ('orderwire replay --verify' lists the damage); "
+        "--accept-loss cuts the journal after the last good index and sets "
+        "the rest aside",
+        directory, verified.status().message()));
+  }
+  if (verified->records == 0) return absl::OkStatus();
+  absl::StrAppendFormat(
+      &report,
+      "\n  verified records %d to %d (%d segment(s), %.1f MB) in %.3f s",
+      verified->first_index, verified->last_index, verified->segments,
+      static_cast<double>(verified->bytes) * 1e-6, verified->seconds);
+  return absl::OkStatus();
+}
+
+// Step 4 of restart.h: after the replay, the journal's current
 // configuration in force in `machine`; `given` pinned when the journal pins
 // none; a difference refused, or with `reconfigure` pinned from the next
 // index.
@@ -176,6 +206,11 @@ absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
             last_read, recovery.last_index));
       }
     }
+    if (absl::Status s = VerifyUnreadPrefix(directory, recovery,
+                                            rebuilt->from_index, out.report);
+        !s.ok()) {
+      return s;
+    }
     // The snapshot's loading is reported on its own line.
     const double seconds =
         static_cast<double>(base::MonotonicNs() - start) * 1e-9 -
@@ -195,7 +230,7 @@ absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
   for (const std::string& change : reconfigurations) {
     absl::StrAppendFormat(&out.report, "\n  journal reconfigured %s", change);
   }
-  // 3. The configuration.
+  // 4. The configuration.
   if (absl::Status s =
           PinConfiguration(directory, options.given, options.reconfigure,
                            *out.writer, *out.machine, out.report);

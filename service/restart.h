@@ -11,7 +11,12 @@
 //      record after it through StateMachine::Apply (rebuild.h: each
 //      segment's pinned configuration followed), checked to end exactly at
 //      the journal's last index;
-//   3. the configuration: the one the journal's last segment pins is put in
+//   3. the records before both the checkpoint's group (where recovery
+//      began reading) and the snapshot (where the replay began) verified
+//      as `replay --verify` verifies them (journal/verify.h): damage
+//      anywhere in the retained journal refuses the start, as it does
+//      without a snapshot;
+//   4. the configuration: the one the journal's last segment pins is put in
 //      force; a `given` that differs from it is refused (each difference
 //      named) unless `reconfigure`, which pins `given` from the next index
 //      in a new segment. A journal that pins none pins `given` from the next
@@ -47,7 +52,7 @@ struct RestartOptions {
   PinnedConfig given;
   // Start from the newest valid snapshot (false: replay the whole journal).
   bool use_snapshots = true;
-  // Accept a `given` that differs from the journal's (see step 3).
+  // Accept a `given` that differs from the journal's (see step 4).
   bool reconfigure = false;
 };
 
@@ -64,11 +69,12 @@ struct RestartedJournal {
   std::string warning;  // empty, or what must be shown even with --quiet
 };
 
-// Steps 1-3. Errors: JournalWriter::Open's (DataLoss names the file and
-// offset), the rebuild's (rebuild.h; a pruned journal without a snapshot
+// Steps 1-4. Errors: JournalWriter::Open's (DataLoss names the file and
+// offset), step 3's DataLoss (naming the file, offset and records), the
+// rebuild's (rebuild.h; a pruned journal without a snapshot
 // that reaches its start is a FailedPrecondition saying so), DataLoss when
 // the replay does not end at the journal's last index, FailedPrecondition
-// for a configuration refused (step 3) or one the state cannot take.
+// for a configuration refused (step 4) or one the state cannot take.
 absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options);
 
 }  // namespace orderwire::service

@@ -14,6 +14,7 @@
 #include "journal/format.h"
 #include "journal/internal/io_queue.h"
 #include "journal/reader.h"
+#include "journal/verify.h"
 #include "journal/writer.h"
 #include "tests/journal/test_support.h"
 
@@ -99,6 +100,46 @@ TEST(BoundedRecoveryTest, OpenDoesNotReadWhatTheCheckpointWitnesses) {
 
 // What recovery must still find: a torn tail after the checkpoint's group
 // is cut, and damage to the checkpoint's own group is data loss.
+// What Open does not read, VerifyPrefix does (the service's start runs it
+// below where recovery and the replay begin): every record before
+// end_index, damage there named with the records lost; damage at or after
+// end_index is not its to read.
+TEST(BoundedRecoveryTest, VerifyPrefixReadsWhatOpenSkipsAndStopsAtItsEnd) {
+  SKIP_WITHOUT_URING();
+  ScratchDir dir("verify-prefix");
+  Build(dir.path(), 1, 60);
+  const std::vector<std::string> paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 4u);
+
+  absl::StatusOr<VerifiedPrefix> whole = VerifyPrefix(dir.path(), 61);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  EXPECT_EQ(whole->first_index, 1u);
+  EXPECT_EQ(whole->last_index, 60u);
+  EXPECT_EQ(whole->records, 60u);
+  EXPECT_EQ(whole->segments, 4u);
+  absl::StatusOr<VerifiedPrefix> none = VerifyPrefix(dir.path(), 1);
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_EQ(none->records, 0u);
+
+  // The group in block 8 of the first segment holds index 8.
+  FlipBits(paths[0], 8 * kBlockSize + kGroupHeaderSize + 30, std::byte{0x10});
+  absl::StatusOr<VerifiedPrefix> before = VerifyPrefix(dir.path(), 8);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->last_index, 7u);
+  absl::StatusOr<VerifiedPrefix> damaged = VerifyPrefix(dir.path(), 40);
+  ASSERT_FALSE(damaged.ok());
+  EXPECT_EQ(damaged.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(damaged.status().message(), HasSubstr(paths[0]));
+  EXPECT_THAT(damaged.status().message(), HasSubstr("records 8..39"));
+
+  // A journal shorter than end_index is missing the records up to it.
+  ScratchDir other("verify-prefix-short");
+  Build(other.path(), 1, 20);
+  absl::StatusOr<VerifiedPrefix> short_one = VerifyPrefix(other.path(), 30);
+  ASSERT_FALSE(short_one.ok());
+  EXPECT_THAT(short_one.status().message(), HasSubstr("records 21..29"));
+}
+
 TEST(BoundedRecoveryTest, TheTailFromTheCheckpointsGroupIsStillChecked) {
   SKIP_WITHOUT_URING();
   ScratchDir dir("bounded");

@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,6 +30,7 @@
 #include "codec/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "journal/format.h"
 #include "service/service.h"
 #include "service/snapshot.h"
 #include "service/state_machine.h"
@@ -467,6 +469,90 @@ TEST(SnapshotWhileServing, AFailedSnapshotIsLoggedAndCountedAndServingGoesOn) {
   ASSERT_FALSE(log->empty());
   EXPECT_THAT(log->front(), HasSubstr("snapshot at index 10 failed"));
   EXPECT_THAT(log->front(), HasSubstr(SnapshotDirectory(journal)));
+}
+
+// Start-up verifies the whole retained journal (docs/SERVICE.md "What
+// start-up verifies"): a bit flipped in an old segment, before both the
+// checkpoint's group and the newest snapshot, refuses the start from that
+// snapshot as it refuses a full replay; --accept-loss cuts the journal at
+// the damage and starts, saying so.
+TEST(StartupVerification, DamageInAnOldSegmentRefusesAStartFromASnapshot) {
+  ScratchDir dir;
+  const std::string journal = dir.Sub("journal");
+  ServiceOptions options = Options(journal);
+  options.journal.segment_size = journal::kMinSegmentCapacity;
+  options.snapshot_every_records = 600;
+  ServiceStats stats;
+  (void)Trade(options, 1, 100, &stats);
+  ASSERT_EQ(stats.last_index, 3000u);
+  const std::vector<std::uint64_t> snapshots = SnapshotIndexes(journal);
+  ASSERT_FALSE(snapshots.empty());
+  std::vector<std::string> segments;
+  for (const auto& entry : std::filesystem::directory_iterator(journal)) {
+    if (journal::ParseSegmentFileName(entry.path().filename().string())) {
+      segments.push_back(entry.path().string());
+    }
+  }
+  std::sort(segments.begin(), segments.end());
+  ASSERT_GE(segments.size(), 3u) << "the test needs an old segment";
+  // The first segment ends well before the newest snapshot.
+  const std::optional<std::uint64_t> second_starts =
+      journal::ParseSegmentFileName(
+          std::filesystem::path(segments[1]).filename().string());
+  ASSERT_TRUE(second_starts.has_value());
+  ASSERT_LT(*second_starts, snapshots.front());
+
+  // Undamaged, the same journal starts from its snapshot (the control).
+  const std::string intact = dir.Sub("intact");
+  CopyJournal(journal, intact);
+  {
+    ServiceOptions start = Options(intact);
+    start.journal.segment_size = journal::kMinSegmentCapacity;
+    absl::StatusOr<std::unique_ptr<Service>> service =
+        Service::Start(std::move(start));
+    ASSERT_TRUE(service.ok()) << service.status();
+    EXPECT_EQ((*service)->stats().started_from_snapshot, snapshots.front());
+    EXPECT_THAT((*service)->startup_report(),
+                HasSubstr("verified records 1 to"));
+  }
+
+  // One bit of a record in the middle of the first segment.
+  std::vector<std::byte> bytes = test_support::ReadFile(segments[0]);
+  std::size_t at = bytes.size() / 2;
+  while (at > 0 && bytes[at] == std::byte{0}) --at;
+  ASSERT_GT(at, journal::kBlockSize);
+  bytes[at] ^= std::byte{0x01};
+  test_support::WriteFile(segments[0], bytes);
+
+  for (const bool from_snapshot : {true, false}) {
+    SCOPED_TRACE(from_snapshot ? "from the snapshot" : "--no-snapshot");
+    ServiceOptions start = Options(journal);
+    start.journal.segment_size = journal::kMinSegmentCapacity;
+    start.restart_from_snapshot = from_snapshot;
+    absl::StatusOr<std::unique_ptr<Service>> service =
+        Service::Start(std::move(start));
+    ASSERT_FALSE(service.ok()) << "started on a damaged journal";
+    EXPECT_EQ(service.status().code(), absl::StatusCode::kDataLoss);
+    EXPECT_THAT(service.status().message(), HasSubstr(segments[0]));
+  }
+  {
+    ServiceOptions start = Options(journal);
+    start.journal.segment_size = journal::kMinSegmentCapacity;
+    absl::StatusOr<std::unique_ptr<Service>> service =
+        Service::Start(std::move(start));
+    ASSERT_FALSE(service.ok());
+    EXPECT_THAT(service.status().message(), HasSubstr("--accept-loss"));
+    EXPECT_THAT(service.status().message(), HasSubstr("cannot be read"));
+  }
+
+  ServiceOptions accept = Options(journal);
+  accept.journal.segment_size = journal::kMinSegmentCapacity;
+  accept.journal.accept_loss = true;
+  absl::StatusOr<std::unique_ptr<Service>> service =
+      Service::Start(std::move(accept));
+  ASSERT_TRUE(service.ok()) << service.status();
+  EXPECT_THAT((*service)->startup_warning(), HasSubstr("DATA LOSS ACCEPTED"));
+  EXPECT_LT((*service)->stats().last_index, *second_starts);
 }
 
 }  // namespace
