@@ -222,6 +222,29 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
   Counter(text, "orderwire_reports_gone_sent_total",
           "ReportsGone frames sent: reports a client will never get.",
           s.reports_gone_sent);
+  Counter(text, "orderwire_regenerations_total",
+          "Jobs that made a session's reports again from the journal for a "
+          "resend the history no longer held.",
+          s.regenerations);
+  Counter(text, "orderwire_regeneration_records_total",
+          "Journal records those jobs applied (their CPU cost).",
+          s.regeneration_records);
+  Counter(text, "orderwire_regeneration_snapshots_total",
+          "Snapshots those jobs loaded.", s.regeneration_snapshots);
+  Counter(text, "orderwire_reports_regenerated_total",
+          "Reports sent that were made again from the journal.",
+          s.reports_regenerated);
+  Counter(text, "orderwire_regenerations_refused_total",
+          "Regeneration requests not taken (64 sessions waiting); the "
+          "client's next retransmission asks again.",
+          s.regenerations_refused);
+  Counter(text, "orderwire_regenerations_gone_total",
+          "Regenerations answered ReportsGone: older than the retained "
+          "journal, or failed.",
+          s.regenerations_gone);
+  Counter(text, "orderwire_regeneration_failures_total",
+          "Regenerations that failed (journal damage or I/O; each logged).",
+          s.regeneration_failures);
   Gauge(text, "orderwire_report_history_bytes",
         "Bytes all report histories hold now.", s.history_bytes);
   Counter(text, "orderwire_histories_released_total",

@@ -53,8 +53,9 @@ absl::Status StateRebuild::Begin() {
         if (!id.ok()) return id.status();
         state.journal_id = *id;
       }
-      absl::StatusOr<std::optional<LoadedSnapshot>> newest = LoadNewestSnapshot(
-          dir, state.journal_id, options_.up_to_index, &state.skipped);
+      absl::StatusOr<std::optional<LoadedSnapshot>> newest =
+          LoadNewestSnapshot(dir, state.journal_id, options_.up_to_index,
+                             &state.skipped, options_.snapshot_usable);
       if (newest.ok()) {
         loaded = std::move(*newest);
       } else {

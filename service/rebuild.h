@@ -51,8 +51,10 @@ struct RebuildOptions {
   std::string directory;  // the journal's
   // accept_loss is passed on; from_index is set by the rebuild.
   journal::ReaderOptions reader_options{};
-  // Start from the newest valid snapshot (false: the journal's start).
+  // Start from the newest valid snapshot (false: the journal's start)...
   bool use_snapshots = true;
+  // ... whose state this accepts, when given (others are passed over).
+  std::function<bool(const StateMachine&)> snapshot_usable{};
   // The last record applied (and the newest snapshot considered).
   std::uint64_t up_to_index = std::numeric_limits<std::uint64_t>::max();
   // The journal the snapshots must belong to; 0: the id in the journal's

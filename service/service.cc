@@ -33,6 +33,7 @@
 #include "replication/lease.h"
 #include "service/metrics.h"
 #include "service/pinned_config.h"
+#include "service/report_regenerator.h"
 #include "service/restart.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
@@ -63,6 +64,12 @@ constexpr std::int64_t kPublishEveryNs = 1'000'000;
 // (docs/PROTOCOL.md "A session begins with frame 1"): at most this many per
 // kGapRepeatNs across all such sessions.
 constexpr std::uint32_t kNewSessionGapsPerWindow = 64;
+// Reports made again from the journal sent per loop pass (about 80 ns
+// each: the loop stays responsive while a job streams), and the jobs in a
+// row one session's resend may take when its history keeps moving past
+// their ends.
+constexpr std::size_t kRegeneratedPerPass = 1024;
+constexpr std::uint32_t kMaxRegenerationContinuations = 8;
 // The owner of a send slot that belongs to no session.
 constexpr std::uint32_t kNoOwner = UINT32_MAX;
 
@@ -183,6 +190,15 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::uint64_t journal_full_episodes_ = 0;
   bool journal_full_ = false;  // the journal answered kJournalFull
   std::uint64_t reports_gone_sent_ = 0;
+  // Reports made again from the journal (report_regenerator.h); null until
+  // Start() has the journal. Continuations: jobs in a row for the active
+  // session because its history moved past a job's end meanwhile.
+  std::unique_ptr<ReportRegenerator> regenerator_;
+  std::uint32_t regeneration_continuations_ = 0;
+  std::uint64_t reports_regenerated_ = 0;
+  std::uint64_t regenerations_refused_ = 0;
+  std::uint64_t regenerations_gone_ = 0;
+  std::uint64_t regeneration_failures_ = 0;
   std::uint64_t new_session_gaps_dropped_ = 0;
   std::uint64_t histories_released_ = 0;
   LatencyBuckets command_latency_;
@@ -287,6 +303,17 @@ class Service::Impl final : public Sequencer::Backpressure {
   // `gone_command` is not 0.
   void ResendFrom(Session& session, const SessionState& state,
                   std::uint64_t first_report, std::uint64_t gone_command = 0);
+  // A duplicate of applied command `command` whose first report the
+  // history no longer holds: its reports are made again from the journal.
+  void RequestRegeneration(Session& session, std::uint64_t command,
+                           std::uint64_t from_report);
+  // While a regeneration job is active: sends what it made (at most
+  // kRegeneratedPerPass a pass), hands over to the history once it holds
+  // the next report, and ends the job (FinishRegeneration).
+  void PumpRegeneration();
+  void FinishRegeneration(const ReportRegenerator::Finished& done);
+  // The answer when reports are gone: ReportsGone, then what is held.
+  void ResendGone(Session& session, const SessionState& state);
   // Releases the report history of every session not heard from for
   // session_idle_seconds. Cold: a walk over the sessions, at most every
   // quarter of that time (and at most once per second).
@@ -386,6 +413,11 @@ absl::Status Service::Impl::Start() {
       return s;
     }
   }
+  regenerator_ = std::make_unique<ReportRegenerator>(
+      ReportRegeneratorOptions{.journal_dir = options_.journal.directory,
+                               .journal_id = writer_->journal_id(),
+                               .machine = MachineOptions(options_),
+                               .unpinned = PinnedConfigOf(options_.config)});
   records_at_start_ = machine_->stats().records;
   snapshot_base_index_ = started_from_snapshot_;
   durable_index_ = writer_->durable_index();
@@ -644,6 +676,9 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
       }
     }
     ApplyDurable();
+    if (regenerator_->active()) [[unlikely]] {
+      PumpRegeneration();
+    }
     if (journal_full_) [[unlikely]] {
       CheckJournalResumed();
     }
@@ -666,7 +701,9 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
       if (options_.metrics != nullptr && now_ns_ >= next_publish_ns_) {
         PublishMetrics();
       }
-      socket_->WaitReadable(50);
+      // While a regeneration streams, the loop comes back for its reports
+      // every millisecond.
+      socket_->WaitReadable(regenerator_->active() ? 1 : 50);
     }
   }
   // Shutdown: nothing more is read; what was journaled is made durable,
@@ -861,13 +898,10 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
       if (from.has_value()) {
         ResendFrom(session, *state, *from);
       } else {
-        // Older than the history holds: never silence (docs/PROTOCOL.md
-        // "Reports gone"). From the oldest command whose first report is
-        // held, else from what comes next.
+        // Older than the history holds (docs/PROTOCOL.md "Reports the
+        // history no longer holds"): made again from the journal.
         ++resend_unavailable_;
-        const auto start = state->history.OldestCommandStart();
-        ResendFrom(session, *state, start ? start->report : state->next_report,
-                   start ? start->command : state->next_expected);
+        RequestRegeneration(session, result.first_duplicate, 0);
       }
     }
   }
@@ -1119,6 +1153,102 @@ void Service::Impl::ResendFrom(Session& session, const SessionState& state,
   }
 }
 
+void Service::Impl::ResendGone(Session& session, const SessionState& state) {
+  // Never silence (docs/PROTOCOL.md "Reports gone"): from the oldest command
+  // whose first report is held, else from what comes next.
+  const auto start = state.history.OldestCommandStart();
+  session.resent_from = 0;
+  ResendFrom(session, state, start ? start->report : state.next_report,
+             start ? start->command : state.next_expected);
+}
+
+void Service::Impl::RequestRegeneration(Session& session, std::uint64_t command,
+                                        std::uint64_t from_report) {
+  const ReportRegenerator::Queued queued = regenerator_->Request(
+      RegenerationRequest{.session_id = session.id,
+                          .from_command = command,
+                          .from_report = from_report,
+                          .up_to_index = machine_->last_index()},
+      now_ns_);
+  if (queued == ReportRegenerator::Queued::kFull) ++regenerations_refused_;
+}
+
+void Service::Impl::PumpRegeneration() {
+  const std::uint32_t id = regenerator_->active_session();
+  Session* session = sequencer_->sessions().Find(id);
+  const SessionState* state = machine_->Find(id);
+  if (session == nullptr || state == nullptr) {
+    regenerator_->Cancel();
+  } else {
+    std::uint64_t held_from = 0;  // the history holds the rest from here
+    regenerator_->Take(
+        [&](std::uint64_t sequence, std::span<const std::byte> frame) {
+          if (!state->history.Get(sequence).empty()) {
+            held_from = sequence;
+            return false;
+          }
+          ++reports_regenerated_;
+          Emit(*session, frame);
+          return true;
+        },
+        kRegeneratedPerPass);
+    if (held_from != 0) {
+      regenerator_->Cancel();
+      session->resent_from = 0;
+      ResendFrom(*session, *state, held_from);
+    }
+    FlushOutput();
+  }
+  const std::optional<ReportRegenerator::Finished> done =
+      regenerator_->TakeFinished(now_ns_);
+  if (done.has_value()) FinishRegeneration(*done);
+}
+
+void Service::Impl::FinishRegeneration(
+    const ReportRegenerator::Finished& done) {
+  Session* session = sequencer_->sessions().Find(done.session_id);
+  const SessionState* state = machine_->Find(done.session_id);
+  // Cancelled: the history held the rest (sent), or the session is gone.
+  if (done.cancelled || session == nullptr || state == nullptr) {
+    regeneration_continuations_ = 0;
+    return;
+  }
+  if (!done.status.ok()) {
+    regeneration_continuations_ = 0;
+    ++regenerations_gone_;
+    if (!absl::IsNotFound(done.status)) {
+      ++regeneration_failures_;
+      Log(absl::StrFormat(
+          "session %d: its reports could not be made again from the journal "
+          "(answered ReportsGone): %s",
+          done.session_id, done.status.message()));
+    }
+    ResendGone(*session, *state);
+    FlushOutput();
+    return;
+  }
+  const std::uint64_t next = done.next_report;
+  if (next == 0 || next >= state->next_report) {
+    regeneration_continuations_ = 0;  // every report made was sent
+    return;
+  }
+  if (!state->history.Get(next).empty()) {
+    regeneration_continuations_ = 0;
+    session->resent_from = 0;
+    ResendFrom(*session, *state, next);
+    FlushOutput();
+    return;
+  }
+  // The history moved past the job's end while it ran: the reports after
+  // it are made by another job, from there. Bounded: the client's next
+  // retransmission asks again after that.
+  if (++regeneration_continuations_ <= kMaxRegenerationContinuations) {
+    RequestRegeneration(*session, 0, next);
+  } else {
+    regeneration_continuations_ = 0;
+  }
+}
+
 void Service::Impl::SendNewSessionGap(std::uint32_t id,
                                       const net::Endpoint& peer) {
   if (now_ns_ - new_session_gap_window_ns_ >= kGapRepeatNs) {
@@ -1313,6 +1443,16 @@ void Service::Impl::RefreshStats() const {
   s.reports_resent = reports_resent_;
   s.resend_unavailable = resend_unavailable_;
   s.reports_gone_sent = reports_gone_sent_;
+  if (regenerator_ != nullptr) {
+    const RegenerationCounters r = regenerator_->counters();
+    s.regenerations = r.jobs;
+    s.regeneration_records = r.records_applied;
+    s.regeneration_snapshots = r.snapshots_loaded;
+  }
+  s.reports_regenerated = reports_regenerated_;
+  s.regenerations_refused = regenerations_refused_;
+  s.regenerations_gone = regenerations_gone_;
+  s.regeneration_failures = regeneration_failures_;
   s.new_session_gaps_dropped = new_session_gaps_dropped_;
   s.histories_released = histories_released_;
   s.history_bytes = machine_->history_budget().used();
@@ -1454,6 +1594,15 @@ std::string Service::StatsReport() const {
                         "sent)\n",
                         s.reports_resent, s.resend_unavailable,
                         s.reports_gone_sent);
+  if (s.regenerations != 0 || s.regenerations_refused != 0) {
+    absl::StrAppendFormat(
+        &out,
+        "  regenerated       %d reports from the journal (%d jobs, %d records "
+        "applied, %d snapshots loaded, %d refused, %d gone, %d failed)\n",
+        s.reports_regenerated, s.regenerations, s.regeneration_records,
+        s.regeneration_snapshots, s.regenerations_refused, s.regenerations_gone,
+        s.regeneration_failures);
+  }
   absl::StrAppendFormat(&out,
                         "  report history    %d bytes held, %d idle "
                         "histories released\n",
@@ -1541,6 +1690,13 @@ std::string Service::StatsJson() const {
   field("reports_resent", s.reports_resent);
   field("resend_unavailable", s.resend_unavailable);
   field("reports_gone_sent", s.reports_gone_sent);
+  field("regenerations", s.regenerations);
+  field("regeneration_records", s.regeneration_records);
+  field("regeneration_snapshots", s.regeneration_snapshots);
+  field("reports_regenerated", s.reports_regenerated);
+  field("regenerations_refused", s.regenerations_refused);
+  field("regenerations_gone", s.regenerations_gone);
+  field("regeneration_failures", s.regeneration_failures);
   field("new_session_gaps_dropped", s.new_session_gaps_dropped);
   field("histories_released", s.histories_released);
   field("history_bytes", s.history_bytes);

@@ -17,7 +17,9 @@
 // command is journaled and applied, and its report history lazily, growing
 // with its reports within a total budget (report_history.h). A session not
 // heard from for session_idle_seconds releases its history; a resend that
-// needs reports no longer held is answered ReportsGone. Back-pressure: when the
+// needs reports no longer held gets them made again from the journal on a
+// worker thread (report_regenerator.h), and ReportsGone only when they are
+// older than the retained journal. Back-pressure: when the
 // journal has no free buffer or the pending ring is full, the loop stops
 // reading the socket and waits for the disk; datagrams wait in the socket
 // buffer or are dropped by the kernel, and clients retransmit.
@@ -202,8 +204,21 @@ struct ServiceStats {
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t sequence_gaps_sent = 0;
   std::uint64_t reports_resent = 0;
-  std::uint64_t resend_unavailable = 0;        // duplicate older than history
-  std::uint64_t reports_gone_sent = 0;         // ReportsGone frames sent
+  std::uint64_t resend_unavailable = 0;  // duplicate older than history
+  std::uint64_t reports_gone_sent = 0;   // ReportsGone frames sent
+  // Reports made again from the journal for such duplicates
+  // (report_regenerator.h): jobs begun, the records they applied, snapshots
+  // they loaded, reports sent from them, requests not taken (kMaxQueued
+  // sessions waiting: the client asks again), and jobs that ended in
+  // ReportsGone (older than the retained journal, or failed: the failures,
+  // each logged).
+  std::uint64_t regenerations = 0;
+  std::uint64_t regeneration_records = 0;
+  std::uint64_t regeneration_snapshots = 0;
+  std::uint64_t reports_regenerated = 0;
+  std::uint64_t regenerations_refused = 0;
+  std::uint64_t regenerations_gone = 0;
+  std::uint64_t regeneration_failures = 0;
   std::uint64_t new_session_gaps_dropped = 0;  // SequenceGap(1) over limit
   std::uint64_t histories_released = 0;        // idle sessions' histories
   std::uint64_t history_bytes = 0;             // all histories hold now

@@ -910,14 +910,18 @@ absl::StatusOr<std::vector<SnapshotInfo>> ListSnapshots(
 
 absl::StatusOr<std::optional<LoadedSnapshot>> LoadNewestSnapshot(
     const std::string& journal_dir, std::uint64_t journal_id,
-    std::uint64_t max_index, std::vector<std::string>* skipped) {
+    std::uint64_t max_index, std::vector<std::string>* skipped,
+    const std::function<bool(const StateMachine&)>& usable) {
   absl::StatusOr<std::vector<SnapshotInfo>> list = ListSnapshots(journal_dir);
   if (!list.ok()) return list.status();
   for (const SnapshotInfo& candidate : *list) {
     if (candidate.index > max_index) continue;
     absl::StatusOr<LoadedSnapshot> loaded =
         LoadSnapshot(candidate.path, journal_id);
-    if (loaded.ok()) return std::optional<LoadedSnapshot>(std::move(*loaded));
+    if (loaded.ok()) {
+      if (usable && !usable(*loaded->machine)) continue;
+      return std::optional<LoadedSnapshot>(std::move(*loaded));
+    }
     if (skipped != nullptr) {
       // The messages of Decode name the file already.
       std::string why(loaded.status().message());

@@ -30,6 +30,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -116,13 +117,15 @@ absl::StatusOr<LoadedSnapshot> LoadSnapshot(const std::string& path,
 absl::StatusOr<std::vector<SnapshotInfo>> ListSnapshots(
     const std::string& journal_dir);
 
-// The newest snapshot with index <= max_index that loads and belongs to
-// journal_id; each one skipped is described in *skipped ("snapshot
-// FILE: damaged at offset N: why; using the previous one"). nullopt: none
-// (start from the journal's beginning).
+// The newest snapshot with index <= max_index that loads, belongs to
+// journal_id and, when `usable` is given, whose state it accepts; each one
+// that does not load is described in *skipped ("snapshot FILE: damaged at
+// offset N: why; using the previous one"), one `usable` refuses is passed
+// over silently. nullopt: none (start from the journal's beginning).
 absl::StatusOr<std::optional<LoadedSnapshot>> LoadNewestSnapshot(
     const std::string& journal_dir, std::uint64_t journal_id,
-    std::uint64_t max_index, std::vector<std::string>* skipped);
+    std::uint64_t max_index, std::vector<std::string>* skipped,
+    const std::function<bool(const StateMachine&)>& usable = nullptr);
 
 // ---------------------------------------------------------------------------
 // The encoding itself, for tests, the fuzz target and tools.

@@ -53,6 +53,13 @@ std::size_t StateMachine::ReleaseHistory(std::uint32_t index) noexcept {
   return bytes;
 }
 
+void StateMachine::KeepNoHistory() noexcept {
+  for (const std::unique_ptr<SessionState>& session : sessions_) {
+    session->history.Release(history_budget_);
+  }
+  options_.report_history = 1;
+}
+
 absl::Status StateMachine::Apply(const Record& record) {
   output_count_ = 0;
   if (last_index_ != 0 && record.index != last_index_ + 1) {

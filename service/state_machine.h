@@ -163,6 +163,12 @@ class StateMachine {
   // e.g. for an idle session; never part of what a replay reproduces).
   // Returns the bytes given back. Cold.
   std::size_t ReleaseHistory(std::uint32_t index) noexcept;
+  // Frees every session's report history and keeps at most one report per
+  // session from now on: for a machine that replays the journal for a
+  // purpose of its own and takes the reports from outputs() (the report
+  // regenerator). The reports made do not change (report_history.h,
+  // "Determinism"). Cold.
+  void KeepNoHistory() noexcept;
   // Bytes all report histories hold, and their budget.
   [[nodiscard]] const HistoryBudget& history_budget() const noexcept {
     return history_budget_;

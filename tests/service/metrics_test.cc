@@ -108,6 +108,8 @@ ServiceStats DistinctStats() {
   s.sessions = 2;
   s.sessions_listed = 1;
   s.fork_ns_max = 1'500'000;
+  s.reports_regenerated = 13;
+  s.regenerations_gone = 14;
   s.command_latency.Record(40'000);
   s.command_latency.Record(3'000'000'000);
   return s;
@@ -186,6 +188,8 @@ TEST(ServiceMetrics, ExposesEachCounterUnderItsNameAndLabel) {
            "orderwire_command_durable_latency_seconds_sum 3.00004",
            "orderwire_command_durable_latency_seconds_count 2",
            "orderwire_journal_wait_seconds_count 0",
+           "orderwire_reports_regenerated_total 13",
+           "orderwire_regenerations_gone_total 14",
        }) {
     EXPECT_TRUE(HasLine(out, line)) << "missing: " << line << "\n" << out;
   }
@@ -231,7 +235,7 @@ TEST(ServiceMetrics, AnnouncesEveryFamilyOnceBeforeItsSamples) {
     }
   }
   // docs/SERVICE.md "Metrics" lists each family: a new one goes there too.
-  EXPECT_EQ(announced.size(), 50u);
+  EXPECT_EQ(announced.size(), 57u);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // Bounded session memory, end to end over loopback (docs/SERVICE.md
-// "Memory"): a resend older than the history is answered ReportsGone, an
+// "Memory"): a resend older than the history gets its reports made again
+// from the journal (from its start or a snapshot), one older than the
+// retained journal is answered ReportsGone, an
 // idle session releases its history and still trades, and 100,000 session
 // ids - first ids that only send gaps and garbage, then ids that each send
 // one valid command - keep the service's memory under the stated bound while
@@ -24,10 +26,14 @@
 #include "codec/frame.h"
 #include "codec/messages.h"
 #include "gtest/gtest.h"
+#include "journal/format.h"
+#include "journal/prune.h"
 #include "net/udp.h"
+#include "service/rebuild.h"
 #include "service/report_history.h"
 #include "service/service.h"
 #include "service/service_config.h"
+#include "service/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -97,12 +103,12 @@ void SendOrders(TestClient& client, std::uint64_t first, std::uint64_t count) {
   }
 }
 
-// docs/PROTOCOL.md "Reports gone": with room for 2 reports per session, a
-// retransmission of command 1 after 5 reports is answered ReportsGone
-// (resend from command 4, report 4), then reports 4 and 5 again. Before
-// ReportsGone existed the service counted resend_unavailable and sent
-// nothing.
-TEST(SessionMemory, AResendOlderThanTheHistoryIsAnsweredReportsGone) {
+// docs/PROTOCOL.md "Reports the history no longer holds": with room for 2
+// reports per session, a retransmission of command 1 after 5 reports gets
+// reports 1 to 3 made again from the journal (the replay from its start:
+// no snapshot) and 4 and 5 from the history, the bytes sent live; no
+// ReportsGone. Before regeneration existed it was ReportsGone(4, 4).
+TEST(SessionMemory, AResendOlderThanTheHistoryIsMadeAgainFromTheJournal) {
   ScratchDir dir;
   ServiceOptions options =
       TestOptions(dir.Sub("journal"), journal::Durability::kNone);
@@ -112,12 +118,14 @@ TEST(SessionMemory, AResendOlderThanTheHistoryIsAnsweredReportsGone) {
   TestClient client(service->endpoint());
   SendOrders(client, 1, 5);
   client.Send(9, {Frame(1, Limit(1, 1, 101))});
-  const std::vector<Bytes> reports = client.Frames(9, 3);
-  ASSERT_EQ(reports.size(), 3u);
-  EXPECT_FRAME_EQ(reports[0], Frame(0, codec::ReportsGone{4, 4}));
-  EXPECT_FRAME_EQ(reports[1], AcceptedFor(4, 4, Limit(1, 4, 104)));
-  EXPECT_FRAME_EQ(reports[2], AcceptedFor(5, 5, Limit(1, 5, 105)));
-  // A duplicate of a command still held gets no ReportsGone.
+  const std::vector<Bytes> reports = client.Frames(9, 5, 10'000);
+  ASSERT_EQ(reports.size(), 5u);
+  for (std::uint64_t i = 1; i <= 5; ++i) {
+    EXPECT_FRAME_EQ(reports[i - 1],
+                    AcceptedFor(i, i, Limit(1, i, 100 + static_cast<int>(i))));
+  }
+  EXPECT_TRUE(client.Silent(20));
+  // A duplicate of a command still held is answered from the history.
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // 2 ms rule
   client.Send(9, {Frame(5, Limit(1, 5, 105))});
   const std::vector<Bytes> again = client.Frames(9, 1);
@@ -125,16 +133,106 @@ TEST(SessionMemory, AResendOlderThanTheHistoryIsAnsweredReportsGone) {
   EXPECT_FRAME_EQ(again[0], AcceptedFor(5, 5, Limit(1, 5, 105)));
   ASSERT_TRUE(service->Stop().ok());
   const ServiceStats& stats = service->final_stats();
-  EXPECT_EQ(stats.reports_gone_sent, 1u);
+  EXPECT_EQ(stats.reports_gone_sent, 0u);
   EXPECT_EQ(stats.resend_unavailable, 1u);
-  EXPECT_EQ(
-      stats.frames_out[static_cast<std::size_t>(codec::Kind::kReportsGone)],
-      1u);
+  EXPECT_EQ(stats.regenerations, 1u);
+  EXPECT_EQ(stats.regeneration_snapshots, 0u);
+  EXPECT_EQ(stats.reports_regenerated, 3u);
+  EXPECT_EQ(stats.reports_resent, 3u);  // 4 and 5, then 5
+  EXPECT_EQ(stats.regenerations_gone, 0u);
+}
+
+// The same from a snapshot: with snapshots every 2 records, reports 5 and
+// 6 of 8 are made again from the newest snapshot in which the session had
+// not yet reached command 5 (index 4), replaying records 5 to 8 only.
+TEST(SessionMemory, ARegenerationStartsFromTheNewestSnapshotBeforeTheCommand) {
+  ScratchDir dir;
+  ServiceOptions options =
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch);
+  options.report_history = 2;
+  options.snapshot_every_records = 2;
+  auto service = RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  for (std::uint64_t i = 1; i <= 8; ++i) {
+    SendOrders(client, i, 1);
+    ASSERT_TRUE(service->WaitFor(
+        [](const ServiceStats& s) { return !s.snapshot_running; }));
+  }
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.last_snapshot_index == 8; }));
+  client.Send(9, {Frame(5, Limit(1, 5, 105))});
+  const std::vector<Bytes> reports = client.Frames(9, 4, 10'000);
+  ASSERT_EQ(reports.size(), 4u);
+  for (std::uint64_t i = 5; i <= 8; ++i) {
+    EXPECT_FRAME_EQ(reports[i - 5],
+                    AcceptedFor(i, i, Limit(1, i, 100 + static_cast<int>(i))));
+  }
+  ASSERT_TRUE(service->Stop().ok());
+  const ServiceStats& stats = service->final_stats();
+  EXPECT_EQ(stats.regenerations, 1u);
+  EXPECT_EQ(stats.regeneration_snapshots, 1u);
+  EXPECT_EQ(stats.regeneration_records, 4u);
+  EXPECT_EQ(stats.reports_regenerated, 2u);
+  EXPECT_EQ(stats.reports_gone_sent, 0u);
+}
+
+// docs/PROTOCOL.md "Reports gone": reports older than the retained journal
+// (its first segments pruned, every snapshot after the command) are
+// answered ReportsGone naming the oldest command the history holds, then
+// those reports.
+TEST(SessionMemory, AResendOlderThanTheRetainedJournalIsAnsweredReportsGone) {
+  ScratchDir dir;
+  const std::string journal_dir = dir.Sub("journal");
+  ServiceOptions options = TestOptions(journal_dir, journal::Durability::kNone);
+  options.journal.segment_size = journal::kMinSegmentCapacity;
+  options.report_history = 2;
+  constexpr std::uint64_t kOrders = 2000;
+  {
+    auto service = RunningService::Start(options);
+    ASSERT_NE(service, nullptr);
+    TestClient client(service->endpoint());
+    SendOrders(client, 1, kOrders);
+    ASSERT_TRUE(service->Stop().ok());
+  }
+  // A snapshot at the end (of this journal: the restart checks its id),
+  // then the segments before it pruned.
+  absl::StatusOr<std::uint64_t> id = JournalIdOf(journal_dir, {});
+  ASSERT_TRUE(id.ok()) << id.status();
+  {
+    absl::StatusOr<std::unique_ptr<Service>> stopped = Service::Start(options);
+    ASSERT_TRUE(stopped.ok()) << stopped.status();
+    ASSERT_TRUE(
+        WriteSnapshot((*stopped)->state(), *id, journal_dir).status().ok());
+  }
+  absl::StatusOr<journal::PruneReport> pruned = journal::PruneJournal(
+      {.directory = journal_dir, .before_index = kOrders});
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  ASSERT_GT(pruned->first_index_after, 1u);
+
+  auto service = RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  client.Send(9, {Frame(1, Limit(1, 1, 101))});
+  const std::vector<Bytes> reports = client.Frames(9, 3, 10'000);
+  ASSERT_EQ(reports.size(), 3u);
+  EXPECT_FRAME_EQ(reports[0],
+                  Frame(0, codec::ReportsGone{kOrders - 1, kOrders - 1}));
+  EXPECT_FRAME_EQ(reports[1], AcceptedFor(kOrders - 1, kOrders - 1,
+                                          Limit(1, kOrders - 1, 99 + kOrders)));
+  EXPECT_FRAME_EQ(reports[2], AcceptedFor(kOrders, kOrders,
+                                          Limit(1, kOrders, 100 + kOrders)));
+  ASSERT_TRUE(service->Stop().ok());
+  const ServiceStats& stats = service->final_stats();
+  EXPECT_EQ(stats.regenerations, 1u);
+  EXPECT_EQ(stats.regenerations_gone, 1u);
+  EXPECT_EQ(stats.regeneration_failures, 0u);
+  EXPECT_EQ(stats.reports_gone_sent, 1u);
 }
 
 // session_idle_seconds: a session not heard from releases its history (the
-// bytes go back to the budget); a resend then gets ReportsGone naming the
-// next command and report, with nothing after it; the session still trades.
+// bytes go back to the budget); a resend then gets its reports made again
+// from the journal; the session still trades.
 TEST(SessionMemory, AnIdleSessionReleasesItsHistoryAndStillTrades) {
   ScratchDir dir;
   ServiceConfig config;
@@ -148,13 +246,17 @@ TEST(SessionMemory, AnIdleSessionReleasesItsHistoryAndStillTrades) {
     return s.histories_released == 1 && s.history_bytes == 0;
   }));
   client.Send(9, {Frame(1, Limit(1, 1, 101))});
-  std::vector<Bytes> reports = client.Frames(9, 1);
-  ASSERT_EQ(reports.size(), 1u);
-  EXPECT_FRAME_EQ(reports[0], Frame(0, codec::ReportsGone{4, 4}));
+  std::vector<Bytes> reports = client.Frames(9, 3, 10'000);
+  ASSERT_EQ(reports.size(), 3u);
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    EXPECT_FRAME_EQ(reports[i - 1],
+                    AcceptedFor(i, i, Limit(1, i, 100 + static_cast<int>(i))));
+  }
   EXPECT_TRUE(client.Silent(20));
   SendOrders(client, 4, 1);
   ASSERT_TRUE(service->Stop().ok());
   EXPECT_GT(service->final_stats().history_bytes, 0u);
+  EXPECT_EQ(service->final_stats().reports_gone_sent, 0u);
 }
 
 // Sends `count` datagrams made by `make(i)` for i in [first, first + count)

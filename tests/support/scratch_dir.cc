@@ -18,6 +18,9 @@ ScratchDir::ScratchDir(std::string_view prefix) {
 }
 
 ScratchDir::~ScratchDir() {
+  // ORDERWIRE_KEEP_SCRATCH=1 keeps it, for reading a failed run's files.
+  const char* keep = std::getenv("ORDERWIRE_KEEP_SCRATCH");
+  if (keep != nullptr && *keep != '\0' && *keep != '0') return;
   std::error_code ec;
   if (!path_.empty()) std::filesystem::remove_all(path_, ec);
 }

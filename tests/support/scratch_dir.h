@@ -1,5 +1,6 @@
 // ScratchDir: a fresh directory for one test, under $TMPDIR (or /tmp), removed
-// with its contents when the ScratchDir goes out of scope.
+// with its contents when the ScratchDir goes out of scope (kept when the
+// environment sets ORDERWIRE_KEEP_SCRATCH=1, to read a failed run's files).
 #ifndef ORDERWIRE_TESTS_SUPPORT_SCRATCH_DIR_H_
 #define ORDERWIRE_TESTS_SUPPORT_SCRATCH_DIR_H_
 
