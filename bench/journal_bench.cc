@@ -24,6 +24,15 @@
 //   BM_ReplayVerify               JournalReader over a 1M-record journal of
 //                                 the `mixed` workload (page cache warm)
 //   BM_ReplayEngine               the same, each command through the engine
+//   BM_VerifyPrefix               journal::VerifyPrefix over the same journal
+//                                 (the start-up check of the records before
+//                                 the checkpoint and the snapshot)
+//   BM_RebuildFromSnapshot        the state at 1M from a snapshot at 900k:
+//                                 load it, apply the 100k records after it
+//   BM_Regenerate                 a session's reports from command 900,001
+//                                 made again (service::ReportRegenerator:
+//                                 the same snapshot and replay, the reports
+//                                 through its ring to this thread)
 //   BM_Crc32c/N                   the CRC32C of N bytes (one record, one
 //                                 64 KiB group)
 //
@@ -43,6 +52,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/latency_histogram.h"
@@ -56,7 +66,12 @@
 #include "journal/crc32c.h"
 #include "journal/format.h"
 #include "journal/reader.h"
+#include "journal/verify.h"
 #include "journal/writer.h"
+#include "service/pinned_config.h"
+#include "service/rebuild.h"
+#include "service/report_regenerator.h"
+#include "service/snapshot.h"
 #include "service/state_machine.h"
 
 namespace orderwire::journal {
@@ -576,6 +591,127 @@ void BM_ReplayEngine(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(records));
 }
 BENCHMARK(BM_ReplayEngine)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_VerifyPrefix(benchmark::State& state) {
+  const std::string& dir = MixedJournal();
+  std::uint64_t records = 0;
+  std::uint64_t bytes = 0;
+  for (auto _ : state) {
+    absl::StatusOr<VerifiedPrefix> verified = VerifyPrefix(dir, 1'000'001);
+    if (!verified.ok() || verified->records != 1'000'000) {
+      state.SkipWithError("journal not whole");
+      return;
+    }
+    records += verified->records;
+    bytes += verified->bytes;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(records));
+  state.SetBytesProcessed(static_cast<std::int64_t>(bytes));
+}
+BENCHMARK(BM_VerifyPrefix)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+constexpr std::uint64_t kSnapshotIndex = 900'000;
+
+service::StateMachineOptions ReplayMachine() {
+  return service::StateMachineOptions{.engine = engine::EngineConfig{},
+                                      .max_sessions = 1024,
+                                      .report_history = 1,
+                                      .history_budget_bytes = 0};
+}
+
+// MixedJournal with a snapshot at kSnapshotIndex (written once); its id.
+std::uint64_t MixedJournalWithSnapshot() {
+  static const std::uint64_t id = [] {
+    const std::string& dir = MixedJournal();
+    absl::StatusOr<std::uint64_t> journal_id = service::JournalIdOf(dir, {});
+    if (!journal_id.ok()) return std::uint64_t{0};
+    absl::StatusOr<service::RebuiltState> rebuilt =
+        service::RebuildState({.directory = dir,
+                               .use_snapshots = false,
+                               .up_to_index = kSnapshotIndex,
+                               .machine_options = ReplayMachine()});
+    if (!rebuilt.ok() ||
+        !service::WriteSnapshot(*rebuilt->machine, *journal_id, dir).ok()) {
+      return std::uint64_t{0};
+    }
+    return *journal_id;
+  }();
+  return id;
+}
+
+void BM_RebuildFromSnapshot(benchmark::State& state) {
+  const std::uint64_t id = MixedJournalWithSnapshot();
+  if (id == 0) {
+    state.SkipWithError("no snapshot");
+    return;
+  }
+  std::uint64_t records = 0;
+  for (auto _ : state) {
+    absl::StatusOr<service::RebuiltState> rebuilt =
+        service::RebuildState({.directory = MixedJournal(),
+                               .up_to_index = 1'000'000,
+                               .journal_id = id,
+                               .machine_options = ReplayMachine()});
+    if (!rebuilt.ok() || !rebuilt->snapshot.has_value() ||
+        rebuilt->machine->last_index() != 1'000'000) {
+      state.SkipWithError("rebuild failed");
+      return;
+    }
+    records += rebuilt->replayed;
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(records));
+}
+BENCHMARK(BM_RebuildFromSnapshot)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+void BM_Regenerate(benchmark::State& state) {
+  const std::uint64_t id = MixedJournalWithSnapshot();
+  if (id == 0) {
+    state.SkipWithError("no snapshot");
+    return;
+  }
+  service::ReportRegenerator regenerator(
+      {.journal_dir = MixedJournal(),
+       .journal_id = id,
+       .machine = ReplayMachine(),
+       .unpinned = service::PinnedConfig{.engine = engine::EngineConfig{},
+                                         .max_sessions = 1024}});
+  std::uint64_t reports = 0;
+  std::int64_t now_ns = 0;
+  for (auto _ : state) {
+    // Past the last job's kRepeatNs: a new job each time.
+    now_ns += 2 * service::ReportRegenerator::kRepeatNs;
+    if (regenerator.Request({.session_id = 1,
+                             .from_command = kSnapshotIndex + 1,
+                             .up_to_index = 1'000'000},
+                            now_ns) !=
+        service::ReportRegenerator::Queued::kQueued) {
+      state.SkipWithError("request not queued");
+      return;
+    }
+    std::optional<service::ReportRegenerator::Finished> done;
+    while (!done.has_value()) {
+      // As the service's loop does: 1,024 a pass, and while nothing is
+      // there, a short wait (the worker runs at nice +10 and may share
+      // this core).
+      const std::size_t taken = regenerator.Take(
+          [](std::uint64_t, std::span<const std::byte>) { return true; }, 1024);
+      reports += taken;
+      done = regenerator.TakeFinished(now_ns);
+      if (taken == 0 && !done.has_value()) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      }
+    }
+    if (!done->status.ok()) {
+      state.SkipWithError("regeneration failed");
+      return;
+    }
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(
+                                                   1'000'000 - kSnapshotIndex));
+  state.counters["reports"] = benchmark::Counter(
+      static_cast<double>(reports) / static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_Regenerate)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace orderwire::journal

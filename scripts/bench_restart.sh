@@ -12,7 +12,9 @@
 # 2. RUNS times each, alternating: `serve` on that journal (it starts from
 #    the newest snapshot and replays the tail) and `serve --no-snapshot`
 #    (the whole journal); the time from exec to "listening on" (wall
-#    clock), and the banner's own load and replay times.
+#    clock), and the banner's own verify, load and replay times. Then RUNS
+#    times `cat` of the segment files and `replay --verify` (the start-up
+#    verification's baselines).
 # 3. With LIVE (default 1000000) > 0: a fresh journal, one session sending
 #    LIVE GoodTillCancel buys that never cross (so LIVE orders are live at
 #    the end), with a snapshot every LIVE/4 records: fork() time with that
@@ -100,8 +102,19 @@ for run in $(seq 1 "$runs"); do
     start "$j" "$work/restart.log" "${args[@]}"
     stop
     echo "restart $mode run $run: listening after $started_after s;" \
-      "$(grep -E 'loaded in|replayed' "$work/restart.log" | sed 's/^ *//' | tr '\n' ' ')"
+      "$(grep -E 'verified|loaded in|replayed' "$work/restart.log" | sed 's/^ *//' | tr '\n' ' ')"
   done
+done
+# The start-up check of what neither recovery nor the replay reads, beside
+# the same check offline (replay --verify) and reading the segment files.
+for run in $(seq 1 "$runs"); do
+  t0=$(date +%s.%N)
+  cat "$j"/*.owj >/dev/null
+  t1=$(date +%s.%N)
+  "$ow" replay --verify --journal "$j" >"$work/verify.log" 2>&1
+  t2=$(date +%s.%N)
+  echo "verify run $run: cat of the segments $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.3f", b - a}') s," \
+    "replay --verify $(awk -v a="$t1" -v b="$t2" 'BEGIN{printf "%.3f", b - a}') s ($(grep -E 'records/s' "$work/verify.log" | sed 's/^ *//'))"
 done
 
 # --- 3 -----------------------------------------------------------------------
