@@ -380,6 +380,9 @@ absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
   options.reconfigure = false;  // the standby pinned what it was given
   options.restart_from_snapshot = o.restart_from_snapshot;
   if (!options.on_event) options.on_event = o.on_event;
+  // The service's own wait for NATS (ReplicationOptions::start_timeout)
+  // ends on a stop too.
+  options.cancel_start = &stop;
   ReplicationOptions& r = *options.replication;
   r.servers = o.nats_servers;
   r.engine_name = o.engine_name;
