@@ -48,6 +48,11 @@ void InstallStopHandlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+// --nats-start-timeout-s's default, ReplicationOptions' own.
+constexpr std::string_view kNatsStartTimeoutDefault = "30";
+static_assert(service::kDefaultStartTimeout == std::chrono::seconds(30),
+              "kNatsStartTimeoutDefault is service::kDefaultStartTimeout");
+
 const CommandSpec kServeSpec{
     .name = "serve",
     .synopsis =
@@ -118,6 +123,17 @@ const CommandSpec kServeSpec{
         "--metrics-listen serves every counter at GET /metrics over HTTP in\n"
         "the Prometheus text format (docs/SERVICE.md \"Metrics\"), from a\n"
         "thread of its own; a port that cannot be bound stops the start.\n\n"
+        "--durability replicated answers a command once it is durable here\n"
+        "AND acknowledged by the engine's journal stream on NATS JetStream\n"
+        "(--nats). Before it serves, the start takes the lease (--lease),\n"
+        "reads the stream's end and publishes the local records it lacks. A\n"
+        "step that fails on a transient NATS error (no answer in time, no\n"
+        "server, no responders) is printed once (\"waiting for NATS: ...\")\n"
+        "and tried again, 100 ms doubling to 1 s, for up to\n"
+        "--nats-start-timeout-s in all (then exit 1 naming the step); a\n"
+        "refusal (a lease held by another member, a stream with other\n"
+        "settings, a node behind the stream, a fence, a permission error)\n"
+        "stops the start at once.\n\n"
         "--standby runs the hot standby (docs/REPLICATION.md): it follows the\n"
         "engine's journal stream on NATS JetStream (--nats, --engine-name)\n"
         "from its own journal's last index, writes the primary's records to\n"
@@ -181,6 +197,11 @@ const CommandSpec kServeSpec{
              "not acknowledged within MS of its first send stops the service "
              "(until then it is republished while NATS re-elects the "
              "stream's leader: make MS longer than that re-election)"},
+            {"nats-start-timeout-s", "S", kNatsStartTimeoutDefault,
+             "--durability replicated: how long the start waits for NATS in "
+             "all, trying a step again while it fails on a transient error "
+             "(no answer in time, no server, no responders); 0: not at all. "
+             "A refusal fails at once"},
             {"lease", "", "",
              "--durability replicated: hold the engine's leadership lease "
              "while serving (refused while another member holds it; "
@@ -313,9 +334,15 @@ absl::Status ParseSnapshotEvery(std::string_view text,
 absl::Status ParseDurabilityFlags(const Args& args,
                                   service::ServiceOptions& options) {
   const std::string mode = args.String("durability");
-  constexpr std::string_view kReplicationFlags[] = {
-      "nats",           "engine-name", "replicas",    "replication-window",
-      "ack-timeout-ms", "lease",       "member-name", "lease-ms"};
+  constexpr std::string_view kReplicationFlags[] = {"nats",
+                                                    "engine-name",
+                                                    "replicas",
+                                                    "replication-window",
+                                                    "ack-timeout-ms",
+                                                    "lease",
+                                                    "member-name",
+                                                    "lease-ms",
+                                                    "nats-start-timeout-s"};
   if (mode != "replicated") {
     absl::StatusOr<journal::Durability> durability =
         journal::ParseDurability(mode);
@@ -348,6 +375,10 @@ absl::Status ParseDurabilityFlags(const Args& args,
   if (absl::Status s = ParseReplicationTuning(args, &replication); !s.ok()) {
     return s;
   }
+  absl::StatusOr<std::uint64_t> start_timeout =
+      args.Uint("nats-start-timeout-s", 0, 3600);
+  if (!start_timeout.ok()) return start_timeout.status();
+  replication.start_timeout = std::chrono::seconds(*start_timeout);
   if (args.Bool("lease")) {
     absl::StatusOr<std::uint64_t> duration =
         args.Uint("lease-ms", 120, 3600000);
@@ -470,8 +501,15 @@ absl::Status Serve(const Args& args) {
     if (!stats_json.empty()) (void)WriteStatsJson(stats_json, *service_ptr);
   };
   const service::ServiceConfig config_copy = options.config;
+  // SIGINT or SIGTERM while the start waits for NATS: a clean stop.
+  options.cancel_start = &g_stop;
   absl::StatusOr<std::unique_ptr<service::Service>> service =
       service::Service::Start(std::move(options));
+  if (absl::IsCancelled(service.status()) && g_stop.load()) {
+    std::fprintf(stderr, "orderwire serve: %s\n",
+                 std::string(service.status().message()).c_str());
+    return absl::OkStatus();
+  }
   if (!service.ok()) {
     if (service.status().code() == absl::StatusCode::kDataLoss) {
       return absl::DataLossError(absl::StrFormat(

@@ -92,6 +92,12 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
         "primary's expires (--lease-ms sets its duration; --no-takeover never "
         "takes it)");
   }
+  if (args.Has("nats-start-timeout-s")) {
+    return UsageError(
+        "--nats-start-timeout-s is the primary's (--durability replicated): "
+        "a standby taking over tries a NATS step again for as long as it "
+        "holds the lease");
+  }
   const bool takeover = !args.Bool("no-takeover");
   if (!takeover) {
     for (const char* flag : {"lease-ms", "replication-window", "ack-timeout-ms",

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "replication/group_message.h"
 #include "replication/internal/nats_handles.h"
+#include "replication/nats_error.h"
 
 namespace orderwire::replication {
 namespace {
@@ -213,9 +214,7 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
   // A transient error makes a source unread instead of ending the read.
   const auto unread = [&status](std::string_view source,
                                 const absl::Status& error) {
-    if (!absl::IsDeadlineExceeded(error) && !absl::IsUnavailable(error)) {
-      return false;
-    }
+    if (!IsTransientNatsError(error)) return false;
     status.unread.emplace_back(source);
     status.unread_errors.emplace_back(error.message());
     return true;

@@ -106,7 +106,7 @@ struct ClusterStatus {
 };
 
 // Reads the three sources, each request bounded by `timeout`. A source that
-// fails on a transient NATS error (DeadlineExceeded / Unavailable) does not
+// fails on a transient NATS error (IsTransientNatsError, nats_error.h) does not
 // stop the others: it is listed in `unread`, and the status is returned
 // with what could be read. Errors: NATS unreachable (connecting fails), all
 // three sources unread (the first one's error), an invalid engine name, a

@@ -14,6 +14,7 @@
 #include "replication/cluster_status.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
+#include "replication/nats_error.h"
 
 namespace orderwire::service {
 namespace {
@@ -35,17 +36,10 @@ std::string UtcNow() {
 // answered, and one that failed is tried again (transient) while the lease
 // is held, so a long bound only delays the takeover past the re-election.
 constexpr std::chrono::milliseconds kRequestTimeout{2000};
-// Between two tries of a takeover step that failed on a transient NATS
-// error: 100 ms doubling to 1 s.
-constexpr std::chrono::milliseconds kFirstRetryWait{100};
-constexpr std::chrono::milliseconds kMaxRetryWait{1000};
 
-// A NATS error that a later try may not have: a timeout, no responders, a
-// connection lost or reconnecting (internal::NatsError's kinds), e.g. while
-// the stream's or the lease bucket's leader is re-elected.
-bool IsTransient(const absl::Status& status) {
-  return absl::IsDeadlineExceeded(status) || absl::IsUnavailable(status);
-}
+// A NATS error that a later try may not have (replication/nats_error.h),
+// e.g. while the stream's or the lease bucket's leader is re-elected.
+using replication::IsTransientNatsError;
 
 }  // namespace
 
@@ -229,9 +223,8 @@ absl::Status ClusterMember::WaitToRetry(std::string_view step,
   Event(absl::StrFormat(
       "%s: %s (transient; trying again while the lease is held, try %d)", step,
       error.message(), retries + 1));
-  const auto wait = std::min<std::chrono::milliseconds>(
-      kMaxRetryWait, kFirstRetryWait * (1 << std::min(retries - 1, 4)));
-  const auto until = std::chrono::steady_clock::now() + wait;
+  const auto until = std::chrono::steady_clock::now() +
+                     replication::TransientRetryWait(retries);
   for (;;) {
     if (stop.load(std::memory_order_relaxed)) {
       return absl::CancelledError(
@@ -257,7 +250,7 @@ absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
     for (int retries = 0;;) {
       stream = replication::GetJournalStreamState(o.nats_servers, o.engine_name,
                                                   kRequestTimeout);
-      if (stream.ok() || !IsTransient(stream.status())) break;
+      if (stream.ok() || !IsTransientNatsError(stream.status())) break;
       if (absl::Status s = WaitToRetry("reading the stream's last sequence",
                                        stream.status(), retries, stop);
           !s.ok()) {
@@ -311,14 +304,14 @@ absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
       }
       const bool transient =
           publisher == nullptr
-              ? IsTransient(published)
+              ? IsTransientNatsError(published)
               : publisher->failure_kind() ==
                         replication::PublisherFailure::kAckTimeout ||
                     publisher->failure_kind() ==
                         replication::PublisherFailure::kConnectionClosed ||
                     (publisher->failure_kind() ==
                          replication::PublisherFailure::kNone &&
-                     IsTransient(published));
+                     IsTransientNatsError(published));
       if (published.ok() || !transient) break;
       if (absl::Status s = WaitToRetry("publishing the epoch marker", published,
                                        retries, stop);
@@ -363,7 +356,9 @@ absl::Status ClusterMember::WaitForTheMembersBucket(
     absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
         replication::MemberBoard::Open(o.nats_servers, o.engine_name,
                                        r.replicas, kRequestTimeout);
-    if (board.ok() || !IsTransient(board.status())) return absl::OkStatus();
+    if (board.ok() || !IsTransientNatsError(board.status())) {
+      return absl::OkStatus();
+    }
     if (absl::Status s = WaitToRetry("opening the members bucket",
                                      board.status(), retries, stop);
         !s.ok()) {
@@ -385,6 +380,9 @@ absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
   options.reconfigure = false;  // the standby pinned what it was given
   options.restart_from_snapshot = o.restart_from_snapshot;
   if (!options.on_event) options.on_event = o.on_event;
+  // The service's own wait for NATS (ReplicationOptions::start_timeout)
+  // ends on a stop too.
+  options.cancel_start = &stop;
   ReplicationOptions& r = *options.replication;
   r.servers = o.nats_servers;
   r.engine_name = o.engine_name;
@@ -411,7 +409,7 @@ absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
     lease_ = std::move(held->member);
     renewer_ = std::move(held->renewer);
     if (lease_ == nullptr || renewer_ == nullptr ||
-        !IsTransient(service.status())) {
+        !IsTransientNatsError(service.status())) {
       return service.status();
     }
     if (absl::Status s = WaitToRetry("starting the primary", service.status(),

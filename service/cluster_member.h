@@ -32,13 +32,15 @@
 // If the lease is lost before the marker (no renewal for D), the member
 // goes back to following; after it, the service's own lease check stops it.
 //
-// A transient NATS error (a timeout, no responders, a connection lost or
-// reconnecting: the stream's or a bucket's leader re-elected) in steps 2
-// and 4, opening the members bucket before step 5 and the service's
-// replication link in step 5 (the service hands the lease back), never ends the
-// member while it holds the lease: logged ("... (transient; trying again
-// while the lease is held, try N)"), retried after 100 ms doubling to 1 s
-// while the lease is held (the same marker each time: a try that landed is
+// A transient NATS error (replication/nats_error.h: a timeout, no
+// responders, a connection lost or reconnecting: the stream's or a bucket's
+// leader re-elected) in steps 2 and 4, opening the members bucket before
+// step 5 and the service's replication link in step 5 (the service waits
+// for NATS itself for up to ReplicationOptions::start_timeout, then hands
+// the lease back), never ends the member while it holds the lease: logged
+// ("... (transient; trying again while the lease is held, try N)"), retried
+// after replication::TransientRetryWait (100 ms doubling to 1 s) while the
+// lease is held (the same marker each time: a try that landed is
 // acknowledged as a duplicate); lost meanwhile: following again. The
 // standby's own follower re-opens after such errors (Standby::Step).
 // Each step is logged with the UTC time (on_event): "lease acquired epoch
@@ -164,13 +166,14 @@ class ClusterMember {
                            int& retries, const std::atomic<bool>& stop);
   [[nodiscard]] std::uint64_t Followed() const;
   // After the marker, before Service::Start (whose replication link opens
-  // the members bucket and gives up on a timeout): waits while the bucket
-  // does not answer (a transient error, its leader re-elected), retrying
-  // as WaitToRetry does. Other errors are left to Service::Start.
+  // the members bucket, waiting for it only up to its start timeout):
+  // waits while the bucket does not answer (a transient error, its leader
+  // re-elected), retrying as WaitToRetry does. Other errors are left to
+  // Service::Start.
   absl::Status WaitForTheMembersBucket(const std::atomic<bool>& stop);
-  // Service::Start with the held lease; a transient NATS error of its
-  // replication link (the lease is handed back) is retried as WaitToRetry
-  // does while the lease is held.
+  // Service::Start with the held lease (`stop` ends its own wait for
+  // NATS); a transient NATS error it still fails on (the lease is handed
+  // back) is retried as WaitToRetry does while the lease is held.
   absl::Status StartPrimary(const std::atomic<bool>& stop);
   void Event(std::string_view line) const;
 

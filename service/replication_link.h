@@ -89,6 +89,10 @@ struct LeaseOptions {
   std::chrono::milliseconds acquire_wait{0};
 };
 
+// ReplicationOptions::start_timeout's default: several NATS re-elections
+// (docs/REPLICATION.md "When NATS loses a leader": 4-9 s measured).
+inline constexpr std::chrono::milliseconds kDefaultStartTimeout{30000};
+
 struct ReplicationOptions {
   std::string servers;  // nats://HOST:PORT[,nats://HOST:PORT...]
   std::string engine_name = "main";
@@ -99,6 +103,13 @@ struct ReplicationOptions {
   std::chrono::milliseconds ack_timeout{5000};
   // Connecting, reading the stream's last message.
   std::chrono::milliseconds connect_timeout{10000};
+  // Service::Start: how long the start waits for NATS in all, counted from
+  // its first transient NATS error (replication/nats_error.h: no answer in
+  // time, no server reachable, no responders, the connection lost), while
+  // it tries each NATS step again (service/internal/nats_start_wait.h); 0:
+  // not at all. A definite refusal fails at once. `serve
+  // --nats-start-timeout-s`.
+  std::chrono::milliseconds start_timeout = kDefaultStartTimeout;
   // At most this many bytes per message (NATS max_payload is 1 MiB); a
   // single record is always sent.
   std::size_t max_message_bytes = std::size_t{256} * 1024;

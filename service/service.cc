@@ -30,7 +30,9 @@
 #include "journal/format.h"
 #include "journal/prune.h"
 #include "journal/start.h"
+#include "replication/journal_stream.h"
 #include "replication/lease.h"
+#include "service/internal/nats_start_wait.h"
 #include "service/metrics.h"
 #include "service/pinned_config.h"
 #include "service/report_regenerator.h"
@@ -282,8 +284,13 @@ class Service::Impl final : public Sequencer::Backpressure {
   }
   // The serving loop (Run() stops the lease's renewal after it).
   absl::Status RunLoop(const std::atomic<bool>& stop);
+  // StartReplication's NATS steps: the lease, the link and the local tail
+  // published, each waited for through `wait`.
+  absl::Status ConnectReplication(ReplicationOptions& replication,
+                                  internal::NatsStartWait& wait);
   // With the lease: acquires it before serving (Start()).
-  absl::Status AcquireLease(ReplicationOptions& replication);
+  absl::Status AcquireLease(ReplicationOptions& replication,
+                            internal::NatsStartWait& wait);
   // ReplicationOptions::held_lease: takes the held lease and its renewer over.
   absl::Status TakeHeldLease(ReplicationOptions& replication);
   Session* SessionOfState(std::uint32_t state_index);
@@ -464,7 +471,8 @@ absl::Status Service::Impl::ChooseSendPath() {
   return absl::OkStatus();
 }
 
-absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication) {
+absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication,
+                                         internal::NatsStartWait& wait) {
   const LeaseOptions& o = *replication.lease;
   if (replication.held_lease != nullptr) return TakeHeldLease(replication);
   replication::LeaseSpec spec;
@@ -481,33 +489,54 @@ absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication) {
     if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
     spec.holder = absl::StrFormat("%s:%d", host.data(), ::getpid());
   }
-  absl::StatusOr<std::unique_ptr<replication::LeaseMember>> member =
-      replication::LeaseMember::Open(spec);
-  if (!member.ok()) return member.status();
-  absl::StatusOr<replication::AcquireResult> acquired =
-      (*member)->Acquire(o.acquire_wait);
-  if (!acquired.ok()) return acquired.status();
-  if (acquired->outcome != replication::AcquireOutcome::kAcquired) {
+  const std::string bucket =
+      replication::LeaseBucketName(replication.engine_name);
+  std::unique_ptr<replication::LeaseMember> member;
+  if (absl::Status s =
+          wait.Run(absl::StrFormat("opening the lease bucket %s", bucket),
+                   [&]() -> absl::Status {
+                     auto opened = replication::LeaseMember::Open(spec);
+                     if (!opened.ok()) return opened.status();
+                     member = *std::move(opened);
+                     return absl::OkStatus();
+                   });
+      !s.ok()) {
+    return s;
+  }
+  // Tried again on the same member: it remembers an acquisition whose
+  // answer was lost (and adopts it when it finds it in the key).
+  replication::AcquireResult acquired;
+  if (absl::Status s =
+          wait.Run(absl::StrFormat("acquiring the lease %s", bucket),
+                   [&]() -> absl::Status {
+                     absl::StatusOr<replication::AcquireResult> step =
+                         member->Acquire(o.acquire_wait);
+                     if (!step.ok()) return step.status();
+                     acquired = *std::move(step);
+                     return absl::OkStatus();
+                   });
+      !s.ok()) {
+    return s;
+  }
+  if (acquired.outcome != replication::AcquireOutcome::kAcquired) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "the lease %s of engine %s is held by %s (epoch %d, %s): another "
         "primary serves this engine; run this node as a standby",
-        replication::LeaseBucketName(replication.engine_name),
-        replication.engine_name, acquired->holder, acquired->epoch,
-        replication::AcquireOutcomeName(acquired->outcome)));
+        bucket, replication.engine_name, acquired.holder, acquired.epoch,
+        replication::AcquireOutcomeName(acquired.outcome)));
   }
-  replication.epoch = acquired->epoch;
+  replication.epoch = acquired.epoch;
   if (replication.member_name.empty()) {
     replication.member_name = spec.holder;
     std::replace(replication.member_name.begin(), replication.member_name.end(),
                  ':', '-');
   }
-  lease_ = std::move(*member);
+  lease_ = std::move(member);
   renewer_ = std::make_unique<replication::LeaseRenewer>(*lease_);
   absl::StrAppendFormat(&startup_report_,
                         "\n  lease %s held by %s: epoch %d, %d ms, renewed "
                         "every %d ms",
-                        replication::LeaseBucketName(replication.engine_name),
-                        spec.holder, acquired->epoch, o.duration.count(),
+                        bucket, spec.holder, acquired.epoch, o.duration.count(),
                         o.renew_interval.count());
   return absl::OkStatus();
 }
@@ -543,46 +572,91 @@ absl::Status Service::Impl::TakeHeldLease(ReplicationOptions& replication) {
 absl::Status Service::Impl::StartReplication() {
   if (!options_.replication.has_value()) return absl::OkStatus();
   ReplicationOptions& replication = *options_.replication;
-  if (replication.lease.has_value()) {
-    if (absl::Status s = AcquireLease(replication); !s.ok()) {
-      return absl::Status(
-          s.code(),
-          absl::StrFormat("--durability replicated: %s", s.message()));
-    }
-  }
   // The link tails the journal's durable records: everything recovered is.
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
-  const std::uint64_t last = writer_->last_index();
-  absl::StatusOr<std::unique_ptr<ReplicationLink>> link =
-      ReplicationLink::Open(replication, options_.journal.directory, last);
-  if (!link.ok()) {
+  internal::NatsStartWait wait(replication.start_timeout, options_.cancel_start,
+                               [this](const std::string& line) { Log(line); });
+  absl::Status s = ConnectReplication(replication, wait);
+  if (!s.ok()) {
+    link_.reset();
     // A lease handed over goes back to its giver, still renewed: it may
     // start the service again (ClusterMember, on a transient NATS error).
     if (replication.held_lease != nullptr && lease_ != nullptr) {
       replication.held_lease->member = std::move(lease_);
       replication.held_lease->renewer = std::move(renewer_);
     }
-    return absl::Status(link.status().code(),
-                        absl::StrFormat("--durability replicated: %s",
-                                        link.status().message()));
+    return absl::Status(
+        s.code(), absl::StrFormat("--durability replicated: %s", s.message()));
   }
-  link_ = std::move(*link);
-  absl::StrAppendFormat(&startup_report_, "\n  %s", link_->description());
+  return absl::OkStatus();
+}
+
+absl::Status Service::Impl::ConnectReplication(ReplicationOptions& replication,
+                                               internal::NatsStartWait& wait) {
+  if (replication.lease.has_value()) {
+    if (absl::Status s = AcquireLease(replication, wait); !s.ok()) return s;
+  }
+  // Lost (another member's renewal won): definite. Only looked at with a
+  // lease, whose renewer runs while the start waits.
+  const auto lease_lost = [this]() -> absl::Status {
+    if (renewer_ == nullptr || !renewer_->lost()) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "lost the lease (epoch %d) while starting: another member holds it "
+        "now",
+        lease_->epoch()));
+  };
+  const std::uint64_t last = writer_->last_index();
+  const std::string stream =
+      replication::JournalStreamName(replication.engine_name);
   // The replayed records that the stream lacks were never answered (they
   // were never acknowledged); a retransmission would be answered from the
   // state they built. So nothing is served before they are acknowledged.
-  if (absl::Status s = link_->WaitReplicated(last, replication.ack_timeout);
+  // A link that failed is opened again: it reads the stream's end anew and
+  // publishes only what is still missing (a message that did land is a
+  // duplicate by its Msg-Id).
+  if (absl::Status s = wait.Run(
+          absl::StrFormat("opening the journal stream %s and publishing the "
+                          "local records it lacks (up to index %d)",
+                          stream, last),
+          [&]() -> absl::Status {
+            link_.reset();
+            if (absl::Status lost = lease_lost(); !lost.ok()) return lost;
+            absl::StatusOr<std::unique_ptr<ReplicationLink>> link =
+                ReplicationLink::Open(replication, options_.journal.directory,
+                                      last);
+            if (!link.ok()) return link.status();
+            link_ = *std::move(link);
+            // The link's own code: a fence stays FailedPrecondition, a
+            // timeout DeadlineExceeded.
+            absl::Status replicated =
+                link_->WaitReplicated(last, replication.ack_timeout);
+            if (replicated.ok()) return replicated;
+            return absl::Status(
+                replicated.code(),
+                absl::StrFormat("publishing the local journal's records the "
+                                "stream lacks (up to index %d): %s",
+                                last, replicated.message()));
+          });
       !s.ok()) {
-    // The link's own code: a fence stays FailedPrecondition, a timeout
-    // DeadlineExceeded.
-    return absl::Status(
-        s.code(),
-        absl::StrFormat(
-            "--durability replicated: publishing the local journal's records "
-            "the stream lacks (up to index %d): %s",
-            last, s.message()));
+    return s;
   }
-  return absl::OkStatus();
+  absl::StrAppendFormat(&startup_report_, "\n  %s", link_->description());
+  if (lease_ == nullptr) return absl::OkStatus();
+  // A wait longer than D - margin lets the lease lapse (StillLeader false,
+  // which would stop the first pass at once) until the renewer's next
+  // success: waited for as NATS is.
+  return wait.Run(
+      absl::StrFormat("renewing the lease %s",
+                      replication::LeaseBucketName(replication.engine_name)),
+      [&]() -> absl::Status {
+        if (absl::Status lost = lease_lost(); !lost.ok()) return lost;
+        if (lease_->StillLeader(replication::LeaseClock::now())) {
+          return absl::OkStatus();
+        }
+        return absl::UnavailableError(
+            "the lease's last renewal is older than its duration less the "
+            "safety margin");
+      });
 }
 
 absl::Status Service::Impl::ReplicationFailed() {

@@ -173,9 +173,14 @@ struct ServiceOptions {
   // acknowledged by the engine's JetStream journal stream. Start() reads the
   // stream's end, publishes the local records it lacks and waits for their
   // acknowledgement (at most ack_timeout) before it binds the socket; a node
-  // behind the stream is refused. A replication failure stops the service:
-  // nothing more is answered and Run() returns it. Unset: local only.
+  // behind the stream is refused. A transient NATS error in those steps is
+  // tried again for up to ReplicationOptions::start_timeout. A replication
+  // failure stops the service: nothing more is answered and Run() returns
+  // it. Unset: local only.
   std::optional<ReplicationOptions> replication;
+  // Set (from another thread or a signal handler) to end Start()'s wait for
+  // NATS: Start() then returns Cancelled. May be null; must outlive Start().
+  const std::atomic<bool>* cancel_start = nullptr;
 };
 
 // Every counter the service keeps. Drops are counted by cause.
@@ -285,7 +290,12 @@ class Service {
   // options.config differs from the configuration the journal pins (each
   // difference named) and options.reconfigure is not set, or when the
   // state cannot take the new configuration (e.g. fewer max_live_orders
-  // than live orders), the bind error.
+  // than live orders), the bind error. With replication: a refusal (a
+  // lease held by another member, a stream with other settings, a node
+  // behind the stream, a fence, a permission error, ...) at once;
+  // DeadlineExceeded naming the step when NATS did not answer within
+  // ReplicationOptions::start_timeout; Cancelled when cancel_start was set
+  // while waiting.
   static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options);
   ~Service();
 

@@ -15,6 +15,7 @@
 #include "replication/cluster_status.h"
 #include "replication/journal_follower.h"
 #include "replication/journal_stream.h"
+#include "replication/nats_error.h"
 #include "replication/stream_position.h"
 #include "replication/stream_reader.h"
 #include "service/pinned_config.h"
@@ -35,9 +36,11 @@ constexpr std::chrono::milliseconds kJournalFullRetry{10};
 // bytes until its records are durable): beyond it, Step waits for the disk.
 constexpr std::size_t kMaxPendingMessages = 256;
 // A follower that cannot be opened again is tried again after this, doubled
-// after each failure up to kMaxReopenBackoff.
-constexpr std::chrono::milliseconds kFirstReopenBackoff{100};
-constexpr std::chrono::milliseconds kMaxReopenBackoff{1000};
+// after each failure up to kMaxReopenBackoff (the waits of every NATS retry).
+constexpr std::chrono::milliseconds kFirstReopenBackoff =
+    replication::kFirstTransientRetryWait;
+constexpr std::chrono::milliseconds kMaxReopenBackoff =
+    replication::kMaxTransientRetryWait;
 
 // Bounds each request of the start-up's reads of the stream (its position,
 // its first and last messages, the rejoin check's).

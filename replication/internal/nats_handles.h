@@ -38,8 +38,10 @@ using KvStoreHandle = std::unique_ptr<kvStore, NatsDeleter>;
 using KvEntryHandle = std::unique_ptr<kvEntry, NatsDeleter>;
 
 // "`what`: <libnats status text> (<libnats last error>)", as a status of the
-// matching kind (timeouts are DeadlineExceeded, lost connections
-// Unavailable, the rest Internal). `js_error` adds the JetStream error code.
+// matching kind (timeouts are DeadlineExceeded, no server, no responders and
+// lost connections Unavailable, the rest Internal): the kinds that
+// IsTransientNatsError (replication/nats_error.h) reads. `js_error` adds
+// the JetStream error code.
 absl::Status NatsError(natsStatus status, std::string_view what,
                        int js_error = 0);
 

@@ -350,6 +350,9 @@ class Help(unittest.TestCase):
              ["--journal DIR", "--at-index N", "inspect "]),
             (["snapshot", "inspect", "--help"],
              "usage: orderwire snapshot inspect FILE", ["--help"]),
+            (["serve", "--help"], "usage: orderwire serve",
+             ["--nats-start-timeout-s S", "(default: 30)",
+              "waiting for NATS: ..."]),
         )
         for args, usage, names in cases:
             with self.subTest(" ".join(args)):
@@ -543,6 +546,24 @@ EXIT_CASES = [
     ("serve", ["--journal", "{tmp}/j", "--durability", "replicated",
                "--nats", "nats://127.0.0.1:1", "--replication-window", "0"],
      b"", 2, "--replication-window: 0 is out of range"),
+    # A replicated primary's start waits for NATS for up to
+    # --nats-start-timeout-s (docs/REPLICATION.md "Starting a replicated
+    # primary"): nobody listens on port 1, so it gives up after 1 s (its
+    # journal, opened first, in a directory of its own).
+    ("serve", ["--journal", "{tmp}/j", "--nats-start-timeout-s", "5"], b"",
+     2, "--nats-start-timeout-s needs --durability replicated (given: batch)"),
+    ("serve", ["--journal", "{tmp}/j", "--durability", "replicated",
+               "--nats", "nats://127.0.0.1:1", "--nats-start-timeout-s",
+               "x"], b"", 2,
+     "--nats-start-timeout-s: 'x' is not a non-negative integer"),
+    ("serve", ["--journal", "{tmp}/replicated", "--durability", "replicated",
+               "--nats", "nats://127.0.0.1:1", "--nats-start-timeout-s", "1",
+               "--listen", "127.0.0.1:{port}", "--quiet"], b"", 1,
+     "NATS did not answer within the start timeout (1 s): opening the "
+     "journal stream orderwire_main_journal"),
+    ("serve", ["--standby", "--journal", "{tmp}/j", "--nats",
+               "nats://127.0.0.1:1", "--nats-start-timeout-s", "5"], b"", 2,
+     "--nats-start-timeout-s is the primary's"),
     ("serve", ["--journal", "{tmp}/j", "--listen", "nonsense"], b"", 2,
      "--listen"),
     ("serve", ["--journal", "{tmp}/j", "--listen", "127.0.0.1:{port}",

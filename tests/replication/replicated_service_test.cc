@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -91,12 +92,13 @@ Bytes Order(std::uint64_t sequence) {
 
 // Sends commands first..last (one datagram each) and waits for one report
 // (Accepted) per command.
-void Trade(TestClient& client, std::uint64_t first, std::uint64_t last) {
+void Trade(TestClient& client, std::uint64_t first, std::uint64_t last,
+           int timeout_ms = 5000) {
   for (std::uint64_t s = first; s <= last; ++s) {
     client.Send(kSession, {Order(s)});
   }
-  const std::vector<Bytes> reports =
-      client.Frames(kSession, static_cast<std::size_t>(last - first + 1));
+  const std::vector<Bytes> reports = client.Frames(
+      kSession, static_cast<std::size_t>(last - first + 1), timeout_ms);
   ASSERT_EQ(reports.size(), last - first + 1);
 }
 
@@ -476,6 +478,289 @@ TEST(ReplicatedService, APrimaryThatLosesTheLeaseStopsAnswering) {
   EXPECT_FALSE(run.ok());
   EXPECT_THAT(run.message(), HasSubstr("lost the lease (epoch 1)"));
   EXPECT_THAT(run.message(), HasSubstr("another member holds it now"));
+}
+
+// A replicated primary's start while NATS does not answer
+// (ReplicationOptions::start_timeout): each NATS step that fails on a
+// transient error is tried again until NATS answers or the start timeout
+// passes; a definite refusal fails at once.
+
+// The lines a service logs (ServiceOptions::on_event), from any thread.
+class EventLog {
+ public:
+  void Add(std::string_view line) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    lines_.emplace_back(line);
+  }
+  std::string All() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::string all;
+    for (const std::string& line : lines_) all += line + "\n";
+    return all;
+  }
+  std::size_t Count(std::string_view part) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::size_t count = 0;
+    for (const std::string& line : lines_) {
+      if (line.find(part) != std::string::npos) ++count;
+    }
+    return count;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> lines_;
+};
+
+// A paused R3 node leaves re-elections behind it once it continues (4-9 s
+// on this machine): the primary's lease and acknowledgement timeout outlast
+// them, so that what these tests see is the start. Requests stay short (300
+// ms): a pause of a few seconds makes them fail, and be tried again.
+constexpr milliseconds kRideOutAckTimeout{20000};
+constexpr int kRideOutTradeMs = 30000;
+
+ServiceOptions LoggedPrimary(const std::string& journal,
+                             const NatsCluster& cluster, EventLog& log) {
+  ServiceOptions options =
+      WithLease(Replicated(journal, cluster, kRideOutAckTimeout), "primary-a");
+  options.replication->lease->duration = milliseconds(6000);
+  options.replication->lease->safety_margin = milliseconds(1000);
+  options.replication->lease->renew_interval = milliseconds(500);
+  options.on_event = [&log](std::string_view line) { log.Add(line); };
+  return options;
+}
+
+// The node that leads `stream` (a journal stream, or KV_<bucket>), or -1.
+int LeaderOf(const NatsCluster& cluster, const std::string& stream) {
+  natsConnection* conn = nullptr;
+  jsCtx* js = nullptr;
+  jsStreamInfo* info = nullptr;
+  natsStatus s = natsConnection_ConnectTo(&conn, cluster.ServersUrl().c_str());
+  if (s == NATS_OK) s = natsConnection_JetStream(&js, conn, nullptr);
+  if (s == NATS_OK) {
+    s = js_GetStreamInfo(&info, js, stream.c_str(), nullptr, nullptr);
+  }
+  std::string leader;
+  if (s == NATS_OK && info->Cluster != nullptr &&
+      info->Cluster->Leader != nullptr) {
+    leader = info->Cluster->Leader;
+  }
+  jsStreamInfo_Destroy(info);
+  jsCtx_Destroy(js);
+  natsConnection_Destroy(conn);
+  return cluster.NodeByName(leader);
+}
+
+// Starts the service on a thread of its own (Start blocks while it waits
+// for NATS); `resume` runs on the test's thread meanwhile.
+std::unique_ptr<RunningService> StartWhile(
+    ServiceOptions options, const std::function<void()>& resume) {
+  std::unique_ptr<RunningService> service;
+  std::thread starter(
+      [&] { service = RunningService::Start(std::move(options)); });
+  resume();
+  starter.join();
+  return service;
+}
+
+// The case: a new engine's primary on three nodes (stream and lease
+// bucket created by this start), every node paused (SIGSTOP) as it starts
+// and continued after 3 s. The start waits, says what for, and serves once
+// NATS answers. Before, the first request's error ended the start.
+TEST(ReplicatedStart, APrimaryStartWaitsForNatsThatDoesNotAnswerAndServes) {
+  auto cluster = StartCluster(3);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  for (int node = 0; node < 3; ++node) ASSERT_TRUE(cluster->Pause(node).ok());
+  auto service = StartWhile(LoggedPrimary(dir.Sub("j"), *cluster, log), [&] {
+    std::this_thread::sleep_for(milliseconds(3000));
+    for (int node = 0; node < 3; ++node) {
+      EXPECT_TRUE(cluster->Resume(node).ok());
+    }
+  });
+  ASSERT_NE(service, nullptr) << log.All();
+  // One line when a step begins to wait, one when NATS answers it.
+  EXPECT_GE(log.Count("waiting for NATS: "), 1u) << log.All();
+  EXPECT_EQ(log.Count("waiting for NATS: "), log.Count("NATS answered after "))
+      << log.All();
+  EXPECT_THAT(service->service().startup_report(), HasSubstr("epoch 1"));
+  TestClient client(service->endpoint());
+  Trade(client, 1, 3, kRideOutTradeMs);
+  ASSERT_TRUE(service->Stop().ok());
+  EXPECT_EQ(StreamRecords(*cluster).size(), 3u);
+}
+
+// The lease bucket's leader paused (the stream and the bucket exist, the
+// other two nodes answer): the lease's requests go unanswered until the
+// node continues after 4 s (or the other two elect a new leader); the start
+// waits for them and serves.
+TEST(ReplicatedStart, APrimaryStartWaitsForAPausedLeaseBucketLeader) {
+  auto cluster = StartCluster(3);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  {
+    replication::JournalStreamSpec spec{.engine_name = "svc", .replicas = 3};
+    ASSERT_TRUE(
+        replication::EnsureJournalStream(cluster->ServersUrl(), spec).ok());
+    replication::LeaseSpec lease;
+    lease.servers = cluster->ServersUrl();
+    lease.engine_name = "svc";
+    lease.replicas = 3;
+    lease.holder = "setup";
+    ASSERT_TRUE(replication::LeaseMember::Open(lease).ok());
+  }
+  const int leader =
+      LeaderOf(*cluster, "KV_" + replication::LeaseBucketName("svc"));
+  ASSERT_GE(leader, 0);
+  ASSERT_TRUE(cluster->Pause(leader).ok());
+  auto service = StartWhile(LoggedPrimary(dir.Sub("j"), *cluster, log), [&] {
+    std::this_thread::sleep_for(milliseconds(4000));
+    EXPECT_TRUE(cluster->Resume(leader).ok());
+  });
+  ASSERT_NE(service, nullptr) << log.All();
+  EXPECT_THAT(log.All(), HasSubstr("waiting for NATS: "));
+  EXPECT_THAT(log.All(), HasSubstr("lease"));
+  EXPECT_THAT(log.All(), HasSubstr("NATS answered after "));
+  TestClient client(service->endpoint());
+  Trade(client, 1, 2, kRideOutTradeMs);
+  ASSERT_TRUE(service->Stop().ok());
+}
+
+// The journal stream's leader paused while a primary starts on a journal
+// whose last records the stream lacks (journaled under plain batch
+// durability): reading the stream's end goes unanswered until the node
+// continues after 4 s (or the other two elect a new leader); the start
+// waits, publishes the tail, and serves; the stream then equals the local
+// journal.
+TEST(ReplicatedStart,
+     APrimaryStartWaitsForAPausedStreamLeaderAndPublishesTheTail) {
+  auto cluster = StartCluster(3);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  const std::string journal = dir.Sub("j");
+  {
+    auto service = RunningService::Start(Replicated(journal, *cluster));
+    ASSERT_NE(service, nullptr);
+    TestClient client(service->endpoint());
+    Trade(client, 1, 2);
+    ASSERT_TRUE(service->Stop().ok());
+  }
+  {
+    auto service = RunningService::Start(
+        TestOptions(journal, journal::Durability::kBatch));
+    ASSERT_NE(service, nullptr);
+    TestClient client(service->endpoint());
+    Trade(client, 3, 5);
+    ASSERT_TRUE(service->Stop().ok());
+  }
+  const int leader = LeaderOf(*cluster, replication::JournalStreamName("svc"));
+  ASSERT_GE(leader, 0);
+  ASSERT_TRUE(cluster->Pause(leader).ok());
+  ServiceOptions options = Replicated(journal, *cluster, kRideOutAckTimeout);
+  options.replication->connect_timeout = milliseconds(1000);
+  options.on_event = [&log](std::string_view line) { log.Add(line); };
+  auto service = StartWhile(std::move(options), [&] {
+    std::this_thread::sleep_for(milliseconds(4000));
+    EXPECT_TRUE(cluster->Resume(leader).ok());
+  });
+  ASSERT_NE(service, nullptr) << log.All();
+  EXPECT_THAT(log.All(), HasSubstr("waiting for NATS: opening the journal "
+                                   "stream orderwire_svc_journal"));
+  EXPECT_THAT(log.All(), HasSubstr("NATS answered after "));
+  EXPECT_EQ(service->service().stats().replicated_index, 5u);
+  TestClient client(service->endpoint());
+  Trade(client, 6, 6, kRideOutTradeMs);
+  ASSERT_TRUE(service->Stop().ok());
+  const std::vector<RecordBytes> local = LocalJournal(journal);
+  ASSERT_EQ(local.size(), 6u);
+  EXPECT_TRUE(StreamRecords(*cluster) == local);
+}
+
+// NATS paused for longer than a 2 s start timeout: the start gives up once
+// it has passed (not before, not long after), naming what it waited for.
+TEST(ReplicatedStart, AStartGivesUpAfterItsTimeoutNamingWhatItWaitedFor) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  ServiceOptions options = LoggedPrimary(dir.Sub("j"), *cluster, log);
+  options.replication->start_timeout = milliseconds(2000);
+  ASSERT_TRUE(cluster->Pause(0).ok());
+  const auto began = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<Service>> started =
+      Service::Start(std::move(options));
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_TRUE(cluster->Resume(0).ok());
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(started.status().ToString(),
+              HasSubstr("NATS did not answer within the start timeout (2 s)"));
+  EXPECT_THAT(started.status().ToString(), HasSubstr("lease bucket"));
+  EXPECT_GE(took, milliseconds(2000));
+  // A try under way when the timeout passes ends by its own request
+  // timeout (300 ms for the lease's).
+  EXPECT_LT(took, milliseconds(6000));
+  EXPECT_EQ(log.Count("waiting for NATS: "), 1u) << log.All();
+}
+
+// A definite refusal (here: the stream exists with other settings) is not
+// waited for: it fails at once, though the start timeout is long.
+TEST(ReplicatedStart, AStreamWithOtherSettingsFailsAtOnce) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  replication::JournalStreamSpec spec{.engine_name = "svc", .replicas = 1};
+  ASSERT_TRUE(
+      replication::EnsureJournalStream(cluster->ServersUrl(), spec).ok());
+  ServiceOptions options = Replicated(dir.Sub("j"), *cluster);
+  options.on_event = [&log](std::string_view line) { log.Add(line); };
+  options.replication->replicas = 3;
+  options.replication->start_timeout = milliseconds(30000);
+  const auto began = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<Service>> started =
+      Service::Start(std::move(options));
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(started.status().ToString(), HasSubstr("other settings"));
+  EXPECT_LT(took, milliseconds(10000));
+  EXPECT_EQ(log.Count("waiting for NATS"), 0u) << log.All();
+}
+
+// Another member holds the lease and renews it: refused at once, not
+// waited for as if NATS did not answer.
+TEST(ReplicatedStart, ALeaseHeldByAnotherMemberFailsAtOnce) {
+  auto cluster = StartCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  replication::LeaseSpec spec;
+  spec.servers = cluster->ServersUrl();
+  spec.engine_name = "svc";
+  spec.holder = "primary-b";
+  spec.duration = milliseconds(600);
+  spec.safety_margin = milliseconds(150);
+  spec.renew_interval = milliseconds(100);
+  spec.request_timeout = milliseconds(300);
+  auto holder = replication::LeaseMember::Open(spec);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE((*holder)->TryAcquire().ok());
+  replication::LeaseRenewer renewer(**holder);
+  ServiceOptions options = LoggedPrimary(dir.Sub("j"), *cluster, log);
+  options.replication->start_timeout = milliseconds(30000);
+  const auto began = std::chrono::steady_clock::now();
+  absl::StatusOr<std::unique_ptr<Service>> started =
+      Service::Start(std::move(options));
+  const auto took = std::chrono::steady_clock::now() - began;
+  ASSERT_FALSE(started.ok());
+  EXPECT_EQ(started.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(started.status().ToString(), HasSubstr("held by primary-b"));
+  EXPECT_LT(took, milliseconds(10000));
+  EXPECT_EQ(log.Count("waiting for NATS"), 0u) << log.All();
 }
 
 }  // namespace

@@ -889,6 +889,8 @@ TEST(Takeover, APrimaryStartThatHitsATransientErrorIsRetriedWithTheLease) {
       MemberOptions(*nats, dir.Sub("b"), "member-b", log);
   LengthenLease(options);
   options.primary.replication->connect_timeout = milliseconds(1500);
+  // The member's retry, not the service's own wait for NATS.
+  options.primary.replication->start_timeout = milliseconds(0);
   std::thread resumer;
   options.before_primary_start_for_tests = [&] {
     ASSERT_TRUE(nats->Pause(0).ok());
