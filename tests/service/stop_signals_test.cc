@@ -46,13 +46,13 @@ TEST(StopSignals, TheMetricsThreadsBlockThem) {
   ASSERT_TRUE(server.ok()) << server.status();
   StatsMirror mirror;
   (*server)->Serve(mirror);
-  // One request, so that the worker beside the accept thread exists too.
+  // One request, so that both threads (the front and the worker) have run.
   auto answer = test_support::HttpRequest((*server)->local_endpoint().port(),
                                           "GET", "/metrics");
   ASSERT_TRUE(answer.ok()) << answer.status();
   EXPECT_EQ(answer->substr(0, 12), "HTTP/1.1 200");
   EXPECT_GE(test_support::ThreadCount(), threads_before + 2)
-      << "the accept thread and its worker";
+      << "the front and its worker";
   EXPECT_EQ(ThreadsTakingStopSignals(), before);
 }
 

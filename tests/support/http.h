@@ -3,6 +3,7 @@
 #ifndef ORDERWIRE_TESTS_SUPPORT_HTTP_H_
 #define ORDERWIRE_TESTS_SUPPORT_HTTP_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -12,10 +13,12 @@ namespace orderwire::test_support {
 
 // Sends `method path HTTP/1.0` to 127.0.0.1:`port` and returns everything
 // the server wrote until it closed the connection (status line, headers,
-// body). Errors: the connect, write or read failed (errno text).
-absl::StatusOr<std::string> HttpRequest(std::uint16_t port,
-                                        const std::string& method,
-                                        const std::string& path);
+// body). Errors: DeadlineExceeded when the connection, the request and the
+// whole answer took longer than `timeout` (saying which step was waiting);
+// Internal when the connect, write or read failed (errno text).
+absl::StatusOr<std::string> HttpRequest(
+    std::uint16_t port, const std::string& method, const std::string& path,
+    std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 }  // namespace orderwire::test_support
 
