@@ -293,6 +293,9 @@ class Service::Impl final : public Sequencer::Backpressure {
   void ReleaseIdleHistories();
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
+  // Binds the socket and chooses the send path (Start(), before the journal
+  // is opened).
+  absl::Status BindSocket();
   // Chooses the send path at start (probe), for the start-up report.
   absl::Status ChooseSendPath();
   // FlushOutput's two ways: slots from `first` on each as its own sendmmsg
@@ -358,6 +361,9 @@ const std::string& Service::startup_warning() const {
 }
 
 absl::Status Service::Impl::Start() {
+  // What can be refused without the journal comes first (the socket, the
+  // send path): a refused start leaves the journal directory as it was.
+  if (absl::Status s = BindSocket(); !s.ok()) return s;
   // Recovery, the replay of the journal's tail (from the newest valid
   // snapshot) through the StateMachine as the live loop applied it, and the
   // configuration (restart.h); then the Sequencer continues each session
@@ -374,7 +380,8 @@ absl::Status Service::Impl::Start() {
   machine_ = std::move(restarted->machine);
   replayed_ = restarted->replayed;
   started_from_snapshot_ = restarted->started_from_snapshot;
-  startup_report_ = std::move(restarted->report);
+  // The journal's lines first, then the send path's (BindSocket's).
+  startup_report_ = std::move(restarted->report) + startup_report_;
   startup_warning_ = std::move(restarted->warning);
   sequencer_ = std::make_unique<Sequencer>(
       options_.config, options_.max_pending, *writer_, *this);
@@ -389,10 +396,17 @@ absl::Status Service::Impl::Start() {
   records_at_start_ = machine_->stats().records;
   snapshot_base_index_ = started_from_snapshot_;
   durable_index_ = writer_->durable_index();
-  if (absl::Status s = StartReplication(); !s.ok()) return s;
+  return StartReplication();
+}
 
+absl::Status Service::Impl::BindSocket() {
   absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(options_.listen);
-  if (!socket.ok()) return socket.status();
+  if (!socket.ok()) {
+    return absl::Status(
+        socket.status().code(),
+        absl::StrFormat("%s (the journal %s was not opened)",
+                        socket.status().message(), options_.journal.directory));
+  }
   socket_.emplace(std::move(*socket));
   socket_->set_calls_for_testing(options_.socket_calls_for_testing);
   absl::StatusOr<net::Endpoint> local = socket_->LocalEndpoint();

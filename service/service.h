@@ -170,8 +170,9 @@ struct ServiceOptions {
   // record is durable in the local journal (under journal.durability) AND
   // acknowledged by the engine's JetStream journal stream. Start() reads the
   // stream's end, publishes the local records it lacks and waits for their
-  // acknowledgement (at most ack_timeout) before it binds the socket; a node
-  // behind the stream is refused. A replication failure stops the service:
+  // acknowledgement (at most ack_timeout) before it returns (the socket,
+  // bound earlier, is not read before Run()); a node behind the stream is
+  // refused. A replication failure stops the service:
   // nothing more is answered and Run() returns it. Unset: local only.
   std::optional<ReplicationOptions> replication;
 };
@@ -262,15 +263,19 @@ struct ServiceStats {
 
 class Service {
  public:
-  // Opens and recovers the journal, replays it, binds the socket. Errors:
-  // those of JournalWriter::Open and JournalReader (DataLoss names the file
+  // Binds the socket and chooses the send path, then opens and recovers the
+  // journal and replays it: a start refused for the socket (the address in
+  // use) leaves the journal directory as it was (a missing one is not
+  // created). Datagrams that arrive before Run() wait in the socket buffer.
+  // Errors: the bind error (naming the address), those of
+  // JournalWriter::Open and JournalReader (DataLoss names the file
   // and offset), a journal that does not replay (a record from a session the
   // table cannot hold, a sequence out of order, a configuration in a
   // segment header that cannot be read), FailedPrecondition when
   // options.config differs from the configuration the journal pins (each
   // difference named) and options.reconfigure is not set, or when the
   // state cannot take the new configuration (e.g. fewer max_live_orders
-  // than live orders), the bind error.
+  // than live orders).
   static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options);
   ~Service();
 
