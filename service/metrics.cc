@@ -255,6 +255,10 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
         s.journal_full ? 1 : 0);
   Counter(text, "orderwire_journal_full_episodes_total",
           "Times the journal-full state began.", s.journal_full_episodes);
+  Counter(text, "orderwire_journal_reduced_segments_total",
+          "Journal segments made smaller than the segment size: the disk "
+          "had no room for a whole one.",
+          s.journal_reduced_segments);
   Counter(text, "orderwire_journal_full_refused_datagrams_total",
           "Datagrams whose new commands were not journaled: journal full.",
           s.refused_journal_full_datagrams);

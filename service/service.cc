@@ -182,6 +182,12 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::uint64_t busy_sent_ = 0;
   std::uint64_t journal_full_episodes_ = 0;
   bool journal_full_ = false;  // the journal answered kJournalFull
+  // The journal's segments made smaller for lack of space: counted by the
+  // writer; whether the service said so (until whole ones fit again), and
+  // when it looks next.
+  std::uint64_t reduced_segments_seen_ = 0;
+  bool reduced_segments_logged_ = false;
+  std::int64_t next_segment_check_ns_ = 0;
   std::uint64_t reports_gone_sent_ = 0;
   std::uint64_t new_session_gaps_dropped_ = 0;
   std::uint64_t histories_released_ = 0;
@@ -278,6 +284,9 @@ class Service::Impl final : public Sequencer::Backpressure {
   // found space; each change logged once.
   void EnterJournalFull();
   void CheckJournalResumed();
+  // Logs when the journal begins to make smaller segments, and when whole
+  // ones fit again. A few loads, at most every 100 ms.
+  void CheckSegmentSizes();
   void Log(const std::string& line);
   // SequenceGap(1) to `peer` for session `id`, which the service does not
   // hold; rate-limited across all such sessions.
@@ -661,6 +670,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     if (journal_full_) [[unlikely]] {
       CheckJournalResumed();
     }
+    if (now_ns_ >= next_segment_check_ns_) CheckSegmentSizes();
     if (n > 0) continue;
     // Nothing arrived: wait for the disk if it has work (with replication:
     // for the stream's acknowledgement once the disk has none), else the
@@ -1103,6 +1113,28 @@ void Service::Impl::CheckJournalResumed() {
                       options_.journal.directory, writer_->last_index()));
 }
 
+void Service::Impl::CheckSegmentSizes() {
+  next_segment_check_ns_ = now_ns_ + 100'000'000;
+  const std::uint64_t reduced = writer_->stats().reduced_segments;
+  const std::uint64_t whole = writer_->segment_size();
+  if (reduced != reduced_segments_seen_) {
+    reduced_segments_seen_ = reduced;
+    if (reduced_segments_logged_) return;
+    reduced_segments_logged_ = true;
+    Log(absl::StrFormat(
+        "journal: no room in %s for a whole segment of %d bytes: the next "
+        "one is a smaller segment of %d bytes (smaller ones, down to %d "
+        "bytes, until space is freed; then the journal is full)",
+        options_.journal.directory, whole, writer_->last_prepared_size(),
+        writer_->smallest_segment()));
+  } else if (reduced_segments_logged_ &&
+             writer_->last_prepared_size() == whole) {
+    reduced_segments_logged_ = false;
+    Log(absl::StrFormat("journal: whole segments of %d bytes fit in %s again",
+                        whole, options_.journal.directory));
+  }
+}
+
 void Service::Impl::ResendFrom(Session& session, const SessionState& state,
                                std::uint64_t first_report,
                                std::uint64_t gone_command) {
@@ -1355,6 +1387,7 @@ void Service::Impl::RefreshStats() const {
     s.journal_records = w.records;
     s.journal_groups = w.groups;
     s.journal_bytes_written = w.bytes_written;
+    s.journal_reduced_segments = w.reduced_segments;
   }
   s.sessions = sequencer_->sessions().size();
   s.sessions_listed = options_.config.sessions.size();
@@ -1518,13 +1551,14 @@ std::string Service::StatsReport() const {
         s.replication_published_records, s.replication_acknowledged_messages,
         mean_us(s.replication_publish_latency), s.replication_failures);
   }
-  absl::StrAppendFormat(&out,
-                        "  journal full      %d time(s), %d datagrams (%d "
-                        "frames) refused, %d Busy sent%s\n",
-                        s.journal_full_episodes,
-                        s.refused_journal_full_datagrams,
-                        s.refused_journal_full_frames, s.busy_sent,
-                        s.journal_full ? " (full now)" : "");
+  absl::StrAppendFormat(
+      &out,
+      "  journal full      %d time(s), %d datagrams (%d "
+      "frames) refused, %d Busy sent%s; %d smaller "
+      "segment(s)\n",
+      s.journal_full_episodes, s.refused_journal_full_datagrams,
+      s.refused_journal_full_frames, s.busy_sent,
+      s.journal_full ? " (full now)" : "", s.journal_reduced_segments);
   absl::StrAppendFormat(&out,
                         "  sessions          %d (%d moves of a keyed "
                         "session to a new endpoint)\n",
@@ -1581,6 +1615,7 @@ std::string Service::StatsJson() const {
   field("busy_sent", s.busy_sent);
   field("journal_full_episodes", s.journal_full_episodes);
   field("journal_full", s.journal_full ? 1 : 0);
+  field("journal_reduced_segments", s.journal_reduced_segments);
   field("sessions_moved", s.sessions_moved);
   field("replication", s.replication ? 1 : 0);
   field("replication_published_messages", s.replication_published_messages);

@@ -28,7 +28,9 @@
 // still get their reports sent again, and everything journaled becomes
 // durable and is answered. The service logs when the state starts ("journal
 // full: need N bytes free in DIR") and when it ends, and resumes by itself
-// once the journal has found space.
+// once the journal has found space. A disk without room for a whole next
+// segment gets a smaller one (journal/writer.h): logged when that begins
+// and when whole segments fit again, and counted.
 //
 // Restart: Start() recovers the journal (a torn tail is cut off) and applies
 // every record through the same StateMachine::Apply as the live loop, so
@@ -226,6 +228,9 @@ struct ServiceStats {
   std::uint64_t busy_sent = 0;
   std::uint64_t journal_full_episodes = 0;
   bool journal_full = false;
+  // Segments the journal made smaller than its segment size because the
+  // disk had no room for a whole one (docs/JOURNAL.md "Disk full").
+  std::uint64_t journal_reduced_segments = 0;
   std::uint64_t durable_index = 0;
   std::uint64_t last_index = 0;
   // The journal writer's own counts since the service started: records
