@@ -276,6 +276,10 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
   Counter(text, "orderwire_sessions_moved_total",
           "Times a keyed session moved to a new endpoint by proving its key.",
           s.sessions_moved);
+  Counter(text, "orderwire_sessions_recycled_total",
+          "Idle unlisted sessions that gave their slot back (their state "
+          "stays; they continue when they come back).",
+          s.sessions_recycled);
   // Sending.
   Gauge(text, "orderwire_send_segmented",
         "1 while reports are sent in UDP_SEGMENT runs, 0 with sendmmsg.",

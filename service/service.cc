@@ -86,7 +86,8 @@ void ReportToParent(int fd, std::string_view message) {
 
 }  // namespace
 
-class Service::Impl final : public Sequencer::Backpressure {
+class Service::Impl final : public Sequencer::Backpressure,
+                            public JournaledSessions {
  public:
   explicit Impl(ServiceOptions options)
       : options_(std::move(options)),
@@ -112,6 +113,12 @@ class Service::Impl final : public Sequencer::Backpressure {
   // Run() returns).
   void StartRetention();
   bool WaitForJournal() override;
+  // The StateMachine's next sequence of session `id` (0: the journal holds
+  // none): every record of a session the table does not hold is applied.
+  std::uint64_t NextExpected(std::uint32_t id) const override {
+    const SessionState* state = machine_->Find(id);
+    return state != nullptr ? state->next_expected : 0;
+  }
   void RefreshStats() const;
   // With ServiceOptions::metrics: the counters, published for the metrics
   // thread. About a microsecond; no allocation.
@@ -191,6 +198,12 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::uint64_t reports_gone_sent_ = 0;
   std::uint64_t new_session_gaps_dropped_ = 0;
   std::uint64_t histories_released_ = 0;
+  // Unlisted sessions that gave their slot back (RecycleIdleSessions), the
+  // next sweep, and whether the histories of the sessions not held since
+  // the start were released (ReleaseIdleHistories, once).
+  std::uint64_t sessions_recycled_ = 0;
+  std::int64_t next_recycle_sweep_ns_ = 0;
+  bool released_unheld_ = false;
   LatencyBuckets command_latency_;
   LatencyBuckets journal_wait_;
   std::int64_t next_publish_ns_ = 0;
@@ -300,6 +313,12 @@ class Service::Impl final : public Sequencer::Backpressure {
   // session_idle_seconds. Cold: a walk over the sessions, at most every
   // quarter of that time (and at most once per second).
   void ReleaseIdleHistories();
+  // Gives back the slot of every unlisted session not heard from for
+  // session_slot_idle_seconds that has nothing journaled but not applied
+  // (its state stays in the StateMachine; SessionTable::Release). Cold: a
+  // walk over the table, at most every quarter of that time (and at most
+  // once per second).
+  void RecycleIdleSessions();
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
   // Binds the socket and chooses the send path (Start(), before the journal
@@ -327,16 +346,21 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
   }
   if (options.max_pending < kMinPending || options.report_history == 0 ||
       options.batch == 0 || options.config.max_sessions == 0 ||
+      options.config.max_sessions_per_source == 0 ||
       !(options.config.session_idle_seconds > 0) ||
+      !(options.config.session_slot_idle_seconds > 0) ||
       !(options.snapshot_every_seconds >= 0 &&
         options.snapshot_every_seconds <= 1e9)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "service options: max_pending %d (at least %d, one datagram of "
-        "commands), report_history %d, batch %d and max_sessions %d (each at "
-        "least 1), session_idle_seconds %g (above 0), snapshot_every_seconds "
-        "%g (0 to 1e9)",
+        "commands), report_history %d, batch %d, max_sessions %d and "
+        "max_sessions_per_source %d (each at least 1), session_idle_seconds "
+        "%g and session_slot_idle_seconds %g (above 0), "
+        "snapshot_every_seconds %g (0 to 1e9)",
         options.max_pending, kMinPending, options.report_history, options.batch,
-        options.config.max_sessions, options.config.session_idle_seconds,
+        options.config.max_sessions, options.config.max_sessions_per_source,
+        options.config.session_idle_seconds,
+        options.config.session_slot_idle_seconds,
         options.snapshot_every_seconds));
   }
   if (options.replication.has_value() && options.reconfigure) {
@@ -392,16 +416,10 @@ absl::Status Service::Impl::Start() {
   // The journal's lines first, then the send path's (BindSocket's).
   startup_report_ = std::move(restarted->report) + startup_report_;
   startup_warning_ = std::move(restarted->warning);
+  // Each session of the journal takes a slot when it is heard from again,
+  // continuing at its next sequence (NextExpected).
   sequencer_ = std::make_unique<Sequencer>(
-      options_.config, options_.max_pending, *writer_, *this);
-  for (std::size_t i = 0; i < machine_->session_count(); ++i) {
-    const SessionState& state =
-        machine_->session(static_cast<std::uint32_t>(i));
-    if (absl::Status s = sequencer_->Recover(state.id, state.next_expected);
-        !s.ok()) {
-      return s;
-    }
-  }
+      options_.config, options_.max_pending, *writer_, *this, *this);
   records_at_start_ = machine_->stats().records;
   snapshot_base_index_ = started_from_snapshot_;
   durable_index_ = writer_->durable_index();
@@ -652,6 +670,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
       next_interval_ns = now_ns_ + interval_ns;
     }
     if (now_ns_ >= next_idle_sweep_ns_) ReleaseIdleHistories();
+    if (now_ns_ >= next_recycle_sweep_ns_) RecycleIdleSessions();
     if (options_.metrics != nullptr && now_ns_ >= next_publish_ns_) {
       PublishMetrics();
     }
@@ -943,7 +962,19 @@ bool Service::Impl::WaitForJournal() {
 
 Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
   if (state_index < by_state_.size()) [[likely]] {
-    return by_state_[state_index];
+    if (Session* session = by_state_[state_index]; session != nullptr)
+        [[likely]] {
+      return session;
+    }
+    // Not held (since the start, or since it gave its slot back): held
+    // again now? One hash lookup per report to a session that is away.
+    Session* session =
+        sequencer_->sessions().Find(machine_->session(state_index).id);
+    if (session != nullptr) {
+      session->state = static_cast<std::int32_t>(state_index);
+      by_state_[state_index] = session;
+    }
+    return session;
   }
   // Once per session: its first record has just been applied.
   while (by_state_.size() <= state_index) {
@@ -1207,8 +1238,24 @@ void Service::Impl::ReleaseIdleHistories() {
       now_ns_ + std::clamp<std::int64_t>(idle_ns / 4, 1'000'000, 1'000'000'000);
   if (machine_->history_budget().used() == 0) return;
   SessionTable& table = sequencer_->sessions();
+  if (!released_unheld_ && now_ns_ - started_ns_ >= idle_ns) {
+    // Once: the sessions of the journal the table does not hold (not heard
+    // from since the start, or given back their slot). Later, a session
+    // that gives its slot back keeps its history (within the budget) for
+    // when it comes back. A walk over every session.
+    released_unheld_ = true;
+    for (std::uint32_t i = 0; i < machine_->session_count(); ++i) {
+      const SessionState& state = machine_->session(i);
+      if (state.history.bytes() == 0 || table.Find(state.id) != nullptr) {
+        continue;
+      }
+      (void)machine_->ReleaseHistory(i);
+      ++histories_released_;
+    }
+  }
   for (std::size_t i = 0; i < table.size(); ++i) {
     Session& session = table.at(static_cast<std::uint32_t>(i));
+    if (!session.held) continue;
     // Not heard from since the service started: idle since then.
     const std::int64_t heard =
         session.last_heard_ns != 0 ? session.last_heard_ns : started_ns_;
@@ -1220,6 +1267,38 @@ void Service::Impl::ReleaseIdleHistories() {
     if (state == nullptr || state->history.bytes() == 0) continue;
     (void)machine_->ReleaseHistory(state->index);
     ++histories_released_;
+  }
+}
+
+void Service::Impl::RecycleIdleSessions() {
+  const auto idle_ns = static_cast<std::int64_t>(
+      options_.config.session_slot_idle_seconds * 1e9);
+  next_recycle_sweep_ns_ =
+      now_ns_ + std::clamp<std::int64_t>(idle_ns / 4, 1'000'000, 1'000'000'000);
+  SessionTable& table = sequencer_->sessions();
+  if (table.unlisted() == 0) return;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Session& session = table.at(static_cast<std::uint32_t>(i));
+    if (!session.held || table.Listed(session.id) || session.tx_slot >= 0) {
+      continue;
+    }
+    const std::int64_t heard =
+        session.last_heard_ns != 0 ? session.last_heard_ns : started_ns_;
+    if (now_ns_ - heard < idle_ns) continue;
+    const SessionState* state =
+        session.state >= 0
+            ? &machine_->session(static_cast<std::uint32_t>(session.state))
+            : machine_->Find(session.id);
+    // Every record of it applied: the journal's next sequence is the
+    // table's, so NextExpected() continues it exactly when it comes back.
+    if ((state != nullptr ? state->next_expected : 1) !=
+        session.next_expected) {
+      continue;
+    }
+    if (state != nullptr && state->index < by_state_.size()) {
+      by_state_[state->index] = nullptr;
+    }
+    if (table.Release(session)) ++sessions_recycled_;
   }
 }
 
@@ -1389,7 +1468,8 @@ void Service::Impl::RefreshStats() const {
     s.journal_bytes_written = w.bytes_written;
     s.journal_reduced_segments = w.reduced_segments;
   }
-  s.sessions = sequencer_->sessions().size();
+  s.sessions = sequencer_->sessions().held();
+  s.sessions_recycled = sessions_recycled_;
   s.sessions_listed = options_.config.sessions.size();
   s.command_latency = command_latency_;
   s.journal_wait = journal_wait_;
@@ -1561,8 +1641,9 @@ std::string Service::StatsReport() const {
       s.journal_full ? " (full now)" : "", s.journal_reduced_segments);
   absl::StrAppendFormat(&out,
                         "  sessions          %d (%d moves of a keyed "
-                        "session to a new endpoint)\n",
-                        s.sessions, s.sessions_moved);
+                        "session to a new endpoint, %d idle unlisted "
+                        "sessions gave their slot back)\n",
+                        s.sessions, s.sessions_moved, s.sessions_recycled);
   return out;
 }
 
@@ -1617,6 +1698,7 @@ std::string Service::StatsJson() const {
   field("journal_full", s.journal_full ? 1 : 0);
   field("journal_reduced_segments", s.journal_reduced_segments);
   field("sessions_moved", s.sessions_moved);
+  field("sessions_recycled", s.sessions_recycled);
   field("replication", s.replication ? 1 : 0);
   field("replication_published_messages", s.replication_published_messages);
   field("replication_acknowledged_messages",

@@ -17,7 +17,14 @@
 // command is journaled and applied, and its report history lazily, growing
 // with its reports within a total budget (report_history.h). A session not
 // heard from for session_idle_seconds releases its history; a resend that
-// needs reports no longer held is answered ReportsGone. Back-pressure: when the
+// needs reports no longer held is answered ReportsGone. An unlisted session
+// not heard from for session_slot_idle_seconds gives its slot in the
+// Sequencer's table back (its state stays in the StateMachine, which the
+// journal built; when it comes back it takes a slot again and continues at
+// the StateMachine's next sequence, as after a restart), and each source
+// address holds at most max_sessions_per_source unlisted sessions (refused
+// beyond: TooManyFromSource). Neither touches the journal: admission is the
+// Sequencer's, before anything is journaled. Back-pressure: when the
 // journal has no free buffer or the pending ring is full, the loop stops
 // reading the socket and waits for the disk; datagrams wait in the socket
 // buffer or are dropped by the kernel, and clients retransmit.
@@ -35,8 +42,9 @@
 // Restart: Start() recovers the journal (a torn tail is cut off) and applies
 // every record through the same StateMachine::Apply as the live loop, so
 // every session's expected sequence and report sequence, every book and the
-// report history are as they were. The configuration that decides how
-// records apply is the journal's own (pinned_config.h): each segment's, in
+// report history are as they were; a session takes a slot in the
+// Sequencer's table when it is heard from again. The configuration that decides
+// how records apply is the journal's own (pinned_config.h): each segment's, in
 // force from its first record; a configuration given that differs from the
 // journal's current one is refused unless ServiceOptions::reconfigure.
 //
@@ -199,6 +207,8 @@ struct ServiceStats {
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause
   std::array<std::uint64_t, kAdmissionCount> refused{};  // by Admission
   std::uint64_t sessions_moved = 0;  // keyed sessions that changed endpoint
+  // Idle unlisted sessions that gave their slot back.
+  std::uint64_t sessions_recycled = 0;
   std::uint64_t truncated_by_kernel = 0;  // longer than 1472 bytes
   std::uint64_t duplicates = 0;           // frames below the expected seq
   std::uint64_t gaps = 0;                 // datagrams that revealed a gap
