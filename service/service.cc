@@ -190,11 +190,9 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::uint64_t journal_full_episodes_ = 0;
   bool journal_full_ = false;  // the journal answered kJournalFull
   // The journal's segments made smaller for lack of space: counted by the
-  // writer; whether the service said so (until whole ones fit again), and
-  // when it looks next.
+  // writer; whether the service said so (until whole ones fit again).
   std::uint64_t reduced_segments_seen_ = 0;
   bool reduced_segments_logged_ = false;
-  std::int64_t next_segment_check_ns_ = 0;
   std::uint64_t reports_gone_sent_ = 0;
   std::uint64_t new_session_gaps_dropped_ = 0;
   std::uint64_t histories_released_ = 0;
@@ -298,7 +296,8 @@ class Service::Impl final : public Sequencer::Backpressure,
   void EnterJournalFull();
   void CheckJournalResumed();
   // Logs when the journal begins to make smaller segments, and when whole
-  // ones fit again. A few loads, at most every 100 ms.
+  // ones fit again. A few loads; called while the writer has made a smaller
+  // segment not yet seen, or until whole ones fit again.
   void CheckSegmentSizes();
   void Log(const std::string& line);
   // SequenceGap(1) to `peer` for session `id`, which the service does not
@@ -689,7 +688,10 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     if (journal_full_) [[unlikely]] {
       CheckJournalResumed();
     }
-    if (now_ns_ >= next_segment_check_ns_) CheckSegmentSizes();
+    if (writer_->stats().reduced_segments != reduced_segments_seen_ ||
+        reduced_segments_logged_) [[unlikely]] {
+      CheckSegmentSizes();
+    }
     if (n > 0) continue;
     // Nothing arrived: wait for the disk if it has work (with replication:
     // for the stream's acknowledgement once the disk has none), else the
@@ -1145,7 +1147,6 @@ void Service::Impl::CheckJournalResumed() {
 }
 
 void Service::Impl::CheckSegmentSizes() {
-  next_segment_check_ns_ = now_ns_ + 100'000'000;
   const std::uint64_t reduced = writer_->stats().reduced_segments;
   const std::uint64_t whole = writer_->segment_size();
   if (reduced != reduced_segments_seen_) {
