@@ -150,11 +150,13 @@ std::string ExplainSilence(const net::Endpoint& target,
       "  - session %u is not in the service's configuration "
       "(UnknownSession)\n"
       "  - the service already has max_sessions sessions "
-      "(TooManySessions)\n"
+      "(TooManySessions), or max_sessions_per_source of them from this "
+      "address (TooManyFromSource)\n"
       "  - this address is not allowed for the session (AddressNotAllowed), "
       "or the session is pinned to another client's address and port "
       "(PinnedElsewhere; an unkeyed session is pinned until the service "
-      "restarts)\n",
+      "restarts, or until it gives its place back after "
+      "session_slot_idle_seconds idle)\n",
       target.ToString(), session_id, session_id);
   if (keyed) {
     out +=

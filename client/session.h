@@ -130,7 +130,8 @@ struct SessionOptions {
   // records): the sequence of its next command, and of the next report it
   // expects (one past the last report it holds). A keyed session may resume
   // from a new socket; an unkeyed one stays pinned to its first address and
-  // port until the service restarts (docs/PROTOCOL.md "Admission").
+  // port until the service restarts, or, unlisted, gives its place back
+  // when idle (docs/PROTOCOL.md "Admission").
   std::uint64_t first_sequence = 1;
   std::uint64_t first_report_sequence = 1;
   // The session's key: sign what is sent, check what is received.

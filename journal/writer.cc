@@ -132,6 +132,13 @@ absl::Status JournalWriter::Init() {
       {group, kMaxGroupBytes, capacity_ - kFirstGroupOffset});
   group_size_ = static_cast<std::uint32_t>(group);
   buffer_size_ = group_size_ + static_cast<std::uint32_t>(kBlockSize);
+  // A segment smaller than capacity_ (a disk without room for a whole one)
+  // still takes the header block and one full group (group <= capacity_ -
+  // kFirstGroupOffset, so this is at most capacity_).
+  smallest_capacity_ = std::min(
+      capacity_,
+      std::max(kSmallestReducedSegment, AlignUp(kFirstGroupOffset + group)));
+  last_prepared_capacity_ = capacity_;
   if (o.format_version < kOldestFormatVersion ||
       o.format_version > kFormatVersion) {
     return absl::InvalidArgumentError(absl::StrFormat(

@@ -50,13 +50,17 @@
 // write at a time, finished by the time it is half full), so it
 // never floods the device cache that every group's sync has to flush.
 //
-// Disk full is a state, not an error: when preparing the next segment fails
-// with ENOSPC or EDQUOT, the writer removes the partial file, remembers the
-// free space it needs (space_needed()) and tries again at most every
-// WriterOptions::no_space_retry_ms (from Poll, Wait and Append; never a
-// busy loop). Appends go on into the current segment while it has room;
-// once it has none, Append() answers kJournalFull (nothing appended, nothing
-// lost, the writer keeps running) until a preparation succeeds.
+// Disk full is a state, not an error. When the disk has no room for a whole
+// next segment, the writer prepares a smaller one (halving the size until
+// it fits, down to smallest_segment(); the size is in the segment's header,
+// which every reader goes by) and counts it (WriterStats::reduced_segments).
+// When even that fails with ENOSPC or EDQUOT, it removes the partial file,
+// remembers the free space it needs (space_needed(): the smallest segment)
+// and tries again at most every WriterOptions::no_space_retry_ms (from
+// Poll, Wait and Append; never a busy loop), from a whole segment down
+// again. Appends go on into the current segment while it has room; once it
+// has none, Append() answers kJournalFull (nothing appended, nothing lost,
+// the writer keeps running) until a preparation succeeds.
 //
 // Errors: a failed write or sync (any errno other than EAGAIN/EINTR, which
 // are retried; short writes are completed) stops the writer for good:
@@ -116,6 +120,12 @@ enum class IoBackend : std::uint8_t {
   kIoUring,   // io_uring or an Unavailable error
   kBlocking,  // pwritev2/fdatasync in the calling thread
 };
+
+// When a whole next segment does not fit on the disk, the writer makes a
+// smaller one, never below this (nor below one full group and the header
+// block; a segment_size below it is not reduced at all): see
+// JournalWriter::smallest_segment().
+inline constexpr std::uint64_t kSmallestReducedSegment = std::uint64_t{1} << 20;
 
 struct WriterOptions {
   std::string directory;  // created if missing
@@ -252,6 +262,9 @@ struct WriterStats {
   std::uint64_t journal_full = 0;      // Append() calls answered kJournalFull
   std::uint64_t prepare_no_space = 0;  // preparation attempts that found
                                        // no space
+  // Segments prepared smaller than the configured size because the disk
+  // had no room for a whole one (docs/JOURNAL.md "Disk full").
+  std::uint64_t reduced_segments = 0;
   // Rotations that found the next segment not ready yet (for lack of time,
   // not of space) and waited for it (Append answered kFull meanwhile):
   // counted once per segment. 0 when the paced zeroing kept up.
@@ -356,9 +369,26 @@ class JournalWriter {
   }
   [[nodiscard]] bool failed() const noexcept { return !status_.ok(); }
   // 0, or while the disk is too full for the next segment, the free bytes
-  // its preparation needs in the journal's directory (a segment's size).
+  // its preparation needs in the journal's directory: smallest_segment().
   [[nodiscard]] std::uint64_t space_needed() const noexcept {
     return space_needed_;
+  }
+  // The configured segment size (WriterOptions::segment_size rounded up to
+  // 4096), which every new segment has when the disk has room for it.
+  [[nodiscard]] std::uint64_t segment_size() const noexcept {
+    return capacity_;
+  }
+  // The smallest segment the writer makes when a whole one does not fit:
+  // kSmallestReducedSegment, or segment_size() if that is smaller, and at
+  // least the header block and one full group (max_append_bytes() of
+  // records).
+  [[nodiscard]] std::uint64_t smallest_segment() const noexcept {
+    return smallest_capacity_;
+  }
+  // The size of the last next segment whose preparation began (its space
+  // allocated); segment_size() before any.
+  [[nodiscard]] std::uint64_t last_prepared_size() const noexcept {
+    return last_prepared_capacity_;
   }
   // Why, while space_needed() is not 0: the operation, file and errno of
   // the first failed preparation of this episode.
@@ -380,6 +410,17 @@ class JournalWriter {
     return io_description_;
   }
   [[nodiscard]] const WriterStats& stats() const noexcept { return stats_; }
+  // The room the journal has on its file system: the bytes free there
+  // (statvfs f_bavail) and those its own segment files take (allocated
+  // blocks, the prepared next segment included). free + journal is what the
+  // journal could grow to if pruning gave all of its space back. Cold: a
+  // statvfs, a directory walk and a stat per segment. Error: the errno of
+  // statvfs or of reading the directory.
+  struct Space {
+    std::uint64_t free_bytes = 0;
+    std::uint64_t journal_bytes = 0;
+  };
+  [[nodiscard]] absl::StatusOr<Space> SpaceOnDisk() const;
   // Time from each group's submission until it counted as durable.
   [[nodiscard]] const LatencyHistogram& durable_latency() const noexcept {
     return latency_;
@@ -438,6 +479,8 @@ class JournalWriter {
     };
     State state = State::kNone;
     base::UniqueFd fd;
+    // Its size: capacity_, or smaller when the disk had no room for that.
+    std::uint64_t capacity = 0;
     std::uint32_t chunks = 0;      // zero writes needed
     std::uint32_t next_chunk = 0;  // next zero write to submit
     std::uint32_t chunks_done = 0;
@@ -476,8 +519,9 @@ class JournalWriter {
   AppendStatus Commit(Slot& slot, std::uint32_t used,
                       std::uint64_t last) noexcept;
   void Seal(Slot& slot) noexcept;
-  // Fills the 4096-byte `block` with a new segment's header and zeros.
-  void WriteSegmentHeader(std::uint64_t first_index,
+  // Fills the 4096-byte `block` with the header of a new segment of
+  // `capacity` bytes, and zeros.
+  void WriteSegmentHeader(std::uint64_t first_index, std::uint64_t capacity,
                           std::byte* block) const noexcept;
   void SubmitWrite(std::uint32_t id) noexcept;
   // Slot `id`'s write has completed in full: the groups waiting for it may
@@ -503,6 +547,12 @@ class JournalWriter {
   // zero writes the pace allows (all of them, at full speed, with
   // `needed_now`: a rotation waits for it), then its syncs.
   void PumpPrepared(bool needed_now) noexcept;
+  // Allocates the prepared file `fd`: capacity_ bytes, or the largest of
+  // capacity_ / 2, / 4, ... (at least smallest_capacity_) that the disk
+  // has room for. Returns the size, or 0 with *err set (the errno of the
+  // last failed operation; ENOSPC or EDQUOT when not even the smallest
+  // fits).
+  std::uint64_t AllocatePrepared(int fd, int* err) noexcept;
   // Preparation found no space (errno ENOSPC or EDQUOT, `what` failed):
   // the partial file is removed (once no op on it is in flight) and a retry
   // is due no_space_retry_ms later.
@@ -522,7 +572,8 @@ class JournalWriter {
   bool direct_ = false;  // O_DIRECT + RWF_DSYNC (else fdatasync if durable)
   bool sync_after_write_ = false;  // kFdatasync under kBatch/kSync
   bool prezero_ = false;
-  std::uint64_t capacity_ = 0;  // segment size
+  std::uint64_t capacity_ = 0;           // segment size
+  std::uint64_t smallest_capacity_ = 0;  // see smallest_segment()
   std::uint32_t group_size_ = 0;
   std::uint32_t buffer_size_ = 0;  // group_size_ + kBlockSize (the lead)
   std::uint16_t format_version_ = kFormatVersion;  // of new segments
@@ -562,8 +613,9 @@ class JournalWriter {
   std::byte* tail_block_ = nullptr;
   std::int32_t tail_writer_ = -1;
   Prepared prepared_;
-  std::uint64_t space_needed_ = 0;  // see space_needed()
-  std::string space_reason_;        // see space_reason()
+  std::uint64_t space_needed_ = 0;            // see space_needed()
+  std::uint64_t last_prepared_capacity_ = 0;  // see last_prepared_size()
+  std::string space_reason_;                  // see space_reason()
 
   // The checkpoint: the last group that became durable, and the
   // publication through the queue (temp file written and fdatasynced,

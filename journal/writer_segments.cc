@@ -25,11 +25,14 @@
 // disk-full episode), the preparation drops the schedule and runs at full
 // speed, kPrepZeroWritesInFlight writes at a time ("late").
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <span>
 #include <utility>
 #include <vector>
@@ -68,6 +71,7 @@ absl::StatusOr<base::UniqueFd> JournalWriter::OpenSegmentFd(
 }
 
 void JournalWriter::WriteSegmentHeader(std::uint64_t first_index,
+                                       std::uint64_t capacity,
                                        std::byte* block) const noexcept {
   std::memset(block, 0, kBlockSize);
   EncodeSegmentHeader(
@@ -77,7 +81,7 @@ void JournalWriter::WriteSegmentHeader(std::uint64_t first_index,
                     .block_size = kBlockSize,
                     .first_index = first_index,
                     .created_ns = RealtimeNs(),
-                    .capacity = capacity_,
+                    .capacity = capacity,
                     .journal_id = journal_id_,
                     .flags = 0,
                     .metadata_size = 0,
@@ -102,6 +106,33 @@ absl::Status JournalWriter::LoadActiveMetadata() {
   }
   metadata_ = check.metadata;
   return absl::OkStatus();
+}
+
+absl::StatusOr<JournalWriter::Space> JournalWriter::SpaceOnDisk() const {
+  struct statvfs fs {};
+  if (::statvfs(options_.directory.c_str(), &fs) != 0) {
+    return ErrnoStatus(errno,
+                       absl::StrFormat("statvfs %s", options_.directory));
+  }
+  Space space;
+  space.free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+  std::error_code ec;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(options_.directory, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!ParseSegmentFileName(name).has_value() && name != kPreparedFileName) {
+      continue;
+    }
+    struct stat st {};
+    if (::stat(entry.path().c_str(), &st) == 0) {
+      space.journal_bytes += static_cast<std::uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  if (ec) {
+    return absl::UnknownError(absl::StrFormat(
+        "reading the directory %s: %s", options_.directory, ec.message()));
+  }
+  return space;
 }
 
 absl::Status JournalWriter::StartSegment(std::string_view metadata) {
@@ -162,7 +193,7 @@ absl::Status JournalWriter::CreateFirstSegment(std::uint64_t journal_id) {
     }
   }
   std::byte* block = slots_[0].buffer;
-  WriteSegmentHeader(first_index, block);
+  WriteSegmentHeader(first_index, capacity_, block);
   if (int err = PwriteAll(fd->get(), block, kBlockSize, 0); err != 0) {
     return fail(err, "write header of");
   }
@@ -235,17 +266,37 @@ void JournalWriter::PreparedNoSpace(int err, std::string_view what) noexcept {
   if (space_needed_ == 0) {
     // Cold: once per episode of a full disk.
     space_reason_ = absl::StrFormat(
-        "preparing the next segment: %s %s (%d bytes): %s", what,
-        PreparedPath(), capacity_, internal::ErrnoText(err));
+        "preparing the next segment: %s %s: %s (no room for a segment of %d "
+        "bytes%s)",
+        what, PreparedPath(), internal::ErrnoText(err), smallest_capacity_,
+        smallest_capacity_ < capacity_
+            ? absl::StrFormat(
+                  ", the smallest the journal makes; its segment size is %d",
+                  capacity_)
+            : "");
   }
   ++stats_.prepare_no_space;
   p.state = Prepared::State::kNoSpace;
-  space_needed_ = capacity_;
+  space_needed_ = smallest_capacity_;
   p.retry_ns =
       MonotonicNs() + std::int64_t{options_.no_space_retry_ms} * 1'000'000;
   // The file goes once the kernel is done with it: a zero write still in
   // flight would otherwise land in a file of the same name made later.
   if (p.in_flight == 0) DiscardPrepared();
+}
+
+std::uint64_t JournalWriter::AllocatePrepared(int fd, int* err) noexcept {
+  for (std::uint64_t size = capacity_;;) {
+    if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) == 0) return size;
+    *err = errno;
+    if (!IsNoSpace(*err) || size <= smallest_capacity_) return 0;
+    // What the failed attempt allocated is given back before the next.
+    if (::ftruncate(fd, 0) != 0) {
+      *err = errno;
+      return 0;
+    }
+    size = std::max(smallest_capacity_, AlignUp(size / 2));
+  }
 }
 
 void JournalWriter::PumpPrepared(bool needed_now) noexcept {
@@ -279,8 +330,9 @@ void JournalWriter::PumpPrepared(bool needed_now) noexcept {
                                             path)));
       return;
     }
-    if (::fallocate(fd.get(), 0, 0, static_cast<off_t>(capacity_)) != 0) {
-      const int err = errno;
+    int err = 0;
+    const std::uint64_t size = AllocatePrepared(fd.get(), &err);
+    if (size == 0) {
       p.fd = std::move(fd);  // removed with the partial file
       if (IsNoSpace(err)) {
         PreparedNoSpace(err, "fallocate");
@@ -293,9 +345,12 @@ void JournalWriter::PumpPrepared(bool needed_now) noexcept {
       return;
     }
     space_needed_ = 0;
+    if (size < capacity_) ++stats_.reduced_segments;
+    last_prepared_capacity_ = size;
     p.fd = std::move(fd);
+    p.capacity = size;
     p.chunks = prezero_ ? static_cast<std::uint32_t>(
-                              (capacity_ + kPrepZeroChunk - 1) / kPrepZeroChunk)
+                              (size + kPrepZeroChunk - 1) / kPrepZeroChunk)
                         : 0;
     p.next_chunk = 0;
     p.chunks_done = 0;
@@ -308,8 +363,8 @@ void JournalWriter::PumpPrepared(bool needed_now) noexcept {
     // On schedule: one write at a time, within the bytes due. Late: as
     // fast as the device goes.
     const std::uint64_t due = ZeroBytesDue(
-        capacity_, segments_[active_].capacity, p.pace_start, write_pos_);
-    if (needed_now || due >= capacity_) p.late = true;
+        p.capacity, segments_[active_].capacity, p.pace_start, write_pos_);
+    if (needed_now || due >= p.capacity) p.late = true;
     const std::uint32_t most_in_flight = p.late ? kPrepZeroWritesInFlight : 1;
     while (
         p.next_chunk < p.chunks && p.in_flight < most_in_flight &&
@@ -320,7 +375,7 @@ void JournalWriter::PumpPrepared(bool needed_now) noexcept {
       op.fd = p.fd.get();
       op.data = zeros_;
       op.length = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(kPrepZeroChunk, capacity_ - offset));
+          std::min<std::uint64_t>(kPrepZeroChunk, p.capacity - offset));
       op.offset = offset;
       op.buffer_index = static_cast<int>(slots_.size());
       op.user_data = std::uint64_t{p.next_chunk} << 8 | kTagZero;
@@ -360,7 +415,7 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
       (tag == kTagZero && result >= 0 &&
        static_cast<std::uint64_t>(result) <
            std::min<std::uint64_t>(kPrepZeroChunk,
-                                   capacity_ - id * kPrepZeroChunk))) {
+                                   p.capacity - id * kPrepZeroChunk))) {
     // Again (a short zero write is redone whole: zeros over zeros).
     ++stats_.retries;
     IoOp op;
@@ -370,7 +425,7 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
       op.fd = p.fd.get();
       op.data = zeros_;
       op.length = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(kPrepZeroChunk, capacity_ - offset));
+          std::min<std::uint64_t>(kPrepZeroChunk, p.capacity - offset));
       op.offset = offset;
       op.buffer_index = static_cast<int>(slots_.size());
     } else {
@@ -453,7 +508,7 @@ bool JournalWriter::Rotate() noexcept {
   segment.version = format_version_;
   segment.users = 0;
   segment.first_index = first_index;
-  segment.capacity = capacity_;
+  segment.capacity = prepared_.capacity;
   segment.path = path;
   active_ = entry;
   prepared_ = Prepared{};
@@ -465,7 +520,7 @@ bool JournalWriter::Rotate() noexcept {
   const std::uint32_t id = free_.back();
   free_.pop_back();
   Slot& slot = slots_[id];
-  WriteSegmentHeader(first_index, slot.buffer);
+  WriteSegmentHeader(first_index, segment.capacity, slot.buffer);
   slot.state = Slot::State::kInFlight;
   slot.header = true;
   slot.segment = entry;

@@ -278,6 +278,10 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
         s.journal_full ? 1 : 0);
   Counter(text, "orderwire_journal_full_episodes_total",
           "Times the journal-full state began.", s.journal_full_episodes);
+  Counter(text, "orderwire_journal_reduced_segments_total",
+          "Journal segments made smaller than the segment size: the disk "
+          "had no room for a whole one.",
+          s.journal_reduced_segments);
   Counter(text, "orderwire_journal_full_refused_datagrams_total",
           "Datagrams whose new commands were not journaled: journal full.",
           s.refused_journal_full_datagrams);
@@ -295,6 +299,10 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
   Counter(text, "orderwire_sessions_moved_total",
           "Times a keyed session moved to a new endpoint by proving its key.",
           s.sessions_moved);
+  Counter(text, "orderwire_sessions_recycled_total",
+          "Idle unlisted sessions that gave their slot back (their state "
+          "stays; they continue when they come back).",
+          s.sessions_recycled);
   // Sending.
   Gauge(text, "orderwire_send_segmented",
         "1 while reports are sent in UDP_SEGMENT runs, 0 with sendmmsg.",

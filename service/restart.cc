@@ -128,6 +128,32 @@ absl::Status PinConfiguration(const std::string& directory,
   return absl::OkStatus();
 }
 
+// The warning when the journal's file system cannot hold two segments (the
+// one being filled and the next, prepared ahead): the journal then fills
+// the disk with ever smaller segments and is full long before an operator
+// expects it. Nothing when the space cannot be measured.
+void WarnWhenTwoSegmentsDoNotFit(const std::string& directory,
+                                 const journal::JournalWriter& writer,
+                                 RestartedJournal& out) {
+  const absl::StatusOr<journal::JournalWriter::Space> space =
+      writer.SpaceOnDisk();
+  const std::uint64_t segment = writer.segment_size();
+  if (!space.ok() || space->free_bytes + space->journal_bytes >= 2 * segment) {
+    return;
+  }
+  const std::string line = absl::StrFormat(
+      "warning: the file system of journal %s cannot hold two journal "
+      "segments of %d bytes (%d bytes free + %d in the journal's segments): "
+      "once the current segment is full, the next ones are smaller (down to "
+      "%d bytes) and then the journal is full (new commands answered Busy); "
+      "give the journal more room or a smaller --segment-size",
+      directory, segment, space->free_bytes, space->journal_bytes,
+      writer.smallest_segment());
+  absl::StrAppendFormat(&out.report, "\n  %s", line);
+  if (!out.warning.empty()) out.warning += "\n";
+  out.warning += line;
+}
+
 }  // namespace
 
 absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
@@ -154,6 +180,7 @@ absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
     absl::StrAppendFormat(&out.report, "\n  %s", recovery.message);
     out.warning = recovery.message;
   }
+  WarnWhenTwoSegmentsDoNotFit(directory, *out.writer, out);
   if (recovery.checkpoint_missing) {
     absl::StrAppendFormat(
         &out.report,

@@ -23,7 +23,8 @@
 //      index.
 // What each step found or did is written, one line each, to `report` (the
 // start-up banner); what an operator must see even without the banner (a
-// torn tail cut off, accepted loss, a damaged snapshot) also to `warning`.
+// torn tail cut off, accepted loss, a damaged snapshot, a file system that
+// cannot hold two segments) also to `warning`.
 //
 // Cold: reads the journal's tail (from the newest snapshot), writes at most
 // a checkpoint and a segment header.

@@ -1,7 +1,6 @@
 // The service's sequencer; see sequencer.h.
 #include "service/sequencer.h"
 
-#include "absl/strings/str_format.h"
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "service/record_flags.h"
@@ -9,23 +8,12 @@
 namespace orderwire::service {
 
 Sequencer::Sequencer(const ServiceConfig& config, std::size_t max_pending,
-                     journal::JournalWriter& writer, Backpressure& owner)
-    : sessions_(config),
+                     journal::JournalWriter& writer, Backpressure& owner,
+                     const JournaledSessions& journaled)
+    : sessions_(config, &journaled),
       writer_(writer),
       owner_(owner),
       pending_(max_pending) {}
-
-absl::Status Sequencer::Recover(std::uint32_t id, std::uint64_t next_expected) {
-  Session* session = sessions_.Recover(id);
-  if (session == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrFormat(
-        "session %d does not fit: the journal has more sessions than "
-        "max_sessions",
-        id));
-  }
-  session->next_expected = next_expected;
-  return absl::OkStatus();
-}
 
 namespace {
 

@@ -21,7 +21,9 @@
 // ring must hold at least one datagram's commands (kMinPending).
 //
 // A datagram for a session the table does not hold creates it only when the
-// datagram opens it (its first frame above sequence 0 is 1); otherwise
+// datagram opens it (its first frame above sequence 0 is 1) or the journal
+// holds the session (JournaledSessions: after a restart, or after it gave
+// its slot back; it continues at the journal's next sequence); otherwise
 // nothing is kept (docs/PROTOCOL.md "A session begins with frame 1").
 //
 // Disk full: when the journal answers kJournalFull, the frames from there on
@@ -38,7 +40,6 @@
 #include <cstring>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "codec/datagram.h"
 #include "codec/kind_table.h"
 #include "journal/writer.h"
@@ -98,14 +99,11 @@ class Sequencer {
     ~Backpressure() = default;
   };
 
-  // `config`, `writer` and `owner` must outlive the sequencer. Precondition:
-  // max_pending >= kMinPending.
+  // `config`, `writer`, `owner` and `journaled` must outlive the sequencer.
+  // Precondition: max_pending >= kMinPending.
   Sequencer(const ServiceConfig& config, std::size_t max_pending,
-            journal::JournalWriter& writer, Backpressure& owner);
-
-  // After recovery: session `id` (recovered from the journal) continues at
-  // `next_expected`. Errors: ResourceExhausted if the table is full.
-  absl::Status Recover(std::uint32_t id, std::uint64_t next_expected);
+            journal::JournalWriter& writer, Backpressure& owner,
+            const JournaledSessions& journaled);
 
   // Admits, checks and journals one parsed datagram from `peer`.
   Sequenced Sequence(const codec::DatagramView& datagram,

@@ -95,7 +95,8 @@ void ReportToParent(int fd, std::string_view message) {
 
 }  // namespace
 
-class Service::Impl final : public Sequencer::Backpressure {
+class Service::Impl final : public Sequencer::Backpressure,
+                            public JournaledSessions {
  public:
   explicit Impl(ServiceOptions options)
       : options_(std::move(options)),
@@ -121,6 +122,12 @@ class Service::Impl final : public Sequencer::Backpressure {
   // Run() returns).
   void StartRetention();
   bool WaitForJournal() override;
+  // The StateMachine's next sequence of session `id` (0: the journal holds
+  // none): every record of a session the table does not hold is applied.
+  std::uint64_t NextExpected(std::uint32_t id) const override {
+    const SessionState* state = machine_->Find(id);
+    return state != nullptr ? state->next_expected : 0;
+  }
   void RefreshStats() const;
   // With ServiceOptions::metrics: the counters, published for the metrics
   // thread. About a microsecond; no allocation.
@@ -191,6 +198,10 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::uint64_t busy_sent_ = 0;
   std::uint64_t journal_full_episodes_ = 0;
   bool journal_full_ = false;  // the journal answered kJournalFull
+  // The journal's segments made smaller for lack of space: counted by the
+  // writer; whether the service said so (until whole ones fit again).
+  std::uint64_t reduced_segments_seen_ = 0;
+  bool reduced_segments_logged_ = false;
   std::uint64_t reports_gone_sent_ = 0;
   // Reports made again from the journal (report_regenerator.h); null until
   // Start() has the journal. Continuations: jobs in a row for the active
@@ -203,6 +214,12 @@ class Service::Impl final : public Sequencer::Backpressure {
   std::uint64_t regeneration_failures_ = 0;
   std::uint64_t new_session_gaps_dropped_ = 0;
   std::uint64_t histories_released_ = 0;
+  // Unlisted sessions that gave their slot back (RecycleIdleSessions), the
+  // next sweep, and whether the histories of the sessions not held since
+  // the start were released (ReleaseIdleHistories, once).
+  std::uint64_t sessions_recycled_ = 0;
+  std::int64_t next_recycle_sweep_ns_ = 0;
+  bool released_unheld_ = false;
   LatencyBuckets command_latency_;
   LatencyBuckets journal_wait_;
   std::int64_t next_publish_ns_ = 0;
@@ -301,6 +318,10 @@ class Service::Impl final : public Sequencer::Backpressure {
   // found space; each change logged once.
   void EnterJournalFull();
   void CheckJournalResumed();
+  // Logs when the journal begins to make smaller segments, and when whole
+  // ones fit again. A few loads; called while the writer has made a smaller
+  // segment not yet seen, or until whole ones fit again.
+  void CheckSegmentSizes();
   void Log(const std::string& line);
   // SequenceGap(1) to `peer` for session `id`, which the service does not
   // hold; rate-limited across all such sessions.
@@ -325,8 +346,17 @@ class Service::Impl final : public Sequencer::Backpressure {
   // session_idle_seconds. Cold: a walk over the sessions, at most every
   // quarter of that time (and at most once per second).
   void ReleaseIdleHistories();
+  // Gives back the slot of every unlisted session not heard from for
+  // session_slot_idle_seconds that has nothing journaled but not applied
+  // (its state stays in the StateMachine; SessionTable::Release). Cold: a
+  // walk over the table, at most every quarter of that time (and at most
+  // once per second).
+  void RecycleIdleSessions();
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
+  // Binds the socket and chooses the send path (Start(), before the journal
+  // is opened).
+  absl::Status BindSocket();
   // Chooses the send path at start (probe), for the start-up report.
   absl::Status ChooseSendPath();
   // FlushOutput's two ways: slots from `first` on each as its own sendmmsg
@@ -349,16 +379,21 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
   }
   if (options.max_pending < kMinPending || options.report_history == 0 ||
       options.batch == 0 || options.config.max_sessions == 0 ||
+      options.config.max_sessions_per_source == 0 ||
       !(options.config.session_idle_seconds > 0) ||
+      !(options.config.session_slot_idle_seconds > 0) ||
       !(options.snapshot_every_seconds >= 0 &&
         options.snapshot_every_seconds <= 1e9)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "service options: max_pending %d (at least %d, one datagram of "
-        "commands), report_history %d, batch %d and max_sessions %d (each at "
-        "least 1), session_idle_seconds %g (above 0), snapshot_every_seconds "
-        "%g (0 to 1e9)",
+        "commands), report_history %d, batch %d, max_sessions %d and "
+        "max_sessions_per_source %d (each at least 1), session_idle_seconds "
+        "%g and session_slot_idle_seconds %g (above 0), "
+        "snapshot_every_seconds %g (0 to 1e9)",
         options.max_pending, kMinPending, options.report_history, options.batch,
-        options.config.max_sessions, options.config.session_idle_seconds,
+        options.config.max_sessions, options.config.max_sessions_per_source,
+        options.config.session_idle_seconds,
+        options.config.session_slot_idle_seconds,
         options.snapshot_every_seconds));
   }
   if (options.replication.has_value() && options.reconfigure) {
@@ -392,6 +427,9 @@ const std::string& Service::startup_warning() const {
 }
 
 absl::Status Service::Impl::Start() {
+  // What can be refused without the journal comes first (the socket, the
+  // send path): a refused start leaves the journal directory as it was.
+  if (absl::Status s = BindSocket(); !s.ok()) return s;
   // Recovery, the replay of the journal's tail (from the newest valid
   // snapshot) through the StateMachine as the live loop applied it, and the
   // configuration (restart.h); then the Sequencer continues each session
@@ -408,18 +446,13 @@ absl::Status Service::Impl::Start() {
   machine_ = std::move(restarted->machine);
   replayed_ = restarted->replayed;
   started_from_snapshot_ = restarted->started_from_snapshot;
-  startup_report_ = std::move(restarted->report);
+  // The journal's lines first, then the send path's (BindSocket's).
+  startup_report_ = std::move(restarted->report) + startup_report_;
   startup_warning_ = std::move(restarted->warning);
+  // Each session of the journal takes a slot when it is heard from again,
+  // continuing at its next sequence (NextExpected).
   sequencer_ = std::make_unique<Sequencer>(
-      options_.config, options_.max_pending, *writer_, *this);
-  for (std::size_t i = 0; i < machine_->session_count(); ++i) {
-    const SessionState& state =
-        machine_->session(static_cast<std::uint32_t>(i));
-    if (absl::Status s = sequencer_->Recover(state.id, state.next_expected);
-        !s.ok()) {
-      return s;
-    }
-  }
+      options_.config, options_.max_pending, *writer_, *this, *this);
   regenerator_ = std::make_unique<ReportRegenerator>(
       ReportRegeneratorOptions{.journal_dir = options_.journal.directory,
                                .journal_id = writer_->journal_id(),
@@ -428,10 +461,17 @@ absl::Status Service::Impl::Start() {
   records_at_start_ = machine_->stats().records;
   snapshot_base_index_ = started_from_snapshot_;
   durable_index_ = writer_->durable_index();
-  if (absl::Status s = StartReplication(); !s.ok()) return s;
+  return StartReplication();
+}
 
+absl::Status Service::Impl::BindSocket() {
   absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(options_.listen);
-  if (!socket.ok()) return socket.status();
+  if (!socket.ok()) {
+    return absl::Status(
+        socket.status().code(),
+        absl::StrFormat("%s (the journal %s was not opened)",
+                        socket.status().message(), options_.journal.directory));
+  }
   socket_.emplace(std::move(*socket));
   socket_->set_calls_for_testing(options_.socket_calls_for_testing);
   absl::StatusOr<net::Endpoint> local = socket_->LocalEndpoint();
@@ -735,6 +775,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
       next_interval_ns = now_ns_ + interval_ns;
     }
     if (now_ns_ >= next_idle_sweep_ns_) ReleaseIdleHistories();
+    if (now_ns_ >= next_recycle_sweep_ns_) RecycleIdleSessions();
     if (options_.metrics != nullptr && now_ns_ >= next_publish_ns_) {
       PublishMetrics();
     }
@@ -755,6 +796,10 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     }
     if (journal_full_) [[unlikely]] {
       CheckJournalResumed();
+    }
+    if (writer_->stats().reduced_segments != reduced_segments_seen_ ||
+        reduced_segments_logged_) [[unlikely]] {
+      CheckSegmentSizes();
     }
     if (n > 0) continue;
     // Nothing arrived: wait for the disk if it has work (with replication:
@@ -1027,7 +1072,19 @@ bool Service::Impl::WaitForJournal() {
 
 Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
   if (state_index < by_state_.size()) [[likely]] {
-    return by_state_[state_index];
+    if (Session* session = by_state_[state_index]; session != nullptr)
+        [[likely]] {
+      return session;
+    }
+    // Not held (since the start, or since it gave its slot back): held
+    // again now? One hash lookup per report to a session that is away.
+    Session* session =
+        sequencer_->sessions().Find(machine_->session(state_index).id);
+    if (session != nullptr) {
+      session->state = static_cast<std::int32_t>(state_index);
+      by_state_[state_index] = session;
+    }
+    return session;
   }
   // Once per session: its first record has just been applied.
   while (by_state_.size() <= state_index) {
@@ -1195,6 +1252,27 @@ void Service::Impl::CheckJournalResumed() {
       absl::StrFormat("journal resumed: space found in %s; taking commands "
                       "again (journal at index %d)",
                       options_.journal.directory, writer_->last_index()));
+}
+
+void Service::Impl::CheckSegmentSizes() {
+  const std::uint64_t reduced = writer_->stats().reduced_segments;
+  const std::uint64_t whole = writer_->segment_size();
+  if (reduced != reduced_segments_seen_) {
+    reduced_segments_seen_ = reduced;
+    if (reduced_segments_logged_) return;
+    reduced_segments_logged_ = true;
+    Log(absl::StrFormat(
+        "journal: no room in %s for a whole segment of %d bytes: the next "
+        "one is a smaller segment of %d bytes (smaller ones, down to %d "
+        "bytes, until space is freed; then the journal is full)",
+        options_.journal.directory, whole, writer_->last_prepared_size(),
+        writer_->smallest_segment()));
+  } else if (reduced_segments_logged_ &&
+             writer_->last_prepared_size() == whole) {
+    reduced_segments_logged_ = false;
+    Log(absl::StrFormat("journal: whole segments of %d bytes fit in %s again",
+                        whole, options_.journal.directory));
+  }
 }
 
 void Service::Impl::ResendFrom(Session& session, const SessionState& state,
@@ -1365,8 +1443,24 @@ void Service::Impl::ReleaseIdleHistories() {
       now_ns_ + std::clamp<std::int64_t>(idle_ns / 4, 1'000'000, 1'000'000'000);
   if (machine_->history_budget().used() == 0) return;
   SessionTable& table = sequencer_->sessions();
+  if (!released_unheld_ && now_ns_ - started_ns_ >= idle_ns) {
+    // Once: the sessions of the journal the table does not hold (not heard
+    // from since the start, or given back their slot). Later, a session
+    // that gives its slot back keeps its history (within the budget) for
+    // when it comes back. A walk over every session.
+    released_unheld_ = true;
+    for (std::uint32_t i = 0; i < machine_->session_count(); ++i) {
+      const SessionState& state = machine_->session(i);
+      if (state.history.bytes() == 0 || table.Find(state.id) != nullptr) {
+        continue;
+      }
+      (void)machine_->ReleaseHistory(i);
+      ++histories_released_;
+    }
+  }
   for (std::size_t i = 0; i < table.size(); ++i) {
     Session& session = table.at(static_cast<std::uint32_t>(i));
+    if (!session.held) continue;
     // Not heard from since the service started: idle since then.
     const std::int64_t heard =
         session.last_heard_ns != 0 ? session.last_heard_ns : started_ns_;
@@ -1378,6 +1472,38 @@ void Service::Impl::ReleaseIdleHistories() {
     if (state == nullptr || state->history.bytes() == 0) continue;
     (void)machine_->ReleaseHistory(state->index);
     ++histories_released_;
+  }
+}
+
+void Service::Impl::RecycleIdleSessions() {
+  const auto idle_ns = static_cast<std::int64_t>(
+      options_.config.session_slot_idle_seconds * 1e9);
+  next_recycle_sweep_ns_ =
+      now_ns_ + std::clamp<std::int64_t>(idle_ns / 4, 1'000'000, 1'000'000'000);
+  SessionTable& table = sequencer_->sessions();
+  if (table.unlisted() == 0) return;
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    Session& session = table.at(static_cast<std::uint32_t>(i));
+    if (!session.held || table.Listed(session.id) || session.tx_slot >= 0) {
+      continue;
+    }
+    const std::int64_t heard =
+        session.last_heard_ns != 0 ? session.last_heard_ns : started_ns_;
+    if (now_ns_ - heard < idle_ns) continue;
+    const SessionState* state =
+        session.state >= 0
+            ? &machine_->session(static_cast<std::uint32_t>(session.state))
+            : machine_->Find(session.id);
+    // Every record of it applied: the journal's next sequence is the
+    // table's, so NextExpected() continues it exactly when it comes back.
+    if ((state != nullptr ? state->next_expected : 1) !=
+        session.next_expected) {
+      continue;
+    }
+    if (state != nullptr && state->index < by_state_.size()) {
+      by_state_[state->index] = nullptr;
+    }
+    if (table.Release(session)) ++sessions_recycled_;
   }
 }
 
@@ -1555,8 +1681,10 @@ void Service::Impl::RefreshStats() const {
     s.journal_records = w.records;
     s.journal_groups = w.groups;
     s.journal_bytes_written = w.bytes_written;
+    s.journal_reduced_segments = w.reduced_segments;
   }
-  s.sessions = sequencer_->sessions().size();
+  s.sessions = sequencer_->sessions().held();
+  s.sessions_recycled = sessions_recycled_;
   s.sessions_listed = options_.config.sessions.size();
   s.command_latency = command_latency_;
   s.journal_wait = journal_wait_;
@@ -1727,17 +1855,19 @@ std::string Service::StatsReport() const {
         s.replication_published_records, s.replication_acknowledged_messages,
         mean_us(s.replication_publish_latency), s.replication_failures);
   }
-  absl::StrAppendFormat(&out,
-                        "  journal full      %d time(s), %d datagrams (%d "
-                        "frames) refused, %d Busy sent%s\n",
-                        s.journal_full_episodes,
-                        s.refused_journal_full_datagrams,
-                        s.refused_journal_full_frames, s.busy_sent,
-                        s.journal_full ? " (full now)" : "");
+  absl::StrAppendFormat(
+      &out,
+      "  journal full      %d time(s), %d datagrams (%d "
+      "frames) refused, %d Busy sent%s; %d smaller "
+      "segment(s)\n",
+      s.journal_full_episodes, s.refused_journal_full_datagrams,
+      s.refused_journal_full_frames, s.busy_sent,
+      s.journal_full ? " (full now)" : "", s.journal_reduced_segments);
   absl::StrAppendFormat(&out,
                         "  sessions          %d (%d moves of a keyed "
-                        "session to a new endpoint)\n",
-                        s.sessions, s.sessions_moved);
+                        "session to a new endpoint, %d idle unlisted "
+                        "sessions gave their slot back)\n",
+                        s.sessions, s.sessions_moved, s.sessions_recycled);
   return out;
 }
 
@@ -1797,7 +1927,9 @@ std::string Service::StatsJson() const {
   field("busy_sent", s.busy_sent);
   field("journal_full_episodes", s.journal_full_episodes);
   field("journal_full", s.journal_full ? 1 : 0);
+  field("journal_reduced_segments", s.journal_reduced_segments);
   field("sessions_moved", s.sessions_moved);
+  field("sessions_recycled", s.sessions_recycled);
   field("replication", s.replication ? 1 : 0);
   field("replication_published_messages", s.replication_published_messages);
   field("replication_acknowledged_messages",

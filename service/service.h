@@ -19,7 +19,14 @@
 // heard from for session_idle_seconds releases its history; a resend that
 // needs reports no longer held gets them made again from the journal on a
 // worker thread (report_regenerator.h), and ReportsGone only when they are
-// older than the retained journal. Back-pressure: when the
+// older than the retained journal. An unlisted session
+// not heard from for session_slot_idle_seconds gives its slot in the
+// Sequencer's table back (its state stays in the StateMachine, which the
+// journal built; when it comes back it takes a slot again and continues at
+// the StateMachine's next sequence, as after a restart), and each source
+// address holds at most max_sessions_per_source unlisted sessions (refused
+// beyond: TooManyFromSource). Neither touches the journal: admission is the
+// Sequencer's, before anything is journaled. Back-pressure: when the
 // journal has no free buffer or the pending ring is full, the loop stops
 // reading the socket and waits for the disk; datagrams wait in the socket
 // buffer or are dropped by the kernel, and clients retransmit.
@@ -30,13 +37,16 @@
 // still get their reports sent again, and everything journaled becomes
 // durable and is answered. The service logs when the state starts ("journal
 // full: need N bytes free in DIR") and when it ends, and resumes by itself
-// once the journal has found space.
+// once the journal has found space. A disk without room for a whole next
+// segment gets a smaller one (journal/writer.h): logged when that begins
+// and when whole segments fit again, and counted.
 //
 // Restart: Start() recovers the journal (a torn tail is cut off) and applies
 // every record through the same StateMachine::Apply as the live loop, so
 // every session's expected sequence and report sequence, every book and the
-// report history are as they were. The configuration that decides how
-// records apply is the journal's own (pinned_config.h): each segment's, in
+// report history are as they were; a session takes a slot in the
+// Sequencer's table when it is heard from again. The configuration that decides
+// how records apply is the journal's own (pinned_config.h): each segment's, in
 // force from its first record; a configuration given that differs from the
 // journal's current one is refused unless ServiceOptions::reconfigure.
 //
@@ -172,11 +182,12 @@ struct ServiceOptions {
   // record is durable in the local journal (under journal.durability) AND
   // acknowledged by the engine's JetStream journal stream. Start() reads the
   // stream's end, publishes the local records it lacks and waits for their
-  // acknowledgement (at most ack_timeout) before it binds the socket; a node
-  // behind the stream is refused. A transient NATS error in those steps is
-  // tried again for up to ReplicationOptions::start_timeout. A replication
-  // failure stops the service: nothing more is answered and Run() returns
-  // it. Unset: local only.
+  // acknowledgement (at most ack_timeout) before it returns (the socket,
+  // bound earlier, is not read before Run()); a node behind the stream is
+  // refused. A transient NATS error in those steps is tried again for up to
+  // ReplicationOptions::start_timeout. A replication failure stops the
+  // service: nothing more is answered and Run() returns it. Unset: local
+  // only.
   std::optional<ReplicationOptions> replication;
   // Set (from another thread or a signal handler) to end Start()'s wait for
   // NATS: Start() then returns Cancelled. May be null; must outlive Start().
@@ -203,6 +214,8 @@ struct ServiceStats {
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause
   std::array<std::uint64_t, kAdmissionCount> refused{};  // by Admission
   std::uint64_t sessions_moved = 0;  // keyed sessions that changed endpoint
+  // Idle unlisted sessions that gave their slot back.
+  std::uint64_t sessions_recycled = 0;
   std::uint64_t truncated_by_kernel = 0;  // longer than 1472 bytes
   std::uint64_t duplicates = 0;           // frames below the expected seq
   std::uint64_t gaps = 0;                 // datagrams that revealed a gap
@@ -245,6 +258,9 @@ struct ServiceStats {
   std::uint64_t busy_sent = 0;
   std::uint64_t journal_full_episodes = 0;
   bool journal_full = false;
+  // Segments the journal made smaller than its segment size because the
+  // disk had no room for a whole one (docs/JOURNAL.md "Disk full").
+  std::uint64_t journal_reduced_segments = 0;
   std::uint64_t durable_index = 0;
   std::uint64_t last_index = 0;
   // The journal writer's own counts since the service started: records
@@ -282,15 +298,19 @@ struct ServiceStats {
 
 class Service {
  public:
-  // Opens and recovers the journal, replays it, binds the socket. Errors:
-  // those of JournalWriter::Open and JournalReader (DataLoss names the file
+  // Binds the socket and chooses the send path, then opens and recovers the
+  // journal and replays it: a start refused for the socket (the address in
+  // use) leaves the journal directory as it was (a missing one is not
+  // created). Datagrams that arrive before Run() wait in the socket buffer.
+  // Errors: the bind error (naming the address), those of
+  // JournalWriter::Open and JournalReader (DataLoss names the file
   // and offset), a journal that does not replay (a record from a session the
   // table cannot hold, a sequence out of order, a configuration in a
   // segment header that cannot be read), FailedPrecondition when
   // options.config differs from the configuration the journal pins (each
   // difference named) and options.reconfigure is not set, or when the
   // state cannot take the new configuration (e.g. fewer max_live_orders
-  // than live orders), the bind error. With replication: a refusal (a
+  // than live orders). With replication: a refusal (a
   // lease held by another member, a stream with other settings, a node
   // behind the stream, a fence, a permission error, ...) at once;
   // DeadlineExceeded naming the step when NATS did not answer within

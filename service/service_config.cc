@@ -287,6 +287,24 @@ absl::StatusOr<std::int64_t> IntegerIn(const ErrorAt& error,
   return value->get();
 }
 
+// A number of seconds above 0, at most 1e9 (an integer or a float).
+absl::StatusOr<double> SecondsIn(const ErrorAt& error, const toml::node& node,
+                                 std::string_view name) {
+  const std::optional<double> seconds = node.value<double>();
+  if (!node.is_number() || !seconds.has_value()) {
+    return error(node.source(),
+                 absl::StrFormat("%s: expected a number of seconds, got %s",
+                                 name, TypeName(node)));
+  }
+  if (!(*seconds > 0) || *seconds > 1e9) {
+    return error(node.source(),
+                 absl::StrFormat("%s: %g is out of range (above 0, at "
+                                 "most 1e9 seconds; e.g. 60, 0.5)",
+                                 name, *seconds));
+  }
+  return *seconds;
+}
+
 absl::Status UnknownKey(const ErrorAt& error, const toml::key& key,
                         std::string_view table, std::string_view known) {
   return error(key.source(),
@@ -477,20 +495,19 @@ absl::Status ReadService(const ErrorAt& error, const toml::table& table,
           IntegerIn(error, node, dotted, 0, std::int64_t{1} << 40);
       if (!n.ok()) return n.status();
       config.max_report_history_bytes = static_cast<std::uint64_t>(*n);
+    } else if (name == "max_sessions_per_source") {
+      absl::StatusOr<std::int64_t> n =
+          IntegerIn(error, node, dotted, 1, 1'000'000);
+      if (!n.ok()) return n.status();
+      config.max_sessions_per_source = static_cast<std::uint32_t>(*n);
     } else if (name == "session_idle_seconds") {
-      const std::optional<double> seconds = node.value<double>();
-      if (!node.is_number() || !seconds.has_value()) {
-        return error(node.source(),
-                     absl::StrFormat("%s: expected a number of seconds, got %s",
-                                     dotted, TypeName(node)));
-      }
-      if (!(*seconds > 0) || *seconds > 1e9) {
-        return error(node.source(),
-                     absl::StrFormat("%s: %g is out of range (above 0, at "
-                                     "most 1e9 seconds; e.g. 60, 0.5)",
-                                     dotted, *seconds));
-      }
+      absl::StatusOr<double> seconds = SecondsIn(error, node, dotted);
+      if (!seconds.ok()) return seconds.status();
       config.session_idle_seconds = *seconds;
+    } else if (name == "session_slot_idle_seconds") {
+      absl::StatusOr<double> seconds = SecondsIn(error, node, dotted);
+      if (!seconds.ok()) return seconds.status();
+      config.session_slot_idle_seconds = *seconds;
     } else if (name == "open_sessions") {
       const auto* flag = node.as_boolean();
       if (flag == nullptr) {
@@ -509,9 +526,10 @@ absl::Status ReadService(const ErrorAt& error, const toml::table& table,
       read.allowed_addresses = *set;
     } else {
       return UnknownKey(error, key, "service",
-                        "max_sessions, max_report_history_bytes, "
-                        "session_idle_seconds, open_sessions, open_accounts, "
-                        "allowed_addresses");
+                        "max_sessions, max_sessions_per_source, "
+                        "max_report_history_bytes, session_idle_seconds, "
+                        "session_slot_idle_seconds, open_sessions, "
+                        "open_accounts, allowed_addresses");
     }
   }
   return absl::OkStatus();
@@ -733,12 +751,14 @@ absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path,
 std::string DescribeServiceConfig(const ServiceConfig& config) {
   std::string out = absl::StrFormat(
       "instruments %d-%d, prices %d-%d, quantities %d-%d, %d live orders; "
-      "max %d unlisted sessions, report histories %d bytes in all, released "
-      "after %g s idle",
+      "max %d unlisted sessions (%d per source address, each giving its "
+      "place back after %g s idle), report histories %d bytes in all, "
+      "released after %g s idle",
       config.engine.min_instrument, config.engine.max_instrument,
       config.engine.min_price, config.engine.max_price,
       config.engine.min_quantity, config.engine.max_quantity,
       config.engine.max_live_orders, config.max_sessions,
+      config.max_sessions_per_source, config.session_slot_idle_seconds,
       config.max_report_history_bytes, config.session_idle_seconds);
   if (config.open_sessions) {
     absl::StrAppendFormat(&out,

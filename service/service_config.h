@@ -17,10 +17,13 @@
 //   [service]
 //   max_sessions = 1024             # unlisted sessions the service will hold
 //                                   # (listed sessions always fit)
+//   max_sessions_per_source = 256   # of those, held for one source address
 //   max_report_history_bytes = 67108864
 //                                   # all sessions' report histories together
 //   session_idle_seconds = 60       # a session not heard from for this long
 //                                   # releases its report history (60, 0.5)
+//   session_slot_idle_seconds = 600 # an unlisted session not heard from for
+//                                   # this long gives its place back
 //   allowed_addresses = ["127.0.0.1", "::1", "10.1.0.0/16"]
 //                                   # sources a session may use unless it has
 //                                   # its own list; "any" allows every source
@@ -58,8 +61,9 @@
 // (ServiceConfig::warnings).
 //
 // With no file (the default), or for keys a file leaves out: the engine's
-// defaults (engine/config.h); max_sessions 1024; max_report_history_bytes
-// 64 MiB; session_idle_seconds 60; allowed_addresses 127.0.0.0/8 and ::1
+// defaults (engine/config.h); max_sessions 1024; max_sessions_per_source
+// 256; max_report_history_bytes 64 MiB; session_idle_seconds 60;
+// session_slot_idle_seconds 600; allowed_addresses 127.0.0.0/8 and ::1
 // (loopback only); open_sessions true when the file lists no session, false
 // when it does; open_accounts any. So the default configuration lets any
 // session trade for any account, but only from this machine: safe for a
@@ -67,7 +71,13 @@
 //
 // A session is pinned to the first source address (and port) it is seen
 // from; datagrams for it from anywhere else are dropped and counted (a keyed
-// session moves with a datagram that has a valid MAC and a new command).
+// session moves with a datagram that has a valid MAC and a new command). An
+// unlisted session that gives its place back (session_slot_idle_seconds) is
+// pinned again by the first source it is seen from after that.
+//
+// The admission settings (max_sessions_per_source, session_slot_idle_seconds,
+// the addresses) decide only which datagrams are journaled, never how a
+// journaled record applies: they are not pinned in the journal.
 //
 // Not this file: the configuration a journal pins in its segment headers
 // (service/pinned_config.h) is a journal format of its own, key = value text
@@ -150,8 +160,15 @@ struct SessionPolicy {
 struct ServiceConfig {
   engine::EngineConfig engine;
   std::uint32_t max_sessions = 1024;  // unlisted; listed ones always fit
+  // Unlisted sessions held for one source address (IPv4, or IPv6 address
+  // by address): a flood of new ids from one place takes at most this many
+  // of max_sessions.
+  std::uint32_t max_sessions_per_source = 256;
   std::uint64_t max_report_history_bytes = std::uint64_t{64} << 20;
   double session_idle_seconds = 60;
+  // An unlisted session not heard from for this long gives its place back
+  // (docs/PROTOCOL.md "Idle unlisted sessions give their slot back").
+  double session_slot_idle_seconds = 600;
   bool open_sessions = true;
   SessionPolicy open_policy;  // for sessions not listed
   absl::flat_hash_map<std::uint32_t, SessionPolicy> sessions;

@@ -217,5 +217,83 @@ TEST(JournalDiskFull, RestartOnAFullDiskWithoutADurableFile) {
   EXPECT_EQ(ReadAndCheck(dir, 1).records, i - 1);
 }
 
+// A disk with room for less than a whole segment: the writer makes the next
+// segment smaller (halving, down to the smallest it makes) instead of
+// waiting for a whole one, resumes once that much is free, and the journal
+// of mixed capacities recovers and reads back record for record.
+TEST(JournalDiskFull, WhenAWholeSegmentDoesNotFitTheNextOneIsSmaller) {
+  constexpr std::uint64_t kLarge = std::uint64_t{4} << 20;
+  std::string why;
+  std::unique_ptr<SmallFilesystem> fs = SmallFilesystem::Mount(
+      SmallFilesystem::Type::kTmpfs, std::uint64_t{8} << 20, &why);
+  if (fs == nullptr) GTEST_SKIP() << why;
+  const std::string dir = fs->path() + "/journal";
+  WriterOptions options = Options(dir);
+  options.segment_size = kLarge;
+  std::uint64_t i = 1;
+  {
+    auto writer = JournalWriter::Open(options);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    JournalWriter& w = **writer;
+    fs->Fill();  // not even the smallest segment fits
+    AppendStatus st = AppendStatus::kOk;
+    for (; (st = AppendOne(w, i)) == AppendStatus::kOk; ++i) {
+      if (i % 8 == 0) w.Poll();
+    }
+    ASSERT_EQ(st, AppendStatus::kJournalFull) << w.status();
+    EXPECT_EQ(w.smallest_segment(), kSmallestReducedSegment);
+    EXPECT_EQ(w.space_needed(), kSmallestReducedSegment);
+    EXPECT_EQ(w.stats().reduced_segments, 0u);
+
+    // Room for less than a whole segment (1.5 MiB of 4): a smaller one.
+    fs->FreeSome(std::uint64_t{3} << 19);
+    ASSERT_LT(fs->FreeBytes(), kLarge);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while ((st = AppendOne(w, i)) == AppendStatus::kJournalFull &&
+           std::chrono::steady_clock::now() < deadline) {
+      w.Poll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    ASSERT_EQ(st, AppendStatus::kOk)
+        << "the writer did not resume with " << fs->FreeBytes()
+        << " bytes free (" << w.space_reason() << ")";
+    EXPECT_EQ(w.stats().rotations, 1u);
+    EXPECT_EQ(w.stats().reduced_segments, 1u);
+    EXPECT_EQ(w.last_prepared_size(), kSmallestReducedSegment);
+    // It fills the smaller segment, then is full again.
+    for (++i; (st = AppendOne(w, i)) == AppendStatus::kOk; ++i) {
+      if (i % 8 == 0) w.Poll();
+    }
+    ASSERT_EQ(st, AppendStatus::kJournalFull) << w.status();
+    EXPECT_EQ(w.space_needed(), kSmallestReducedSegment);
+    ASSERT_TRUE(w.Close().ok()) << w.status();
+  }
+  const std::uint64_t appended = i - 1;
+  auto back = ReadAndCheck(dir, 1);
+  ASSERT_TRUE(back.status.ok()) << back.status;
+  EXPECT_EQ(back.records, appended);
+  ASSERT_EQ(back.segments.size(), 2u);
+  EXPECT_EQ(back.segments[0].header.capacity, kLarge);
+  EXPECT_EQ(back.segments[1].header.capacity, std::uint64_t{1} << 20);
+
+  // Recovery over the two capacities, and appending after it.
+  fs->Free();
+  {
+    auto writer = JournalWriter::Open(options);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    EXPECT_FALSE((*writer)->recovery().torn_tail);
+    EXPECT_EQ((*writer)->last_index(), appended);
+    EXPECT_EQ((*writer)->segment_size(), kLarge);
+    for (int k = 0; k < 100; ++k, ++i) {
+      ASSERT_EQ(AppendOne(**writer, i), AppendStatus::kOk);
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  back = ReadAndCheck(dir, 1);
+  ASSERT_TRUE(back.status.ok()) << back.status;
+  EXPECT_EQ(back.records, i - 1);
+}
+
 }  // namespace
 }  // namespace orderwire::journal

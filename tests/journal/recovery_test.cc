@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "journal/crc32c.h"
 #include "journal/format.h"
+#include "journal/prune.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
 #include "tests/journal/journal_model.h"
@@ -676,6 +677,100 @@ TEST(RecoveryTest, ANonZeroByteInTheHeaderBlockPaddingIsDetected) {
   FlipBits(SegmentPaths(dir.path()).at(0), 1000, std::byte{0x02});
   EXPECT_THAT(std::string(Read(dir.path()).status.message()),
               HasSubstr("non-zero byte at offset 1000 of the header block"));
+}
+
+}  // namespace
+}  // namespace orderwire::journal
+
+namespace orderwire::journal {
+namespace {
+
+// Segments of different capacities in one journal (the writer makes the
+// next one smaller on a disk too full for a whole one; a restart with
+// another --segment-size starts new ones at that size): recovery, a torn
+// tail in the smallest, the reader, the checkpoint and a prune each go by
+// every segment's own header, and every record reads back as written.
+TEST(RecoveryTest, SegmentsOfMixedCapacitiesRecoverAndReadBackRecordForRecord) {
+  ScratchDir dir;
+  constexpr std::uint64_t kSizes[] = {std::uint64_t{1} << 20, 256 << 10,
+                                      64 << 10};
+  constexpr std::size_t kPerSize = 12'000;  // about two 1 MiB segments
+  std::uint64_t next = 1;
+  for (const std::uint64_t size : kSizes) {
+    auto writer = JournalWriter::Open({.directory = dir.path(),
+                                       .durability = Durability::kNone,
+                                       .segment_size = size,
+                                       .group_size = 16 << 10});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    EXPECT_EQ((*writer)->last_index(), next - 1);
+    AppendRange(**writer, next, kPerSize, 3);
+    next += kPerSize;
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  const std::uint64_t last = next - 1;
+  testing::ReadBack back = ReadAndCheck(dir.path(), 3);
+  ASSERT_TRUE(back.status.ok()) << back.status;
+  EXPECT_EQ(back.records, last);
+  std::vector<std::uint64_t> capacities;
+  for (const SegmentInfo& segment : back.segments) {
+    if (capacities.empty() || capacities.back() != segment.header.capacity) {
+      capacities.push_back(segment.header.capacity);
+    }
+  }
+  // The first restart continues the 1 MiB segment it found, then starts
+  // 256 KiB ones; the second the same with 64 KiB.
+  EXPECT_THAT(capacities,
+              ::testing::ElementsAre(kSizes[0], kSizes[1], kSizes[2]));
+
+  // A torn tail in the last (smallest) segment: the last group's write cut
+  // short, in a journal without a checkpoint (as older code wrote), so that
+  // nothing witnessed it durable. Recovery cuts it off; the rest reads back.
+  const std::vector<std::string> paths = SegmentPaths(dir.path());
+  ASSERT_GE(paths.size(), 4u);
+  const SegmentInfo tail = back.segments.back();
+  ASSERT_GT(tail.data_end, kFirstGroupOffset + 64);
+  ASSERT_TRUE(std::filesystem::remove(dir.Sub(kCheckpointFileName)));
+  std::vector<std::byte> torn = ReadFile(paths.back());
+  std::fill(torn.begin() + static_cast<std::ptrdiff_t>(tail.data_end - 16),
+            torn.end(), std::byte{0});
+  WriteFile(paths.back(), torn);
+  std::uint64_t kept = 0;
+  {
+    auto writer = JournalWriter::Open(
+        {.directory = dir.path(), .durability = Durability::kNone});
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    EXPECT_TRUE((*writer)->recovery().torn_tail);
+    kept = (*writer)->last_index();
+    // The torn group is gone, and nothing before it.
+    EXPECT_EQ(kept, tail.last_group_first_index - 1);
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  back = ReadAndCheck(dir.path(), 3);
+  ASSERT_TRUE(back.status.ok()) << back.status;
+  EXPECT_EQ(back.records, kept);
+
+  // A prune of the oldest segments (both 1 MiB ones and the first 256 KiB
+  // one): what is left starts at a segment boundary and reads back.
+  ASSERT_GE(back.segments.size(), 4u);
+  const std::uint64_t before = back.segments[3].header.first_index;
+  absl::StatusOr<PruneReport> pruned =
+      PruneJournal({.directory = dir.path(), .before_index = before});
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(pruned->first_index_after, before);
+  auto reader = JournalReader::Open(dir.path());
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  Record record;
+  std::uint64_t expect = before;
+  while ((*reader)->Next(record) == ReadResult::kRecord) {
+    ASSERT_EQ(record.index, expect);
+    const std::vector<std::byte> want = FrameFor(record.index);
+    const auto got = record.frame.bytes();
+    ASSERT_TRUE(std::equal(got.begin(), got.end(), want.begin(), want.end()))
+        << "record " << record.index;
+    ++expect;
+  }
+  EXPECT_TRUE((*reader)->status().ok()) << (*reader)->status();
+  EXPECT_EQ(expect, kept + 1);
 }
 
 }  // namespace

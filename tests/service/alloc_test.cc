@@ -1,3 +1,7 @@
+// Admission allocates nothing either (SessionTable::Admit, the Sequencer's
+// hot path), also while idle sessions give their slots back and new ones
+// take them (the id and source indexes churn).
+//
 // The report history allocates nothing in the StateMachine's steady state
 // (service/state_machine.h, service/report_history.h): once every session's
 // ring has grown to its cap, Apply() allocates exactly as often as with no
@@ -17,7 +21,10 @@
 #include "service/latency_buckets.h"
 #include "service/metrics.h"
 #include "service/service.h"
+#include "service/service_config.h"
+#include "service/session_table.h"
 #include "service/state_machine.h"
+#include "tests/support/bytes.h"
 #include "tests/support/counting_new.h"
 
 namespace orderwire::service {
@@ -138,6 +145,68 @@ TEST(MetricsAlloc, RecordingAndPublishingAllocateNothing) {
   EXPECT_EQ(test_support::StopCountingAllocations(), 0u);
   EXPECT_EQ(read.datagrams_in, 9'999u);
   EXPECT_EQ(read.command_latency.count(), 10'000u);
+}
+
+// The journal holds every even id (at sequence 2): those come back with
+// any datagram; odd ids open with frame 1.
+struct EvenIdsJournaled final : JournaledSessions {
+  std::uint64_t NextExpected(std::uint32_t id) const override {
+    return id % 2 == 0 ? 2 : 0;
+  }
+};
+
+// 200,000 datagrams of 4,000 ids from 64 source addresses into a table of
+// 111 places (8 per address): sessions are admitted, refused for either
+// number, and released oldest first so that others take their slots. 111
+// fills an id index reserved for just that many past the 25/32 beyond which
+// absl rehashes tombstones into a new allocation.
+TEST(SessionTableAlloc, AdmittingAndGivingSlotsBackAllocateNothing) {
+  absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
+      "[service]\nmax_sessions = 111\nmax_sessions_per_source = 8\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  constexpr std::uint32_t kIds = 4000;
+  std::vector<test_support::Bytes> bytes;
+  std::vector<codec::DatagramView> datagrams;
+  for (std::uint32_t id = 0; id < kIds; ++id) {
+    bytes.push_back(test_support::Datagram(
+        id, {test_support::Frame(1, codec::CancelByOrder{7, 1})}));
+  }
+  for (const test_support::Bytes& b : bytes) {
+    datagrams.push_back(*codec::DatagramView::Parse(b));
+  }
+  std::vector<Endpoint> sources;
+  for (int a = 0; a < 64; ++a) {
+    sources.push_back(
+        *Endpoint::Parse("127.0.1." + std::to_string(a) + ":4000"));
+  }
+  const EvenIdsJournaled journal;
+  SessionTable table(*config, &journal);
+  std::vector<std::uint32_t> held;  // slots, oldest first
+  held.reserve(1 << 20);
+  std::size_t oldest = 0;
+  std::array<std::size_t, kAdmissionCount> outcomes{};
+  test_support::StartCountingAllocations();
+  for (std::uint32_t i = 0; i < 200'000; ++i) {
+    const std::uint32_t id = (i * 7919u) % kIds;
+    Session* session = nullptr;
+    const Admission a =
+        table.Admit(datagrams[id], sources[(i / 3) % 64], true, &session);
+    ++outcomes[static_cast<std::size_t>(a)];
+    if (a == Admission::kOk && session != nullptr && held.size() < (1 << 20)) {
+      held.push_back(session->index);
+    }
+    if (i % 5 == 0 && oldest < held.size()) {
+      Session& slot = table.at(held[oldest++]);
+      if (slot.held) (void)table.Release(slot);
+    }
+  }
+  EXPECT_EQ(test_support::StopCountingAllocations(), 0u);
+  EXPECT_GT(outcomes[static_cast<std::size_t>(Admission::kOk)], 10'000u);
+  EXPECT_GT(
+      outcomes[static_cast<std::size_t>(Admission::kTooManySessions)] +
+          outcomes[static_cast<std::size_t>(Admission::kTooManyFromSource)],
+      0u);
+  EXPECT_LE(table.held(), 111u);
 }
 
 }  // namespace

@@ -25,6 +25,8 @@
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
+#include "journal/writer.h"
+#include "service/pinned_config.h"
 #include "service/service.h"
 #include "tests/support/bytes.h"
 #include "tests/support/service_harness.h"
@@ -241,6 +243,133 @@ TEST(ServiceDiskFull, BusyCarriesTheExpectedSequenceAndDuplicatesAreAnswered) {
   EXPECT_EQ(static_cast<codec::Kind>(reports[0][8]), codec::Kind::kAccepted);
   ASSERT_TRUE(running->Stop().ok());
   EXPECT_EQ(running->final_stats().last_index, seq);
+}
+
+// A replace of an order that does not exist: Rejected, and nothing kept.
+Bytes UnknownReplace(std::uint64_t seq) {
+  return Frame(seq, codec::Replace{.account_id = 1,
+                                   .order_id = 1'000'000 + seq,
+                                   .new_client_order_id = seq,
+                                   .price = 100,
+                                   .quantity = 1});
+}
+
+// The case: a 128 MB file system and the default 64 MiB segments,
+// which it cannot hold two of. The service says so at start; once the
+// journal is full, freeing less than a whole segment is enough for it to
+// resume (the next segment is smaller), and the journal reads back whole.
+// The first segment is filled offline, through the journal writer, with
+// records as the service journals them (a million commands through the
+// service would take most of a minute).
+TEST(ServiceDiskFull,
+     ASmallDiskWarnsAtStartAndResumesWithLessThanASegmentFree) {
+  std::string why;
+  std::unique_ptr<SmallFilesystem> fs = SmallFilesystem::Mount(
+      SmallFilesystem::Type::kLoopExt4, std::uint64_t{128} << 20, &why);
+  if (fs == nullptr) GTEST_SKIP() << why;
+  const std::string dir = fs->path() + "/journal";
+  ServiceOptions options = TestOptions(dir, journal::Durability::kBatch);
+  const std::uint64_t segment = journal::WriterOptions{}.segment_size;
+  options.journal.segment_size = segment;
+  options.journal.no_space_retry_ms = 50;
+
+  // Session 7's commands 1..n fill the first segment.
+  std::uint64_t n = 0;
+  {
+    journal::WriterOptions offline = options.journal;
+    offline.durability = journal::Durability::kNone;
+    offline.metadata = EncodePinnedConfig(PinnedConfigOf(options.config));
+    offline.no_space_retry_ms = 600'000;  // no second try while open
+    auto writer = journal::JournalWriter::Open(offline);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    fs->Fill();  // no room for a next segment of any size
+    for (journal::AppendStatus st = journal::AppendStatus::kOk;;) {
+      const Bytes frame = UnknownReplace(n + 1);
+      st = (*writer)->Append(frame, kSession, 1000 + n);
+      if (st == journal::AppendStatus::kJournalFull) break;
+      if (st == journal::AppendStatus::kFull) {
+        ASSERT_TRUE((*writer)->Wait().ok()) << (*writer)->status();
+        continue;
+      }
+      ASSERT_EQ(st, journal::AppendStatus::kOk) << (*writer)->status();
+      ++n;
+    }
+    ASSERT_TRUE((*writer)->Flush().ok());
+    fs->Free();  // for the checkpoint Close() writes
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  ASSERT_GT(n, 100'000u);
+
+  fs->Fill();
+  std::vector<std::string> events;  // read after Stop() only
+  options.on_event = [&events](std::string_view line) {
+    events.emplace_back(line);
+  };
+  std::unique_ptr<RunningService> running = RunningService::Start(options);
+  ASSERT_NE(running, nullptr);
+  // (a) The warning, shown even without the banner.
+  EXPECT_NE(running->service().startup_warning().find(
+                "cannot hold two journal segments"),
+            std::string::npos)
+      << running->service().startup_warning();
+
+  // The next command finds the journal full: Busy.
+  TestClient client(running->endpoint());
+  client.Send(kSession, {UnknownReplace(n + 1)});
+  ASSERT_TRUE(running->WaitFor(
+      [](const ServiceStats& s) { return s.journal_full && s.busy_sent > 0; },
+      10'000))
+      << "the journal never became full";
+
+  // Free a quarter of a segment: the service resumes, and the command is
+  // answered (Rejected: no such order) once it is retransmitted.
+  fs->FreeSome(segment / 4);
+  ASSERT_LT(fs->FreeBytes(), segment);
+  bool answered = false;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!answered && std::chrono::steady_clock::now() < deadline) {
+    client.Send(kSession, {UnknownReplace(n + 1)});
+    while (std::optional<Bytes> datagram = client.Receive(50)) {
+      std::vector<Bytes> frames;
+      client.AppendFrames(kSession, *datagram, frames);
+      for (const Bytes& frame : frames) {
+        const auto view = codec::FrameView::Parse(frame);
+        answered |= view.ok() && view->kind() == codec::Kind::kRejected;
+      }
+    }
+  }
+  EXPECT_TRUE(answered) << "the service did not resume with " << fs->FreeBytes()
+                        << " bytes free";
+  ASSERT_TRUE(running->Stop().ok());
+  const ServiceStats& end = running->final_stats();
+  EXPECT_FALSE(end.journal_full);
+  EXPECT_EQ(end.last_index, n + 1);
+  EXPECT_GE(end.journal_reduced_segments, 1u);
+  bool logged = false;
+  for (const std::string& line : events) {
+    logged |= line.find("smaller segment") != std::string::npos;
+  }
+  EXPECT_TRUE(logged) << "no line says the next segment is smaller";
+
+  // The journal: the 64 MiB segment, then a smaller one; every record.
+  fs->Free();
+  auto reader = journal::JournalReader::Open(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  journal::Record record;
+  std::uint64_t count = 0;
+  while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
+    ++count;
+    ASSERT_EQ(record.session_id, kSession);
+    ASSERT_EQ(
+        Hex(Bytes(record.frame.bytes().begin(), record.frame.bytes().end())),
+        Hex(UnknownReplace(count)));
+  }
+  ASSERT_TRUE((*reader)->status().ok()) << (*reader)->status();
+  EXPECT_EQ(count, n + 1);
+  ASSERT_EQ((*reader)->segments().size(), 2u);
+  EXPECT_EQ((*reader)->segments()[0].header.capacity, segment);
+  EXPECT_LT((*reader)->segments()[1].header.capacity, segment);
 }
 
 }  // namespace

@@ -297,6 +297,7 @@ TEST(SessionMemory, HundredThousandSessionIdsStayWithinTheStatedBound) {
   absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
       "[service]\n"
       "max_sessions = 100000\n"
+      "max_sessions_per_source = 100000\n"  // one socket sends every id
       "open_sessions = true\n"
       "[sessions.7]\n"
       "accounts = \"any\"\n");

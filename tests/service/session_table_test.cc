@@ -1,6 +1,7 @@
-// Tests of the session table: admission by policy, pinning, the cap, and
-// keyed sessions (MAC checked before anything else changes; a keyed session
-// moves only with a valid MAC and a new command).
+// Tests of the session table: admission by policy, pinning, the cap and the
+// limit per source address, slots given back and sessions the journal holds
+// coming back, and keyed sessions (MAC checked before anything else
+// changes; a keyed session moves only with a valid MAC and a new command).
 #include "service/session_table.h"
 
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <deque>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "auth/mac.h"
 #include "codec/datagram.h"
 #include "codec/messages.h"
@@ -48,6 +50,15 @@ codec::DatagramView Datagram(std::uint32_t id, std::uint64_t sequence = 1,
   Storage().emplace_back(bytes.begin(), bytes.end());
   return *codec::DatagramView::Parse(Storage().back());
 }
+
+// The journal's sessions, as the service's StateMachine would say.
+struct FakeJournal final : JournaledSessions {
+  absl::flat_hash_map<std::uint32_t, std::uint64_t> next;
+  std::uint64_t NextExpected(std::uint32_t id) const override {
+    const auto it = next.find(id);
+    return it == next.end() ? 0 : it->second;
+  }
+};
 
 constexpr std::string_view kKeyHex =
     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
@@ -142,12 +153,20 @@ TEST(SessionTableTest, AListedSessionIsNeverRefusedForTheCap) {
             Admission::kOk);
   EXPECT_EQ(table.unlisted(), 2u);
 
-  SessionTable restarted(config);
-  ASSERT_NE(restarted.Recover(1), nullptr);
-  ASSERT_NE(restarted.Recover(2), nullptr);
-  EXPECT_EQ(restarted.Recover(3), nullptr);
-  EXPECT_EQ(restarted.Admit(Datagram(77), Ip("127.0.0.1:77"), true, &session),
+  // After a restart the journal holds 1, 2, 3 and 77: the first two back
+  // take the places, the listed one still fits.
+  FakeJournal journal;
+  journal.next = {{1, 2}, {2, 2}, {3, 2}, {77, 2}};
+  SessionTable restarted(config, &journal);
+  EXPECT_EQ(restarted.Admit(Datagram(1, 2), Ip("127.0.0.1:1"), false, &session),
             Admission::kOk);
+  EXPECT_EQ(restarted.Admit(Datagram(2, 2), Ip("127.0.0.1:2"), false, &session),
+            Admission::kOk);
+  EXPECT_EQ(restarted.Admit(Datagram(3, 2), Ip("127.0.0.1:3"), false, &session),
+            Admission::kTooManySessions);
+  EXPECT_EQ(
+      restarted.Admit(Datagram(77, 2), Ip("127.0.0.1:77"), false, &session),
+      Admission::kOk);
 }
 
 // A datagram that does not open a session is checked but leaves nothing.
@@ -170,19 +189,101 @@ TEST(SessionTableTest, AdmittingWithoutCreatingKeepsNothing) {
             Admission::kTooManySessions);
 }
 
-TEST(SessionTableTest, RecoveredSessionsPinToTheFirstSourceAfterRestart) {
+// A session the journal holds (after a restart) takes a slot with its first
+// datagram, whatever it carries, continues at the journal's next sequence
+// and is pinned to that datagram's source.
+TEST(SessionTableTest, AJournaledSessionComesBackAtItsNextSequence) {
   const ServiceConfig config = *ParseServiceConfig("");
-  SessionTable table(config);
-  Session* recovered = table.Recover(9);
-  ASSERT_NE(recovered, nullptr);
-  recovered->next_expected = 42;
-  EXPECT_FALSE(recovered->pinned);
+  FakeJournal journal;
+  journal.next[9] = 42;
+  SessionTable table(config, &journal);
   Session* session = nullptr;
-  ASSERT_EQ(table.Admit(Datagram(9), Ip("127.0.0.1:7"), true, &session),
+  ASSERT_EQ(table.Admit(Datagram(9, 5), Ip("127.0.0.1:7"), false, &session),
             Admission::kOk);
-  EXPECT_EQ(session, recovered);
+  ASSERT_NE(session, nullptr);
   EXPECT_EQ(session->next_expected, 42u);
   EXPECT_TRUE(session->pinned);
+  EXPECT_TRUE(session->peer == Ip("127.0.0.1:7"));
+  EXPECT_EQ(table.Admit(Datagram(9, 42), Ip("127.0.0.1:8"), true, &session),
+            Admission::kPinnedElsewhere);
+  // An id the journal does not hold still begins with frame 1 only.
+  EXPECT_EQ(table.Admit(Datagram(10, 5), Ip("127.0.0.1:7"), false, &session),
+            Admission::kOk);
+  EXPECT_EQ(session, nullptr);
+  EXPECT_EQ(table.held(), 1u);
+}
+
+// One source address holds at most max_sessions_per_source unlisted
+// sessions, whatever its ports; other addresses, and listed sessions, are
+// not held back by it; a slot given back counts no more.
+TEST(SessionTableTest, ALimitPerSourceAddressLeavesPlacesForOthers) {
+  const ServiceConfig config = *ParseServiceConfig(
+      "[service]\nmax_sessions = 4\nmax_sessions_per_source = 2\n"
+      "open_sessions = true\n[sessions.77]\naccounts = \"any\"\n");
+  SessionTable table(config);
+  Session* session = nullptr;
+  ASSERT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), true, &session),
+            Admission::kOk);
+  Session* first = session;
+  ASSERT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:2"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.Admit(Datagram(3), Ip("127.0.0.1:3"), true, &session),
+            Admission::kTooManyFromSource);
+  // Checked for a datagram that would open nothing too.
+  EXPECT_EQ(table.Admit(Datagram(3, 2), Ip("127.0.0.1:3"), false, &session),
+            Admission::kTooManyFromSource);
+  EXPECT_EQ(table.HeldFor(Ip("127.0.0.1:9")), 2u);
+  EXPECT_EQ(table.Admit(Datagram(4), Ip("127.0.0.2:1"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.Admit(Datagram(77), Ip("127.0.0.1:77"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.HeldFor(Ip("127.0.0.1:9")), 2u);
+  // IPv4 and the same address mapped into IPv6 are one source.
+  EXPECT_EQ(
+      table.Admit(Datagram(5), Ip("[::ffff:127.0.0.1]:5"), true, &session),
+      Admission::kTooManyFromSource);
+  ASSERT_TRUE(table.Release(*first));
+  EXPECT_EQ(table.HeldFor(Ip("127.0.0.1:9")), 1u);
+  EXPECT_EQ(table.Admit(Datagram(3), Ip("127.0.0.1:3"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(table.unlisted(), 3u);
+}
+
+// Release() gives an unlisted session's slot to the next new session; the
+// session given up comes back from the journal, from any endpoint. A listed
+// session is never released.
+TEST(SessionTableTest, AReleasedSlotIsReusedAndItsSessionComesBack) {
+  const ServiceConfig config = *ParseServiceConfig(
+      "[service]\nmax_sessions = 1\nopen_sessions = true\n"
+      "[sessions.77]\naccounts = \"any\"\n");
+  FakeJournal journal;
+  SessionTable table(config, &journal);
+  Session* session = nullptr;
+  ASSERT_EQ(table.Admit(Datagram(1), Ip("127.0.0.1:1"), true, &session),
+            Admission::kOk);
+  const std::uint32_t slot = session->index;
+  session->next_expected = 3;  // two commands journaled and applied
+  journal.next[1] = 3;
+  EXPECT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:2"), true, &session),
+            Admission::kTooManySessions);
+  ASSERT_TRUE(table.Release(table.at(slot)));
+  EXPECT_FALSE(table.at(slot).held);
+  EXPECT_EQ(table.Find(1), nullptr);
+  EXPECT_EQ(table.held(), 0u);
+  ASSERT_EQ(table.Admit(Datagram(2), Ip("127.0.0.1:2"), true, &session),
+            Admission::kOk);
+  EXPECT_EQ(session->index, slot);
+  EXPECT_EQ(session->next_expected, 1u);
+  ASSERT_TRUE(table.Release(*session));
+  ASSERT_EQ(table.Admit(Datagram(1, 3), Ip("127.0.0.1:9"), false, &session),
+            Admission::kOk);
+  EXPECT_EQ(session->next_expected, 3u);
+  EXPECT_TRUE(session->peer == Ip("127.0.0.1:9"));
+  ASSERT_EQ(table.Admit(Datagram(77), Ip("127.0.0.1:77"), true, &session),
+            Admission::kOk);
+  EXPECT_FALSE(table.Release(*session));
+  EXPECT_EQ(table.Find(77), session);
+  EXPECT_EQ(table.size(), 2u);
 }
 
 TEST(SessionTableTest, KeyedSessionRefusesMissingAndBadMacsBeforeTakingASlot) {
@@ -267,21 +368,21 @@ TEST(SessionTableTest, UnkeyedSessionNeverMoves) {
             Admission::kPinnedElsewhere);
 }
 
-TEST(SessionTableTest, AfterARestartOnlyTheKeyPinsARecoveredKeyedSession) {
+TEST(SessionTableTest, AfterARestartOnlyTheKeyPinsAJournaledKeyedSession) {
   KeyedConfig keyed;
-  SessionTable table(keyed.config);
-  Session* recovered = table.Recover(7);
-  ASSERT_NE(recovered, nullptr);
-  recovered->next_expected = 5;
+  FakeJournal journal;
+  journal.next[7] = 5;
+  SessionTable table(keyed.config, &journal);
   Session* session = nullptr;
-  // An impostor speaks first, without the key: refused, nothing pinned.
+  // An impostor speaks first, without the key: refused, nothing held.
   EXPECT_EQ(table.Admit(Datagram(7, 5), Ip("127.0.0.1:6666"), true, &session),
             Admission::kMissingMac);
-  EXPECT_FALSE(recovered->pinned);
+  EXPECT_EQ(table.Find(7), nullptr);
   ASSERT_EQ(table.Admit(Datagram(7, 5, &keyed.mac), Ip("127.0.0.1:4001"), true,
                         &session),
             Admission::kOk);
-  EXPECT_EQ(session, recovered);
+  ASSERT_NE(session, nullptr);
+  EXPECT_EQ(session->next_expected, 5u);
   EXPECT_TRUE(session->peer == Ip("127.0.0.1:4001"));
 }
 

@@ -102,9 +102,12 @@ void RunningService::OnInterval() {
 // ---------------------------------------------------------------------------
 // TestClient
 
-TestClient::TestClient(const Endpoint& target) : target_(target), rx_(64) {
-  absl::StatusOr<UdpSocket> socket =
-      UdpSocket::Bind(*Endpoint::Parse("127.0.0.1:0"));
+TestClient::TestClient(const Endpoint& target)
+    : TestClient(target, *Endpoint::Parse("127.0.0.1:0")) {}
+
+TestClient::TestClient(const Endpoint& target, const Endpoint& local)
+    : target_(target), rx_(64) {
+  absl::StatusOr<UdpSocket> socket = UdpSocket::Bind(local);
   EXPECT_TRUE(socket.ok()) << socket.status();
   if (socket.ok()) socket_.emplace(std::move(*socket));
 }

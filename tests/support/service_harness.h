@@ -92,6 +92,8 @@ class RunningService {
 class TestClient {
  public:
   explicit TestClient(const net::Endpoint& target);
+  // The same, from `local` (e.g. 127.0.0.2:0: another source address).
+  TestClient(const net::Endpoint& target, const net::Endpoint& local);
 
   // Sends `datagram` as it is (any length, any bytes).
   void Send(std::span<const std::byte> datagram);

@@ -105,6 +105,16 @@ void SmallFilesystem::Fill(std::uint64_t leave) {
   ::close(fd);
 }
 
+void SmallFilesystem::FreeSome(std::uint64_t bytes) {
+  const std::string ballast = mount_point_ + "/ballast";
+  struct stat st {};
+  if (::stat(ballast.c_str(), &st) != 0) return;
+  const auto size = static_cast<std::uint64_t>(st.st_size);
+  (void)::truncate(ballast.c_str(),
+                   static_cast<off_t>(size > bytes ? size - bytes : 0));
+  ::sync();
+}
+
 void SmallFilesystem::Free() {
   const std::string ballast = mount_point_ + "/ballast";
   ::unlink(ballast.c_str());

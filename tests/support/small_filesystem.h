@@ -38,6 +38,9 @@ class SmallFilesystem {
   void Fill(std::uint64_t leave = 0);
   // Removes the ballast: the space Fill() took is free again.
   void Free();
+  // Gives back `bytes` of the ballast (all of it if it holds less): about
+  // that much more is free.
+  void FreeSome(std::uint64_t bytes);
 
  private:
   SmallFilesystem() = default;
