@@ -222,11 +222,14 @@ absl::Status ReportRegenerator::RunJob(Job& job) {
   rebuild_options.machine_options.report_history = 1;
   bool started = false;
   std::uint64_t applied = 0;
+  std::uint64_t made = 0;  // reports not yet counted in reports_made_
   rebuild_options.on_applied = [&](const journal::Record&,
                                    const StateMachine& machine,
                                    const journal::JournalReader&) {
     if ((++applied & 1023) == 0) {
       records_applied_.fetch_add(1024, std::memory_order_relaxed);
+      reports_made_.fetch_add(made, std::memory_order_relaxed);
+      made = 0;
       if (cancel_.load(std::memory_order_relaxed)) {
         return absl::CancelledError("regeneration cancelled");
       }
@@ -245,7 +248,7 @@ absl::Status ReportRegenerator::RunJob(Job& job) {
         return absl::CancelledError("regeneration cancelled");
       }
       job.next_report = out.sequence + 1;
-      reports_made_.fetch_add(1, std::memory_order_relaxed);
+      ++made;
     }
     return absl::OkStatus();
   };
@@ -258,6 +261,7 @@ absl::Status ReportRegenerator::RunJob(Job& job) {
   state.machine->KeepNoHistory();
   absl::Status applied_status = rebuild.ApplyTail();
   records_applied_.fetch_add(applied & 1023, std::memory_order_relaxed);
+  reports_made_.fetch_add(made, std::memory_order_relaxed);
   if (!applied_status.ok()) return applied_status;
   if (state.end == journal::ReadResult::kError) return state.reader->status();
   if (state.machine->last_index() < r.up_to_index) {

@@ -233,15 +233,16 @@ absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
             last_read, recovery.last_index));
       }
     }
+    // The snapshot's loading and the verification are reported on lines of
+    // their own.
+    const double seconds =
+        static_cast<double>(base::MonotonicNs() - start) * 1e-9 -
+        rebuilt->snapshot_load_seconds;
     if (absl::Status s = VerifyUnreadPrefix(directory, recovery,
                                             rebuilt->from_index, out.report);
         !s.ok()) {
       return s;
     }
-    // The snapshot's loading is reported on its own line.
-    const double seconds =
-        static_cast<double>(base::MonotonicNs() - start) * 1e-9 -
-        rebuilt->snapshot_load_seconds;
     absl::StrAppendFormat(
         &out.report,
         "\n  replayed %d records (%s) in %.3f s: %d session(s), %d live "
