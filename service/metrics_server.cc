@@ -123,10 +123,12 @@ class ConnectionStream final : public httplib::Stream {
         read_by_(Clock::now() + kReadTimeout),
         write_by_(Clock::now() + kWriteTimeout) {}
 
-  bool is_readable() const override {
+  [[nodiscard]] bool is_readable() const override {
     return next_ < end_ || WaitFor(fd_, POLLIN, read_by_);
   }
-  bool is_writable() const override { return WaitFor(fd_, POLLOUT, write_by_); }
+  [[nodiscard]] bool is_writable() const override {
+    return WaitFor(fd_, POLLOUT, write_by_);
+  }
 
   ssize_t read(char* ptr, size_t size) override {
     while (next_ == end_) {
@@ -163,7 +165,7 @@ class ConnectionStream final : public httplib::Stream {
   void get_local_ip_and_port(std::string& ip, int& port) const override {
     AddressOf(fd_, /*peer=*/false, ip, port);
   }
-  socket_t socket() const override { return fd_; }
+  [[nodiscard]] socket_t socket() const override { return fd_; }
 
  private:
   const int fd_;
@@ -239,7 +241,9 @@ class WaitingTable {
     int newer = kNone;  // in a free slot: the next free one
   };
   Slot& slot(int i) { return slots_[static_cast<std::size_t>(i)]; }
-  const Slot& slot(int i) const { return slots_[static_cast<std::size_t>(i)]; }
+  [[nodiscard]] const Slot& slot(int i) const {
+    return slots_[static_cast<std::size_t>(i)];
+  }
 
   std::array<Slot, kCapacity> slots_{};
   int oldest_ = kNone;

@@ -52,7 +52,7 @@ class NatsStartWait {
 
  private:
   // Sleeps until `until` (in slices, looking at `cancel`); false: cancelled.
-  bool SleepUntil(Clock::time_point until) const;
+  [[nodiscard]] bool SleepUntil(Clock::time_point until) const;
 
   std::chrono::milliseconds timeout_;
   const std::atomic<bool>* cancel_;

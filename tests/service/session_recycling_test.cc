@@ -107,11 +107,11 @@ TEST(SessionRecycling, AFloodOfIdsFromOneSourceLeavesPlacesForOthers) {
 // Sessions 11 and 12 take both places; 13 is refused; once both are idle
 // for session_slot_idle_seconds they give their places back and 13 gets
 // one. 12 comes back and trades against 11's resting order while 11 is
-// away; once 12 and 13 are idle too, 11 comes back from another port: its next command is taken
-// (no SequenceGap) and answered with the next report sequence (the maker's
-// Filled made meanwhile has the one before), and a retransmission brings
-// every report from its command 2 on, the Filled included, as the journal
-// replays them.
+// away; once 12 and 13 are idle too, 11 comes back from another port: its next
+// command is taken (no SequenceGap) and answered with the next report sequence
+// (the maker's Filled made meanwhile has the one before), and a retransmission
+// brings every report from its command 2 on, the Filled included, as the
+// journal replays them.
 TEST(SessionRecycling, AnIdleSessionGivesItsPlaceBackAndComesBackWhereItWas) {
   ScratchDir dir;
   const ServiceConfig config = Config(
