@@ -242,7 +242,13 @@ TEST(RecoveryTest, ABitFlippedAtEveryByteIsNeverAcceptedSilently) {
   ASSERT_EQ(clean.result, ReadResult::kEnd);
   ASSERT_EQ(clean.records, 12u);
 
-  for (std::uint64_t offset = 0; offset < size; ++offset) {
+  // Every byte of the header and the groups (blocks 0..4) and of the block
+  // after them; past that the segment is zeros that the reader checks in
+  // one loop, so every 7th byte and the last 7 (every byte: 90 s of the
+  // suite, mostly in the zeros).
+  const std::uint64_t every_byte_until = Block(6);
+  for (std::uint64_t offset = 0; offset < size;
+       offset += offset < every_byte_until || offset + 7 >= size ? 1 : 7) {
     const std::byte mask{static_cast<unsigned char>(1u << (offset % 8))};
     FlipBits(segment, offset, mask);
     const Outcome read = Read(dir.path());
