@@ -15,7 +15,8 @@
 //   BM_DecodeMixPairStep/N  DecodeCommands as it was before issue 12 (pair
 //                         step, VBMI body, no prefetch): BM_DecodeMix's
 //                         baseline
-//   BM_DecodeMixBlockScan/N  the VBMI block scan (measured, not chosen)
+//   BM_DecodeMixBlockScan/N  the VBMI block scan (measured, not chosen;
+//                         bench/baselines/decode_block_scan.h)
 //   BM_DecodeMixScalar/N  the portable path (no AVX-512 VBMI), forced
 //   BM_DecodeMixPairStepScalar/N  the portable path's baseline (the same code
 //                         today: it does not prefetch)
@@ -52,6 +53,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/baselines/decode_block_scan.h"
 #include "codec/command.h"
 #include "codec/error.h"
 #include "codec/frame.h"
@@ -240,7 +242,7 @@ void BM_DecodeMixScalar(benchmark::State& state) {
 
 void BM_DecodeMixBlockScan(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
-            internal::DecodeCommandsBlockScan);
+            bench::DecodeCommandsBlockScan);
 }
 
 void BM_DecodeMixPairStepScalar(benchmark::State& state) {
