@@ -5,19 +5,17 @@
 // Frames are back to back and a frame's length is known only from its kind
 // byte, so the position of frame i+1 depends on a load from frame i: a chain
 // of (load kind, look up size, add) per frame that no out-of-order core can
-// overlap. Measured here (AMD EPYC, 1M-frame stream), that chain alone costs
-// ~2.2 ns per frame, which is more than the whole decode budget.
+// overlap. That chain is a floor under any such decoder (codec_bench
+// BM_FrameWalk measures it alone; docs/BENCHMARKS.md "Codec").
 //
 // The loop below steps two frames at a time. From the current position p it
 // loads, in parallel with frame 1's kind, the byte where frame 2's kind would
-// be for each of the possible command frame sizes (25, 38, 47, 49). When
-// frame 1's kind arrives, three conditional moves pick the right candidate's
-// pair length, so one chain step (one load latency plus a few ALU ops)
-// covers two frames: the chain alone drops from ~2.4 to ~1.8 ns per frame
-// (codec_bench BM_FrameWalk and a walk of the pair loop alone). Kinds are
-// still checked against the kind table for every frame (a branch that is
-// always predicted on good input), and a bad frame falls back to the
-// one-frame decoder, which diagnoses it.
+// be for each of the possible command frame sizes (25, 38, 47, 49). When frame
+// 1's kind arrives, three conditional moves pick the right candidate's pair
+// length, so one chain step (one load latency plus a few ALU ops) covers two
+// frames. Kinds are still checked against the kind table for every frame (a
+// branch that is always predicted on good input), and a bad frame falls back to
+// the one-frame decoder, which diagnoses it.
 //
 // Decoding a frame's body is a byte permutation: every Command field comes
 // from a fixed frame offset per kind (zero where the kind lacks it). With
@@ -187,11 +185,11 @@ template <std::size_t kPrefetchAhead, typename DecodeOne>
                     {n, static_cast<std::size_t>(p - begin), CodecError::kOk});
 }
 
-// How far ahead the pair loop prefetches (0: not at all), measured with
-// codec_bench at 0, 1024, 2048 and 4096 (docs/BENCHMARKS.md, Codec): the VBMI
-// path gains 4-7% on the streamed mix at 1024-4096; the scalar path gains
-// nothing measurable and runs 2 more instructions per frame, so it does not
-// prefetch (and stays the pair-step baseline exactly).
+// How far ahead the pair loop prefetches (0: not at all), chosen with
+// codec_bench (docs/BENCHMARKS.md "Codec"): the VBMI path gains on the
+// streamed mix; the scalar path gains nothing measurable and runs 2 more
+// instructions per frame, so it does not prefetch (and stays the pair-step
+// baseline exactly).
 constexpr std::size_t kScalarPrefetchAhead = 0;
 constexpr std::size_t kVbmiPrefetchAhead = 2048;
 
@@ -333,8 +331,8 @@ DecodeCommandsVbmi(std::span<const std::byte> bytes,
       });
 }
 
-// DecodeCommands as it was before issue 12: the pair step with the VBMI
-// body, no prefetch. Kept as the baseline codec_bench measures against.
+// The pair step with the VBMI body and no prefetch: the baseline codec_bench
+// measures the VBMI path's prefetch against.
 __attribute__((target("avx512f,avx512bw,avx512vbmi"), flatten)) DecodeBatch
 DecodeCommandsPairStepVbmi(std::span<const std::byte> bytes,
                            std::span<Command> out) noexcept {

@@ -176,9 +176,9 @@ namespace internal {
 [[nodiscard]] DecodeBatch DecodeCommandsSimd(std::span<const std::byte> bytes,
                                              std::span<Command> out) noexcept;
 [[nodiscard]] bool HaveSimdDecoder() noexcept;
-// Baselines for codec_bench: the decoder as it was before issue 12 (the
-// pair step without prefetch, with the VBMI body where the CPU has it), and
-// the same with the scalar body whatever the CPU.
+// Baselines for codec_bench, also checked by the differential tests: the pair
+// step without prefetch (with the VBMI body where the CPU has it), and the
+// same with the scalar body whatever the CPU.
 [[nodiscard]] DecodeBatch DecodeCommandsPairStep(
     std::span<const std::byte> bytes, std::span<Command> out) noexcept;
 [[nodiscard]] DecodeBatch DecodeCommandsPairStepScalar(
