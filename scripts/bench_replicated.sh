@@ -2,7 +2,7 @@
 # `orderwire serve` with --durability batch, replicated on R1 and replicated
 # on R3, loaded by `orderwire submit`, beside a raw JetStream publish of
 # the same message size in the same run (docs/BENCHMARKS.md "Replicated
-# durability", issue 14).
+# durability").
 #
 #   scripts/bench_replicated.sh BUILD_DIR
 #
