@@ -460,7 +460,7 @@ struct FlatStream {
   std::size_t size = 0;
   std::size_t frames = 0;
 
-  std::span<const std::uint8_t> bytes() const {
+  [[nodiscard]] std::span<const std::uint8_t> bytes() const {
     return {reinterpret_cast<const std::uint8_t*>(storage.data()), size};
   }
 };

@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -369,7 +370,7 @@ void ReportPercentiles(benchmark::State& state,
   const double scale = NsPerTick();
   const auto at = [&](double q) {
     const auto i = static_cast<std::size_t>(
-        q * static_cast<double>(samples.size() - 1) + 0.5);
+        std::lround(q * static_cast<double>(samples.size() - 1)));
     return static_cast<double>(samples[i]) * scale;
   };
   state.counters["p50_ns"] = at(0.50);
