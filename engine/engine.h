@@ -46,39 +46,32 @@
 //   a hashed overflow table, consulted only while it holds anything, so
 //   every id works.
 // - (account, owner, client_order_id) -> index is an open-addressing table
-//   of our own (internal/order_index.h): 8-byte slots holding the index and
-//   a 32-bit hash tag, linear probing, backward-shift deletion (no
-//   tombstones, so no clean-up pass ever). The memory for 2 slots per order
-//   of capacity is reserved up front, untouched; the table in use starts at
-//   4,096 slots and doubles in place when a quarter of it is used. Sized to
-//   the live orders rather than the capacity, it stays in L1/L2 for small
-//   live sets (sized to the capacity, a small live set is spread over a
-//   large array and every lookup of a fresh key misses the caches and the
-//   TLB). The low load factor keeps runs short: the duplicate check of
-//   every new order is a lookup of a fresh key, which probes to the end of
-//   its run. With wl1's tens of thousands of live orders the table outgrows
-//   L2 and that lookup misses the cache. Prefetch(next command) can start
-//   that load one command early; measured, it makes wl1 and mixed slower,
-//   and the service does not call it (docs/BENCHMARKS.md "Engine against
-//   the calibration book").
+//   of our own (internal/order_index.h): 8-byte slots (index and a 32-bit
+//   hash tag), linear probing, backward-shift deletion (no tombstones, no
+//   clean-up pass). Memory for 2 slots per order of capacity is reserved up
+//   front, untouched; the table in use starts at 4,096 slots and doubles in
+//   place at load 1/4, so it is sized to the live orders (a small live set
+//   stays in L1/L2) and its runs are short (every new order's duplicate
+//   check is a lookup of a fresh key, which probes to the end of its run).
+//   With wl1's tens of thousands of live orders it outgrows L2, and that
+//   lookup misses the cache. Prefetch(next command) can start the load one
+//   command early; measured, that makes wl1 and mixed slower, and the
+//   service does not call it (docs/BENCHMARKS.md "Engine against the
+//   calibration book").
 // - A price level is a 32-byte record in a second pool (price, total
 //   quantity, order count, head and tail of an intrusive FIFO of orders
 //   linked by index). Cancelling any order is O(1) once found: unlink it.
 // - A book side is a sorted array of (key, level) pairs with the best level
-//   at the back (internal/sorted_levels.h). The top of the book is one load;
-//   a level opened or closed near the top moves a handful of entries. A
-//   search compares the key with the 8 entries nearest the best without a
-//   branch per entry, and only deeper does a branch-free binary search, so
-//   deep levels (orders left behind by a moving market) cost O(log levels).
-//   Before either, it guesses the position from the price distance to the
-//   best (exact while the levels between are dense, as near the touch), so
-//   most searches on wl1 and mixed are one subtraction and two compares. A
-//   deep book (tens of thousands of levels; tests/engine/deep_book_test.cc)
-//   pays O(log levels) per search; a level closed deep in it is left as a
-//   tombstone, and a level opened deep in it takes the slot of a nearby
-//   tombstone (gaps are spread for it when none is near), shifting only
-//   the entries between: a short memmove of 16-byte entries rather than
-//   one of every level above (internal/sorted_levels.h, "Gaps").
+//   at the back (internal/sorted_levels.h). The top of the book is one
+//   load; a level opened or closed near the top moves a handful of entries.
+//   A search guesses the position from the price distance to the best
+//   (exact while the levels between are dense, as near the touch: most
+//   searches on wl1 and mixed end there), then compares the 8 entries
+//   nearest the best, then binary-searches, all branch-free, so a deep
+//   level (an order left behind by a moving market) costs O(log levels).
+//   Deep in a book a closed level stays as a tombstone and a new level
+//   takes a nearby tombstone's slot, so most deep opens and closes move a
+//   few entries, not every level above them (internal/sorted_levels.h).
 //
 // Alternatives. engine_bench runs each as alt:<variant> on the same commands
 // as the engine (figures: docs/BENCHMARKS.md "Alternatives"). A node-based
