@@ -53,8 +53,8 @@ class Mac {
   Mac& operator=(const Mac&) = default;
   ~Mac() { sodium_memzero(&keyed_, sizeof(keyed_)); }
 
-  // The tag of `bytes`. Hot path: no allocation; about 0.25 us for a
-  // 59-byte datagram and 1.5 us for a full one (docs/BENCHMARKS.md).
+  // The tag of `bytes`. Hot path: no allocation; one keyed BLAKE2b pass
+  // over `bytes` (figures: docs/BENCHMARKS.md "Datagram MAC").
   [[nodiscard]] Tag Compute(std::span<const std::byte> bytes) const noexcept;
 
   // Whether `tag` (which must be kTagSize bytes; any other size is false)

@@ -6,10 +6,9 @@
 // Why: `serve --snapshot-every` forks the serving loop (service/service.h),
 // and fork() copies the page table entries of every page the process has
 // touched before it returns, so the loop stalls for as long as that copy
-// takes. On the development VM (docs/BENCHMARKS.md "fork() and huge
-// pages") fork() of a process with 256 MiB touched took a median 3.7 ms in
-// 4 KiB pages and 0.2 ms in huge pages. A huge page also needs one TLB
-// entry where 4 KiB pages need 512. Copy-on-write after a fork is still
+// takes: one entry per 2 MiB huge page rather than 512, so far less
+// (docs/BENCHMARKS.md "fork() and huge pages"). A huge page also needs one
+// TLB entry where 4 KiB pages need 512. Copy-on-write after a fork is still
 // per 4 KiB page (the kernel splits a huge page on the first write).
 //
 // Memory never touched is never backed: a large capacity costs address

@@ -1,9 +1,10 @@
 // CalibBook: a calibration book for the wl1 workload only, to measure the
-// engine against in the same engine_bench run (issue 12). It is a lower
-// bound, not a product: one instrument, GoodTillCancel and
-// ImmediateOrCancel limit orders and CancelByOrder (all wl1 has), no
-// accounts, no self-trade check, no validation beyond "is this order live",
-// and 32-byte report records instead of PROTOCOL.md frames.
+// engine against in the same engine_bench run (docs/BENCHMARKS.md "Engine
+// against the calibration book"). It is a lower bound, not a product: one
+// instrument, GoodTillCancel and ImmediateOrCancel limit orders and
+// CancelByOrder (all wl1 has), no accounts, no self-trade check, no validation
+// beyond "is this order live", and 32-byte report records instead of
+// PROTOCOL.md frames.
 //
 // Structures:
 // - Commands are first packed into 16-byte CalibCommand records (outside the

@@ -12,13 +12,13 @@
 //
 //   BM_DecodeMix/N        DecodeCommands over N mixed frames (1000: the
 //                         stream stays in cache; 1000000: 40 MB, streamed)
-//   BM_DecodeMixPairStep/N  DecodeCommands as it was before issue 12 (pair
-//                         step, VBMI body, no prefetch): BM_DecodeMix's
-//                         baseline
-//   BM_DecodeMixBlockScan/N  the VBMI block scan (measured, not chosen)
+//   BM_DecodeMixPairStep/N  the pair step with the VBMI body and no
+//                         prefetch: BM_DecodeMix's baseline
+//   BM_DecodeMixBlockScan/N  the VBMI block scan (measured, not chosen;
+//                         bench/baselines/decode_block_scan.h)
 //   BM_DecodeMixScalar/N  the portable path (no AVX-512 VBMI), forced
-//   BM_DecodeMixPairStepScalar/N  the portable path's baseline (the same code
-//                         today: it does not prefetch)
+//   BM_DecodeMixPairStepScalar/N  the portable path's baseline (the same
+//                         code: the portable path does not prefetch)
 //   BM_DecodeKind/<Kind>  DecodeCommands over 1000 frames of one kind
 //   BM_Encode             EncodeCommands (batch) of the 1000 mixed Commands
 //   BM_EncodeSingle       EncodeCommand, one call per Command, same input
@@ -52,6 +52,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/baselines/decode_block_scan.h"
 #include "codec/command.h"
 #include "codec/error.h"
 #include "codec/frame.h"
@@ -224,8 +225,8 @@ void BM_DecodeMix(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)));
 }
 
-// DecodeCommands as it was before issue 12, kept as the baseline of
-// BM_DecodeMix: the pair step (with the VBMI body where the CPU has it).
+// The baseline of BM_DecodeMix: the pair step without prefetch (with the
+// VBMI body where the CPU has it).
 void BM_DecodeMixPairStep(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
             internal::DecodeCommandsPairStep);
@@ -240,7 +241,7 @@ void BM_DecodeMixScalar(benchmark::State& state) {
 
 void BM_DecodeMixBlockScan(benchmark::State& state) {
   RunDecode(state, MixStream(), static_cast<std::size_t>(state.range(0)),
-            internal::DecodeCommandsBlockScan);
+            bench::DecodeCommandsBlockScan);
 }
 
 void BM_DecodeMixPairStepScalar(benchmark::State& state) {
@@ -459,7 +460,7 @@ struct FlatStream {
   std::size_t size = 0;
   std::size_t frames = 0;
 
-  std::span<const std::uint8_t> bytes() const {
+  [[nodiscard]] std::span<const std::uint8_t> bytes() const {
     return {reinterpret_cast<const std::uint8_t*>(storage.data()), size};
   }
 };

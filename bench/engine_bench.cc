@@ -1,8 +1,8 @@
 // engine_bench: the matching engine on the workloads of `orderwire gen`
 // (1,000,000 commands, seed 1): `mixed` and `wl1`, and the book shapes
 // `deep`, `swings`, `crash` and `churn` (engine/workload.h); and the
-// alternatives its design note weighs (on mixed and wl1, and the level
-// structures on the shapes too).
+// alternatives engine.h's design note weighs (on mixed and wl1, and the
+// level structures on the shapes too).
 //
 //   engine/<workload>            engine alone: commands already decoded,
 //                                reports into a reused ReportBuffer
@@ -18,8 +18,8 @@
 //                                the same way around nothing
 //   calib/wl1                    the calibration book (bench/calib_book.h)
 //                                on the same wl1 commands, packed: the
-//                                baseline issue 12 measures engine/wl1
-//                                against (ratio engine/wl1 : calib/wl1);
+//                                baseline engine/wl1 is measured against
+//                                (ratio engine/wl1 : calib/wl1);
 //                                fails unless it reproduces wl1's outcome
 //   latency/wl1/calib            its per-command latency, timed the same way
 //
@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -369,7 +370,7 @@ void ReportPercentiles(benchmark::State& state,
   const double scale = NsPerTick();
   const auto at = [&](double q) {
     const auto i = static_cast<std::size_t>(
-        q * static_cast<double>(samples.size() - 1) + 0.5);
+        std::lround(q * static_cast<double>(samples.size() - 1)));
     return static_cast<double>(samples[i]) * scale;
   };
   state.counters["p50_ns"] = at(0.50);

@@ -10,7 +10,10 @@
 //   (one command line)
 //   callgrind_annotate cg.out | head -40
 //
-// Usage: engine_profile mixed|wl1 [COUNT] [calib]   ("calib": wl1 only)
+// Usage: engine_profile WORKLOAD [COUNT] [calib]
+//   WORKLOAD: mixed, wl1, deep, swings, crash or churn (engine/workload.h);
+//   COUNT: commands, default 1,000,000; "calib": the calibration book
+//   instead of the engine (wl1 only).
 #include <valgrind/callgrind.h>
 
 #include <cstddef>
@@ -31,7 +34,9 @@
 int main(int argc, char** argv) {
   using namespace orderwire;
   if (argc < 2) {
-    std::fprintf(stderr, "usage: engine_profile mixed|wl1 [COUNT] [calib]\n");
+    std::fprintf(stderr,
+                 "usage: engine_profile "
+                 "mixed|wl1|deep|swings|crash|churn [COUNT] [calib]\n");
     return 2;
   }
   const auto which = workload::ParseWorkload(argv[1]);

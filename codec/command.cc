@@ -5,19 +5,17 @@
 // Frames are back to back and a frame's length is known only from its kind
 // byte, so the position of frame i+1 depends on a load from frame i: a chain
 // of (load kind, look up size, add) per frame that no out-of-order core can
-// overlap. Measured here (AMD EPYC, 1M-frame stream), that chain alone costs
-// ~2.2 ns per frame, which is more than the whole decode budget.
+// overlap. That chain is a floor under any such decoder (codec_bench
+// BM_FrameWalk measures it alone; docs/BENCHMARKS.md "Codec").
 //
 // The loop below steps two frames at a time. From the current position p it
 // loads, in parallel with frame 1's kind, the byte where frame 2's kind would
-// be for each of the possible command frame sizes (25, 38, 47, 49). When
-// frame 1's kind arrives, three conditional moves pick the right candidate's
-// pair length, so one chain step (one load latency plus a few ALU ops)
-// covers two frames: the chain alone drops from ~2.4 to ~1.8 ns per frame
-// (codec_bench BM_FrameWalk and a walk of the pair loop alone). Kinds are
-// still checked against the kind table for every frame (a branch that is
-// always predicted on good input), and a bad frame falls back to the
-// one-frame decoder, which diagnoses it.
+// be for each of the possible command frame sizes (25, 38, 47, 49). When frame
+// 1's kind arrives, three conditional moves pick the right candidate's pair
+// length, so one chain step (one load latency plus a few ALU ops) covers two
+// frames. Kinds are still checked against the kind table for every frame (a
+// branch that is always predicted on good input), and a bad frame falls back to
+// the one-frame decoder, which diagnoses it.
 //
 // Decoding a frame's body is a byte permutation: every Command field comes
 // from a fixed frame offset per kind (zero where the kind lacks it). With
@@ -34,25 +32,9 @@
 // On long inputs the VBMI pair loop prefetches kVbmiPrefetchAhead bytes
 // ahead (measured: docs/BENCHMARKS.md, Codec).
 //
-// The block scan (DecodeCommandsBlockScan), measured and not chosen
-// -----------------------------------------------------------------
-// With VBMI the chain can leave the frames: from the 64 kind bytes that a
-// frame starting at each byte j of a 64-byte block would have, one vpermb
-// of a 64-entry kind -> size table gives next1[j] = j + size, and two more
-// (pointer jumping) give next2 and next3, the start two and three frames
-// later. None of that depends on where frames really start, so it runs
-// ahead of the chain. A block holds 1 to 3 starts (the smallest frame is
-// 25 bytes), so the chain becomes one byte load per 64 bytes: the next
-// block's entry is next3[entry] - 64; a bad kind has size 0, is its own
-// successor, and so shows as next3[entry] < 64. Three frame bodies are
-// decoded per block whatever it holds, into slots the count then keeps or
-// not. Alone, that chain runs at ~1.0-1.3 ns per frame against the pair
-// step's ~2.2; with the bodies added it measured slower than the pair step
-// on this machine (AMD family 26), every variant tried: positions handed
-// from the vector unit to the loads of the bodies, and output slots that
-// depend on each block's frame count, cost more than the chain saved. The
-// numbers and the variants are in docs/BENCHMARKS.md; codec_bench keeps
-// BM_DecodeMixBlockScan so it can be measured again on other machines.
+// A block scan, which takes the chain off the frames with VBMI, was measured
+// beside the pair step and not chosen; it is kept as a benchmark baseline
+// (bench/baselines/decode_block_scan.cc).
 #include "codec/command.h"
 
 #include <algorithm>
@@ -203,11 +185,11 @@ template <std::size_t kPrefetchAhead, typename DecodeOne>
                     {n, static_cast<std::size_t>(p - begin), CodecError::kOk});
 }
 
-// How far ahead the pair loop prefetches (0: not at all), measured with
-// codec_bench at 0, 1024, 2048 and 4096 (docs/BENCHMARKS.md, Codec): the VBMI
-// path gains 4-7% on the streamed mix at 1024-4096; the scalar path gains
-// nothing measurable and runs 2 more instructions per frame, so it does not
-// prefetch (and stays the pair-step baseline exactly).
+// How far ahead the pair loop prefetches (0: not at all), chosen with
+// codec_bench (docs/BENCHMARKS.md "Codec"): the VBMI path gains on the
+// streamed mix; the scalar path gains nothing measurable and runs 2 more
+// instructions per frame, so it does not prefetch (and stays the pair-step
+// baseline exactly).
 constexpr std::size_t kScalarPrefetchAhead = 0;
 constexpr std::size_t kVbmiPrefetchAhead = 2048;
 
@@ -349,8 +331,8 @@ DecodeCommandsVbmi(std::span<const std::byte> bytes,
       });
 }
 
-// DecodeCommands as it was before issue 12: the pair step with the VBMI
-// body, no prefetch. Kept as the baseline codec_bench measures against.
+// The pair step with the VBMI body and no prefetch: the baseline codec_bench
+// measures the VBMI path's prefetch against.
 __attribute__((target("avx512f,avx512bw,avx512vbmi"), flatten)) DecodeBatch
 DecodeCommandsPairStepVbmi(std::span<const std::byte> bytes,
                            std::span<Command> out) noexcept {
@@ -358,117 +340,6 @@ DecodeCommandsPairStepVbmi(std::span<const std::byte> bytes,
                          [](const std::byte* p, std::uint8_t kind, Command* c) {
                            DecodeOneVbmi(p, kind, c);
                          });
-}
-
-// The block scan (see the top of this file).
-//
-// kScanTables.sizes[k] is the frame size of kind k below 64 (0 unless k is
-// a command kind); vpermb indexes it with the low 6 bits of a kind byte, so
-// the sizes of kind bytes of 64 and above are zeroed by a mask first.
-constexpr std::size_t kScanBlock = 64;
-// Bytes a block reads from its first byte: kind bytes of starts 0..63 (up to
-// byte 72), and the 64-byte load of a frame body at a start up to 63.
-constexpr std::size_t kScanReach = 2 * kScanBlock;
-// At most this many frames start in one block (the smallest frame is 25).
-constexpr std::size_t kScanMaxFrames = 3;
-static_assert(kMinCommandFrameSize * kScanMaxFrames >= kScanBlock &&
-                  kMinCommandFrameSize * (kScanMaxFrames - 1) < kScanBlock,
-              "a block holds 1 to kScanMaxFrames frame starts");
-static_assert(kScanBlock - 1 + kMaxCommandFrameSize < 2 * kScanBlock,
-              "the first start after a block lies in the next block");
-static_assert(kScanBlock + kKindOffset <= kScanReach &&
-              kScanBlock - 1 + 64 <= kScanReach);
-// How far ahead the block loop prefetches (not tuned: the scan was not
-// chosen; see docs/BENCHMARKS.md, Codec).
-constexpr std::size_t kScanPrefetchAhead = 512;
-
-struct alignas(64) ScanTables {
-  std::uint8_t sizes[64];
-  std::uint8_t iota[64];
-};
-constexpr ScanTables kScanTables = [] {
-  ScanTables t{};
-  for (std::size_t i = 0; i < 64; ++i) {
-    t.sizes[i] = kCommandFrameSize[i];
-    t.iota[i] = static_cast<std::uint8_t>(i);
-  }
-  return t;
-}();
-static_assert(
-    [] {
-      for (std::size_t k = 64; k < 256; ++k) {
-        if (kCommandFrameSize[k] != 0) return false;
-      }
-      return true;
-    }(),
-    "every command kind is below 64, so the 64-entry table holds them all");
-
-// One block's successors, written by the vector unit and read by the
-// scalar chain: for each start j in the block, the start 1, 2 and 3 frames
-// later, relative to the block (>= 64: in the next block). A start whose
-// kind byte is not a command kind is its own successor (size 0), so every
-// chain through a bad frame stays below 64.
-struct alignas(64) ScanSuccessors {
-  std::uint8_t next1[64];
-  std::uint8_t next2[64];
-  std::uint8_t next3[64];
-};
-
-__attribute__((target("avx512f,avx512bw,avx512vbmi"), flatten)) DecodeBatch
-DecodeCommandsBlockScanVbmi(std::span<const std::byte> bytes,
-                            std::span<Command> out) noexcept {
-  const std::byte* const begin = bytes.data();
-  const std::byte* const end = begin + bytes.size();
-  const __m512i sizes_table = _mm512_load_si512(kScanTables.sizes);
-  const __m512i iota = _mm512_load_si512(kScanTables.iota);
-  const __m512i block_size = _mm512_set1_epi8(kScanBlock);
-  const __m512i kind_limit = _mm512_set1_epi8(64);
-  ScanSuccessors scan;
-  const std::byte* base = begin;
-  std::size_t first = 0;  // where the first frame starts in the block at base
-  std::size_t n = 0;
-  while (static_cast<std::size_t>(end - base) >= kScanReach &&
-         out.size() - n >= kScanMaxFrames) {
-    PrefetchAt(base, end, kScanPrefetchAhead);
-    // The vector part depends only on base, not on where frames start: the
-    // core can run it ahead, off the chain.
-    const __m512i kinds = _mm512_loadu_si512(base + kKindOffset);
-    const __mmask64 small = _mm512_cmplt_epu8_mask(kinds, kind_limit);
-    const __m512i size =
-        _mm512_maskz_permutexvar_epi8(small, kinds, sizes_table);
-    const __m512i next1 = _mm512_add_epi8(iota, size);
-    const __m512i next2 = _mm512_mask_permutexvar_epi8(
-        next1, _mm512_cmplt_epu8_mask(next1, block_size), next1, next1);
-    const __m512i next3 = _mm512_mask_permutexvar_epi8(
-        next2, _mm512_cmplt_epu8_mask(next2, block_size), next2, next1);
-    _mm512_store_si512(scan.next1, next1);
-    _mm512_store_si512(scan.next2, next2);
-    _mm512_store_si512(scan.next3, next3);
-    // The chain: one byte load per block.
-    const std::size_t after = scan.next3[first];
-    if (after < kScanBlock) [[unlikely]]
-      break;  // a bad frame among this block's: DecodeRest diagnoses it
-    const std::size_t s1 = scan.next1[first];
-    const std::size_t s2 = scan.next2[first];
-    const bool has1 = s1 < kScanBlock;
-    const bool has2 = s2 < kScanBlock;
-    // Always three decodes, no branch on how many frames the block holds: a
-    // start past the block is decoded from a harmless place inside the
-    // reach, into a Command slot that the count below does not include.
-    const std::byte* const p0 = base + first;
-    const std::byte* const p1 = base + (s1 % kScanBlock);
-    const std::byte* const p2 = base + (s2 % kScanBlock);
-    DecodeOneVbmi(p0, LoadLE<std::uint8_t>(p0 + kKindOffset), &out[n]);
-    DecodeOneVbmi(p1, LoadLE<std::uint8_t>(p1 + kKindOffset), &out[n + 1]);
-    DecodeOneVbmi(p2, LoadLE<std::uint8_t>(p2 + kKindOffset),
-                  &out[n + 1 + static_cast<std::size_t>(has1)]);
-    n += 1 + static_cast<std::size_t>(has1) + static_cast<std::size_t>(has2);
-    first = after - kScanBlock;
-    base += kScanBlock;
-  }
-  return DecodeRest(
-      bytes, out,
-      {n, static_cast<std::size_t>(base + first - begin), CodecError::kOk});
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vbmi"), flatten)) EncodeBatch
@@ -508,14 +379,6 @@ DecodeBatch DecodeCommandsScalar(std::span<const std::byte> bytes,
       bytes, out, [](const std::byte* p, std::uint8_t kind, Command* c) {
         DecodeOneScalar(p, kind, c);
       });
-}
-
-DecodeBatch DecodeCommandsBlockScan(std::span<const std::byte> bytes,
-                                    std::span<Command> out) noexcept {
-#ifdef ORDERWIRE_HAVE_VBMI_DECODER
-  if (HaveSimdDecoder()) return DecodeCommandsBlockScanVbmi(bytes, out);
-#endif
-  return DecodeCommandsScalar(bytes, out);
 }
 
 DecodeBatch DecodeCommandsPairStepScalar(std::span<const std::byte> bytes,

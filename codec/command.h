@@ -141,8 +141,8 @@ struct DecodeBatch {
 // says why and `bytes` is that frame's offset). Commands in `out` after the
 // decoded ones may be overwritten. Hot path: no allocation, no branch on the
 // kind; two frames per step of the length chain, and AVX-512 VBMI where the
-// CPU has it (chosen at run time; command.cc explains, with the block scan
-// that was measured and not chosen). Figures: docs/BENCHMARKS.md, Codec.
+// CPU has it (chosen at run time; command.cc explains). Figures:
+// docs/BENCHMARKS.md "Codec".
 [[nodiscard]] DecodeBatch DecodeCommands(std::span<const std::byte> bytes,
                                          std::span<Command> out) noexcept;
 
@@ -176,16 +176,12 @@ namespace internal {
 [[nodiscard]] DecodeBatch DecodeCommandsSimd(std::span<const std::byte> bytes,
                                              std::span<Command> out) noexcept;
 [[nodiscard]] bool HaveSimdDecoder() noexcept;
-// Baselines for codec_bench: the decoder as it was before issue 12 (the
-// pair step without prefetch, with the VBMI body where the CPU has it), and
-// the same with the scalar body whatever the CPU.
+// Baselines for codec_bench, also checked by the differential tests: the pair
+// step without prefetch (with the VBMI body where the CPU has it), and the
+// same with the scalar body whatever the CPU.
 [[nodiscard]] DecodeBatch DecodeCommandsPairStep(
     std::span<const std::byte> bytes, std::span<Command> out) noexcept;
 [[nodiscard]] DecodeBatch DecodeCommandsPairStepScalar(
-    std::span<const std::byte> bytes, std::span<Command> out) noexcept;
-// The AVX-512 VBMI block scan (command.cc), measured beside the pair step
-// and not chosen (docs/BENCHMARKS.md, Codec); the portable one without VBMI.
-[[nodiscard]] DecodeBatch DecodeCommandsBlockScan(
     std::span<const std::byte> bytes, std::span<Command> out) noexcept;
 // EncodeCommand without the AVX-512 path (for tests).
 [[nodiscard]] Result<std::size_t> EncodeCommandPortable(

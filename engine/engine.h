@@ -14,10 +14,16 @@
 // dense session index, `orderwire match` 0), which the orders it enters keep,
 // which decides who may cancel or replace them and which client order ids
 // collide, and which every report carries (Report::owner) so that the caller
-// can route it. Decisions where PROTOCOL.md is open are listed at the end of
-// this note and in docs/ENGINE.md.
+// can route it. Where PROTOCOL.md leaves a choice open (BookFull, PostOnly,
+// Replace, FillOrKill, self-trade prevention, ownership, Unauthorized), the
+// engine's decision is docs/ENGINE.md "Decisions where PROTOCOL.md is open",
+// each with a scenario in tests/engine/scenario_test.cc.
 //
-// Where the time goes. A command touches at most: one hash lookup (cancel,
+// Threading: none of its own. An engine is used by one thread at a time; the
+// const members may be called concurrently with each other, not with
+// Execute(), Reconfigure(), Reset() or Restore().
+//
+// The structures. A command touches at most: one hash lookup (cancel,
 // replace, or the duplicate check of a new order), the top of one side of
 // one book, and the orders it trades with. So the structures are built for
 // exactly those, with every byte preallocated:
@@ -27,128 +33,66 @@
 //   form a LIFO list, so the record freed last (warm in cache) is reused
 //   first. Nothing points into a hash table; only indices are stored. The
 //   owner tag takes 4 of the record's spare bytes (still one cache line), so
-//   comparing it costs no extra memory access.
+//   comparing it costs no extra memory access. The pools are in transparent
+//   huge pages where the kernel offers them, so that fork() (a snapshot
+//   while serving) copies few page table entries (base/huge_page_array.h).
 // - order_id -> index is a direct-mapped window (internal/order_index.h,
 //   DirectIdMap): slot = order_id mod (2 x capacity, a power of two), 4
 //   bytes each, confirmed in the order record. The engine numbers orders
 //   1, 2, 3, ..., so a new order's slot is next to the previous one's: the
-//   insert costs no cache miss, where a hashed slot cost one per order (the
-//   largest single cost in issue 12's profile of wl1), and a lookup or erase
-//   is one load, no probing. An id whose slot is still held by an order
-//   older than the last 2 x capacity ids goes to a hashed overflow table,
-//   consulted only while it holds anything, so every id works.
+//   insert costs no cache miss, where a hashed slot would cost one per new
+//   order, and a lookup or erase is one load, no probing. An id whose slot
+//   is still held by an order older than the last 2 x capacity ids goes to
+//   a hashed overflow table, consulted only while it holds anything, so
+//   every id works.
 // - (account, owner, client_order_id) -> index is an open-addressing table
-//   of our own (internal/order_index.h): 8-byte slots holding the index and
-//   a 32-bit hash tag, linear probing, backward-shift deletion (no
-//   tombstones, so no clean-up pass ever). The memory for 2 slots per order
-//   of capacity is reserved up front, untouched; the table in use starts at
-//   4,096 slots and doubles in place when a quarter of it is used. Sized to
-//   the live orders rather than the capacity, it stays in L1/L2 for small
-//   live sets. The duplicate check of every new order is a lookup here that
-//   misses (a fresh key): with wl1's tens of thousands of live orders the
-//   table outgrows L2 and that miss is now the engine's largest cost. A
-//   caller holding a batch hides it with Prefetch(next command) (about 12%
-//   of wl1's time; docs/BENCHMARKS.md).
+//   of our own (internal/order_index.h): 8-byte slots (index and a 32-bit
+//   hash tag), linear probing, backward-shift deletion (no tombstones, no
+//   clean-up pass). Memory for 2 slots per order of capacity is reserved up
+//   front, untouched; the table in use starts at 4,096 slots and doubles in
+//   place at load 1/4, so it is sized to the live orders (a small live set
+//   stays in L1/L2) and its runs are short (every new order's duplicate
+//   check is a lookup of a fresh key, which probes to the end of its run).
+//   With wl1's tens of thousands of live orders it outgrows L2, and that
+//   lookup misses the cache. Prefetch(next command) can start the load one
+//   command early; measured, that makes wl1 and mixed slower, and the
+//   service does not call it (docs/BENCHMARKS.md "Engine against the
+//   calibration book").
 // - A price level is a 32-byte record in a second pool (price, total
 //   quantity, order count, head and tail of an intrusive FIFO of orders
 //   linked by index). Cancelling any order is O(1) once found: unlink it.
 // - A book side is a sorted array of (key, level) pairs with the best level
-//   at the back (internal/sorted_levels.h). The top of the book is one load;
-//   a level opened or closed near the top moves a handful of entries. A
-//   search compares the key with the 8 entries nearest the best without a
-//   branch per entry, and only deeper does a branch-free binary search, so
-//   deep levels (orders left behind by a moving market) cost O(log levels).
-//   Before either, it guesses the position from the price distance to the
-//   best (exact while the levels between are dense, as near the touch), so
-//   most searches on wl1 and mixed are one subtraction and two compares. A
-//   deep book (tens of thousands of levels; tests/engine/deep_book_test.cc)
-//   pays O(log levels) per search; a level closed deep in it is left as a
-//   tombstone, and a level opened deep in it takes the slot of a nearby
-//   tombstone (gaps are spread for it when none is near), shifting only
-//   the entries between: a short memmove of 16-byte entries rather than
-//   one of every level above (internal/sorted_levels.h, "Gaps").
+//   at the back (internal/sorted_levels.h). The top of the book is one
+//   load; a level opened or closed near the top moves a handful of entries.
+//   A search guesses the position from the price distance to the best
+//   (exact while the levels between are dense, as near the touch: most
+//   searches on wl1 and mixed end there), then compares the 8 entries
+//   nearest the best, then binary-searches, all branch-free, so a deep
+//   level (an order left behind by a moving market) costs O(log levels).
+//   Deep in a book a closed level stays as a tombstone and a new level
+//   takes a nearby tombstone's slot, so most deep opens and closes move a
+//   few entries, not every level above them (internal/sorted_levels.h).
 //
-// What decided it: engine_bench runs the engine and each alternative below
-// (alt:<variant>) on the same 1,000,000 commands of both workloads (figures:
-// docs/BENCHMARKS.md, Engine):
-//
-//   - chosen: sorted array, a guess from the distance to the best, then the
-//     8 entries nearest the best counted, then a branch-free binary search
-//   - the same without the guess (alt:no-dense-guess)
-//   - sorted array, branch-free binary search only
-//   - sorted array, 32 nearest counted, then binary search
-//   - sorted array, every entry counted (linear)
-//   - std::map<key, level> per side (node-based, allocates)
-//   - absl::flat_hash_map for both indices, reserved
-//   - our client-key table (and the id overflow) sized to the capacity
-//     (16 MiB each)
-//
-// So: the node-based map is slower than the array on both workloads, more
-// so on mixed, and allocates per level. A linear scan of the whole side is
-// fine for mixed's ~40 levels per side but not for wl1's ~1,000 (its mid
-// wanders and leaves orders behind). Binary search alone is as good on wl1
-// and slightly worse on mixed (in 4 of 5 runs), where most searches end
-// within the 8 levels nearest the best; counting 32 of them costs more than
-// it saves. absl::flat_hash_map, reserved to the capacity, is slower than our
-// tables: its group probe and full-key compare cost more than one 8-byte slot
-// with a tag, and reserving 1M entries spreads a small live set over a large
-// array - the same effect that makes our own table several times slower when
-// it is sized to the capacity (every lookup of a fresh key missed the caches
-// and the TLB). Growing the table at load 1/4 instead of 1/2 was faster on
-// mixed (every new order's duplicate check is a lookup that misses, and a
-// miss probes to the end of its run).
-//
-// A price ladder (an array indexed by price) was not built: the valid band
+// Alternatives. engine_bench runs each as alt:<variant> on the same commands
+// as the engine (figures: docs/BENCHMARKS.md "Alternatives"). A node-based
+// std::map per side is slower and allocates per level. A linear scan of the
+// whole side suits mixed's few dozen levels a side, not wl1's ~1,000 (its
+// mid wanders and leaves orders behind). Binary search alone, or counting
+// the 32 entries nearest the best, gains nothing over the 8 nearest.
+// absl::flat_hash_map for both indices, reserved to the capacity, is slower
+// than our tables: its group probe and full-key compare cost more than one
+// 8-byte slot with a tag, and the reserved array spreads a small live set.
+// A price ladder (an array indexed by price) is not built: the valid band
 // is 1..10^9 ticks, so a ladder needs a moving window plus an overflow
 // structure for the deep book, and the sorted array already spends little
-// of a command's time on levels. Also tried, and no gain measured: a prefetch
-// of the next command's index slot (the tables are in L1/L2), transparent
-// huge pages for the pools and tables, flattening Execute() into one
-// function, and an inline loop instead of memmove to shift levels. No
-// allocation happens in steady state: pools and tables are allocated at
-// construction; a side's array and a ReportBuffer grow only past their largest
-// size so far; tests/engine/alloc_test.cc counts operator new over 1,000,000
-// mixed commands after warm-up (zero). The one latency cost of growth: a table
-// doubling rehashes the live orders once per new high-water mark (warm-up).
+// of a command's time on levels.
 //
-// Decisions where PROTOCOL.md is open:
-// - BookFull: the capacity counts live (resting) orders over all books. A
-//   GoodTillCancel or PostOnly NewLimit is rejected with BookFull, after all
-//   other checks, when the engine holds `max_live_orders` live orders, even
-//   if it would trade in full on arrival (an accepted order must be able to
-//   rest). ImmediateOrCancel, FillOrKill and market orders never rest, so
-//   they are never BookFull. Replace never changes the count.
-// - PostOnly WouldCross: the order crosses when its price reaches the best
-//   opposite price, whoever owns the orders there (a post-only order never
-//   takes liquidity and never triggers a self-trade cancel). Same for a
-//   Replace of a resting PostOnly order.
-// - Replace: `quantity` is the new leaves quantity, whatever has already been
-//   filled; the order keeps its time in force. Priority is kept when the
-//   price is unchanged and the quantity is not increased (an unchanged
-//   quantity keeps it too); otherwise the order goes to the back of the
-//   queue at its (new) price, and if that price crosses it trades at once as
-//   a taker (its remainder then rests). Only resting orders are live, so a
-//   Replace (or a cancel) of an ImmediateOrCancel, FillOrKill or market order
-//   is always UnknownOrder.
-// - FillOrKill that cannot fill in full has no effect on the book: it is
-//   Accepted then Cancelled (reason 3) whole; resting orders of its own
-//   account are not self-trade-cancelled. One that can fill executes like
-//   any taker, self-trade cancels included.
-// - Self-trade prevention applies to every taker: new orders and replaced
-//   orders that cross.
-// - DuplicateClientOrderId concerns live orders only: an id of a finished
-//   order (or of an order that never rested) may be used again.
-// - Ownership is per session (PROTOCOL.md "Sessions and sequence numbers"),
-//   carried as the owner tag: an order belongs to its account and its owner.
-//   CancelByOrder and Replace of a live order whose account or owner differs
-//   from the command's are NotOwner. Client order ids are per owner: the
-//   client key is (account, owner, client_order_id), so DuplicateClientOrderId
-//   (new order, and a Replace's new id) counts only the owner's live orders
-//   of the account, and CancelByClient finds only the owner's own order
-//   (another owner's is UnknownOrder). Self-trade prevention and FillOrKill's
-//   count stay per account, whatever the owners.
-// - Unauthorized (reason 11) is decided by the service, which calls
-//   RejectUnauthorized() so that the report is built by the same rules.
+// Memory. No allocation happens in steady state: pools and tables are
+// allocated at construction; a side's array and a ReportBuffer grow only
+// past their largest size so far; tests/engine/alloc_test.cc counts
+// operator new over 1,000,000 mixed commands after warm-up (zero). The one
+// latency cost of growth: a table doubling rehashes the live orders once
+// per new high-water mark (warm-up).
 //
 // Usage:
 //
@@ -274,10 +218,11 @@ class BasicEngine {
   // Starts loading, without changing anything, the index slot that
   // Execute(command, owner, ...) reads first: the client key of a new order
   // or a CancelByClient, the order id of a CancelByOrder or Replace. A
-  // caller that holds several commands (a batch of durable records, a
-  // benchmark) calls it for the next command before executing the current
-  // one, so that the next lookup's cache miss overlaps this command's work.
-  // Has no effect on any result. Hot path: a hash and a prefetch.
+  // caller that holds several commands may call it for the next command
+  // before executing the current one, so that the next lookup's cache miss
+  // overlaps this command's work; on wl1 and mixed that costs more than it
+  // saves, and the service does not call it (the design note above). Has no
+  // effect on any result. Hot path: a hash and a prefetch.
   void Prefetch(const codec::Command& command, OwnerTag owner) const noexcept {
     switch (command.kind) {
       case codec::Kind::kNewLimit:

@@ -10,9 +10,7 @@
 // it. Code that needs a field reads it from the frame:
 // `reports.Get<codec::Filled>(report).leaves_quantity` decodes the model,
 // `reports.View<codec::Filled>(report).Get<&codec::Filled::price>()` reads
-// one field in place. Issue 12 measured the earlier form, which also kept
-// each report's 64-byte model: ~54 instructions per Filled, about a quarter
-// of the engine's instructions on wl1 (docs/BENCHMARKS.md).
+// one field in place.
 //
 // Frame sequence numbers: the buffer numbers the frames it encodes from
 // `next_sequence()` upwards (1, 2, 3, ... by default) and keeps counting

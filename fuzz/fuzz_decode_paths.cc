@@ -1,18 +1,19 @@
 // Fuzz target: the DecodeCommands implementations against each other over
 // arbitrary bytes (differential).
 //
-// The first input byte picks how many Commands the output has room for
-// (1..64); the rest is the stream. The portable path, the AVX-512 VBMI path
-// (the portable code again on a CPU without VBMI), the pair-step baselines
-// and the block scan must each give the DecodeBatch of DecodeCommand applied
-// frame by frame (frames, byte offset, error) and the same Commands, and
-// none may read past the input (libFuzzer hands over a heap block of exactly
-// `size` bytes, so AddressSanitizer sees any overread).
+// The first input byte picks how many Commands the output has room for (1..64);
+// the rest is the stream. The portable path, the AVX-512 VBMI path (the
+// portable code again on a CPU without VBMI), the pair-step baselines and the
+// block scan (bench/baselines/) must each give the DecodeBatch of DecodeCommand
+// applied frame by frame (frames, byte offset, error) and the same Commands,
+// and none may read past the input (libFuzzer hands over a heap block of
+// exactly `size` bytes, so AddressSanitizer sees any overread).
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
+#include "bench/baselines/decode_block_scan.h"
 #include "codec/command.h"
 #include "codec/error.h"
 #include "fuzz/fuzz_check.h"
@@ -29,7 +30,7 @@ constexpr Decoder kDecoders[] = {
     DecodeCommands,
     internal::DecodeCommandsPairStep,
     internal::DecodeCommandsPairStepScalar,
-    internal::DecodeCommandsBlockScan,
+    bench::DecodeCommandsBlockScan,
 };
 
 constexpr std::size_t kMaxOut = 64;

@@ -455,7 +455,7 @@ bool JournalReader::EnterSegment(std::size_t i) {
       // A lone segment whose header never got written is a torn tail only
       // where it would be the journal's first segment: its file name says
       // where it begins, and recovery checks that name first
-      // (writer_recovery.cc). Found by fuzz_journal.
+      // (writer_recovery.cc).
       SegmentDamage(
           i, absl::StrFormat(
                  "segment %s: %s; and the journal starts at index %d, but "

@@ -10,10 +10,10 @@
 // a start refuses such a journal at once, naming what is lost.
 //
 // Cost: one sequential pass over the bytes of the records verified (the
-// reader's group check: CRC32C at ~30 GB/s plus a few loads per record,
-// tens of millions of records per second from the page cache; from a cold
-// disk, the disk's read bandwidth). docs/BENCHMARKS.md "Start-up
-// verification" has the figures. Cold; allocates the reader's segment list.
+// reader's group check: CRC32C over the bytes plus a few loads per record;
+// from a cold disk, bound by the disk's read bandwidth). Figures:
+// docs/BENCHMARKS.md "Start-up verification". Cold; allocates the reader's
+// segment list.
 #ifndef ORDERWIRE_JOURNAL_VERIFY_H_
 #define ORDERWIRE_JOURNAL_VERIFY_H_
 

@@ -177,9 +177,8 @@ struct WriterOptions {
   bool accept_loss = false;
   // The checkpoint (checkpoint.h) is published at most this often while
   // groups become durable, through the I/O queue, and at Open and Close.
-  // 0 picks 1000 ms (measured: at 100 ms, journal write of 1M records
-  // under batch ran ~20% slower on a loaded machine; at 1 s no difference
-  // showed in the noise).
+  // 0 picks 1000 ms: publishing every 100 ms slows a batch write
+  // measurably, every second does not (docs/BENCHMARKS.md "Journal").
   std::uint32_t checkpoint_interval_ms = 0;
   // Tests only: sees every I/O op and completion of the writer's queue and
   // may rewrite results (see internal/io_queue.h). Null: no wrapper, no cost.

@@ -5,19 +5,18 @@
 // writes its header; see writer.h and docs/JOURNAL.md "Segments,
 // preallocation, rotation".
 //
-// Paced zeroing. Under batch and sync every group's write carries a cache
-// flush (RWF_DSYNC, or a linked fdatasync), and a flush writes out
-// everything the device (here: the hypervisor's page cache under a virtual
-// disk) holds dirty, the pre-zeroing's writes included. Zeroing a 64 MiB
-// segment as fast as the device takes it put tens of MiB in front of the
-// next group syncs: round trips of 5-30 ms at 100,000 commands/s
-// (docs/BENCHMARKS.md, "Segment preparation"). So the zeroing follows the
-// fill of the active segment instead: from where it began (normally an
-// eighth in, when the preparation is created and preallocated, which is
-// what detects a full disk early) to kReadyNumerator/kReadyDenominator of
-// the active segment, the zero bytes submitted stay within the same share
-// of the next segment (plus one write), one kPrepZeroChunk write at a time.
-// Each group's flush then carries at most a couple of hundred KiB of zeros.
+// Paced zeroing. Under batch and sync every group's write carries a cache flush
+// (RWF_DSYNC, or a linked fdatasync), and a flush writes out everything the
+// device (here: the hypervisor's page cache under a virtual disk) holds dirty,
+// the pre-zeroing's writes included. Zeroing a 64 MiB segment as fast as the
+// device takes it puts tens of MiB in front of the next group syncs, which then
+// take milliseconds (docs/BENCHMARKS.md "Segment preparation"). So the zeroing
+// follows the fill of the active segment instead: from where it began (normally
+// an eighth in, when the preparation is created and preallocated, which is what
+// detects a full disk early) to kReadyNumerator/kReadyDenominator of the active
+// segment, the zero bytes submitted stay within the same share of the next
+// segment (plus one write), one kPrepZeroChunk write at a time. Each group's
+// flush then carries at most a couple of hundred KiB of zeros.
 // The schedule is tied to bytes appended, not to time, so it keeps up with
 // any rate: at half way the next segment is zeroed and its fsync starts,
 // half a segment before it is needed. If it is needed
@@ -228,9 +227,9 @@ bool IsNoSpace(int err) noexcept { return err == ENOSPC || err == EDQUOT; }
 
 // The next segment is to be zeroed by the time the active one is this full:
 // the rest of it is the margin for the prepared file's fsync and its
-// directory's (each a commit of the file system's journal, which on this
-// shared machine took more than the last quarter of a 16 MiB segment at
-// full speed, ~80 ms).
+// directory's (each a commit of the file system's journal, which can take
+// longer than a full-speed writer takes to fill the last quarter of a small
+// segment).
 constexpr std::uint64_t kReadyNumerator = 1;
 constexpr std::uint64_t kReadyDenominator = 2;
 

@@ -42,7 +42,8 @@ namespace orderwire::jsonl {
 // Returns the frame size. Errors: InvalidArgument naming the column (0-based
 // byte offset in `line`) and the reason; OutOfRange if `out` is too small.
 // Reads `line` only (it is copied into a padded buffer for simdjson, one per
-// thread, reused); cost: about 0.3 us per line (docs/BENCHMARKS.md).
+// thread, reused); cost: linear in the line's length (figures:
+// docs/BENCHMARKS.md "The JSON Lines reader").
 [[nodiscard]] absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
                                                       std::span<std::byte> out);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Issue 12's engine figures, scripted (docs/BENCHMARKS.md, "Engine against
-# the calibration book"):
+# The engine's figures against the calibration book, scripted
+# (docs/BENCHMARKS.md "Engine against the calibration book"):
 #
 #   scripts/bench_engine_calib.sh BUILD_DIR [BASELINE_BUILD_DIR]
 #

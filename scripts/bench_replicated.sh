@@ -2,7 +2,7 @@
 # `orderwire serve` with --durability batch, replicated on R1 and replicated
 # on R3, loaded by `orderwire submit`, beside a raw JetStream publish of
 # the same message size in the same run (docs/BENCHMARKS.md "Replicated
-# durability", issue 14).
+# durability").
 #
 #   scripts/bench_replicated.sh BUILD_DIR
 #
@@ -23,10 +23,11 @@
 #      commands: round trip p50 and p99 (send to first report).
 # Then, for R1 and R3, the mean message size that mode's throughput runs
 # published (from --stats-json) is published raw with
-# replication_publish_rate (window 32, RUNS repeats), and the ratio the
-# issue sets a target for is printed: replicated acknowledged cmd/s over the
-# raw msg/s times the replicated runs' commands per message. The load average is printed first: the machine is
-# shared, and R3 runs three servers on the same cores.
+# replication_publish_rate (window 32, RUNS repeats), and their ratio is
+# printed: replicated acknowledged cmd/s over the raw msg/s times the
+# replicated runs' commands per message (docs/BENCHMARKS.md "Replicated
+# durability"). The load average is printed first: the machine is shared,
+# and R3 runs three servers on the same cores.
 set -euo pipefail
 
 [ $# -eq 1 ] || { echo "usage: scripts/bench_replicated.sh BUILD_DIR" >&2; exit 2; }

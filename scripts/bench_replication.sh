@@ -3,7 +3,7 @@
 # BUILD_DIR/bench/replication_publish_rate (which starts its own nats-server
 # processes on loopback) REPEAT times per replica count and prints the median
 # of each figure, the raw libnats async publish beside JournalPublisher
-# (docs/BENCHMARKS.md, "Replication (issue 14)").
+# (docs/BENCHMARKS.md "Replication").
 #
 #   scripts/bench_replication.sh BUILD_DIR [REPEAT]
 #

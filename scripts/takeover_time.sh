@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How long a takeover takes (docs/REPLICATION.md "The takeover", issue 14):
+# How long a takeover takes (docs/REPLICATION.md "The takeover"):
 # from SIGKILL of the primary to the standby serving, timed from the UTC
 # stamps the standby prints for each step.
 #

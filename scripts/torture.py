@@ -26,9 +26,10 @@ session's client received is reproduced byte for byte by
 `replay --reports-dir` (the client's file is a prefix of the replay's: reports
 can still arrive for a session after its client stopped listening), every
 client that should finish does, and no bad input stops the server. Targets
-are the behaviour issue 10 asks for, some of it still being built: each row
-says PASS or FAIL against its target, and only `--strict` (all rows) or
-`--strict-rows ROW,ROW` makes a missed target fail the run.
+are the behaviour each scenario expects beyond the invariants
+(docs/RELIABILITY.md "Invariants and targets"): each row says PASS or FAIL
+against its target, and only `--strict` (all rows) or `--strict-rows
+ROW,ROW` makes a missed target fail the run.
 
 Usage: scripts/torture.sh [--short] [--strict | --strict-rows ROWS]
                           [--only SCENARIOS] [--seed S] [--markdown FILE]
@@ -483,7 +484,7 @@ def scenario_kill(ctx):
 
 
 def scenario_burst(ctx):
-    """The hostile pass's crash: unpaced clients with a window of 4096 on the
+    """A crash under a burst: unpaced clients with a window of 4096 on the
     same accounts, serve killed every 0.2-1.0 s: every report a client lacks
     after a restart must still come (made again from the journal)."""
     row = Row("burst", "SIGKILL under an unpaced burst",

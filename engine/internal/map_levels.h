@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <iterator>
 #include <map>
-#include <ranges>
 
 #include "engine/internal/pool.h"
 #include "engine/internal/sorted_levels.h"
@@ -44,8 +43,11 @@ class MapLevels {
   void PopBest() noexcept { levels_.erase(std::prev(levels_.end())); }
   template <typename Fn>
   void ForEachFromBest(Fn&& fn) const {
-    for (const auto& [key, level] : std::views::reverse(levels_)) {
-      if (!fn(LevelRef{key, level})) return;
+    // Best first: from the back (std::views::reverse of a std::map does not
+    // compile with clang 14 and libstdc++ 12, which clang-tidy uses).
+    for (auto it = levels_.end(); it != levels_.begin();) {
+      --it;
+      if (!fn(LevelRef{it->first, it->second})) return;
     }
   }
   void Clear() noexcept { levels_.clear(); }

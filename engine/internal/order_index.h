@@ -1,21 +1,23 @@
 // Internal to orderwire::engine; do not depend on it.
 //
-// The two lookups of live orders, order_id -> pool index and
-// (account_id, owner, client_order_id) -> pool index (client order ids are
-// per owner: per session in the service), as open-addressing tables of
-// our own: linear probing over a power-of-two array of 8-byte slots. The
-// memory for the largest table (2 slots per order of capacity, so load <= 1/2
-// at full capacity) is reserved at construction, untouched; the table in use
-// starts at 4,096 slots and doubles in place (through a reserved scratch
-// area) whenever more than 1/4 of its slots are used, i.e. each time the live
-// orders pass a new high-water mark. So nothing is ever allocated after
-// construction, and a lookup touches a table sized to the live orders, not
-// to the capacity: a 16 MiB table for a capacity of 1M orders made every
-// lookup of a fresh key a cache (and TLB) miss and more than doubled the
-// time per command on the mixed workload; growing at load 1/4 rather than
-// 1/2 (shorter probe runs for the many lookups that miss: every new order's
-// duplicate check) was measurably faster on mixed (see engine.h; figures:
-// docs/BENCHMARKS.md, Engine).
+// The two lookups of live orders (OrderIndex, at the end): order_id -> pool
+// index, a direct-mapped window (DirectIdMap) with an IndexTable for the ids
+// it cannot place, and (account_id, owner, client_order_id) -> pool index
+// (client order ids are per owner: per session in the service), an
+// IndexTable.
+//
+// IndexTable is an open-addressing table of our own: linear probing over a
+// power-of-two array of 8-byte slots. The memory for the largest table (2
+// slots per order of capacity, so load <= 1/2 at full capacity) is reserved
+// at construction, untouched; the table in use starts at 4,096 slots and
+// doubles in place (through a reserved scratch area) whenever more than 1/4
+// of its slots are used, i.e. each time the live orders pass a new
+// high-water mark. So nothing is ever allocated after construction, and a
+// lookup touches a table sized to the live orders, not to the capacity (a
+// table sized to a capacity of 1M orders, 16 MiB, makes every lookup of a
+// fresh key a cache and TLB miss); the low load factor keeps probe runs
+// short for the many lookups that miss (every new order's duplicate check).
+// Figures: docs/BENCHMARKS.md "Alternatives".
 //
 // A slot holds the pool index (plus one; 0 marks an empty slot, so the
 // table can start as untouched zero pages) and a 32-bit tag: the top 32 bits
@@ -24,9 +26,8 @@
 // lookup whose tag matches confirms the key in the order record (which the
 // caller is about to read anyway). Deletion shifts the following entries of
 // the cluster back (no tombstones), so the table never degrades and never
-// needs an O(capacity) clean-up pass - the cause of the latency spikes of
-// tombstone-based tables such as absl::flat_hash_map under constant
-// insert/erase churn (see engine.h for the numbers).
+// needs an O(capacity) clean-up pass, as a tombstone-based table does under
+// constant insert/erase churn.
 #ifndef ORDERWIRE_ENGINE_INTERNAL_ORDER_INDEX_H_
 #define ORDERWIRE_ENGINE_INTERNAL_ORDER_INDEX_H_
 
@@ -204,9 +205,8 @@ class IndexTable {
 // the high half of the account (an xor: accounts are small in practice, and
 // a collision only costs a probe, the key is confirmed in the record), folds
 // that in with one multiply, its high half into its low half, and multiplies
-// again, so every input bit reaches the top bits (two multiplies; the full
-// splitmix64 finaliser was measurably slower on mixed: docs/BENCHMARKS.md,
-// Engine). Owner 0 hashes exactly as the key without an owner did.
+// again, so every input bit reaches the top bits (two multiplies, cheaper
+// than the full splitmix64 finaliser: docs/BENCHMARKS.md "Alternatives").
 [[nodiscard]] inline std::uint64_t HashOrderId(codec::OrderId id) noexcept {
   return id.value() * 0x9E37'79B9'7F4A'7C15ull;
 }
@@ -223,15 +223,14 @@ class IndexTable {
 // direct-mapped window. Slot `order_id mod slot_count` holds the index (plus
 // one; 0 = empty) of the live order with that id, confirmed in the order
 // record. The engine numbers orders 1, 2, 3, ..., so consecutive orders take
-// consecutive slots: an insert writes next to the previous one (no cache
-// miss, where a hashed slot was one per new order: issue 12's profile) and
-// an erase or lookup is one load, no probing. With at least 2 slots per
-// order of capacity, an id finds its slot taken only when the order there is
-// older than the last `slot_count` ids and still live; it then goes to the
-// overflow, a hashed IndexTable, which a lookup consults only while it holds
-// anything. So any id works (a restored or reconfigured engine too); the
-// window only decides what is fast. The slots are calloc'ed and touched as
-// ids advance.
+// consecutive slots: an insert writes next to the previous one (no cache miss,
+// where a hashed slot would cost one per new order) and an erase or lookup is
+// one load, no probing. With at least 2 slots per order of capacity, an id
+// finds its slot taken only when the order there is older than the last
+// `slot_count` ids and still live; it then goes to the overflow, a hashed
+// IndexTable, which a lookup consults only while it holds anything. So any id
+// works (a restored or reconfigured engine too); the window only decides what
+// is fast. The slots are calloc'ed and touched as ids advance.
 class DirectIdMap {
  public:
   explicit DirectIdMap(std::uint32_t max_entries,

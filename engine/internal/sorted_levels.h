@@ -17,47 +17,44 @@
 // order resting deep in a book (e.g. left behind by a moving market) costs
 // O(log n) compares rather than a walk. Before either, a search guesses the
 // position from the distance to the best price (exact while the levels
-// between are dense, as they are near the touch), which issue 12's profile
-// showed saves most of the search on wl1. The array grows by doubling only
-// when a side holds more entries (live levels and tombstones) than it ever
-// did.
+// between are dense, as they are near the touch), which saves most of the
+// search on wl1 and mixed. The array grows by doubling only when a side
+// holds more entries (live levels and tombstones) than it ever did.
 //
-// Lazy removal (issue 12, "Book shapes"): a level emptied more than
-// kEagerEraseDepth entries below the best is not erased (which would shift
-// every better level down one slot: the whole side when a moving market
-// leaves thousands of levels behind and their oldest orders are cancelled).
-// Its entry stays as a tombstone (level == kNil, key kept, so the array stays
-// sorted and the searches unchanged). Find reports a tombstone as absent;
-// FindOrInsert at its key revives it in place; the back entry is never a
-// tombstone (removals near the best strip any tombstones they uncover), so
-// Best, PopBest and empty() see live levels only; ForEachFromBest and size()
-// skip or discount tombstones. When a lazy removal leaves tombstones
-// outnumbering live levels they are all compacted away in one pass, O(n)
-// once per n/2 lazy removals (removals at the best do not check, not to
-// cost the hot path; the next lazy removal does).
+// Lazy removal: a level emptied more than kEagerEraseDepth entries below the
+// best is not erased (which would shift every better level down one slot: the
+// whole side when a moving market leaves thousands of levels behind and their
+// oldest orders are cancelled). Its entry stays as a tombstone (level == kNil,
+// key kept, so the array stays sorted and the searches unchanged). Find reports
+// a tombstone as absent; FindOrInsert at its key revives it in place; the back
+// entry is never a tombstone (removals near the best strip any tombstones they
+// uncover), so Best, PopBest and empty() see live levels only; ForEachFromBest
+// and size() skip or discount tombstones. When a lazy removal leaves tombstones
+// outnumbering live levels they are all compacted away in one pass, O(n) once
+// per n/2 lazy removals (removals at the best do not check, not to cost the hot
+// path; the next lazy removal does).
 //
-// Gaps for deep inserts (issue 12, "Book shapes"): a level inserted more
-// than kShiftInsertDepth entries below the best does not shift every better
-// level up one slot (the whole side when a deep book is built). Tombstones
-// are gaps in the sorted array, so, as a packed-memory array does, it takes
-// the slot of the nearest tombstone within kGapReach entries either way and
-// shifts only the entries between (they all lie on the same side of the new
-// key, and the tombstone's key lay between the same neighbours, so the
-// array stays strictly ascending; the tombstone is gone, not revivable at
-// its old key). With none that near, it first spreads gaps around its
-// position: within kSpreadReach entries each way (never within
-// kEagerEraseDepth of the best, so the top stays dense for the guess and
-// the back stays live), a tombstone after every kGapEvery-th entry whose
-// upper neighbour's key is at least 2 higher, keyed halfway between. So a
-// gap is an ordinary tombstone: keys stay distinct and strictly ascending,
-// Find, LowerBound and the dense guess are unchanged, and an insert at
-// exactly its key revives it. Spreading moves the better levels up once by
-// the number of gaps (the cost of one plain insert, paid for ~kSpreadReach/
-// kGapEvery inserts); it keeps tombstones at most a third of the entries
-// (compacting first when a quarter are). Where the keys are dense (every
-// tick taken: no room for a gap, and none needed, since no insert can land
-// there) a deep insert shifts as before. Measured on engine_bench's `deep`
-// and `crash`: docs/BENCHMARKS.md "Book shapes".
+// Gaps for deep inserts: a level inserted more than kShiftInsertDepth entries
+// below the best does not shift every better level up one slot (the whole side
+// when a deep book is built). Tombstones are gaps in the sorted array, so, as a
+// packed-memory array does, it takes the slot of the nearest tombstone within
+// kGapReach entries either way and shifts only the entries between (they all
+// lie on the same side of the new key, and the tombstone's key lay between the
+// same neighbours, so the array stays strictly ascending; the tombstone is
+// gone, not revivable at its old key). With none that near, it first spreads
+// gaps around its position: within kSpreadReach entries each way (never within
+// kEagerEraseDepth of the best, so the top stays dense for the guess and the
+// back stays live), a tombstone after every kGapEvery-th entry whose upper
+// neighbour's key is at least 2 higher, keyed halfway between. So a gap is an
+// ordinary tombstone: keys stay distinct and strictly ascending, Find,
+// LowerBound and the dense guess are unchanged, and an insert at exactly its
+// key revives it. Spreading moves the better levels up once by the number of
+// gaps (the cost of one plain insert, paid for ~kSpreadReach/kGapEvery
+// inserts); it keeps tombstones at most a third of the entries (compacting
+// first when a quarter are). Where the keys are dense (every tick taken: no
+// room for a gap, and none needed, since no insert can land there) a deep
+// insert shifts every better level, as a plain insert does. Measured on
+// engine_bench's `deep` and `crash`: docs/BENCHMARKS.md "Book shapes".
 #ifndef ORDERWIRE_ENGINE_INTERNAL_SORTED_LEVELS_H_
 #define ORDERWIRE_ENGINE_INTERNAL_SORTED_LEVELS_H_
 

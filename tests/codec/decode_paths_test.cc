@@ -1,17 +1,18 @@
 // The implementations behind DecodeCommands, forced one by one, against the
 // one-frame-at-a-time DecodeCommand: the portable path (what a CPU without
 // AVX-512 VBMI runs), the VBMI path (where this CPU has it), the pair-step
-// baselines and the block scan. On the golden frames of docs/PROTOCOL.md, on
-// the golden datagram, and on malformed input (a stream cut at every byte, a
-// bad kind byte in every frame, trailing bytes, every output size) each must
-// give the same DecodeBatch (frames, byte offset, error) and the same
-// Commands as the reference.
+// baselines and the block scan (a benchmark baseline, bench/baselines/). On the
+// golden frames of docs/PROTOCOL.md, on the golden datagram, and on malformed
+// input (a stream cut at every byte, a bad kind byte in every frame, trailing
+// bytes, every output size) each must give the same DecodeBatch (frames, byte
+// offset, error) and the same Commands as the reference.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "bench/baselines/decode_block_scan.h"
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/error.h"
@@ -41,7 +42,7 @@ constexpr Path kPaths[] = {
     {"pair step (baseline)", internal::DecodeCommandsPairStep},
     {"pair step, scalar body (baseline)",
      internal::DecodeCommandsPairStepScalar},
-    {"block scan", internal::DecodeCommandsBlockScan},
+    {"block scan (bench/baselines)", bench::DecodeCommandsBlockScan},
 };
 
 // DecodeCommand one frame at a time: the reference.

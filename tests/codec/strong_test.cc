@@ -73,7 +73,7 @@ constexpr bool AllPairsSeparate(std::tuple<Ts...>*) {
 }
 static_assert(AllPairsSeparate(static_cast<AllStrong*>(nullptr)));
 
-// The cases the issue names, spelled out.
+// The likeliest mix-ups (the ids, price and quantity), spelled out.
 static_assert(!std::is_convertible_v<OrderId, AccountId>);
 static_assert(!std::is_convertible_v<AccountId, OrderId>);
 static_assert(!std::is_constructible_v<AccountId, OrderId>);

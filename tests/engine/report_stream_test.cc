@@ -1,8 +1,7 @@
-// The engine's report stream, pinned: for each workload, a 64-bit FNV-1a
-// hash of every report frame, the owner of every report and the live orders
-// left at the end, compared with the value the engine gave before its hot
-// path was reworked (issue 12). Any change to what the engine decides, to a
-// byte of a frame, to whom a report goes or to the book it leaves behind
+// The engine's report stream, pinned: for each workload, a 64-bit FNV-1a hash
+// of every report frame, the owner of every report and the live orders left at
+// the end, compared with a pinned value. Any change to what the engine decides,
+// to a byte of a frame, to whom a report goes or to the book it leaves behind
 // changes a hash. The wl1 stream also checks its published outcome counts.
 //
 // If a change to the engine is meant to change reports (a protocol change),

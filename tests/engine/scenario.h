@@ -182,7 +182,7 @@ class Scenario {
   }
 
   // The owner (Report::owner) of each report of the last command, in order.
-  std::vector<OwnerTag> Owners() const {
+  [[nodiscard]] std::vector<OwnerTag> Owners() const {
     std::vector<OwnerTag> owners;
     for (const Report& report : reports_.reports()) {
       owners.push_back(report.owner);
@@ -191,7 +191,7 @@ class Scenario {
   }
 
   Engine& engine() { return *engine_; }
-  const ReportBuffer& reports() const { return reports_; }
+  [[nodiscard]] const ReportBuffer& reports() const { return reports_; }
 
  private:
   std::vector<std::string> Lines() {

@@ -1,4 +1,4 @@
-// The lazy removal of internal::SortedLevels (issue 12, "Book shapes"):
+// The lazy removal of internal::SortedLevels (sorted_levels.h "Lazy removal"):
 // levels emptied deep in a side become tombstones, revived by an insert at
 // their price and compacted when they outnumber live levels. Driven through
 // many empties at the far end and mid-array, revivals and compactions, the

@@ -1,6 +1,6 @@
 // `orderwire journal write`, `journal inspect` and `replay` as a user runs
 // them: the real binary, bytes in, bytes, text and exit status out. The
-// central check is the exactness rule: gen | journal write, then
+// central check is exactness (docs/JOURNAL.md): gen | journal write, then
 // replay --reports, gives the very bytes of gen | match.
 #include <cstdlib>
 #include <filesystem>

@@ -1,13 +1,13 @@
-// What the journal's framing costs per record (issue 11, "Compact group
-// writes"): journal bytes per record over the record's own size (its
+// What the journal's framing costs per record (docs/BENCHMARKS.md "Journal
+// bytes per record"): journal bytes per record over the record's own size (its
 // 24-byte header of index, receive time, session and flags, plus the frame:
 // what journal::Record carries), for the `mixed` workload of `orderwire gen`.
 // The worst case is a group per record, what a quiet service at 1,000
-// commands/s writes: every command a datagram, every datagram a group. Here
-// it is forced deterministically by flushing after each append, so the
-// figure does not depend on the machine's load. The target is at most
-// 1.5x; format version 3 must meet it, version 2 does not (which shows the
-// measurement can tell them apart).
+// commands/s writes: every command a datagram, every datagram a group. Here it
+// is forced deterministically by flushing after each append, so the figure does
+// not depend on the machine's load. The target is at most 1.5x; format version
+// 3 must meet it, version 2 does not (which shows the measurement can tell them
+// apart).
 #include <cstdint>
 #include <cstdio>
 #include <span>

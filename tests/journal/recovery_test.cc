@@ -596,10 +596,10 @@ TEST(RecoveryTest, ASegmentNamedForAnotherIndexIsRefused) {
 // A journal whose only segment file begins past index 1 and holds no whole
 // header block: not a torn tail (nothing to cut), since its name says the
 // records before it are missing, and the reader and recovery must say the same.
-// Found by fuzz_journal: the reader called it a torn tail that a writer would
-// recover, and the writer refused it as data loss (its input cut the header
-// block at a byte this test does not reach: the crash input itself passes
-// since the fix; this test pins the behaviour on a journal built here).
+// fuzz_journal found the two disagreeing (the reader calling it a torn tail
+// that a writer would recover, the writer refusing it as data loss) on an
+// input that cut the header block at a byte this test does not reach; this
+// test pins the behaviour on a journal built here.
 TEST(RecoveryTest, ALoneTornSegmentNamedPastTheStartIsDataLoss) {
   ScratchDir dir;
   BuildJournal(dir.path(), 17, 1);
