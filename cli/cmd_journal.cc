@@ -44,6 +44,7 @@
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "codec/kind_table.h"
+#include "config/service_config.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
@@ -55,7 +56,6 @@
 #include "jsonl/jsonl.h"
 #include "service/pinned_config.h"
 #include "service/rebuild.h"
-#include "service/service_config.h"
 #include "service/snapshot.h"
 #include "service/state_machine.h"
 
@@ -954,9 +954,9 @@ absl::Status Replay(const Args& args) {
     return UsageError("--json needs --reports FILE or --reports-dir DIR");
   }
 
-  service::ServiceConfig config;
+  config::ServiceConfig config;
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> loaded =
+    absl::StatusOr<config::ServiceConfig> loaded =
         LoadServiceConfig(args.String("config"));
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);

@@ -22,6 +22,7 @@
 #include "client/run_client.h"
 #include "codec/command.h"
 #include "codec/types.h"
+#include "config/service_config.h"
 #include "engine/workload.h"
 #include "journal/format.h"
 #include "journal/retention.h"
@@ -29,7 +30,6 @@
 #include "service/metrics.h"
 #include "service/metrics_server.h"
 #include "service/service.h"
-#include "service/service_config.h"
 
 namespace orderwire::cli {
 namespace {
@@ -435,7 +435,7 @@ absl::Status Serve(const Args& args) {
   if (!interval.ok()) return interval.status();
   // Flags first, then files: a usage error is reported before any is read.
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> config =
+    absl::StatusOr<config::ServiceConfig> config =
         LoadServiceConfig(args.String("config"));
     if (!config.ok()) return config.status();
     options.config = *config;
@@ -500,7 +500,7 @@ absl::Status Serve(const Args& args) {
     }
     if (!stats_json.empty()) (void)WriteStatsJson(stats_json, *service_ptr);
   };
-  const service::ServiceConfig config_copy = options.config;
+  const config::ServiceConfig config_copy = options.config;
   // SIGINT or SIGTERM while the start waits for NATS: a clean stop.
   options.cancel_start = &g_stop;
   absl::StatusOr<std::unique_ptr<service::Service>> service =
@@ -545,7 +545,7 @@ absl::Status Serve(const Args& args) {
                               metrics_server->local_endpoint().ToString())
                   .c_str(),
         (*service)->startup_report().c_str(),
-        service::DescribeServiceConfig(config_copy).c_str());
+        config::DescribeServiceConfig(config_copy).c_str());
   }
   absl::Status run = (*service)->Run(g_stop);
   std::fprintf(stderr, "orderwire serve: %s\n%s",

@@ -21,10 +21,10 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "config/service_config.h"
 #include "journal/reader.h"
 #include "service/pinned_config.h"
 #include "service/rebuild.h"
-#include "service/service_config.h"
 #include "service/snapshot.h"
 #include "service/state_machine.h"
 
@@ -103,9 +103,9 @@ absl::Status Create(const Args& args) {
     if (!n.ok()) return n.status();
     at_index = *n;
   }
-  service::ServiceConfig config;
+  config::ServiceConfig config;
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> loaded =
+    absl::StatusOr<config::ServiceConfig> loaded =
         LoadServiceConfig(args.String("config"));
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);

@@ -135,7 +135,7 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
   if (!interval.ok()) return interval.status();
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> config =
+    absl::StatusOr<config::ServiceConfig> config =
         LoadServiceConfig(args.String("config"));
     if (!config.ok()) return config.status();
     options.config = *config;

@@ -19,7 +19,8 @@
 #   auth/      codec/ base/          (the datagram MAC and session keys)
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
-#   service/   base/ codec/ engine/ journal/ net/ auth/ replication/
+#   config/    base/ codec/ engine/ auth/ net/  (the TOML configuration)
+#   service/   base/ codec/ engine/ journal/ net/ auth/ config/ replication/
 #              (the `replicated` durability mode: service/replication_link.h;
 #              the standby: service/standby.h)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
@@ -62,7 +63,8 @@ declare -A allowed=(
   [auth]="codec base"
   [net]="codec base auth"
   [client]="base codec auth net"
-  [service]="base codec engine journal net auth replication"
+  [config]="base codec engine auth net"
+  [service]="base codec engine journal net auth config replication"
   [replication]="base codec journal"
   [cli]="lib"
   [tests]="*"
@@ -70,7 +72,7 @@ declare -A allowed=(
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec jsonl engine journal auth net client service replication cli"
+libs="base codec jsonl engine journal auth net client config service replication cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

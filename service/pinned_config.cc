@@ -34,7 +34,7 @@ bool operator==(const PinnedConfig& a, const PinnedConfig& b) {
   return EncodePinnedConfig(a) == EncodePinnedConfig(b);
 }
 
-PinnedConfig PinnedConfigOf(const ServiceConfig& config) {
+PinnedConfig PinnedConfigOf(const config::ServiceConfig& config) {
   return {.engine = config.engine, .max_sessions = config.max_sessions};
 }
 

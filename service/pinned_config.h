@@ -43,9 +43,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "config/service_config.h"
 #include "engine/config.h"
 #include "journal/reader.h"
-#include "service/service_config.h"
 
 namespace orderwire::service {
 
@@ -59,7 +59,7 @@ struct PinnedConfig {
 [[nodiscard]] bool operator==(const PinnedConfig& a, const PinnedConfig& b);
 
 // The part of a service configuration that is pinned.
-[[nodiscard]] PinnedConfig PinnedConfigOf(const ServiceConfig& config);
+[[nodiscard]] PinnedConfig PinnedConfigOf(const config::ServiceConfig& config);
 // The part of a state machine's configuration that is pinned.
 [[nodiscard]] PinnedConfig PinnedConfigOf(const StateMachine& machine);
 

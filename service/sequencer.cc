@@ -7,9 +7,9 @@
 
 namespace orderwire::service {
 
-Sequencer::Sequencer(const ServiceConfig& config, std::size_t max_pending,
-                     journal::JournalWriter& writer, Backpressure& owner,
-                     const JournaledSessions& journaled)
+Sequencer::Sequencer(const config::ServiceConfig& config,
+                     std::size_t max_pending, journal::JournalWriter& writer,
+                     Backpressure& owner, const JournaledSessions& journaled)
     : sessions_(config, &journaled),
       writer_(writer),
       owner_(owner),
@@ -100,7 +100,7 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
   // changes (one record flag per append).
   const std::span<const std::byte> run =
       datagram.frame_bytes().subspan(run_begin, run_end - run_begin);
-  const AccountSet& accounts = session->policy->accounts;
+  const config::AccountSet& accounts = session->policy->accounts;
   std::size_t offset = 0;
   std::size_t group_begin = 0;
   std::size_t group_count = 0;

@@ -42,9 +42,9 @@
 
 #include "codec/datagram.h"
 #include "codec/kind_table.h"
+#include "config/service_config.h"
 #include "journal/writer.h"
 #include "net/udp.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
 #include "service/state_machine.h"
 
@@ -101,7 +101,7 @@ class Sequencer {
 
   // `config`, `writer`, `owner` and `journaled` must outlive the sequencer.
   // Precondition: max_pending >= kMinPending.
-  Sequencer(const ServiceConfig& config, std::size_t max_pending,
+  Sequencer(const config::ServiceConfig& config, std::size_t max_pending,
             journal::JournalWriter& writer, Backpressure& owner,
             const JournaledSessions& journaled);
 

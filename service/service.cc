@@ -1425,7 +1425,7 @@ void Service::Impl::SendNewSessionGap(std::uint32_t id,
   tx_follows_[slot] = 0;
   // A keyed session's answer is sealed here (its slot has no owner for
   // FlushOutput to seal): the policy admitted the datagram's MAC.
-  const SessionPolicy* policy = options_.config.PolicyFor(id);
+  const config::SessionPolicy* policy = options_.config.PolicyFor(id);
   const bool keyed = policy != nullptr && policy->mac;
   codec::DatagramBuilder builder(tx_.buffer(slot), id, keyed);
   (void)builder.Append(0, codec::SequenceGap{1});

@@ -91,12 +91,12 @@
 #include "absl/status/statusor.h"
 #include "codec/error.h"
 #include "codec/types.h"
+#include "config/service_config.h"
 #include "journal/retention.h"
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "service/latency_buckets.h"
 #include "service/replication_link.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
 
 namespace orderwire::service {
@@ -118,7 +118,7 @@ using net::SendPathName;
 struct ServiceOptions {
   net::Endpoint listen;
   journal::WriterOptions journal;  // directory, durability, ...
-  ServiceConfig config;
+  config::ServiceConfig config;
   // The journal pins the configuration that decides how its records apply
   // (pinned_config.h). When `config` differs from the one the journal pins,
   // Start() refuses, naming each difference, unless this is set: then it

@@ -93,9 +93,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "config/service_config.h"
 #include "journal/writer.h"
 #include "replication/group_message.h"
-#include "service/service_config.h"
 #include "service/state_machine.h"
 
 namespace orderwire::replication {
@@ -118,7 +118,7 @@ struct StandbyOptions {
   // The configuration is the one the local journal pins, never changed
   // here: a standby takes no --reconfigure (a new configuration would
   // hold in its journal only; the stream does not carry configurations).
-  ServiceConfig config;
+  config::ServiceConfig config;
   std::size_t report_history = 1 << 14;
   // Start from the newest valid snapshot of the local journal.
   bool restart_from_snapshot = true;

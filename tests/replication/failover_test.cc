@@ -37,13 +37,13 @@
 #include "client/run_client.h"
 #include "codec/messages.h"
 #include "codec/types.h"
+#include "config/service_config.h"
 #include "engine/config.h"
 #include "engine/workload.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
 #include "replication/cluster_status.h"
-#include "service/service_config.h"
 #include "tests/support/bytes.h"
 #include "tests/support/child_process.h"
 #include "tests/support/files.h"
@@ -114,7 +114,7 @@ class Members {
     EXPECT_TRUE(nats.ok()) << "cannot start nats-server: " << nats.status();
     if (nats.ok()) nats_ = *std::move(nats);
     test_support::WriteText(config_path(), kConfig);
-    auto config = service::ParseServiceConfig(kConfig);
+    auto config = config::ParseServiceConfig(kConfig);
     EXPECT_TRUE(config.ok()) << config.status();
     if (config.ok()) engine_ = config->engine;
     address_a_ = FreeUdpEndpoint();

@@ -1412,7 +1412,7 @@ TEST(StandbyCommand, SeedsANewStandbyFromASnapshot) {
   ASSERT_FALSE(snapshot.path.empty());
   // The source's configuration (test_support::TestOptions), every key
   // the journal pins.
-  const service::ServiceConfig& source = SourceJournal::Get().options().config;
+  const config::ServiceConfig& source = SourceJournal::Get().options().config;
   const std::string config = dir.Sub("serve.toml");
   test_support::WriteText(
       config,

@@ -16,12 +16,12 @@
 
 #include "absl/status/status.h"
 #include "codec/command.h"
+#include "config/service_config.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "service/latency_buckets.h"
 #include "service/metrics.h"
 #include "service/service.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
 #include "service/state_machine.h"
 #include "tests/support/bytes.h"
@@ -29,6 +29,9 @@
 
 namespace orderwire::service {
 namespace {
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 constexpr std::uint32_t kSessions = 4;
 

@@ -30,6 +30,8 @@
 namespace orderwire::service {
 namespace {
 
+using config::ServiceConfig;
+
 using test_support::Bytes;
 using test_support::Frame;
 using test_support::Hex;

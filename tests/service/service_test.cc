@@ -44,6 +44,7 @@
 #include "codec/messages.h"
 #include "codec/types.h"
 #include "codec/wire.h"
+#include "config/service_config.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
@@ -55,7 +56,6 @@
 #include "net/udp.h"
 #include "service/record_flags.h"
 #include "service/sequencer.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
 #include "service/state_machine.h"
 #include "tests/support/bytes.h"
@@ -65,6 +65,9 @@
 
 namespace orderwire::service {
 namespace {
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 using client::ClientOptions;
 using client::ClientResult;

@@ -25,6 +25,7 @@
 #include "client/run_client.h"
 #include "codec/frame.h"
 #include "codec/messages.h"
+#include "config/service_config.h"
 #include "gtest/gtest.h"
 #include "journal/format.h"
 #include "journal/prune.h"
@@ -32,7 +33,6 @@
 #include "service/rebuild.h"
 #include "service/report_history.h"
 #include "service/service.h"
-#include "service/service_config.h"
 #include "service/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/scratch_dir.h"
@@ -40,6 +40,9 @@
 
 namespace orderwire::service {
 namespace {
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 // Under AddressSanitizer freed blocks (the test client's own datagrams
 // among them) sit in its quarantine and RSS says nothing about the

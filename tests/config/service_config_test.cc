@@ -1,12 +1,12 @@
-// Tests of the service configuration: account and address sets, the file
-// format, the defaults and the errors.
-#include "service/service_config.h"
+// Tests of the configuration (config/service_config.h): account and
+// address sets, the file format, the defaults and the errors.
+#include "config/service_config.h"
 
 #include <arpa/inet.h>
 
 #include "gtest/gtest.h"
 
-namespace orderwire::service {
+namespace orderwire::config {
 namespace {
 
 Endpoint Ip(const char* host_port) { return *Endpoint::Parse(host_port); }
@@ -130,9 +130,9 @@ TEST(ServiceConfigTest, OpenSessionsCanBeKeptWithListedOnes) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::config
 
-namespace orderwire::service {
+namespace orderwire::config {
 namespace {
 
 TEST(AddressSetTest, RejectsAnAddressWithANulByteInside) {
@@ -148,4 +148,4 @@ TEST(AddressSetTest, AnIpv4BlockWrittenAsIpv6MatchesIpv4Sources) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::config

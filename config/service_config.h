@@ -1,5 +1,6 @@
 // The service's configuration file: the engine's limits plus who may trade.
-// Cold path.
+// Cold path. Component config/ (orderwire::config, docs/ARCHITECTURE.md):
+// uses engine/, auth/, net/, codec/ and base/; toml++ is linked here only.
 //
 // `orderwire serve --config FILE` (and `match`, `replay`, `snapshot`) read one
 // TOML file (toml.io, v1.0; parsed with toml++), in three tables, every key
@@ -49,8 +50,9 @@
 // of the wrong type or out of range is an error, and every error names the
 // file, line and column: "config PATH:LINE:COL: what: why". A file in the old
 // `key = value` form (before TOML) is recognised and the error says how to
-// convert it (`orderwire config convert OLD > NEW.toml`; service/
-// legacy_config.h).
+// convert it (`orderwire config convert OLD > NEW.toml`; cli/
+// legacy_config.h): keys of the old form outside any table always; a text
+// that is not TOML at all when ConfigSource::is_legacy recognises it.
 //
 // A session with a key_file is keyed (docs/PROTOCOL.md "Authenticated
 // datagrams"): the file holds its 32-byte key as 64 hexadecimal digits
@@ -80,14 +82,15 @@
 // journaled record applies: they are not pinned in the journal.
 //
 // Not this file: the configuration a journal pins in its segment headers
-// (service/pinned_config.h) is a journal format of its own, key = value text
+// (state/pinned_config.h) is a journal format of its own, key = value text
 // that stays as it is so that journals written before still open.
-#ifndef ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
-#define ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
+#ifndef ORDERWIRE_CONFIG_SERVICE_CONFIG_H_
+#define ORDERWIRE_CONFIG_SERVICE_CONFIG_H_
 
 #include <netinet/in.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -99,7 +102,7 @@
 #include "engine/config.h"
 #include "net/udp.h"
 
-namespace orderwire::service {
+namespace orderwire::config {
 
 using net::Endpoint;
 
@@ -191,20 +194,31 @@ struct ConfigSource {
   // Whether key files are read (serve, replay); false records the path only
   // (match, which uses the engine's limits, and the converter's check).
   bool load_key_files = true;
+  // Recognises a file in the old `key = value` form (before TOML): a text
+  // that is not TOML and that this accepts gets the conversion hint ("not
+  // TOML (...): this is an old 'key = value' configuration file; ...
+  // 'orderwire config convert PATH > NEW.toml' ..."). The command line
+  // gives the old reader (cli/legacy_config.h, next to `config convert`,
+  // the only other user of that form); null: such a text is only "not
+  // valid TOML".
+  std::function<bool(std::string_view text)> is_legacy;
 };
 
 // Parses a TOML configuration (format above). Errors: InvalidArgument
 // "config PATH:LINE:COL: ..." for every syntax, schema and value error (a
 // key file that cannot be read or holds no valid key is such an error,
 // naming the key file too); an old key = value file gets the conversion
-// hint. Cost: O(text size) plus reading the key files.
+// hint (see ConfigSource::is_legacy). Cost: O(text size) plus reading the
+// key files.
 [[nodiscard]] absl::StatusOr<ServiceConfig> ParseServiceConfig(
     std::string_view text, const ConfigSource& source = {});
 
-// Reads and parses `path` (key files relative to its directory). Errors as
-// ParseServiceConfig's, or NotFound "config PATH: cannot open: ...".
+// Reads and parses `path` (key files relative to its directory; is_legacy
+// as ConfigSource's). Errors as ParseServiceConfig's, or NotFound "config
+// PATH: cannot open: ...".
 [[nodiscard]] absl::StatusOr<ServiceConfig> LoadServiceConfig(
-    const std::string& path, bool load_key_files = true);
+    const std::string& path, bool load_key_files = true,
+    std::function<bool(std::string_view text)> is_legacy = nullptr);
 
 // The directory of a configuration file's path, for ConfigSource::base_dir.
 [[nodiscard]] std::string ConfigDirectory(const std::string& path);
@@ -212,6 +226,11 @@ struct ConfigSource {
 // A readable summary (for the start-up banner).
 [[nodiscard]] std::string DescribeServiceConfig(const ServiceConfig& config);
 
-}  // namespace orderwire::service
+// Every setting of `config` in a fixed order, one per line (sessions by id;
+// key files by path): equal texts, equal configurations. For the old-form
+// converter's check (cli/legacy_config.h) and the tests.
+[[nodiscard]] std::string ComparableText(const ServiceConfig& config);
 
-#endif  // ORDERWIRE_SERVICE_SERVICE_CONFIG_H_
+}  // namespace orderwire::config
+
+#endif  // ORDERWIRE_CONFIG_SERVICE_CONFIG_H_

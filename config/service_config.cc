@@ -1,5 +1,5 @@
 // The service's configuration; see service_config.h.
-#include "service/service_config.h"
+#include "config/service_config.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -11,16 +11,16 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <utility>
 
 #include "absl/strings/str_format.h"
-#include "service/internal/config_text.h"
-#include "service/legacy_config.h"
+#include "config/config_text.h"
 #include "toml++/toml.h"
 
-namespace orderwire::service {
-using internal::ParseU64;
-using internal::SplitList;
-using internal::Trim;
+namespace orderwire::config {
+using text::ParseU64;
+using text::SplitList;
+using text::Trim;
 
 absl::StatusOr<AccountSet> AccountSet::Parse(std::string_view text) {
   text = Trim(text);
@@ -649,7 +649,7 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
   } catch (const toml::parse_error& parse_error) {
     // An old key = value file fails here on its first list or dotted key;
     // one the old reader accepts gets the way to convert it.
-    if (legacy::ParseLegacyServiceConfig(text).ok()) {
+    if (source.is_legacy && source.is_legacy(text)) {
       return error(
           parse_error.source(),
           absl::StrFormat("not TOML (%s): %s", parse_error.description(),
@@ -719,8 +719,9 @@ std::string ConfigDirectory(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path,
-                                                bool load_key_files) {
+absl::StatusOr<ServiceConfig> LoadServiceConfig(
+    const std::string& path, bool load_key_files,
+    std::function<bool(std::string_view text)> is_legacy) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrFormat("config %s: cannot open: %s",
@@ -745,7 +746,8 @@ absl::StatusOr<ServiceConfig> LoadServiceConfig(const std::string& path,
   ::close(fd);
   return ParseServiceConfig(text, {.path = path,
                                    .base_dir = ConfigDirectory(path),
-                                   .load_key_files = load_key_files});
+                                   .load_key_files = load_key_files,
+                                   .is_legacy = std::move(is_legacy)});
 }
 
 std::string DescribeServiceConfig(const ServiceConfig& config) {
@@ -778,4 +780,29 @@ std::string DescribeServiceConfig(const ServiceConfig& config) {
   return out;
 }
 
-}  // namespace orderwire::service
+std::string ComparableText(const ServiceConfig& config) {
+  std::string out = engine::FormatKeyValueConfig(config.engine);
+  absl::StrAppendFormat(&out,
+                        "max_sessions = %d\nmax_report_history_bytes = %d\n"
+                        "session_idle_seconds = %.17g\nopen_sessions = %s\n"
+                        "open_accounts = %s\nallowed_addresses = %s\n",
+                        config.max_sessions, config.max_report_history_bytes,
+                        config.session_idle_seconds,
+                        config.open_sessions ? "true" : "false",
+                        config.open_policy.accounts.ToString(),
+                        config.open_policy.addresses.ToString());
+  std::vector<std::uint32_t> ids;
+  for (const auto& [id, policy] : config.sessions) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (const std::uint32_t id : ids) {
+    const SessionPolicy& policy = config.sessions.at(id);
+    absl::StrAppendFormat(
+        &out,
+        "session %d: accounts %s; addresses %s; key_file '%s'; keyed %s\n", id,
+        policy.accounts.ToString(), policy.addresses.ToString(),
+        policy.key_file, policy.mac.has_value() ? "yes" : "no");
+  }
+  return out;
+}
+
+}  // namespace orderwire::config

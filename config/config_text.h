@@ -1,9 +1,10 @@
 // The small text helpers the configuration readers share: the TOML reader's
 // list values ("1-5, 9", "10.0.0.0/8, ::1") in service_config.cc and the
-// old key = value reader in legacy_config.cc. Cold path; private to
-// service/.
-#ifndef ORDERWIRE_SERVICE_INTERNAL_CONFIG_TEXT_H_
-#define ORDERWIRE_SERVICE_INTERNAL_CONFIG_TEXT_H_
+// old key = value reader and converter next to `orderwire config convert`
+// (cli/legacy_config.cc). Public (not internal/) because cli/ uses it.
+// Cold path.
+#ifndef ORDERWIRE_CONFIG_CONFIG_TEXT_H_
+#define ORDERWIRE_CONFIG_CONFIG_TEXT_H_
 
 #include <charconv>
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include <system_error>
 #include <vector>
 
-namespace orderwire::service::internal {
+namespace orderwire::config::text {
 
 // `s` without leading spaces and tabs, and without trailing spaces, tabs
 // and carriage returns.
@@ -47,6 +48,6 @@ inline bool ParseU64(std::string_view text, std::uint64_t& out) {
   return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
 }
 
-}  // namespace orderwire::service::internal
+}  // namespace orderwire::config::text
 
-#endif  // ORDERWIRE_SERVICE_INTERNAL_CONFIG_TEXT_H_
+#endif  // ORDERWIRE_CONFIG_CONFIG_TEXT_H_

@@ -1,6 +1,6 @@
 // The reader and converter of pre-TOML configuration files; see
 // legacy_config.h.
-#include "service/legacy_config.h"
+#include "cli/legacy_config.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -13,15 +13,21 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_format.h"
+#include "config/config_text.h"
 #include "engine/config.h"
-#include "service/internal/config_text.h"
 
-namespace orderwire::service::legacy {
+namespace orderwire::cli::legacy {
 namespace {
 
-using internal::ParseU64;
-using internal::SplitList;
-using internal::Trim;
+using config::AccountSet;
+using config::AddressSet;
+using config::ComparableText;
+using config::ConfigSource;
+using config::ParseServiceConfig;
+using config::SessionPolicy;
+using config::text::ParseU64;
+using config::text::SplitList;
+using config::text::Trim;
 
 // One line of an old file: a key = value (with its end-of-line comment and
 // the comment lines just before it), or a comment line.
@@ -398,6 +404,7 @@ absl::StatusOr<std::string> ConvertLegacyConfig(
   ConfigSource source;
   source.path = "(converted)";
   source.load_key_files = false;
+  source.is_legacy = IsLegacyServiceConfig;  // as every reader of the CLI
   absl::StatusOr<ServiceConfig> converted = ParseServiceConfig(toml, source);
   if (!converted.ok()) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -414,29 +421,8 @@ absl::StatusOr<std::string> ConvertLegacyConfig(
   return toml;
 }
 
-std::string ComparableText(const ServiceConfig& config) {
-  std::string out = engine::FormatKeyValueConfig(config.engine);
-  absl::StrAppendFormat(&out,
-                        "max_sessions = %d\nmax_report_history_bytes = %d\n"
-                        "session_idle_seconds = %.17g\nopen_sessions = %s\n"
-                        "open_accounts = %s\nallowed_addresses = %s\n",
-                        config.max_sessions, config.max_report_history_bytes,
-                        config.session_idle_seconds,
-                        config.open_sessions ? "true" : "false",
-                        config.open_policy.accounts.ToString(),
-                        config.open_policy.addresses.ToString());
-  std::vector<std::uint32_t> ids;
-  for (const auto& [id, policy] : config.sessions) ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  for (const std::uint32_t id : ids) {
-    const SessionPolicy& policy = config.sessions.at(id);
-    absl::StrAppendFormat(
-        &out,
-        "session %d: accounts %s; addresses %s; key_file '%s'; keyed %s\n", id,
-        policy.accounts.ToString(), policy.addresses.ToString(),
-        policy.key_file, policy.mac.has_value() ? "yes" : "no");
-  }
-  return out;
+bool IsLegacyServiceConfig(std::string_view text) {
+  return ParseLegacyServiceConfig(text).ok();
 }
 
-}  // namespace orderwire::service::legacy
+}  // namespace orderwire::cli::legacy

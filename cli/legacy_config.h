@@ -1,23 +1,28 @@
 // The configuration files of before TOML: `key = value` lines (`#`
 // comments; `session.N.accounts` etc. for the sessions). Read only to
 // convert them: `orderwire config convert OLD` prints the TOML equivalent,
-// and ParseServiceConfig (service_config.h) uses the reader to recognise an
-// old file and say how to convert it. Nothing loads a service from this
-// form any more. Cold path.
+// and the command line gives IsLegacyServiceConfig to the TOML reader
+// (config::ConfigSource::is_legacy, cli/common.cc) so that it recognises an
+// old file and says how to convert it. Nothing loads a service from this
+// form any more. Cold path; next to its only user, `config convert`
+// (cli/cmd_config.cc), in a library of its own (orderwire::legacy_config)
+// that the tests and the configuration fuzz target link too.
 //
-// The form the journal pins in its segment headers (pinned_config.h) is also
-// key = value text, but it is a journal format, not this: it is written and
-// read by pinned_config.cc and does not change.
-#ifndef ORDERWIRE_SERVICE_LEGACY_CONFIG_H_
-#define ORDERWIRE_SERVICE_LEGACY_CONFIG_H_
+// The form the journal pins in its segment headers (state/pinned_config.h)
+// is also key = value text, but it is a journal format, not this: it is
+// written and read by state/pinned_config.cc and does not change.
+#ifndef ORDERWIRE_CLI_LEGACY_CONFIG_H_
+#define ORDERWIRE_CLI_LEGACY_CONFIG_H_
 
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "service/service_config.h"
+#include "config/service_config.h"
 
-namespace orderwire::service::legacy {
+namespace orderwire::cli::legacy {
+
+using config::ServiceConfig;
 
 // The old reader, as it was, except that a session.N.key_file is recorded
 // as written (SessionPolicy::key_file) and never read. Errors:
@@ -30,8 +35,9 @@ namespace orderwire::service::legacy {
 // comments (a comment line goes with the key after it, an end-of-line
 // comment stays on its line). The old file is read with
 // ParseLegacyServiceConfig first (its errors are returned as they are), and
-// the result is checked by loading it with ParseServiceConfig (key files not
-// read) and comparing with what the old reader read: Internal if they differ
+// the result is checked by loading it with config::ParseServiceConfig (key
+// files not read) and comparing (config::ComparableText) with what the old
+// reader read: Internal if they differ
 // (a bug), InvalidArgument if something of the old file cannot be written in
 // TOML (text that is not UTF-8). Cost: O(text size).
 //
@@ -43,11 +49,10 @@ namespace orderwire::service::legacy {
 [[nodiscard]] absl::StatusOr<std::string> ConvertLegacyConfig(
     std::string_view text, std::string_view old_directory = {});
 
-// Every setting of `config` in a fixed order, one per line (sessions by id;
-// key files by path): equal texts, equal configurations. For the
-// converter's check and the tests.
-[[nodiscard]] std::string ComparableText(const ServiceConfig& config);
+// Whether the old reader accepts `text` (ParseLegacyServiceConfig(text) is
+// OK): config::ConfigSource::is_legacy for the command line's TOML reader.
+[[nodiscard]] bool IsLegacyServiceConfig(std::string_view text);
 
-}  // namespace orderwire::service::legacy
+}  // namespace orderwire::cli::legacy
 
-#endif  // ORDERWIRE_SERVICE_LEGACY_CONFIG_H_
+#endif  // ORDERWIRE_CLI_LEGACY_CONFIG_H_
