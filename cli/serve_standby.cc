@@ -15,10 +15,10 @@
 #include "net/udp.h"
 #include "replication/journal_stream.h"
 #include "service/cluster_member.h"
-#include "service/pinned_config.h"
 #include "service/seed.h"
 #include "service/service.h"
 #include "service/standby.h"
+#include "state/pinned_config.h"
 
 namespace orderwire::cli {
 namespace {
@@ -165,12 +165,10 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
           "--seed-snapshot with --no-snapshot: a seeded journal starts from "
           "its snapshot");
     }
-    seed =
-        service::SeedOptions{.journal = options.journal,
-                             .snapshot = args.String("seed-snapshot"),
-                             .given = service::PinnedConfigOf(options.config)};
-    if (absl::StatusOr<service::SnapshotInfo> checked =
-            service::CheckSeed(*seed);
+    seed = service::SeedOptions{.journal = options.journal,
+                                .snapshot = args.String("seed-snapshot"),
+                                .given = state::PinnedConfigOf(options.config)};
+    if (absl::StatusOr<state::SnapshotInfo> checked = service::CheckSeed(*seed);
         !checked.ok()) {
       return FlagError("seed-snapshot", checked.status());
     }

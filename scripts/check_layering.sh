@@ -20,7 +20,9 @@
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
 #   config/    base/ codec/ engine/ auth/ net/  (the TOML configuration)
-#   service/   base/ codec/ engine/ journal/ net/ auth/ config/ replication/
+#   state/     base/ codec/ engine/ journal/ config/  (the deterministic core)
+#   service/   base/ codec/ engine/ journal/ net/ auth/ config/ state/
+#              replication/
 #              (the `replicated` durability mode: service/replication_link.h;
 #              the standby: service/standby.h)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
@@ -64,7 +66,8 @@ declare -A allowed=(
   [net]="codec base auth"
   [client]="base codec auth net"
   [config]="base codec engine auth net"
-  [service]="base codec engine journal net auth config replication"
+  [state]="base codec engine journal config"
+  [service]="base codec engine journal net auth config state replication"
   [replication]="base codec journal"
   [cli]="lib"
   [tests]="*"
@@ -72,7 +75,7 @@ declare -A allowed=(
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec jsonl engine journal auth net client config service replication cli"
+libs="base codec jsonl engine journal auth net client config state service replication cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

@@ -20,10 +20,19 @@
 #include "base/clock.h"
 #include "base/unique_fd.h"
 #include "journal/start.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::CopySnapshot;
+using state::DescribeDifferences;
+using state::EncodePinnedConfig;
+using state::LoadedSnapshot;
+using state::LoadSnapshot;
+using state::PinnedConfig;
+using state::PinnedConfigOf;
+using state::SnapshotInfo;
 
 // OK when `dir` is missing or an empty directory; otherwise
 // FailedPrecondition naming what it holds.

@@ -52,8 +52,8 @@
 
 #include "absl/status/statusor.h"
 #include "journal/writer.h"
-#include "service/pinned_config.h"
-#include "service/snapshot.h"
+#include "state/pinned_config.h"
+#include "state/snapshot.h"
 
 namespace orderwire::service {
 
@@ -65,15 +65,15 @@ struct SeedOptions {
   // `orderwire snapshot` wrote).
   std::string snapshot;
   // The configuration the member is given (its --config).
-  PinnedConfig given;
+  state::PinnedConfig given;
 };
 
 // What the snapshot holds (its header's journal_id and index); writes
 // nothing. Errors: see the header comment.
-absl::StatusOr<SnapshotInfo> CheckSeed(const SeedOptions& options);
+absl::StatusOr<state::SnapshotInfo> CheckSeed(const SeedOptions& options);
 
 struct SeededJournal {
-  SnapshotInfo snapshot;          // the copy in the journal's snapshots/
+  state::SnapshotInfo snapshot;   // the copy in the journal's snapshots/
   std::uint64_t first_index = 0;  // snapshot.index + 1
   std::uint64_t journal_id = 0;   // the snapshot's
   std::string report;             // one line for the start-up banner

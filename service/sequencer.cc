@@ -3,9 +3,11 @@
 
 #include "codec/command.h"
 #include "codec/frame.h"
-#include "service/record_flags.h"
+#include "state/record_flags.h"
 
 namespace orderwire::service {
+
+using state::kRecordUnauthorized;
 
 Sequencer::Sequencer(const config::ServiceConfig& config,
                      std::size_t max_pending, journal::JournalWriter& writer,

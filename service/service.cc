@@ -34,16 +34,34 @@
 #include "replication/lease.h"
 #include "service/internal/nats_start_wait.h"
 #include "service/metrics.h"
-#include "service/pinned_config.h"
-#include "service/report_regenerator.h"
-#include "service/restart.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/report_regenerator.h"
+#include "state/restart.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::Output;
+using state::PinnedConfigOf;
+using state::Record;
+using state::RegenerationCounters;
+using state::RegenerationRequest;
+using state::ReportRegenerator;
+using state::ReportRegeneratorOptions;
+using state::RestartedJournal;
+using state::RestartFromJournal;
+using state::SessionState;
+using state::SnapshotDirectory;
+using state::SnapshotFileName;
+using state::SnapshotInfo;
+using state::StateMachine;
+using state::StateMachineOptions;
+using state::StateMachineStats;
+using state::WriteSnapshot;
 
 using base::MonotonicNs;
 using base::RealtimeNs;

@@ -99,12 +99,15 @@
 #include "service/replication_link.h"
 #include "service/session_table.h"
 
+namespace orderwire::state {
+class StateMachine;
+}  // namespace orderwire::state
+
 namespace orderwire::service {
 
 // The default port of `orderwire serve` (and of the Wireshark dissector).
 inline constexpr std::uint16_t kDefaultPort = 7400;
 
-class StateMachine;
 class StatsMirror;
 
 // How report datagrams leave (net::SendPath; docs/SERVICE.md "Sending
@@ -330,7 +333,7 @@ class Service {
 
   // The state the journal has made (engine, sessions); read only between
   // Start() and Run(), or after Run() returned.
-  [[nodiscard]] const StateMachine& state() const;
+  [[nodiscard]] const state::StateMachine& state() const;
   // The bound address (with the port the kernel chose for port 0).
   [[nodiscard]] const net::Endpoint& local_endpoint() const;
   [[nodiscard]] const ServiceStats& stats() const;

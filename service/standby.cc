@@ -18,12 +18,20 @@
 #include "replication/nats_error.h"
 #include "replication/stream_position.h"
 #include "replication/stream_reader.h"
-#include "service/pinned_config.h"
-#include "service/restart.h"
-#include "service/snapshot.h"
+#include "state/pinned_config.h"
+#include "state/restart.h"
+#include "state/snapshot.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::PinnedConfigOf;
+using state::Record;
+using state::RestartedJournal;
+using state::RestartFromJournal;
+using state::SnapshotInfo;
+using state::StateMachineOptions;
+using state::WriteSnapshot;
 
 using replication::GroupMessage;
 using replication::GroupMessageKind;

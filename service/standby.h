@@ -96,7 +96,7 @@
 #include "config/service_config.h"
 #include "journal/writer.h"
 #include "replication/group_message.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
 namespace orderwire::replication {
 class JournalFollower;
@@ -122,7 +122,7 @@ struct StandbyOptions {
   std::size_t report_history = 1 << 14;
   // Start from the newest valid snapshot of the local journal.
   bool restart_from_snapshot = true;
-  // Snapshots of the state (service/snapshot.h, <journal>/snapshots/), so
+  // Snapshots of the state (state/snapshot.h, <journal>/snapshots/), so
   // that a restart, or a Service started on the standby's journal (a
   // takeover by restart), replays only the records after the newest: one
   // after every this many records applied (0: none). Written on the
@@ -190,7 +190,7 @@ struct StandbyStats {
 // What Release() hands over.
 struct StandbyState {
   std::unique_ptr<journal::JournalWriter> writer;
-  std::unique_ptr<StateMachine> machine;
+  std::unique_ptr<state::StateMachine> machine;
   std::uint64_t epoch = 0;
   std::uint64_t stream_sequence = 0;  // of the last message followed
 };
@@ -233,7 +233,7 @@ class Standby {
   // ClusterMember (cluster_member.h) that steps the standby itself.
   void Report(std::string_view role);
 
-  [[nodiscard]] const StateMachine& state() const { return *machine_; }
+  [[nodiscard]] const state::StateMachine& state() const { return *machine_; }
   [[nodiscard]] StandbyStats stats() const;
   // One line: applied index, stream sequence, lag, epoch.
   [[nodiscard]] std::string StatsLine() const;
@@ -280,7 +280,7 @@ class Standby {
 
   StandbyOptions options_;
   std::unique_ptr<journal::JournalWriter> writer_;
-  std::unique_ptr<StateMachine> machine_;
+  std::unique_ptr<state::StateMachine> machine_;
   std::unique_ptr<replication::JournalFollower> follower_;
   std::unique_ptr<replication::MemberBoard> board_;
   std::int64_t next_report_ns_ = 0;

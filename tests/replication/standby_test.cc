@@ -44,11 +44,11 @@
 #include "replication/group_message.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
-#include "service/rebuild.h"
 #include "service/replication_link.h"
 #include "service/seed.h"
 #include "service/service.h"
-#include "service/snapshot.h"
+#include "state/rebuild.h"
+#include "state/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/child_process.h"
 #include "tests/support/files.h"
@@ -109,9 +109,8 @@ service::ServiceOptions SourceOptions(const std::string& dir) {
   return options;
 }
 
-service::StateMachineOptions MachineOptionsOf(
-    const service::ServiceOptions& o) {
-  return service::StateMachineOptions{
+state::StateMachineOptions MachineOptionsOf(const service::ServiceOptions& o) {
+  return state::StateMachineOptions{
       .engine = o.config.engine,
       .max_sessions = o.config.max_sessions,
       .report_history = o.report_history,
@@ -124,14 +123,14 @@ service::StateMachineOptions MachineOptionsOf(
 // (journal id and time 0, so two journals' states compare).
 std::vector<std::byte> ReplayedState(const std::string& dir,
                                      const service::ServiceOptions& o) {
-  absl::StatusOr<service::RebuiltState> rebuilt =
-      service::RebuildState({.directory = dir,
-                             .use_snapshots = false,
-                             .machine_options = MachineOptionsOf(o),
-                             .unpinned = service::PinnedConfigOf(o.config)});
+  absl::StatusOr<state::RebuiltState> rebuilt =
+      state::RebuildState({.directory = dir,
+                           .use_snapshots = false,
+                           .machine_options = MachineOptionsOf(o),
+                           .unpinned = state::PinnedConfigOf(o.config)});
   EXPECT_TRUE(rebuilt.ok()) << rebuilt.status();
   if (!rebuilt.ok()) return {};
-  return service::EncodeSnapshot(*rebuilt->machine, 0, 0);
+  return state::EncodeSnapshot(*rebuilt->machine, 0, 0);
 }
 
 // A journal written by a real service: two sessions trading the mixed
@@ -383,7 +382,7 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   const std::vector<std::byte> expected_state =
       ReplayedState(source.dir(), source.options());
   ASSERT_FALSE(expected_state.empty());
-  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) == expected_state)
+  EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) == expected_state)
       << "the standby's state differs from the source journal's replay";
   // Stopped, it hands over its journal and state (for a takeover).
   service::StandbyState released = standby->Release();
@@ -406,7 +405,7 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   absl::StatusOr<std::unique_ptr<service::Service>> service =
       service::Service::Start(serve);
   ASSERT_TRUE(service.ok()) << service.status();
-  EXPECT_TRUE(service::EncodeSnapshot((*service)->state(), 0, 0) ==
+  EXPECT_TRUE(state::EncodeSnapshot((*service)->state(), 0, 0) ==
               expected_state);
 }
 
@@ -454,7 +453,7 @@ TEST(Standby, ResumesFromTheRightSequenceAfterARestart) {
   EXPECT_EQ(standby->stats().epoch, 1u);
   EXPECT_EQ(standby->stats().records_held, 0u);
   EXPECT_EQ(standby->stats().messages, second.size());
-  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
+  EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) ==
               ReplayedState(source.dir(), source.options()));
   standby.reset();
   EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == records);
@@ -658,7 +657,7 @@ TEST(StandbyRejoin, CutsTheUnacknowledgedTailAndFollowsTheNewPrimary) {
   ASSERT_TRUE(FollowUntil(*standby, kNewLast).ok());
   EXPECT_EQ(standby->stats().epoch, 2u);
   const std::vector<std::byte> state =
-      service::EncodeSnapshot(standby->state(), 0, 0);
+      state::EncodeSnapshot(standby->state(), 0, 0);
   standby.reset();
   // Its journal is the stream's, byte for byte, and its state the replay
   // of it.
@@ -895,7 +894,7 @@ TEST(Standby, FollowsThroughTheLossOfTheStreamLeader) {
   ASSERT_NE(pub, nullptr) << "no stream leader within 60 s";
   PublishRecords(*pub, records, half, records.size(), 1);
   ASSERT_TRUE(FollowUntil(*standby, records.back().index).ok());
-  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
+  EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) ==
               ReplayedState(source.dir(), source.options()));
   standby.reset();
   EXPECT_TRUE(ReadJournal(dir.Sub("standby")) == records);
@@ -965,7 +964,7 @@ TEST(Standby, FollowsALiveReplicatedPrimary) {
   follower.join();
   EXPECT_TRUE(standby_status.ok()) << standby_status;
   EXPECT_EQ(standby->stats().applied_index, last);
-  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
+  EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) ==
               ReplayedState(dir.Sub("primary"), primary));
   standby.reset();
   service.reset();
@@ -978,16 +977,16 @@ TEST(Standby, FollowsALiveReplicatedPrimary) {
 std::vector<std::byte> ReplayedStateAt(const std::string& dir,
                                        const service::ServiceOptions& o,
                                        std::uint64_t up_to) {
-  absl::StatusOr<service::RebuiltState> rebuilt =
-      service::RebuildState({.directory = dir,
-                             .use_snapshots = false,
-                             .up_to_index = up_to,
-                             .machine_options = MachineOptionsOf(o),
-                             .unpinned = service::PinnedConfigOf(o.config)});
+  absl::StatusOr<state::RebuiltState> rebuilt =
+      state::RebuildState({.directory = dir,
+                           .use_snapshots = false,
+                           .up_to_index = up_to,
+                           .machine_options = MachineOptionsOf(o),
+                           .unpinned = state::PinnedConfigOf(o.config)});
   EXPECT_TRUE(rebuilt.ok()) << rebuilt.status();
   if (!rebuilt.ok()) return {};
   EXPECT_EQ(rebuilt->machine->last_index(), up_to);
-  return service::EncodeSnapshot(*rebuilt->machine, 0, 0);
+  return state::EncodeSnapshot(*rebuilt->machine, 0, 0);
 }
 
 TEST(Standby, SnapshotsItsStateAndRestartsFromTheNewest) {
@@ -1013,25 +1012,24 @@ TEST(Standby, SnapshotsItsStateAndRestartsFromTheNewest) {
     EXPECT_EQ(standby->stats().last_snapshot_index, 6000u);
     journal_id = standby->Release().writer->journal_id();
   }
-  absl::StatusOr<std::vector<service::SnapshotInfo>> list =
-      service::ListSnapshots(dir.Sub("standby"));
+  absl::StatusOr<std::vector<state::SnapshotInfo>> list =
+      state::ListSnapshots(dir.Sub("standby"));
   ASSERT_TRUE(list.ok()) << list.status();
   std::vector<std::uint64_t> indexes;
-  for (const service::SnapshotInfo& info : *list) indexes.push_back(info.index);
+  for (const state::SnapshotInfo& info : *list) indexes.push_back(info.index);
   std::sort(indexes.begin(), indexes.end());
   EXPECT_EQ(indexes,
             (std::vector<std::uint64_t>{1000, 2000, 3000, 4000, 5000, 6000}));
   // Each one is the state the source's replay has at its index.
   for (const std::uint64_t at :
        {std::uint64_t{1000}, std::uint64_t{3500}, std::uint64_t{6000}}) {
-    absl::StatusOr<std::optional<service::LoadedSnapshot>> loaded =
-        service::LoadNewestSnapshot(dir.Sub("standby"), journal_id, at,
-                                    nullptr);
+    absl::StatusOr<std::optional<state::LoadedSnapshot>> loaded =
+        state::LoadNewestSnapshot(dir.Sub("standby"), journal_id, at, nullptr);
     ASSERT_TRUE(loaded.ok()) << loaded.status();
     ASSERT_TRUE(loaded->has_value());
     const std::uint64_t index = (*loaded)->info.index;
     EXPECT_EQ(index, at / 1000 * 1000);
-    EXPECT_TRUE(service::EncodeSnapshot(*(*loaded)->machine, 0, 0) ==
+    EXPECT_TRUE(state::EncodeSnapshot(*(*loaded)->machine, 0, 0) ==
                 ReplayedStateAt(source.dir(), source.options(), index))
         << "snapshot " << index;
   }
@@ -1040,7 +1038,7 @@ TEST(Standby, SnapshotsItsStateAndRestartsFromTheNewest) {
   ASSERT_NE(standby, nullptr);
   EXPECT_EQ(standby->stats().started_from_snapshot, 6000u);
   EXPECT_EQ(standby->stats().replayed, 0u);
-  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
+  EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) ==
               ReplayedState(source.dir(), source.options()));
 }
 
@@ -1048,33 +1046,33 @@ TEST(Standby, SnapshotsItsStateAndRestartsFromTheNewest) {
 
 // The snapshot the source journal's primary would have written at `index`
 // (its state there, its journal id), in `dir`/snapshots/.
-service::SnapshotInfo SourceSnapshotAt(std::uint64_t index,
-                                       const std::string& dir) {
+state::SnapshotInfo SourceSnapshotAt(std::uint64_t index,
+                                     const std::string& dir) {
   const SourceJournal& source = SourceJournal::Get();
   absl::StatusOr<std::uint64_t> journal_id =
-      service::JournalIdOf(source.dir(), {});
+      state::JournalIdOf(source.dir(), {});
   EXPECT_TRUE(journal_id.ok()) << journal_id.status();
   std::filesystem::create_directories(dir);
-  absl::StatusOr<service::RebuiltState> rebuilt = service::RebuildState(
+  absl::StatusOr<state::RebuiltState> rebuilt = state::RebuildState(
       {.directory = source.dir(),
        .use_snapshots = false,
        .up_to_index = index,
        .machine_options = MachineOptionsOf(source.options()),
-       .unpinned = service::PinnedConfigOf(source.options().config)});
+       .unpinned = state::PinnedConfigOf(source.options().config)});
   EXPECT_TRUE(rebuilt.ok()) << rebuilt.status();
   if (!journal_id.ok() || !rebuilt.ok()) return {};
   EXPECT_EQ(rebuilt->machine->last_index(), index);
-  absl::StatusOr<service::SnapshotInfo> written =
-      service::WriteSnapshot(*rebuilt->machine, *journal_id, dir);
+  absl::StatusOr<state::SnapshotInfo> written =
+      state::WriteSnapshot(*rebuilt->machine, *journal_id, dir);
   EXPECT_TRUE(written.ok()) << written.status();
-  return written.ok() ? *written : service::SnapshotInfo{};
+  return written.ok() ? *written : state::SnapshotInfo{};
 }
 
 service::SeedOptions SeedOptionsFor(const service::StandbyOptions& standby,
                                     const std::string& snapshot) {
   return service::SeedOptions{.journal = standby.journal,
                               .snapshot = snapshot,
-                              .given = service::PinnedConfigOf(standby.config)};
+                              .given = state::PinnedConfigOf(standby.config)};
 }
 
 // A standby's options for `dir` where no NATS is needed (the seeding's
@@ -1114,7 +1112,7 @@ TEST(StandbySeed, CatchesUpFromAPrimarysSnapshotAndCanTakeOver) {
   ASSERT_NE(pub, nullptr);
   PublishRecords(*pub, records, 0, records.size(), 1);
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   ASSERT_FALSE(snapshot.path.empty());
 
@@ -1126,8 +1124,8 @@ TEST(StandbySeed, CatchesUpFromAPrimarysSnapshotAndCanTakeOver) {
   EXPECT_EQ(seeded->first_index, kSeedIndex + 1);
   EXPECT_EQ(seeded->journal_id, snapshot.journal_id);
   EXPECT_EQ(seeded->snapshot.path,
-            service::SnapshotDirectory(dir.Sub("standby")) + "/" +
-                service::SnapshotFileName(kSeedIndex));
+            state::SnapshotDirectory(dir.Sub("standby")) + "/" +
+                state::SnapshotFileName(kSeedIndex));
   EXPECT_TRUE(test_support::ReadFile(seeded->snapshot.path) ==
               test_support::ReadFile(snapshot.path))
       << "the copy is not the snapshot byte for byte";
@@ -1149,7 +1147,7 @@ TEST(StandbySeed, CatchesUpFromAPrimarysSnapshotAndCanTakeOver) {
   const std::vector<std::byte> expected_state =
       ReplayedState(source.dir(), source.options());
   ASSERT_FALSE(expected_state.empty());
-  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) == expected_state)
+  EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) == expected_state)
       << "the seeded standby's state differs from the primary's";
   standby.reset();
   // Its journal: the primary's records after the snapshot, byte for byte.
@@ -1161,8 +1159,7 @@ TEST(StandbySeed, CatchesUpFromAPrimarysSnapshotAndCanTakeOver) {
   ASSERT_NE(standby, nullptr);
   EXPECT_EQ(standby->stats().started_from_snapshot, kSeedIndex);
   EXPECT_EQ(standby->stats().replayed, records.size() - kSeedIndex);
-  EXPECT_TRUE(service::EncodeSnapshot(standby->state(), 0, 0) ==
-              expected_state);
+  EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) == expected_state);
   ASSERT_TRUE(standby->Stop().ok());
   standby.reset();
   // A service started on it (a takeover by restart) has the same state.
@@ -1171,7 +1168,7 @@ TEST(StandbySeed, CatchesUpFromAPrimarysSnapshotAndCanTakeOver) {
   absl::StatusOr<std::unique_ptr<service::Service>> service =
       service::Service::Start(serve);
   ASSERT_TRUE(service.ok()) << service.status();
-  EXPECT_TRUE(service::EncodeSnapshot((*service)->state(), 0, 0) ==
+  EXPECT_TRUE(state::EncodeSnapshot((*service)->state(), 0, 0) ==
               expected_state);
 }
 
@@ -1185,7 +1182,7 @@ TEST(StandbySeed, ARestartBeforeAnyRecordStartsFromTheSnapshot) {
   // The stream ends exactly at the snapshot's index.
   PublishRecords(*pub, records, 0, kSeedIndex, 1);
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   const service::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
@@ -1212,7 +1209,7 @@ TEST(StandbySeed, ARestartBeforeAnyRecordStartsFromTheSnapshot) {
 
 TEST(StandbySeed, RefusesADirectoryThatHoldsAnything) {
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   service::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
   std::filesystem::create_directories(dir.Sub("standby"));
@@ -1240,7 +1237,7 @@ TEST(StandbySeed, RefusesADirectoryThatHoldsAnything) {
 
 TEST(StandbySeed, RefusesAFileThatIsNotAValidSnapshot) {
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   std::vector<std::byte> bytes = test_support::ReadFile(snapshot.path);
   ASSERT_GT(bytes.size(), 200u);
@@ -1267,7 +1264,7 @@ TEST(StandbySeed, RefusesAFileThatIsNotAValidSnapshot) {
 
 TEST(StandbySeed, RefusesASnapshotOfAnotherConfiguration) {
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   service::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
   options.config.max_sessions += 1;
@@ -1288,7 +1285,7 @@ TEST(StandbySeed, ASnapshotAheadOfTheStreamIsRefusedAtStart) {
   auto pub = OpenPublisher(**nats, "main", 1);
   ASSERT_NE(pub, nullptr);
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   const service::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
@@ -1325,7 +1322,7 @@ TEST(StandbySeed, AStreamThatNoLongerHoldsTheNextIndexIsRefusedAtStart) {
   // (as after its retention removed the messages before).
   PublishRecords(*pub, records, kSeedIndex + 50, records.size(), 1);
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   const service::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
@@ -1407,7 +1404,7 @@ TEST(StandbyCommand, SeedsANewStandbyFromASnapshot) {
   ASSERT_NE(pub, nullptr);
   PublishRecords(*pub, records, 0, records.size(), 1);
   ScratchDir dir;
-  const service::SnapshotInfo snapshot =
+  const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   ASSERT_FALSE(snapshot.path.empty());
   // The source's configuration (test_support::TestOptions), every key

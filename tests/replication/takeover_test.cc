@@ -31,10 +31,10 @@
 #include "replication/journal_stream.h"
 #include "replication/lease.h"
 #include "service/cluster_member.h"
-#include "service/pinned_config.h"
 #include "service/seed.h"
 #include "service/service.h"
-#include "service/snapshot.h"
+#include "state/pinned_config.h"
+#include "state/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
@@ -43,6 +43,10 @@
 
 namespace orderwire::service {
 namespace {
+
+using state::ListSnapshots;
+using state::PinnedConfigOf;
+using state::SnapshotInfo;
 
 using std::chrono::milliseconds;
 using test_support::Bytes;

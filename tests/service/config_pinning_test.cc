@@ -19,9 +19,9 @@
 #include "journal/format.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
-#include "service/pinned_config.h"
 #include "service/service.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -29,6 +29,15 @@
 
 namespace orderwire::service {
 namespace {
+
+using state::EncodePinnedConfig;
+using state::FollowSegments;
+using state::Output;
+using state::PinnedConfig;
+using state::PinnedConfigOf;
+using state::Record;
+using state::StateMachine;
+using state::StateMachineOptions;
 
 using config::ServiceConfig;
 

@@ -1,6 +1,6 @@
 // The pinned configuration's canonical text (round trip, strict decoding,
 // differences) and StateMachine::Reconfigure.
-#include "service/pinned_config.h"
+#include "state/pinned_config.h"
 
 #include <string>
 
@@ -8,9 +8,9 @@
 #include "codec/frame.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 using ::testing::ElementsAre;
@@ -149,4 +149,4 @@ TEST(StateMachineReconfigureTest,
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::state

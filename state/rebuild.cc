@@ -1,5 +1,5 @@
 // Rebuilding the state of a journal; see rebuild.h.
-#include "service/rebuild.h"
+#include "state/rebuild.h"
 
 #include <chrono>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "journal/start.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
@@ -174,4 +174,4 @@ absl::StatusOr<RebuiltState> RebuildState(RebuildOptions options) {
   return std::move(rebuild.state());
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state

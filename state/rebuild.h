@@ -25,8 +25,8 @@
 //
 // Cold path: a restart or an offline tool; per record one Apply, one
 // comparison for a new segment, and the caller's hook if it gave one.
-#ifndef ORDERWIRE_SERVICE_REBUILD_H_
-#define ORDERWIRE_SERVICE_REBUILD_H_
+#ifndef ORDERWIRE_STATE_REBUILD_H_
+#define ORDERWIRE_STATE_REBUILD_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -41,11 +41,11 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "journal/reader.h"
-#include "service/pinned_config.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 struct RebuildOptions {
   std::string directory;  // the journal's
@@ -148,6 +148,6 @@ absl::StatusOr<RebuiltState> RebuildState(RebuildOptions options);
 absl::StatusOr<std::uint64_t> JournalIdOf(
     const std::string& directory, const journal::ReaderOptions& options);
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_REBUILD_H_
+#endif  // ORDERWIRE_STATE_REBUILD_H_

@@ -1,6 +1,6 @@
 // A small journal of trading sessions written offline, and the state a
 // plain full replay of it gives: the fixture of the tests of the rebuild
-// (service/rebuild.h) and of retention's snapshot checks
+// (state/rebuild.h) and of retention's snapshot checks
 // (service/retention.h). Header-only, for tests/service.
 #ifndef ORDERWIRE_TESTS_SERVICE_TRADING_JOURNAL_H_
 #define ORDERWIRE_TESTS_SERVICE_TRADING_JOURNAL_H_
@@ -17,16 +17,16 @@
 #include "journal/format.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 
 namespace orderwire::test_support {
 
 inline constexpr std::uint64_t kTradingRecords = 600;
 
-inline service::StateMachineOptions TradingMachineOptions() {
-  service::StateMachineOptions options;
+inline state::StateMachineOptions TradingMachineOptions() {
+  state::StateMachineOptions options;
   options.engine.max_instrument = 16;
   options.max_sessions = 8;
   options.report_history = 16;
@@ -76,22 +76,22 @@ inline std::uint64_t WriteTradingJournal(const std::string& dir) {
 inline std::vector<std::byte> TradingReference(
     const std::string& dir, std::uint64_t up_to, std::uint64_t journal_id,
     const std::vector<std::uint64_t>& snapshots_at = {}) {
-  service::StateMachine machine(TradingMachineOptions());
+  state::StateMachine machine(TradingMachineOptions());
   auto reader = journal::JournalReader::Open(dir);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return {};
   journal::Record record;
   while (machine.last_index() < up_to &&
          (*reader)->Next(record) == journal::ReadResult::kRecord) {
-    EXPECT_TRUE(machine.Apply(service::Record::FromJournal(record)).ok());
+    EXPECT_TRUE(machine.Apply(state::Record::FromJournal(record)).ok());
     for (const std::uint64_t at : snapshots_at) {
       if (at == record.index) {
-        EXPECT_TRUE(service::WriteSnapshot(machine, journal_id, dir).ok());
+        EXPECT_TRUE(state::WriteSnapshot(machine, journal_id, dir).ok());
       }
     }
   }
   EXPECT_EQ(machine.last_index(), up_to);
-  return service::EncodeSnapshot(machine, journal_id, 0);
+  return state::EncodeSnapshot(machine, journal_id, 0);
 }
 
 }  // namespace orderwire::test_support

@@ -32,8 +32,8 @@
 // the configuration was pinned, and `orderwire journal write`) pins
 // nothing: its records are applied with the configuration the caller gives
 // (serve: its --config; replay: --config or the defaults).
-#ifndef ORDERWIRE_SERVICE_PINNED_CONFIG_H_
-#define ORDERWIRE_SERVICE_PINNED_CONFIG_H_
+#ifndef ORDERWIRE_STATE_PINNED_CONFIG_H_
+#define ORDERWIRE_STATE_PINNED_CONFIG_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -47,7 +47,7 @@
 #include "engine/config.h"
 #include "journal/reader.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 class StateMachine;
 
@@ -121,6 +121,6 @@ inline absl::Status FollowSegments(const journal::JournalReader& reader,
   return FollowNewSegments(reader, seen, unpinned, machine, log);
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_PINNED_CONFIG_H_
+#endif  // ORDERWIRE_STATE_PINNED_CONFIG_H_

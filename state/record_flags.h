@@ -2,12 +2,12 @@
 // "Journal record flags"). The journal stores the u32 verbatim and gives it
 // no meaning; the Sequencer sets it when it journals a command and the
 // StateMachine is the one place that reads it.
-#ifndef ORDERWIRE_SERVICE_RECORD_FLAGS_H_
-#define ORDERWIRE_SERVICE_RECORD_FLAGS_H_
+#ifndef ORDERWIRE_STATE_RECORD_FLAGS_H_
+#define ORDERWIRE_STATE_RECORD_FLAGS_H_
 
 #include <cstdint>
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 // The session's policy did not allow the command's account when the command
 // arrived: it is answered with Rejected (Unauthorized) and has no other
@@ -18,6 +18,6 @@ inline constexpr std::uint32_t kRecordUnauthorized = 1u << 0;
 // by this version of the service: the StateMachine refuses it.
 inline constexpr std::uint32_t kKnownRecordFlags = kRecordUnauthorized;
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_RECORD_FLAGS_H_
+#endif  // ORDERWIRE_STATE_RECORD_FLAGS_H_

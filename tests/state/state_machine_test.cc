@@ -1,6 +1,6 @@
 // StateMachine: the one function from a journal record to its effects
-// (service/state_machine.h). Each test fails when the rule it names breaks.
-#include "service/state_machine.h"
+// (state/state_machine.h). Each test fails when the rule it names breaks.
+#include "state/state_machine.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -13,10 +13,10 @@
 #include "codec/types.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
-#include "service/record_flags.h"
+#include "state/record_flags.h"
 #include "tests/support/bytes.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 using test_support::Bytes;
@@ -359,4 +359,4 @@ TEST(StateMachine, InterleavedSessionsAreAnsweredOnTheirOwnSessionsInOrder) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::state

@@ -1,4 +1,4 @@
-// RebuildState (service/rebuild.h), the one rebuild behind the service's
+// RebuildState (state/rebuild.h), the one rebuild behind the service's
 // restart, `orderwire replay` and `orderwire snapshot`: its contract, each
 // part failing when it breaks:
 //   - without snapshots it is the full replay (the same state, byte for
@@ -12,7 +12,7 @@
 //     start; otherwise the caller's pruned_error (or a default) says so;
 //   - an unreadable snapshot directory is an error, or with
 //     unreadable_snapshots_replay_all a line and the full replay.
-#include "service/rebuild.h"
+#include "state/rebuild.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -23,14 +23,14 @@
 #include "gtest/gtest.h"
 #include "journal/prune.h"
 #include "journal/reader.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
-#include "tests/service/trading_journal.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/trading_journal.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 using test_support::Bytes;
@@ -249,4 +249,4 @@ TEST(RebuildState, AnUnreadableSnapshotDirectoryIsAnErrorOrTheFullReplay) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::state

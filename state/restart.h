@@ -28,8 +28,8 @@
 //
 // Cold: reads the journal's tail (from the newest snapshot), writes at most
 // a checkpoint and a segment header.
-#ifndef ORDERWIRE_SERVICE_RESTART_H_
-#define ORDERWIRE_SERVICE_RESTART_H_
+#ifndef ORDERWIRE_STATE_RESTART_H_
+#define ORDERWIRE_STATE_RESTART_H_
 
 #include <cstdint>
 #include <memory>
@@ -37,10 +37,10 @@
 
 #include "absl/status/statusor.h"
 #include "journal/writer.h"
-#include "service/pinned_config.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/state_machine.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 struct RestartOptions {
   // The journal's directory, durability, ...; `metadata` is set from
@@ -78,6 +78,6 @@ struct RestartedJournal {
 // for a configuration refused (step 4) or one the state cannot take.
 absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options);
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_RESTART_H_
+#endif  // ORDERWIRE_STATE_RESTART_H_

@@ -30,8 +30,8 @@
 // Determinism: the reports' bytes never depend on the history, so a
 // history of any size (or none) leaves live == restart == replay intact;
 // only what can be sent again differs.
-#ifndef ORDERWIRE_SERVICE_REPORT_HISTORY_H_
-#define ORDERWIRE_SERVICE_REPORT_HISTORY_H_
+#ifndef ORDERWIRE_STATE_REPORT_HISTORY_H_
+#define ORDERWIRE_STATE_REPORT_HISTORY_H_
 
 #include <algorithm>
 #include <array>
@@ -46,7 +46,7 @@
 
 #include "codec/kind_table.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 // The bytes all report histories may hold together. Not thread-safe (the
 // service's one thread owns it).
@@ -162,7 +162,7 @@ class ReportHistory {
     lost_command_ = std::max(lost_command_, last_command_);
   }
 
-  // Snapshots (service/snapshot.h), cold: everything a history is, besides
+  // Snapshots (state/snapshot.h), cold: everything a history is, besides
   // the reports it holds (Get, CommandOf).
   struct State {
     std::size_t capacity = 0;  // a power of two, or 0
@@ -274,6 +274,6 @@ class ReportHistory {
   std::uint64_t last_command_ = 0;
 };
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_REPORT_HISTORY_H_
+#endif  // ORDERWIRE_STATE_REPORT_HISTORY_H_

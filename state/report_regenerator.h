@@ -42,8 +42,8 @@
 // worker thread blocks SIGINT and SIGTERM (base/background_thread.h); the
 // worker owns the replay. The hot path is untouched: the service calls
 // Take/Finished only while a job is active (one load otherwise).
-#ifndef ORDERWIRE_SERVICE_REPORT_REGENERATOR_H_
-#define ORDERWIRE_SERVICE_REPORT_REGENERATOR_H_
+#ifndef ORDERWIRE_STATE_REPORT_REGENERATOR_H_
+#define ORDERWIRE_STATE_REPORT_REGENERATOR_H_
 
 #include <array>
 #include <atomic>
@@ -61,10 +61,10 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "codec/kind_table.h"
-#include "service/pinned_config.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/state_machine.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 struct RegenerationRequest {
   std::uint32_t session_id = 0;
@@ -211,6 +211,6 @@ class ReportRegenerator {
   std::thread worker_;  // last: started once the rest exists
 };
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_REPORT_REGENERATOR_H_
+#endif  // ORDERWIRE_STATE_REPORT_REGENERATOR_H_

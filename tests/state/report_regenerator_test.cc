@@ -1,9 +1,9 @@
-// ReportRegenerator (service/report_regenerator.h) on a journal written by
+// ReportRegenerator (state/report_regenerator.h) on a journal written by
 // a real service: the reports it makes are the bytes the session received
 // live, from the right starting point; requests merge as documented; a job
 // that cannot keep up with a full ring is cancelled cleanly; reports older
 // than the retained journal are NotFound.
-#include "service/report_regenerator.h"
+#include "state/report_regenerator.h"
 
 #include <chrono>
 #include <cstdint>
@@ -17,17 +17,20 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/prune.h"
-#include "service/pinned_config.h"
-#include "service/rebuild.h"
 #include "service/service.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/rebuild.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
+
+using service::Service;
+using service::ServiceOptions;
 
 using test_support::Bytes;
 using test_support::Frame;
@@ -256,4 +259,4 @@ TEST(ReportRegenerator, ReportsOlderThanTheRetainedJournalAreNotFound) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::state

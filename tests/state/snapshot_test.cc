@@ -1,8 +1,8 @@
-// Snapshots (service/snapshot.h): the proof that a snapshot plus the tail
+// Snapshots (state/snapshot.h): the proof that a snapshot plus the tail
 // behaves exactly as the full replay, for every snapshot index, and that a
 // damaged file is refused, never half-loaded. Each test fails when the
 // guarantee it names breaks.
-#include "service/snapshot.h"
+#include "state/snapshot.h"
 
 #include <sys/stat.h>
 
@@ -22,11 +22,11 @@
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "journal/format.h"
-#include "service/record_flags.h"
+#include "state/record_flags.h"
 #include "tests/support/bytes.h"
 #include "tests/support/scratch_dir.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 using test_support::Bytes;
@@ -638,4 +638,4 @@ TEST(Snapshot, WriteErrorsNameThePath) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::state

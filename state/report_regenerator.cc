@@ -1,5 +1,5 @@
 // Reports made again from the journal; see report_regenerator.h.
-#include "service/report_regenerator.h"
+#include "state/report_regenerator.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -13,9 +13,9 @@
 #include "absl/strings/str_format.h"
 #include "base/background_thread.h"
 #include "journal/start.h"
-#include "service/rebuild.h"
+#include "state/rebuild.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 // How long the worker sleeps while the ring is full.
@@ -273,4 +273,4 @@ absl::Status ReportRegenerator::RunJob(Job& job) {
   return absl::OkStatus();
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state

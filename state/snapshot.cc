@@ -1,5 +1,5 @@
 // Snapshots of the StateMachine; see snapshot.h and docs/SNAPSHOT.md.
-#include "service/snapshot.h"
+#include "state/snapshot.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,7 +23,7 @@
 #include "journal/crc32c.h"
 #include "journal/format.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 namespace {
 
@@ -934,4 +934,4 @@ absl::StatusOr<std::optional<LoadedSnapshot>> LoadNewestSnapshot(
   return std::optional<LoadedSnapshot>();
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state

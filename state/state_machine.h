@@ -34,8 +34,8 @@
 // a session's report history doubles (report_history.h: at most
 // log2(report_history / 2) times per session, bounded by the budget; none
 // in the steady state).
-#ifndef ORDERWIRE_SERVICE_STATE_MACHINE_H_
-#define ORDERWIRE_SERVICE_STATE_MACHINE_H_
+#ifndef ORDERWIRE_STATE_STATE_MACHINE_H_
+#define ORDERWIRE_STATE_STATE_MACHINE_H_
 
 #include <array>
 #include <cstddef>
@@ -52,9 +52,9 @@
 #include "engine/engine.h"
 #include "engine/report.h"
 #include "journal/reader.h"
-#include "service/report_history.h"
+#include "state/report_history.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 // A journal record, as the state machine takes it: from the journal reader
 // (FromJournal) or from the live loop's pending ring.
@@ -186,7 +186,7 @@ class StateMachine {
   }
 
  private:
-  // service/snapshot.cc reads and restores the whole state (cold).
+  // state/snapshot.cc reads and restores the whole state (cold).
   friend class SnapshotCodec;
 
   SessionState* NewSession(std::uint32_t id);
@@ -205,6 +205,6 @@ class StateMachine {
   StateMachineStats stats_;
 };
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_STATE_MACHINE_H_
+#endif  // ORDERWIRE_STATE_STATE_MACHINE_H_

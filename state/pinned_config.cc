@@ -1,5 +1,5 @@
 // The configuration a journal pins; see pinned_config.h.
-#include "service/pinned_config.h"
+#include "state/pinned_config.h"
 
 #include <charconv>
 #include <optional>
@@ -7,9 +7,9 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 constexpr std::string_view kFirstLinePrefix = "orderwire pinned configuration ";
@@ -173,4 +173,4 @@ absl::Status FollowNewSegments(const journal::JournalReader& reader,
   return absl::OkStatus();
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state

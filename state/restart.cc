@@ -1,5 +1,5 @@
 // Restarting from a journal; see restart.h.
-#include "service/restart.h"
+#include "state/restart.h"
 
 #include <algorithm>
 #include <utility>
@@ -10,9 +10,9 @@
 #include "journal/prune.h"
 #include "journal/start.h"
 #include "journal/verify.h"
-#include "service/rebuild.h"
+#include "state/rebuild.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 // The snapshots the rebuild skipped (each damaged one, or a snapshot
@@ -268,4 +268,4 @@ absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
   return out;
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state

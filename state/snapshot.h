@@ -25,8 +25,8 @@
 // re-encodes to the same bytes (the encoding is canonical).
 //
 // Cold path throughout: nothing here runs per command.
-#ifndef ORDERWIRE_SERVICE_SNAPSHOT_H_
-#define ORDERWIRE_SERVICE_SNAPSHOT_H_
+#ifndef ORDERWIRE_STATE_SNAPSHOT_H_
+#define ORDERWIRE_STATE_SNAPSHOT_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -40,9 +40,9 @@
 
 #include "absl/status/statusor.h"
 #include "codec/layout.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 // ---------------------------------------------------------------------------
 // The API (shared with the service, which writes snapshots while serving).
@@ -313,6 +313,6 @@ static_assert(kSnapshotOrderLayout.kSize == 52);
 // The trailer: CRC32C of every byte before it, then "OWSE".
 inline constexpr std::size_t kSnapshotTrailerSize = 8;
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
 
-#endif  // ORDERWIRE_SERVICE_SNAPSHOT_H_
+#endif  // ORDERWIRE_STATE_SNAPSHOT_H_

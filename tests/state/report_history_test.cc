@@ -2,13 +2,13 @@
 // allocation, growth by powers of two, the per-session cap, the shared
 // budget, release, and finding a command's first report by the command each
 // report follows.
-#include "service/report_history.h"
+#include "state/report_history.h"
 
 #include <vector>
 
 #include "gtest/gtest.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 namespace {
 
 constexpr std::size_t kSlot = ReportHistory::kSlotSize;
@@ -144,4 +144,4 @@ TEST(ReportHistoryTest, ReleaseGivesTheBytesBackAndForgetsEveryCommand) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::state

@@ -1,14 +1,14 @@
 // The state machine of the service; see state_machine.h.
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
 #include <utility>
 
 #include "absl/strings/str_format.h"
 #include "codec/frame.h"
 #include "codec/types.h"
-#include "service/record_flags.h"
+#include "state/record_flags.h"
 
-namespace orderwire::service {
+namespace orderwire::state {
 
 StateMachine::StateMachine(const StateMachineOptions& options)
     : options_(options),
@@ -149,4 +149,4 @@ absl::Status StateMachine::Apply(const Record& record) {
   return absl::OkStatus();
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::state
