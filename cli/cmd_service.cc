@@ -20,6 +20,7 @@
 #include "cli/common.h"
 #include "cli/serve_standby.h"
 #include "client/run_client.h"
+#include "cluster/primary_replication.h"
 #include "codec/command.h"
 #include "codec/types.h"
 #include "config/service_config.h"
@@ -50,8 +51,8 @@ void InstallStopHandlers() {
 
 // --nats-start-timeout-s's default, ReplicationOptions' own.
 constexpr std::string_view kNatsStartTimeoutDefault = "30";
-static_assert(service::kDefaultStartTimeout == std::chrono::seconds(30),
-              "kNatsStartTimeoutDefault is service::kDefaultStartTimeout");
+static_assert(cluster::kDefaultStartTimeout == std::chrono::seconds(30),
+              "kNatsStartTimeoutDefault is cluster::kDefaultStartTimeout");
 
 const CommandSpec kServeSpec{
     .name = "serve",
@@ -367,9 +368,9 @@ absl::Status ParseDurabilityFlags(const Args& args,
   }
   if (args.Bool("reconfigure")) return UsageError(kReconfigureNotReplicated);
   // The local journal commits in groups with a sync; each group is then
-  // published (service/replication_link.h).
+  // published (cluster/replication_link.h).
   options.journal.durability = journal::Durability::kBatch;
-  service::ReplicationOptions replication;
+  cluster::ReplicationOptions replication;
   replication.servers = args.String("nats");
   replication.engine_name = args.String("engine-name");
   if (absl::Status s = ParseReplicationTuning(args, &replication); !s.ok()) {
@@ -390,7 +391,10 @@ absl::Status ParseDurabilityFlags(const Args& args,
         absl::StrFormat("--%s needs --lease",
                         args.Has("member-name") ? "member-name" : "lease-ms"));
   }
-  options.replication = std::move(replication);
+  // The start hook (cluster/primary_replication.h). SIGINT or SIGTERM while
+  // the start waits for NATS: a clean stop.
+  options.replication =
+      cluster::ReplicatedDurability(std::move(replication), &g_stop);
   return absl::OkStatus();
 }
 
@@ -501,8 +505,6 @@ absl::Status Serve(const Args& args) {
     if (!stats_json.empty()) (void)WriteStatsJson(stats_json, *service_ptr);
   };
   const config::ServiceConfig config_copy = options.config;
-  // SIGINT or SIGTERM while the start waits for NATS: a clean stop.
-  options.cancel_start = &g_stop;
   absl::StatusOr<std::unique_ptr<service::Service>> service =
       service::Service::Start(std::move(options));
   if (absl::IsCancelled(service.status()) && g_stop.load()) {

@@ -24,9 +24,10 @@
 //      max_marker_attempts, then FailedPrecondition). The marker moves the
 //      stream's last sequence: from now on the old primary is fenced;
 //   5. the standby is closed and Service::Start runs on the SAME journal
-//      directory (restart.h: the standby's snapshots and tail) with the
-//      `replicated` durability, the held lease and its renewer handed over
-//      (ReplicationOptions::held_lease). Its ReplicationLink reads the marker
+//      directory (state/restart.h: the standby's snapshots and tail) with
+//      the `replicated` durability (primary_replication.h), the held lease
+//      and its renewer handed over (ReplicationOptions::held_lease). Its
+//      ReplicationLink reads the marker
 //      as the stream's end and publishes after it (expected last sequence = the
 //      marker's).
 // If the lease is lost before the marker (no renewal for D), the member
@@ -53,8 +54,8 @@
 //
 // Threads: one thread calls Start and Run. role(), epoch() and
 // serving_endpoint() may be read from any thread.
-#ifndef ORDERWIRE_SERVICE_CLUSTER_MEMBER_H_
-#define ORDERWIRE_SERVICE_CLUSTER_MEMBER_H_
+#ifndef ORDERWIRE_CLUSTER_CLUSTER_MEMBER_H_
+#define ORDERWIRE_CLUSTER_CLUSTER_MEMBER_H_
 
 #include <atomic>
 #include <chrono>
@@ -68,12 +69,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "cluster/replication_options.h"
+#include "cluster/standby.h"
 #include "net/udp.h"
 #include "replication/lease.h"
 #include "service/service.h"
-#include "service/standby.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 
 struct ClusterMemberOptions {
   // Following: NATS, the engine, the local journal, the configuration,
@@ -81,20 +83,22 @@ struct ClusterMemberOptions {
   StandbyOptions standby;
   // false: a pure follower that never takes the lease (`--no-takeover`).
   bool takeover = true;
-  // The primary this member becomes: listen, send path, snapshots, ... and
-  // `replication` (window, ack timeout, replicas, lease: holder, D, margin,
-  // renew interval, request timeout). The journal, the configuration, the
-  // NATS servers, the engine and the member name are the standby's (set by
-  // the member); the lease is the one taken (ReplicationOptions::held_lease).
-  // Must have replication and replication->lease set when takeover is.
-  ServiceOptions primary;
+  // The primary this member becomes: listen, send path, snapshots, ...
+  // (its `replication` hook is set by the member), and its `replication`
+  // (window, ack timeout, replicas, lease: holder, D, margin, renew
+  // interval, request timeout). The journal, the configuration, the NATS
+  // servers, the engine and the member name are the standby's (set by the
+  // member); the lease is the one taken (ReplicationOptions::held_lease).
+  // `replication` and replication->lease must be set when takeover is.
+  service::ServiceOptions primary;
+  std::optional<ReplicationOptions> replication;
   // How often the lease is looked at while following; 0: D / 12.
   std::chrono::milliseconds lease_poll{0};
   // Epoch-marker attempts before the takeover gives up (fenced each time).
   int max_marker_attempts = 5;
   // Called on Run's thread once the primary has started (before it
   // serves), e.g. for the start-up banner. May be empty.
-  std::function<void(const Service&)> on_primary_started;
+  std::function<void(const service::Service&)> on_primary_started;
   // Tests only, on Run's thread: right after the lease was acquired, and
   // right before each epoch marker is published.
   std::function<void()> after_acquire_for_tests;
@@ -121,8 +125,8 @@ class ClusterMember {
  public:
   // Starts the Standby (Standby::Start's errors) and opens the lease
   // (LeaseMember::Open; a failure here is logged and retried while
-  // following). InvalidArgument: takeover without primary.replication and
-  // its lease.
+  // following). InvalidArgument: takeover without replication and its
+  // lease.
   static absl::StatusOr<std::unique_ptr<ClusterMember>> Start(
       ClusterMemberOptions options);
   ~ClusterMember();
@@ -146,7 +150,7 @@ class ClusterMember {
   // The standby (null once closed for the takeover), the primary (null
   // before): on Run's thread (on_interval), or after Run returned.
   [[nodiscard]] Standby* standby() const { return standby_.get(); }
-  [[nodiscard]] Service* primary() const { return primary_.get(); }
+  [[nodiscard]] service::Service* primary() const { return primary_.get(); }
 
  private:
   explicit ClusterMember(ClusterMemberOptions options);
@@ -182,7 +186,7 @@ class ClusterMember {
   std::unique_ptr<Standby> standby_;
   std::unique_ptr<replication::LeaseMember> lease_;
   std::unique_ptr<replication::LeaseRenewer> renewer_;
-  std::unique_ptr<Service> primary_;
+  std::unique_ptr<service::Service> primary_;
   std::chrono::steady_clock::time_point next_lease_poll_{};
   std::string last_lease_error_;  // logged once until it changes
   std::string last_holder_;       // logged when it changes
@@ -194,6 +198,6 @@ class ClusterMember {
   std::optional<net::Endpoint> serving_;  // guarded by mutex_
 };
 
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster
 
-#endif  // ORDERWIRE_SERVICE_CLUSTER_MEMBER_H_
+#endif  // ORDERWIRE_CLUSTER_CLUSTER_MEMBER_H_

@@ -1,4 +1,4 @@
-// The takeover (service/cluster_member.h, docs/REPLICATION.md "The
+// The takeover (cluster/cluster_member.h, docs/REPLICATION.md "The
 // takeover", plan item 3) in-process against a real nats-server
 // (tests/support/nats_cluster.h): a standby whose primary goes away takes the
 // lease with the next epoch, publishes one epoch marker and serves on from
@@ -7,7 +7,7 @@
 // marker, and the member follows and tries again; a stop during the catch-up
 // leaves no marker; a Service started with a held lease keeps renewing it;
 // a member with takeover off lets the lease expire; a standby seeded from
-// the primary's snapshot (service/seed.h) takes over like any other. Leases of
+// the primary's snapshot (cluster/seed.h) takes over like any other. Leases of
 // 800 ms keep each test within a few seconds.
 #include <atomic>
 #include <chrono>
@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "cluster/cluster_member.h"
+#include "cluster/primary_replication.h"
+#include "cluster/seed.h"
 #include "codec/messages.h"
 #include "codec/types.h"
 #include "gmock/gmock.h"
@@ -30,8 +33,6 @@
 #include "replication/journal_follower.h"
 #include "replication/journal_stream.h"
 #include "replication/lease.h"
-#include "service/cluster_member.h"
-#include "service/seed.h"
 #include "service/service.h"
 #include "state/pinned_config.h"
 #include "state/snapshot.h"
@@ -41,8 +42,11 @@
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 namespace {
+
+using service::Service;
+using service::ServiceOptions;
 
 using state::ListSnapshots;
 using state::PinnedConfigOf;
@@ -92,18 +96,28 @@ replication::LeaseSpec LeaseSpecFor(const NatsCluster& nats,
   return spec;
 }
 
-// A primary in the replicated mode; with a lease unless `holder` is empty.
-ServiceOptions PrimaryOptions(const std::string& journal,
-                              const NatsCluster& nats,
-                              const std::string& holder) {
-  ServiceOptions options =
-      test_support::TestOptions(journal, journal::Durability::kBatch);
+// A primary's replication; with a lease unless `holder` is empty.
+ReplicationOptions PrimaryReplicationOptions(const NatsCluster& nats,
+                                             const std::string& holder) {
   ReplicationOptions replication;
   replication.servers = nats.ServersUrl();
   replication.engine_name = kEngine;
   replication.connect_timeout = milliseconds(5000);
   if (!holder.empty()) replication.lease = ShortLease(holder);
-  options.replication = replication;
+  return replication;
+}
+
+// A primary in the replicated mode; with a lease unless `holder` is empty,
+// the one handed over in `held` if given.
+ServiceOptions PrimaryOptions(const std::string& journal,
+                              const NatsCluster& nats,
+                              const std::string& holder,
+                              std::shared_ptr<HeldLease> held = nullptr) {
+  ServiceOptions options =
+      test_support::TestOptions(journal, journal::Durability::kBatch);
+  ReplicationOptions replication = PrimaryReplicationOptions(nats, holder);
+  replication.held_lease = std::move(held);
+  options.replication = ReplicatedDurability(std::move(replication));
   return options;
 }
 
@@ -143,6 +157,7 @@ ClusterMemberOptions MemberOptions(const NatsCluster& nats,
   o.standby.connect_timeout = milliseconds(10000);
   o.standby.on_event = [&log](std::string_view line) { log.Add(line); };
   o.primary = primary;
+  o.replication = PrimaryReplicationOptions(nats, name);
   return o;
 }
 
@@ -327,7 +342,7 @@ void TradeAsALapsedPrimary(const NatsCluster& nats, const std::string& journal,
 // A lease long enough to outlast a NATS pause of several seconds without a
 // renewal, for the member that takes it.
 void LengthenLease(ClusterMemberOptions& options) {
-  LeaseOptions& lease = *options.primary.replication->lease;
+  LeaseOptions& lease = *options.replication->lease;
   lease.duration = milliseconds(14000);
   lease.safety_margin = milliseconds(2000);
   lease.renew_interval = milliseconds(300);
@@ -408,7 +423,7 @@ TEST(Takeover, AStandbyTakesOverWithTheNextEpochAndServesOn) {
   EXPECT_TRUE(replay.reports_by_session.at(kSession) == Concat(from_a, from_b));
 }
 
-// A standby seeded from the primary's snapshot at S (service/seed.h) takes
+// A standby seeded from the primary's snapshot at S (cluster/seed.h) takes
 // over like any other: its journal starts at S + 1 and continues the old
 // primary's indexes byte for byte, and the session trades on from the state
 // the snapshot and the records after it make.
@@ -690,8 +705,7 @@ TEST(Takeover, AServiceStartedWithAHeldLeaseKeepsRenewingIt) {
   });
   // Longer than a lease before the service even starts.
   std::this_thread::sleep_for(2 * kLease);
-  ServiceOptions options = PrimaryOptions(dir.Sub("a"), *nats, "x");
-  options.replication->held_lease = held;
+  ServiceOptions options = PrimaryOptions(dir.Sub("a"), *nats, "x", held);
   held.reset();
   auto service = RunningService::Start(std::move(options));
   ASSERT_NE(service, nullptr);
@@ -727,8 +741,7 @@ TEST(Takeover, AServiceRefusesAHeldLeaseThatLapsed) {
   held->renewer = std::make_unique<replication::LeaseRenewer>(*held->member);
   held->renewer->Stop();  // no renewal: past its deadline after D - margin
   std::this_thread::sleep_for(kLease);
-  ServiceOptions options = PrimaryOptions(dir.Sub("a"), *nats, "x");
-  options.replication->held_lease = held;
+  ServiceOptions options = PrimaryOptions(dir.Sub("a"), *nats, "x", held);
   auto service = Service::Start(std::move(options));
   ASSERT_FALSE(service.ok());
   EXPECT_EQ(service.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -892,9 +905,9 @@ TEST(Takeover, APrimaryStartThatHitsATransientErrorIsRetriedWithTheLease) {
   ClusterMemberOptions options =
       MemberOptions(*nats, dir.Sub("b"), "member-b", log);
   LengthenLease(options);
-  options.primary.replication->connect_timeout = milliseconds(1500);
+  options.replication->connect_timeout = milliseconds(1500);
   // The member's retry, not the service's own wait for NATS.
-  options.primary.replication->start_timeout = milliseconds(0);
+  options.replication->start_timeout = milliseconds(0);
   std::thread resumer;
   options.before_primary_start_for_tests = [&] {
     ASSERT_TRUE(nats->Pause(0).ok());
@@ -946,4 +959,4 @@ TEST(Takeover, AStandbyDoesNotTakeALeaseThatWasNeverTaken) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster

@@ -1,7 +1,7 @@
 // NatsStartWait: how a replicated primary's start (Service::Start with
-// ServiceOptions::replication) waits for NATS. Each NATS step of the start
-// (opening the lease bucket, acquiring the lease, opening the journal stream
-// and publishing the local records it lacks, the lease's renewal) runs
+// the start hook of primary_replication.h) waits for NATS. Each NATS step of
+// the start (opening the lease bucket, acquiring the lease, opening the journal
+// stream and publishing the local records it lacks, the lease's renewal) runs
 // through Run(): a step that fails on a transient NATS error
 // (replication::IsTransientNatsError: no answer in time, no server, no
 // responders, the connection lost) is tried again after
@@ -9,15 +9,15 @@
 // succeeds, fails with a definite answer (returned at once, as it is), or
 // the start's timeout has passed since the first transient error of the
 // start (one budget for all steps). A try under way when the timeout passes
-// ends by its own request timeout. Private to service/.
+// ends by its own request timeout. Private to cluster/.
 //
 // Logged (one line each): when a step begins to wait, "waiting for NATS:
 // <step>: <error> (trying again for up to S s)"; when it succeeds after
 // waiting, "NATS answered after S s: <step> (N tries)".
 //
 // Threads: one (the start's). Cold path.
-#ifndef ORDERWIRE_SERVICE_INTERNAL_NATS_START_WAIT_H_
-#define ORDERWIRE_SERVICE_INTERNAL_NATS_START_WAIT_H_
+#ifndef ORDERWIRE_CLUSTER_INTERNAL_NATS_START_WAIT_H_
+#define ORDERWIRE_CLUSTER_INTERNAL_NATS_START_WAIT_H_
 
 #include <atomic>
 #include <chrono>
@@ -28,7 +28,7 @@
 
 #include "absl/status/status.h"
 
-namespace orderwire::service::internal {
+namespace orderwire::cluster::internal {
 
 class NatsStartWait {
  public:
@@ -61,6 +61,6 @@ class NatsStartWait {
   std::optional<Clock::time_point> deadline_;
 };
 
-}  // namespace orderwire::service::internal
+}  // namespace orderwire::cluster::internal
 
-#endif  // ORDERWIRE_SERVICE_INTERNAL_NATS_START_WAIT_H_
+#endif  // ORDERWIRE_CLUSTER_INTERNAL_NATS_START_WAIT_H_

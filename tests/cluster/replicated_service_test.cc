@@ -1,4 +1,4 @@
-// The primary's `replicated` durability mode (service/replication_link.h,
+// The primary's `replicated` durability mode (cluster/primary_replication.h,
 // docs/REPLICATION.md plan item 1) against a real nats-server
 // (tests/support/nats_cluster.h): a command is answered only once its record
 // is durable locally AND acknowledged by the journal stream; the stream holds
@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/primary_replication.h"
 #include "codec/messages.h"
 #include "codec/types.h"
 #include "gmock/gmock.h"
@@ -35,8 +36,12 @@
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 namespace {
+
+using service::Service;
+using service::ServiceOptions;
+using service::ServiceStats;
 
 using std::chrono::milliseconds;
 using test_support::Bytes;
@@ -70,12 +75,27 @@ ReplicationOptions Replication(const NatsCluster& cluster,
   return o;
 }
 
-ServiceOptions Replicated(const std::string& journal,
+// A replicated primary's options: the service's, and the replication's
+// that its start hook (cluster::PrimaryReplication) is made of when it is
+// started (the implicit conversion, for Service::Start and
+// RunningService::Start).
+struct PrimaryOptions {
+  ServiceOptions service;
+  ReplicationOptions replication;
+
+  // NOLINTNEXTLINE(google-explicit-constructor): the tests pass it as such
+  operator ServiceOptions() const {
+    ServiceOptions options = service;
+    options.replication = ReplicatedDurability(replication);
+    return options;
+  }
+};
+
+PrimaryOptions Replicated(const std::string& journal,
                           const NatsCluster& cluster,
                           milliseconds ack_timeout = milliseconds(5000)) {
-  ServiceOptions options = TestOptions(journal, journal::Durability::kBatch);
-  options.replication = Replication(cluster, ack_timeout);
-  return options;
+  return {.service = TestOptions(journal, journal::Durability::kBatch),
+          .replication = Replication(cluster, ack_timeout)};
 }
 
 Bytes Order(std::uint64_t sequence) {
@@ -233,8 +253,8 @@ TEST(ReplicatedService, AFencedPrimaryStopsAnsweringAndSaysWhy) {
   ScratchDir dir;
   std::vector<std::string> events;
   std::mutex events_mutex;
-  ServiceOptions options = Replicated(dir.Sub("j"), *cluster);
-  options.on_event = [&](std::string_view line) {
+  PrimaryOptions options = Replicated(dir.Sub("j"), *cluster);
+  options.service.on_event = [&](std::string_view line) {
     std::lock_guard<std::mutex> lock(events_mutex);
     events.emplace_back(line);
   };
@@ -358,14 +378,13 @@ TEST(ReplicatedService, ANodeBehindTheStreamIsRefused) {
 }
 
 // With the lease: a short one, so that the tests run in seconds.
-ServiceOptions WithLease(ServiceOptions options, std::string holder) {
-  options.replication->lease =
-      LeaseOptions{.holder = std::move(holder),
-                   .duration = milliseconds(600),
-                   .safety_margin = milliseconds(150),
-                   .renew_interval = milliseconds(100),
-                   .request_timeout = milliseconds(300),
-                   .acquire_wait = milliseconds(0)};
+PrimaryOptions WithLease(PrimaryOptions options, std::string holder) {
+  options.replication.lease = LeaseOptions{.holder = std::move(holder),
+                                           .duration = milliseconds(600),
+                                           .safety_margin = milliseconds(150),
+                                           .renew_interval = milliseconds(100),
+                                           .request_timeout = milliseconds(300),
+                                           .acquire_wait = milliseconds(0)};
   return options;
 }
 
@@ -410,9 +429,9 @@ TEST(ReplicatedService, WithTheLeaseItServesUnderTheLeasesEpochAndAloneSo) {
     ASSERT_TRUE((*old)->TryAcquire().ok());
   }
   PutLease(*cluster, "ow-lease/1 4 600 old");
-  ServiceOptions options =
+  PrimaryOptions options =
       WithLease(Replicated(dir.Sub("a"), *cluster), "primary-a");
-  options.replication->lease->acquire_wait = milliseconds(3000);
+  options.replication.lease->acquire_wait = milliseconds(3000);
   auto service = RunningService::Start(std::move(options));
   ASSERT_NE(service, nullptr);
   EXPECT_THAT(service->service().startup_report(), HasSubstr("epoch 5"));
@@ -519,14 +538,14 @@ class EventLog {
 constexpr milliseconds kRideOutAckTimeout{20000};
 constexpr int kRideOutTradeMs = 30000;
 
-ServiceOptions LoggedPrimary(const std::string& journal,
+PrimaryOptions LoggedPrimary(const std::string& journal,
                              const NatsCluster& cluster, EventLog& log) {
-  ServiceOptions options =
+  PrimaryOptions options =
       WithLease(Replicated(journal, cluster, kRideOutAckTimeout), "primary-a");
-  options.replication->lease->duration = milliseconds(6000);
-  options.replication->lease->safety_margin = milliseconds(1000);
-  options.replication->lease->renew_interval = milliseconds(500);
-  options.on_event = [&log](std::string_view line) { log.Add(line); };
+  options.replication.lease->duration = milliseconds(6000);
+  options.replication.lease->safety_margin = milliseconds(1000);
+  options.replication.lease->renew_interval = milliseconds(500);
+  options.service.on_event = [&log](std::string_view line) { log.Add(line); };
   return options;
 }
 
@@ -659,9 +678,9 @@ TEST(ReplicatedStart,
   const int leader = LeaderOf(*cluster, replication::JournalStreamName("svc"));
   ASSERT_GE(leader, 0);
   ASSERT_TRUE(cluster->Pause(leader).ok());
-  ServiceOptions options = Replicated(journal, *cluster, kRideOutAckTimeout);
-  options.replication->connect_timeout = milliseconds(1000);
-  options.on_event = [&log](std::string_view line) { log.Add(line); };
+  PrimaryOptions options = Replicated(journal, *cluster, kRideOutAckTimeout);
+  options.replication.connect_timeout = milliseconds(1000);
+  options.service.on_event = [&log](std::string_view line) { log.Add(line); };
   auto service = StartWhile(std::move(options), [&] {
     std::this_thread::sleep_for(milliseconds(4000));
     EXPECT_TRUE(cluster->Resume(leader).ok());
@@ -686,8 +705,8 @@ TEST(ReplicatedStart, AStartGivesUpAfterItsTimeoutNamingWhatItWaitedFor) {
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   EventLog log;
-  ServiceOptions options = LoggedPrimary(dir.Sub("j"), *cluster, log);
-  options.replication->start_timeout = milliseconds(2000);
+  PrimaryOptions options = LoggedPrimary(dir.Sub("j"), *cluster, log);
+  options.replication.start_timeout = milliseconds(2000);
   ASSERT_TRUE(cluster->Pause(0).ok());
   const auto began = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Service>> started =
@@ -716,10 +735,10 @@ TEST(ReplicatedStart, AStreamWithOtherSettingsFailsAtOnce) {
   replication::JournalStreamSpec spec{.engine_name = "svc", .replicas = 1};
   ASSERT_TRUE(
       replication::EnsureJournalStream(cluster->ServersUrl(), spec).ok());
-  ServiceOptions options = Replicated(dir.Sub("j"), *cluster);
-  options.on_event = [&log](std::string_view line) { log.Add(line); };
-  options.replication->replicas = 3;
-  options.replication->start_timeout = milliseconds(30000);
+  PrimaryOptions options = Replicated(dir.Sub("j"), *cluster);
+  options.service.on_event = [&log](std::string_view line) { log.Add(line); };
+  options.replication.replicas = 3;
+  options.replication.start_timeout = milliseconds(30000);
   const auto began = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Service>> started =
       Service::Start(std::move(options));
@@ -750,8 +769,8 @@ TEST(ReplicatedStart, ALeaseHeldByAnotherMemberFailsAtOnce) {
   ASSERT_TRUE(holder.ok()) << holder.status();
   ASSERT_TRUE((*holder)->TryAcquire().ok());
   replication::LeaseRenewer renewer(**holder);
-  ServiceOptions options = LoggedPrimary(dir.Sub("j"), *cluster, log);
-  options.replication->start_timeout = milliseconds(30000);
+  PrimaryOptions options = LoggedPrimary(dir.Sub("j"), *cluster, log);
+  options.replication.start_timeout = milliseconds(30000);
   const auto began = std::chrono::steady_clock::now();
   absl::StatusOr<std::unique_ptr<Service>> started =
       Service::Start(std::move(options));
@@ -764,4 +783,4 @@ TEST(ReplicatedStart, ALeaseHeldByAnotherMemberFailsAtOnce) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster

@@ -1,5 +1,5 @@
 // The hot standby; see standby.h.
-#include "service/standby.h"
+#include "cluster/standby.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -22,7 +22,7 @@
 #include "state/restart.h"
 #include "state/snapshot.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 namespace {
 
 using state::PinnedConfigOf;
@@ -906,4 +906,4 @@ std::string Standby::StatsLine() const {
       s.epoch, s.messages, s.records_appended);
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster

@@ -44,8 +44,8 @@
 //
 // Cold: reads the snapshot file twice (checked, then copied), writes one
 // segment header, the copy and three small files.
-#ifndef ORDERWIRE_SERVICE_SEED_H_
-#define ORDERWIRE_SERVICE_SEED_H_
+#ifndef ORDERWIRE_CLUSTER_SEED_H_
+#define ORDERWIRE_CLUSTER_SEED_H_
 
 #include <cstdint>
 #include <string>
@@ -55,7 +55,7 @@
 #include "state/pinned_config.h"
 #include "state/snapshot.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 
 struct SeedOptions {
   // The new member's journal: its directory (missing or empty), durability
@@ -84,6 +84,6 @@ struct SeededJournal {
 // holds no journal that opens: the error says so).
 absl::StatusOr<SeededJournal> SeedJournal(const SeedOptions& options);
 
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster
 
-#endif  // ORDERWIRE_SERVICE_SEED_H_
+#endif  // ORDERWIRE_CLUSTER_SEED_H_

@@ -1,5 +1,5 @@
 // Waiting for NATS at a replicated primary's start; see nats_start_wait.h.
-#include "service/internal/nats_start_wait.h"
+#include "cluster/internal/nats_start_wait.h"
 
 #include <algorithm>
 #include <thread>
@@ -8,7 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "replication/nats_error.h"
 
-namespace orderwire::service::internal {
+namespace orderwire::cluster::internal {
 namespace {
 
 // A wait looks at the cancel flag at least this often.
@@ -78,4 +78,4 @@ absl::Status NatsStartWait::Run(std::string_view what,
   }
 }
 
-}  // namespace orderwire::service::internal
+}  // namespace orderwire::cluster::internal

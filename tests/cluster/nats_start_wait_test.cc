@@ -1,6 +1,6 @@
-// NatsStartWait (service/internal/nats_start_wait.h): how a replicated
+// NatsStartWait (cluster/internal/nats_start_wait.h): how a replicated
 // primary's start waits for NATS, with steps that fail as told (no NATS).
-#include "service/internal/nats_start_wait.h"
+#include "cluster/internal/nats_start_wait.h"
 
 #include <atomic>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace orderwire::service::internal {
+namespace orderwire::cluster::internal {
 namespace {
 
 using std::chrono::milliseconds;
@@ -117,4 +117,4 @@ TEST(NatsStartWait, CancelEndsTheWait) {
 }
 
 }  // namespace
-}  // namespace orderwire::service::internal
+}  // namespace orderwire::cluster::internal

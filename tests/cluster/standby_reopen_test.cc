@@ -1,4 +1,4 @@
-// The standby's follower re-open (service/standby.h, Standby::Step;
+// The standby's follower re-open (cluster/standby.h, Standby::Step;
 // docs/REPLICATION.md "When NATS loses a leader"), against a real
 // nats-server and a real replicated primary.
 //
@@ -45,21 +45,24 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/primary_replication.h"
+#include "cluster/standby.h"
 #include "codec/messages.h"
 #include "codec/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "replication/journal_stream.h"
 #include "service/service.h"
-#include "service/standby.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 namespace {
+
+using service::ServiceOptions;
 
 using std::chrono::milliseconds;
 using test_support::Bytes;
@@ -308,7 +311,7 @@ ServiceOptions PrimaryOptions(const std::string& journal,
   replication.servers = nats.ServersUrl();
   replication.engine_name = kEngine;
   replication.connect_timeout = milliseconds(5000);
-  options.replication = replication;
+  options.replication = ReplicatedDurability(replication);
   return options;
 }
 
@@ -504,4 +507,4 @@ TEST(StandbyReopen, AReopenThatCannotConnectIsTriedAgainWithABackoff) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster

@@ -1,5 +1,5 @@
 // The primary's replication link; see replication_link.h.
-#include "service/replication_link.h"
+#include "cluster/replication_link.h"
 
 #include <linux/futex.h>
 #include <sys/eventfd.h>
@@ -24,7 +24,7 @@
 #include "replication/journal_stream.h"
 #include "replication/stream_reader.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 namespace {
 
 // How long the link's thread sleeps when nothing is durable and unsent: a
@@ -138,7 +138,7 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
   std::unique_ptr<ReplicationLink> link(new ReplicationLink());
   link->options_ = options;
   link->builder_ = std::make_unique<replication::GroupMessageBuilder>();
-  link->replicated_.store(end->last_index, std::memory_order_relaxed);
+  link->set_replicated_index(end->last_index, std::memory_order_relaxed);
   link->next_index_ = end->last_sequence == 0 ? 0 : end->last_index + 1;
   link->stats_.replicated_index = end->last_index;
   link->stats_.start_stream_sequence = end->last_sequence;
@@ -218,8 +218,8 @@ absl::Status ReplicationLink::failure() const {
   return failure_;
 }
 
-ReplicationStats ReplicationLink::stats() const {
-  ReplicationStats stats;
+service::ReplicationStats ReplicationLink::stats() const {
+  service::ReplicationStats stats;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     stats = stats_;
@@ -277,7 +277,7 @@ void ReplicationLink::OnAck(const replication::PublishAck& ack) {
           "replication: acknowledgement for message %d, expected %d",
           ack.message, first_in_flight_message_));
       stats_.failures = 1;
-      failed_.store(true, std::memory_order_release);
+      set_failed();
     } else {
       const std::uint64_t last = in_flight_last_index_.front();
       in_flight_last_index_.pop_front();
@@ -286,7 +286,7 @@ void ReplicationLink::OnAck(const replication::PublishAck& ack) {
       stats_.replicated_index = last;
       stats_.publish_latency.Record(
           static_cast<std::uint64_t>(ack.latency.count()));
-      if (!failed()) replicated_.store(last, std::memory_order_release);
+      if (!failed()) set_replicated_index(last, std::memory_order_release);
     }
   }
   Wake();
@@ -298,7 +298,7 @@ void ReplicationLink::Fail(absl::Status status) {
     if (failed()) return;
     failure_ = std::move(status);
     stats_.failures = 1;
-    failed_.store(true, std::memory_order_release);
+    set_failed();
   }
   Wake();
 }
@@ -413,4 +413,4 @@ absl::Status ReplicationLink::PublishReady(std::uint32_t seen) {
   return absl::OkStatus();
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster

@@ -1,4 +1,4 @@
-// The hot standby (service/standby.h) against real nats-servers: a journal
+// The hot standby (cluster/standby.h) against real nats-servers: a journal
 // written by a real Service (batch durability, two sessions trading on the
 // same accounts) is published to the engine's stream as group messages of
 // varied sizes; a standby on an empty directory must end with the same
@@ -7,7 +7,7 @@
 // search); a gap, a corrupted message or a divergent local record stops it
 // with DataLoss and nothing of the refused message appended; it opens no
 // UDP socket.
-#include "service/standby.h"
+#include "cluster/standby.h"
 
 #include <dirent.h>
 #include <nats/nats.h>
@@ -34,6 +34,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "client/run_client.h"
+#include "cluster/primary_replication.h"
+#include "cluster/seed.h"
 #include "codec/frame.h"
 #include "engine/workload.h"
 #include "gmock/gmock.h"
@@ -44,8 +46,6 @@
 #include "replication/group_message.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
-#include "service/replication_link.h"
-#include "service/seed.h"
 #include "service/service.h"
 #include "state/rebuild.h"
 #include "state/snapshot.h"
@@ -232,11 +232,11 @@ std::unique_ptr<replication::JournalPublisher> OpenPublisher(
   return *std::move(pub);
 }
 
-service::StandbyOptions StandbyOptionsFor(const NatsCluster& nats,
+cluster::StandbyOptions StandbyOptionsFor(const NatsCluster& nats,
                                           const std::string& engine,
                                           const std::string& dir) {
   const service::ServiceOptions& source = SourceJournal::Get().options();
-  service::StandbyOptions o;
+  cluster::StandbyOptions o;
   o.nats_servers = nats.ServersUrl();
   o.engine_name = engine;
   o.journal.directory = dir;
@@ -248,10 +248,10 @@ service::StandbyOptions StandbyOptionsFor(const NatsCluster& nats,
   return o;
 }
 
-std::unique_ptr<service::Standby> StartStandby(
-    const service::StandbyOptions& options) {
-  absl::StatusOr<std::unique_ptr<service::Standby>> standby =
-      service::Standby::Start(options);
+std::unique_ptr<cluster::Standby> StartStandby(
+    const cluster::StandbyOptions& options) {
+  absl::StatusOr<std::unique_ptr<cluster::Standby>> standby =
+      cluster::Standby::Start(options);
   EXPECT_TRUE(standby.ok()) << standby.status();
   if (!standby.ok()) return nullptr;
   return *std::move(standby);
@@ -260,7 +260,7 @@ std::unique_ptr<service::Standby> StartStandby(
 // Steps the standby until it has applied `index` (OK), fails (its error)
 // or `timeout` passes; then Stop().
 absl::Status FollowUntil(
-    service::Standby& standby, std::uint64_t index,
+    cluster::Standby& standby, std::uint64_t index,
     std::chrono::seconds timeout = std::chrono::seconds(60)) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   absl::Status status;
@@ -278,7 +278,7 @@ absl::Status FollowUntil(
 }
 
 // Steps until the standby fails (its error) or `timeout` passes (OK).
-absl::Status FollowUntilError(service::Standby& standby,
+absl::Status FollowUntilError(cluster::Standby& standby,
                               std::chrono::seconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
@@ -339,7 +339,7 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   // Before the standby starts: the process holds no UDP socket (the
   // service that wrote the source journal is gone).
   ASSERT_TRUE(OwnUdpSockets().empty());
-  service::StandbyOptions options =
+  cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   options.member_name = "standby-1";
   options.report_interval = std::chrono::milliseconds(1);
@@ -372,7 +372,7 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   EXPECT_EQ(member.stream_sequence, starts.size());
   EXPECT_EQ(replication::MemberLag(*cluster, member), 0u);
 
-  const service::StandbyStats stats = standby->stats();
+  const cluster::StandbyStats stats = standby->stats();
   EXPECT_EQ(stats.messages, starts.size());
   EXPECT_EQ(stats.records_appended, source.records().size());
   EXPECT_EQ(stats.durable_index, source.records().back().index);
@@ -385,7 +385,7 @@ TEST_P(StandbyFollows, RebuildsThePrimarysJournalAndState) {
   EXPECT_TRUE(state::EncodeSnapshot(standby->state(), 0, 0) == expected_state)
       << "the standby's state differs from the source journal's replay";
   // Stopped, it hands over its journal and state (for a takeover).
-  service::StandbyState released = standby->Release();
+  cluster::StandbyState released = standby->Release();
   ASSERT_NE(released.writer, nullptr);
   EXPECT_EQ(released.writer->durable_index(), source.records().back().index);
   EXPECT_EQ(released.machine->last_index(), source.records().back().index);
@@ -428,7 +428,7 @@ TEST(Standby, ResumesFromTheRightSequenceAfterARestart) {
   const std::vector<std::size_t> first =
       PublishRecords(*pub, records, 0, half, 1);
   ScratchDir dir;
-  const service::StandbyOptions options =
+  const cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   {
     auto standby = StartStandby(options);
@@ -443,7 +443,7 @@ TEST(Standby, ResumesFromTheRightSequenceAfterARestart) {
   const std::uint64_t messages = first.size() + second.size();
   auto standby = StartStandby(options);
   ASSERT_NE(standby, nullptr);
-  const service::StandbyStats at_start = standby->stats();
+  const cluster::StandbyStats at_start = standby->stats();
   EXPECT_EQ(at_start.start_sequence, first.size() + 1);
   EXPECT_EQ(at_start.applied_index, records[half - 1].index);
   EXPECT_LE(at_start.search_probes,
@@ -566,8 +566,8 @@ TEST(Standby, ALocalRecordThatDiffersFromThePrimarysIsRefused) {
   }
   // The parting (index 100) is inside a stream message: no new primary
   // took over there, so nothing is cut and the start is refused.
-  absl::StatusOr<std::unique_ptr<service::Standby>> standby =
-      service::Standby::Start(
+  absl::StatusOr<std::unique_ptr<cluster::Standby>> standby =
+      cluster::Standby::Start(
           StandbyOptionsFor(**nats, "new", dir.Sub("standby")));
   ASSERT_FALSE(standby.ok());
   EXPECT_TRUE(absl::IsDataLoss(standby.status())) << standby.status();
@@ -579,7 +579,7 @@ TEST(Standby, ALocalRecordThatDiffersFromThePrimarysIsRefused) {
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("standby") + "/cut"));
 }
 
-// Rejoining as a standby (service/standby.h): an old primary's journal
+// Rejoining as a standby (cluster/standby.h): an old primary's journal
 // holds records 1..150, of which 101..150 the stream never acknowledged;
 // a new primary (epoch 2) took over at 101 with an epoch marker and went on
 // with records of its own.
@@ -642,7 +642,7 @@ TEST(StandbyRejoin, CutsTheUnacknowledgedTailAndFollowsTheNewPrimary) {
   WriteOldPrimaryJournal(**nats, local);
   PublishMain(**nats);
 
-  service::StandbyOptions options = StandbyOptionsFor(**nats, "main", local);
+  cluster::StandbyOptions options = StandbyOptionsFor(**nats, "main", local);
   std::vector<std::string> events;
   options.on_event = [&](std::string_view line) { events.emplace_back(line); };
   auto standby = StartStandby(options);
@@ -682,10 +682,10 @@ TEST(StandbyRejoin, NoRejoinRefusesAndCutsNothing) {
   const std::string local = dir.Sub("standby");
   WriteOldPrimaryJournal(**nats, local);
   PublishMain(**nats);
-  service::StandbyOptions options = StandbyOptionsFor(**nats, "main", local);
+  cluster::StandbyOptions options = StandbyOptionsFor(**nats, "main", local);
   options.rejoin = false;
-  absl::StatusOr<std::unique_ptr<service::Standby>> standby =
-      service::Standby::Start(options);
+  absl::StatusOr<std::unique_ptr<cluster::Standby>> standby =
+      cluster::Standby::Start(options);
   ASSERT_FALSE(standby.ok());
   EXPECT_TRUE(absl::IsFailedPrecondition(standby.status())) << standby.status();
   EXPECT_THAT(std::string(standby.status().message()),
@@ -705,8 +705,8 @@ TEST(StandbyRejoin, WithoutANewerEpochMarkerNothingIsCut) {
     const std::string local = dir.Sub("standby");
     WriteOldPrimaryJournal(**nats, local);
     PublishMain(**nats, after);
-    absl::StatusOr<std::unique_ptr<service::Standby>> standby =
-        service::Standby::Start(StandbyOptionsFor(**nats, "main", local));
+    absl::StatusOr<std::unique_ptr<cluster::Standby>> standby =
+        cluster::Standby::Start(StandbyOptionsFor(**nats, "main", local));
     ASSERT_FALSE(standby.ok());
     EXPECT_TRUE(absl::IsDataLoss(standby.status())) << standby.status();
     EXPECT_THAT(std::string(standby.status().message()),
@@ -789,7 +789,7 @@ TEST(Standby, RemembersEachEpochAndRefusesAnOlderOneAfterIt) {
     PublishRecords(*pub, records, 100, 200, 2);
   }
   ScratchDir dir;
-  service::StandbyOptions options =
+  cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   std::vector<std::string> events;
   options.on_event = [&](std::string_view line) { events.emplace_back(line); };
@@ -864,7 +864,7 @@ TEST(Standby, FollowsThroughTheLossOfTheStreamLeader) {
   const int leader = (*nats)->NodeByName(state->leader);
   ASSERT_GE(leader, 0) << state->leader;
   ScratchDir dir;
-  service::StandbyOptions options =
+  cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   options.nats_servers = (*nats)->NodeUrl(leader);
   auto standby = StartStandby(options);
@@ -901,7 +901,7 @@ TEST(Standby, FollowsThroughTheLossOfTheStreamLeader) {
 }
 
 // The whole chain: a real primary in the `replicated` durability mode
-// (service/replication_link.h) serving two trading sessions, and a standby
+// (cluster/replication_link.h) serving two trading sessions, and a standby
 // following its stream while it serves: the standby's journal and state are
 // the primary's.
 TEST(Standby, FollowsALiveReplicatedPrimary) {
@@ -909,20 +909,20 @@ TEST(Standby, FollowsALiveReplicatedPrimary) {
   ASSERT_TRUE(nats.ok()) << nats.status();
   ScratchDir dir;
   service::ServiceOptions primary = SourceOptions(dir.Sub("primary"));
-  service::ReplicationOptions replication;
+  cluster::ReplicationOptions replication;
   replication.servers = (*nats)->ServersUrl();
   replication.engine_name = "live";
-  primary.replication = replication;
+  primary.replication = cluster::ReplicatedDurability(replication);
   auto service = test_support::RunningService::Start(primary);
   ASSERT_NE(service, nullptr);
 
   // The standby runs on a thread of its own from now on.
-  service::StandbyOptions options =
+  cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "live", dir.Sub("standby"));
   options.config = primary.config;
   options.report_history = primary.report_history;
   std::atomic<std::uint64_t> applied{0};
-  service::Standby* standby_ptr = nullptr;
+  cluster::Standby* standby_ptr = nullptr;
   options.interval_s = 0.001;
   options.on_interval = [&] {
     applied.store(standby_ptr->stats().applied_index);
@@ -999,7 +999,7 @@ TEST(Standby, SnapshotsItsStateAndRestartsFromTheNewest) {
   ASSERT_NE(pub, nullptr);
   PublishRecords(*pub, records, 0, records.size(), 1);
   ScratchDir dir;
-  service::StandbyOptions options =
+  cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   options.snapshot_every_records = 1000;
   std::uint64_t journal_id = 0;
@@ -1042,7 +1042,7 @@ TEST(Standby, SnapshotsItsStateAndRestartsFromTheNewest) {
               ReplayedState(source.dir(), source.options()));
 }
 
-// Seeding a new standby from a primary's snapshot (service/seed.h).
+// Seeding a new standby from a primary's snapshot (cluster/seed.h).
 
 // The snapshot the source journal's primary would have written at `index`
 // (its state there, its journal id), in `dir`/snapshots/.
@@ -1068,17 +1068,17 @@ state::SnapshotInfo SourceSnapshotAt(std::uint64_t index,
   return written.ok() ? *written : state::SnapshotInfo{};
 }
 
-service::SeedOptions SeedOptionsFor(const service::StandbyOptions& standby,
+cluster::SeedOptions SeedOptionsFor(const cluster::StandbyOptions& standby,
                                     const std::string& snapshot) {
-  return service::SeedOptions{.journal = standby.journal,
+  return cluster::SeedOptions{.journal = standby.journal,
                               .snapshot = snapshot,
                               .given = state::PinnedConfigOf(standby.config)};
 }
 
 // A standby's options for `dir` where no NATS is needed (the seeding's
 // refusals): the source's configuration, small segments.
-service::StandbyOptions OfflineStandbyOptions(const std::string& dir) {
-  service::StandbyOptions o;
+cluster::StandbyOptions OfflineStandbyOptions(const std::string& dir) {
+  cluster::StandbyOptions o;
   o.journal.directory = dir;
   o.journal.segment_size = journal::kMinSegmentCapacity;
   o.config = SourceJournal::Get().options().config;
@@ -1116,10 +1116,10 @@ TEST(StandbySeed, CatchesUpFromAPrimarysSnapshotAndCanTakeOver) {
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
   ASSERT_FALSE(snapshot.path.empty());
 
-  const service::StandbyOptions options =
+  const cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
-  absl::StatusOr<service::SeededJournal> seeded =
-      service::SeedJournal(SeedOptionsFor(options, snapshot.path));
+  absl::StatusOr<cluster::SeededJournal> seeded =
+      cluster::SeedJournal(SeedOptionsFor(options, snapshot.path));
   ASSERT_TRUE(seeded.ok()) << seeded.status();
   EXPECT_EQ(seeded->first_index, kSeedIndex + 1);
   EXPECT_EQ(seeded->journal_id, snapshot.journal_id);
@@ -1138,7 +1138,7 @@ TEST(StandbySeed, CatchesUpFromAPrimarysSnapshotAndCanTakeOver) {
   EXPECT_EQ(standby->stats().applied_index, kSeedIndex);
   EXPECT_THAT(standby->startup_report(), HasSubstr("for journal index 2501"));
   ASSERT_TRUE(FollowUntil(*standby, records.back().index).ok());
-  const service::StandbyStats stats = standby->stats();
+  const cluster::StandbyStats stats = standby->stats();
   EXPECT_EQ(stats.records_appended, records.size() - kSeedIndex);
   // The message that holds the snapshot's index starts before it: its
   // records 2323..2500 are the snapshot's, skipped.
@@ -1184,10 +1184,10 @@ TEST(StandbySeed, ARestartBeforeAnyRecordStartsFromTheSnapshot) {
   ScratchDir dir;
   const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
-  const service::StandbyOptions options =
+  const cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   ASSERT_TRUE(
-      service::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
+      cluster::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
   for (int start = 0; start < 2; ++start) {
     auto standby = StartStandby(options);
     ASSERT_NE(standby, nullptr);
@@ -1211,11 +1211,11 @@ TEST(StandbySeed, RefusesADirectoryThatHoldsAnything) {
   ScratchDir dir;
   const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
-  service::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
+  cluster::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
   std::filesystem::create_directories(dir.Sub("standby"));
   test_support::WriteText(dir.Sub("standby") + "/notes.txt", "mine");
-  absl::StatusOr<service::SeededJournal> seeded =
-      service::SeedJournal(SeedOptionsFor(options, snapshot.path));
+  absl::StatusOr<cluster::SeededJournal> seeded =
+      cluster::SeedJournal(SeedOptionsFor(options, snapshot.path));
   ASSERT_TRUE(absl::IsFailedPrecondition(seeded.status())) << seeded.status();
   EXPECT_THAT(seeded.status().message(),
               HasSubstr(dir.Sub("standby") +
@@ -1226,9 +1226,9 @@ TEST(StandbySeed, RefusesADirectoryThatHoldsAnything) {
   // A journal already there (a standby that ran): refused alike.
   ASSERT_TRUE(std::filesystem::remove(dir.Sub("standby") + "/notes.txt"));
   ASSERT_TRUE(
-      service::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
+      cluster::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
   const std::vector<std::string> seeded_entries = EntriesOf(dir.Sub("standby"));
-  seeded = service::SeedJournal(SeedOptionsFor(options, snapshot.path));
+  seeded = cluster::SeedJournal(SeedOptionsFor(options, snapshot.path));
   ASSERT_TRUE(absl::IsFailedPrecondition(seeded.status())) << seeded.status();
   EXPECT_THAT(seeded.status().message(),
               HasSubstr("the directory is not empty"));
@@ -1244,9 +1244,9 @@ TEST(StandbySeed, RefusesAFileThatIsNotAValidSnapshot) {
   bytes[150] ^= std::byte{0x01};
   const std::string damaged = dir.Sub("damaged.ows");
   test_support::WriteFile(damaged, bytes);
-  service::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
-  absl::StatusOr<service::SeededJournal> seeded =
-      service::SeedJournal(SeedOptionsFor(options, damaged));
+  cluster::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
+  absl::StatusOr<cluster::SeededJournal> seeded =
+      cluster::SeedJournal(SeedOptionsFor(options, damaged));
   ASSERT_FALSE(seeded.ok());
   EXPECT_TRUE(absl::IsDataLoss(seeded.status()) ||
               absl::IsInvalidArgument(seeded.status()))
@@ -1255,7 +1255,7 @@ TEST(StandbySeed, RefusesAFileThatIsNotAValidSnapshot) {
               HasSubstr("from " + damaged + " (a snapshot file that verifies"));
   EXPECT_FALSE(std::filesystem::exists(dir.Sub("standby")));
   // Not a snapshot at all.
-  seeded = service::SeedJournal(
+  seeded = cluster::SeedJournal(
       SeedOptionsFor(options, dir.Sub("primary") + "/snapshots"));
   EXPECT_FALSE(seeded.ok());
   EXPECT_THAT(seeded.status().message(), HasSubstr("not a regular file"));
@@ -1266,10 +1266,10 @@ TEST(StandbySeed, RefusesASnapshotOfAnotherConfiguration) {
   ScratchDir dir;
   const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
-  service::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
+  cluster::StandbyOptions options = OfflineStandbyOptions(dir.Sub("standby"));
   options.config.max_sessions += 1;
-  absl::StatusOr<service::SeededJournal> seeded =
-      service::SeedJournal(SeedOptionsFor(options, snapshot.path));
+  absl::StatusOr<cluster::SeededJournal> seeded =
+      cluster::SeedJournal(SeedOptionsFor(options, snapshot.path));
   ASSERT_TRUE(absl::IsFailedPrecondition(seeded.status())) << seeded.status();
   EXPECT_THAT(seeded.status().message(),
               HasSubstr("the configuration given differs"));
@@ -1287,15 +1287,15 @@ TEST(StandbySeed, ASnapshotAheadOfTheStreamIsRefusedAtStart) {
   ScratchDir dir;
   const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
-  const service::StandbyOptions options =
+  const cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   ASSERT_TRUE(
-      service::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
+      cluster::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
   // An empty stream, then one that ends one record before the snapshot.
   for (const std::size_t published : {std::size_t{0}, kSeedIndex - 1}) {
     if (published > 0) PublishRecords(*pub, records, 0, published, 1);
-    absl::StatusOr<std::unique_ptr<service::Standby>> standby =
-        service::Standby::Start(options);
+    absl::StatusOr<std::unique_ptr<cluster::Standby>> standby =
+        cluster::Standby::Start(options);
     ASSERT_TRUE(absl::IsFailedPrecondition(standby.status()))
         << standby.status();
     EXPECT_THAT(standby.status().message(),
@@ -1324,12 +1324,12 @@ TEST(StandbySeed, AStreamThatNoLongerHoldsTheNextIndexIsRefusedAtStart) {
   ScratchDir dir;
   const state::SnapshotInfo snapshot =
       SourceSnapshotAt(kSeedIndex, dir.Sub("primary"));
-  const service::StandbyOptions options =
+  const cluster::StandbyOptions options =
       StandbyOptionsFor(**nats, "main", dir.Sub("standby"));
   ASSERT_TRUE(
-      service::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
-  absl::StatusOr<std::unique_ptr<service::Standby>> standby =
-      service::Standby::Start(options);
+      cluster::SeedJournal(SeedOptionsFor(options, snapshot.path)).ok());
+  absl::StatusOr<std::unique_ptr<cluster::Standby>> standby =
+      cluster::Standby::Start(options);
   ASSERT_TRUE(absl::IsDataLoss(standby.status())) << standby.status();
   EXPECT_THAT(standby.status().message(),
               HasSubstr(absl::StrCat("holds journal indexes only from ",

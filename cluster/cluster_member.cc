@@ -1,5 +1,5 @@
 // A standby that takes over; see cluster_member.h.
-#include "service/cluster_member.h"
+#include "cluster/cluster_member.h"
 
 #include <time.h>
 
@@ -10,13 +10,14 @@
 
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
+#include "cluster/primary_replication.h"
 #include "journal/writer.h"
 #include "replication/cluster_status.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
 #include "replication/nats_error.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 namespace {
 
 // "2026-12-02T10:40:01.123456Z": the wall clock, for timing a takeover
@@ -67,8 +68,8 @@ ClusterMember::~ClusterMember() {
 
 absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(
     ClusterMemberOptions options) {
-  if (options.takeover && (!options.primary.replication.has_value() ||
-                           !options.primary.replication->lease.has_value())) {
+  if (options.takeover && (!options.replication.has_value() ||
+                           !options.replication->lease.has_value())) {
     return absl::InvalidArgumentError(
         "a cluster member that takes over needs the primary's replication "
         "and lease options");
@@ -79,11 +80,11 @@ absl::StatusOr<std::unique_ptr<ClusterMember>> ClusterMember::Start(
   std::unique_ptr<ClusterMember> member(new ClusterMember(std::move(options)));
   ClusterMemberOptions& o = member->options_;
   if (o.takeover) {
-    const LeaseOptions& lease = *o.primary.replication->lease;
+    const LeaseOptions& lease = *o.replication->lease;
     replication::LeaseSpec& spec = member->lease_spec_;
     spec.servers = o.standby.nats_servers;
     spec.engine_name = o.standby.engine_name;
-    spec.replicas = o.primary.replication->replicas;
+    spec.replicas = o.replication->replicas;
     spec.holder = lease.holder.empty() ? o.standby.member_name : lease.holder;
     spec.duration = lease.duration;
     spec.safety_margin = lease.safety_margin;
@@ -244,7 +245,7 @@ absl::Status ClusterMember::WaitToRetry(std::string_view step,
 
 absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
   const StandbyOptions& o = options_.standby;
-  const ReplicationOptions& r = *options_.primary.replication;
+  const ReplicationOptions& r = *options_.replication;
   for (int attempt = 1;; ++attempt) {
     absl::StatusOr<replication::JournalStreamState> stream;
     for (int retries = 0;;) {
@@ -351,7 +352,7 @@ absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
 absl::Status ClusterMember::WaitForTheMembersBucket(
     const std::atomic<bool>& stop) {
   const StandbyOptions& o = options_.standby;
-  const ReplicationOptions& r = *options_.primary.replication;
+  const ReplicationOptions& r = *options_.replication;
   for (int retries = 0;;) {
     absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
         replication::MemberBoard::Open(o.nats_servers, o.engine_name,
@@ -368,7 +369,7 @@ absl::Status ClusterMember::WaitForTheMembersBucket(
 }
 
 absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
-  ServiceOptions options = options_.primary;
+  service::ServiceOptions options = options_.primary;
   const StandbyOptions& o = options_.standby;
   options.journal.directory = o.journal.directory;
   // The replicated mode's local durability (a group and a sync, then
@@ -380,10 +381,7 @@ absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
   options.reconfigure = false;  // the standby pinned what it was given
   options.restart_from_snapshot = o.restart_from_snapshot;
   if (!options.on_event) options.on_event = o.on_event;
-  // The service's own wait for NATS (ReplicationOptions::start_timeout)
-  // ends on a stop too.
-  options.cancel_start = &stop;
-  ReplicationOptions& r = *options.replication;
+  ReplicationOptions r = *options_.replication;
   r.servers = o.nats_servers;
   r.engine_name = o.engine_name;
   if (r.member_name.empty()) r.member_name = o.member_name;
@@ -395,13 +393,16 @@ absl::Status ClusterMember::StartPrimary(const std::atomic<bool>& stop) {
   if (options_.before_primary_start_for_tests) {
     options_.before_primary_start_for_tests();
   }
-  absl::StatusOr<std::unique_ptr<Service>> service;
+  absl::StatusOr<std::unique_ptr<service::Service>> service;
   for (int retries = 0;;) {
     const auto held = std::make_shared<HeldLease>();
     held->member = std::move(lease_);
     held->renewer = std::move(renewer_);
     r.held_lease = held;
-    service = Service::Start(options);
+    // The service's own wait for NATS (ReplicationOptions::start_timeout)
+    // ends on a stop too.
+    options.replication = ReplicatedDurability(r, &stop);
+    service = service::Service::Start(options);
     if (service.ok()) break;
     // The service gives a lease it could not serve with back (its
     // replication link failed to open: the stream or the members bucket
@@ -483,4 +484,4 @@ absl::Status ClusterMember::Run(const std::atomic<bool>& stop) {
   return status;
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster

@@ -1,5 +1,5 @@
 // Seeding a new member's journal from a snapshot; see seed.h.
-#include "service/seed.h"
+#include "cluster/seed.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -22,7 +22,7 @@
 #include "journal/start.h"
 #include "state/state_machine.h"
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 namespace {
 
 using state::CopySnapshot;
@@ -175,4 +175,4 @@ absl::StatusOr<SeededJournal> SeedJournal(const SeedOptions& options) {
   return seeded;
 }
 
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster

@@ -78,8 +78,8 @@
 //
 // Threads: one thread calls Start, Step/Run, Stop; stats() may be read from
 // it only (Run calls on_interval on it).
-#ifndef ORDERWIRE_SERVICE_STANDBY_H_
-#define ORDERWIRE_SERVICE_STANDBY_H_
+#ifndef ORDERWIRE_CLUSTER_STANDBY_H_
+#define ORDERWIRE_CLUSTER_STANDBY_H_
 
 #include <atomic>
 #include <chrono>
@@ -104,7 +104,7 @@ class MemberBoard;
 struct FollowedMessage;
 }  // namespace orderwire::replication
 
-namespace orderwire::service {
+namespace orderwire::cluster {
 
 struct StandbyOptions {
   // comma-separated nats://HOST:PORT, and the engine whose stream to follow
@@ -304,6 +304,6 @@ class Standby {
   std::string startup_warning_;
 };
 
-}  // namespace orderwire::service
+}  // namespace orderwire::cluster
 
-#endif  // ORDERWIRE_SERVICE_STANDBY_H_
+#endif  // ORDERWIRE_CLUSTER_STANDBY_H_
