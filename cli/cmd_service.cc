@@ -28,8 +28,8 @@
 #include "journal/format.h"
 #include "journal/retention.h"
 #include "journal/writer.h"
-#include "service/metrics.h"
-#include "service/metrics_server.h"
+#include "service/metrics/metrics.h"
+#include "service/metrics/metrics_server.h"
 #include "service/service.h"
 
 namespace orderwire::cli {

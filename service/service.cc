@@ -30,7 +30,7 @@
 #include "journal/format.h"
 #include "journal/prune.h"
 #include "journal/start.h"
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
 #include "state/pinned_config.h"

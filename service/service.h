@@ -173,9 +173,9 @@ struct ServiceOptions {
   // stderr).
   std::optional<journal::RetentionPolicy> retain;
   std::function<void(std::string_view)> on_retention;
-  // `serve --metrics-listen` (service/metrics.h): when set, the service's
-  // thread publishes its counters here (relaxed atomic stores, no lock, no
-  // allocation) at most once a millisecond, busy or idle (so an idle
+  // `serve --metrics-listen` (service/metrics/metrics.h): when set, the
+  // service's thread publishes its counters here (relaxed atomic stores, no
+  // lock, no allocation) at most once a millisecond, busy or idle (so an idle
   // service's counters are exact within its 50 ms wait), after Start() and
   // when Run() returns from a clean stop, for a reader on another thread.
   // Must outlive the Service. Null: nothing is published.

@@ -20,7 +20,7 @@
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "service/latency_buckets.h"
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 #include "service/service.h"
 #include "service/session_table.h"
 #include "state/state_machine.h"

@@ -14,7 +14,7 @@
 // Why not httplib's own accept loop: it takes one connection at a time, in
 // the order they came, and a silent one holds the worker for seconds; the
 // measurements that chose this design are in docs/SERVICE.md "Metrics".
-#include "service/metrics_server.h"
+#include "service/metrics/metrics_server.h"
 
 #include <netdb.h>
 #include <netinet/in.h>

@@ -1,5 +1,5 @@
 // The counters' mirror and their Prometheus text; see metrics.h.
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 
 #include <cstring>
 

@@ -12,8 +12,8 @@
 // The service publishes at most once a millisecond, busy or idle, so a
 // scrape lags the live counters by at most a millisecond of traffic and
 // equals them within the loop's 50 ms idle wait once traffic stops.
-#ifndef ORDERWIRE_SERVICE_METRICS_H_
-#define ORDERWIRE_SERVICE_METRICS_H_
+#ifndef ORDERWIRE_SERVICE_METRICS_METRICS_H_
+#define ORDERWIRE_SERVICE_METRICS_METRICS_H_
 
 #include <array>
 #include <atomic>
@@ -102,4 +102,4 @@ void AppendServiceMetrics(const ServiceStats& stats, std::string* out);
 
 }  // namespace orderwire::service
 
-#endif  // ORDERWIRE_SERVICE_METRICS_H_
+#endif  // ORDERWIRE_SERVICE_METRICS_METRICS_H_

@@ -1,6 +1,6 @@
 // The HTTP endpoint behind `serve --metrics-listen HOST:PORT`: GET /metrics
 // answers the service's counters in the Prometheus text format 0.0.4
-// (service/metrics.h), on threads of its own, never the service's: the
+// (service/metrics/metrics.h), on threads of its own, never the service's: the
 // service's thread only publishes into a StatsMirror, and the HTTP worker
 // reads it with relaxed loads and formats into its own buffer.
 //
@@ -26,14 +26,14 @@
 // follows its connect at once) is answered beside thousands of them. Only
 // when all kMaxConnections are whole requests waiting for the worker does
 // the front stop accepting (the kernel's listen backlog holds the rest).
-#ifndef ORDERWIRE_SERVICE_METRICS_SERVER_H_
-#define ORDERWIRE_SERVICE_METRICS_SERVER_H_
+#ifndef ORDERWIRE_SERVICE_METRICS_METRICS_SERVER_H_
+#define ORDERWIRE_SERVICE_METRICS_METRICS_SERVER_H_
 
 #include <memory>
 
 #include "absl/status/statusor.h"
 #include "net/udp.h"
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 
 namespace orderwire::service {
 
@@ -75,4 +75,4 @@ class MetricsServer {
 
 }  // namespace orderwire::service
 
-#endif  // ORDERWIRE_SERVICE_METRICS_SERVER_H_
+#endif  // ORDERWIRE_SERVICE_METRICS_METRICS_SERVER_H_
