@@ -30,7 +30,7 @@
 //   BM_RebuildFromSnapshot        the state at 1M from a snapshot at 900k:
 //                                 load it, apply the 100k records after it
 //   BM_Regenerate                 a session's reports from command 900,001
-//                                 made again (service::ReportRegenerator:
+//                                 made again (state::ReportRegenerator:
 //                                 the same snapshot and replay, the reports
 //                                 through its ring to this thread)
 //   BM_Crc32c/N                   the CRC32C of N bytes (one record, one
@@ -68,11 +68,11 @@
 #include "journal/reader.h"
 #include "journal/verify.h"
 #include "journal/writer.h"
-#include "service/pinned_config.h"
-#include "service/rebuild.h"
-#include "service/report_regenerator.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/rebuild.h"
+#include "state/report_regenerator.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
 namespace orderwire::journal {
 namespace {
@@ -558,7 +558,7 @@ void BM_ReplayVerify(benchmark::State& state) {
 BENCHMARK(BM_ReplayVerify)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 // Replay as `orderwire replay` and a restart do it: every record through
-// service::StateMachine (decode, flags, the engine, per-session numbering
+// state::StateMachine (decode, flags, the engine, per-session numbering
 // and routing), with the history replay uses (none kept).
 void BM_ReplayEngine(benchmark::State& state) {
   const std::string& dir = MixedJournal();
@@ -566,11 +566,11 @@ void BM_ReplayEngine(benchmark::State& state) {
   std::uint64_t reports = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto machine = std::make_unique<service::StateMachine>(
-        service::StateMachineOptions{.engine = engine::EngineConfig{},
-                                     .max_sessions = 1024,
-                                     .report_history = 1,
-                                     .history_budget_bytes = 0});
+    auto machine = std::make_unique<state::StateMachine>(
+        state::StateMachineOptions{.engine = engine::EngineConfig{},
+                                   .max_sessions = 1024,
+                                   .report_history = 1,
+                                   .history_budget_bytes = 0});
     state.ResumeTiming();
     auto reader = JournalReader::Open(dir);
     if (!reader.ok()) {
@@ -579,7 +579,7 @@ void BM_ReplayEngine(benchmark::State& state) {
     }
     Record r;
     while ((*reader)->Next(r) == ReadResult::kRecord) {
-      if (!machine->Apply(service::Record::FromJournal(r)).ok()) {
+      if (!machine->Apply(state::Record::FromJournal(r)).ok()) {
         state.SkipWithError("a record the state machine refused");
         return;
       }
@@ -612,26 +612,26 @@ BENCHMARK(BM_VerifyPrefix)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 constexpr std::uint64_t kSnapshotIndex = 900'000;
 
-service::StateMachineOptions ReplayMachine() {
-  return service::StateMachineOptions{.engine = engine::EngineConfig{},
-                                      .max_sessions = 1024,
-                                      .report_history = 1,
-                                      .history_budget_bytes = 0};
+state::StateMachineOptions ReplayMachine() {
+  return state::StateMachineOptions{.engine = engine::EngineConfig{},
+                                    .max_sessions = 1024,
+                                    .report_history = 1,
+                                    .history_budget_bytes = 0};
 }
 
 // MixedJournal with a snapshot at kSnapshotIndex (written once); its id.
 std::uint64_t MixedJournalWithSnapshot() {
   static const std::uint64_t id = [] {
     const std::string& dir = MixedJournal();
-    absl::StatusOr<std::uint64_t> journal_id = service::JournalIdOf(dir, {});
+    absl::StatusOr<std::uint64_t> journal_id = state::JournalIdOf(dir, {});
     if (!journal_id.ok()) return std::uint64_t{0};
-    absl::StatusOr<service::RebuiltState> rebuilt =
-        service::RebuildState({.directory = dir,
-                               .use_snapshots = false,
-                               .up_to_index = kSnapshotIndex,
-                               .machine_options = ReplayMachine()});
+    absl::StatusOr<state::RebuiltState> rebuilt =
+        state::RebuildState({.directory = dir,
+                             .use_snapshots = false,
+                             .up_to_index = kSnapshotIndex,
+                             .machine_options = ReplayMachine()});
     if (!rebuilt.ok() ||
-        !service::WriteSnapshot(*rebuilt->machine, *journal_id, dir).ok()) {
+        !state::WriteSnapshot(*rebuilt->machine, *journal_id, dir).ok()) {
       return std::uint64_t{0};
     }
     return *journal_id;
@@ -647,11 +647,11 @@ void BM_RebuildFromSnapshot(benchmark::State& state) {
   }
   std::uint64_t records = 0;
   for (auto _ : state) {
-    absl::StatusOr<service::RebuiltState> rebuilt =
-        service::RebuildState({.directory = MixedJournal(),
-                               .up_to_index = 1'000'000,
-                               .journal_id = id,
-                               .machine_options = ReplayMachine()});
+    absl::StatusOr<state::RebuiltState> rebuilt =
+        state::RebuildState({.directory = MixedJournal(),
+                             .up_to_index = 1'000'000,
+                             .journal_id = id,
+                             .machine_options = ReplayMachine()});
     if (!rebuilt.ok() || !rebuilt->snapshot.has_value() ||
         rebuilt->machine->last_index() != 1'000'000) {
       state.SkipWithError("rebuild failed");
@@ -669,26 +669,26 @@ void BM_Regenerate(benchmark::State& state) {
     state.SkipWithError("no snapshot");
     return;
   }
-  service::ReportRegenerator regenerator(
+  state::ReportRegenerator regenerator(
       {.journal_dir = MixedJournal(),
        .journal_id = id,
        .machine = ReplayMachine(),
-       .unpinned = service::PinnedConfig{.engine = engine::EngineConfig{},
-                                         .max_sessions = 1024}});
+       .unpinned = state::PinnedConfig{.engine = engine::EngineConfig{},
+                                       .max_sessions = 1024}});
   std::uint64_t reports = 0;
   std::int64_t now_ns = 0;
   for (auto _ : state) {
     // Past the last job's kRepeatNs: a new job each time.
-    now_ns += 2 * service::ReportRegenerator::kRepeatNs;
+    now_ns += 2 * state::ReportRegenerator::kRepeatNs;
     if (regenerator.Request({.session_id = 1,
                              .from_command = kSnapshotIndex + 1,
                              .up_to_index = 1'000'000},
                             now_ns) !=
-        service::ReportRegenerator::Queued::kQueued) {
+        state::ReportRegenerator::Queued::kQueued) {
       state.SkipWithError("request not queued");
       return;
     }
-    std::optional<service::ReportRegenerator::Finished> done;
+    std::optional<state::ReportRegenerator::Finished> done;
     while (!done.has_value()) {
       // As the service's loop does: 1,024 a pass, and while nothing is
       // there, a short wait (the worker runs at nice +10 and may share

@@ -1,5 +1,5 @@
 // `orderwire config convert OLD`: prints the TOML equivalent of a
-// configuration file in the old `key = value` form (service/legacy_config.h),
+// configuration file in the old `key = value` form (cli/legacy_config.h),
 // so that an operator can move to the TOML files of docs/SERVICE.md:
 //
 //   orderwire config convert /etc/orderwire/serve.conf > serve.toml
@@ -11,7 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "cli/commands.h"
 #include "cli/common.h"
-#include "service/legacy_config.h"
+#include "cli/legacy_config.h"
 
 namespace orderwire::cli {
 namespace {
@@ -53,8 +53,8 @@ absl::Status Convert(const Args& args) {
   const std::string& path = args.positional()[0];
   absl::StatusOr<std::vector<std::byte>> bytes = ReadFile("config", path);
   if (!bytes.ok()) return bytes.status();
-  absl::StatusOr<std::string> toml = service::legacy::ConvertLegacyConfig(
-      AsText(*bytes), AbsoluteDirectoryOf(path));
+  absl::StatusOr<std::string> toml =
+      legacy::ConvertLegacyConfig(AsText(*bytes), AbsoluteDirectoryOf(path));
   if (!toml.ok()) {
     return absl::Status(
         toml.status().code(),

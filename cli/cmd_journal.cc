@@ -8,7 +8,7 @@
 //   orderwire replay --journal /tmp/j --reports reports.bin
 //   orderwire replay --journal /tmp/j --reports-dir per-session/
 //
-// Replay applies every record through service::StateMachine, the function
+// Replay applies every record through state::StateMachine, the function
 // the live service and its restart use, so each session's reports are what
 // the service sent it, numbered on the session; for a journal of one
 // session (e.g. written from `orderwire gen`) they are byte for byte those
@@ -44,6 +44,7 @@
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "codec/kind_table.h"
+#include "config/service_config.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
@@ -53,11 +54,10 @@
 #include "journal/start.h"
 #include "journal/writer.h"
 #include "jsonl/jsonl.h"
-#include "service/pinned_config.h"
-#include "service/rebuild.h"
-#include "service/service_config.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/rebuild.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
 namespace orderwire::cli {
 namespace {
@@ -571,8 +571,8 @@ std::string SegmentText(const journal::SegmentInfo& s) {
   } else {
     absl::StrAppendFormat(&out, "  metadata: %d bytes, CRC32C 0x%08x\n",
                           s.metadata.size(), h.metadata_crc);
-    absl::StatusOr<service::PinnedConfig> pinned =
-        service::DecodePinnedConfig(s.metadata);
+    absl::StatusOr<state::PinnedConfig> pinned =
+        state::DecodePinnedConfig(s.metadata);
     if (pinned.ok()) {
       for (std::string_view rest = s.metadata; !rest.empty();) {
         const std::size_t eol = rest.find('\n');
@@ -778,10 +778,10 @@ absl::Status Prune(const Args& args) {
     // the operator is told when there is none, and which files do not
     // verify.
     std::vector<std::string> damaged;
-    absl::StatusOr<std::optional<service::LoadedSnapshot>> newest =
-        service::LoadNewestSnapshot(dir, writer.journal_id(),
-                                    std::numeric_limits<std::uint64_t>::max(),
-                                    &damaged);
+    absl::StatusOr<std::optional<state::LoadedSnapshot>> newest =
+        state::LoadNewestSnapshot(dir, writer.journal_id(),
+                                  std::numeric_limits<std::uint64_t>::max(),
+                                  &damaged);
     for (std::string& line : damaged) {
       constexpr std::string_view kFallback = "; using the previous one";
       if (line.ends_with(kFallback))
@@ -888,8 +888,8 @@ absl::Status Verify(const std::string& dir, bool accept_loss,
   progress.Finish();
   // Every configuration the journal pins must be readable: replay needs it.
   for (const journal::SegmentInfo& segment : reader.segments()) {
-    absl::StatusOr<service::PinnedConfig> pinned =
-        service::SegmentConfig(segment, service::PinnedConfig{});
+    absl::StatusOr<state::PinnedConfig> pinned =
+        state::SegmentConfig(segment, state::PinnedConfig{});
     if (!pinned.ok()) return pinned.status();
   }
   std::string out = absl::StrFormat(
@@ -954,9 +954,9 @@ absl::Status Replay(const Args& args) {
     return UsageError("--json needs --reports FILE or --reports-dir DIR");
   }
 
-  service::ServiceConfig config;
+  config::ServiceConfig config;
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> loaded =
+    absl::StatusOr<config::ServiceConfig> loaded =
         LoadServiceConfig(args.String("config"));
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);
@@ -989,11 +989,11 @@ absl::Status Replay(const Args& args) {
 
   // The journal's own configuration, segment by segment; --config (or the
   // defaults) for segments that pin none.
-  const service::PinnedConfig unpinned = service::PinnedConfigOf(config);
+  const state::PinnedConfig unpinned = state::PinnedConfigOf(config);
   std::size_t segments_noted = 0;
   ReaderProgress progress("replay");
   std::uint64_t report_count = 0;
-  service::StateRebuild rebuild(service::RebuildOptions{
+  state::StateRebuild rebuild(state::RebuildOptions{
       .directory = dir,
       .reader_options = {.accept_loss = accept_loss},
       .use_snapshots = !args.Bool("no-snapshot"),
@@ -1017,8 +1017,8 @@ absl::Status Replay(const Args& args) {
                  ++segments_noted) {
               const journal::SegmentInfo& segment =
                   reader.segments()[segments_noted];
-              absl::StatusOr<service::PinnedConfig> pinned =
-                  service::SegmentConfig(segment, unpinned);
+              absl::StatusOr<state::PinnedConfig> pinned =
+                  state::SegmentConfig(segment, unpinned);
               if (pinned.ok() && !(*pinned == unpinned)) {
                 std::fprintf(
                     stderr,
@@ -1027,15 +1027,15 @@ absl::Status Replay(const Args& args) {
                     "--config: %s)\n",
                     segment.path.c_str(),
                     static_cast<unsigned long long>(segment.header.first_index),
-                    service::DescribeDifferences(*pinned, unpinned).c_str());
+                    state::DescribeDifferences(*pinned, unpinned).c_str());
               }
             }
             return absl::OkStatus();
           },
       .on_applied = [&](const journal::Record&,
-                        const service::StateMachine& machine,
+                        const state::StateMachine& machine,
                         const journal::JournalReader& reader) -> absl::Status {
-        for (const service::Output& out : machine.outputs()) {
+        for (const state::Output& out : machine.outputs()) {
           ++report_count;
           if (sink.has_value()) {
             if (absl::Status s = sink->Write(out.frame); !s.ok()) return s;
@@ -1064,7 +1064,7 @@ absl::Status Replay(const Args& args) {
         return absl::OkStatus();
       }});
   const absl::Status begun = rebuild.Begin();
-  service::RebuiltState& rebuilt = rebuild.state();
+  state::RebuiltState& rebuilt = rebuild.state();
   for (const std::string& skipped : rebuilt.skipped) {
     std::fprintf(stderr, "replay: %s\n", skipped.c_str());
   }
@@ -1085,7 +1085,7 @@ absl::Status Replay(const Args& args) {
   journal::JournalReader& reader = *rebuilt.reader;
   const auto start = Clock::now();
   if (absl::Status s = rebuild.ApplyTail(); !s.ok()) return s;
-  const service::StateMachine* const machine = rebuilt.machine.get();
+  const state::StateMachine* const machine = rebuilt.machine.get();
   const journal::ReadResult result = rebuilt.end;
   const std::vector<std::string>& reconfigurations = rebuilt.reconfigurations;
   const std::uint64_t count = progress.records();
@@ -1108,7 +1108,7 @@ absl::Status Replay(const Args& args) {
         "replays what the journal holds)",
         rebuilt.snapshot->path, snapshot_index, reader.last_index()));
   }
-  const service::StateMachineStats& stats = machine->stats();
+  const state::StateMachineStats& stats = machine->stats();
   const engine::Engine& engine = machine->engine();
   std::string out = absl::StrFormat(
       "replay: %d records in %d segment%s through the state machine%s%s\n",
@@ -1122,7 +1122,7 @@ absl::Status Replay(const Args& args) {
                         ByKind(stats.reports));
   absl::StrAppendFormat(&out, "  sessions: %d", machine->session_count());
   for (std::size_t i = 0; i < machine->session_count() && i < 8; ++i) {
-    const service::SessionState& session =
+    const state::SessionState& session =
         machine->session(static_cast<std::uint32_t>(i));
     absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports)",
                           i == 0 ? ":" : ",", session.id,

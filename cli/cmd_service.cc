@@ -20,16 +20,17 @@
 #include "cli/common.h"
 #include "cli/serve_standby.h"
 #include "client/run_client.h"
+#include "cluster/primary_replication.h"
 #include "codec/command.h"
 #include "codec/types.h"
+#include "config/service_config.h"
 #include "engine/workload.h"
 #include "journal/format.h"
 #include "journal/retention.h"
 #include "journal/writer.h"
-#include "service/metrics.h"
-#include "service/metrics_server.h"
+#include "service/metrics/metrics.h"
+#include "service/metrics/metrics_server.h"
 #include "service/service.h"
-#include "service/service_config.h"
 
 namespace orderwire::cli {
 namespace {
@@ -50,8 +51,8 @@ void InstallStopHandlers() {
 
 // --nats-start-timeout-s's default, ReplicationOptions' own.
 constexpr std::string_view kNatsStartTimeoutDefault = "30";
-static_assert(service::kDefaultStartTimeout == std::chrono::seconds(30),
-              "kNatsStartTimeoutDefault is service::kDefaultStartTimeout");
+static_assert(cluster::kDefaultStartTimeout == std::chrono::seconds(30),
+              "kNatsStartTimeoutDefault is cluster::kDefaultStartTimeout");
 
 const CommandSpec kServeSpec{
     .name = "serve",
@@ -367,9 +368,9 @@ absl::Status ParseDurabilityFlags(const Args& args,
   }
   if (args.Bool("reconfigure")) return UsageError(kReconfigureNotReplicated);
   // The local journal commits in groups with a sync; each group is then
-  // published (service/replication_link.h).
+  // published (cluster/replication_link.h).
   options.journal.durability = journal::Durability::kBatch;
-  service::ReplicationOptions replication;
+  cluster::ReplicationOptions replication;
   replication.servers = args.String("nats");
   replication.engine_name = args.String("engine-name");
   if (absl::Status s = ParseReplicationTuning(args, &replication); !s.ok()) {
@@ -390,7 +391,10 @@ absl::Status ParseDurabilityFlags(const Args& args,
         absl::StrFormat("--%s needs --lease",
                         args.Has("member-name") ? "member-name" : "lease-ms"));
   }
-  options.replication = std::move(replication);
+  // The start hook (cluster/primary_replication.h). SIGINT or SIGTERM while
+  // the start waits for NATS: a clean stop.
+  options.replication =
+      cluster::ReplicatedDurability(std::move(replication), &g_stop);
   return absl::OkStatus();
 }
 
@@ -435,7 +439,7 @@ absl::Status Serve(const Args& args) {
   if (!interval.ok()) return interval.status();
   // Flags first, then files: a usage error is reported before any is read.
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> config =
+    absl::StatusOr<config::ServiceConfig> config =
         LoadServiceConfig(args.String("config"));
     if (!config.ok()) return config.status();
     options.config = *config;
@@ -500,9 +504,7 @@ absl::Status Serve(const Args& args) {
     }
     if (!stats_json.empty()) (void)WriteStatsJson(stats_json, *service_ptr);
   };
-  const service::ServiceConfig config_copy = options.config;
-  // SIGINT or SIGTERM while the start waits for NATS: a clean stop.
-  options.cancel_start = &g_stop;
+  const config::ServiceConfig config_copy = options.config;
   absl::StatusOr<std::unique_ptr<service::Service>> service =
       service::Service::Start(std::move(options));
   if (absl::IsCancelled(service.status()) && g_stop.load()) {
@@ -545,7 +547,7 @@ absl::Status Serve(const Args& args) {
                               metrics_server->local_endpoint().ToString())
                   .c_str(),
         (*service)->startup_report().c_str(),
-        service::DescribeServiceConfig(config_copy).c_str());
+        config::DescribeServiceConfig(config_copy).c_str());
   }
   absl::Status run = (*service)->Run(g_stop);
   std::fprintf(stderr, "orderwire serve: %s\n%s",

@@ -1,5 +1,5 @@
 // `orderwire snapshot` and `orderwire snapshot inspect`: snapshots of a
-// journal's state (service/snapshot.h, docs/SNAPSHOT.md) from the command
+// journal's state (state/snapshot.h, docs/SNAPSHOT.md) from the command
 // line.
 //
 //   orderwire snapshot --journal /tmp/j [--at-index N]
@@ -21,12 +21,12 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "config/service_config.h"
 #include "journal/reader.h"
-#include "service/pinned_config.h"
-#include "service/rebuild.h"
-#include "service/service_config.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/rebuild.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
 namespace orderwire::cli {
 namespace {
@@ -103,16 +103,16 @@ absl::Status Create(const Args& args) {
     if (!n.ok()) return n.status();
     at_index = *n;
   }
-  service::ServiceConfig config;
+  config::ServiceConfig config;
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> loaded =
+    absl::StatusOr<config::ServiceConfig> loaded =
         LoadServiceConfig(args.String("config"));
     if (!loaded.ok()) return loaded.status();
     config = *std::move(loaded);
   }
   const auto start = Clock::now();
   ReaderProgress progress("snapshot");
-  service::StateRebuild rebuild(service::RebuildOptions{
+  state::StateRebuild rebuild(state::RebuildOptions{
       .directory = dir,
       .use_snapshots = !args.Bool("no-snapshot"),
       .up_to_index = at_index,
@@ -121,7 +121,7 @@ absl::Status Create(const Args& args) {
                               config.max_sessions + config.sessions.size()),
                           .history_budget_bytes = static_cast<std::size_t>(
                               config.max_report_history_bytes)},
-      .unpinned = service::PinnedConfigOf(config),
+      .unpinned = state::PinnedConfigOf(config),
       .pruned_error =
           [&](std::uint64_t first) {
             return absl::FailedPreconditionError(absl::StrFormat(
@@ -131,20 +131,20 @@ absl::Status Create(const Args& args) {
                 dir, first));
           },
       .on_applied =
-          [&](const journal::Record&, const service::StateMachine&,
+          [&](const journal::Record&, const state::StateMachine&,
               const journal::JournalReader& reader) {
             progress.Count(reader);
             return absl::OkStatus();
           }});
   absl::Status begun = rebuild.Begin();
-  service::RebuiltState& rebuilt = rebuild.state();
+  state::RebuiltState& rebuilt = rebuild.state();
   for (const std::string& skipped : rebuilt.skipped) {
     std::fprintf(stderr, "snapshot: %s\n", skipped.c_str());
   }
   if (!begun.ok()) return begun;
   if (absl::Status s = rebuild.ApplyTail(); !s.ok()) return s;
   progress.Finish();
-  const service::StateMachine& machine = *rebuilt.machine;
+  const state::StateMachine& machine = *rebuilt.machine;
   const std::uint64_t applied = rebuilt.replayed;
   if (rebuilt.reader != nullptr) {
     const journal::JournalReader& reader = *rebuilt.reader;
@@ -168,8 +168,8 @@ absl::Status Create(const Args& args) {
   const std::uint64_t journal_id = rebuilt.journal_id;
   const double replay_seconds = Seconds(Clock::now() - start);
   const auto write_start = Clock::now();
-  absl::StatusOr<service::SnapshotInfo> info =
-      service::WriteSnapshot(machine, journal_id, dir);
+  absl::StatusOr<state::SnapshotInfo> info =
+      state::WriteSnapshot(machine, journal_id, dir);
   if (!info.ok()) return info.status();
   const double write_seconds = Seconds(Clock::now() - write_start);
   std::string out = absl::StrFormat(
@@ -192,30 +192,29 @@ absl::Status Inspect(const Args& args) {
     return UsageError("give one snapshot file");
   }
   const std::string& path = args.positional()[0];
-  absl::StatusOr<service::LoadedSnapshot> loaded =
-      service::LoadSnapshot(path, 0);
+  absl::StatusOr<state::LoadedSnapshot> loaded = state::LoadSnapshot(path, 0);
   if (!loaded.ok()) return loaded.status();
-  const service::SnapshotInfo& info = loaded->info;
-  const service::StateMachine& machine = *loaded->machine;
+  const state::SnapshotInfo& info = loaded->info;
+  const state::StateMachine& machine = *loaded->machine;
   std::string out = absl::StrFormat(
       "snapshot %s: format version %d, %d bytes, whole-file CRC32C 0x%08x; "
       "every checksum and cross-reference verified\n",
-      path, service::kSnapshotVersion, info.file_bytes, loaded->file_crc);
+      path, state::kSnapshotVersion, info.file_bytes, loaded->file_crc);
   absl::StrAppendFormat(&out,
                         "  journal_id %016x, index %d (last record included), "
                         "created %s\n",
                         info.journal_id, info.index,
                         FormatTime(info.created_ns));
   out += "  sections:\n";
-  for (const service::SnapshotSection& s : loaded->sections) {
+  for (const state::SnapshotSection& s : loaded->sections) {
     absl::StrAppendFormat(&out,
                           "    %d %-8s offset %8d  bytes %10d  records %8d  "
                           "CRC32C 0x%08x\n",
                           s.kind, s.name, s.offset, s.bytes, s.count, s.crc);
   }
-  const service::StateMachineOptions& options = machine.options();
+  const state::StateMachineOptions& options = machine.options();
   const std::string pinned =
-      service::EncodePinnedConfig(service::PinnedConfigOf(machine));
+      state::EncodePinnedConfig(state::PinnedConfigOf(machine));
   out += "  configuration:\n";
   for (std::string_view rest = pinned; !rest.empty();) {
     const std::size_t eol = rest.find('\n');
@@ -230,7 +229,7 @@ absl::Status Inspect(const Args& args) {
                         machine.history_budget().used());
   absl::StrAppendFormat(&out, "  sessions: %d", machine.session_count());
   for (std::size_t i = 0; i < machine.session_count(); ++i) {
-    const service::SessionState& s =
+    const state::SessionState& s =
         machine.session(static_cast<std::uint32_t>(i));
     if (i == 16) {
       out += ", ...";

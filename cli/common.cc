@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/legacy_config.h"
 #include "codec/frame.h"
 #include "codec/kind_table.h"
 #include "jsonl/jsonl.h"
@@ -144,18 +145,20 @@ absl::Status Args::Require(std::string_view name) const {
 absl::StatusOr<engine::EngineConfig> LoadEngineConfig(const std::string& path) {
   // The same file as serve's: every table is checked, the [engine] one used;
   // key files are not read (match does not need them).
-  absl::StatusOr<service::ServiceConfig> config =
+  absl::StatusOr<config::ServiceConfig> config =
       LoadServiceConfig(path, /*load_key_files=*/false);
   if (!config.ok()) return config.status();
   return config->engine;
 }
 
-absl::StatusOr<service::ServiceConfig> LoadServiceConfig(
-    const std::string& path, bool load_key_files) {
-  // One loader (service/service_config.h), the one its tests exercise:
+absl::StatusOr<config::ServiceConfig> LoadServiceConfig(const std::string& path,
+                                                        bool load_key_files) {
+  // One loader (config/service_config.h), the one its tests exercise:
   // errors name the file, line and column; a relative key_file is read from
-  // the file's directory.
-  return service::LoadServiceConfig(path, load_key_files);
+  // the file's directory; a file in the old key = value form gets the way
+  // to convert it (cli/legacy_config.h).
+  return config::LoadServiceConfig(path, load_key_files,
+                                   legacy::IsLegacyServiceConfig);
 }
 
 // ---------------------------------------------------------------------------

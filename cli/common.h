@@ -42,8 +42,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "codec/error.h"
+#include "config/service_config.h"
 #include "engine/config.h"
-#include "service/service_config.h"
 
 namespace orderwire::cli {
 
@@ -176,7 +176,7 @@ int RunMain(const CommandSpec& root, std::span<const Subcommand> subcommands,
 // ---------------------------------------------------------------------------
 // Configuration files
 
-// Reads a configuration file (TOML, service/service_config.h) and returns
+// Reads a configuration file (TOML, config/service_config.h) and returns
 // its [engine] limits; the other tables are checked too, key files are not
 // read. Errors name the file: NotFound "config PATH: cannot open: ..."
 // (exit 1), InvalidArgument "config PATH:LINE:COL: ..." (exit 1).
@@ -185,7 +185,7 @@ int RunMain(const CommandSpec& root, std::span<const Subcommand> subcommands,
 
 // Reads and parses a service configuration file (docs/SERVICE.md), with the
 // same errors; key files are read unless `load_key_files` is false.
-[[nodiscard]] absl::StatusOr<service::ServiceConfig> LoadServiceConfig(
+[[nodiscard]] absl::StatusOr<config::ServiceConfig> LoadServiceConfig(
     const std::string& path, bool load_key_files = true);
 
 // ---------------------------------------------------------------------------

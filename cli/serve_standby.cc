@@ -10,15 +10,15 @@
 #include <string>
 
 #include "absl/strings/str_format.h"
+#include "cluster/cluster_member.h"
+#include "cluster/seed.h"
+#include "cluster/standby.h"
 #include "journal/format.h"
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "replication/journal_stream.h"
-#include "service/cluster_member.h"
-#include "service/pinned_config.h"
-#include "service/seed.h"
 #include "service/service.h"
-#include "service/standby.h"
+#include "state/pinned_config.h"
 
 namespace orderwire::cli {
 namespace {
@@ -42,12 +42,12 @@ std::string DefaultMemberName() {
 
 }  // namespace
 
-service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
+cluster::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
                                        std::string holder) {
   // The production ratios of docs/REPLICATION.md (3 s: 500 ms margin,
   // renewed every 250 ms, requests 1 s); a lease held by another member is
   // waited for up to 2 D.
-  return service::LeaseOptions{.holder = std::move(holder),
+  return cluster::LeaseOptions{.holder = std::move(holder),
                                .duration = d,
                                .safety_margin = d / 6,
                                .renew_interval = d / 12,
@@ -56,7 +56,7 @@ service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
 }
 
 absl::Status ParseReplicationTuning(const Args& args,
-                                    service::ReplicationOptions* replication) {
+                                    cluster::ReplicationOptions* replication) {
   absl::StatusOr<std::uint64_t> replicas = args.Uint("replicas", 1, 3);
   if (!replicas.ok()) return replicas.status();
   if (*replicas == 2) {
@@ -110,9 +110,9 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
       }
     }
   }
-  service::ClusterMemberOptions member_options;
+  cluster::ClusterMemberOptions member_options;
   member_options.takeover = takeover;
-  service::StandbyOptions& options = member_options.standby;
+  cluster::StandbyOptions& options = member_options.standby;
   options.nats_servers = args.String("nats");
   options.engine_name = args.String("engine-name");
   if (absl::Status s = replication::ValidateEngineName(options.engine_name);
@@ -135,7 +135,7 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
   if (!interval.ok()) return interval.status();
   if (args.Has("config")) {
-    absl::StatusOr<service::ServiceConfig> config =
+    absl::StatusOr<config::ServiceConfig> config =
         LoadServiceConfig(args.String("config"));
     if (!config.ok()) return config.status();
     options.config = *config;
@@ -158,19 +158,17 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   options.rejoin = !args.Bool("no-rejoin");
   // --seed-snapshot: everything is checked before the journal is made;
   // what is refused then is a usage error.
-  std::optional<service::SeedOptions> seed;
+  std::optional<cluster::SeedOptions> seed;
   if (args.Has("seed-snapshot")) {
     if (!options.restart_from_snapshot) {
       return UsageError(
           "--seed-snapshot with --no-snapshot: a seeded journal starts from "
           "its snapshot");
     }
-    seed =
-        service::SeedOptions{.journal = options.journal,
-                             .snapshot = args.String("seed-snapshot"),
-                             .given = service::PinnedConfigOf(options.config)};
-    if (absl::StatusOr<service::SnapshotInfo> checked =
-            service::CheckSeed(*seed);
+    seed = cluster::SeedOptions{.journal = options.journal,
+                                .snapshot = args.String("seed-snapshot"),
+                                .given = state::PinnedConfigOf(options.config)};
+    if (absl::StatusOr<state::SnapshotInfo> checked = cluster::CheckSeed(*seed);
         !checked.ok()) {
       return FlagError("seed-snapshot", checked.status());
     }
@@ -189,7 +187,7 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
                     "'%s' is not auto, sendmmsg or gso", args.String("send"))));
   }
   primary.snapshot_every_records = options.snapshot_every_records;
-  service::ReplicationOptions replication;
+  cluster::ReplicationOptions replication;
   if (absl::Status s = ParseReplicationTuning(args, &replication); !s.ok()) {
     return s;
   }
@@ -198,16 +196,16 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
   // The holder's name is the member's (':' is not in it: NATS keys).
   replication.lease = LeaseForDuration(std::chrono::milliseconds(*lease_ms),
                                        options.member_name);
-  primary.replication = std::move(replication);
+  member_options.replication = std::move(replication);
   for (const std::string& warning : options.config.warnings) {
     std::fprintf(stderr, "orderwire serve: warning: %s\n", warning.c_str());
   }
   if (seed.has_value()) {
-    absl::StatusOr<service::SeededJournal> seeded = service::SeedJournal(*seed);
+    absl::StatusOr<cluster::SeededJournal> seeded = cluster::SeedJournal(*seed);
     if (!seeded.ok()) return seeded.status();
     std::fprintf(stderr, "orderwire serve: %s\n", seeded->report.c_str());
   }
-  service::ClusterMember* member_ptr = nullptr;
+  cluster::ClusterMember* member_ptr = nullptr;
   options.interval_s = *interval;
   options.on_interval = [&] {
     std::fprintf(stderr, "orderwire serve: %s\n",
@@ -234,11 +232,11 @@ absl::Status ServeStandby(const Args& args, const std::atomic<bool>& stop) {
                  service.local_endpoint().ToString().c_str(),
                  service.startup_report().c_str());
   };
-  absl::StatusOr<std::unique_ptr<service::ClusterMember>> member =
-      service::ClusterMember::Start(std::move(member_options));
+  absl::StatusOr<std::unique_ptr<cluster::ClusterMember>> member =
+      cluster::ClusterMember::Start(std::move(member_options));
   if (!member.ok()) return member.status();
   member_ptr = member->get();
-  const service::Standby& standby = *(*member)->standby();
+  const cluster::Standby& standby = *(*member)->standby();
   if (quiet) {
     if (!standby.startup_warning().empty()) {
       std::fprintf(stderr, "orderwire serve: %s\n",

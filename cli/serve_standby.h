@@ -1,4 +1,4 @@
-// `orderwire serve --standby`: the hot standby (service/standby.h), run by
+// `orderwire serve --standby`: the hot standby (cluster/standby.h), run by
 // `serve` when --standby is given (cli/cmd_service.cc holds the flag table).
 #ifndef ORDERWIRE_CLI_SERVE_STANDBY_H_
 #define ORDERWIRE_CLI_SERVE_STANDBY_H_
@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "cli/common.h"
-#include "service/replication_link.h"
+#include "cluster/replication_options.h"
 
 namespace orderwire::cli {
 
@@ -17,12 +17,12 @@ namespace orderwire::cli {
 // is set (SIGINT/SIGTERM) or an error, reporting itself as --member-name
 // (default HOSTNAME-PID) to `orderwire cluster status`, with a snapshot
 // every --snapshot-every records; with --seed-snapshot, first makes its new
-// journal from a primary's snapshot (service/seed.h); unless --no-takeover,
+// journal from a primary's snapshot (cluster/seed.h); unless --no-takeover,
 // takes over when the primary's lease (--lease-ms) expires and serves on
-// --listen as the primary (service/cluster_member.h), until `stop`. Usage
+// --listen as the primary (cluster/cluster_member.h), until `stop`. Usage
 // errors: --nats missing, --snapshot-every that is not a number of records,
 // --lease (the primary's), the primary's flags with --no-takeover,
-// --seed-snapshot refused (service::CheckSeed: a directory that holds
+// --seed-snapshot refused (cluster::CheckSeed: a directory that holds
 // anything, a file that is not a valid snapshot, another configuration; or
 // with --no-snapshot), and the serve flags the standby does not take yet
 // (--retain, --metrics-listen, --stats-json, --log-refusals).
@@ -40,7 +40,7 @@ inline constexpr const char* kReconfigureNotReplicated =
 // The lease of duration `d` with the production ratios (margin D/6, renewed
 // every D/12, requests D/3, a held lease waited for 2 D): `--lease-ms`, for
 // the primary and for the primary a standby becomes.
-service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
+cluster::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
                                        std::string holder);
 
 // Reads the journal stream's tuning flags into `replication`, for the
@@ -48,7 +48,7 @@ service::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
 // --replication-window (1-4096 messages) and --ack-timeout-ms
 // (1-600000). A flag error names the flag.
 absl::Status ParseReplicationTuning(const Args& args,
-                                    service::ReplicationOptions* replication);
+                                    cluster::ReplicationOptions* replication);
 
 }  // namespace orderwire::cli
 

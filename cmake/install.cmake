@@ -12,10 +12,11 @@
 #       pkg-config
 #   bin/orderwire                                         the binary
 #
-# Not installed: engine/, journal/ and service/ (their public headers reach
-# into their internal/ folders; they are the service's parts, not API for
-# other programs yet), every internal/ header, codec/testing/, jsonl/
-# (the JSON Lines form is the CLI's and the tests'), tests/.
+# Not installed: engine/, journal/, config/, state/, service/, replication/
+# and cluster/ (some public headers reach into their internal/ folders; they
+# are the service's parts, not API for other programs yet), every internal/
+# header, codec/testing/, jsonl/ (the JSON Lines form is the CLI's and the
+# tests'), tests/.
 #
 # The list of headers is checked, not guessed: scripts/check_installed_
 # headers.sh compiles each installed header alone against the installed

@@ -7,11 +7,11 @@
 // open) defaults to 1,048,576 live orders.
 //
 // Configuration files are TOML and are read by the service
-// (service/service_config.h, the `[engine]` table), not here. This file keeps
+// (config/service_config.h, the `[engine]` table), not here. This file keeps
 // the engine's limits in one `key = value` text form, which is a journal
-// format, not a configuration file: service/pinned_config.h writes it into
+// format, not a configuration file: state/pinned_config.h writes it into
 // every segment header (docs/JOURNAL.md "Segment metadata"), and the reader
-// of pre-TOML configuration files (service/legacy_config.h, behind
+// of pre-TOML configuration files (cli/legacy_config.h, behind
 // `orderwire config convert`) reads their engine keys with it. It must not
 // change, or journals written before would no longer open:
 //

@@ -306,7 +306,7 @@ class BasicEngine {
   // Returns to the state of a new engine, keeping all memory. O(capacity).
   void Reset() noexcept;
 
-  // Snapshots (service/snapshot.h). The engine's state, as far as any later
+  // Snapshots (state/snapshot.h). The engine's state, as far as any later
   // command's outcome depends on it, is its configuration, its live orders
   // in ForEachLiveOrder's order (book by book, bids then asks, best level
   // first, oldest first: that order is the price-time priority) and its two

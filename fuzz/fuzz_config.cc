@@ -3,7 +3,7 @@
 // the old key = value files with its converter, and the engine's key = value
 // form that journals pin.
 //
-// service::ParseServiceConfig, legacy::ParseLegacyServiceConfig,
+// config::ParseServiceConfig, legacy::ParseLegacyServiceConfig,
 // legacy::ConvertLegacyConfig, engine::ParseKeyValueConfig, AccountSet::Parse
 // and AddressSet::Parse must never crash or trip a sanitizer, and reject only
 // with InvalidArgument and a message. What they accept must mean what it
@@ -45,13 +45,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
+#include "cli/legacy_config.h"
+#include "config/service_config.h"
 #include "engine/config.h"
 #include "fuzz/fuzz_check.h"
 #include "net/udp.h"
-#include "service/legacy_config.h"
-#include "service/service_config.h"
 
-namespace orderwire::service {
+namespace orderwire::config {
+
+namespace legacy = cli::legacy;
 namespace {
 
 using engine::EngineConfig;
@@ -321,6 +323,8 @@ ConfigSource FuzzSource() {
   ConfigSource source;
   source.path = "(fuzz)";
   source.load_key_files = false;  // no file system in the fuzz target
+  // As the command line reads a file: an old one is recognised.
+  source.is_legacy = legacy::IsLegacyServiceConfig;
   return source;
 }
 
@@ -367,7 +371,7 @@ void CheckServiceConfig(const ServiceConfig& config) {
   const absl::StatusOr<ServiceConfig> again =
       ParseServiceConfig(text, FuzzSource());
   FUZZ_CHECK(again.ok());
-  FUZZ_CHECK(legacy::ComparableText(*again) == legacy::ComparableText(config));
+  FUZZ_CHECK(ComparableText(*again) == ComparableText(config));
   FUZZ_CHECK(FormatServiceConfig(*again) == text);
 }
 
@@ -391,16 +395,14 @@ void CheckText(std::string_view text) {
       const absl::StatusOr<ServiceConfig> loaded =
           ParseServiceConfig(*converted, FuzzSource());
       FUZZ_CHECK(loaded.ok());
-      FUZZ_CHECK(legacy::ComparableText(*loaded) ==
-                 legacy::ComparableText(*old));
+      FUZZ_CHECK(ComparableText(*loaded) == ComparableText(*old));
     } else {
       CheckRejection(converted.status());  // not UTF-8; never Internal
     }
     if (service.ok()) {
       // Valid TOML and an old file: only one without any key.
       const ServiceConfig defaults;
-      FUZZ_CHECK(legacy::ComparableText(*old) ==
-                 legacy::ComparableText(defaults));
+      FUZZ_CHECK(ComparableText(*old) == ComparableText(defaults));
     } else {
       FUZZ_CHECK(std::string(service.status().message())
                      .find("orderwire config convert") != std::string::npos);
@@ -440,11 +442,11 @@ void CheckText(std::string_view text) {
 }
 
 }  // namespace
-}  // namespace orderwire::service
+}  // namespace orderwire::config
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
                                       std::size_t size) {
-  orderwire::service::CheckText(
+  orderwire::config::CheckText(
       std::string_view(reinterpret_cast<const char*>(data), size));
   return 0;
 }

@@ -1,4 +1,4 @@
-// Fuzz target: loading snapshot files (service/snapshot.h, docs/SNAPSHOT.md).
+// Fuzz target: loading snapshot files (state/snapshot.h, docs/SNAPSHOT.md).
 //
 // A snapshot file is untrusted input: a restart loads it, a disk can rot it,
 // anyone with access can edit it. Each input is tried twice: as it is (so
@@ -31,23 +31,23 @@
 #include "codec/testing/random_commands.h"
 #include "codec/wire.h"
 #include "fuzz/fuzz_check.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
 namespace {
 
-using orderwire::service::LoadedSnapshot;
+using orderwire::state::LoadedSnapshot;
 
 void Check(std::span<const std::byte> bytes, std::uint64_t seed) {
   absl::StatusOr<LoadedSnapshot> loaded =
-      orderwire::service::DecodeSnapshot(bytes, "input", 0);
+      orderwire::state::DecodeSnapshot(bytes, "input", 0);
   if (!loaded.ok()) {
     FUZZ_CHECK(!loaded.status().message().empty());
     return;
   }
-  orderwire::service::StateMachine& machine = *loaded->machine;
+  orderwire::state::StateMachine& machine = *loaded->machine;
   FUZZ_CHECK(machine.last_index() == loaded->info.index);
-  const std::vector<std::byte> again = orderwire::service::EncodeSnapshot(
+  const std::vector<std::byte> again = orderwire::state::EncodeSnapshot(
       machine, loaded->info.journal_id, loaded->info.created_ns);
   FUZZ_CHECK(again.size() == bytes.size());
   FUZZ_CHECK(std::equal(again.begin(), again.end(), bytes.begin()));
@@ -76,7 +76,7 @@ void Check(std::span<const std::byte> bytes, std::uint64_t seed) {
     command.sequence = sequence;
     const auto size = orderwire::codec::EncodeCommand(command, frame);
     if (!size.ok()) continue;
-    const absl::Status applied = machine.Apply(orderwire::service::Record{
+    const absl::Status applied = machine.Apply(orderwire::state::Record{
         index + 1, 0, session_id, 0,
         std::span<const std::byte>(frame.data(), *size)});
     if (applied.ok()) ++index;
@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data,
   for (std::size_t i = 0; i < size && i < 64; ++i) seed = seed * 31 + data[i];
   Check(input, seed);
   std::vector<std::byte> resealed(input.begin(), input.end());
-  orderwire::service::ResealSnapshot(resealed);
+  orderwire::state::ResealSnapshot(resealed);
   Check(resealed, seed);
   return 0;
 }

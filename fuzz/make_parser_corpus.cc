@@ -109,7 +109,7 @@ struct TextSeed {
 };
 
 constexpr TextSeed kConfigSeeds[] = {
-    // TOML configuration files (service/service_config.h).
+    // TOML configuration files (config/service_config.h).
     {"toml_every_key",
      "# Every key of the configuration file.\n"
      "[engine]\n"
@@ -156,7 +156,7 @@ constexpr TextSeed kConfigSeeds[] = {
      "engine = { max_live_orders = 5 }\n"
      "sessions = { 3 = { accounts = [], addresses = [] } }\n"},
     {"toml_crlf", "[engine]\r\nmax_price = 5\r\n\r\n  min_price=-5 \t\r\n"},
-    // Old key = value files (service/legacy_config.h): the conversion hint
+    // Old key = value files (cli/legacy_config.h): the conversion hint
     // and `orderwire config convert`.
     {"old_engine_example",
      "# orderwire engine configuration\n"

@@ -15,14 +15,14 @@
 #include "codec/command.h"
 #include "codec/kind_table.h"
 #include "engine/workload.h"
-#include "service/record_flags.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/record_flags.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
 namespace {
 
-using orderwire::service::StateMachine;
-using orderwire::service::StateMachineOptions;
+using orderwire::state::StateMachine;
+using orderwire::state::StateMachineOptions;
 
 // Applies `per_session` mixed commands of each of `sessions` new sessions
 // (ids first_id, first_id + 3, ...), interleaved, some flagged Unauthorized.
@@ -38,9 +38,9 @@ void Feed(StateMachine& machine, std::uint32_t sessions,
     for (std::uint32_t s = 0; s < sessions; ++s) {
       const auto size = orderwire::codec::EncodeCommand(streams[s][i], frame);
       if (!size.ok()) continue;
-      const auto status = machine.Apply(orderwire::service::Record{
+      const auto status = machine.Apply(orderwire::state::Record{
           machine.last_index() + 1, 0, first_id + 3 * s,
-          i % 37 == 5 ? orderwire::service::kRecordUnauthorized : 0u,
+          i % 37 == 5 ? orderwire::state::kRecordUnauthorized : 0u,
           std::span<const std::byte>(frame.data(), *size)});
       if (!status.ok()) {
         std::fprintf(stderr, "fuzz_make_snapshot_corpus: %s\n",
@@ -73,7 +73,7 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   const auto write = [&](const char* name, const StateMachine& machine) {
     const std::vector<std::byte> bytes =
-        orderwire::service::EncodeSnapshot(machine, 0x0123456789ABCDEFull, 1);
+        orderwire::state::EncodeSnapshot(machine, 0x0123456789ABCDEFull, 1);
     std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(bytes.data()),
               static_cast<std::streamsize>(bytes.size()));

@@ -197,7 +197,7 @@ struct RecordHeader {
   std::uint64_t receive_ns;  // when the frame was received (caller's clock)
   std::uint32_t session_id;  // the session that sent it
   // The caller's, stored verbatim: the journal neither defines nor checks
-  // any bit (the service's are in service/record_flags.h and
+  // any bit (the service's are in state/record_flags.h and
   // docs/PROTOCOL.md).
   std::uint32_t flags;
 };

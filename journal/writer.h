@@ -160,7 +160,7 @@ struct WriterOptions {
   // A journal Open creates (the directory holds none) starts at this index
   // with this journal_id (0: a random one), instead of at 1: a new
   // member's journal seeded from a snapshot at new_journal_first_index - 1
-  // (service/seed.h), whose records up to that index are the snapshot's.
+  // (cluster/seed.h), whose records up to that index are the snapshot's.
   // Its last_index() and durable_index() are new_journal_first_index - 1
   // until it holds a record. It opens again only once its start record
   // (start.h) says it starts there, which the seeding writes last. An

@@ -102,7 +102,7 @@ struct LeaseSpec {
   // How often Acquire reads the key while waiting for it to expire.
   std::chrono::milliseconds poll_interval{50};
   // Whether TryAcquire creates the key when it is absent (epoch 1). A
-  // standby that takes over (service/cluster_member.h) sets false: it
+  // standby that takes over (cluster/cluster_member.h) sets false: it
   // replaces a primary that held the lease, and an engine whose lease was
   // never taken has none to replace (a primary started without --lease must
   // not find a standby serving beside it). Then an absent key is kHeld

@@ -1,7 +1,7 @@
 // StreamReader: reads single messages of an engine's journal stream
 // (replication/journal_stream.h) by stream sequence, and the stream's record
 // with a given journal index, for the checks a standby makes before it
-// follows (service/standby.h: does the local journal agree with the
+// follows (cluster/standby.h: does the local journal agree with the
 // stream, and where does it stop agreeing).
 //
 // A message is read with JetStream's get-by-sequence (js_GetMsg: one request

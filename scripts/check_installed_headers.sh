@@ -52,7 +52,8 @@ for file in "${installed[@]}"; do
 done
 # Nothing of ours beside include/orderwire/ (a header installed as
 # include/codec/frame.h would shadow or be shadowed by other projects').
-for folder in base codec auth net client engine journal service cli; do
+for folder in base codec auth net client engine journal config state service \
+    replication cluster cli; do
   if [ -e "$prefix/include/$folder" ]; then
     echo "check_installed_headers: $prefix/include/$folder: headers belong under include/orderwire/" >&2
     failed=1

@@ -7,6 +7,10 @@
 #
 #   scripts/check_layering.sh
 #
+# ORDERWIRE_LAYERING_ROOT=DIR checks the git work tree DIR instead of this
+# repository (the test tests/scripts/check_layering_test.sh runs it on a
+# scratch tree with a forbidden include).
+#
 # Components (top-level directories) and what each may include besides
 # itself:
 #
@@ -19,12 +23,18 @@
 #   auth/      codec/ base/          (the datagram MAC and session keys)
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
-#   service/   base/ codec/ engine/ journal/ net/ auth/ replication/
-#              (the `replicated` durability mode: service/replication_link.h;
-#              the standby: service/standby.h)
+#   config/    base/ codec/ engine/ auth/ net/  (the TOML configuration)
+#   state/     base/ codec/ engine/ journal/ config/  (the deterministic core
+#              that the service, replay and the standby share)
+#   service/   base/ codec/ engine/ journal/ net/ auth/ config/ state/
+#              (the primary's loop; it knows nothing of NATS: the
+#              replicated mode comes in through service/replication_gate.h)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
-#              links libnats, so nothing below it may include it; the
-#              service wires it in, not the other way round)
+#              links libnats, so only cluster/ and cli/ include it)
+#   cluster/   base/ codec/ engine/ journal/ net/ auth/ config/ state/
+#              service/ replication/  (the primary's replication, the
+#              standby, the takeover, seeding: service's interfaces on
+#              replication/; with replication/, the only libnats user)
 #   cli/       every library component above (not tests/ bench/ fuzz/
 #              examples/: the shipped binary does not link test code)
 #   tests/ bench/ fuzz/ examples/    anything
@@ -49,7 +59,7 @@
 # be sidestepped with angle brackets, but only when the repository has that
 # file (<net/if.h> is the system header, not net/).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "${ORDERWIRE_LAYERING_ROOT:-$(dirname "$0")/..}"
 
 # component -> the components it may include (itself is always allowed).
 # "*" = anything ours; "lib" = every library component.
@@ -62,7 +72,10 @@ declare -A allowed=(
   [auth]="codec base"
   [net]="codec base auth"
   [client]="base codec auth net"
-  [service]="base codec engine journal net auth replication"
+  [config]="base codec engine auth net"
+  [state]="base codec engine journal config"
+  [service]="base codec engine journal net auth config state"
+  [cluster]="base codec engine journal net auth config state service replication"
   [replication]="base codec journal"
   [cli]="lib"
   [tests]="*"
@@ -70,7 +83,7 @@ declare -A allowed=(
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec jsonl engine journal auth net client service replication cli"
+libs="base codec jsonl engine journal auth net client config state service replication cluster cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

@@ -1,10 +1,10 @@
 // A fixed-bucket latency histogram that the service's thread records into
 // without allocating, locking or calling anything: a fixed five-step
-// search over 18 bounds and two additions. Its counts are part of ServiceStats,
-// so the stderr report, --stats-json and the Prometheus endpoint
-// (service/metrics.h, which exposes it as a Prometheus histogram: cumulative
-// `_bucket{le=...}`, `_sum`,
-// `_count`) all read the same numbers.
+// search over 18 bounds and two additions. Its counts are part of
+// ServiceStats, so the stderr report, --stats-json and the Prometheus
+// endpoint (service/metrics/metrics.h, which exposes it as a Prometheus
+// histogram: cumulative `_bucket{le=...}`, `_sum`, `_count`) all read the
+// same numbers.
 //
 // The bounds are fixed (not configurable) so that every service exposes the
 // same `le` values and dashboards can sum them across services: 5 us to

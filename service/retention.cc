@@ -14,9 +14,14 @@
 #include "base/background_thread.h"
 #include "base/clock.h"
 #include "journal/prune.h"
-#include "service/snapshot.h"
+#include "state/snapshot.h"
 
 namespace orderwire::service {
+
+using state::ListSnapshots;
+using state::LoadedSnapshot;
+using state::LoadSnapshot;
+using state::SnapshotInfo;
 
 RetentionWorker::RetentionWorker(RetentionOptions options)
     : options_(std::move(options)) {

@@ -3,13 +3,15 @@
 
 #include "codec/command.h"
 #include "codec/frame.h"
-#include "service/record_flags.h"
+#include "state/record_flags.h"
 
 namespace orderwire::service {
 
-Sequencer::Sequencer(const ServiceConfig& config, std::size_t max_pending,
-                     journal::JournalWriter& writer, Backpressure& owner,
-                     const JournaledSessions& journaled)
+using state::kRecordUnauthorized;
+
+Sequencer::Sequencer(const config::ServiceConfig& config,
+                     std::size_t max_pending, journal::JournalWriter& writer,
+                     Backpressure& owner, const JournaledSessions& journaled)
     : sessions_(config, &journaled),
       writer_(writer),
       owner_(owner),
@@ -100,7 +102,7 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
   // changes (one record flag per append).
   const std::span<const std::byte> run =
       datagram.frame_bytes().subspan(run_begin, run_end - run_begin);
-  const AccountSet& accounts = session->policy->accounts;
+  const config::AccountSet& accounts = session->policy->accounts;
   std::size_t offset = 0;
   std::size_t group_begin = 0;
   std::size_t group_count = 0;

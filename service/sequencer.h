@@ -42,11 +42,11 @@
 
 #include "codec/datagram.h"
 #include "codec/kind_table.h"
+#include "config/service_config.h"
 #include "journal/writer.h"
 #include "net/udp.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
 namespace orderwire::service {
 
@@ -101,7 +101,7 @@ class Sequencer {
 
   // `config`, `writer`, `owner` and `journaled` must outlive the sequencer.
   // Precondition: max_pending >= kMinPending.
-  Sequencer(const ServiceConfig& config, std::size_t max_pending,
+  Sequencer(const config::ServiceConfig& config, std::size_t max_pending,
             journal::JournalWriter& writer, Backpressure& owner,
             const JournaledSessions& journaled);
 
@@ -151,8 +151,8 @@ template <typename Fn>
 void Sequencer::ForEachDurable(std::uint64_t durable, Fn&& apply) {
   while (pending_size_ > 0 && pending_[pending_head_].index <= durable) {
     const Pending& p = pending_[pending_head_];
-    apply(Record{p.index, p.receive_ns, p.session_id, p.flags,
-                 std::span<const std::byte>(p.frame.data(), p.size)});
+    apply(state::Record{p.index, p.receive_ns, p.session_id, p.flags,
+                        std::span<const std::byte>(p.frame.data(), p.size)});
     pending_head_ =
         pending_head_ + 1 == pending_.size() ? 0 : pending_head_ + 1;
     --pending_size_;

@@ -30,20 +30,35 @@
 #include "journal/format.h"
 #include "journal/prune.h"
 #include "journal/start.h"
-#include "replication/journal_stream.h"
-#include "replication/lease.h"
-#include "service/internal/nats_start_wait.h"
-#include "service/metrics.h"
-#include "service/pinned_config.h"
-#include "service/report_regenerator.h"
-#include "service/restart.h"
+#include "service/metrics/metrics.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/report_regenerator.h"
+#include "state/restart.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::Output;
+using state::PinnedConfigOf;
+using state::Record;
+using state::RegenerationCounters;
+using state::RegenerationRequest;
+using state::ReportRegenerator;
+using state::ReportRegeneratorOptions;
+using state::RestartedJournal;
+using state::RestartFromJournal;
+using state::SessionState;
+using state::SnapshotDirectory;
+using state::SnapshotFileName;
+using state::SnapshotInfo;
+using state::StateMachine;
+using state::StateMachineOptions;
+using state::StateMachineStats;
+using state::WriteSnapshot;
 
 using base::MonotonicNs;
 using base::RealtimeNs;
@@ -142,14 +157,13 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::unique_ptr<journal::JournalWriter> writer_;
   std::unique_ptr<Sequencer> sequencer_;
   std::unique_ptr<RetentionWorker> retention_;  // while Run() runs
-  // ServiceOptions::replication: the link to the journal stream; records
-  // are answered up to min(durable, link_->replicated_index()).
-  std::unique_ptr<ReplicationLink> link_;
+  // ServiceOptions::replication: the gate its start hook gave; records are
+  // answered up to min(durable, gate_->replicated_index()).
+  std::unique_ptr<ReplicationGate> gate_;
   bool replication_failure_logged_ = false;
-  // ReplicationOptions::lease: the lease this primary holds, its renewal
-  // thread (stopped when Run() returns), and whether StillLeader said no.
-  std::unique_ptr<replication::LeaseMember> lease_;
-  std::unique_ptr<replication::LeaseRenewer> renewer_;
+  // With a leadership check (the lease): asked before each batch of
+  // answers (renewal stopped when Run() returns), and whether it said no.
+  std::unique_ptr<LeadershipCheck> leadership_;
   bool lease_lost_ = false;
   std::optional<net::UdpSocket> socket_;
   net::Endpoint local_;
@@ -276,24 +290,26 @@ class Service::Impl final : public Sequencer::Backpressure,
   // Applies every pending record the journal has made durable (and, with
   // replication, the stream has acknowledged) and sends their reports.
   void ApplyDurable();
-  // With replication: opens the link (replication_link.h) and waits until
-  // every local record is acknowledged (Start()).
+  // With replication: runs the start hook (replication_gate.h), which
+  // returns once every local record is replicated (Start()).
   absl::Status StartReplication();
   // With replication: blocks until an acknowledgement (or a failure) comes,
   // a datagram arrives on the socket (with_socket), or timeout_ms passes.
   void WaitForReplication(bool with_socket, int timeout_ms);
-  // The link's failure or the lost lease, logged once, as Run() returns it.
+  // The gate's failure or the lost leadership, logged once, as Run()
+  // returns it.
   absl::Status ReplicationFailed();
-  // Whether nothing more may be answered: the link failed or the lease was
-  // lost. One acquire load; false without replication.
+  // Whether nothing more may be answered: the gate failed or the leadership
+  // was lost. One acquire load; false without replication.
   [[nodiscard]] bool replication_failed() const noexcept {
-    return lease_lost_ || (link_ != nullptr && link_->failed());
+    return lease_lost_ || (gate_ != nullptr && gate_->failed());
   }
-  // With the lease: whether this primary may still answer now (else
-  // lease_lost_ is set). One atomic load and a clock read.
+  // With a leadership check: whether this primary may still answer now
+  // (else lease_lost_ is set). For the lease: one atomic load and a clock
+  // read.
   bool StillLeader() noexcept {
-    if (lease_ == nullptr) return true;
-    if (!lease_->StillLeader(replication::LeaseClock::now())) [[unlikely]] {
+    if (leadership_ == nullptr) return true;
+    if (!leadership_->StillLeader()) [[unlikely]] {
       lease_lost_ = true;
       return false;
     }
@@ -301,15 +317,6 @@ class Service::Impl final : public Sequencer::Backpressure,
   }
   // The serving loop (Run() stops the lease's renewal after it).
   absl::Status RunLoop(const std::atomic<bool>& stop);
-  // StartReplication's NATS steps: the lease, the link and the local tail
-  // published, each waited for through `wait`.
-  absl::Status ConnectReplication(ReplicationOptions& replication,
-                                  internal::NatsStartWait& wait);
-  // With the lease: acquires it before serving (Start()).
-  absl::Status AcquireLease(ReplicationOptions& replication,
-                            internal::NatsStartWait& wait);
-  // ReplicationOptions::held_lease: takes the held lease and its renewer over.
-  absl::Status TakeHeldLease(ReplicationOptions& replication);
   Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
@@ -396,7 +403,7 @@ absl::StatusOr<std::unique_ptr<Service>> Service::Start(
         options.config.session_slot_idle_seconds,
         options.snapshot_every_seconds));
   }
-  if (options.replication.has_value() && options.reconfigure) {
+  if (options.replication != nullptr && options.reconfigure) {
     return absl::InvalidArgumentError(
         "reconfigure with replicated durability: a new configuration would "
         "be pinned in this node's journal only (the journal stream does not "
@@ -511,206 +518,29 @@ absl::Status Service::Impl::ChooseSendPath() {
   return absl::OkStatus();
 }
 
-absl::Status Service::Impl::AcquireLease(ReplicationOptions& replication,
-                                         internal::NatsStartWait& wait) {
-  const LeaseOptions& o = *replication.lease;
-  if (replication.held_lease != nullptr) return TakeHeldLease(replication);
-  replication::LeaseSpec spec;
-  spec.servers = replication.servers;
-  spec.engine_name = replication.engine_name;
-  spec.replicas = replication.replicas;
-  spec.holder = o.holder;
-  spec.duration = o.duration;
-  spec.safety_margin = o.safety_margin;
-  spec.renew_interval = o.renew_interval;
-  spec.request_timeout = o.request_timeout;
-  if (spec.holder.empty()) {
-    std::array<char, 256> host{};
-    if (::gethostname(host.data(), host.size() - 1) != 0) host[0] = '\0';
-    spec.holder = absl::StrFormat("%s:%d", host.data(), ::getpid());
-  }
-  const std::string bucket =
-      replication::LeaseBucketName(replication.engine_name);
-  std::unique_ptr<replication::LeaseMember> member;
-  if (absl::Status s =
-          wait.Run(absl::StrFormat("opening the lease bucket %s", bucket),
-                   [&]() -> absl::Status {
-                     auto opened = replication::LeaseMember::Open(spec);
-                     if (!opened.ok()) return opened.status();
-                     member = *std::move(opened);
-                     return absl::OkStatus();
-                   });
-      !s.ok()) {
-    return s;
-  }
-  // Tried again on the same member: it remembers an acquisition whose
-  // answer was lost (and adopts it when it finds it in the key).
-  replication::AcquireResult acquired;
-  if (absl::Status s =
-          wait.Run(absl::StrFormat("acquiring the lease %s", bucket),
-                   [&]() -> absl::Status {
-                     absl::StatusOr<replication::AcquireResult> step =
-                         member->Acquire(o.acquire_wait);
-                     if (!step.ok()) return step.status();
-                     acquired = *std::move(step);
-                     return absl::OkStatus();
-                   });
-      !s.ok()) {
-    return s;
-  }
-  if (acquired.outcome != replication::AcquireOutcome::kAcquired) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "the lease %s of engine %s is held by %s (epoch %d, %s): another "
-        "primary serves this engine; run this node as a standby",
-        bucket, replication.engine_name, acquired.holder, acquired.epoch,
-        replication::AcquireOutcomeName(acquired.outcome)));
-  }
-  replication.epoch = acquired.epoch;
-  if (replication.member_name.empty()) {
-    replication.member_name = spec.holder;
-    std::replace(replication.member_name.begin(), replication.member_name.end(),
-                 ':', '-');
-  }
-  lease_ = std::move(member);
-  renewer_ = std::make_unique<replication::LeaseRenewer>(*lease_);
-  absl::StrAppendFormat(&startup_report_,
-                        "\n  lease %s held by %s: epoch %d, %d ms, renewed "
-                        "every %d ms",
-                        bucket, spec.holder, acquired.epoch, o.duration.count(),
-                        o.renew_interval.count());
-  return absl::OkStatus();
-}
-
-absl::Status Service::Impl::TakeHeldLease(ReplicationOptions& replication) {
-  HeldLease& held = *replication.held_lease;
-  if (held.member == nullptr || held.renewer == nullptr ||
-      !held.member->StillLeader(replication::LeaseClock::now())) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "the lease %s of engine %s handed over is not held any more (not "
-        "renewed before its deadline, or taken by another member)",
-        replication::LeaseBucketName(replication.engine_name),
-        replication.engine_name));
-  }
-  lease_ = std::move(held.member);
-  renewer_ = std::move(held.renewer);
-  replication.epoch = lease_->epoch();
-  if (replication.member_name.empty()) {
-    replication.member_name = lease_->spec().holder;
-    std::replace(replication.member_name.begin(), replication.member_name.end(),
-                 ':', '-');
-  }
-  absl::StrAppendFormat(&startup_report_,
-                        "\n  lease %s held by %s (taken over): epoch %d, %d "
-                        "ms, renewed every %d ms",
-                        replication::LeaseBucketName(replication.engine_name),
-                        lease_->spec().holder, lease_->epoch(),
-                        lease_->spec().duration.count(),
-                        lease_->spec().renew_interval.count());
-  return absl::OkStatus();
-}
-
 absl::Status Service::Impl::StartReplication() {
-  if (!options_.replication.has_value()) return absl::OkStatus();
-  ReplicationOptions& replication = *options_.replication;
-  // The link tails the journal's durable records: everything recovered is.
+  if (options_.replication == nullptr) return absl::OkStatus();
+  // The replica follows the journal's durable records: everything recovered
+  // is.
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
-  internal::NatsStartWait wait(replication.start_timeout, options_.cancel_start,
-                               [this](const std::string& line) { Log(line); });
-  absl::Status s = ConnectReplication(replication, wait);
-  if (!s.ok()) {
-    link_.reset();
-    // A lease handed over goes back to its giver, still renewed: it may
-    // start the service again (ClusterMember, on a transient NATS error).
-    if (replication.held_lease != nullptr && lease_ != nullptr) {
-      replication.held_lease->member = std::move(lease_);
-      replication.held_lease->renewer = std::move(renewer_);
-    }
-    return absl::Status(
-        s.code(), absl::StrFormat("--durability replicated: %s", s.message()));
-  }
+  absl::StatusOr<StartedReplication> started = options_.replication->Start(
+      {.journal_directory = options_.journal.directory,
+       .last_index = writer_->last_index(),
+       .log = [this](const std::string& line) { Log(line); }});
+  if (!started.ok()) return started.status();
+  gate_ = std::move(started->gate);
+  leadership_ = std::move(started->leadership);
+  absl::StrAppendFormat(&startup_report_, "%s\n  %s", started->report,
+                        gate_->description());
   return absl::OkStatus();
-}
-
-absl::Status Service::Impl::ConnectReplication(ReplicationOptions& replication,
-                                               internal::NatsStartWait& wait) {
-  if (replication.lease.has_value()) {
-    if (absl::Status s = AcquireLease(replication, wait); !s.ok()) return s;
-  }
-  // Lost (another member's renewal won): definite. Only looked at with a
-  // lease, whose renewer runs while the start waits.
-  const auto lease_lost = [this]() -> absl::Status {
-    if (renewer_ == nullptr || !renewer_->lost()) return absl::OkStatus();
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "lost the lease (epoch %d) while starting: another member holds it "
-        "now",
-        lease_->epoch()));
-  };
-  const std::uint64_t last = writer_->last_index();
-  const std::string stream =
-      replication::JournalStreamName(replication.engine_name);
-  // The replayed records that the stream lacks were never answered (they
-  // were never acknowledged); a retransmission would be answered from the
-  // state they built. So nothing is served before they are acknowledged.
-  // A link that failed is opened again: it reads the stream's end anew and
-  // publishes only what is still missing (a message that did land is a
-  // duplicate by its Msg-Id).
-  if (absl::Status s = wait.Run(
-          absl::StrFormat("opening the journal stream %s and publishing the "
-                          "local records it lacks (up to index %d)",
-                          stream, last),
-          [&]() -> absl::Status {
-            link_.reset();
-            if (absl::Status lost = lease_lost(); !lost.ok()) return lost;
-            absl::StatusOr<std::unique_ptr<ReplicationLink>> link =
-                ReplicationLink::Open(replication, options_.journal.directory,
-                                      last);
-            if (!link.ok()) return link.status();
-            link_ = *std::move(link);
-            // The link's own code: a fence stays FailedPrecondition, a
-            // timeout DeadlineExceeded.
-            absl::Status replicated =
-                link_->WaitReplicated(last, replication.ack_timeout);
-            if (replicated.ok()) return replicated;
-            return absl::Status(
-                replicated.code(),
-                absl::StrFormat("publishing the local journal's records the "
-                                "stream lacks (up to index %d): %s",
-                                last, replicated.message()));
-          });
-      !s.ok()) {
-    return s;
-  }
-  absl::StrAppendFormat(&startup_report_, "\n  %s", link_->description());
-  if (lease_ == nullptr) return absl::OkStatus();
-  // A wait longer than D - margin lets the lease lapse (StillLeader false,
-  // which would stop the first pass at once) until the renewer's next
-  // success: waited for as NATS is.
-  return wait.Run(
-      absl::StrFormat("renewing the lease %s",
-                      replication::LeaseBucketName(replication.engine_name)),
-      [&]() -> absl::Status {
-        if (absl::Status lost = lease_lost(); !lost.ok()) return lost;
-        if (lease_->StillLeader(replication::LeaseClock::now())) {
-          return absl::OkStatus();
-        }
-        return absl::UnavailableError(
-            "the lease's last renewal is older than its duration less the "
-            "safety margin");
-      });
 }
 
 absl::Status Service::Impl::ReplicationFailed() {
   const absl::Status failure =
-      lease_lost_
-          ? absl::FailedPreconditionError(absl::StrFormat(
-                "lost the lease (epoch %d): %s", options_.replication->epoch,
-                renewer_ != nullptr && renewer_->lost()
-                    ? "another member holds it now"
-                    : absl::StrFormat(
-                          "not renewed before its deadline "
-                          "(%d renewals failed)",
-                          renewer_ != nullptr ? renewer_->failed() : 0)))
-          : link_->failure();
+      lease_lost_ ? absl::FailedPreconditionError(absl::StrFormat(
+                        "lost the lease (epoch %d): %s", leadership_->epoch(),
+                        leadership_->LossReason()))
+                  : gate_->failure();
   absl::Status stopped(
       failure.code(),
       absl::StrFormat("replication failed, the service stopped answering "
@@ -727,11 +557,11 @@ absl::Status Service::Impl::ReplicationFailed() {
 }
 
 void Service::Impl::WaitForReplication(bool with_socket, int timeout_ms) {
-  std::array<pollfd, 2> fds{pollfd{link_->wake_fd(), POLLIN, 0},
+  std::array<pollfd, 2> fds{pollfd{gate_->wake_fd(), POLLIN, 0},
                             pollfd{socket_->fd(), POLLIN, 0}};
   if (::poll(fds.data(), with_socket ? 2 : 1, timeout_ms) > 0 &&
       (fds[0].revents & POLLIN) != 0) {
-    link_->DrainWake();
+    gate_->DrainWake();
   }
 }
 
@@ -747,7 +577,7 @@ void Service::Impl::StartRetention() {
 absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   absl::Status status = RunLoop(stop);
   // A stopped primary stops renewing: a standby takes over after D.
-  if (renewer_ != nullptr) renewer_->Stop();
+  if (leadership_ != nullptr) leadership_->StopRenewal();
   return status;
 }
 
@@ -806,7 +636,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     // for the stream's acknowledgement once the disk has none), else the
     // network.
     if (sequencer_->pending() > 0) {
-      if (link_ != nullptr &&
+      if (gate_ != nullptr &&
           writer_->durable_index() == writer_->last_index()) {
         WaitForReplication(/*with_socket=*/true, 50);
       } else {
@@ -829,11 +659,11 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   // applied and answered.
   retention_.reset();
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
-  if (link_ != nullptr) {
+  if (gate_ != nullptr) {
     // Everything journaled is answered once the stream has it, or not at
-    // all (the link failed or timed out: Run() says so).
-    if (absl::Status s = link_->WaitReplicated(
-            writer_->last_index(), options_.replication->ack_timeout);
+    // all (the gate failed or timed out: Run() says so).
+    if (absl::Status s =
+            gate_->WaitReplicated(writer_->last_index(), gate_->ack_timeout());
         !s.ok()) {
       if (replication_failed()) return ReplicationFailed();
       return absl::UnavailableError(absl::StrFormat(
@@ -1058,7 +888,7 @@ void Service::Impl::LogRefusal(Admission cause, std::uint32_t session_id,
 bool Service::Impl::WaitForJournal() {
   ++backpressure_waits_;
   const std::int64_t wait_start = MonotonicNs();
-  if (link_ != nullptr && writer_->durable_index() == writer_->last_index()) {
+  if (gate_ != nullptr && writer_->durable_index() == writer_->last_index()) {
     // Everything is on the disk: what holds the pending records is the
     // stream's acknowledgement.
     WaitForReplication(/*with_socket=*/false, 50);
@@ -1101,14 +931,14 @@ Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
 void Service::Impl::ApplyDurable() {
   std::uint64_t durable = writer_->Poll();
   durable_index_ = durable;
-  if (link_ != nullptr) {
+  if (gate_ != nullptr) {
     // Answered only once the stream has it too, and while this primary
     // holds the lease; after a failure, nothing.
-    link_->NoteDurable(durable);
-    if (link_->failed() || !StillLeader()) [[unlikely]] {
+    gate_->NoteDurable(durable);
+    if (gate_->failed() || !StillLeader()) [[unlikely]] {
       return;
     }
-    durable = std::min(durable, link_->replicated_index());
+    durable = std::min(durable, gate_->replicated_index());
   }
   std::uint64_t pass_ns = 0;  // when this pass found records durable
   sequencer_->ForEachDurable(durable, [&](const Record& record) {
@@ -1425,7 +1255,7 @@ void Service::Impl::SendNewSessionGap(std::uint32_t id,
   tx_follows_[slot] = 0;
   // A keyed session's answer is sealed here (its slot has no owner for
   // FlushOutput to seal): the policy admitted the datagram's MAC.
-  const SessionPolicy* policy = options_.config.PolicyFor(id);
+  const config::SessionPolicy* policy = options_.config.PolicyFor(id);
   const bool keyed = policy != nullptr && policy->mac;
   codec::DatagramBuilder builder(tx_.buffer(slot), id, keyed);
   (void)builder.Append(0, codec::SequenceGap{1});
@@ -1689,8 +1519,8 @@ void Service::Impl::RefreshStats() const {
   s.command_latency = command_latency_;
   s.journal_wait = journal_wait_;
   s.sessions_moved = sequencer_->sessions().moves();
-  if (link_ != nullptr) {
-    const ReplicationStats r = link_->stats();
+  if (gate_ != nullptr) {
+    const ReplicationStats r = gate_->stats();
     s.replication = true;
     s.replication_published_messages = r.published_messages;
     s.replication_acknowledged_messages = r.acknowledged_messages;

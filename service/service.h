@@ -91,20 +91,23 @@
 #include "absl/status/statusor.h"
 #include "codec/error.h"
 #include "codec/types.h"
+#include "config/service_config.h"
 #include "journal/retention.h"
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "service/latency_buckets.h"
-#include "service/replication_link.h"
-#include "service/service_config.h"
+#include "service/replication_gate.h"
 #include "service/session_table.h"
+
+namespace orderwire::state {
+class StateMachine;
+}  // namespace orderwire::state
 
 namespace orderwire::service {
 
 // The default port of `orderwire serve` (and of the Wireshark dissector).
 inline constexpr std::uint16_t kDefaultPort = 7400;
 
-class StateMachine;
 class StatsMirror;
 
 // How report datagrams leave (net::SendPath; docs/SERVICE.md "Sending
@@ -118,7 +121,7 @@ using net::SendPathName;
 struct ServiceOptions {
   net::Endpoint listen;
   journal::WriterOptions journal;  // directory, durability, ...
-  ServiceConfig config;
+  config::ServiceConfig config;
   // The journal pins the configuration that decides how its records apply
   // (pinned_config.h). When `config` differs from the one the journal pins,
   // Start() refuses, naming each difference, unless this is set: then it
@@ -170,28 +173,25 @@ struct ServiceOptions {
   // stderr).
   std::optional<journal::RetentionPolicy> retain;
   std::function<void(std::string_view)> on_retention;
-  // `serve --metrics-listen` (service/metrics.h): when set, the service's
-  // thread publishes its counters here (relaxed atomic stores, no lock, no
-  // allocation) at most once a millisecond, busy or idle (so an idle
+  // `serve --metrics-listen` (service/metrics/metrics.h): when set, the
+  // service's thread publishes its counters here (relaxed atomic stores, no
+  // lock, no allocation) at most once a millisecond, busy or idle (so an idle
   // service's counters are exact within its 50 ms wait), after Start() and
   // when Run() returns from a clean stop, for a reader on another thread.
   // Must outlive the Service. Null: nothing is published.
   StatsMirror* metrics = nullptr;
-  // `serve --durability replicated` (service/replication_link.h,
-  // docs/SERVICE.md "Durability"): a command is answered only when its
-  // record is durable in the local journal (under journal.durability) AND
-  // acknowledged by the engine's JetStream journal stream. Start() reads the
-  // stream's end, publishes the local records it lacks and waits for their
-  // acknowledgement (at most ack_timeout) before it returns (the socket,
-  // bound earlier, is not read before Run()); a node behind the stream is
-  // refused. A transient NATS error in those steps is tried again for up to
-  // ReplicationOptions::start_timeout. A replication failure stops the
-  // service: nothing more is answered and Run() returns it. Unset: local
-  // only.
-  std::optional<ReplicationOptions> replication;
-  // Set (from another thread or a signal handler) to end Start()'s wait for
-  // NATS: Start() then returns Cancelled. May be null; must outlive Start().
-  const std::atomic<bool>* cancel_start = nullptr;
+  // `serve --durability replicated` (replication_gate.h; the NATS
+  // implementation is cluster/primary_replication.h, docs/SERVICE.md
+  // "Durability"): a command is answered only when its record is durable in
+  // the local journal (under journal.durability) AND acknowledged by the
+  // replica (the gate's replicated index), and, with a LeadershipCheck,
+  // while this primary is the leader. Start() calls the hook last, after
+  // the journal is recovered, replayed and durable; the hook returns only
+  // once every local record is replicated (the socket, bound earlier, is
+  // not read before Run()). A replication failure or a lost leadership
+  // stops the service: nothing more is answered and Run() returns it.
+  // Null: local only.
+  std::shared_ptr<const ReplicationStarter> replication;
 };
 
 // Every counter the service keeps. Drops are counted by cause.
@@ -310,12 +310,11 @@ class Service {
   // options.config differs from the configuration the journal pins (each
   // difference named) and options.reconfigure is not set, or when the
   // state cannot take the new configuration (e.g. fewer max_live_orders
-  // than live orders). With replication: a refusal (a
-  // lease held by another member, a stream with other settings, a node
-  // behind the stream, a fence, a permission error, ...) at once;
-  // DeadlineExceeded naming the step when NATS did not answer within
-  // ReplicationOptions::start_timeout; Cancelled when cancel_start was set
-  // while waiting.
+  // than live orders). With replication: the start hook's errors
+  // (ReplicationStarter::Start; for NATS, cluster/primary_replication.h: a
+  // refusal at once, DeadlineExceeded when NATS did not answer in time,
+  // Cancelled when told to stop while waiting); InvalidArgument with
+  // reconfigure.
   static absl::StatusOr<std::unique_ptr<Service>> Start(ServiceOptions options);
   ~Service();
 
@@ -323,14 +322,15 @@ class Service {
   // journaled durable, applies it, sends the last reports and closes the
   // journal. Errors: a journal I/O error (the service stops at once: it
   // never answers what it cannot make durable), a socket error, or with
-  // ServiceOptions::replication a replication failure (fenced by another
-  // writer, no acknowledgement in time, the connection lost: the service
-  // stops answering at once and logs it).
+  // ServiceOptions::replication a replication failure (the gate's failure,
+  // e.g. fenced by another writer, no acknowledgement in time, the
+  // connection lost; or the leadership lost: the service stops answering at
+  // once and logs it).
   absl::Status Run(const std::atomic<bool>& stop);
 
   // The state the journal has made (engine, sessions); read only between
   // Start() and Run(), or after Run() returned.
-  [[nodiscard]] const StateMachine& state() const;
+  [[nodiscard]] const state::StateMachine& state() const;
   // The bound address (with the port the kernel chose for port 0).
   [[nodiscard]] const net::Endpoint& local_endpoint() const;
   [[nodiscard]] const ServiceStats& stats() const;

@@ -7,7 +7,7 @@
 
 namespace orderwire::service {
 
-SessionTable::SessionTable(const ServiceConfig& config,
+SessionTable::SessionTable(const config::ServiceConfig& config,
                            const JournaledSessions* journaled)
     : config_(config),
       journaled_(journaled),
@@ -50,7 +50,8 @@ Admission SessionTable::Room(bool listed, const Endpoint& source) const {
   return Admission::kOk;
 }
 
-Session* SessionTable::Create(std::uint32_t id, const SessionPolicy* policy,
+Session* SessionTable::Create(std::uint32_t id,
+                              const config::SessionPolicy* policy,
                               const Endpoint& source) {
   // Room() bounds the unlisted sessions and listed ones are few: only a
   // configuration whose listed sessions outnumber their reservation could
@@ -100,7 +101,7 @@ namespace {
 
 // What the MAC of `datagram` says under `policy`: kOk for an unkeyed session
 // without the flag or a keyed one with a valid MAC.
-Admission CheckMac(const SessionPolicy& policy,
+Admission CheckMac(const config::SessionPolicy& policy,
                    const codec::DatagramView& datagram) {
   if (!policy.mac.has_value()) {
     return datagram.authenticated() ? Admission::kUnexpectedMac
@@ -131,7 +132,7 @@ Admission SessionTable::Admit(const codec::DatagramView& datagram,
   const std::uint32_t id = datagram.session_id();
   Session* session = Find(id);
   if (session == nullptr) {
-    const SessionPolicy* policy = config_.PolicyFor(id);
+    const config::SessionPolicy* policy = config_.PolicyFor(id);
     if (policy == nullptr) return Admission::kUnknownSession;
     if (!policy->addresses.Contains(source)) {
       return Admission::kAddressNotAllowed;

@@ -44,10 +44,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "codec/datagram.h"
+#include "config/service_config.h"
 #include "net/udp.h"
-#include "service/service_config.h"
 
 namespace orderwire::service {
+
+using net::Endpoint;
 
 struct Session {
   std::uint32_t id = 0;
@@ -55,7 +57,7 @@ struct Session {
   bool held = false;        // false: a free slot
   // Counted against its source address (an unlisted session).
   bool counted_for_source = false;
-  const SessionPolicy* policy = nullptr;
+  const config::SessionPolicy* policy = nullptr;
   Endpoint peer;        // where reports go
   bool pinned = false;  // peer is known (always, for a held session)
   // The next inbound sequence to journal (ahead of the StateMachine's
@@ -173,7 +175,7 @@ class SessionTable {
   // Reserves room for config.max_sessions unlisted sessions plus the
   // listed ones. `config` (and `journaled`, if not null: null means the
   // journal holds no session) must outlive the table.
-  explicit SessionTable(const ServiceConfig& config,
+  explicit SessionTable(const config::ServiceConfig& config,
                         const JournaledSessions* journaled = nullptr);
 
   // Finds the session of `datagram` (from `source`), checks the policy and
@@ -228,10 +230,10 @@ class SessionTable {
   [[nodiscard]] Admission Room(bool listed, const Endpoint& source) const;
   // A new held session in a free slot, pinned to `source` and counted.
   // Precondition: Room() said kOk.
-  Session* Create(std::uint32_t id, const SessionPolicy* policy,
+  Session* Create(std::uint32_t id, const config::SessionPolicy* policy,
                   const Endpoint& source);
 
-  const ServiceConfig& config_;
+  const config::ServiceConfig& config_;
   const JournaledSessions* journaled_;
   std::size_t capacity_;
   std::vector<Session> sessions_;    // reserved to capacity_, never moves

@@ -37,10 +37,10 @@
 #include "codec/frame.h"
 #include "codec/messages.h"
 #include "codec/wire.h"
+#include "config/service_config.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
-#include "service/service_config.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
@@ -376,15 +376,15 @@ constexpr std::string_view kKeyHex =
     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 // Session 7 keyed, session 8 not; both may trade any account.
-service::ServiceConfig FailoverConfig(const ScratchDir& dir) {
+config::ServiceConfig FailoverConfig(const ScratchDir& dir) {
   const std::string key = dir.Sub("session-7.key");
   test_support::WriteText(key, std::string(kKeyHex) + "\n");
   ::chmod(key.c_str(), 0600);
-  absl::StatusOr<service::ServiceConfig> config = service::ParseServiceConfig(
+  absl::StatusOr<config::ServiceConfig> config = config::ParseServiceConfig(
       "[sessions.7]\naccounts = \"any\"\nkey_file = \"" + key +
       "\"\n[sessions.8]\naccounts = \"any\"\n");
   EXPECT_TRUE(config.ok()) << config.status();
-  return config.ok() ? *config : service::ServiceConfig{};
+  return config.ok() ? *config : config::ServiceConfig{};
 }
 
 // Service A's address as the clients see it: a relay on its own thread

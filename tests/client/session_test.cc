@@ -26,9 +26,9 @@
 #include "codec/datagram.h"
 #include "codec/frame.h"
 #include "codec/messages.h"
+#include "config/service_config.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
-#include "service/service_config.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -115,7 +115,7 @@ std::vector<std::uint64_t> OneTo(std::uint64_t n) {
 
 std::unique_ptr<RunningService> StartService(
     const ScratchDir& dir,
-    service::ServiceConfig config = service::ServiceConfig{}) {
+    config::ServiceConfig config = config::ServiceConfig{}) {
   return RunningService::Start(TestOptions(
       dir.Sub("journal"), journal::Durability::kNone, std::move(config)));
 }
@@ -488,14 +488,14 @@ constexpr std::string_view kWrongKeyHex =
     "0000000000000000000000000000000000000000000000000000000000000001";
 
 // Session 7 keyed with kKeyHex (the key file in `dir`).
-service::ServiceConfig KeyedConfig(const ScratchDir& dir) {
+config::ServiceConfig KeyedConfig(const ScratchDir& dir) {
   const std::string key = dir.Sub("session-7.key");
   test_support::WriteText(key, std::string(kKeyHex) + "\n");
   ::chmod(key.c_str(), 0600);
-  absl::StatusOr<service::ServiceConfig> config = service::ParseServiceConfig(
+  absl::StatusOr<config::ServiceConfig> config = config::ParseServiceConfig(
       "[sessions.7]\naccounts = \"any\"\nkey_file = \"" + key + "\"\n");
   EXPECT_TRUE(config.ok()) << config.status();
-  return config.ok() ? *config : service::ServiceConfig{};
+  return config.ok() ? *config : config::ServiceConfig{};
 }
 
 TEST(ClientSession, AWrongKeyGetsSilenceExplained) {

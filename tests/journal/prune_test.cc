@@ -193,7 +193,7 @@ TEST(PruneTest, PrunedJournalReadsReopensAndAppends) {
 }
 
 // A journal created past index 1 (WriterOptions::new_journal_first_index,
-// a new member seeded from a snapshot: service/seed.h): without its start
+// a new member seeded from a snapshot: cluster/seed.h): without its start
 // record it does not open (the records before are missing); with it, it
 // opens with no record and its last index the one before, twice, then
 // appends from its first index on and recovers those.

@@ -627,7 +627,7 @@ namespace orderwire::journal {
 namespace {
 
 // Record flags are the caller's: the journal stores every bit verbatim and
-// gives none a meaning (the service defines them, service/record_flags.h).
+// gives none a meaning (the service defines them, state/record_flags.h).
 TEST(WriterTest, RecordFlagsAreWrittenAndReadBackVerbatim) {
   constexpr std::uint32_t kSomeFlag = 1;
   constexpr std::uint32_t kEveryBit = 0xFFFF'FFFF;

@@ -3,7 +3,7 @@
 // take them (the id and source indexes churn).
 //
 // The report history allocates nothing in the StateMachine's steady state
-// (service/state_machine.h, service/report_history.h): once every session's
+// (state/state_machine.h, state/report_history.h): once every session's
 // ring has grown to its cap, Apply() allocates exactly as often as with no
 // history at all; while rings grow, the history adds the doublings and no
 // more. tests/support/counting_new.h counts (its own binary, because it
@@ -16,19 +16,26 @@
 
 #include "absl/status/status.h"
 #include "codec/command.h"
+#include "config/service_config.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "service/latency_buckets.h"
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 #include "service/service.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/counting_new.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::Record;
+using state::StateMachine;
+using state::StateMachineOptions;
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 constexpr std::uint32_t kSessions = 4;
 

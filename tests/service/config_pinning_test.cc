@@ -19,9 +19,9 @@
 #include "journal/format.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
-#include "service/pinned_config.h"
 #include "service/service.h"
-#include "service/state_machine.h"
+#include "state/pinned_config.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -29,6 +29,17 @@
 
 namespace orderwire::service {
 namespace {
+
+using state::EncodePinnedConfig;
+using state::FollowSegments;
+using state::Output;
+using state::PinnedConfig;
+using state::PinnedConfigOf;
+using state::Record;
+using state::StateMachine;
+using state::StateMachineOptions;
+
+using config::ServiceConfig;
 
 using test_support::Bytes;
 using test_support::Frame;
@@ -205,12 +216,21 @@ TEST(ConfigPinning, AReconfigurationTheStateCannotTakeChangesNothing) {
 // journal only (the stream carries records, not configurations): refused
 // before anything is opened, the journal untouched.
 TEST(ConfigPinning, AReplicatedServiceRefusesToReconfigure) {
+  // A start hook that is never called (no NATS here: the service knows of
+  // replication only through service/replication_gate.h).
+  class NeverStarted final : public ReplicationStarter {
+   public:
+    absl::StatusOr<StartedReplication> Start(
+        const ReplicationStartContext&) const override {
+      ADD_FAILURE() << "the start hook was called";
+      return absl::InternalError("not here");
+    }
+  };
   ScratchDir dir;
   const std::string journal = dir.Sub("journal");
   ServiceOptions options = WithMaxPrice(journal, 1000);
   options.reconfigure = true;
-  options.replication.emplace();
-  options.replication->servers = "nats://127.0.0.1:1";
+  options.replication = std::make_shared<NeverStarted>();
   const auto refused = Service::Start(options);
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
@@ -218,7 +238,7 @@ TEST(ConfigPinning, AReplicatedServiceRefusesToReconfigure) {
               HasSubstr("the journal stream does not carry configurations"));
   EXPECT_FALSE(std::filesystem::exists(journal));
   options.reconfigure = false;  // the refusal is for the flag, not the mode
-  options.replication.reset();
+  options.replication = nullptr;
   auto service = RunningService::Start(options);
   EXPECT_NE(service, nullptr);
 }

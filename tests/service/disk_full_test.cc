@@ -26,14 +26,17 @@
 #include "gtest/gtest.h"
 #include "journal/reader.h"
 #include "journal/writer.h"
-#include "service/pinned_config.h"
 #include "service/service.h"
+#include "state/pinned_config.h"
 #include "tests/support/bytes.h"
 #include "tests/support/service_harness.h"
 #include "tests/support/small_filesystem.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::EncodePinnedConfig;
+using state::PinnedConfigOf;
 
 using test_support::Bytes;
 using test_support::Frame;

@@ -32,7 +32,7 @@
 #include "codec/types.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
-#include "service/metrics_server.h"
+#include "service/metrics/metrics_server.h"
 #include "tests/support/bytes.h"
 #include "tests/support/child_process.h"
 #include "tests/support/files.h"

@@ -1,10 +1,10 @@
-// MetricsServer (service/metrics_server.h) in-process: what a scraper sees
-// before the service has recovered its journal (503 with the reason), after
-// (200, the Prometheus text of the mirror), and for anything but
+// MetricsServer (service/metrics/metrics_server.h) in-process: what a scraper
+// sees before the service has recovered its journal (503 with the reason),
+// after (200, the Prometheus text of the mirror), and for anything but
 // GET /metrics; scrapes beside a flood of connections that send nothing (or
 // half a request) and come back as soon as they are closed; the request
 // deadline and the eviction of the oldest connection.
-#include "service/metrics_server.h"
+#include "service/metrics/metrics_server.h"
 
 #include <netinet/in.h>
 #include <poll.h>
@@ -29,7 +29,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 #include "service/service.h"
 #include "tests/support/http.h"
 

@@ -1,8 +1,8 @@
-// The Prometheus text of the service's counters (service/metrics.h): the
-// exact exposition of a few counters and a histogram (escaping, cumulative
+// The Prometheus text of the service's counters (service/metrics/metrics.h):
+// the exact exposition of a few counters and a histogram (escaping, cumulative
 // buckets, +Inf, _sum and _count), the latency buckets' edges, the mirror
 // the HTTP thread reads, and the service's families.
-#include "service/metrics.h"
+#include "service/metrics/metrics.h"
 
 #include <cstdint>
 #include <set>

@@ -22,9 +22,9 @@
 #include "journal/prune.h"
 #include "journal/reader.h"
 #include "journal/start.h"
-#include "service/rebuild.h"
 #include "service/service.h"
-#include "service/snapshot.h"
+#include "state/rebuild.h"
+#include "state/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -32,6 +32,11 @@
 
 namespace orderwire::service {
 namespace {
+
+using state::RebuildState;
+using state::RebuiltState;
+using state::SnapshotInfo;
+using state::WriteSnapshot;
 
 using test_support::Bytes;
 using test_support::Frame;

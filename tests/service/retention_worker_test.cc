@@ -13,15 +13,21 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/start.h"
-#include "service/rebuild.h"
 #include "service/retention.h"
-#include "service/snapshot.h"
-#include "tests/service/trading_journal.h"
+#include "state/rebuild.h"
+#include "state/snapshot.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/trading_journal.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::EncodeSnapshot;
+using state::RebuildState;
+using state::SnapshotDirectory;
+using state::SnapshotFileName;
+using state::StateMachineOptions;
 
 using test_support::ScratchDir;
 using ::testing::HasSubstr;

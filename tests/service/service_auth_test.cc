@@ -17,11 +17,11 @@
 #include "client/run_client.h"
 #include "codec/datagram.h"
 #include "codec/messages.h"
+#include "config/service_config.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
 #include "service/service.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
@@ -30,6 +30,9 @@
 
 namespace orderwire::service {
 namespace {
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 using codec::Side;
 using test_support::Bytes;

@@ -44,6 +44,7 @@
 #include "codec/messages.h"
 #include "codec/types.h"
 #include "codec/wire.h"
+#include "config/service_config.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
@@ -53,11 +54,10 @@
 #include "journal/reader.h"
 #include "journal/writer.h"
 #include "net/udp.h"
-#include "service/record_flags.h"
 #include "service/sequencer.h"
-#include "service/service_config.h"
 #include "service/session_table.h"
-#include "service/state_machine.h"
+#include "state/record_flags.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
@@ -65,6 +65,16 @@
 
 namespace orderwire::service {
 namespace {
+
+using state::kRecordUnauthorized;
+using state::Output;
+using state::Record;
+using state::SessionState;
+using state::StateMachine;
+using state::StateMachineOptions;
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 using client::ClientOptions;
 using client::ClientResult;

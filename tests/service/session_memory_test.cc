@@ -25,21 +25,28 @@
 #include "client/run_client.h"
 #include "codec/frame.h"
 #include "codec/messages.h"
+#include "config/service_config.h"
 #include "gtest/gtest.h"
 #include "journal/format.h"
 #include "journal/prune.h"
 #include "net/udp.h"
-#include "service/rebuild.h"
-#include "service/report_history.h"
 #include "service/service.h"
-#include "service/service_config.h"
-#include "service/snapshot.h"
+#include "state/rebuild.h"
+#include "state/report_history.h"
+#include "state/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
 namespace orderwire::service {
 namespace {
+
+using state::JournalIdOf;
+using state::ReportHistory;
+using state::WriteSnapshot;
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 // Under AddressSanitizer freed blocks (the test client's own datagrams
 // among them) sit in its quarantine and RSS says nothing about the

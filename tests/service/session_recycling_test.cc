@@ -14,10 +14,10 @@
 
 #include "codec/frame.h"
 #include "codec/messages.h"
+#include "config/service_config.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
 #include "service/service.h"
-#include "service/service_config.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
@@ -25,6 +25,9 @@
 
 namespace orderwire::service {
 namespace {
+
+using config::ParseServiceConfig;
+using config::ServiceConfig;
 
 using codec::Kind;
 using codec::Side;

@@ -21,6 +21,9 @@
 namespace orderwire::service {
 namespace {
 
+using config::ParseServiceConfig;
+using config::ServiceConfig;
+
 Endpoint Ip(const char* host_port) { return *Endpoint::Parse(host_port); }
 
 // Datagrams built for a test, kept alive for the views Admit reads.

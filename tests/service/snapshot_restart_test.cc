@@ -32,8 +32,8 @@
 #include "gtest/gtest.h"
 #include "journal/format.h"
 #include "service/service.h"
-#include "service/snapshot.h"
-#include "service/state_machine.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
@@ -41,6 +41,12 @@
 
 namespace orderwire::service {
 namespace {
+
+using state::EncodeSnapshot;
+using state::ListSnapshots;
+using state::SnapshotDirectory;
+using state::SnapshotFileName;
+using state::SnapshotInfo;
 
 using test_support::Bytes;
 using test_support::Frame;

@@ -11,8 +11,8 @@
 
 #include "gtest/gtest.h"
 #include "net/udp.h"
-#include "service/metrics.h"
-#include "service/metrics_server.h"
+#include "service/metrics/metrics.h"
+#include "service/metrics/metrics_server.h"
 #include "service/retention.h"
 #include "tests/support/http.h"
 #include "tests/support/scratch_dir.h"

@@ -1,5 +1,5 @@
 // A one-request HTTP/1.0 client over loopback TCP, for the tests of the
-// metrics endpoint (service/metrics_server.h) that run it in-process.
+// metrics endpoint (service/metrics/metrics_server.h) that run it in-process.
 #ifndef ORDERWIRE_TESTS_SUPPORT_HTTP_H_
 #define ORDERWIRE_TESTS_SUPPORT_HTTP_H_
 

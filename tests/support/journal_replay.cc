@@ -11,7 +11,7 @@
 #include "codec/types.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
-#include "service/state_machine.h"
+#include "state/state_machine.h"
 
 namespace orderwire::test_support {
 
@@ -22,18 +22,18 @@ SessionReplay ReplayJournalBySession(const std::string& directory,
       journal::JournalReader::Open(directory);
   EXPECT_TRUE(reader.ok()) << reader.status();
   if (!reader.ok()) return replay;
-  service::StateMachineOptions options;
+  state::StateMachineOptions options;
   options.engine = engine;
-  auto machine = std::make_unique<service::StateMachine>(options);
+  auto machine = std::make_unique<state::StateMachine>(options);
   journal::Record record;
   journal::ReadResult result;
   while ((result = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
     ++replay.records;
     ++replay.records_by_session[record.session_id];
     const absl::Status applied =
-        machine->Apply(service::Record::FromJournal(record));
+        machine->Apply(state::Record::FromJournal(record));
     EXPECT_TRUE(applied.ok()) << applied;
-    for (const service::Output& out : machine->outputs()) {
+    for (const state::Output& out : machine->outputs()) {
       replay.reports_by_session[out.session_id].emplace_back(out.frame.begin(),
                                                              out.frame.end());
     }

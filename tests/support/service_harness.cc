@@ -22,7 +22,7 @@ using service::ServiceStats;
 
 ServiceOptions TestOptions(const std::string& journal_dir,
                            journal::Durability durability,
-                           service::ServiceConfig config) {
+                           config::ServiceConfig config) {
   ServiceOptions options;
   options.listen = *Endpoint::Parse("127.0.0.1:0");
   options.journal.directory = journal_dir;

@@ -20,10 +20,10 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "config/service_config.h"
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "service/service.h"
-#include "service/service_config.h"
 #include "tests/support/bytes.h"
 
 namespace orderwire::test_support {
@@ -32,7 +32,7 @@ namespace orderwire::test_support {
 // small journal segments so that start-up is cheap.
 service::ServiceOptions TestOptions(
     const std::string& journal_dir, journal::Durability durability,
-    service::ServiceConfig config = service::ServiceConfig{});
+    config::ServiceConfig config = config::ServiceConfig{});
 
 // A Service running Run() in its own thread. Counters are read race-free:
 // ServiceOptions::on_interval runs on the service's thread and copies stats()

@@ -1,0 +1,937 @@
+// Snapshots of the StateMachine; see snapshot.h and docs/SNAPSHOT.md.
+#include "state/snapshot.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/unique_fd.h"
+#include "codec/frame.h"
+#include "codec/wire.h"
+#include "engine/engine.h"
+#include "journal/crc32c.h"
+#include "journal/format.h"
+
+namespace orderwire::state {
+
+namespace {
+
+constexpr std::size_t kHeaderSize = kSnapshotHeaderLayout.kSize;
+constexpr std::size_t kSectionEntrySize = kSnapshotSectionLayout.kSize;
+constexpr std::size_t kTableSize = kSnapshotSectionCount * kSectionEntrySize;
+constexpr std::size_t kHeaderCrcOffset =
+    codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::crc>();
+// The largest report_history a snapshot may pin (its rounding up to a power
+// of two must not overflow, and no history is anywhere near it).
+constexpr std::uint64_t kMaxReportHistory = std::uint64_t{1} << 40;
+
+constexpr std::string_view SectionName(std::uint32_t kind) {
+  switch (kind) {
+    case kSectionConfig:
+      return "config";
+    case kSectionStats:
+      return "stats";
+    case kSectionSessions:
+      return "sessions";
+    case kSectionReports:
+      return "reports";
+    case kSectionOrders:
+      return "orders";
+    default:
+      return "?";
+  }
+}
+
+// Record size of each section kind (index kind - 1).
+constexpr std::size_t kRecordSize[kSnapshotSectionCount] = {
+    kSnapshotConfigLayout.kSize, kSnapshotStatsSize,
+    kSnapshotSessionLayout.kSize, kSnapshotReportSize,
+    kSnapshotOrderLayout.kSize};
+
+std::span<const std::byte> Bytes(const std::vector<std::byte>& v,
+                                 std::size_t offset, std::size_t size) {
+  return std::span<const std::byte>(v).subspan(offset, size);
+}
+
+std::uint64_t RealtimeNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+absl::Status Errno(int err, std::string_view what, const std::string& path) {
+  return absl::ErrnoToStatus(err, absl::StrFormat("%s %s", what, path));
+}
+
+absl::Status WriteAll(int fd, std::span<const std::byte> bytes,
+                      const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno(errno, "write", path);
+    }
+    bytes = bytes.subspan(static_cast<std::size_t>(n));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status FsyncDirectory(const std::string& dir) {
+  const base::UniqueFd fd(
+      ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid()) return Errno(errno, "open", dir);
+  if (::fsync(fd.get()) != 0) return Errno(errno, "fsync", dir);
+  return absl::OkStatus();
+}
+
+// A file's bytes, read whole into memory that is not zeroed first (a
+// million-order snapshot is 53 MB: zeroing it before read() overwrites it
+// cost more than the read).
+struct FileBytes {
+  std::unique_ptr<std::byte[]> data;
+  std::size_t size = 0;
+  [[nodiscard]] std::span<const std::byte> span() const noexcept {
+    return {data.get(), size};
+  }
+};
+
+absl::StatusOr<FileBytes> ReadWholeFile(const std::string& path) {
+  const base::UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return Errno(errno, "open", path);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) return Errno(errno, "fstat", path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("snapshot %s: not a regular file", path));
+  }
+  const auto capacity = static_cast<std::size_t>(st.st_size);
+  FileBytes bytes;
+  // Default-initialized: no zeroing.
+  bytes.data = std::make_unique_for_overwrite<std::byte[]>(capacity);
+  while (bytes.size < capacity) {
+    const ssize_t n =
+        ::read(fd.get(), bytes.data.get() + bytes.size, capacity - bytes.size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return Errno(errno, "read", path);
+    }
+    if (n == 0) break;  // shrank while read: verification refuses it
+    bytes.size += static_cast<std::size_t>(n);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+// Reads and restores the private state of a StateMachine (a friend of it).
+class SnapshotCodec {
+ public:
+  static std::vector<std::byte> Encode(const StateMachine& machine,
+                                       std::uint64_t journal_id,
+                                       std::uint64_t created_ns);
+  static absl::StatusOr<LoadedSnapshot> Decode(
+      std::span<const std::byte> bytes, const std::string& name,
+      std::uint64_t expected_journal_id);
+};
+
+std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
+                                             std::uint64_t journal_id,
+                                             std::uint64_t created_ns) {
+  const engine::Engine& engine = *machine.engine_;
+  const std::size_t session_count = machine.sessions_.size();
+  std::uint64_t report_count = 0;
+  for (const auto& session : machine.sessions_) {
+    report_count += session->history.held();
+  }
+  const std::uint64_t counts[kSnapshotSectionCount] = {
+      1, 1, session_count, report_count, engine.live_orders()};
+  std::uint64_t offsets[kSnapshotSectionCount + 1];
+  offsets[0] = kHeaderSize + kTableSize;
+  for (std::size_t k = 0; k < kSnapshotSectionCount; ++k) {
+    offsets[k + 1] = offsets[k] + counts[k] * kRecordSize[k];
+  }
+  const std::uint64_t file_bytes =
+      offsets[kSnapshotSectionCount] + kSnapshotTrailerSize;
+  std::vector<std::byte> out(file_bytes);  // zero-filled: padding is zero
+  std::byte* const base = out.data();
+
+  // Section 1: configuration and id counters.
+  const StateMachineOptions& options = machine.options_;
+  const SnapshotConfigRecord config{
+      .min_instrument = options.engine.min_instrument,
+      .max_instrument = options.engine.max_instrument,
+      .min_price = options.engine.min_price,
+      .max_price = options.engine.max_price,
+      .min_quantity = options.engine.min_quantity,
+      .max_quantity = options.engine.max_quantity,
+      .max_live_orders = options.engine.max_live_orders,
+      .max_sessions = options.max_sessions,
+      .report_history = options.report_history,
+      .history_budget_bytes = options.history_budget_bytes,
+      .next_order_id = engine.next_order_id().value(),
+      .next_match_id = engine.next_match_id()};
+  journal::StoreStruct<kSnapshotConfigLayout>(config, base + offsets[0]);
+
+  // Section 2: statistics.
+  {
+    std::byte* p = base + offsets[1];
+    const StateMachineStats& stats = machine.stats_;
+    const auto put = [&](std::uint64_t v) {
+      codec::StoreLE(p, v);
+      p += 8;
+    };
+    put(stats.records);
+    put(stats.unauthorized);
+    for (const std::uint64_t v : stats.commands) put(v);
+    for (const std::uint64_t v : stats.reports) put(v);
+    for (const std::uint64_t v : stats.rejects) put(v);
+  }
+
+  // Sections 3 and 4: sessions and the reports their histories hold.
+  std::byte* session_out = base + offsets[2];
+  std::byte* report_out = base + offsets[3];
+  for (const auto& session : machine.sessions_) {
+    const ReportHistory::State h = session->history.state();
+    const SnapshotSessionRecord record{.id = session->id,
+                                       .index = session->index,
+                                       .next_expected = session->next_expected,
+                                       .next_report = session->next_report,
+                                       .history_capacity = h.capacity,
+                                       .history_first = h.first,
+                                       .history_next = h.next,
+                                       .history_lost_command = h.lost_command,
+                                       .history_last_command = h.last_command};
+    journal::StoreStruct<kSnapshotSessionLayout>(record, session_out);
+    session_out += kSnapshotSessionLayout.kSize;
+    if (h.first == 0) continue;
+    for (std::uint64_t seq = h.first; seq < h.next; ++seq) {
+      const std::span<const std::byte> frame = session->history.Get(seq);
+      const SnapshotReportRecord report{
+          .command = session->history.CommandOf(seq),
+          .size = static_cast<std::uint8_t>(frame.size())};
+      journal::StoreStruct<kSnapshotReportLayout>(report, report_out);
+      std::memcpy(report_out + kSnapshotReportLayout.kSize, frame.data(),
+                  frame.size());
+      report_out += kSnapshotReportSize;
+    }
+  }
+
+  // Section 5: live orders.
+  std::byte* order_out = base + offsets[4];
+  engine.ForEachLiveOrder([&](const engine::OrderInfo& o) {
+    const SnapshotOrderRecord record{
+        .order_id = o.order_id.value(),
+        .account_id = o.account_id.value(),
+        .client_order_id = o.client_order_id.value(),
+        .price = o.price.value(),
+        .leaves_quantity = o.leaves_quantity.value(),
+        .instrument_id = o.instrument_id.value(),
+        .owner = o.owner,
+        .side = static_cast<std::uint8_t>(o.side),
+        .time_in_force = static_cast<std::uint8_t>(o.time_in_force),
+        .reserved = 0};
+    journal::StoreStruct<kSnapshotOrderLayout>(record, order_out);
+    order_out += kSnapshotOrderLayout.kSize;
+  });
+
+  // The section table, then the header, then the trailer.
+  for (std::uint32_t k = 0; k < kSnapshotSectionCount; ++k) {
+    const SnapshotSectionEntry entry{
+        .kind = k + 1,
+        .crc = journal::Crc32c(
+            Bytes(out, offsets[k], offsets[k + 1] - offsets[k])),
+        .offset = offsets[k],
+        .bytes = offsets[k + 1] - offsets[k],
+        .count = counts[k]};
+    journal::StoreStruct<kSnapshotSectionLayout>(
+        entry, base + kHeaderSize + k * kSectionEntrySize);
+  }
+  const SnapshotHeader header{.magic = kSnapshotMagic,
+                              .version = kSnapshotVersion,
+                              .header_size = kHeaderSize,
+                              .journal_id = journal_id,
+                              .index = machine.last_index_,
+                              .created_ns = created_ns,
+                              .file_bytes = file_bytes,
+                              .section_count = kSnapshotSectionCount,
+                              .flags = 0,
+                              .reserved = 0,
+                              .crc = 0};
+  journal::StoreStruct<kSnapshotHeaderLayout>(header, base);
+  codec::StoreLE(base + kHeaderCrcOffset,
+                 journal::Crc32c(Bytes(out, 0, kHeaderCrcOffset)));
+  const std::size_t trailer = file_bytes - kSnapshotTrailerSize;
+  codec::StoreLE(base + trailer, journal::Crc32c(Bytes(out, 0, trailer)));
+  codec::StoreLE(base + trailer + 4, kSnapshotTrailerMagic);
+  return out;
+}
+
+absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
+    std::span<const std::byte> bytes, const std::string& name,
+    std::uint64_t expected_journal_id) {
+  const auto damaged = [&](std::uint64_t offset, std::string_view field,
+                           const std::string& why) {
+    return absl::DataLossError(
+        absl::StrFormat("snapshot %s: damaged at offset %d (%s): %s", name,
+                        offset, field, why));
+  };
+  const std::byte* const base = bytes.data();
+  const std::uint64_t size = bytes.size();
+
+  // The header.
+  if (size < kHeaderSize + kTableSize + kSnapshotTrailerSize) {
+    return damaged(
+        size, "file_bytes",
+        absl::StrFormat("the file is %d bytes, shorter than a "
+                        "header, a section table and a trailer "
+                        "(%d)",
+                        size, kHeaderSize + kTableSize + kSnapshotTrailerSize));
+  }
+  const auto header =
+      journal::LoadStruct<kSnapshotHeaderLayout, SnapshotHeader>(base);
+  if (header.magic != kSnapshotMagic) {
+    return damaged(0, "magic", "not a snapshot file (magic is not OWSNAPSH)");
+  }
+  if (header.version != kSnapshotVersion) {
+    return damaged(
+        codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::version>(),
+        "version",
+        absl::StrFormat("version %d; this build reads version %d",
+                        header.version, kSnapshotVersion));
+  }
+  const std::uint32_t header_crc =
+      journal::Crc32c(bytes.subspan(0, kHeaderCrcOffset));
+  if (header.crc != header_crc) {
+    return damaged(kHeaderCrcOffset, "crc",
+                   absl::StrFormat("header CRC32C is 0x%08x, its bytes give "
+                                   "0x%08x",
+                                   header.crc, header_crc));
+  }
+  if (header.header_size != kHeaderSize || header.flags != 0 ||
+      header.reserved != 0 || header.section_count != kSnapshotSectionCount) {
+    return damaged(
+        codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::header_size>(),
+        "header_size/section_count/flags/reserved",
+        absl::StrFormat("%d/%d/%d/%d, expected %d/%d/0/0", header.header_size,
+                        header.section_count, header.flags, header.reserved,
+                        kHeaderSize, kSnapshotSectionCount));
+  }
+  if (header.file_bytes != size) {
+    return damaged(
+        codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::file_bytes>(),
+        "file_bytes",
+        absl::StrFormat("the header says %d bytes, the file has %d (cut "
+                        "short or extended)",
+                        header.file_bytes, size));
+  }
+  if (expected_journal_id != 0 && header.journal_id != expected_journal_id) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "snapshot %s: offset %d (journal_id): it belongs to journal %016x, "
+        "not to this journal (%016x)",
+        name,
+        codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::journal_id>(),
+        header.journal_id, expected_journal_id));
+  }
+  {
+    const std::size_t slash = name.find_last_of('/');
+    const std::string_view file_name = std::string_view(name).substr(
+        slash == std::string::npos ? 0 : slash + 1);
+    if (const auto named = ParseSnapshotFileName(file_name);
+        named.has_value() && *named != header.index) {
+      return damaged(
+          codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::index>(),
+          "index",
+          absl::StrFormat("the header says index %d, the file name says %d",
+                          header.index, *named));
+    }
+  }
+
+  // The section table and each section's checksum.
+  LoadedSnapshot loaded;
+  SnapshotSectionEntry entries[kSnapshotSectionCount];
+  std::uint64_t expected_offset = kHeaderSize + kTableSize;
+  const std::uint64_t sections_end = size - kSnapshotTrailerSize;
+  for (std::uint32_t k = 0; k < kSnapshotSectionCount; ++k) {
+    const std::uint64_t entry_at = kHeaderSize + k * kSectionEntrySize;
+    const auto e =
+        journal::LoadStruct<kSnapshotSectionLayout, SnapshotSectionEntry>(
+            base + entry_at);
+    const std::string_view section = SectionName(k + 1);
+    if (e.kind != k + 1) {
+      return damaged(entry_at, "section kind",
+                     absl::StrFormat("section %d has kind %d, expected %d (%s)",
+                                     k, e.kind, k + 1, section));
+    }
+    if (e.offset != expected_offset) {
+      return damaged(entry_at + 8, "section offset",
+                     absl::StrFormat("section %s at %d, expected %d", section,
+                                     e.offset, expected_offset));
+    }
+    const std::uint64_t room = sections_end - expected_offset;
+    const std::uint64_t record = kRecordSize[k];
+    const bool single = k + 1 == kSectionConfig || k + 1 == kSectionStats;
+    if ((single && e.count != 1) || e.count > room / record ||
+        e.bytes != e.count * record) {
+      return damaged(
+          entry_at + 16, "section bytes/count",
+          absl::StrFormat("section %s: %d bytes for %d records of %d bytes "
+                          "(%d bytes left in the file)",
+                          section, e.bytes, e.count, record, room));
+    }
+    const std::uint32_t crc = journal::Crc32c(bytes.subspan(e.offset, e.bytes));
+    if (crc != e.crc) {
+      return damaged(e.offset, "section crc",
+                     absl::StrFormat("section %s (%d bytes at %d): CRC32C is "
+                                     "0x%08x, the table says 0x%08x",
+                                     section, e.bytes, e.offset, crc, e.crc));
+    }
+    entries[k] = e;
+    loaded.sections.push_back(SnapshotSection{.kind = e.kind,
+                                              .name = section,
+                                              .offset = e.offset,
+                                              .bytes = e.bytes,
+                                              .count = e.count,
+                                              .crc = e.crc});
+    expected_offset += e.bytes;
+  }
+  if (expected_offset != sections_end) {
+    return damaged(expected_offset, "sections",
+                   absl::StrFormat("the sections end at %d, the trailer starts "
+                                   "at %d",
+                                   expected_offset, sections_end));
+  }
+  if (codec::LoadLE<std::uint32_t>(base + sections_end + 4) !=
+      kSnapshotTrailerMagic) {
+    return damaged(sections_end + 4, "trailer magic",
+                   "not OWSE: the file does not end where its header says");
+  }
+  const std::uint32_t file_crc =
+      journal::Crc32c(bytes.subspan(0, sections_end));
+  if (codec::LoadLE<std::uint32_t>(base + sections_end) != file_crc) {
+    return damaged(
+        sections_end, "file crc",
+        absl::StrFormat("the whole-file CRC32C is 0x%08x, the "
+                        "trailer says 0x%08x",
+                        file_crc,
+                        codec::LoadLE<std::uint32_t>(base + sections_end)));
+  }
+  loaded.file_crc = file_crc;
+
+  // Section 1: the configuration.
+  const std::uint64_t config_at = entries[0].offset;
+  const auto config =
+      journal::LoadStruct<kSnapshotConfigLayout, SnapshotConfigRecord>(
+          base + config_at);
+  StateMachineOptions options;
+  options.engine =
+      engine::EngineConfig{.min_instrument = config.min_instrument,
+                           .max_instrument = config.max_instrument,
+                           .min_price = config.min_price,
+                           .max_price = config.max_price,
+                           .min_quantity = config.min_quantity,
+                           .max_quantity = config.max_quantity,
+                           .max_live_orders = config.max_live_orders};
+  if (absl::Status s = engine::ValidateConfig(options.engine); !s.ok()) {
+    return damaged(config_at, "config", std::string(s.message()));
+  }
+  if (config.max_sessions == 0) {
+    return damaged(
+        config_at + codec::OffsetOf<kSnapshotConfigLayout,
+                                    &SnapshotConfigRecord::max_sessions>(),
+        "max_sessions", "0 (at least 1)");
+  }
+  if (config.report_history == 0 || config.report_history > kMaxReportHistory) {
+    return damaged(
+        config_at + codec::OffsetOf<kSnapshotConfigLayout,
+                                    &SnapshotConfigRecord::report_history>(),
+        "report_history",
+        absl::StrFormat("%d is not in 1..2^40", config.report_history));
+  }
+  if (config.next_order_id == 0 || config.next_match_id == 0) {
+    return damaged(
+        config_at + codec::OffsetOf<kSnapshotConfigLayout,
+                                    &SnapshotConfigRecord::next_order_id>(),
+        "next_order_id/next_match_id",
+        absl::StrFormat("%d/%d: both must be at least 1", config.next_order_id,
+                        config.next_match_id));
+  }
+  options.max_sessions = config.max_sessions;
+  options.report_history = config.report_history;
+  options.history_budget_bytes = config.history_budget_bytes;
+
+  // Section 2: statistics (any values).
+  StateMachineStats stats;
+  {
+    const std::byte* p = base + entries[1].offset;
+    const auto get = [&] {
+      const auto v = codec::LoadLE<std::uint64_t>(p);
+      p += 8;
+      return v;
+    };
+    stats.records = get();
+    stats.unauthorized = get();
+    for (std::uint64_t& v : stats.commands) v = get();
+    for (std::uint64_t& v : stats.reports) v = get();
+    for (std::uint64_t& v : stats.rejects) v = get();
+  }
+
+  // Section 3: sessions.
+  const std::uint64_t session_count = entries[2].count;
+  if (session_count > 0xFFFF'FFFFu) {
+    return damaged(kHeaderSize + 2 * kSectionEntrySize + 16, "sessions count",
+                   "more than 2^32-1 sessions");
+  }
+  if (header.index == 0 && session_count != 0) {
+    return damaged(
+        codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::index>(),
+        "index", "index 0 (no record applied) but the snapshot has sessions");
+  }
+  const std::uint64_t ring_cap = std::bit_ceil(config.report_history);
+  std::vector<SnapshotSessionRecord> sessions(session_count);
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> ids(session_count);
+  std::uint64_t held_total = 0;
+  std::uint64_t budget_used = 0;
+  for (std::uint64_t i = 0; i < session_count; ++i) {
+    const std::uint64_t at =
+        entries[2].offset + i * kSnapshotSessionLayout.kSize;
+    const auto s =
+        journal::LoadStruct<kSnapshotSessionLayout, SnapshotSessionRecord>(
+            base + at);
+    const auto why = [&](std::string_view field, const std::string& text) {
+      return damaged(at, absl::StrFormat("session #%d %s", i, field),
+                     absl::StrFormat("session id %d: %s", s.id, text));
+    };
+    if (s.index != i) {
+      return why("index", absl::StrFormat("index %d at position %d (session "
+                                          "indexes are dense: 0, 1, 2, ...)",
+                                          s.index, i));
+    }
+    if (s.next_expected == 0 || s.next_report == 0) {
+      return why("next_expected/next_report", "must be at least 1");
+    }
+    const std::uint64_t cap = s.history_capacity;
+    if (cap != 0 && (!std::has_single_bit(cap) || cap > ring_cap)) {
+      return why("history_capacity",
+                 absl::StrFormat("%d is not 0 or a power of two up to %d", cap,
+                                 ring_cap));
+    }
+    std::uint64_t held = 0;
+    if (s.history_first != 0) {
+      if (s.history_next <= s.history_first ||
+          s.history_next - s.history_first > cap ||
+          s.history_next != s.next_report) {
+        return why("history_first/history_next",
+                   absl::StrFormat("reports %d..%d held in a ring of %d, the "
+                                   "next report being %d",
+                                   s.history_first, s.history_next, cap,
+                                   s.next_report));
+      }
+      held = s.history_next - s.history_first;
+    }
+    if (s.history_last_command >= s.next_expected ||
+        s.history_lost_command > s.history_last_command) {
+      return why("history_lost_command/history_last_command",
+                 absl::StrFormat("%d/%d with commands applied up to %d",
+                                 s.history_lost_command, s.history_last_command,
+                                 s.next_expected - 1));
+    }
+    // A ring grows (doubling from 2) only when full, and is freed whole:
+    // it holds at least one report, and more than half of it once past 2
+    // slots. So a ring never takes more memory than twice the reports this
+    // file holds for it.
+    const bool ring_consistent =
+        cap == 0 ? s.history_first == 0 : held >= (cap == 2 ? 1 : cap / 2 + 1);
+    if (!ring_consistent) {
+      return why("history_capacity",
+                 absl::StrFormat("a ring of %d slots holding %d reports (a "
+                                 "ring holds more than half of its slots)",
+                                 cap, held));
+    }
+    held_total += held;
+    budget_used += cap * ReportHistory::kSlotSize;
+    sessions[i] = s;
+    ids[i] = {s.id, static_cast<std::uint32_t>(i)};
+  }
+  if (budget_used > config.history_budget_bytes) {
+    return damaged(entries[2].offset, "history_capacity",
+                   absl::StrFormat("the histories take %d bytes, more than "
+                                   "the budget of %d",
+                                   budget_used, config.history_budget_bytes));
+  }
+  std::sort(ids.begin(), ids.end());
+  for (std::size_t k = 1; k < ids.size(); ++k) {
+    if (ids[k].first == ids[k - 1].first) {
+      return damaged(
+          entries[2].offset +
+              std::uint64_t{ids[k].second} * kSnapshotSessionLayout.kSize,
+          "session id",
+          absl::StrFormat("session id %d appears twice", ids[k].first));
+    }
+  }
+  if (held_total != entries[3].count) {
+    return damaged(kHeaderSize + 3 * kSectionEntrySize + 16, "reports count",
+                   absl::StrFormat("%d reports, the histories hold %d",
+                                   entries[3].count, held_total));
+  }
+
+  // Section 4: the reports held.
+  std::vector<ReportHistory::Slot> slots(held_total);
+  {
+    std::uint64_t r = 0;
+    for (std::uint64_t i = 0; i < session_count; ++i) {
+      const SnapshotSessionRecord& s = sessions[i];
+      if (s.history_first == 0) continue;
+      std::uint64_t previous = s.history_lost_command;
+      for (std::uint64_t seq = s.history_first; seq < s.history_next;
+           ++seq, ++r) {
+        const std::uint64_t at = entries[3].offset + r * kSnapshotReportSize;
+        const auto report =
+            journal::LoadStruct<kSnapshotReportLayout, SnapshotReportRecord>(
+                base + at);
+        const std::span<const std::byte> padded = bytes.subspan(
+            at + kSnapshotReportLayout.kSize, codec::kMaxFrameSize);
+        const auto why = [&](const std::string& text) {
+          return damaged(
+              at, absl::StrFormat("report %d of session #%d", seq, i), text);
+        };
+        if (report.command < previous ||
+            report.command > s.history_last_command) {
+          return why(absl::StrFormat(
+              "command %d is not in %d..%d (non-decreasing, within the "
+              "history's commands)",
+              report.command, previous, s.history_last_command));
+        }
+        if (seq + 1 == s.history_next &&
+            report.command != s.history_last_command) {
+          return why(absl::StrFormat(
+              "the newest report was made at command %d, the history says "
+              "%d",
+              report.command, s.history_last_command));
+        }
+        previous = report.command;
+        if (report.size > codec::kMaxFrameSize) {
+          return why(absl::StrFormat("frame size %d > %d", report.size,
+                                     codec::kMaxFrameSize));
+        }
+        const auto frame = codec::FrameView::Parse(padded.first(report.size));
+        if (!frame.ok() || frame->size() != report.size ||
+            frame->info().kind_class != codec::KindClass::kReport ||
+            frame->sequence() != seq) {
+          return why(absl::StrFormat(
+              "not a whole report frame of %d bytes numbered %d", report.size,
+              seq));
+        }
+        for (std::size_t b = report.size; b < padded.size(); ++b) {
+          if (padded[b] != std::byte{0}) {
+            return why("the padding after the frame is not zero");
+          }
+        }
+        ReportHistory::Slot& slot = slots[r];
+        slot.command = report.command;
+        slot.size = report.size;
+        slot.frame.fill(std::byte{0});
+        std::memcpy(slot.frame.data(), padded.data(), report.size);
+      }
+    }
+  }
+
+  // Section 5: the live orders; the engine checks them as a whole.
+  const std::uint64_t order_count = entries[4].count;
+  std::vector<engine::OrderInfo> orders;
+  orders.reserve(order_count);  // no zeroing: every element is written once
+  for (std::uint64_t i = 0; i < order_count; ++i) {
+    const std::uint64_t at = entries[4].offset + i * kSnapshotOrderLayout.kSize;
+    const auto o =
+        journal::LoadStruct<kSnapshotOrderLayout, SnapshotOrderRecord>(base +
+                                                                       at);
+    if (o.reserved != 0) {
+      return damaged(at, absl::StrFormat("order #%d reserved", i), "not 0");
+    }
+    if (o.owner >= session_count) {
+      return damaged(at, absl::StrFormat("order #%d owner", i),
+                     absl::StrFormat("order_id %d belongs to session #%d; "
+                                     "there are %d sessions",
+                                     o.order_id, o.owner, session_count));
+    }
+    orders.push_back(engine::OrderInfo{
+        .order_id = codec::OrderId(o.order_id),
+        .account_id = codec::AccountId(o.account_id),
+        .client_order_id = codec::ClientOrderId(o.client_order_id),
+        .instrument_id = codec::InstrumentId(o.instrument_id),
+        .side = static_cast<codec::Side>(o.side),
+        .time_in_force = static_cast<codec::TimeInForce>(o.time_in_force),
+        .price = codec::Price(o.price),
+        .leaves_quantity = codec::Quantity(o.leaves_quantity),
+        .owner = o.owner});
+  }
+
+  // Build. The machine is new; nothing escapes unless all of it succeeds.
+  auto machine = std::make_unique<StateMachine>(options);
+  std::size_t bad_order = 0;
+  // An order the engine refuses: named by its place in the orders section.
+  const auto bad_order_error = [&](const absl::Status& why) {
+    return damaged(entries[4].offset + bad_order * kSnapshotOrderLayout.kSize,
+                   absl::StrFormat("order #%d", bad_order),
+                   std::string(why.message()));
+  };
+  if (absl::Status s = machine->engine_->CheckRestorable(
+          orders, config.next_order_id, config.next_match_id, &bad_order);
+      !s.ok()) {
+    return bad_order_error(s);
+  }
+  if (absl::Status s = machine->engine_->Restore(
+          orders, config.next_order_id, config.next_match_id, &bad_order);
+      !s.ok()) {
+    return bad_order_error(s);
+  }
+  std::uint64_t r = 0;
+  machine->sessions_.reserve(session_count);
+  for (std::uint64_t i = 0; i < session_count; ++i) {
+    const SnapshotSessionRecord& s = sessions[i];
+    auto state = std::make_unique<SessionState>();
+    state->id = s.id;
+    state->index = s.index;
+    state->next_expected = s.next_expected;
+    state->next_report = s.next_report;
+    const std::uint64_t held =
+        s.history_first == 0 ? 0 : s.history_next - s.history_first;
+    const ReportHistory::State history{.capacity = s.history_capacity,
+                                       .first = s.history_first,
+                                       .next = s.history_next,
+                                       .lost_command = s.history_lost_command,
+                                       .last_command = s.history_last_command};
+    if (!state->history.Restore(
+            history,
+            std::span<const ReportHistory::Slot>(slots).subspan(r, held),
+            machine->history_budget_)) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "snapshot %s: no memory for the report history of session %d", name,
+          s.id));
+    }
+    r += held;
+    machine->by_id_.emplace(s.id, s.index);
+    machine->sessions_.push_back(std::move(state));
+  }
+  machine->last_index_ = header.index;
+  machine->stats_ = stats;
+
+  loaded.info =
+      SnapshotInfo{.path = name,
+                   .index = header.index,
+                   .journal_id = header.journal_id,
+                   .created_ns = header.created_ns,
+                   .file_bytes = size,
+                   .sessions = static_cast<std::uint32_t>(session_count),
+                   .live_orders = order_count};
+  loaded.machine = std::move(machine);
+  return loaded;
+}
+
+std::string SnapshotDirectory(const std::string& journal_dir) {
+  return journal_dir + "/snapshots";
+}
+
+std::string SnapshotFileName(std::uint64_t index) {
+  return absl::StrFormat("%020d.ows", index);
+}
+
+std::optional<std::uint64_t> ParseSnapshotFileName(std::string_view name) {
+  if (name.size() != 24 || name.substr(20) != ".ows") return std::nullopt;
+  std::uint64_t value = 0;
+  for (std::size_t i = 0; i < 20; ++i) {
+    const char c = name[i];
+    if (c < '0' || c > '9') return std::nullopt;
+    const std::uint64_t digit = static_cast<std::uint64_t>(c - '0');
+    if (value > (~std::uint64_t{0} - digit) / 10) return std::nullopt;
+    value = value * 10 + digit;
+  }
+  return value;
+}
+
+std::vector<std::byte> EncodeSnapshot(const StateMachine& machine,
+                                      std::uint64_t journal_id,
+                                      std::uint64_t created_ns) {
+  return SnapshotCodec::Encode(machine, journal_id, created_ns);
+}
+
+absl::StatusOr<LoadedSnapshot> DecodeSnapshot(
+    std::span<const std::byte> bytes, const std::string& name,
+    std::uint64_t expected_journal_id) {
+  return SnapshotCodec::Decode(bytes, name, expected_journal_id);
+}
+
+void ResealSnapshot(std::span<std::byte> bytes) {
+  const std::size_t size = bytes.size();
+  if (size < kHeaderSize + kTableSize + kSnapshotTrailerSize) return;
+  const std::size_t sections_end = size - kSnapshotTrailerSize;
+  for (std::size_t k = 0; k < kSnapshotSectionCount; ++k) {
+    std::byte* entry = bytes.data() + kHeaderSize + k * kSectionEntrySize;
+    const auto e =
+        journal::LoadStruct<kSnapshotSectionLayout, SnapshotSectionEntry>(
+            entry);
+    if (e.offset > sections_end || e.bytes > sections_end - e.offset) continue;
+    codec::StoreLE(entry + codec::OffsetOf<kSnapshotSectionLayout,
+                                           &SnapshotSectionEntry::crc>(),
+                   journal::Crc32c(bytes.subspan(e.offset, e.bytes)));
+  }
+  codec::StoreLE(bytes.data() + kHeaderCrcOffset,
+                 journal::Crc32c(bytes.subspan(0, kHeaderCrcOffset)));
+  codec::StoreLE(bytes.data() + sections_end,
+                 journal::Crc32c(bytes.subspan(0, sections_end)));
+}
+
+namespace {
+
+// Publishes `bytes` as <SnapshotDirectory(journal_dir)>/<SnapshotFileName(
+// index)>: written as .tmp, fsynced, renamed, the directory fsynced; the
+// directory created if missing. Returns the path.
+absl::StatusOr<std::string> PublishSnapshotFile(
+    std::span<const std::byte> bytes, std::uint64_t index,
+    const std::string& journal_dir) {
+  const std::string dir = SnapshotDirectory(journal_dir);
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Errno(errno, "mkdir", dir);
+  }
+  const std::string path = dir + "/" + SnapshotFileName(index);
+  const std::string tmp = path + ".tmp";
+  {
+    const base::UniqueFd fd(
+        ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (!fd.valid()) return Errno(errno, "open", tmp);
+    if (absl::Status s = WriteAll(fd.get(), bytes, tmp); !s.ok()) {
+      ::unlink(tmp.c_str());
+      return s;
+    }
+    if (::fsync(fd.get()) != 0) {
+      const int err = errno;
+      ::unlink(tmp.c_str());
+      return Errno(err, "fsync", tmp);
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return Errno(err, "rename to " + path, tmp);
+  }
+  if (absl::Status s = FsyncDirectory(dir); !s.ok()) return s;
+  return path;
+}
+
+}  // namespace
+
+absl::StatusOr<SnapshotInfo> WriteSnapshot(const StateMachine& machine,
+                                           std::uint64_t journal_id,
+                                           const std::string& journal_dir) {
+  const std::vector<std::byte> bytes =
+      EncodeSnapshot(machine, journal_id, RealtimeNs());
+  absl::StatusOr<std::string> path =
+      PublishSnapshotFile(bytes, machine.last_index(), journal_dir);
+  if (!path.ok()) return path.status();
+  return SnapshotInfo{
+      .path = *std::move(path),
+      .index = machine.last_index(),
+      .journal_id = journal_id,
+      .created_ns = codec::LoadLE<std::uint64_t>(
+          bytes.data() + codec::OffsetOf<kSnapshotHeaderLayout,
+                                         &SnapshotHeader::created_ns>()),
+      .file_bytes = bytes.size(),
+      .sessions = static_cast<std::uint32_t>(machine.session_count()),
+      .live_orders = machine.engine().live_orders()};
+}
+
+absl::StatusOr<LoadedSnapshot> LoadSnapshot(const std::string& path,
+                                            std::uint64_t expected_journal_id) {
+  absl::StatusOr<FileBytes> bytes = ReadWholeFile(path);
+  if (!bytes.ok()) return bytes.status();
+  return DecodeSnapshot(bytes->span(), path, expected_journal_id);
+}
+
+absl::StatusOr<SnapshotInfo> CopySnapshot(const std::string& path,
+                                          const std::string& journal_dir,
+                                          std::uint64_t expected_journal_id) {
+  absl::StatusOr<FileBytes> bytes = ReadWholeFile(path);
+  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<LoadedSnapshot> loaded =
+      DecodeSnapshot(bytes->span(), path, expected_journal_id);
+  if (!loaded.ok()) return loaded.status();
+  absl::StatusOr<std::string> copy =
+      PublishSnapshotFile(bytes->span(), loaded->info.index, journal_dir);
+  if (!copy.ok()) return copy.status();
+  SnapshotInfo info = loaded->info;
+  info.path = *std::move(copy);
+  return info;
+}
+
+absl::StatusOr<std::vector<SnapshotInfo>> ListSnapshots(
+    const std::string& journal_dir) {
+  const std::string dir = SnapshotDirectory(journal_dir);
+  std::vector<SnapshotInfo> list;
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) {
+    if (errno == ENOENT) return list;
+    return Errno(errno, "opendir", dir);
+  }
+  errno = 0;
+  while (const dirent* entry = ::readdir(d)) {
+    const std::optional<std::uint64_t> index =
+        ParseSnapshotFileName(entry->d_name);
+    if (!index.has_value()) continue;
+    SnapshotInfo info;
+    info.path = dir + "/" + entry->d_name;
+    info.index = *index;
+    struct stat st {};
+    if (::stat(info.path.c_str(), &st) == 0) {
+      info.file_bytes = static_cast<std::uint64_t>(st.st_size);
+    }
+    list.push_back(std::move(info));
+    errno = 0;
+  }
+  const int err = errno;
+  ::closedir(d);
+  if (err != 0) return Errno(err, "readdir", dir);
+  std::sort(list.begin(), list.end(),
+            [](const SnapshotInfo& a, const SnapshotInfo& b) {
+              return a.index > b.index;
+            });
+  return list;
+}
+
+absl::StatusOr<std::optional<LoadedSnapshot>> LoadNewestSnapshot(
+    const std::string& journal_dir, std::uint64_t journal_id,
+    std::uint64_t max_index, std::vector<std::string>* skipped,
+    const std::function<bool(const StateMachine&)>& usable) {
+  absl::StatusOr<std::vector<SnapshotInfo>> list = ListSnapshots(journal_dir);
+  if (!list.ok()) return list.status();
+  for (const SnapshotInfo& candidate : *list) {
+    if (candidate.index > max_index) continue;
+    absl::StatusOr<LoadedSnapshot> loaded =
+        LoadSnapshot(candidate.path, journal_id);
+    if (loaded.ok()) {
+      if (usable && !usable(*loaded->machine)) continue;
+      return std::optional<LoadedSnapshot>(std::move(*loaded));
+    }
+    if (skipped != nullptr) {
+      // The messages of Decode name the file already.
+      std::string why(loaded.status().message());
+      if (why.rfind("snapshot ", 0) != 0) {
+        why = absl::StrFormat("snapshot %s: %s", candidate.path, why);
+      }
+      skipped->push_back(absl::StrCat(why, "; using the previous one"));
+    }
+  }
+  return std::optional<LoadedSnapshot>();
+}
+
+}  // namespace orderwire::state
