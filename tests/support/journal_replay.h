@@ -1,7 +1,7 @@
 // The reports a journal replays into, per session: what `orderwire replay`
 // gives, for end-to-end tests that compare what clients received live with
 // the journal the service left (tests/client/failover_test.cc,
-// tests/replication/failover_test.cc); and a journal's records as owned
+// tests/cluster/failover_test.cc); and a journal's records as owned
 // copies, to compare two members' journals record by record. Part of
 // orderwire::test_support_service.
 #ifndef ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
