@@ -151,18 +151,25 @@ std::vector<RecordBytes> LocalJournal(const std::string& directory) {
 }
 
 // Every record the stream holds, in stream order (each message parsed and
-// checked by ParseGroupMessage).
+// checked by ParseGroupMessage). The follower's consumer is created by the
+// stream's leader: after a test paused or killed a node, on a loaded
+// machine, that took over 10 s (seen in CI), so it gets 30 s. (A consumer
+// create that times out makes libnats 3.4 crash now and then while it tears
+// the connection down, in natsThread_Detach: a reason not to let it time
+// out.)
 std::vector<RecordBytes> StreamRecords(const NatsCluster& cluster) {
   std::vector<RecordBytes> records;
   auto state = replication::GetJournalStreamState(cluster.ServersUrl(), "svc");
   EXPECT_TRUE(state.ok()) << state.status();
   if (!state.ok() || state->last_sequence == 0) return records;
-  auto follower = replication::JournalFollower::Open(
-      {.servers = cluster.ServersUrl(), .engine_name = "svc"});
+  auto follower =
+      replication::JournalFollower::Open({.servers = cluster.ServersUrl(),
+                                          .engine_name = "svc",
+                                          .timeout = milliseconds(30000)});
   EXPECT_TRUE(follower.ok()) << follower.status();
   if (!follower.ok()) return records;
   for (std::uint64_t seq = 1; seq <= state->last_sequence; ++seq) {
-    auto message = (*follower)->Next(milliseconds(5000));
+    auto message = (*follower)->Next(milliseconds(15000));
     EXPECT_TRUE(message.ok()) << message.status();
     if (!message.ok()) break;
     auto parsed = replication::ParseGroupMessage(message->bytes);
