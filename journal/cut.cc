@@ -18,13 +18,13 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "base/unique_fd.h"
-#include "codec/kind_table.h"
 #include "journal/checkpoint.h"
 #include "journal/crc32c.h"
 #include "journal/format.h"
 #include "journal/internal/scan.h"
 #include "journal/internal/writer_support.h"
 #include "journal/prune.h"
+#include "journal/record.h"
 #include "journal/start.h"
 
 namespace orderwire::journal {
@@ -259,13 +259,11 @@ absl::Status CutSegment(const std::string& directory, const CutIntent& intent,
     std::uint64_t records_bytes = 0;
     const std::byte* record = bytes.data() + pos + format.header_size;
     for (std::uint64_t i = 0; i < kept; ++i) {
-      const std::byte* frame = record + format.record_header_size;
       const std::size_t size =
-          codec::kKindTable[codec::LoadLE<std::uint8_t>(frame +
-                                                        codec::kKindOffset)]
-              .frame_size;
-      record = frame + size;
-      records_bytes += format.record_header_size + size;
+          format.record_header_size +
+          RecordFrameSize(record, format.record_index_size);
+      record += size;
+      records_bytes += size;
     }
     GroupHeader cut_header = group.header;
     cut_header.records_bytes = static_cast<std::uint32_t>(records_bytes);
@@ -358,31 +356,9 @@ absl::StatusOr<std::optional<GroupPlace>> LastGroupBefore(
   return std::optional<GroupPlace>();
 }
 
-// Steps 2 to 7 of a cut whose intent is written.
-absl::StatusOr<CutReport> RunCut(const std::string& directory, int dir_fd,
-                                 const CutIntent& intent, CutStep stop_after) {
-  CutReport report;
-  report.cut = true;
-  report.keep_through_index = intent.keep_through_index;
-  report.last_index = intent.last_index;
-  report.side_journal = SideJournalPath(
-      directory, intent.keep_through_index + 1, intent.last_index);
-  if (absl::Status s = CopyTail(directory, intent, report.side_journal);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = Stop(CutStep::kTailCopied, stop_after); !s.ok()) {
-    return s;
-  }
-  std::optional<GroupPlace> last_group;
-  if (absl::Status s =
-          CutSegment(directory, intent, report.side_journal, last_group);
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = Stop(CutStep::kSegmentCut, stop_after); !s.ok()) {
-    return s;
-  }
+// Step 4: the segments after S are removed.
+absl::Status RemoveLaterSegments(const std::string& directory,
+                                 const CutIntent& intent, CutReport& report) {
   for (std::size_t i = 1; i < intent.segments.size(); ++i) {
     const std::string path =
         PathIn(directory, SegmentFileName(intent.segments[i]));
@@ -392,10 +368,12 @@ absl::StatusOr<CutReport> RunCut(const std::string& directory, int dir_fd,
       return ErrnoStatus(errno, absl::StrFormat("unlink %s", path));
     }
   }
-  if (absl::Status s = Stop(CutStep::kLaterSegmentsRemoved, stop_after);
-      !s.ok()) {
-    return s;
-  }
+  return absl::OkStatus();
+}
+
+// Step 5: the snapshots of indexes after K are removed.
+absl::Status RemoveLaterSnapshots(const std::string& directory,
+                                  const CutIntent& intent, CutReport& report) {
   absl::StatusOr<std::vector<std::uint64_t>> snapshots =
       ListSnapshotIndexes(directory);
   if (!snapshots.ok()) return snapshots.status();
@@ -409,55 +387,79 @@ absl::StatusOr<CutReport> RunCut(const std::string& directory, int dir_fd,
     report.snapshots_removed.push_back(path);
   }
   if (!report.snapshots_removed.empty()) {
-    if (absl::Status s = SyncDirectory(PathIn(directory, kSnapshotDirName));
-        !s.ok()) {
-      return s;
-    }
+    return SyncDirectory(PathIn(directory, kSnapshotDirName));
   }
-  if (absl::Status s = Stop(CutStep::kSnapshotsRemoved, stop_after); !s.ok()) {
-    return s;
-  }
+  return absl::OkStatus();
+}
+
+// Step 6: a checkpoint past K is rewritten to name the group that ends at K
+// (`last_group`, in S, or else the last group before S), or removed when
+// the journal keeps no record.
+absl::Status RewriteCheckpoint(const std::string& directory, int dir_fd,
+                               const CutIntent& intent,
+                               std::optional<GroupPlace> last_group) {
   absl::StatusOr<std::optional<Checkpoint>> checkpoint =
       ReadCheckpoint(directory);
   if (!checkpoint.ok()) return checkpoint.status();
-  if (checkpoint->has_value() &&
-      (*checkpoint)->durable_index > intent.keep_through_index) {
-    if (!last_group.has_value()) {
-      absl::StatusOr<std::optional<GroupPlace>> before =
-          LastGroupBefore(directory, intent.segments.front());
-      if (!before.ok()) return before.status();
-      last_group = *before;
-    }
-    if (last_group.has_value()) {
-      Checkpoint rewritten = **checkpoint;
-      rewritten.written_ns = static_cast<std::uint64_t>(internal::RealtimeNs());
-      rewritten.durable_index = intent.keep_through_index;
-      rewritten.group_first_index = last_group->first_index;
-      rewritten.segment_first_index = last_group->segment_first_index;
-      rewritten.group_offset = last_group->offset;
-      rewritten.group_crc = last_group->crc;
-      if (absl::Status s = WriteCheckpoint(directory, dir_fd, rewritten);
-          !s.ok()) {
-        return s;
-      }
-    } else {
-      // The journal keeps no record: nothing to witness.
-      const std::string path = PathIn(directory, kCheckpointFileName);
-      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-        return ErrnoStatus(errno, absl::StrFormat("unlink %s", path));
-      }
-    }
+  if (!checkpoint->has_value() ||
+      (*checkpoint)->durable_index <= intent.keep_through_index) {
+    return absl::OkStatus();
   }
-  if (absl::Status s = Stop(CutStep::kCheckpointRewritten, stop_after);
-      !s.ok()) {
-    return s;
+  if (!last_group.has_value()) {
+    absl::StatusOr<std::optional<GroupPlace>> before =
+        LastGroupBefore(directory, intent.segments.front());
+    if (!before.ok()) return before.status();
+    last_group = *before;
   }
+  if (last_group.has_value()) {
+    Checkpoint rewritten = **checkpoint;
+    rewritten.written_ns = static_cast<std::uint64_t>(internal::RealtimeNs());
+    rewritten.durable_index = intent.keep_through_index;
+    rewritten.group_first_index = last_group->first_index;
+    rewritten.segment_first_index = last_group->segment_first_index;
+    rewritten.group_offset = last_group->offset;
+    rewritten.group_crc = last_group->crc;
+    return WriteCheckpoint(directory, dir_fd, rewritten);
+  }
+  // The journal keeps no record: nothing to witness.
+  const std::string path = PathIn(directory, kCheckpointFileName);
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoStatus(errno, absl::StrFormat("unlink %s", path));
+  }
+  return absl::OkStatus();
+}
+
+// Steps 2 to 7 of a cut whose intent is written: the tail copied, S cut,
+// the later segments and snapshots removed, the checkpoint rewritten, the
+// directory synced, the intent removed. Each step is followed by the
+// test's stop point.
+absl::StatusOr<CutReport> RunCut(const std::string& directory, int dir_fd,
+                                 const CutIntent& intent, CutStep stop_after) {
+  CutReport report;
+  report.cut = true;
+  report.keep_through_index = intent.keep_through_index;
+  report.last_index = intent.last_index;
+  report.side_journal = SideJournalPath(
+      directory, intent.keep_through_index + 1, intent.last_index);
+  absl::Status s = CopyTail(directory, intent, report.side_journal);
+  if (s.ok()) s = Stop(CutStep::kTailCopied, stop_after);
+  std::optional<GroupPlace> last_group;
+  if (s.ok()) {
+    s = CutSegment(directory, intent, report.side_journal, last_group);
+  }
+  if (s.ok()) s = Stop(CutStep::kSegmentCut, stop_after);
+  if (s.ok()) s = RemoveLaterSegments(directory, intent, report);
+  if (s.ok()) s = Stop(CutStep::kLaterSegmentsRemoved, stop_after);
+  if (s.ok()) s = RemoveLaterSnapshots(directory, intent, report);
+  if (s.ok()) s = Stop(CutStep::kSnapshotsRemoved, stop_after);
+  if (s.ok()) s = RewriteCheckpoint(directory, dir_fd, intent, last_group);
+  if (s.ok()) s = Stop(CutStep::kCheckpointRewritten, stop_after);
+  if (!s.ok()) return s;
   if (::fsync(dir_fd) != 0) {
     return ErrnoStatus(errno, absl::StrFormat("fsync %s", directory));
   }
-  if (absl::Status s = Stop(CutStep::kDirectorySynced, stop_after); !s.ok()) {
-    return s;
-  }
+  s = Stop(CutStep::kDirectorySynced, stop_after);
+  if (!s.ok()) return s;
   const std::string cut_path = PathIn(directory, kCutFileName);
   if (::unlink(cut_path.c_str()) != 0 || ::fsync(dir_fd) != 0) {
     return ErrnoStatus(errno, absl::StrFormat("unlink %s", cut_path));
@@ -516,10 +518,11 @@ absl::Status CheckNoPendingCut(const std::string& directory) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
-  const std::string& directory = options.directory;
-  const std::uint64_t keep = options.keep_through_index;
-  const base::UniqueFd dir_fd(
+namespace {
+
+// The journal directory, opened and locked against a writer.
+absl::StatusOr<base::UniqueFd> LockForCut(const std::string& directory) {
+  base::UniqueFd dir_fd(
       ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!dir_fd) {
     if (errno == ENOENT) {
@@ -537,9 +540,84 @@ absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
     }
     return ErrnoStatus(errno, absl::StrFormat("flock %s", directory));
   }
-  CutReport report;
+  return dir_fd;
+}
+
+// The journal's segments from `first_index` on; none may be a prepared
+// segment in use.
+absl::StatusOr<std::vector<internal::SegmentEntry>> SegmentsToCut(
+    const std::string& directory, std::uint64_t first_index) {
+  absl::StatusOr<std::vector<internal::SegmentEntry>> listed =
+      internal::ListSegments(directory);
+  if (!listed.ok()) return listed.status();
+  std::vector<internal::SegmentEntry> entries;
+  for (internal::SegmentEntry& entry : *listed) {
+    if (entry.mapped != nullptr) {
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "journal %s has a prepared next segment in use (%s): open it with a "
+          "writer first (recovery renames it into place)",
+          directory, entry.path));
+    }
+    if (entry.name_index >= first_index) entries.push_back(std::move(entry));
+  }
+  if (entries.empty()) {
+    return absl::NotFoundError(
+        absl::StrFormat("no journal segment in %s", directory));
+  }
+  return entries;
+}
+
+// L, the journal's last index: the last group of the last segment that
+// holds one (first_index - 1 if none does); and the journal's id.
+struct JournalEnd {
+  std::uint64_t last_index = 0;
+  std::uint64_t journal_id = 0;
+};
+
+absl::StatusOr<JournalEnd> FindJournalEnd(
+    const std::vector<internal::SegmentEntry>& entries,
+    std::uint64_t first_index) {
+  JournalEnd end{.last_index = first_index - 1, .journal_id = 0};
+  for (std::size_t i = entries.size(); i-- > 0;) {
+    absl::StatusOr<SegmentTail> tail = ReadSegmentTail(entries[i]);
+    if (!tail.ok()) return tail.status();
+    end.journal_id = tail->journal_id;
+    if (const std::optional<internal::FoundGroup>& found = tail->last_group;
+        found.has_value()) {
+      end.last_index = found->check.header.first_index +
+                       found->check.header.record_count - 1;
+      break;
+    }
+  }
+  return end;
+}
+
+// A side journal of an earlier cut of the same range (another rejoin at
+// the same indexes) is moved aside, never reused nor deleted: step 2
+// trusts a side journal that says COPIED.
+absl::Status MoveEarlierSideJournalAside(const std::string& directory,
+                                         const std::string& side) {
+  if (!std::filesystem::exists(side)) return absl::OkStatus();
+  for (int n = 1;; ++n) {
+    const std::string aside = absl::StrFormat("%s.earlier-%d", side, n);
+    if (std::filesystem::exists(aside)) continue;
+    if (::rename(side.c_str(), aside.c_str()) != 0) {
+      return ErrnoStatus(errno,
+                         absl::StrFormat("rename %s to %s", side, aside));
+    }
+    return SyncDirectory(PathIn(directory, kCutDirName));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
+  const std::string& directory = options.directory;
+  const std::uint64_t keep = options.keep_through_index;
+  absl::StatusOr<base::UniqueFd> dir_fd = LockForCut(directory);
+  if (!dir_fd.ok()) return dir_fd.status();
   absl::StatusOr<std::optional<CutReport>> pending =
-      FinishPendingCut(directory, dir_fd.get());
+      FinishPendingCut(directory, dir_fd->get());
   if (!pending.ok()) return pending.status();
   const bool finished_pending = pending->has_value();
 
@@ -554,79 +632,40 @@ absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
         "%d",
         keep, directory, *first_index, *first_index));
   }
-  absl::StatusOr<std::vector<internal::SegmentEntry>> listed =
-      internal::ListSegments(directory);
-  if (!listed.ok()) return listed.status();
-  std::vector<internal::SegmentEntry> entries;
-  for (internal::SegmentEntry& entry : *listed) {
-    if (entry.mapped != nullptr) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "journal %s has a prepared next segment in use (%s): open it with a "
-          "writer first (recovery renames it into place)",
-          directory, entry.path));
-    }
-    if (entry.name_index >= *first_index) entries.push_back(std::move(entry));
-  }
-  if (entries.empty()) {
-    return absl::NotFoundError(
-        absl::StrFormat("no journal segment in %s", directory));
-  }
-  // L: the last group of the last segment that holds one.
-  std::uint64_t last_index = *first_index - 1;
-  std::uint64_t journal_id = 0;
-  for (std::size_t i = entries.size(); i-- > 0;) {
-    const internal::SegmentEntry& entry = entries[i];
-    absl::StatusOr<SegmentTail> tail = ReadSegmentTail(entry);
-    if (!tail.ok()) return tail.status();
-    journal_id = tail->journal_id;
-    if (const std::optional<internal::FoundGroup>& found = tail->last_group;
-        found.has_value()) {
-      last_index = found->check.header.first_index +
-                   found->check.header.record_count - 1;
-      break;
-    }
-  }
-  if (keep >= last_index) {
+  absl::StatusOr<std::vector<internal::SegmentEntry>> entries =
+      SegmentsToCut(directory, *first_index);
+  if (!entries.ok()) return entries.status();
+  absl::StatusOr<JournalEnd> end = FindJournalEnd(*entries, *first_index);
+  if (!end.ok()) return end.status();
+  if (keep >= end->last_index) {
+    CutReport report;
     report.finished_pending = finished_pending;
     report.keep_through_index = keep;
-    report.last_index = last_index;
+    report.last_index = end->last_index;
     report.message = absl::StrFormat(
         "nothing to cut: %s ends at index %d, keeping through %d", directory,
-        last_index, keep);
+        end->last_index, keep);
     return report;
   }
+  // S, the segment holding K + 1, and every later one.
   CutIntent intent{.keep_through_index = keep,
-                   .last_index = last_index,
-                   .journal_id = journal_id,
+                   .last_index = end->last_index,
+                   .journal_id = end->journal_id,
                    .segments = {}};
-  for (const internal::SegmentEntry& entry : entries) {
+  for (const internal::SegmentEntry& entry : *entries) {
     if (entry.name_index <= keep + 1) intent.segments.clear();
     if (entry.name_index <= keep + 1 || !intent.segments.empty()) {
       intent.segments.push_back(entry.name_index);
     }
   }
-  // A side journal of an earlier cut of the same range (another rejoin at
-  // the same indexes) is moved aside, never reused nor deleted: step 2
-  // trusts a side journal that says COPIED.
-  const std::string side = SideJournalPath(directory, keep + 1, last_index);
-  if (std::filesystem::exists(side)) {
-    for (int n = 1;; ++n) {
-      const std::string aside = absl::StrFormat("%s.earlier-%d", side, n);
-      if (std::filesystem::exists(aside)) continue;
-      if (::rename(side.c_str(), aside.c_str()) != 0) {
-        return ErrnoStatus(errno,
-                           absl::StrFormat("rename %s to %s", side, aside));
-      }
-      if (absl::Status s = SyncDirectory(PathIn(directory, kCutDirName));
-          !s.ok()) {
-        return s;
-      }
-      break;
-    }
+  if (absl::Status s = MoveEarlierSideJournalAside(
+          directory, SideJournalPath(directory, keep + 1, end->last_index));
+      !s.ok()) {
+    return s;
   }
   const std::string encoded = EncodeIntent(intent);
   if (absl::Status s = internal::PublishSmallFile(
-          directory, dir_fd.get(), kCutTempFileName, kCutFileName,
+          directory, dir_fd->get(), kCutTempFileName, kCutFileName,
           std::as_bytes(std::span(encoded)));
       !s.ok()) {
     return s;
@@ -636,7 +675,7 @@ absl::StatusOr<CutReport> CutJournalTail(const CutOptions& options) {
     return s;
   }
   absl::StatusOr<CutReport> done =
-      RunCut(directory, dir_fd.get(), intent, options.stop_after);
+      RunCut(directory, dir_fd->get(), intent, options.stop_after);
   if (done.ok()) done->finished_pending = finished_pending;
   return done;
 }

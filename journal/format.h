@@ -39,18 +39,12 @@
 //   +------------+------------------+---------------------------------------+
 //
 // The trailer's CRC32C covers the group header and every record (32 +
-// records_bytes bytes). A record is a 24-byte header and the command frame
-// exactly as it arrived (docs/PROTOCOL.md "Frame"; its length follows from its
-// kind byte):
-//
-//   0          8             16           20        24
-//   +----------+-------------+------------+---------+---------------------+
-//   | index u64| receive_ns  | session_id | flags   | frame (25..49 bytes)|
-//   |          | u64         | u32        | u32     |                     |
-//   +----------+-------------+------------+---------+---------------------+
-//
-// `flags` belongs to the caller (the service): the journal stores it
-// verbatim and gives no bit a meaning.
+// records_bytes bytes). A record is a 24-byte header (index, receive_ns,
+// session_id, flags) and the command frame exactly as it arrived
+// (docs/PROTOCOL.md "Frame"; its length follows from its kind byte):
+// journal/record.h declares its layout and its one codec. `flags` belongs
+// to the caller (the service): the journal stores it verbatim and gives no
+// bit a meaning.
 //
 // Version 3 (compact framing) packs groups at 8 bytes like version 2 but
 // frames them with less: a 24-byte group header (magic "OWG3",
@@ -80,9 +74,9 @@
 #include <string>
 #include <string_view>
 
-#include "codec/kind_table.h"
 #include "codec/layout.h"
 #include "codec/wire.h"
+#include "journal/record.h"
 
 namespace orderwire::journal {
 
@@ -190,24 +184,6 @@ inline constexpr auto kCompactGroupHeaderLayout = codec::MakeLayout(
     codec::Field{"record_count", &CompactGroupHeader::record_count},
     codec::Field{"stable_lag", &CompactGroupHeader::stable_lag});
 
-// Before every frame in versions 1 and 2. (Version 3 leaves out `index`:
-// the record header is the other three fields, in this order, 16 bytes.)
-struct RecordHeader {
-  std::uint64_t index;       // journal index: 1, 2, 3, ... across segments
-  std::uint64_t receive_ns;  // when the frame was received (caller's clock)
-  std::uint32_t session_id;  // the session that sent it
-  // The caller's, stored verbatim: the journal neither defines nor checks
-  // any bit (the service's are in state/record_flags.h and
-  // docs/PROTOCOL.md).
-  std::uint32_t flags;
-};
-
-inline constexpr auto kRecordHeaderLayout =
-    codec::MakeLayout(codec::Field{"index", &RecordHeader::index},
-                      codec::Field{"receive_ns", &RecordHeader::receive_ns},
-                      codec::Field{"session_id", &RecordHeader::session_id},
-                      codec::Field{"flags", &RecordHeader::flags});
-
 // ---------------------------------------------------------------------------
 // Derived sizes and offsets.
 
@@ -219,13 +195,8 @@ inline constexpr std::size_t kGroupHeaderSize = kGroupHeaderLayout.kSize;
 inline constexpr std::size_t kGroupTrailerSize = kGroupTrailerLayout.kSize;
 inline constexpr std::size_t kGroupOverhead =
     kGroupHeaderSize + kGroupTrailerSize;
-inline constexpr std::size_t kRecordHeaderSize = kRecordHeaderLayout.kSize;
 inline constexpr std::size_t kCompactGroupHeaderSize =
     kCompactGroupHeaderLayout.kSize;
-// A version-3 record header: a version-1/2 one without its 8-byte index.
-inline constexpr std::size_t kRecordIndexSize = sizeof(RecordHeader::index);
-inline constexpr std::size_t kCompactRecordHeaderSize =
-    kRecordHeaderSize - kRecordIndexSize;
 // The segment header's CRC covers every byte before the crc field.
 inline constexpr std::size_t kSegmentHeaderCrcOffset =
     kOffsetOf<kSegmentHeaderLayout, &SegmentHeader::crc>;
@@ -235,17 +206,6 @@ inline constexpr std::size_t kFirstGroupOffset = kBlockSize;
 inline constexpr std::size_t kSegmentMetadataOffset = 64;
 inline constexpr std::size_t kMaxSegmentMetadata =
     kFirstGroupOffset - kSegmentMetadataOffset;
-// The fields of a record header, which the writer stores and the reader
-// loads one by one (the other structures go through StoreStruct and
-// LoadStruct below; kOffsetOf gives any of their fields' offsets).
-inline constexpr std::size_t kRecordIndexOffset =
-    kOffsetOf<kRecordHeaderLayout, &RecordHeader::index>;
-inline constexpr std::size_t kRecordReceiveNsOffset =
-    kOffsetOf<kRecordHeaderLayout, &RecordHeader::receive_ns>;
-inline constexpr std::size_t kRecordSessionIdOffset =
-    kOffsetOf<kRecordHeaderLayout, &RecordHeader::session_id>;
-inline constexpr std::size_t kRecordFlagsOffset =
-    kOffsetOf<kRecordHeaderLayout, &RecordHeader::flags>;
 
 static_assert(kSegmentHeaderSize == 64);
 static_assert(kSegmentHeaderCrcOffset == 60);
@@ -253,13 +213,7 @@ static_assert(kSegmentMetadataOffset == kSegmentHeaderSize);
 static_assert(kMaxSegmentMetadata == 4032);
 static_assert(kGroupHeaderSize == 32);
 static_assert(kGroupTrailerSize == 8);
-static_assert(kRecordHeaderSize == 24);
 static_assert(kCompactGroupHeaderSize == 24);
-static_assert(kCompactRecordHeaderSize == 16);
-// The record header's fields after the index are the version-3 record
-// header: one offset shift reads both.
-static_assert(kRecordIndexOffset == 0 &&
-              kRecordReceiveNsOffset == kRecordIndexSize);
 
 // The bytes "OWJOURNL", "OWGH", "OWG3" and "OWGT" read as little-endian
 // integers.
@@ -278,15 +232,6 @@ inline constexpr std::uint32_t kGroupMagic = MagicOf<std::uint32_t>("OWGH");
 inline constexpr std::uint32_t kCompactGroupMagic =
     MagicOf<std::uint32_t>("OWG3");
 inline constexpr std::uint32_t kTrailerMagic = MagicOf<std::uint32_t>("OWGT");
-
-// Smallest and largest command frames, as the codec publishes them.
-inline constexpr std::size_t kMinCommandFrame = codec::kMinCommandFrameSize;
-inline constexpr std::size_t kMaxCommandFrame = codec::kMaxCommandFrameSize;
-// Record sizes in versions 1 and 2; kMaxRecordSize bounds every version's.
-inline constexpr std::size_t kMinRecordSize =
-    kRecordHeaderSize + kMinCommandFrame;
-inline constexpr std::size_t kMaxRecordSize =
-    kRecordHeaderSize + kMaxCommandFrame;
 
 // Limits the reader enforces and the writer respects.
 inline constexpr std::size_t kMaxGroupBytes = std::size_t{16} << 20;
@@ -368,8 +313,8 @@ void EncodeGroupHeader(const GroupFormat& format, const GroupHeader& header,
                        std::byte* dst) noexcept;
 
 // ---------------------------------------------------------------------------
-// Encoding and decoding of the fixed structures (cold path, except records,
-// which the writer stores field by field in its hot loop).
+// Encoding and decoding of the fixed structures (cold path; records have
+// their own codec, record.h).
 
 template <const auto& kLayout, typename Model>
 void StoreStruct(const Model& model, std::byte* dst) noexcept {

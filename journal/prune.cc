@@ -203,6 +203,194 @@ absl::StatusOr<std::vector<SegmentSummary>> ListSegmentSummaries(
   return summaries;
 }
 
+namespace {
+
+// The journal must start where it says: pruning past a missing first
+// segment would turn data loss into an intended prune.
+absl::Status CheckFirstSegment(const std::string& dir, const Listing& listing) {
+  const internal::SegmentEntry& front = listing.segments.front();
+  if (front.name_index == listing.first_index) return absl::OkStatus();
+  return absl::DataLossError(absl::StrFormat(
+      "journal %s starts at index %d, but its first segment file is %s: "
+      "records %d..%d are missing (segment file %s). Pruning would hide "
+      "that loss; nothing was pruned",
+      dir, listing.first_index, front.path, listing.first_index,
+      front.name_index - 1, SegmentFileName(listing.first_index)));
+}
+
+// The first segment that stays: segment i (not the last) holds indexes
+// name(i)..name(i+1)-1, and goes when all are below `before_index`. The
+// last segment stays, and so does the one holding the last record (the
+// journal always holds its last record: recovery and the checkpoint need
+// it).
+absl::StatusOr<std::size_t> FirstSegmentKept(
+    const std::vector<internal::SegmentEntry>& segments,
+    std::uint64_t before_index) {
+  std::size_t keep_from_limit = segments.size() - 1;
+  if (keep_from_limit > 0) {
+    absl::StatusOr<bool> holds = HoldsRecords(segments.back().path);
+    if (!holds.ok()) return holds.status();
+    if (!*holds) --keep_from_limit;
+  }
+  std::size_t keep_from = 0;
+  while (keep_from < keep_from_limit &&
+         segments[keep_from + 1].name_index <= before_index) {
+    ++keep_from;
+  }
+  return keep_from;
+}
+
+// Why segment `keep_from` is not pruned, in words.
+std::string WhyKept(const std::vector<internal::SegmentEntry>& segments,
+                    std::size_t keep_from, std::uint64_t before_index) {
+  if (keep_from < segments.size() - 1 &&
+      segments[keep_from + 1].name_index > before_index) {
+    return absl::StrFormat(
+        "segment %s holds indexes up to %d, not all below %d",
+        segments[keep_from].path, segments[keep_from + 1].name_index - 1,
+        before_index);
+  }
+  if (keep_from == segments.size() - 1) {
+    return absl::StrFormat(
+        "segment %s is the last one (being appended to): never pruned",
+        segments[keep_from].path);
+  }
+  return absl::StrFormat(
+      "segment %s holds the journal's last record (the last segment, %s, "
+      "holds none yet): never pruned",
+      segments[keep_from].path, segments.back().path);
+}
+
+// Segments 1..keep_from checked (headers, of journal `journal_id`), their
+// sizes into `sizes`.
+absl::Status CheckSegmentsToPrune(
+    const std::vector<internal::SegmentEntry>& segments, std::size_t keep_from,
+    std::uint64_t journal_id, std::vector<std::uint64_t>& sizes) {
+  for (std::size_t i = 1; i <= keep_from; ++i) {
+    absl::StatusOr<SegmentHeader> header = ReadHeader(segments[i], &sizes[i]);
+    if (!header.ok()) return header.status();
+    if (header->journal_id != journal_id) {
+      return absl::DataLossError(absl::StrFormat(
+          "segment %s belongs to another journal (journal id %016x; %s has "
+          "%016x); nothing was pruned",
+          segments[i].path, header->journal_id, segments[0].path, journal_id));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// The segments before the new start: left over from an interrupted prune,
+// then the ones pruned now (segments 0..keep_from-1, of `sizes` bytes).
+std::vector<PrunedSegment> SegmentsToRemove(
+    const Listing& listing, std::size_t keep_from,
+    const std::vector<std::uint64_t>& sizes) {
+  const std::vector<internal::SegmentEntry>& segments = listing.segments;
+  std::vector<PrunedSegment> to_remove;
+  for (const internal::SegmentEntry& entry : listing.leftovers) {
+    struct stat st {};
+    ::stat(entry.path.c_str(), &st);
+    to_remove.push_back({.path = entry.path,
+                         .first_index = entry.name_index,
+                         .last_index = 0,
+                         .bytes = static_cast<std::uint64_t>(st.st_size)});
+  }
+  for (std::size_t i = 0; i < keep_from; ++i) {
+    to_remove.push_back({.path = segments[i].path,
+                         .first_index = segments[i].name_index,
+                         .last_index = segments[i + 1].name_index - 1,
+                         .bytes = sizes[i]});
+  }
+  for (std::size_t i = 0; i < listing.leftovers.size() && i < to_remove.size();
+       ++i) {
+    // A leftover ends where the next file begins (or at the start).
+    to_remove[i].last_index =
+        (i + 1 < to_remove.size() ? to_remove[i + 1].first_index
+                                  : listing.first_index) -
+        1;
+  }
+  return to_remove;
+}
+
+// Removes `segment`, or with an archive directory moves it there (across
+// file systems: a durable copy, then the original goes).
+absl::Status RemoveSegment(PrunedSegment& segment, const std::string& archive) {
+  if (archive.empty()) {
+    if (::unlink(segment.path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, absl::StrFormat("unlink %s", segment.path));
+    }
+    return absl::OkStatus();
+  }
+  const std::string to =
+      absl::StrFormat("%s/%s", archive, SegmentFileName(segment.first_index));
+  if (::rename(segment.path.c_str(), to.c_str()) != 0) {
+    if (errno != EXDEV) {
+      return ErrnoStatus(errno,
+                         absl::StrFormat("move %s to %s", segment.path, to));
+    }
+    // Another file system: a durable copy, then the original goes.
+    if (absl::Status s = CopyFile(segment.path, to); !s.ok()) return s;
+    if (absl::Status s = FsyncDirectory(archive); !s.ok()) return s;
+    if (::unlink(segment.path.c_str()) != 0) {
+      return ErrnoStatus(errno, absl::StrFormat("unlink %s", segment.path));
+    }
+  }
+  segment.archived_to = to;
+  return absl::OkStatus();
+}
+
+// Removes (archives) `to_remove` in order, each added to the report as it
+// goes, with progress.
+absl::Status RemoveSegments(const PruneOptions& options,
+                            std::vector<PrunedSegment>& to_remove,
+                            PruneReport& report) {
+  if (!options.archive.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.archive, ec);
+    if (ec) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("archive directory %s: cannot create it: %s",
+                          options.archive, ec.message()));
+    }
+  }
+  std::uint64_t records_done = 0;
+  for (PrunedSegment& segment : to_remove) {
+    if (absl::Status s = RemoveSegment(segment, options.archive); !s.ok()) {
+      return s;
+    }
+    report.segments.push_back(segment);
+    records_done += segment.last_index + 1 - segment.first_index;
+    if (options.on_progress) {
+      options.on_progress(report.segments.size(), to_remove.size(),
+                          records_done);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Snapshots that the journal can no longer continue: those of an index
+// below first_index_after - 1.
+absl::Status RemoveStrandedSnapshots(const std::string& dir,
+                                     PruneReport& report) {
+  absl::StatusOr<std::vector<std::uint64_t>> snapshots =
+      ListSnapshotIndexes(dir);
+  if (!snapshots.ok()) return snapshots.status();
+  const std::string snapshot_dir =
+      absl::StrFormat("%s/%s", dir, kSnapshotDirName);
+  for (const std::uint64_t index : *snapshots) {
+    if (index + 1 >= report.first_index_after) continue;
+    const std::string path =
+        absl::StrFormat("%s/%s", snapshot_dir, SnapshotFileName(index));
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoStatus(errno, absl::StrFormat("unlink %s", path));
+    }
+    report.snapshots_removed.push_back(path);
+  }
+  if (!report.snapshots_removed.empty()) return FsyncDirectory(snapshot_dir);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<PruneReport> PruneJournal(const PruneOptions& options) {
   const std::string& dir = options.directory;
   if (options.before_index == 0) {
@@ -214,68 +402,22 @@ absl::StatusOr<PruneReport> PruneJournal(const PruneOptions& options) {
   PruneReport report;
   report.first_index_before = listing->first_index;
   report.first_index_after = listing->first_index;
-
-  // The journal must start where it says: pruning past a missing first
-  // segment would turn data loss into an intended prune.
-  if (segments.front().name_index != listing->first_index) {
-    return absl::DataLossError(absl::StrFormat(
-        "journal %s starts at index %d, but its first segment file is %s: "
-        "records %d..%d are missing (segment file %s). Pruning would hide "
-        "that loss; nothing was pruned",
-        dir, listing->first_index, segments.front().path, listing->first_index,
-        segments.front().name_index - 1,
-        SegmentFileName(listing->first_index)));
-  }
+  if (absl::Status s = CheckFirstSegment(dir, *listing); !s.ok()) return s;
   // The journal's id, and every segment to remove checked.
   std::vector<std::uint64_t> sizes(segments.size(), 0);
-  std::uint64_t journal_id = 0;
-  {
-    absl::StatusOr<SegmentHeader> first = ReadHeader(segments[0], &sizes[0]);
-    if (!first.ok()) return first.status();
-    journal_id = first->journal_id;
+  absl::StatusOr<SegmentHeader> first = ReadHeader(segments[0], &sizes[0]);
+  if (!first.ok()) return first.status();
+  const std::uint64_t journal_id = first->journal_id;
+  absl::StatusOr<std::size_t> keep_from =
+      FirstSegmentKept(segments, options.before_index);
+  if (!keep_from.ok()) return keep_from.status();
+  report.stopped_because = WhyKept(segments, *keep_from, options.before_index);
+  if (absl::Status s =
+          CheckSegmentsToPrune(segments, *keep_from, journal_id, sizes);
+      !s.ok()) {
+    return s;
   }
-  // The last segment stays, and so does the one holding the last record
-  // (the journal always holds its last record: recovery and the checkpoint
-  // need it).
-  std::size_t keep_from_limit = segments.size() - 1;
-  if (keep_from_limit > 0) {
-    absl::StatusOr<bool> holds = HoldsRecords(segments.back().path);
-    if (!holds.ok()) return holds.status();
-    if (!*holds) --keep_from_limit;
-  }
-  // Segment i (not the last) holds indexes name(i)..name(i+1)-1.
-  std::size_t keep_from = 0;
-  while (keep_from < keep_from_limit &&
-         segments[keep_from + 1].name_index <= options.before_index) {
-    ++keep_from;
-  }
-  if (keep_from < segments.size() - 1 &&
-      segments[keep_from + 1].name_index > options.before_index) {
-    report.stopped_because = absl::StrFormat(
-        "segment %s holds indexes up to %d, not all below %d",
-        segments[keep_from].path, segments[keep_from + 1].name_index - 1,
-        options.before_index);
-  } else if (keep_from == segments.size() - 1) {
-    report.stopped_because = absl::StrFormat(
-        "segment %s is the last one (being appended to): never pruned",
-        segments[keep_from].path);
-  } else {
-    report.stopped_because = absl::StrFormat(
-        "segment %s holds the journal's last record (the last segment, %s, "
-        "holds none yet): never pruned",
-        segments[keep_from].path, segments.back().path);
-  }
-  for (std::size_t i = 1; i <= keep_from; ++i) {
-    absl::StatusOr<SegmentHeader> header = ReadHeader(segments[i], &sizes[i]);
-    if (!header.ok()) return header.status();
-    if (header->journal_id != journal_id) {
-      return absl::DataLossError(absl::StrFormat(
-          "segment %s belongs to another journal (journal id %016x; %s has "
-          "%016x); nothing was pruned",
-          segments[i].path, header->journal_id, segments[0].path, journal_id));
-    }
-  }
-  const std::uint64_t new_first = segments[keep_from].name_index;
+  const std::uint64_t new_first = segments[*keep_from].name_index;
   if (new_first == listing->first_index && listing->leftovers.empty()) {
     return report;  // nothing to do
   }
@@ -297,67 +439,10 @@ absl::StatusOr<PruneReport> PruneJournal(const PruneOptions& options) {
   }
   // 2. The segments before it: left over from an interrupted prune, then
   // the ones pruned now.
-  std::vector<PrunedSegment> to_remove;
-  for (const internal::SegmentEntry& entry : listing->leftovers) {
-    struct stat st {};
-    ::stat(entry.path.c_str(), &st);
-    to_remove.push_back({.path = entry.path,
-                         .first_index = entry.name_index,
-                         .last_index = 0,
-                         .bytes = static_cast<std::uint64_t>(st.st_size)});
-  }
-  for (std::size_t i = 0; i < keep_from; ++i) {
-    to_remove.push_back({.path = segments[i].path,
-                         .first_index = segments[i].name_index,
-                         .last_index = segments[i + 1].name_index - 1,
-                         .bytes = sizes[i]});
-  }
-  for (std::size_t i = 0; i < listing->leftovers.size() && i < to_remove.size();
-       ++i) {
-    // A leftover ends where the next file begins (or at the start).
-    to_remove[i].last_index =
-        (i + 1 < to_remove.size() ? to_remove[i + 1].first_index
-                                  : listing->first_index) -
-        1;
-  }
-  if (!options.archive.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(options.archive, ec);
-    if (ec) {
-      return absl::FailedPreconditionError(
-          absl::StrFormat("archive directory %s: cannot create it: %s",
-                          options.archive, ec.message()));
-    }
-  }
-  std::uint64_t records_done = 0;
-  for (PrunedSegment& segment : to_remove) {
-    if (options.archive.empty()) {
-      if (::unlink(segment.path.c_str()) != 0 && errno != ENOENT) {
-        return ErrnoStatus(errno, absl::StrFormat("unlink %s", segment.path));
-      }
-    } else {
-      const std::string to = absl::StrFormat(
-          "%s/%s", options.archive, SegmentFileName(segment.first_index));
-      if (::rename(segment.path.c_str(), to.c_str()) != 0) {
-        if (errno != EXDEV) {
-          return ErrnoStatus(
-              errno, absl::StrFormat("move %s to %s", segment.path, to));
-        }
-        // Another file system: a durable copy, then the original goes.
-        if (absl::Status s = CopyFile(segment.path, to); !s.ok()) return s;
-        if (absl::Status s = FsyncDirectory(options.archive); !s.ok()) return s;
-        if (::unlink(segment.path.c_str()) != 0) {
-          return ErrnoStatus(errno, absl::StrFormat("unlink %s", segment.path));
-        }
-      }
-      segment.archived_to = to;
-    }
-    report.segments.push_back(segment);
-    records_done += segment.last_index + 1 - segment.first_index;
-    if (options.on_progress) {
-      options.on_progress(report.segments.size(), to_remove.size(),
-                          records_done);
-    }
+  std::vector<PrunedSegment> to_remove =
+      SegmentsToRemove(*listing, *keep_from, sizes);
+  if (absl::Status s = RemoveSegments(options, to_remove, report); !s.ok()) {
+    return s;
   }
   // 3. Both directories durable.
   if (::fsync(dir_fd.get()) != 0) {
@@ -367,23 +452,7 @@ absl::StatusOr<PruneReport> PruneJournal(const PruneOptions& options) {
     if (absl::Status s = FsyncDirectory(options.archive); !s.ok()) return s;
   }
   // 4. Snapshots that the journal can no longer continue.
-  absl::StatusOr<std::vector<std::uint64_t>> snapshots =
-      ListSnapshotIndexes(dir);
-  if (!snapshots.ok()) return snapshots.status();
-  const std::string snapshot_dir =
-      absl::StrFormat("%s/%s", dir, kSnapshotDirName);
-  for (const std::uint64_t index : *snapshots) {
-    if (index + 1 >= report.first_index_after) continue;
-    const std::string path =
-        absl::StrFormat("%s/%s", snapshot_dir, SnapshotFileName(index));
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return ErrnoStatus(errno, absl::StrFormat("unlink %s", path));
-    }
-    report.snapshots_removed.push_back(path);
-  }
-  if (!report.snapshots_removed.empty()) {
-    if (absl::Status s = FsyncDirectory(snapshot_dir); !s.ok()) return s;
-  }
+  if (absl::Status s = RemoveStrandedSnapshots(dir, report); !s.ok()) return s;
   return report;
 }
 

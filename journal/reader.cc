@@ -3,7 +3,10 @@
 
 #include <sys/stat.h>
 
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "journal/cut.h"
@@ -16,124 +19,180 @@ absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
   return Open(directory, ReaderOptions{.first_segment = first_segment});
 }
 
-absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
-    const std::string& directory, const ReaderOptions& options) {
-  const std::size_t first_segment = options.first_segment;
-  // A journal whose tail is being cut (cut.h) holds records on their way
-  // out: it is read only once a writer has finished the cut.
-  if (absl::Status s = CheckNoPendingCut(directory); !s.ok()) return s;
-  // The checkpoint first: it witnesses what was durable before the
-  // segments are looked at, so a writer appending meanwhile only adds.
+namespace {
+
+// The checkpoint a reader holds the journal against, read before the
+// segments are looked at.
+struct CheckpointRead {
   std::optional<Checkpoint> checkpoint;
-  bool checkpoint_file = false;
-  std::string checkpoint_loss;
-  if (options.use_checkpoint && first_segment == 0) {
-    absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(directory);
-    if (read.ok()) {
-      checkpoint = *read;
-      checkpoint_file = checkpoint.has_value();
-    } else if (options.accept_loss &&
-               read.status().code() == absl::StatusCode::kDataLoss) {
-      checkpoint_file = true;
-      checkpoint_loss = absl::StrFormat(
-          "%s; set aside (--accept-loss): the journal's end is not checked",
-          read.status().message());
-    } else if (read.status().code() == absl::StatusCode::kNotFound) {
-      // The directory itself is missing: said below.
-    } else {
-      return read.status();
-    }
+  bool file = false;  // the directory holds a checkpoint file
+  // Under accept_loss, an undecodable checkpoint set aside: in words.
+  std::string loss;
+};
+
+// The checkpoint first: it witnesses what was durable before the segments
+// are looked at, so a writer appending meanwhile only adds. None when the
+// options do not use it or the reader starts at a later segment.
+absl::StatusOr<CheckpointRead> ReadReaderCheckpoint(
+    const std::string& directory, const ReaderOptions& options) {
+  CheckpointRead out;
+  if (!options.use_checkpoint || options.first_segment != 0) return out;
+  absl::StatusOr<std::optional<Checkpoint>> read = ReadCheckpoint(directory);
+  if (read.ok()) {
+    out.checkpoint = *read;
+    out.file = out.checkpoint.has_value();
+  } else if (options.accept_loss &&
+             read.status().code() == absl::StatusCode::kDataLoss) {
+    out.file = true;
+    out.loss = absl::StrFormat(
+        "%s; set aside (--accept-loss): the journal's end is not checked",
+        read.status().message());
+  } else if (read.status().code() == absl::StatusCode::kNotFound) {
+    // The directory itself is missing: said when it is listed.
+  } else {
+    return read.status();
   }
-  // The start record (start.h): where a pruned journal begins. Segment
-  // files that begin before it are left over from an interrupted prune.
+  return out;
+}
+
+// The journal's segments from its start on.
+struct SegmentListing {
+  std::optional<JournalStart> start;
+  std::vector<internal::SegmentEntry> entries;
+  // Segment files below the start: left over from an interrupted prune.
+  std::vector<std::string> leftovers;
+};
+
+// The start record (start.h): where a pruned journal begins. Segment files
+// that begin before it are left over from an interrupted prune. Errors: the
+// start record's, the listing's, a journal with no segment (from its
+// start on).
+absl::StatusOr<SegmentListing> ListJournal(const std::string& directory) {
+  SegmentListing out;
   absl::StatusOr<std::optional<JournalStart>> start =
       ReadJournalStart(directory);
   if (!start.ok() && start.status().code() != absl::StatusCode::kNotFound) {
     return start.status();
   }
-  const std::optional<JournalStart> journal_start =
-      start.ok() ? *start : std::nullopt;
+  out.start = start.ok() ? *start : std::nullopt;
   absl::StatusOr<std::vector<internal::SegmentEntry>> entries =
       internal::ListSegments(directory);
   if (!entries.ok()) return entries.status();
-  std::vector<std::string> leftovers;
-  if (journal_start.has_value()) {
-    std::erase_if(*entries, [&](const internal::SegmentEntry& entry) {
-      if (entry.name_index >= journal_start->first_index) return false;
-      leftovers.push_back(entry.path);
+  out.entries = std::move(*entries);
+  if (out.start.has_value()) {
+    std::erase_if(out.entries, [&](const internal::SegmentEntry& entry) {
+      if (entry.name_index >= out.start->first_index) return false;
+      out.leftovers.push_back(entry.path);
       return true;
     });
   }
-  if (entries->empty() && journal_start.has_value()) {
+  if (out.entries.empty() && out.start.has_value()) {
     return absl::DataLossError(absl::StrFormat(
         "data loss: %s holds no journal segment from index %d on, where its "
         "start record (START, written by a prune) says the journal starts: "
         "segment file %s is missing",
-        directory, journal_start->first_index,
-        SegmentFileName(journal_start->first_index)));
+        directory, out.start->first_index,
+        SegmentFileName(out.start->first_index)));
   }
-  if (entries->empty()) {
+  if (out.entries.empty()) {
     return absl::NotFoundError(absl::StrFormat(
         "no journal segments (files named like 00000000000000000001.owj) in "
         "%s",
         directory));
   }
+  return out;
+}
+
+// Where the options say to start, checked against each other and the
+// segments.
+absl::Status CheckStartingPoint(
+    const std::string& directory, const ReaderOptions& options,
+    const std::vector<internal::SegmentEntry>& entries) {
   if (options.from_index != 0 && options.from_time_ns.has_value()) {
     return absl::InvalidArgumentError(
         "a reader starts at an index or at a time, not both");
   }
   const bool seek = options.from_index != 0 || options.from_time_ns.has_value();
-  if (seek && first_segment != 0) {
+  if (seek && options.first_segment != 0) {
     return absl::InvalidArgumentError(
         "a reader seeks (from_index, from_time_ns) or starts at a segment, "
         "not both");
   }
   if (options.from_index != 0 &&
-      options.from_index < entries->front().name_index) {
+      options.from_index < entries.front().name_index) {
     return absl::OutOfRangeError(absl::StrFormat(
         "index %d is not in the journal %s: it starts at index %d (segment "
         "%s); the records before it were pruned or are missing",
-        options.from_index, directory, entries->front().name_index,
-        entries->front().path));
+        options.from_index, directory, entries.front().name_index,
+        entries.front().path));
   }
-  if (first_segment >= entries->size()) {
+  if (options.first_segment >= entries.size()) {
     return absl::InvalidArgumentError(
         absl::StrFormat("%s has %d segments, cannot start at segment %d",
-                        directory, entries->size(), first_segment));
+                        directory, entries.size(), options.first_segment));
+  }
+  return absl::OkStatus();
+}
+
+// The size of each segment file (0 if it cannot be stat'ed).
+std::vector<std::uint64_t> SegmentFileSizes(
+    const std::vector<internal::SegmentEntry>& entries) {
+  std::vector<std::uint64_t> sizes;
+  sizes.reserve(entries.size());
+  for (const internal::SegmentEntry& entry : entries) {
+    struct stat st {};
+    sizes.push_back(::stat(entry.path.c_str(), &st) == 0
+                        ? static_cast<std::uint64_t>(st.st_size)
+                        : 0);
+  }
+  return sizes;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<JournalReader>> JournalReader::Open(
+    const std::string& directory, const ReaderOptions& options) {
+  // A journal whose tail is being cut (cut.h) holds records on their way
+  // out: it is read only once a writer has finished the cut.
+  if (absl::Status s = CheckNoPendingCut(directory); !s.ok()) return s;
+  absl::StatusOr<CheckpointRead> checkpoint =
+      ReadReaderCheckpoint(directory, options);
+  if (!checkpoint.ok()) return checkpoint.status();
+  absl::StatusOr<SegmentListing> listing = ListJournal(directory);
+  if (!listing.ok()) return listing.status();
+  if (absl::Status s = CheckStartingPoint(directory, options, listing->entries);
+      !s.ok()) {
+    return s;
   }
   // Progress counts the bytes from where reading starts: the segments
   // before a first segment are not work (nor, after a seek, those before
   // the seek point: Seek() takes them off).
-  std::vector<std::uint64_t> sizes;
-  sizes.reserve(entries->size());
+  std::vector<std::uint64_t> sizes = SegmentFileSizes(listing->entries);
   std::uint64_t total = 0;
-  for (std::size_t i = 0; i < entries->size(); ++i) {
-    struct stat st {};
-    sizes.push_back(::stat((*entries)[i].path.c_str(), &st) == 0
-                        ? static_cast<std::uint64_t>(st.st_size)
-                        : 0);
-    if (i >= first_segment) total += sizes.back();
+  for (std::size_t i = options.first_segment; i < sizes.size(); ++i) {
+    total += sizes[i];
   }
   auto reader = std::unique_ptr<JournalReader>(
-      new JournalReader(std::move(*entries), total, options));
+      new JournalReader(std::move(listing->entries), total, options));
   reader->segment_bytes_ = std::move(sizes);
-  reader->checkpoint_ = checkpoint;
-  reader->checkpoint_file_ = checkpoint_file;
-  reader->journal_start_ = journal_start;
-  reader->pruned_leftovers_ = std::move(leftovers);
-  if (journal_start.has_value()) {
-    reader->first_index_ = journal_start->first_index;
-    reader->next_index_ = journal_start->first_index;
+  reader->checkpoint_ = checkpoint->checkpoint;
+  reader->checkpoint_file_ = checkpoint->file;
+  reader->journal_start_ = listing->start;
+  reader->pruned_leftovers_ = std::move(listing->leftovers);
+  if (listing->start.has_value()) {
+    reader->first_index_ = listing->start->first_index;
+    reader->next_index_ = listing->start->first_index;
   }
   // A checkpoint naming a group that was pruned since (the writer's last
   // one before the prune) still witnesses the durable index; only the
   // group itself can no longer be compared.
-  if (checkpoint.has_value() && checkpoint->durable_index > 0 &&
-      checkpoint->durable_index >= reader->first_index_) {
-    reader->checkpoint_group_ = checkpoint->group_first_index;
+  const std::optional<Checkpoint>& witness = checkpoint->checkpoint;
+  if (witness.has_value() && witness->durable_index > 0 &&
+      witness->durable_index >= reader->first_index_) {
+    reader->checkpoint_group_ = witness->group_first_index;
   }
-  if (!checkpoint_loss.empty()) {
-    reader->accepted_losses_.push_back(std::move(checkpoint_loss));
+  if (!checkpoint->loss.empty()) {
+    reader->accepted_losses_.push_back(std::move(checkpoint->loss));
   }
   return reader;
 }
@@ -154,18 +213,8 @@ namespace {
 std::uint64_t FirstReceiveNs(std::span<const std::byte> segment,
                              const internal::FoundGroup& group,
                              const GroupFormat& format) {
-  return codec::LoadLE<std::uint64_t>(
-      segment.data() + group.offset + format.header_size +
-      format.record_index_size + kRecordReceiveNsOffset - kRecordIndexSize);
-}
-
-std::size_t RecordSize(const std::byte* record,
-                       std::size_t record_header_size) noexcept {
-  return record_header_size +
-         codec::kKindTable[codec::LoadLE<std::uint8_t>(record +
-                                                       record_header_size +
-                                                       codec::kKindOffset)]
-             .frame_size;
+  return RecordReceiveNs(segment.data() + group.offset + format.header_size,
+                         format.record_index_size);
 }
 
 }  // namespace
@@ -173,9 +222,7 @@ std::size_t RecordSize(const std::byte* record,
 bool JournalReader::BeforeSeekPoint(const std::byte* record,
                                     std::uint64_t index) const noexcept {
   if (from_time_ns_.has_value()) {
-    return codec::LoadLE<std::uint64_t>(record + record_index_size_ +
-                                        kRecordReceiveNsOffset -
-                                        kRecordIndexSize) < *from_time_ns_;
+    return RecordReceiveNs(record, record_index_size_) < *from_time_ns_;
   }
   return index < from_index_;
 }
@@ -446,110 +493,13 @@ bool JournalReader::EnterSegment(std::size_t i) {
   const internal::HeaderCheck check =
       internal::CheckSegmentHeader(*bytes, entry.name_index);
   if (!check.ok) {
-    // Only the last segment can lack its header after a crash: a later
-    // segment proves this header was written (docs/JOURNAL.md "Recovery":
-    // a damaged header other than the last one's is data loss, and
-    // recovery refuses it).
-    if (check.torn && i + 1 == set_.size() && i == 0 &&
-        entry.name_index > first_index_) {
-      // A lone segment whose header never got written is a torn tail only
-      // where it would be the journal's first segment: its file name says
-      // where it begins, and recovery checks that name first
-      // (writer_recovery.cc).
-      SegmentDamage(
-          i, absl::StrFormat(
-                 "segment %s: %s; and the journal starts at index %d, but "
-                 "this, its first segment file, begins at index %d: the "
-                 "segments holding records %d..%d are missing (from segment "
-                 "file %s)",
-                 entry.path, check.problem, first_index_, entry.name_index,
-                 first_index_, entry.name_index - 1,
-                 SegmentFileName(first_index_)));
-    } else if (check.torn && i + 1 == set_.size()) {
-      Damaged(i, 0, true, check.problem);
-    } else if (check.header.magic == kSegmentMagic &&
-               (check.header.version < kOldestFormatVersion ||
-                check.header.version > kFormatVersion)) {
-      Fail(absl::UnimplementedError(
-          absl::StrFormat("segment %s: %s", entry.path, check.problem)));
-    } else {
-      SegmentDamage(
-          i, absl::StrFormat("segment %s: %s (after index %d)%s", entry.path,
-                             check.problem, next_index_ - 1,
-                             check.torn ? "; only the last segment may be "
-                                          "incomplete"
-                                        : ""));
-    }
+    BadSegmentHeader(i, check);
     return false;
   }
-  if (infos_.empty() && journal_start_.has_value() &&
-      journal_start_->journal_id != check.header.journal_id) {
-    SegmentDamage(
-        i, absl::StrFormat(
-               "the journal's start record (%s) belongs to another journal "
-               "(journal id %016x; segment %s has %016x)",
-               kJournalStartFileName, journal_start_->journal_id, entry.path,
-               check.header.journal_id));
-    return false;
-  }
-  if (infos_.empty() && checkpoint_.has_value() &&
-      checkpoint_->journal_id != check.header.journal_id) {
-    if (!CheckpointProblem(absl::StrFormat(
-            "the journal's checkpoint belongs to another journal (journal id "
-            "%016x; segment %s has %016x)",
-            checkpoint_->journal_id, entry.path, check.header.journal_id))) {
-      return false;
-    }
-  }
-  if (!infos_.empty() &&
-      infos_.front().header.journal_id != check.header.journal_id) {
-    SegmentDamage(
-        i,
-        absl::StrFormat("segment %s belongs to another journal (journal id "
-                        "%016x; %s has %016x)",
-                        entry.path, check.header.journal_id,
-                        infos_.front().path, infos_.front().header.journal_id));
-    return false;
-  }
+  if (!OfThisJournal(i, check.header)) return false;
   if (i == first_segment_ && i > 0) next_index_ = check.header.first_index;
   if (check.header.first_index != next_index_) {
-    if (i == 0 && first_index_ > 1) {
-      SegmentDamage(
-          i,
-          absl::StrFormat(
-              "segment %s: the journal starts at index %d (its start "
-              "record START, written when it was pruned, says so), but "
-              "its first segment starts at index %d: the segments "
-              "holding records %d..%d are missing (from segment file %s)",
-              entry.path, first_index_, check.header.first_index, first_index_,
-              check.header.first_index - 1, SegmentFileName(first_index_)));
-    } else if (i == 0) {
-      SegmentDamage(i, absl::StrFormat(
-                           "segment %s: the journal's first segment starts at "
-                           "index %d, not 1: the segments before it are "
-                           "missing (records 1..%d, from segment file %s)",
-                           entry.path, check.header.first_index,
-                           check.header.first_index - 1, SegmentFileName(1)));
-    } else {
-      // The previous segment ended early, or segments overlap.
-      const bool missing = check.header.first_index > next_index_;
-      if (bytes_.size() < infos_.back().header.capacity) {
-        Truncated();
-        return false;
-      }
-      const std::string problem =
-          missing
-              ? absl::StrFormat(
-                    "the segment ends here but the next one, %s, starts "
-                    "at index %d: records %d..%d (segment file %s) are "
-                    "missing",
-                    entry.path, check.header.first_index, next_index_,
-                    check.header.first_index - 1, SegmentFileName(next_index_))
-              : std::string(
-                    "the next segment starts at an index this "
-                    "one already holds");
-      Damaged(i - 1, pos_, missing, problem);
-    }
+    SegmentOutOfPlace(i, check.header);
     return false;
   }
   done_before_segment_ += bytes_.size();
@@ -566,6 +516,120 @@ bool JournalReader::EnterSegment(std::size_t i) {
   info.data_end = kFirstGroupOffset;
   infos_.push_back(std::move(info));
   return true;
+}
+
+void JournalReader::BadSegmentHeader(std::size_t i,
+                                     const internal::HeaderCheck& check) {
+  const internal::SegmentEntry& entry = set_.entry(i);
+  // Only the last segment can lack its header after a crash: a later
+  // segment proves this header was written (docs/JOURNAL.md "Recovery":
+  // a damaged header other than the last one's is data loss, and
+  // recovery refuses it).
+  if (check.torn && i + 1 == set_.size() && i == 0 &&
+      entry.name_index > first_index_) {
+    // A lone segment whose header never got written is a torn tail only
+    // where it would be the journal's first segment: its file name says
+    // where it begins, and recovery checks that name first
+    // (writer_recovery.cc).
+    SegmentDamage(
+        i,
+        absl::StrFormat(
+            "segment %s: %s; and the journal starts at index %d, but "
+            "this, its first segment file, begins at index %d: the "
+            "segments holding records %d..%d are missing (from segment "
+            "file %s)",
+            entry.path, check.problem, first_index_, entry.name_index,
+            first_index_, entry.name_index - 1, SegmentFileName(first_index_)));
+  } else if (check.torn && i + 1 == set_.size()) {
+    Damaged(i, 0, true, check.problem);
+  } else if (check.header.magic == kSegmentMagic &&
+             (check.header.version < kOldestFormatVersion ||
+              check.header.version > kFormatVersion)) {
+    Fail(absl::UnimplementedError(
+        absl::StrFormat("segment %s: %s", entry.path, check.problem)));
+  } else {
+    SegmentDamage(
+        i, absl::StrFormat("segment %s: %s (after index %d)%s", entry.path,
+                           check.problem, next_index_ - 1,
+                           check.torn ? "; only the last segment may be "
+                                        "incomplete"
+                                      : ""));
+  }
+}
+
+bool JournalReader::OfThisJournal(std::size_t i, const SegmentHeader& header) {
+  const internal::SegmentEntry& entry = set_.entry(i);
+  if (infos_.empty() && journal_start_.has_value() &&
+      journal_start_->journal_id != header.journal_id) {
+    SegmentDamage(
+        i, absl::StrFormat(
+               "the journal's start record (%s) belongs to another journal "
+               "(journal id %016x; segment %s has %016x)",
+               kJournalStartFileName, journal_start_->journal_id, entry.path,
+               header.journal_id));
+    return false;
+  }
+  if (infos_.empty() && checkpoint_.has_value() &&
+      checkpoint_->journal_id != header.journal_id) {
+    if (!CheckpointProblem(absl::StrFormat(
+            "the journal's checkpoint belongs to another journal (journal id "
+            "%016x; segment %s has %016x)",
+            checkpoint_->journal_id, entry.path, header.journal_id))) {
+      return false;
+    }
+  }
+  if (!infos_.empty() &&
+      infos_.front().header.journal_id != header.journal_id) {
+    SegmentDamage(
+        i, absl::StrFormat("segment %s belongs to another journal (journal id "
+                           "%016x; %s has %016x)",
+                           entry.path, header.journal_id, infos_.front().path,
+                           infos_.front().header.journal_id));
+    return false;
+  }
+  return true;
+}
+
+void JournalReader::SegmentOutOfPlace(std::size_t i,
+                                      const SegmentHeader& header) {
+  const internal::SegmentEntry& entry = set_.entry(i);
+  if (i == 0 && first_index_ > 1) {
+    SegmentDamage(
+        i, absl::StrFormat(
+               "segment %s: the journal starts at index %d (its start "
+               "record START, written when it was pruned, says so), but "
+               "its first segment starts at index %d: the segments "
+               "holding records %d..%d are missing (from segment file %s)",
+               entry.path, first_index_, header.first_index, first_index_,
+               header.first_index - 1, SegmentFileName(first_index_)));
+    return;
+  }
+  if (i == 0) {
+    SegmentDamage(
+        i, absl::StrFormat("segment %s: the journal's first segment starts at "
+                           "index %d, not 1: the segments before it are "
+                           "missing (records 1..%d, from segment file %s)",
+                           entry.path, header.first_index,
+                           header.first_index - 1, SegmentFileName(1)));
+    return;
+  }
+  // The previous segment ended early, or segments overlap.
+  const bool missing = header.first_index > next_index_;
+  if (bytes_.size() < infos_.back().header.capacity) {
+    Truncated();
+    return;
+  }
+  const std::string problem =
+      missing ? absl::StrFormat(
+                    "the segment ends here but the next one, %s, starts "
+                    "at index %d: records %d..%d (segment file %s) are "
+                    "missing",
+                    entry.path, header.first_index, next_index_,
+                    header.first_index - 1, SegmentFileName(next_index_))
+              : std::string(
+                    "the next segment starts at an index this "
+                    "one already holds");
+  Damaged(i - 1, pos_, missing, problem);
 }
 
 ReadResult JournalReader::NextGroup(Record& record) noexcept {
@@ -610,7 +674,8 @@ ReadResult JournalReader::NextGroup(Record& record) noexcept {
         // Records before the seek point are passed over, not yielded.
         while (records_left_ != 0 &&
                BeforeSeekPoint(cursor_, next_index_ - records_left_)) {
-          cursor_ += RecordSize(cursor_, group_format_.record_header_size);
+          cursor_ += group_format_.record_header_size +
+                     RecordFrameSize(cursor_, record_index_size_);
           --records_left_;
         }
         if (records_left_ == 0) continue;

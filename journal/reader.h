@@ -54,24 +54,10 @@
 #include "journal/checkpoint.h"
 #include "journal/format.h"
 #include "journal/internal/scan.h"
+#include "journal/record.h"
 #include "journal/start.h"
 
 namespace orderwire::journal {
-
-// One journaled record: its metadata and a view of its frame.
-struct Record {
-  std::uint64_t index = 0;
-  std::uint64_t receive_ns = 0;
-  std::uint32_t session_id = 0;
-  std::uint32_t flags = 0;  // the caller's, verbatim (see format.h)
-  codec::FrameView frame = *codec::FrameView::Parse(kPlaceholderFrame);
-
- private:
-  // A valid frame for the default value (a CancelByOrder of zeros).
-  static constexpr std::byte kPlaceholderFrame[25] = {
-      std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0}, std::byte{0},
-      std::byte{0}, std::byte{0}, std::byte{0}, std::byte{3}};
-};
 
 enum class ReadResult : std::uint8_t {
   kRecord,  // `record` holds the next record
@@ -154,24 +140,11 @@ class JournalReader {
   ReadResult Next(Record& record) noexcept {
     if (records_left_ != 0) {
       // The group check verified stored indexes (versions 1, 2) equal to
-      // first_index + position: the index is that position either way.
-      record.index = next_index_ - records_left_;
+      // first_index + position, and every frame a whole command frame: the
+      // index is that position either way.
+      const std::uint64_t index = next_index_ - records_left_;
       --records_left_;
-      // The fields after the index (versions 1, 2 store it first).
-      const std::byte* const fields = cursor_ + record_index_size_;
-      record.receive_ns = codec::LoadLE<std::uint64_t>(
-          fields + kRecordReceiveNsOffset - kRecordIndexSize);
-      record.session_id = codec::LoadLE<std::uint32_t>(
-          fields + kRecordSessionIdOffset - kRecordIndexSize);
-      record.flags = codec::LoadLE<std::uint32_t>(fields + kRecordFlagsOffset -
-                                                  kRecordIndexSize);
-      const std::byte* const frame = fields + kCompactRecordHeaderSize;
-      const std::size_t size =
-          codec::kKindTable[codec::LoadLE<std::uint8_t>(frame +
-                                                        codec::kKindOffset)]
-              .frame_size;
-      record.frame = *codec::FrameView::Parse({frame, size});
-      cursor_ = frame + size;
+      cursor_ = DecodeRecord(cursor_, record_index_size_, index, record);
       return ReadResult::kRecord;
     }
     return NextGroup(record);
@@ -256,6 +229,14 @@ class JournalReader {
                                      std::uint64_t index) const noexcept;
   // Maps and checks segment `i`; false (status set) on an error.
   bool EnterSegment(std::size_t i);
+  // EnterSegment's failures, each setting the status: segment `i`'s header
+  // does not check (`check` says why); it belongs to another journal than
+  // the start record, the checkpoint or the first segment (false; true if
+  // it is of this one, or accept_loss let the checkpoint go); it does not
+  // start at next_index_.
+  void BadSegmentHeader(std::size_t i, const internal::HeaderCheck& check);
+  bool OfThisJournal(std::size_t i, const SegmentHeader& header);
+  void SegmentOutOfPlace(std::size_t i, const SegmentHeader& header);
   ReadResult Damaged(std::size_t segment, std::uint64_t offset, bool torn,
                      std::string_view problem);
   ReadResult Fail(absl::Status status);

@@ -39,6 +39,51 @@ std::byte* AllocateAligned(std::size_t bytes) {
   return static_cast<std::byte*>(p);
 }
 
+// The slots a writer of `options` has: 4 unless they say.
+std::uint32_t SlotCount(const WriterOptions& options) {
+  return options.slots != 0 ? options.slots : 4u;
+}
+
+// The options' values checked, before anything is created: the first that
+// is out of range, or OK.
+absl::Status CheckOptions(const WriterOptions& o) {
+  if (o.directory.empty()) {
+    return absl::InvalidArgumentError("the journal directory is not set");
+  }
+  if (o.segment_size < kMinSegmentCapacity ||
+      o.segment_size > kMaxSegmentCapacity) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "segment size %d is out of range [%d, %d]", o.segment_size,
+        kMinSegmentCapacity, kMaxSegmentCapacity));
+  }
+  if (o.metadata.size() > kMaxSegmentMetadata) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "segment metadata of %d bytes is too large (at most %d)",
+        o.metadata.size(), kMaxSegmentMetadata));
+  }
+  if (o.format_version < kOldestFormatVersion ||
+      o.format_version > kFormatVersion) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "format version %d is not one this build writes (%d to %d)",
+        o.format_version, kOldestFormatVersion, kFormatVersion));
+  }
+  if (o.new_journal_first_index == 0) {
+    return absl::InvalidArgumentError(
+        "new_journal_first_index 0: journal indexes start at 1");
+  }
+  if (o.no_space_retry_ms == 0) {
+    return absl::InvalidArgumentError(
+        "no_space_retry_ms must be at least 1 (a retry without a pause would "
+        "busy-loop on a full disk)");
+  }
+  const std::uint32_t slots = SlotCount(o);
+  if (slots < 2 || slots > 64) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("slots must be in [2, 64], not %d", slots));
+  }
+  return absl::OkStatus();
+}
+
 std::string KiB(std::uint64_t bytes) {
   if (bytes % (1u << 20) == 0) return absl::StrFormat("%d MiB", bytes >> 20);
   return absl::StrFormat("%d KiB", bytes >> 10);
@@ -108,21 +153,23 @@ absl::StatusOr<std::unique_ptr<JournalWriter>> JournalWriter::Open(
 }
 
 absl::Status JournalWriter::Init() {
+  if (absl::Status s = CheckOptions(options_); !s.ok()) return s;
+  SetSizes();
+  if (absl::Status s = CreateDirectory(); !s.ok()) return s;
+  if (absl::Status s = Lock(); !s.ok()) return s;
+  if (absl::Status s = AllocateBuffers(); !s.ok()) return s;
+  if (absl::Status s = SetUpIo(); !s.ok()) return s;
+  metadata_ = options_.metadata;  // for a journal Recover() creates
+  if (absl::Status s = Recover(); !s.ok()) return s;
+  if (!recovery_.created) {
+    if (absl::Status s = LoadActiveMetadata(); !s.ok()) return s;
+  }
+  OpenDurableMark();
+  return WriteFirstCheckpoint();
+}
+
+void JournalWriter::SetSizes() {
   const WriterOptions& o = options_;
-  if (o.directory.empty()) {
-    return absl::InvalidArgumentError("the journal directory is not set");
-  }
-  if (o.segment_size < kMinSegmentCapacity ||
-      o.segment_size > kMaxSegmentCapacity) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "segment size %d is out of range [%d, %d]", o.segment_size,
-        kMinSegmentCapacity, kMaxSegmentCapacity));
-  }
-  if (o.metadata.size() > kMaxSegmentMetadata) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "segment metadata of %d bytes is too large (at most %d)",
-        o.metadata.size(), kMaxSegmentMetadata));
-  }
   capacity_ = AlignUp(o.segment_size);
   std::uint64_t group = o.group_size != 0                  ? o.group_size
                         : durability_ == Durability::kNone ? 256u << 10
@@ -139,31 +186,15 @@ absl::Status JournalWriter::Init() {
       capacity_,
       std::max(kSmallestReducedSegment, AlignUp(kFirstGroupOffset + group)));
   last_prepared_capacity_ = capacity_;
-  if (o.format_version < kOldestFormatVersion ||
-      o.format_version > kFormatVersion) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "format version %d is not one this build writes (%d to %d)",
-        o.format_version, kOldestFormatVersion, kFormatVersion));
-  }
   format_version_ = o.format_version;
-  if (o.new_journal_first_index == 0) {
-    return absl::InvalidArgumentError(
-        "new_journal_first_index 0: journal indexes start at 1");
-  }
-  if (o.no_space_retry_ms == 0) {
-    return absl::InvalidArgumentError(
-        "no_space_retry_ms must be at least 1 (a retry without a pause would "
-        "busy-loop on a full disk)");
-  }
-  const std::uint32_t slots = o.slots != 0 ? o.slots : 4u;
-  if (slots < 2 || slots > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("slots must be in [2, 64], not %d", slots));
-  }
-  max_partial_ = std::min(
-      o.max_partial_in_flight != 0 ? o.max_partial_in_flight : 2u, slots - 1);
+  max_partial_ =
+      std::min(o.max_partial_in_flight != 0 ? o.max_partial_in_flight : 2u,
+               SlotCount(o) - 1);
   max_append_bytes_ = group_size_ - kGroupOverhead;
+}
 
+absl::Status JournalWriter::CreateDirectory() {
+  const WriterOptions& o = options_;
   prepared_path_ = absl::StrFormat("%s/%s", o.directory, kPreparedFileName);
   checkpoint_path_ = absl::StrFormat("%s/%s", o.directory, kCheckpointFileName);
   checkpoint_temp_path_ =
@@ -174,8 +205,12 @@ absl::Status JournalWriter::Init() {
     return absl::UnknownError(absl::StrFormat(
         "cannot create journal directory %s: %s", o.directory, ec.message()));
   }
-  if (absl::Status s = Lock(); !s.ok()) return s;
-  // Buffers: one per slot, and the zeros that pre-zeroing writes.
+  return absl::OkStatus();
+}
+
+// Buffers: one per slot, and the zeros that pre-zeroing writes.
+absl::Status JournalWriter::AllocateBuffers() {
+  const std::uint32_t slots = SlotCount(options_);
   slots_.resize(slots);
   for (Slot& slot : slots_) {
     slot.buffer = AllocateAligned(buffer_size_);
@@ -191,31 +226,31 @@ absl::Status JournalWriter::Init() {
   for (std::uint32_t i = slots; i > 0; --i) free_.push_back(i - 1);
   fifo_.assign(slots, 0);
   segments_.reserve(8);
+  return absl::OkStatus();
+}
 
-  if (absl::Status s = SetUpIo(); !s.ok()) return s;
-  metadata_ = o.metadata;  // for a journal Recover() creates
-  if (absl::Status s = Recover(); !s.ok()) return s;
-  if (!recovery_.created) {
-    if (absl::Status s = LoadActiveMetadata(); !s.ok()) return s;
+// Followers in other processes read how far the journal is durable from
+// the DURABLE file (durable_mark.h).
+// Optional: without it (no room for it on a full disk) the writer goes
+// on, and followers go by the checkpoint; a stale one is removed so that
+// none reads a previous writer's value as current.
+void JournalWriter::OpenDurableMark() {
+  const std::string& directory = options_.directory;
+  absl::StatusOr<DurableMarkPublisher> mark =
+      DurableMarkPublisher::Open(directory, journal_id_, durable_index_);
+  if (mark.ok()) {
+    durable_mark_ = std::move(*mark);
+  } else {
+    recovery_.durable_file_problem = std::string(mark.status().message());
+    ::unlink(absl::StrFormat("%s/%s", directory, kDurableFileName).c_str());
   }
-  // Followers in other processes read how far the journal is durable from
-  // the DURABLE file (durable_mark.h).
-  // Optional: without it (no room for it on a full disk) the writer goes
-  // on, and followers go by the checkpoint; a stale one is removed so that
-  // none reads a previous writer's value as current.
-  {
-    absl::StatusOr<DurableMarkPublisher> mark =
-        DurableMarkPublisher::Open(o.directory, journal_id_, durable_index_);
-    if (mark.ok()) {
-      durable_mark_ = std::move(*mark);
-    } else {
-      recovery_.durable_file_problem = std::string(mark.status().message());
-      ::unlink(absl::StrFormat("%s/%s", o.directory, kDurableFileName).c_str());
-    }
-  }
-  // What was recovered is durable now: witness it (this also starts the
-  // checkpoint of a journal that had none, and re-bases it after a loss
-  // was accepted).
+}
+
+// What was recovered is durable now: witness it (this also starts the
+// checkpoint of a journal that had none, and re-bases it after a loss
+// was accepted).
+absl::Status JournalWriter::WriteFirstCheckpoint() {
+  const WriterOptions& o = options_;
   checkpoint_interval_ns_ =
       std::int64_t{o.checkpoint_interval_ms != 0 ? o.checkpoint_interval_ms
                                                  : 1000} *

@@ -496,7 +496,15 @@ class JournalWriter {
 
   explicit JournalWriter(const WriterOptions& options);
 
+  // Open's steps: the options checked (writer.cc), then sizes set, the
+  // directory created and locked, buffers allocated, I/O set up, the
+  // journal recovered, the DURABLE file opened, a checkpoint written.
   absl::Status Init();
+  void SetSizes();
+  absl::Status CreateDirectory();
+  absl::Status AllocateBuffers();
+  void OpenDurableMark();
+  absl::Status WriteFirstCheckpoint();
   absl::Status Lock();
   // The checkpoint of what is durable now. Writes it, blocking (Open,
   // Close), or starts its publication through the queue (Poll).
@@ -506,6 +514,9 @@ class JournalWriter {
   void HandleCheckpoint(std::uint32_t tag, std::int32_t result) noexcept;
   void CheckpointFailed(int err) noexcept;
   absl::Status SetUpIo();
+  // Recovery at Open (writer_recovery.cc): Recover() runs a Recovery,
+  // whose steps set the writer's members.
+  class Recovery;
   absl::Status Recover();
   absl::Status CreateFirstSegment(std::uint64_t journal_id);
   // Sets metadata_ from the header block of the active segment (after
@@ -546,6 +557,11 @@ class JournalWriter {
   // zero writes the pace allows (all of them, at full speed, with
   // `needed_now`: a rotation waits for it), then its syncs.
   void PumpPrepared(bool needed_now) noexcept;
+  // PumpPrepared's steps: creates and allocates the next segment's file
+  // (false: it could not, and why is recorded: no space, or the writer
+  // failed), then submits its zero writes and its sync.
+  bool StartPrepared() noexcept;
+  void ZeroPrepared(bool needed_now) noexcept;
   // Allocates the prepared file `fd`: capacity_ bytes, or the largest of
   // capacity_ / 2, / 4, ... (at least smallest_capacity_) that the disk
   // has room for. Returns the size, or 0 with *err set (the errno of the

@@ -10,16 +10,15 @@
 #include <iterator>
 
 #include "absl/strings/str_format.h"
-#include "codec/kind_table.h"
 #include "codec/wire.h"
 #include "journal/crc32c.h"
 #include "journal/internal/io_queue.h"
 #include "journal/internal/writer_support.h"
+#include "journal/record.h"
 #include "journal/writer.h"
 
 namespace orderwire::journal {
 
-using codec::StoreLE;
 using internal::ErrnoStatus;
 using internal::ErrnoText;
 using internal::IoCompletion;
@@ -33,42 +32,8 @@ using internal::MonotonicNs;
 using internal::OpCode;
 
 // ---------------------------------------------------------------------------
-// Appending.
-
-namespace {
-
-// Copies a command frame (25 to 49 bytes) with two fixed-size, overlapping
-// copies, which the compiler turns into a few vector loads and stores.
-inline void CopyFrame(std::byte* dst, const std::byte* src,
-                      std::size_t size) noexcept {
-  static_assert(kMinCommandFrame >= 16 && kMaxCommandFrame <= 64);
-  if (size >= 32) {
-    std::memcpy(dst, src, 32);
-    std::memcpy(dst + size - 32, src + size - 32, 32);
-  } else {
-    std::memcpy(dst, src, 16);
-    std::memcpy(dst + size - 16, src + size - 16, 16);
-  }
-}
-
-// Writes record `index` (header and frame) at `out`; returns its end.
-// `index_size` is the group format's record_index_size: 8, the index is
-// stored first (versions 1, 2), or 0, it is not stored (version 3).
-inline std::byte* WriteRecord(std::byte* out, std::size_t index_size,
-                              std::uint64_t index, std::uint64_t receive_ns,
-                              std::uint32_t session_id, std::uint32_t flags,
-                              const std::byte* frame,
-                              std::size_t frame_size) noexcept {
-  if (index_size != 0) StoreLE(out + kRecordIndexOffset, index);
-  std::byte* const fields = out + index_size - kRecordIndexSize;
-  StoreLE(fields + kRecordReceiveNsOffset, receive_ns);
-  StoreLE(fields + kRecordSessionIdOffset, session_id);
-  StoreLE(fields + kRecordFlagsOffset, flags);
-  CopyFrame(fields + kRecordHeaderSize, frame, frame_size);
-  return fields + kRecordHeaderSize + frame_size;
-}
-
-}  // namespace
+// Appending. Records are written by the record codec (record.h), always
+// inlined into the loops below.
 
 AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
                                    std::uint32_t session_id,
@@ -91,12 +56,11 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
     std::uint64_t index = last_index_;
     std::size_t pos = 0;
     while (pos + codec::kFrameHeaderSize <= size) {
-      const std::size_t frame_size =
-          codec::kCommandFrameSize[static_cast<std::uint8_t>(
-              data[pos + codec::kKindOffset])];
+      const std::size_t frame_size = CommandFrameSize(
+          static_cast<std::uint8_t>(data[pos + codec::kKindOffset]));
       if (frame_size == 0 || size - pos < frame_size) break;
-      out = WriteRecord(out, index_size, ++index, receive_ns, session_id, flags,
-                        data + pos, frame_size);
+      out = EncodeRecord(out, index_size, ++index, receive_ns, session_id,
+                         flags, data + pos, frame_size);
       pos += frame_size;
     }
     if (pos != size || index == last_index_) return AppendStatus::kInvalidFrame;
@@ -108,9 +72,8 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
   std::size_t count = 0;
   std::size_t pos = 0;
   while (pos + codec::kFrameHeaderSize <= size) {
-    const std::size_t frame_size =
-        codec::kCommandFrameSize[static_cast<std::uint8_t>(
-            data[pos + codec::kKindOffset])];
+    const std::size_t frame_size = CommandFrameSize(
+        static_cast<std::uint8_t>(data[pos + codec::kKindOffset]));
     if (frame_size == 0 || size - pos < frame_size) break;
     pos += frame_size;
     ++count;
@@ -143,11 +106,10 @@ AppendStatus JournalWriter::Append(std::span<const std::byte> frames,
   const std::size_t index_size = slot->format.record_index_size;
   std::uint64_t index = last_index_;
   for (pos = 0; pos < size;) {
-    const std::size_t frame_size =
-        codec::kCommandFrameSize[static_cast<std::uint8_t>(
-            data[pos + codec::kKindOffset])];
-    out = WriteRecord(out, index_size, ++index, receive_ns, session_id, flags,
-                      data + pos, frame_size);
+    const std::size_t frame_size = CommandFrameSize(
+        static_cast<std::uint8_t>(data[pos + codec::kKindOffset]));
+    out = EncodeRecord(out, index_size, ++index, receive_ns, session_id, flags,
+                       data + pos, frame_size);
     pos += frame_size;
   }
   return Commit(*slot, static_cast<std::uint32_t>(out - slot->buffer), index);

@@ -313,90 +313,98 @@ void JournalWriter::PumpPrepared(bool needed_now) noexcept {
     if (!needed_now && !retry && write_pos_ < segments_[active_].capacity / 8) {
       return;
     }
-    const std::string& path = PreparedPath();
-    base::UniqueFd fd(::open(
-        path.c_str(),
-        O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC | (direct_ ? O_DIRECT : 0),
-        0644));
-    if (!fd) {
-      const int err = errno;
-      if (IsNoSpace(err)) {
-        PreparedNoSpace(err, "open");
-        return;
-      }
-      Fail(ErrnoStatus(err, absl::StrFormat("preparing the next segment: "
-                                            "open %s",
-                                            path)));
-      return;
-    }
-    int err = 0;
-    const std::uint64_t size = AllocatePrepared(fd.get(), &err);
-    if (size == 0) {
-      p.fd = std::move(fd);  // removed with the partial file
-      if (IsNoSpace(err)) {
-        PreparedNoSpace(err, "fallocate");
-        return;
-      }
-      DiscardPrepared();
-      Fail(ErrnoStatus(err, absl::StrFormat("preparing the next segment: "
-                                            "fallocate %s (%d bytes)",
-                                            path, capacity_)));
-      return;
-    }
-    space_needed_ = 0;
-    if (size < capacity_) ++stats_.reduced_segments;
-    last_prepared_capacity_ = size;
-    p.fd = std::move(fd);
-    p.capacity = size;
-    p.chunks = prezero_ ? static_cast<std::uint32_t>(
-                              (size + kPrepZeroChunk - 1) / kPrepZeroChunk)
-                        : 0;
-    p.next_chunk = 0;
-    p.chunks_done = 0;
-    p.in_flight = 0;
-    p.pace_start = write_pos_;
-    p.late = false;
-    p.state = Prepared::State::kZeroing;
+    if (!StartPrepared()) return;
   }
-  if (p.state == Prepared::State::kZeroing) {
-    // On schedule: one write at a time, within the bytes due. Late: as
-    // fast as the device goes.
-    const std::uint64_t due = ZeroBytesDue(
-        p.capacity, segments_[active_].capacity, p.pace_start, write_pos_);
-    if (needed_now || due >= p.capacity) p.late = true;
-    const std::uint32_t most_in_flight = p.late ? kPrepZeroWritesInFlight : 1;
-    while (
-        p.next_chunk < p.chunks && p.in_flight < most_in_flight &&
-        (p.late || (std::uint64_t{p.next_chunk} + 1) * kPrepZeroChunk <= due)) {
-      const std::uint64_t offset = std::uint64_t{p.next_chunk} * kPrepZeroChunk;
-      IoOp op;
-      op.code = OpCode::kWrite;
-      op.fd = p.fd.get();
-      op.data = zeros_;
-      op.length = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(kPrepZeroChunk, p.capacity - offset));
-      op.offset = offset;
-      op.buffer_index = static_cast<int>(slots_.size());
-      op.user_data = std::uint64_t{p.next_chunk} << 8 | kTagZero;
-      ++p.next_chunk;
-      ++p.in_flight;
-      PushOp(op);
+  if (p.state == Prepared::State::kZeroing) ZeroPrepared(needed_now);
+}
+
+bool JournalWriter::StartPrepared() noexcept {
+  Prepared& p = prepared_;
+  const std::string& path = PreparedPath();
+  base::UniqueFd fd(::open(
+      path.c_str(),
+      O_CREAT | O_TRUNC | O_RDWR | O_CLOEXEC | (direct_ ? O_DIRECT : 0), 0644));
+  if (!fd) {
+    const int err = errno;
+    if (IsNoSpace(err)) {
+      PreparedNoSpace(err, "open");
+      return false;
     }
-    if (p.chunks_done == p.chunks && p.in_flight == 0) {
-      if (durability_ == Durability::kNone) {
-        // Nothing is claimed durable against an OS crash under kNone, and
-        // an fsync here would wait for the writeback of the page cache.
-        p.state = Prepared::State::kReady;
-        return;
-      }
-      IoOp sync;
-      sync.code = OpCode::kFsync;
-      sync.fd = p.fd.get();
-      sync.user_data = kTagPrepSync;
-      ++p.in_flight;
-      p.state = Prepared::State::kSyncing;
-      PushOp(sync);
+    Fail(ErrnoStatus(err, absl::StrFormat("preparing the next segment: "
+                                          "open %s",
+                                          path)));
+    return false;
+  }
+  int err = 0;
+  const std::uint64_t size = AllocatePrepared(fd.get(), &err);
+  if (size == 0) {
+    p.fd = std::move(fd);  // removed with the partial file
+    if (IsNoSpace(err)) {
+      PreparedNoSpace(err, "fallocate");
+      return false;
     }
+    DiscardPrepared();
+    Fail(ErrnoStatus(err, absl::StrFormat("preparing the next segment: "
+                                          "fallocate %s (%d bytes)",
+                                          path, capacity_)));
+    return false;
+  }
+  space_needed_ = 0;
+  if (size < capacity_) ++stats_.reduced_segments;
+  last_prepared_capacity_ = size;
+  p.fd = std::move(fd);
+  p.capacity = size;
+  p.chunks = prezero_ ? static_cast<std::uint32_t>((size + kPrepZeroChunk - 1) /
+                                                   kPrepZeroChunk)
+                      : 0;
+  p.next_chunk = 0;
+  p.chunks_done = 0;
+  p.in_flight = 0;
+  p.pace_start = write_pos_;
+  p.late = false;
+  p.state = Prepared::State::kZeroing;
+  return true;
+}
+
+void JournalWriter::ZeroPrepared(bool needed_now) noexcept {
+  Prepared& p = prepared_;
+  // On schedule: one write at a time, within the bytes due. Late: as
+  // fast as the device goes.
+  const std::uint64_t due = ZeroBytesDue(
+      p.capacity, segments_[active_].capacity, p.pace_start, write_pos_);
+  if (needed_now || due >= p.capacity) p.late = true;
+  const std::uint32_t most_in_flight = p.late ? kPrepZeroWritesInFlight : 1;
+  while (
+      p.next_chunk < p.chunks && p.in_flight < most_in_flight &&
+      (p.late || (std::uint64_t{p.next_chunk} + 1) * kPrepZeroChunk <= due)) {
+    const std::uint64_t offset = std::uint64_t{p.next_chunk} * kPrepZeroChunk;
+    IoOp op;
+    op.code = OpCode::kWrite;
+    op.fd = p.fd.get();
+    op.data = zeros_;
+    op.length = static_cast<std::uint32_t>(
+        std::min<std::uint64_t>(kPrepZeroChunk, p.capacity - offset));
+    op.offset = offset;
+    op.buffer_index = static_cast<int>(slots_.size());
+    op.user_data = std::uint64_t{p.next_chunk} << 8 | kTagZero;
+    ++p.next_chunk;
+    ++p.in_flight;
+    PushOp(op);
+  }
+  if (p.chunks_done == p.chunks && p.in_flight == 0) {
+    if (durability_ == Durability::kNone) {
+      // Nothing is claimed durable against an OS crash under kNone, and
+      // an fsync here would wait for the writeback of the page cache.
+      p.state = Prepared::State::kReady;
+      return;
+    }
+    IoOp sync;
+    sync.code = OpCode::kFsync;
+    sync.fd = p.fd.get();
+    sync.user_data = kTagPrepSync;
+    ++p.in_flight;
+    p.state = Prepared::State::kSyncing;
+    PushOp(sync);
   }
 }
 

@@ -15,6 +15,7 @@
 #include "base/unique_fd.h"
 #include "codec/wire.h"
 #include "journal/crc32c.h"
+#include "journal/record.h"
 
 namespace orderwire::journal::internal {
 namespace {
@@ -162,43 +163,49 @@ absl::StatusOr<std::span<const std::byte>> SegmentSet::Map(std::size_t i) {
 // ---------------------------------------------------------------------------
 // Segment headers.
 
-HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
-                               std::uint64_t name_index) {
-  HeaderCheck check;
+namespace {
+
+// CheckSegmentHeader's steps. Each returns true when its checks pass, and
+// otherwise sets check.problem (and check.torn where a crash explains it).
+
+// The file holds a header's bytes, not all zero.
+bool CheckHeaderPresent(std::span<const std::byte> file, HeaderCheck& check) {
   if (file.empty()) {
     check.problem = "the file is empty (0 bytes): not a journal segment";
-    return check;
+    return false;
   }
   if (file.size() < kSegmentHeaderSize) {
     check.problem = absl::StrFormat(
         "the file is %d bytes, shorter than a %d-byte segment header",
         file.size(), kSegmentHeaderSize);
     check.torn = AllZero(file);
-    return check;
+    return false;
   }
-  const std::span<const std::byte> raw = file.first(kSegmentHeaderSize);
-  if (AllZero(raw)) {
+  if (AllZero(file.first(kSegmentHeaderSize))) {
     check.problem =
         "the segment header is all zeros (the segment was created but its "
         "header never written)";
     check.torn = true;
-    return check;
+    return false;
   }
-  const SegmentHeader h =
-      LoadStruct<kSegmentHeaderLayout, SegmentHeader>(raw.data());
-  check.header = h;
+  return true;
+}
+
+// Magic, version and checksum of the header `h`, read from `raw`.
+bool CheckHeaderIdentity(const SegmentHeader& h, std::span<const std::byte> raw,
+                         HeaderCheck& check) {
   if (h.magic != kSegmentMagic) {
     check.problem = absl::StrFormat(
         "bad magic 0x%016x (a segment starts with the bytes \"OWJOURNL\"): "
         "not a journal segment",
         h.magic);
-    return check;
+    return false;
   }
   if (h.version < kOldestFormatVersion || h.version > kFormatVersion) {
     check.problem = absl::StrFormat(
         "unsupported format version %d (this build reads versions %d to %d)",
         h.version, kOldestFormatVersion, kFormatVersion);
-    return check;
+    return false;
   }
   const std::uint32_t crc = Crc32c(raw.first(kSegmentHeaderCrcOffset));
   if (crc != h.crc) {
@@ -206,29 +213,36 @@ HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
         "segment header checksum mismatch (stored 0x%08x, computed 0x%08x)",
         h.crc, crc);
     check.torn = h.crc == 0;
-    return check;
+    return false;
   }
+  return true;
+}
+
+// The header's other fields: sizes, flags, first index (the file name's),
+// capacity, the metadata's size and checksum fields.
+bool CheckHeaderFields(const SegmentHeader& h, std::uint64_t name_index,
+                       HeaderCheck& check) {
   if (h.header_size != kSegmentHeaderSize || h.block_size != kBlockSize) {
     check.problem = absl::StrFormat(
         "unsupported header size %d or block size %d (expected %d and %d)",
         h.header_size, h.block_size, kSegmentHeaderSize, kBlockSize);
-    return check;
+    return false;
   }
   if (h.flags != 0) {
     check.problem = absl::StrFormat("unknown segment flags 0x%x set", h.flags);
-    return check;
+    return false;
   }
   if (h.first_index == 0 || h.first_index != name_index) {
     check.problem =
         absl::StrFormat("header says first index %d but the file name says %d",
                         h.first_index, name_index);
-    return check;
+    return false;
   }
   if (h.capacity < kMinSegmentCapacity || h.capacity > kMaxSegmentCapacity ||
       h.capacity % kBlockSize != 0) {
     check.problem =
         absl::StrFormat("implausible segment capacity %d", h.capacity);
-    return check;
+    return false;
   }
   // The metadata area: its size and checksum are in the header, under the
   // header's checksum, so it is never taken for absent or half there.
@@ -238,48 +252,75 @@ HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
         "implausible segment metadata size %d (at most %d) or checksum 0x%08x "
         "without metadata",
         h.metadata_size, kMaxSegmentMetadata, h.metadata_crc);
-    return check;
+    return false;
   }
+  return true;
+}
+
+// The metadata the header announces: in the file, its checksum matching.
+bool CheckMetadata(std::span<const std::byte> file, const SegmentHeader& h,
+                   HeaderCheck& check) {
   const std::uint64_t metadata_end = kSegmentMetadataOffset + h.metadata_size;
   if (file.size() < metadata_end) {
     check.problem = absl::StrFormat(
         "the file (%d bytes) ends inside the segment metadata (bytes %d..%d)",
         file.size(), kSegmentMetadataOffset, metadata_end - 1);
     check.torn = true;
+    return false;
+  }
+  if (h.metadata_size == 0) return true;
+  const std::uint32_t metadata_crc =
+      Crc32c(file.subspan(kSegmentMetadataOffset, h.metadata_size));
+  if (metadata_crc == h.metadata_crc) return true;
+  check.problem = absl::StrFormat(
+      "segment metadata checksum mismatch (bytes %d..%d: stored 0x%08x, "
+      "computed 0x%08x)",
+      kSegmentMetadataOffset, metadata_end - 1, h.metadata_crc, metadata_crc);
+  // A sector of the metadata still zero: the header block's write was
+  // cut short (the header's own sector landed, a later one did not).
+  for (std::uint64_t sector = kSectorSize; sector < metadata_end;
+       sector += kSectorSize) {
+    if (sector + kSectorSize <= file.size() &&
+        AllZero(file.subspan(sector, kSectorSize))) {
+      check.torn = true;
+    }
+  }
+  return false;
+}
+
+// Zeros after the header and its metadata, to the end of the header block.
+bool CheckHeaderBlockPadding(std::span<const std::byte> file,
+                             const SegmentHeader& h, HeaderCheck& check) {
+  const std::uint64_t metadata_end = kSegmentMetadataOffset + h.metadata_size;
+  const std::size_t block_end = std::min(file.size(), kBlockSize);
+  const std::uint64_t nonzero =
+      FirstNonZero(file.first(block_end), metadata_end);
+  if (nonzero == block_end) return true;
+  check.problem = absl::StrFormat(
+      "non-zero byte at offset %d of the header block (bytes %d..%d, after "
+      "the header and its %d bytes of metadata, must be zero)",
+      nonzero, metadata_end, kBlockSize - 1, h.metadata_size);
+  return false;
+}
+
+}  // namespace
+
+HeaderCheck CheckSegmentHeader(std::span<const std::byte> file,
+                               std::uint64_t name_index) {
+  HeaderCheck check;
+  if (!CheckHeaderPresent(file, check)) return check;
+  const std::span<const std::byte> raw = file.first(kSegmentHeaderSize);
+  const SegmentHeader h =
+      LoadStruct<kSegmentHeaderLayout, SegmentHeader>(raw.data());
+  check.header = h;
+  if (!CheckHeaderIdentity(h, raw, check) ||
+      !CheckHeaderFields(h, name_index, check) ||
+      !CheckMetadata(file, h, check) ||
+      !CheckHeaderBlockPadding(file, h, check)) {
     return check;
   }
   const std::span<const std::byte> metadata =
       file.subspan(kSegmentMetadataOffset, h.metadata_size);
-  if (h.metadata_size != 0) {
-    const std::uint32_t metadata_crc = Crc32c(metadata);
-    if (metadata_crc != h.metadata_crc) {
-      check.problem = absl::StrFormat(
-          "segment metadata checksum mismatch (bytes %d..%d: stored 0x%08x, "
-          "computed 0x%08x)",
-          kSegmentMetadataOffset, metadata_end - 1, h.metadata_crc,
-          metadata_crc);
-      // A sector of the metadata still zero: the header block's write was
-      // cut short (the header's own sector landed, a later one did not).
-      for (std::uint64_t sector = kSectorSize; sector < metadata_end;
-           sector += kSectorSize) {
-        if (sector + kSectorSize <= file.size() &&
-            AllZero(file.subspan(sector, kSectorSize))) {
-          check.torn = true;
-        }
-      }
-      return check;
-    }
-  }
-  const std::size_t block_end = std::min(file.size(), kBlockSize);
-  const std::uint64_t nonzero =
-      FirstNonZero(file.first(block_end), metadata_end);
-  if (nonzero != block_end) {
-    check.problem = absl::StrFormat(
-        "non-zero byte at offset %d of the header block (bytes %d..%d, after "
-        "the header and its %d bytes of metadata, must be zero)",
-        nonzero, metadata_end, kBlockSize - 1, h.metadata_size);
-    return check;
-  }
   check.metadata.assign(reinterpret_cast<const char*>(metadata.data()),
                         metadata.size());
   check.ok = true;
@@ -368,15 +409,14 @@ GroupCheck CheckGroup(std::span<const std::byte> segment, std::uint64_t pos,
       return Bad(false, "the records do not fill the group exactly", h);
     }
     if (format.record_index_size != 0 &&
-        LoadLE<std::uint64_t>(p + kRecordIndexOffset) != h.first_index + i) {
+        StoredRecordIndex(p) != h.first_index + i) {
       return Bad(false, "record indexes are not contiguous", h);
     }
-    const codec::KindInfo& info = codec::kKindTable[LoadLE<std::uint8_t>(
-        p + record_header + codec::kKindOffset)];
-    if (info.kind_class != codec::KindClass::kCommand) {
+    const std::size_t frame_size = RecordFrameSize(p, format.record_index_size);
+    if (frame_size == 0) {
       return Bad(false, "a record holds no command frame", h);
     }
-    p += record_header + info.frame_size;
+    p += record_header + frame_size;
     if (p > records_end) {
       return Bad(false, "the records do not fill the group exactly", h);
     }
@@ -462,27 +502,63 @@ std::optional<FoundGroup> LastGroupIn(std::span<const std::byte> segment,
 // ---------------------------------------------------------------------------
 // Damage.
 
-absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
-                                     std::uint64_t offset,
-                                     std::uint64_t expected_index, bool torn,
-                                     std::string_view problem,
-                                     std::uint64_t checkpointed) {
-  Damage damage;
-  damage.segment = segment;
-  damage.offset = offset;
-  damage.last_good_index = expected_index - 1;
-  const std::string& path = segments.entry(segment).path;
+namespace {
 
-  // Search every place a group may start after the damage (every 8-byte
-  // boundary in a version-2 or -3 segment, every block boundary in version
-  // 1) for valid groups.
-  struct Proof {
-    std::size_t segment;
-    std::uint64_t offset;
-    GroupHeader header;
-  };
+// A valid group found after damage whose stable_index reaches the damaged
+// place: proof that what was there had been written.
+struct Proof {
+  std::size_t segment;
+  std::uint64_t offset;
+  GroupHeader header;
+};
+
+// Searches `bytes` (a segment) from `from` on, in steps of `step`, for
+// valid groups: counts them in `later_groups`, and sets `proof` to the
+// first whose stable_index >= expected_index (if it is not set yet).
+// `version` is the segment's (0 or another unknown one: the framing each
+// place's magic names, which finds groups of every version).
+void SearchSegment(std::span<const std::byte> bytes, std::size_t segment,
+                   std::uint16_t version, std::uint64_t step,
+                   std::uint64_t from, std::uint64_t expected_index,
+                   std::uint64_t& later_groups, std::optional<Proof>& proof) {
+  const bool known =
+      version >= kOldestFormatVersion && version <= kFormatVersion;
+  std::uint64_t o = from;
+  while (o + kCompactGroupHeaderSize <= bytes.size()) {
+    const auto magic = LoadLE<std::uint32_t>(bytes.data() + o);
+    std::optional<GroupFormat> format;
+    if (known) {
+      if (magic == GroupFormatOf(version).magic) {
+        format = GroupFormatOf(version);
+      }
+    } else if (magic == kGroupMagic) {
+      format = GroupFormatOf(2);
+    } else if (magic == kCompactGroupMagic) {
+      format = GroupFormatOf(kCompactFramingVersion);
+    }
+    if (format.has_value()) {
+      format->alignment = static_cast<std::uint32_t>(step);
+      const GroupCheck check = CheckGroup(bytes, o, 0, *format);
+      if (check.state == GroupState::kValid) {
+        ++later_groups;
+        if (!proof.has_value() && check.header.stable_index >= expected_index) {
+          proof = Proof{segment, o, check.header};
+        }
+        o = check.end;
+        continue;
+      }
+    }
+    o += step;
+  }
+}
+
+// Search every place a group may start after the damage (every 8-byte
+// boundary in a version-2 or -3 segment, every block boundary in version
+// 1) for valid groups: counted in damage.later_groups; the proof, if any.
+absl::StatusOr<std::optional<Proof>> SearchAfterDamage(
+    SegmentSet& segments, Damage& damage, std::uint64_t expected_index) {
   std::optional<Proof> proof;
-  for (std::size_t j = segment; j < segments.size(); ++j) {
+  for (std::size_t j = damage.segment; j < segments.size(); ++j) {
     absl::StatusOr<std::span<const std::byte>> bytes = segments.Map(j);
     if (!bytes.ok()) return bytes.status();
     // The segment's version says where its groups start and how they are
@@ -498,52 +574,46 @@ absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
     const bool known =
         version >= kOldestFormatVersion && version <= kFormatVersion;
     const std::uint64_t step = known ? GroupAlignment(version) : kGroupAlign;
-    std::uint64_t o =
-        j == segment && offset != 0 ? offset + step : kFirstGroupOffset;
-    while (o + kCompactGroupHeaderSize <= bytes->size()) {
-      const auto magic = LoadLE<std::uint32_t>(bytes->data() + o);
-      std::optional<GroupFormat> format;
-      if (known) {
-        if (magic == GroupFormatOf(version).magic) {
-          format = GroupFormatOf(version);
-        }
-      } else if (magic == kGroupMagic) {
-        format = GroupFormatOf(2);
-      } else if (magic == kCompactGroupMagic) {
-        format = GroupFormatOf(kCompactFramingVersion);
-      }
-      if (format.has_value()) {
-        format->alignment = static_cast<std::uint32_t>(step);
-        const GroupCheck check = CheckGroup(*bytes, o, 0, *format);
-        if (check.state == GroupState::kValid) {
-          ++damage.later_groups;
-          if (!proof.has_value() &&
-              check.header.stable_index >= expected_index) {
-            proof = Proof{j, o, check.header};
-          }
-          o = check.end;
-          continue;
-        }
-      }
-      o += step;
-    }
+    const std::uint64_t from = j == damage.segment && damage.offset != 0
+                                   ? damage.offset + step
+                                   : kFirstGroupOffset;
+    SearchSegment(*bytes, j, version, step, from, expected_index,
+                  damage.later_groups, proof);
   }
+  return proof;
+}
+
+}  // namespace
+
+absl::StatusOr<Damage> AnalyzeDamage(SegmentSet& segments, std::size_t segment,
+                                     std::uint64_t offset,
+                                     std::uint64_t expected_index, bool torn,
+                                     std::string_view problem,
+                                     std::uint64_t checkpointed) {
+  Damage damage;
+  damage.segment = segment;
+  damage.offset = offset;
+  damage.last_good_index = expected_index - 1;
+  const std::string& path = segments.entry(segment).path;
+  absl::StatusOr<std::optional<Proof>> proof =
+      SearchAfterDamage(segments, damage, expected_index);
+  if (!proof.ok()) return proof.status();
 
   const std::string where = absl::StrFormat(
       "segment %s at offset %d (after index %d, where the group starting "
       "with index %d should be)",
       path, offset, damage.last_good_index, expected_index);
-  if (proof.has_value()) {
+  if (proof->has_value()) {
+    const Proof& p = **proof;
     damage.kind = Damage::Kind::kDataLoss;
-    const std::uint64_t last =
-        proof->header.first_index + proof->header.record_count - 1;
+    const std::uint64_t last = p.header.first_index + p.header.record_count - 1;
     damage.message = absl::StrFormat(
         "data loss in %s: %s; a valid group written later (segment %s, "
         "offset %d, indexes %d..%d) records that every index up to %d had "
         "already been written and synced, so this is damage to data that "
         "was durable",
-        where, problem, segments.entry(proof->segment).path, proof->offset,
-        proof->header.first_index, last, proof->header.stable_index);
+        where, problem, segments.entry(p.segment).path, p.offset,
+        p.header.first_index, last, p.header.stable_index);
     return damage;
   }
   if (!torn) {
