@@ -198,6 +198,164 @@ absl::Status MemberBoard::Put(const MemberReport& report) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// A transient error makes a source unread instead of ending the read: true
+// if `error` was one (recorded in `status`), false if it ends the read.
+bool MarkUnread(ClusterStatus& status, std::string_view source,
+                const absl::Status& error) {
+  if (!IsTransientNatsError(error)) return false;
+  status.unread.emplace_back(source);
+  status.unread_errors.emplace_back(error.message());
+  return true;
+}
+
+// The value of a key-value entry, as text.
+std::string_view EntryValue(kvEntry* entry) {
+  const auto* bytes = static_cast<const char*>(kvEntry_Value(entry));
+  const int len = kvEntry_ValueLen(entry);
+  return {bytes == nullptr ? "" : bytes,
+          bytes == nullptr ? 0 : static_cast<std::size_t>(len)};
+}
+
+// The lease, into status.lease and status.lease_revision (none: no bucket
+// or no key). Error: what ends the read.
+absl::Status ReadLease(jsCtx* js, std::string_view engine_name,
+                       ClusterStatus& status) {
+  const std::string lease_bucket = LeaseBucketName(engine_name);
+  auto lease_kv = OpenBucket(js, lease_bucket, /*create=*/false, 1);
+  if (!lease_kv.ok()) {
+    if (!absl::IsNotFound(lease_kv.status()) &&
+        !MarkUnread(status, "lease", lease_kv.status())) {
+      return lease_kv.status();
+    }
+    return absl::OkStatus();
+  }
+  kvEntry* raw = nullptr;
+  const natsStatus s = kvStore_Get(&raw, lease_kv->get(), kLeaseKey.data());
+  KvEntryHandle entry(raw);
+  if (s == NATS_OK) {
+    auto value = ParseLeaseValue(EntryValue(entry.get()));
+    if (!value.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("lease bucket ", lease_bucket, " key ", View(kLeaseKey),
+                       ": ", value.status().message()));
+    }
+    status.lease = *std::move(value);
+    status.lease_revision = kvEntry_Revision(entry.get());
+  } else if (s != NATS_NOT_FOUND) {
+    absl::Status error =
+        NatsError(s, absl::StrCat("read lease bucket ", lease_bucket));
+    if (!MarkUnread(status, "lease", error)) return error;
+  }
+  return absl::OkStatus();
+}
+
+// The stream's last message, `sequence`, parsed into status.head.
+absl::Status ReadStreamHead(jsCtx* js, std::string_view engine_name,
+                            std::uint64_t sequence, ClusterStatus& status) {
+  natsMsg* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const std::string name = JournalStreamName(engine_name);
+  const natsStatus s =
+      js_GetMsg(&raw, js, name.c_str(), sequence, nullptr, &jerr);
+  internal::MessageHandle msg(raw);
+  if (s != NATS_OK) {
+    absl::Status error = NatsError(
+        s, absl::StrCat("read message ", sequence, " of stream ", name),
+        static_cast<int>(jerr));
+    if (!MarkUnread(status, "stream", error)) return error;
+    return absl::OkStatus();
+  }
+  const auto* data =
+      reinterpret_cast<const std::byte*>(natsMsg_GetData(msg.get()));
+  const auto size = static_cast<std::size_t>(natsMsg_GetDataLength(msg.get()));
+  auto parsed = ParseGroupMessage(std::span(data, size));
+  if (!parsed.ok()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("stream ", name, " message ", sequence, ": ",
+                     parsed.status().message()));
+  }
+  StreamHead head;
+  head.sequence = sequence;
+  head.epoch_marker = parsed->kind == GroupMessageKind::kEpochMarker;
+  head.epoch = parsed->epoch;
+  head.last_index = parsed->last_index();
+  status.head = head;
+  return absl::OkStatus();
+}
+
+// The stream and its last message, into status.stream and status.head
+// (none: no stream).
+absl::Status ReadStream(const std::string& servers, jsCtx* js,
+                        std::string_view engine_name,
+                        std::chrono::milliseconds timeout,
+                        ClusterStatus& status) {
+  auto stream = GetJournalStreamState(servers, engine_name, timeout);
+  if (!stream.ok()) {
+    if (!absl::IsNotFound(stream.status()) &&
+        !MarkUnread(status, "stream", stream.status())) {
+      return stream.status();
+    }
+    return absl::OkStatus();
+  }
+  status.stream = *stream;
+  if (stream->last_sequence == 0) return absl::OkStatus();
+  return ReadStreamHead(js, engine_name, stream->last_sequence, status);
+}
+
+// The members' reports, into status.members sorted by name; one that does
+// not parse is a warning.
+absl::Status ReadMembers(jsCtx* js, std::string_view engine_name,
+                         ClusterStatus& status) {
+  const std::string member_bucket = MemberBucketName(engine_name);
+  auto members_kv = OpenBucket(js, member_bucket, /*create=*/false, 1);
+  if (!members_kv.ok()) {
+    if (!absl::IsNotFound(members_kv.status()) &&
+        !MarkUnread(status, "members", members_kv.status())) {
+      return members_kv.status();
+    }
+    return absl::OkStatus();
+  }
+  kvKeysList keys{};
+  const natsStatus s = kvStore_Keys(&keys, members_kv->get(), nullptr);
+  if (s != NATS_OK && s != NATS_NOT_FOUND) {
+    absl::Status error =
+        NatsError(s, absl::StrCat("list bucket ", member_bucket));
+    if (!MarkUnread(status, "members", error)) return error;
+  }
+  for (int i = 0; s == NATS_OK && i < keys.Count; ++i) {
+    const std::string key = keys.Keys[i];
+    kvEntry* raw = nullptr;
+    const natsStatus got = kvStore_Get(&raw, members_kv->get(), key.c_str());
+    KvEntryHandle entry(raw);
+    if (got == NATS_NOT_FOUND) continue;  // deleted meanwhile
+    if (got != NATS_OK) {
+      absl::Status error = NatsError(
+          got, absl::StrCat("read ", key, " of bucket ", member_bucket));
+      if (MarkUnread(status, "members", error)) break;  // keep the members read
+      kvKeysList_Destroy(&keys);
+      return error;
+    }
+    auto report = ParseMemberReport(key, EntryValue(entry.get()));
+    if (!report.ok()) {
+      status.warnings.push_back(absl::StrCat("bucket ", member_bucket, ": ",
+                                             report.status().message()));
+      continue;
+    }
+    report->stored_unix_ns = kvEntry_Created(entry.get());
+    status.members.push_back(*std::move(report));
+  }
+  if (s == NATS_OK) kvKeysList_Destroy(&keys);
+  std::sort(status.members.begin(), status.members.end(),
+            [](const MemberReport& a, const MemberReport& b) {
+              return a.name < b.name;
+            });
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<ClusterStatus> ReadClusterStatus(
     const std::string& servers, std::string_view engine_name,
     std::chrono::milliseconds timeout) {
@@ -210,134 +368,17 @@ absl::StatusOr<ClusterStatus> ReadClusterStatus(
   if (!conn.ok()) return conn.status();
   auto js = internal::JetStream(conn->get(), timeout);
   if (!js.ok()) return js.status();
-
-  // A transient error makes a source unread instead of ending the read.
-  const auto unread = [&status](std::string_view source,
-                                const absl::Status& error) {
-    if (!IsTransientNatsError(error)) return false;
-    status.unread.emplace_back(source);
-    status.unread_errors.emplace_back(error.message());
-    return true;
-  };
-
-  // The lease.
-  const std::string lease_bucket = LeaseBucketName(engine_name);
-  auto lease_kv = OpenBucket(js->get(), lease_bucket, /*create=*/false, 1);
-  if (lease_kv.ok()) {
-    kvEntry* raw = nullptr;
-    const natsStatus s = kvStore_Get(&raw, lease_kv->get(), kLeaseKey.data());
-    KvEntryHandle entry(raw);
-    if (s == NATS_OK) {
-      const auto* bytes = static_cast<const char*>(kvEntry_Value(entry.get()));
-      const int len = kvEntry_ValueLen(entry.get());
-      auto value = ParseLeaseValue(std::string_view(
-          bytes == nullptr ? "" : bytes,
-          bytes == nullptr ? 0 : static_cast<std::size_t>(len)));
-      if (!value.ok()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("lease bucket ", lease_bucket, " key ",
-                         View(kLeaseKey), ": ", value.status().message()));
-      }
-      status.lease = *std::move(value);
-      status.lease_revision = kvEntry_Revision(entry.get());
-    } else if (s != NATS_NOT_FOUND) {
-      absl::Status error =
-          NatsError(s, absl::StrCat("read lease bucket ", lease_bucket));
-      if (!unread("lease", error)) return error;
-    }
-  } else if (!absl::IsNotFound(lease_kv.status()) &&
-             !unread("lease", lease_kv.status())) {
-    return lease_kv.status();
+  // The three sources, each of which may be unread (a transient error).
+  if (absl::Status s = ReadLease(js->get(), engine_name, status); !s.ok()) {
+    return s;
   }
-
-  // The stream and its last message.
-  auto stream = GetJournalStreamState(servers, engine_name, timeout);
-  if (stream.ok()) {
-    status.stream = *stream;
-    if (stream->last_sequence != 0) {
-      natsMsg* raw = nullptr;
-      jsErrCode jerr = static_cast<jsErrCode>(0);
-      const std::string name = JournalStreamName(engine_name);
-      const natsStatus s = js_GetMsg(&raw, js->get(), name.c_str(),
-                                     stream->last_sequence, nullptr, &jerr);
-      internal::MessageHandle msg(raw);
-      if (s != NATS_OK) {
-        absl::Status error =
-            NatsError(s,
-                      absl::StrCat("read message ", stream->last_sequence,
-                                   " of stream ", name),
-                      static_cast<int>(jerr));
-        if (!unread("stream", error)) return error;
-      } else {
-        const auto* data =
-            reinterpret_cast<const std::byte*>(natsMsg_GetData(msg.get()));
-        const auto size =
-            static_cast<std::size_t>(natsMsg_GetDataLength(msg.get()));
-        auto parsed = ParseGroupMessage(std::span(data, size));
-        if (!parsed.ok()) {
-          return absl::FailedPreconditionError(
-              absl::StrCat("stream ", name, " message ", stream->last_sequence,
-                           ": ", parsed.status().message()));
-        }
-        StreamHead head;
-        head.sequence = stream->last_sequence;
-        head.epoch_marker = parsed->kind == GroupMessageKind::kEpochMarker;
-        head.epoch = parsed->epoch;
-        head.last_index = parsed->last_index();
-        status.head = head;
-      }
-    }
-  } else if (!absl::IsNotFound(stream.status()) &&
-             !unread("stream", stream.status())) {
-    return stream.status();
+  if (absl::Status s =
+          ReadStream(servers, js->get(), engine_name, timeout, status);
+      !s.ok()) {
+    return s;
   }
-
-  // The members.
-  const std::string member_bucket = MemberBucketName(engine_name);
-  auto members_kv = OpenBucket(js->get(), member_bucket, /*create=*/false, 1);
-  if (members_kv.ok()) {
-    kvKeysList keys{};
-    const natsStatus s = kvStore_Keys(&keys, members_kv->get(), nullptr);
-    if (s != NATS_OK && s != NATS_NOT_FOUND) {
-      absl::Status error =
-          NatsError(s, absl::StrCat("list bucket ", member_bucket));
-      if (!unread("members", error)) return error;
-    }
-    for (int i = 0; s == NATS_OK && i < keys.Count; ++i) {
-      const std::string key = keys.Keys[i];
-      kvEntry* raw = nullptr;
-      const natsStatus got = kvStore_Get(&raw, members_kv->get(), key.c_str());
-      KvEntryHandle entry(raw);
-      if (got == NATS_NOT_FOUND) continue;  // deleted meanwhile
-      if (got != NATS_OK) {
-        absl::Status error = NatsError(
-            got, absl::StrCat("read ", key, " of bucket ", member_bucket));
-        if (unread("members", error)) break;  // keep the members read
-        kvKeysList_Destroy(&keys);
-        return error;
-      }
-      const auto* bytes = static_cast<const char*>(kvEntry_Value(entry.get()));
-      const int len = kvEntry_ValueLen(entry.get());
-      auto report = ParseMemberReport(
-          key, std::string_view(
-                   bytes == nullptr ? "" : bytes,
-                   bytes == nullptr ? 0 : static_cast<std::size_t>(len)));
-      if (!report.ok()) {
-        status.warnings.push_back(absl::StrCat("bucket ", member_bucket, ": ",
-                                               report.status().message()));
-        continue;
-      }
-      report->stored_unix_ns = kvEntry_Created(entry.get());
-      status.members.push_back(*std::move(report));
-    }
-    if (s == NATS_OK) kvKeysList_Destroy(&keys);
-    std::sort(status.members.begin(), status.members.end(),
-              [](const MemberReport& a, const MemberReport& b) {
-                return a.name < b.name;
-              });
-  } else if (!absl::IsNotFound(members_kv.status()) &&
-             !unread("members", members_kv.status())) {
-    return members_kv.status();
+  if (absl::Status s = ReadMembers(js->get(), engine_name, status); !s.ok()) {
+    return s;
   }
   if (status.unread.size() == 3) {
     return absl::Status(

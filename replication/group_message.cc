@@ -5,11 +5,9 @@
 #include <string_view>
 
 #include "absl/strings/str_format.h"
-#include "codec/frame.h"
-#include "codec/kind_table.h"
 #include "codec/wire.h"
 #include "journal/crc32c.h"
-#include "journal/format.h"
+#include "journal/record.h"
 
 namespace orderwire::replication {
 namespace {
@@ -36,7 +34,11 @@ constexpr std::size_t kReservedAt =
     kHeaderOffset<&GroupMessageHeader::reserved>;
 static_assert(kCrcAt == 32 && kReservedAt == 36);
 
+// The body's records keep their index: the 24-byte framing of
+// journal/record.h.
+constexpr std::size_t kIndexSize = journal::kRecordIndexSize;
 constexpr std::size_t kRecordHeaderSize = journal::kRecordHeaderSize;
+static_assert(journal::RecordHeaderSize(kIndexSize) == kRecordHeaderSize);
 
 // CRC32C of the header with crc and reserved taken as zero, then the body.
 std::uint32_t MessageCrc(std::span<const std::byte> bytes) {
@@ -66,36 +68,12 @@ absl::Status Refuse(std::size_t offset, std::string_view why) {
       "journal stream message refused at byte %u: %s", offset, why));
 }
 
-// The record at `at` in a checked body: its frame's length.
-std::size_t FrameSizeAt(const std::byte* at) {
-  return codec::kCommandFrameSize[LoadLE<std::uint8_t>(at + kRecordHeaderSize +
-                                                       codec::kKindOffset)];
-}
+// ParseGroupMessage's steps.
 
-}  // namespace
-
-void GroupMessage::ForEachRecord(
-    absl::FunctionRef<void(const journal::Record&)> sink) const {
-  const std::byte* at = body.data();
-  for (std::uint32_t i = 0; i < record_count; ++i) {
-    const std::size_t frame_size = FrameSizeAt(at);
-    journal::Record record;
-    record.index = LoadLE<std::uint64_t>(at + journal::kRecordIndexOffset);
-    record.receive_ns =
-        LoadLE<std::uint64_t>(at + journal::kRecordReceiveNsOffset);
-    record.session_id =
-        LoadLE<std::uint32_t>(at + journal::kRecordSessionIdOffset);
-    record.flags = LoadLE<std::uint32_t>(at + journal::kRecordFlagsOffset);
-    // Checked by ParseGroupMessage: a known command kind, the whole frame.
-    record.frame =
-        *codec::FrameView::Parse({at + kRecordHeaderSize, frame_size});
-    sink(record);
-    at += kRecordHeaderSize + frame_size;
-  }
-}
-
-absl::StatusOr<GroupMessage> ParseGroupMessage(
-    std::span<const std::byte> bytes) {
+// The header: sizes, magic, version, kind, reserved field, checksum and
+// first_index, into `message` (its body the bytes after the header).
+absl::Status ParseHeader(std::span<const std::byte> bytes,
+                         GroupMessage& message) {
   if (bytes.size() < kGroupMessageHeaderSize) {
     return Refuse(0,
                   absl::StrFormat("%u bytes, shorter than the %u-byte header",
@@ -114,7 +92,6 @@ absl::StatusOr<GroupMessage> ParseGroupMessage(
                   absl::StrFormat("version %u, this build reads version %u",
                                   version, kGroupMessageVersion));
   }
-  GroupMessage message;
   const auto kind = LoadLE<std::uint16_t>(p + kKindAt);
   if (kind != static_cast<std::uint16_t>(GroupMessageKind::kRecords) &&
       kind != static_cast<std::uint16_t>(GroupMessageKind::kEpochMarker)) {
@@ -146,13 +123,21 @@ absl::StatusOr<GroupMessage> ParseGroupMessage(
     return Refuse(kFirstIndexAt, "first_index 0 (journal indexes start at 1)");
   }
   message.body = bytes.subspan(kGroupMessageHeaderSize);
-  if (message.kind == GroupMessageKind::kEpochMarker) {
-    if (message.record_count != 0 || body_bytes != 0) {
-      return Refuse(kRecordCountAt, "an epoch marker carries records");
-    }
-    if (message.epoch == 0) return Refuse(kEpochAt, "epoch marker of epoch 0");
-    return message;
+  return absl::OkStatus();
+}
+
+// An epoch marker: no records, an epoch.
+absl::Status CheckMarker(const GroupMessage& message) {
+  if (message.record_count != 0 || !message.body.empty()) {
+    return Refuse(kRecordCountAt, "an epoch marker carries records");
   }
+  if (message.epoch == 0) return Refuse(kEpochAt, "epoch marker of epoch 0");
+  return absl::OkStatus();
+}
+
+// A records message's body: record_count records, each whole, of the next
+// index and a command frame, filling the body exactly.
+absl::Status CheckRecords(const GroupMessage& message) {
   if (message.record_count == 0) {
     return Refuse(kRecordCountAt, "a records message without records");
   }
@@ -168,14 +153,13 @@ absl::StatusOr<GroupMessage> ParseGroupMessage(
                                             message.record_count));
     }
     const std::byte* record = message.body.data() + at;
-    const auto index =
-        LoadLE<std::uint64_t>(record + journal::kRecordIndexOffset);
+    const std::uint64_t index = journal::StoredRecordIndex(record);
     if (index != message.first_index + i) {
       return Refuse(
           offset, absl::StrFormat("record %u has index %u, expected %u", i + 1,
                                   index, message.first_index + i));
     }
-    const std::size_t frame_size = FrameSizeAt(record);
+    const std::size_t frame_size = journal::RecordFrameSize(record, kIndexSize);
     if (frame_size == 0) {
       return Refuse(
           offset + kRecordHeaderSize + codec::kKindOffset,
@@ -197,6 +181,31 @@ absl::StatusOr<GroupMessage> ParseGroupMessage(
                   absl::StrFormat("%u bytes after the last record",
                                   message.body.size() - at));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void GroupMessage::ForEachRecord(
+    absl::FunctionRef<void(const journal::Record&)> sink) const {
+  const std::byte* at = body.data();
+  for (std::uint32_t i = 0; i < record_count; ++i) {
+    // Checked by ParseGroupMessage: the stored index is first_index + i,
+    // the frame a whole command frame.
+    journal::Record record;
+    at = journal::DecodeRecord(at, kIndexSize, first_index + i, record);
+    sink(record);
+  }
+}
+
+absl::StatusOr<GroupMessage> ParseGroupMessage(
+    std::span<const std::byte> bytes) {
+  GroupMessage message;
+  if (absl::Status s = ParseHeader(bytes, message); !s.ok()) return s;
+  absl::Status s = message.kind == GroupMessageKind::kEpochMarker
+                       ? CheckMarker(message)
+                       : CheckRecords(message);
+  if (!s.ok()) return s;
   return message;
 }
 
@@ -220,20 +229,15 @@ absl::Status GroupMessageBuilder::Add(const journal::Record& record) {
   if (record.index == 0) {
     return absl::FailedPreconditionError("record index 0");
   }
-  const std::span<const std::byte> frame = record.frame.bytes();
-  if (codec::kCommandFrameSize[static_cast<std::uint8_t>(
-          record.frame.kind())] != frame.size()) {
+  const std::size_t frame_size = record.frame.size();
+  if (journal::CommandFrameSize(
+          static_cast<std::uint8_t>(record.frame.kind())) != frame_size) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "record %u does not hold a command frame", record.index));
   }
   const std::size_t at = bytes_.size();
-  bytes_.resize(at + kRecordHeaderSize + frame.size());
-  std::byte* out = bytes_.data() + at;
-  StoreLE(out + journal::kRecordIndexOffset, record.index);
-  StoreLE(out + journal::kRecordReceiveNsOffset, record.receive_ns);
-  StoreLE(out + journal::kRecordSessionIdOffset, record.session_id);
-  StoreLE(out + journal::kRecordFlagsOffset, record.flags);
-  std::memcpy(out + kRecordHeaderSize, frame.data(), frame.size());
+  bytes_.resize(at + kRecordHeaderSize + frame_size);
+  journal::EncodeRecord(bytes_.data() + at, kIndexSize, record);
   if (record_count_ == 0) first_index_ = record.index;
   ++record_count_;
   return absl::OkStatus();

@@ -16,9 +16,10 @@
 //
 //   header   40 bytes   magic "OWRM", version, kind, epoch, first_index,
 //                       record_count, body_bytes, crc, reserved (0)
-//   body     records: per record a 24-byte RecordHeader (journal/format.h:
-//            index, receive_ns, session_id, flags) then the frame, whose
-//            length its kind decides (codec::kCommandFrameSize)
+//   body     records: per record a 24-byte RecordHeader (index,
+//            receive_ns, session_id, flags) then the frame, whose length
+//            its kind decides: journal records with their index, encoded
+//            and decoded by the journal's record codec (journal/record.h)
 //
 // `crc` is CRC32C of the header with crc and reserved as zero, then the
 // body. For records, first_index is the first record's index and the
@@ -46,6 +47,7 @@
 #include "absl/status/statusor.h"
 #include "codec/layout.h"
 #include "journal/reader.h"
+#include "journal/record.h"
 
 namespace orderwire::replication {
 
