@@ -313,6 +313,13 @@ class Session {
   void SendBuilt(PollResult& result);
   absl::Status Fail(absl::Status status);
   absl::Status Receive(std::int64_t now_ns, PollResult& result);
+  // Receive's steps (always inlined into it): one datagram, and the
+  // refusals a report datagram may carry.
+  absl::Status HandleDatagram(std::span<const std::byte> bytes,
+                              std::int64_t now_ns, PollResult& result);
+  void OnSequenceGap(const codec::FrameView& report, std::int64_t now_ns);
+  void OnReportsGone(const codec::FrameView& report);
+  void OnBusy(const codec::FrameView& report, std::int64_t now_ns);
   absl::Status TakeReport(const codec::FrameView& report, PollResult& result);
 
   SessionOptions options_;
