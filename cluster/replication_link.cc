@@ -15,9 +15,8 @@
 #include "absl/strings/str_format.h"
 #include "base/background_thread.h"
 #include "base/clock.h"
-#include "codec/kind_table.h"
 #include "journal/follower.h"
-#include "journal/format.h"
+#include "journal/record.h"
 #include "replication/cluster_status.h"
 #include "replication/group_message.h"
 #include "replication/journal_publisher.h"
@@ -31,15 +30,6 @@ namespace {
 // NoteDurable() wakes it sooner; the bound covers a failure of the
 // publisher noticed while idle and a durable mark moved without a note.
 constexpr long kIdleSleepNs = 1'000'000;
-
-// The largest record: its header and the largest command frame.
-constexpr std::size_t kMaxRecordBytes = [] {
-  std::size_t largest = 0;
-  for (const std::uint8_t size : codec::kCommandFrameSize) {
-    largest = std::max<std::size_t>(largest, size);
-  }
-  return journal::kRecordHeaderSize + largest;
-}();
 
 void FutexWait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
                long timeout_ns) {
@@ -109,11 +99,11 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
                         options.replicas));
   }
   if (options.max_message_bytes <
-      replication::kGroupMessageHeaderSize + kMaxRecordBytes) {
+      replication::kGroupMessageHeaderSize + journal::kMaxRecordSize) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "max_message_bytes %d: at least %d (one record)",
         options.max_message_bytes,
-        replication::kGroupMessageHeaderSize + kMaxRecordBytes));
+        replication::kGroupMessageHeaderSize + journal::kMaxRecordSize));
   }
   absl::StatusOr<StreamEnd> end = ReadStreamEnd(options);
   if (!end.ok()) return end.status();
@@ -350,7 +340,7 @@ absl::Status ReplicationLink::PublishReady(std::uint32_t seen) {
   absl::Status add_error;
   for (;;) {
     const std::size_t room =
-        (options_.max_message_bytes - builder.size()) / kMaxRecordBytes;
+        (options_.max_message_bytes - builder.size()) / journal::kMaxRecordSize;
     if (room == 0) break;
     absl::StatusOr<std::size_t> n = follower_->Poll(
         [&](const journal::Record& record) {

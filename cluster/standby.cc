@@ -11,11 +11,12 @@
 #include "base/clock.h"
 #include "journal/cut.h"
 #include "journal/reader.h"
+#include "journal/record.h"
 #include "journal/start.h"
 #include "replication/cluster_status.h"
-#include "replication/journal_follower.h"
 #include "replication/journal_stream.h"
 #include "replication/nats_error.h"
+#include "replication/stream_follower.h"
 #include "replication/stream_position.h"
 #include "replication/stream_reader.h"
 #include "state/pinned_config.h"
@@ -74,14 +75,9 @@ std::vector<std::byte> RecordBytes(std::uint64_t index,
                                    std::uint32_t flags,
                                    std::span<const std::byte> frame) {
   std::vector<std::byte> out(journal::kRecordHeaderSize + frame.size());
-  journal::StoreStruct<journal::kRecordHeaderLayout>(
-      journal::RecordHeader{.index = index,
-                            .receive_ns = receive_ns,
-                            .session_id = session_id,
-                            .flags = flags},
-      out.data());
-  std::memcpy(out.data() + journal::kRecordHeaderSize, frame.data(),
-              frame.size());
+  journal::EncodeRecord(out.data(), journal::kRecordIndexSize, index,
+                        receive_ns, session_id, flags, frame.data(),
+                        frame.size());
   return out;
 }
 
@@ -416,12 +412,11 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
         continue;
       }
     }
-    absl::StatusOr<std::unique_ptr<replication::JournalFollower>> follower =
-        replication::JournalFollower::Open(
-            {.servers = o.nats_servers,
-             .engine_name = o.engine_name,
-             .start_sequence = position->sequence,
-             .timeout = request_timeout});
+    absl::StatusOr<std::unique_ptr<replication::StreamFollower>> follower =
+        replication::StreamFollower::Open({.servers = o.nats_servers,
+                                           .engine_name = o.engine_name,
+                                           .start_sequence = position->sequence,
+                                           .timeout = request_timeout});
     if (!follower.ok()) {
       last_error = follower.status();
       if (absl::IsInvalidArgument(last_error)) return last_error;
@@ -505,11 +500,11 @@ bool Standby::ReopenFollower(std::chrono::milliseconds timeout) {
   if (base::MonotonicNs() < next_reopen_ns_) return false;
   const auto request_timeout = std::clamp<std::chrono::milliseconds>(
       timeout, std::chrono::milliseconds(500), std::chrono::seconds(5));
-  absl::StatusOr<std::unique_ptr<replication::JournalFollower>> follower =
-      replication::JournalFollower::Open({.servers = options_.nats_servers,
-                                          .engine_name = options_.engine_name,
-                                          .start_sequence = reopen_from_,
-                                          .timeout = request_timeout});
+  absl::StatusOr<std::unique_ptr<replication::StreamFollower>> follower =
+      replication::StreamFollower::Open({.servers = options_.nats_servers,
+                                         .engine_name = options_.engine_name,
+                                         .start_sequence = reopen_from_,
+                                         .timeout = request_timeout});
   if (!follower.ok()) {
     const std::string text(follower.status().message());
     if (text != last_reopen_error_) {

@@ -11,8 +11,8 @@
 //          Service::Start does), then the rejoin check (below), then
 //          FindStreamPosition
 //          (replication/stream_position.h: a binary search for the stream
-//          sequence holding local last index + 1), then a JournalFollower
-//          from there.
+//          sequence holding local last index + 1), then a
+//          replication::StreamFollower from there.
 //   Each message (group_message.h), verified whole by ParseGroupMessage
 //   before anything of it is used:
 //     epoch marker  its epoch remembered (and logged); a marker whose next
@@ -99,7 +99,7 @@
 #include "state/state_machine.h"
 
 namespace orderwire::replication {
-class JournalFollower;
+class StreamFollower;
 class MemberBoard;
 struct FollowedMessage;
 }  // namespace orderwire::replication
@@ -119,7 +119,7 @@ struct StandbyOptions {
   // here: a standby takes no --reconfigure (a new configuration would
   // hold in its journal only; the stream does not carry configurations).
   config::ServiceConfig config;
-  std::size_t report_history = 1 << 14;
+  std::size_t report_history = state::kDefaultReportHistory;
   // Start from the newest valid snapshot of the local journal.
   bool restart_from_snapshot = true;
   // Snapshots of the state (state/snapshot.h, <journal>/snapshots/), so
@@ -281,7 +281,7 @@ class Standby {
   StandbyOptions options_;
   std::unique_ptr<journal::JournalWriter> writer_;
   std::unique_ptr<state::StateMachine> machine_;
-  std::unique_ptr<replication::JournalFollower> follower_;
+  std::unique_ptr<replication::StreamFollower> follower_;
   std::unique_ptr<replication::MemberBoard> board_;
   std::int64_t next_report_ns_ = 0;
   bool report_failed_ = false;       // logged once

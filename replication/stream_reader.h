@@ -14,7 +14,7 @@
 // Errors: NotFound (no stream, or no message at a sequence), DataLoss naming
 // the sequence for a message that does not verify, the NATS errors of
 // connecting and reading. Cold: a few requests per call; not for following
-// (JournalFollower is).
+// (StreamFollower is).
 #ifndef ORDERWIRE_REPLICATION_STREAM_READER_H_
 #define ORDERWIRE_REPLICATION_STREAM_READER_H_
 

@@ -26,10 +26,10 @@
 #include "journal/reader.h"
 #include "replication/cluster_status.h"
 #include "replication/group_message.h"
-#include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
 #include "replication/lease.h"
+#include "replication/stream_follower.h"
 #include "service/service.h"
 #include "tests/support/bytes.h"
 #include "tests/support/nats_cluster.h"
@@ -163,9 +163,9 @@ std::vector<RecordBytes> StreamRecords(const NatsCluster& cluster) {
   EXPECT_TRUE(state.ok()) << state.status();
   if (!state.ok() || state->last_sequence == 0) return records;
   auto follower =
-      replication::JournalFollower::Open({.servers = cluster.ServersUrl(),
-                                          .engine_name = "svc",
-                                          .timeout = milliseconds(30000)});
+      replication::StreamFollower::Open({.servers = cluster.ServersUrl(),
+                                         .engine_name = "svc",
+                                         .timeout = milliseconds(30000)});
   EXPECT_TRUE(follower.ok()) << follower.status();
   if (!follower.ok()) return records;
   for (std::uint64_t seq = 1; seq <= state->last_sequence; ++seq) {
@@ -467,7 +467,7 @@ TEST(ReplicatedService, WithTheLeaseItServesUnderTheLeasesEpochAndAloneSo) {
   ASSERT_TRUE(service->Stop().ok());
 
   // Every message carries the lease's epoch.
-  auto follower = replication::JournalFollower::Open(
+  auto follower = replication::StreamFollower::Open(
       {.servers = cluster->ServersUrl(), .engine_name = "svc"});
   ASSERT_TRUE(follower.ok()) << follower.status();
   const std::uint64_t last = StreamLastSequence(*cluster);

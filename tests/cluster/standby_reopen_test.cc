@@ -2,7 +2,7 @@
 // docs/REPLICATION.md "When NATS loses a leader"), against a real
 // nats-server and a real replicated primary.
 //
-// What makes Step re-open: an error of JournalFollower::Next other than a
+// What makes Step re-open: an error of StreamFollower::Next other than a
 // timeout, a hole (DataLoss) or a bad argument. With libnats 3.4 that is the
 // follower's connection closed (NATS_CONNECTION_CLOSED). A paused server, a
 // killed stream leader or a deleted consumer are ridden out inside libnats

@@ -30,9 +30,9 @@
 #include "journal/reader.h"
 #include "replication/cluster_status.h"
 #include "replication/group_message.h"
-#include "replication/journal_follower.h"
 #include "replication/journal_stream.h"
 #include "replication/lease.h"
+#include "replication/stream_follower.h"
 #include "service/service.h"
 #include "state/pinned_config.h"
 #include "state/snapshot.h"
@@ -255,7 +255,7 @@ std::vector<StreamMessage> ReadStream(const NatsCluster& nats) {
   auto state = replication::GetJournalStreamState(nats.ServersUrl(), kEngine);
   EXPECT_TRUE(state.ok()) << state.status();
   if (!state.ok() || state->last_sequence == 0) return out;
-  auto follower = replication::JournalFollower::Open(
+  auto follower = replication::StreamFollower::Open(
       {.servers = nats.ServersUrl(), .engine_name = kEngine});
   EXPECT_TRUE(follower.ok()) << follower.status();
   if (!follower.ok()) return out;

@@ -25,9 +25,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "replication/group_message.h"
-#include "replication/journal_follower.h"
 #include "replication/journal_publisher.h"
 #include "replication/journal_stream.h"
+#include "replication/stream_follower.h"
 #include "tests/support/child_process.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/scratch_dir.h"
@@ -81,14 +81,14 @@ void ExpectStreamHolds(const NatsCluster& cluster, const std::string& engine,
                        std::uint64_t epoch) {
   // Creating a consumer needs the JetStream meta leader; after a killed
   // node it may still be in election: retry (what a standby does too).
-  absl::StatusOr<std::unique_ptr<JournalFollower>> follower;
+  absl::StatusOr<std::unique_ptr<StreamFollower>> follower;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(40);
   do {
-    follower = JournalFollower::Open({.servers = cluster.ServersUrl(),
-                                      .engine_name = engine,
-                                      .start_sequence = start,
-                                      .timeout = milliseconds(5000)});
+    follower = StreamFollower::Open({.servers = cluster.ServersUrl(),
+                                     .engine_name = engine,
+                                     .start_sequence = start,
+                                     .timeout = milliseconds(5000)});
   } while (!follower.ok() &&
            (absl::IsDeadlineExceeded(follower.status()) ||
             absl::IsUnavailable(follower.status())) &&
@@ -179,7 +179,7 @@ void LiveTail(const NatsCluster& cluster, int replicas) {
   auto options = Options(cluster, engine, replicas, /*epoch=*/3);
   auto created = EnsureJournalStream(options.servers, options.stream);
   ASSERT_TRUE(created.ok()) << created.status();
-  auto follower = JournalFollower::Open(
+  auto follower = StreamFollower::Open(
       {.servers = cluster.ServersUrl(), .engine_name = engine});
   ASSERT_TRUE(follower.ok()) << follower.status();
   auto publisher = JournalPublisher::Open(std::move(options));
@@ -220,14 +220,14 @@ TEST_F(ReplicationThreeNodes, FollowerTailsThePublisherLiveR3) {
 }
 
 TEST_F(ReplicationSingleNode, FollowerOfAMissingStreamIsNotFound) {
-  auto follower = JournalFollower::Open(
+  auto follower = StreamFollower::Open(
       {.servers = cluster_->ServersUrl(), .engine_name = "nosuchengine"});
   ASSERT_FALSE(follower.ok());
   EXPECT_EQ(follower.status().code(), absl::StatusCode::kNotFound)
       << follower.status();
-  EXPECT_EQ(JournalFollower::Open({.servers = cluster_->ServersUrl(),
-                                   .engine_name = "x",
-                                   .start_sequence = 0})
+  EXPECT_EQ(StreamFollower::Open({.servers = cluster_->ServersUrl(),
+                                  .engine_name = "x",
+                                  .start_sequence = 0})
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
@@ -362,10 +362,10 @@ TEST_F(ReplicationSingleNode, EpochMarkerNeverHidesTheRecordsAfterIt) {
     EXPECT_FALSE(acks[i].duplicate) << "message " << i + 1;
     EXPECT_EQ(acks[i].stream_sequence, i + 1);
   }
-  auto follower = JournalFollower::Open({.servers = cluster_->ServersUrl(),
-                                         .engine_name = engine,
-                                         .start_sequence = 1,
-                                         .timeout = milliseconds(5000)});
+  auto follower = StreamFollower::Open({.servers = cluster_->ServersUrl(),
+                                        .engine_name = engine,
+                                        .start_sequence = 1,
+                                        .timeout = milliseconds(5000)});
   ASSERT_TRUE(follower.ok()) << follower.status();
   auto first = (*follower)->Next(milliseconds(10000));
   ASSERT_TRUE(first.ok()) << first.status();
@@ -725,7 +725,7 @@ TEST_F(ReplicationSingleNode, FollowerReportsAGap) {
   jsCtx_Destroy(js);
   natsConnection_Destroy(conn);
 
-  auto follower = JournalFollower::Open(
+  auto follower = StreamFollower::Open(
       {.servers = cluster_->ServersUrl(), .engine_name = engine});
   ASSERT_TRUE(follower.ok()) << follower.status();
   for (std::uint64_t seq = 1; seq <= 2; ++seq) {

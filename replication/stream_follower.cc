@@ -1,4 +1,4 @@
-#include "replication/journal_follower.h"
+#include "replication/stream_follower.h"
 
 #include <nats/nats.h>
 
@@ -15,19 +15,19 @@ using internal::MessageHandle;
 using internal::MetaDataHandle;
 using internal::NatsError;
 
-struct JournalFollower::Handles {
+struct StreamFollower::Handles {
   internal::ConnectionHandle conn;
   internal::JetStreamHandle js;
   internal::SubscriptionHandle sub;
 };
 
-JournalFollower::JournalFollower(std::unique_ptr<Handles> handles,
-                                 std::string stream, std::uint64_t start)
+StreamFollower::StreamFollower(std::unique_ptr<Handles> handles,
+                               std::string stream, std::uint64_t start)
     : handles_(std::move(handles)),
       stream_(std::move(stream)),
       next_sequence_(start) {}
 
-JournalFollower::~JournalFollower() {
+StreamFollower::~StreamFollower() {
   if (handles_->sub != nullptr) {
     natsSubscription_Unsubscribe(handles_->sub.get());
   }
@@ -37,8 +37,8 @@ JournalFollower::~JournalFollower() {
   handles_->conn.reset();
 }
 
-absl::StatusOr<std::unique_ptr<JournalFollower>> JournalFollower::Open(
-    const FollowerOptions& options) {
+absl::StatusOr<std::unique_ptr<StreamFollower>> StreamFollower::Open(
+    const StreamFollowerOptions& options) {
   if (absl::Status valid = ValidateEngineName(options.engine_name);
       !valid.ok()) {
     return valid;
@@ -82,11 +82,11 @@ absl::StatusOr<std::unique_ptr<JournalFollower>> JournalFollower::Open(
   // consumer.
   s = natsSubscription_SetPendingLimits(handles->sub.get(), -1, -1);
   if (s != NATS_OK) return NatsError(s, "journal follower pending limits");
-  return std::unique_ptr<JournalFollower>(
-      new JournalFollower(std::move(handles), stream, options.start_sequence));
+  return std::unique_ptr<StreamFollower>(
+      new StreamFollower(std::move(handles), stream, options.start_sequence));
 }
 
-absl::StatusOr<FollowedMessage> JournalFollower::Next(
+absl::StatusOr<FollowedMessage> StreamFollower::Next(
     std::chrono::milliseconds timeout) {
   if (!failure_.ok()) return failure_;
   natsMsg* raw = nullptr;

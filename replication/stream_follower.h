@@ -1,4 +1,4 @@
-// JournalFollower: the standby's side of replication. Reads an engine's
+// StreamFollower: the standby's side of replication. Reads an engine's
 // journal stream (replication/journal_stream.h) from a given stream
 // sequence on, in order, and hands over each message's bytes (one journal
 // group) with its stream sequence and Nats-Msg-Id.
@@ -13,8 +13,8 @@
 // apply a journal with a hole in it.
 //
 // Threads: one thread calls Next. Cost: one copy of each message's bytes.
-#ifndef ORDERWIRE_REPLICATION_JOURNAL_FOLLOWER_H_
-#define ORDERWIRE_REPLICATION_JOURNAL_FOLLOWER_H_
+#ifndef ORDERWIRE_REPLICATION_STREAM_FOLLOWER_H_
+#define ORDERWIRE_REPLICATION_STREAM_FOLLOWER_H_
 
 #include <chrono>
 #include <cstddef>
@@ -28,7 +28,7 @@
 
 namespace orderwire::replication {
 
-struct FollowerOptions {
+struct StreamFollowerOptions {
   std::string servers;  // comma-separated nats://HOST:PORT
   std::string engine_name;
   // The first stream sequence wanted (1: from the beginning).
@@ -46,16 +46,16 @@ struct FollowedMessage {
   std::vector<std::byte> bytes;
 };
 
-class JournalFollower {
+class StreamFollower {
  public:
   // Connects and creates the ordered consumer. NotFound if the stream does
   // not exist; InvalidArgument for a bad engine name or start sequence 0.
-  static absl::StatusOr<std::unique_ptr<JournalFollower>> Open(
-      const FollowerOptions& options);
+  static absl::StatusOr<std::unique_ptr<StreamFollower>> Open(
+      const StreamFollowerOptions& options);
 
-  JournalFollower(const JournalFollower&) = delete;
-  JournalFollower& operator=(const JournalFollower&) = delete;
-  ~JournalFollower();
+  StreamFollower(const StreamFollower&) = delete;
+  StreamFollower& operator=(const StreamFollower&) = delete;
+  ~StreamFollower();
 
   // The next message, waiting up to `timeout` for it. DeadlineExceeded when
   // none came in time (not an error of the follower: call again).
@@ -68,8 +68,8 @@ class JournalFollower {
 
  private:
   struct Handles;
-  JournalFollower(std::unique_ptr<Handles> handles, std::string stream,
-                  std::uint64_t start);
+  StreamFollower(std::unique_ptr<Handles> handles, std::string stream,
+                 std::uint64_t start);
   std::unique_ptr<Handles> handles_;
   std::string stream_;
   std::uint64_t next_sequence_;
@@ -78,4 +78,4 @@ class JournalFollower {
 
 }  // namespace orderwire::replication
 
-#endif  // ORDERWIRE_REPLICATION_JOURNAL_FOLLOWER_H_
+#endif  // ORDERWIRE_REPLICATION_STREAM_FOLLOWER_H_
