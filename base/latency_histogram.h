@@ -1,5 +1,11 @@
-// LatencyHistogram: the project's one latency histogram. Log-linear
+// LatencyHistogram: the latency histogram for percentiles (the journal
+// writer's sync times, the client's round trips, the benchmarks). Log-linear
 // buckets, fixed memory, O(1) Record(), no allocation.
+//
+// The service's exported metrics use a second one, service::LatencyBuckets
+// (service/latency_buckets.h): 18 fixed Prometheus `le` bounds that every
+// service shares, so dashboards can sum them across services; this one's
+// 1,920 buckets would be as many series.
 //
 // Values are unsigned 64-bit (nanoseconds by convention; any unit works),
 // the whole range. Values below 2^kSubBits are counted exactly; above, each
