@@ -47,8 +47,9 @@ const CommandSpec kSnapshotSpec{
         ".tmp, synced, renamed, the directory synced. The replay starts from\n"
         "the newest valid snapshot at or below N, if any (--no-snapshot: from\n"
         "the journal's start). Report histories are kept as 'serve' keeps\n"
-        "them (16384 reports per session, max_report_history_bytes of\n"
-        "--config), so a service restarted from the snapshot can resend.\n\n"
+        "them (serve's default number of reports per session and\n"
+        "max_report_history_bytes of --config), so a service restarted from\n"
+        "the snapshot can resend.\n\n"
         "Errors (exit 1): a journal with damage before N, or that ends before\n"
         "N, or whose durable records are gone (see 'replay'), writes nothing.",
     .flags = {{"journal", "DIR", "", "journal directory (required)"},

@@ -98,6 +98,7 @@
 #include "service/latency_buckets.h"
 #include "service/replication_gate.h"
 #include "service/session_table.h"
+#include "state/state_machine.h"
 
 namespace orderwire::state {
 class StateMachine;
@@ -132,7 +133,7 @@ struct ServiceOptions {
   std::size_t max_pending = 1 << 16;
   // Per session: at most this many reports kept for sending again (the
   // total is config.max_report_history_bytes; report_history.h).
-  std::size_t report_history = 1 << 14;
+  std::size_t report_history = state::kDefaultReportHistory;
   // Datagrams per recvmmsg / sendmmsg.
   std::size_t batch = 64;
   // `serve --send`. kSegmented on a kernel without UDP_SEGMENT: Start()

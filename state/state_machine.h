@@ -79,6 +79,10 @@ struct Output {
   std::span<const std::byte> frame;  // numbered; valid until the next Apply
 };
 
+// Reports kept per session for sending again unless configured otherwise
+// (the service, the standby and `snapshot` all keep this many).
+inline constexpr std::size_t kDefaultReportHistory = std::size_t{1} << 14;
+
 struct StateMachineOptions {
   engine::EngineConfig engine;
   // The configured cap on unlisted sessions, kept as part of the pinned
@@ -89,7 +93,7 @@ struct StateMachineOptions {
   std::uint32_t max_sessions = 1024;
   // Per session: at most this many report frames kept for sending again
   // (rounded up to a power of two).
-  std::size_t report_history = 1 << 14;
+  std::size_t report_history = kDefaultReportHistory;
   // All sessions' report histories together, in bytes (report_history.h).
   std::size_t history_budget_bytes = std::size_t{64} << 20;
 };
