@@ -179,63 +179,32 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::vector<std::uint8_t> tx_follows_;
   std::vector<std::uint32_t> tx_order_;
   bool send_segmented_ = false;  // the path in use (ServiceOptions::send)
-  std::uint64_t segmented_sends_ = 0;
-  std::uint64_t segmented_datagrams_ = 0;
-  std::uint64_t gso_fallbacks_ = 0;
   // The Sequencer's session of each StateMachine session (by its index),
   // found once per session: routing a report is then two array reads.
   std::vector<Session*> by_state_;
-  std::uint64_t durable_index_ = 0;
-  std::uint64_t replayed_ = 0;
   std::uint64_t records_at_start_ = 0;  // machine_'s count after Start()
   // Snapshots while serving (service.h). At most one child at a time.
-  std::uint64_t started_from_snapshot_ = 0;
   std::uint64_t snapshot_base_index_ = 0;  // index of the last one begun
   std::int64_t snapshot_base_ns_ = 0;      // and when
   pid_t snapshot_child_ = -1;
   int snapshot_report_fd_ = -1;  // read end: the child's error message
   std::uint64_t snapshot_child_index_ = 0;
   std::int64_t next_reap_ns_ = 0;
-  std::uint64_t snapshots_taken_ = 0;
-  std::uint64_t snapshots_failed_ = 0;
-  std::uint64_t last_snapshot_index_ = 0;
-  std::uint64_t fork_ns_last_ = 0;
-  std::uint64_t fork_ns_max_ = 0;
-  std::uint64_t backpressure_waits_ = 0;
-  std::uint64_t send_failures_ = 0;
-  std::uint64_t datagrams_in_ = 0, bytes_in_ = 0;
-  std::uint64_t datagrams_out_ = 0, bytes_out_ = 0;
-  std::uint64_t truncated_by_kernel_ = 0;
-  std::uint64_t sequence_gaps_sent_ = 0;
-  std::uint64_t reports_resent_ = 0;
-  std::uint64_t resend_unavailable_ = 0;
-  std::uint64_t busy_sent_ = 0;
-  std::uint64_t journal_full_episodes_ = 0;
   bool journal_full_ = false;  // the journal answered kJournalFull
   // The journal's segments made smaller for lack of space: counted by the
   // writer; whether the service said so (until whole ones fit again).
   std::uint64_t reduced_segments_seen_ = 0;
   bool reduced_segments_logged_ = false;
-  std::uint64_t reports_gone_sent_ = 0;
   // Reports made again from the journal (report_regenerator.h); null until
   // Start() has the journal. Continuations: jobs in a row for the active
   // session because its history moved past a job's end meanwhile.
   std::unique_ptr<ReportRegenerator> regenerator_;
   std::uint32_t regeneration_continuations_ = 0;
-  std::uint64_t reports_regenerated_ = 0;
-  std::uint64_t regenerations_refused_ = 0;
-  std::uint64_t regenerations_gone_ = 0;
-  std::uint64_t regeneration_failures_ = 0;
-  std::uint64_t new_session_gaps_dropped_ = 0;
-  std::uint64_t histories_released_ = 0;
   // Unlisted sessions that gave their slot back (RecycleIdleSessions), the
   // next sweep, and whether the histories of the sessions not held since
   // the start were released (ReleaseIdleHistories, once).
-  std::uint64_t sessions_recycled_ = 0;
   std::int64_t next_recycle_sweep_ns_ = 0;
   bool released_unheld_ = false;
-  LatencyBuckets command_latency_;
-  LatencyBuckets journal_wait_;
   std::int64_t next_publish_ns_ = 0;
   // The current window of SequenceGap(1) answers without a session.
   std::int64_t new_session_gap_window_ns_ = 0;
@@ -251,8 +220,8 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::int64_t started_ns_ = 0;
   std::int64_t snapshot_every_ns_ = 0;
   std::int64_t next_idle_sweep_ns_ = 0;
-  std::array<std::uint64_t, codec::kCodecErrorCount> malformed_{};
-  std::array<std::uint64_t, 256> frames_out_{};
+  // The counters: the loop's own are counted here directly, the rest filled
+  // in by RefreshStats (mutable: the const accessors refresh them).
   mutable ServiceStats stats_;
   absl::Status fatal_;  // a record the StateMachine refused: stop
   std::string startup_report_;
@@ -451,8 +420,8 @@ absl::Status Service::Impl::Start() {
   if (!restarted.ok()) return restarted.status();
   writer_ = std::move(restarted->writer);
   machine_ = std::move(restarted->machine);
-  replayed_ = restarted->replayed;
-  started_from_snapshot_ = restarted->started_from_snapshot;
+  stats_.replayed = restarted->replayed;
+  stats_.started_from_snapshot = restarted->started_from_snapshot;
   // The journal's lines first, then the send path's (BindSocket's).
   startup_report_ = std::move(restarted->report) + startup_report_;
   startup_warning_ = std::move(restarted->warning);
@@ -466,8 +435,8 @@ absl::Status Service::Impl::Start() {
                                .machine = MachineOptions(options_),
                                .unpinned = PinnedConfigOf(options_.config)});
   records_at_start_ = machine_->stats().records;
-  snapshot_base_index_ = started_from_snapshot_;
-  durable_index_ = writer_->durable_index();
+  snapshot_base_index_ = stats_.started_from_snapshot;
+  stats_.durable_index = writer_->durable_index();
   return StartReplication();
 }
 
@@ -511,7 +480,7 @@ absl::Status Service::Impl::ChooseSendPath() {
         why));
   }
   send_segmented_ = false;
-  ++gso_fallbacks_;
+  ++stats_.gso_fallbacks;
   absl::StrAppendFormat(&startup_report_,
                         "\n  send path: sendmmsg (auto: no UDP_SEGMENT: %s)",
                         why);
@@ -676,7 +645,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   if (!fatal_.ok()) return fatal_;
   if (replication_failed()) return ReplicationFailed();
   absl::Status closed = writer_->Close();
-  durable_index_ = writer_->durable_index();
+  stats_.durable_index = writer_->durable_index();
   // A snapshot being written is finished (its counters then final).
   if (snapshot_child_ > 0) ReapSnapshot(/*wait=*/true);
   if (options_.metrics != nullptr) PublishMetrics();
@@ -689,7 +658,7 @@ void Service::Impl::StartSnapshot() {
   snapshot_base_ns_ = now_ns_;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
-    ++snapshots_failed_;
+    ++stats_.snapshots_failed;
     Log(absl::StrFormat("snapshot at index %d not taken: pipe: %s", index,
                         std::strerror(errno)));
     return;
@@ -701,13 +670,13 @@ void Service::Impl::StartSnapshot() {
   ::close(fds[1]);
   if (pid < 0) {
     ::close(fds[0]);
-    ++snapshots_failed_;
+    ++stats_.snapshots_failed;
     Log(absl::StrFormat("snapshot at index %d not taken: fork: %s", index,
                         std::strerror(errno)));
     return;
   }
-  fork_ns_last_ = fork_ns;
-  fork_ns_max_ = std::max(fork_ns_max_, fork_ns);
+  stats_.fork_ns_last = fork_ns;
+  stats_.fork_ns_max = std::max(stats_.fork_ns_max, fork_ns);
   snapshot_child_ = pid;
   snapshot_report_fd_ = fds[0];
   snapshot_child_index_ = index;
@@ -756,15 +725,15 @@ void Service::Impl::ReapSnapshot(bool wait) {
   snapshot_report_fd_ = -1;
   snapshot_child_ = -1;
   if (reaped > 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-    ++snapshots_taken_;
-    last_snapshot_index_ = snapshot_child_index_;
+    ++stats_.snapshots_taken;
+    stats_.last_snapshot_index = snapshot_child_index_;
     Log(absl::StrFormat("snapshot at index %d written: %s/%s",
                         snapshot_child_index_,
                         SnapshotDirectory(options_.journal.directory),
                         SnapshotFileName(snapshot_child_index_)));
     return;
   }
-  ++snapshots_failed_;
+  ++stats_.snapshots_failed;
   std::string why;
   if (reaped < 0) {
     why = absl::StrFormat("waitpid: %s", std::strerror(wait_errno));
@@ -792,17 +761,17 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
     return;
   }
   const std::span<const std::byte> bytes = rx_.datagram(slot);
-  ++datagrams_in_;
-  bytes_in_ += bytes.size();
+  ++stats_.datagrams_in;
+  stats_.bytes_in += bytes.size();
   if (rx_.truncated(slot)) {
-    ++truncated_by_kernel_;
-    ++malformed_[static_cast<std::size_t>(codec::CodecError::kOversize)];
+    ++stats_.truncated_by_kernel;
+    ++stats_.malformed[static_cast<std::size_t>(codec::CodecError::kOversize)];
     return;
   }
   const auto datagram =
       codec::DatagramView::Parse(bytes, codec::FrameFilter::kCommands);
   if (!datagram.ok()) {
-    ++malformed_[static_cast<std::size_t>(datagram.error())];
+    ++stats_.malformed[static_cast<std::size_t>(datagram.error())];
     return;
   }
   const Sequenced result =
@@ -849,7 +818,7 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
       } else {
         // Older than the history holds (docs/PROTOCOL.md "Reports the
         // history no longer holds"): made again from the journal.
-        ++resend_unavailable_;
+        ++stats_.resend_unavailable;
         RequestRegeneration(session, result.first_duplicate, 0);
       }
     }
@@ -886,7 +855,7 @@ void Service::Impl::LogRefusal(Admission cause, std::uint32_t session_id,
 }
 
 bool Service::Impl::WaitForJournal() {
-  ++backpressure_waits_;
+  ++stats_.backpressure_waits;
   const std::int64_t wait_start = MonotonicNs();
   if (gate_ != nullptr && writer_->durable_index() == writer_->last_index()) {
     // Everything is on the disk: what holds the pending records is the
@@ -895,7 +864,8 @@ bool Service::Impl::WaitForJournal() {
   } else {
     (void)writer_->Wait();
   }
-  journal_wait_.Record(static_cast<std::uint64_t>(MonotonicNs() - wait_start));
+  stats_.journal_wait.Record(
+      static_cast<std::uint64_t>(MonotonicNs() - wait_start));
   ApplyDurable();
   return !writer_->failed() && fatal_.ok() && !replication_failed();
 }
@@ -930,7 +900,7 @@ Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
 
 void Service::Impl::ApplyDurable() {
   std::uint64_t durable = writer_->Poll();
-  durable_index_ = durable;
+  stats_.durable_index = durable;
   if (gate_ != nullptr) {
     // Answered only once the stream has it too, and while this primary
     // holds the lease; after a failure, nothing.
@@ -946,7 +916,7 @@ void Service::Impl::ApplyDurable() {
     if (pass_ns == 0) pass_ns = RealtimeNs();
     // The receive time is CLOCK_REALTIME (it is journaled): a clock stepped
     // back counts as 0.
-    command_latency_.Record(
+    stats_.command_latency.Record(
         pass_ns > record.receive_ns ? pass_ns - record.receive_ns : 0);
     if (absl::Status s = machine_->Apply(record); !s.ok()) [[unlikely]] {
       // The Sequencer journals only whole commands in sequence: a refusal
@@ -962,7 +932,7 @@ void Service::Impl::ApplyDurable() {
       // Recovered from the journal and not heard from since: nowhere to
       // send (the report is in the session's history for a resend).
       if (target == nullptr || !target->pinned) continue;
-      ++frames_out_[static_cast<std::uint8_t>(out.kind)];
+      ++stats_.frames_out[static_cast<std::uint8_t>(out.kind)];
       Emit(*target, out.frame);
     }
   });
@@ -1031,8 +1001,8 @@ void Service::Impl::SendGap(Session& session) {
   session.gap_sent_ns = now_ns_;
   std::array<std::byte, codec::kFrameSize<codec::SequenceGap>> frame;
   (void)codec::EncodeFrame(0, codec::SequenceGap{session.next_expected}, frame);
-  ++sequence_gaps_sent_;
-  ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
+  ++stats_.sequence_gaps_sent;
+  ++stats_.frames_out[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
   Emit(session, frame);
 }
 
@@ -1049,8 +1019,8 @@ void Service::Impl::SendBusy(Session& session) {
       codec::Busy{.expected_sequence = session.next_expected,
                   .cause = codec::BusyCause::kJournalFull},
       frame);
-  ++busy_sent_;
-  ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kBusy)];
+  ++stats_.busy_sent;
+  ++stats_.frames_out[static_cast<std::uint8_t>(codec::Kind::kBusy)];
   Emit(session, frame);
 }
 
@@ -1065,7 +1035,7 @@ void Service::Impl::Log(const std::string& line) {
 void Service::Impl::EnterJournalFull() {
   if (journal_full_) return;
   journal_full_ = true;
-  ++journal_full_episodes_;
+  ++stats_.journal_full_episodes;
   Log(absl::StrFormat(
       "journal full: need %d bytes free in %s (%s); new commands are "
       "answered Busy until then, everything journaled is answered",
@@ -1123,15 +1093,15 @@ void Service::Impl::ResendFrom(Session& session, const SessionState& state,
     std::array<std::byte, codec::kFrameSize<codec::ReportsGone>> frame;
     (void)codec::EncodeFrame(0, codec::ReportsGone{gone_command, first_report},
                              frame);
-    ++reports_gone_sent_;
-    ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kReportsGone)];
+    ++stats_.reports_gone_sent;
+    ++stats_.frames_out[static_cast<std::uint8_t>(codec::Kind::kReportsGone)];
     Emit(session, frame);
   }
   for (std::uint64_t seq = first_report; seq < state.next_report; ++seq) {
     const std::span<const std::byte> frame = state.history.Get(seq);
     if (frame.empty()) break;
     Emit(session, frame);
-    ++reports_resent_;
+    ++stats_.reports_resent;
   }
 }
 
@@ -1152,7 +1122,8 @@ void Service::Impl::RequestRegeneration(Session& session, std::uint64_t command,
                           .from_report = from_report,
                           .up_to_index = machine_->last_index()},
       now_ns_);
-  if (queued == ReportRegenerator::Queued::kFull) ++regenerations_refused_;
+  if (queued == ReportRegenerator::Queued::kFull)
+    ++stats_.regenerations_refused;
 }
 
 void Service::Impl::PumpRegeneration() {
@@ -1169,7 +1140,7 @@ void Service::Impl::PumpRegeneration() {
             held_from = sequence;
             return false;
           }
-          ++reports_regenerated_;
+          ++stats_.reports_regenerated;
           Emit(*session, frame);
           return true;
         },
@@ -1197,9 +1168,9 @@ void Service::Impl::FinishRegeneration(
   }
   if (!done.status.ok()) {
     regeneration_continuations_ = 0;
-    ++regenerations_gone_;
+    ++stats_.regenerations_gone;
     if (!absl::IsNotFound(done.status)) {
-      ++regeneration_failures_;
+      ++stats_.regeneration_failures;
       Log(absl::StrFormat(
           "session %d: its reports could not be made again from the journal "
           "(answered ReportsGone): %s",
@@ -1243,7 +1214,7 @@ void Service::Impl::SendNewSessionGap(std::uint32_t id,
     return;  // one per round trip
   }
   if (new_session_gaps_in_window_ == kNewSessionGapsPerWindow) {
-    ++new_session_gaps_dropped_;
+    ++stats_.new_session_gaps_dropped;
     return;
   }
   ++new_session_gaps_in_window_;
@@ -1262,8 +1233,8 @@ void Service::Impl::SendNewSessionGap(std::uint32_t id,
   tx_.set_length(slot, keyed ? auth::SealDatagram(*policy->mac, builder).size()
                              : builder.size());
   tx_.set_peer(slot, peer);
-  ++sequence_gaps_sent_;
-  ++frames_out_[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
+  ++stats_.sequence_gaps_sent;
+  ++stats_.frames_out[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
 }
 
 void Service::Impl::ReleaseIdleHistories() {
@@ -1285,7 +1256,7 @@ void Service::Impl::ReleaseIdleHistories() {
         continue;
       }
       (void)machine_->ReleaseHistory(i);
-      ++histories_released_;
+      ++stats_.histories_released;
     }
   }
   for (std::size_t i = 0; i < table.size(); ++i) {
@@ -1301,7 +1272,7 @@ void Service::Impl::ReleaseIdleHistories() {
             : machine_->Find(session.id);
     if (state == nullptr || state->history.bytes() == 0) continue;
     (void)machine_->ReleaseHistory(state->index);
-    ++histories_released_;
+    ++stats_.histories_released;
   }
 }
 
@@ -1333,7 +1304,7 @@ void Service::Impl::RecycleIdleSessions() {
     if (state != nullptr && state->index < by_state_.size()) {
       by_state_[state->index] = nullptr;
     }
-    if (table.Release(session)) ++sessions_recycled_;
+    if (table.Release(session)) ++stats_.sessions_recycled;
   }
 }
 
@@ -1367,7 +1338,7 @@ bool Service::Impl::GiveUpAfter(int result, int& attempts) {
   // drop; the client recovers by retransmitting (see ReportHistory).
   if (++attempts > 1000 || (result < 0 && result != -EAGAIN &&
                             result != -ENOBUFS && result != -EINTR)) {
-    ++send_failures_;
+    ++stats_.send_failures;
     attempts = 0;
     return true;
   }
@@ -1381,10 +1352,10 @@ void Service::Impl::SendEach(std::size_t first) {
     const int n = socket_->SendRange(tx_, sent, tx_used_ - sent);
     if (n > 0) {
       for (std::size_t i = sent; i < sent + static_cast<std::size_t>(n); ++i) {
-        bytes_out_ += tx_.datagram(i).size();
+        stats_.bytes_out += tx_.datagram(i).size();
       }
       sent += static_cast<std::size_t>(n);
-      datagrams_out_ += static_cast<std::uint64_t>(n);
+      stats_.datagrams_out += static_cast<std::uint64_t>(n);
       attempts = 0;
       continue;
     }
@@ -1411,12 +1382,12 @@ void Service::Impl::SendSegmented() {
     const int n = socket_->SendSegmented(tx_, order.subspan(sent), &messages);
     if (n > 0) {
       for (std::size_t k = sent; k < sent + static_cast<std::size_t>(n); ++k) {
-        bytes_out_ += tx_.datagram(order[k]).size();
+        stats_.bytes_out += tx_.datagram(order[k]).size();
       }
       sent += static_cast<std::size_t>(n);
-      datagrams_out_ += static_cast<std::uint64_t>(n);
-      segmented_sends_ += messages;
-      segmented_datagrams_ += static_cast<std::uint64_t>(n);
+      stats_.datagrams_out += static_cast<std::uint64_t>(n);
+      stats_.segmented_sends += messages;
+      stats_.segmented_datagrams += static_cast<std::uint64_t>(n);
       attempts = 0;
       continue;
     }
@@ -1425,7 +1396,7 @@ void Service::Impl::SendSegmented() {
       // MTU below the datagram): the rest goes out with sendmmsg, in the
       // same order, and so does everything after.
       send_segmented_ = false;
-      ++gso_fallbacks_;
+      ++stats_.gso_fallbacks;
       Log(absl::StrFormat(
           "send path: a segmented send to %s failed (%s); sending with "
           "sendmmsg from now on",
@@ -1434,8 +1405,8 @@ void Service::Impl::SendSegmented() {
       while (sent < count) {
         const int one = socket_->SendRange(tx_, order[sent], 1);
         if (one == 1) {
-          bytes_out_ += tx_.datagram(order[sent]).size();
-          ++datagrams_out_;
+          stats_.bytes_out += tx_.datagram(order[sent]).size();
+          ++stats_.datagrams_out;
           ++sent;
           attempts = 0;
         } else if (GiveUpAfter(one, attempts)) {
@@ -1449,79 +1420,46 @@ void Service::Impl::SendSegmented() {
 }
 
 void Service::Impl::RefreshStats() const {
+  // What the loop counts is in stats_ already; the rest comes from the
+  // state it keeps and from its parts.
   ServiceStats& s = stats_;
+  s.send_segmented = send_segmented_ ? 1 : 0;
+  s.snapshot_running = snapshot_child_ > 0 ? 1 : 0;
+  s.journal_full = journal_full_ ? 1 : 0;
+  s.sessions_listed = options_.config.sessions.size();
   const SequencerStats& q = sequencer_->stats();
-  const StateMachineStats& m = machine_->stats();
-  s.datagrams_in = datagrams_in_;
-  s.bytes_in = bytes_in_;
-  s.datagrams_out = datagrams_out_;
-  s.bytes_out = bytes_out_;
-  s.send_failures = send_failures_;
-  s.send_segmented = send_segmented_;
-  s.segmented_sends = segmented_sends_;
-  s.segmented_datagrams = segmented_datagrams_;
-  s.gso_fallbacks = gso_fallbacks_;
   s.frames_in = q.journaled;
-  s.frames_out = frames_out_;
-  s.malformed = malformed_;
   s.refused = q.refused;
-  s.truncated_by_kernel = truncated_by_kernel_;
   s.duplicates = q.duplicates;
   s.gaps = q.gaps;
   s.gap_frames_dropped = q.gap_frames_dropped;
-  s.sequence_gaps_sent = sequence_gaps_sent_;
-  s.reports_resent = reports_resent_;
-  s.resend_unavailable = resend_unavailable_;
-  s.reports_gone_sent = reports_gone_sent_;
+  s.refused_journal_full_datagrams = q.journal_full_datagrams;
+  s.refused_journal_full_frames = q.journal_full_frames;
+  s.sessions = sequencer_->sessions().held();
+  s.sessions_moved = sequencer_->sessions().moves();
+  const StateMachineStats& m = machine_->stats();
+  s.rejects = m.rejects;
+  // The machine's count goes on from a snapshot's: what this service
+  // applied is its count since Start() plus the tail it replayed.
+  s.commands_applied = m.records - records_at_start_ + s.replayed;
+  s.history_bytes = machine_->history_budget().used();
   if (regenerator_ != nullptr) {
     const RegenerationCounters r = regenerator_->counters();
     s.regenerations = r.jobs;
     s.regeneration_records = r.records_applied;
     s.regeneration_snapshots = r.snapshots_loaded;
   }
-  s.reports_regenerated = reports_regenerated_;
-  s.regenerations_refused = regenerations_refused_;
-  s.regenerations_gone = regenerations_gone_;
-  s.regeneration_failures = regeneration_failures_;
-  s.new_session_gaps_dropped = new_session_gaps_dropped_;
-  s.histories_released = histories_released_;
-  s.history_bytes = machine_->history_budget().used();
-  s.rejects = m.rejects;
-  // The machine's count goes on from a snapshot's: what this service
-  // applied is its count since Start() plus the tail it replayed.
-  s.commands_applied = m.records - records_at_start_ + replayed_;
-  s.replayed = replayed_;
-  s.started_from_snapshot = started_from_snapshot_;
-  s.snapshots_taken = snapshots_taken_;
-  s.snapshots_failed = snapshots_failed_;
-  s.last_snapshot_index = last_snapshot_index_;
-  s.snapshot_running = snapshot_child_ > 0;
-  s.fork_ns_last = fork_ns_last_;
-  s.fork_ns_max = fork_ns_max_;
-  s.backpressure_waits = backpressure_waits_;
-  s.refused_journal_full_datagrams = q.journal_full_datagrams;
-  s.refused_journal_full_frames = q.journal_full_frames;
-  s.busy_sent = busy_sent_;
-  s.journal_full_episodes = journal_full_episodes_;
-  s.journal_full = journal_full_;
-  s.durable_index = durable_index_;
-  s.last_index = writer_ != nullptr ? writer_->last_index() : 0;
   if (writer_ != nullptr) {
     const journal::WriterStats& w = writer_->stats();
+    s.last_index = writer_->last_index();
     s.journal_records = w.records;
     s.journal_groups = w.groups;
     s.journal_bytes_written = w.bytes_written;
     s.journal_reduced_segments = w.reduced_segments;
   }
-  s.sessions = sequencer_->sessions().held();
-  s.sessions_recycled = sessions_recycled_;
-  s.sessions_listed = options_.config.sessions.size();
-  s.command_latency = command_latency_;
-  s.journal_wait = journal_wait_;
-  s.sessions_moved = sequencer_->sessions().moves();
   if (gate_ != nullptr) {
     const ReplicationStats r = gate_->stats();
-    s.replication = true;
+    s.replication = 1;
     s.replication_published_messages = r.published_messages;
     s.replication_acknowledged_messages = r.acknowledged_messages;
     s.replication_published_records = r.published_records;
@@ -1566,264 +1504,8 @@ std::string Service::StatsLine() const {
                             s.refused_journal_full_frames, s.busy_sent));
 }
 
-std::string Service::StatsReport() const {
-  const ServiceStats& s = stats();
-  std::string out;
-  absl::StrAppendFormat(&out, "  datagrams in      %d (%d bytes)\n",
-                        s.datagrams_in, s.bytes_in);
-  absl::StrAppendFormat(
-      &out, "  datagrams out     %d (%d bytes, %d refused by the kernel)\n",
-      s.datagrams_out, s.bytes_out, s.send_failures);
-  absl::StrAppendFormat(
-      &out,
-      "  send path         %s (%d segmented sends carried %d datagrams, "
-      "%.2f per send; %d fallback(s) to sendmmsg)\n",
-      s.send_segmented ? "gso" : "sendmmsg", s.segmented_sends,
-      s.segmented_datagrams,
-      s.segmented_sends == 0 ? 0.0
-                             : static_cast<double>(s.segmented_datagrams) /
-                                   static_cast<double>(s.segmented_sends),
-      s.gso_fallbacks);
-  for (std::size_t k = 0; k < 256; ++k) {
-    if (s.frames_in[k] != 0) {
-      absl::StrAppendFormat(&out, "  commands in       %-16s %d\n",
-                            codec::kKindTable[k].name, s.frames_in[k]);
-    }
-  }
-  for (std::size_t k = 0; k < 256; ++k) {
-    if (s.frames_out[k] != 0) {
-      absl::StrAppendFormat(&out, "  reports out       %-16s %d\n",
-                            codec::kKindTable[k].name, s.frames_out[k]);
-    }
-  }
-  for (std::size_t r = 0; r < s.rejects.size(); ++r) {
-    if (s.rejects[r] != 0) {
-      absl::StrAppendFormat(&out, "  rejected          %-16s %d\n",
-                            codec::Name(static_cast<codec::RejectReason>(r)),
-                            s.rejects[r]);
-    }
-  }
-  for (std::size_t e = 0; e < s.malformed.size(); ++e) {
-    if (s.malformed[e] != 0) {
-      absl::StrAppendFormat(&out, "  dropped malformed %-16s %d\n",
-                            codec::Name(static_cast<codec::CodecError>(e)),
-                            s.malformed[e]);
-    }
-  }
-  for (std::size_t a = 0; a < s.refused.size(); ++a) {
-    if (s.refused[a] != 0) {
-      absl::StrAppendFormat(&out, "  dropped refused   %-16s %d\n",
-                            Name(static_cast<Admission>(a)), s.refused[a]);
-    }
-  }
-  absl::StrAppendFormat(&out, "  duplicates        %d frames\n", s.duplicates);
-  absl::StrAppendFormat(&out,
-                        "  gaps              %d datagrams (%d frames dropped, "
-                        "%d SequenceGap sent)\n",
-                        s.gaps, s.gap_frames_dropped, s.sequence_gaps_sent);
-  absl::StrAppendFormat(&out,
-                        "  reports resent    %d (%d too old: %d ReportsGone "
-                        "sent)\n",
-                        s.reports_resent, s.resend_unavailable,
-                        s.reports_gone_sent);
-  if (s.regenerations != 0 || s.regenerations_refused != 0) {
-    absl::StrAppendFormat(
-        &out,
-        "  regenerated       %d reports from the journal (%d jobs, %d records "
-        "applied, %d snapshots loaded, %d refused, %d gone, %d failed)\n",
-        s.reports_regenerated, s.regenerations, s.regeneration_records,
-        s.regeneration_snapshots, s.regenerations_refused, s.regenerations_gone,
-        s.regeneration_failures);
-  }
-  absl::StrAppendFormat(&out,
-                        "  report history    %d bytes held, %d idle "
-                        "histories released\n",
-                        s.history_bytes, s.histories_released);
-  if (s.new_session_gaps_dropped != 0) {
-    absl::StrAppendFormat(&out,
-                          "  SequenceGap(1)    %d to unknown sessions not "
-                          "sent (over the limit)\n",
-                          s.new_session_gaps_dropped);
-  }
-  absl::StrAppendFormat(&out,
-                        "  commands applied  %d (+%d replayed at start)\n",
-                        s.commands_applied - s.replayed, s.replayed);
-  absl::StrAppendFormat(
-      &out,
-      "  snapshots         %d written (last at index %d), %d failed; "
-      "started from %s; fork %.3f ms last, %.3f ms max\n",
-      s.snapshots_taken, s.last_snapshot_index, s.snapshots_failed,
-      s.started_from_snapshot == 0 ? std::string("no snapshot")
-                                   : absl::StrFormat("the snapshot at index %d",
-                                                     s.started_from_snapshot),
-      static_cast<double>(s.fork_ns_last) * 1e-6,
-      static_cast<double>(s.fork_ns_max) * 1e-6);
-  absl::StrAppendFormat(
-      &out,
-      "  journal           durable %d of %d, %d waits for the disk; %d "
-      "records in %d groups (%d bytes written) since start\n",
-      s.durable_index, s.last_index, s.backpressure_waits, s.journal_records,
-      s.journal_groups, s.journal_bytes_written);
-  const auto mean_us = [](const LatencyBuckets& h) {
-    return h.count() == 0 ? 0.0
-                          : static_cast<double>(h.sum_ns) /
-                                static_cast<double>(h.count()) * 1e-3;
-  };
-  absl::StrAppendFormat(&out,
-                        "  latency           receive to durable and applied "
-                        "%.1f us mean (%d commands); journal waits %.1f us "
-                        "mean\n",
-                        mean_us(s.command_latency), s.command_latency.count(),
-                        mean_us(s.journal_wait));
-  if (s.replication) {
-    absl::StrAppendFormat(
-        &out,
-        "  replication       replicated index %d; %d messages (%d records) "
-        "published, %d acknowledged, %.1f us mean publish to "
-        "acknowledgement; %d failure(s)\n",
-        s.replicated_index, s.replication_published_messages,
-        s.replication_published_records, s.replication_acknowledged_messages,
-        mean_us(s.replication_publish_latency), s.replication_failures);
-  }
-  absl::StrAppendFormat(
-      &out,
-      "  journal full      %d time(s), %d datagrams (%d "
-      "frames) refused, %d Busy sent%s; %d smaller "
-      "segment(s)\n",
-      s.journal_full_episodes, s.refused_journal_full_datagrams,
-      s.refused_journal_full_frames, s.busy_sent,
-      s.journal_full ? " (full now)" : "", s.journal_reduced_segments);
-  absl::StrAppendFormat(&out,
-                        "  sessions          %d (%d moves of a keyed "
-                        "session to a new endpoint, %d idle unlisted "
-                        "sessions gave their slot back)\n",
-                        s.sessions, s.sessions_moved, s.sessions_recycled);
-  return out;
-}
+std::string Service::StatsReport() const { return FormatStatsReport(stats()); }
 
-std::string Service::StatsJson() const {
-  const ServiceStats& s = stats();
-  std::string out = "{";
-  const auto field = [&](std::string_view name, std::uint64_t value) {
-    absl::StrAppendFormat(&out, "%s\"%s\":%d", out.size() > 1 ? "," : "", name,
-                          value);
-  };
-  field("datagrams_in", s.datagrams_in);
-  field("bytes_in", s.bytes_in);
-  field("datagrams_out", s.datagrams_out);
-  field("bytes_out", s.bytes_out);
-  field("send_failures", s.send_failures);
-  field("send_segmented", s.send_segmented ? 1 : 0);
-  field("segmented_sends", s.segmented_sends);
-  field("segmented_datagrams", s.segmented_datagrams);
-  field("gso_fallbacks", s.gso_fallbacks);
-  field("duplicates", s.duplicates);
-  field("gaps", s.gaps);
-  field("gap_frames_dropped", s.gap_frames_dropped);
-  field("sequence_gaps_sent", s.sequence_gaps_sent);
-  field("reports_resent", s.reports_resent);
-  field("resend_unavailable", s.resend_unavailable);
-  field("reports_gone_sent", s.reports_gone_sent);
-  field("regenerations", s.regenerations);
-  field("regeneration_records", s.regeneration_records);
-  field("regeneration_snapshots", s.regeneration_snapshots);
-  field("reports_regenerated", s.reports_regenerated);
-  field("regenerations_refused", s.regenerations_refused);
-  field("regenerations_gone", s.regenerations_gone);
-  field("regeneration_failures", s.regeneration_failures);
-  field("new_session_gaps_dropped", s.new_session_gaps_dropped);
-  field("histories_released", s.histories_released);
-  field("history_bytes", s.history_bytes);
-  field("truncated_by_kernel", s.truncated_by_kernel);
-  field("commands_applied", s.commands_applied);
-  field("replayed", s.replayed);
-  field("started_from_snapshot", s.started_from_snapshot);
-  field("snapshots_taken", s.snapshots_taken);
-  field("snapshots_failed", s.snapshots_failed);
-  field("last_snapshot_index", s.last_snapshot_index);
-  field("snapshot_running", s.snapshot_running ? 1 : 0);
-  field("fork_ns_last", s.fork_ns_last);
-  field("fork_ns_max", s.fork_ns_max);
-  field("backpressure_waits", s.backpressure_waits);
-  field("durable_index", s.durable_index);
-  field("last_index", s.last_index);
-  field("sessions", s.sessions);
-  field("sessions_listed", s.sessions_listed);
-  field("journal_records", s.journal_records);
-  field("journal_groups", s.journal_groups);
-  field("journal_bytes_written", s.journal_bytes_written);
-  field("refused_journal_full_datagrams", s.refused_journal_full_datagrams);
-  field("refused_journal_full_frames", s.refused_journal_full_frames);
-  field("busy_sent", s.busy_sent);
-  field("journal_full_episodes", s.journal_full_episodes);
-  field("journal_full", s.journal_full ? 1 : 0);
-  field("journal_reduced_segments", s.journal_reduced_segments);
-  field("sessions_moved", s.sessions_moved);
-  field("sessions_recycled", s.sessions_recycled);
-  field("replication", s.replication ? 1 : 0);
-  field("replication_published_messages", s.replication_published_messages);
-  field("replication_acknowledged_messages",
-        s.replication_acknowledged_messages);
-  field("replication_published_records", s.replication_published_records);
-  field("replication_published_bytes", s.replication_published_bytes);
-  field("replicated_index", s.replicated_index);
-  field("replication_failures", s.replication_failures);
-  field("replication_republished_messages", s.replication_republished_messages);
-  const auto group = [&](std::string_view name, auto&& fill) {
-    absl::StrAppendFormat(&out, ",\"%s\":{", name);
-    bool first = true;
-    fill([&](std::string_view key, std::uint64_t value) {
-      absl::StrAppendFormat(&out, "%s\"%s\":%d", first ? "" : ",", key, value);
-      first = false;
-    });
-    out += "}";
-  };
-  group("commands_in", [&](auto put) {
-    for (std::size_t k = 0; k < 256; ++k) {
-      if (s.frames_in[k]) put(codec::kKindTable[k].name, s.frames_in[k]);
-    }
-  });
-  group("reports_out", [&](auto put) {
-    for (std::size_t k = 0; k < 256; ++k) {
-      if (s.frames_out[k]) put(codec::kKindTable[k].name, s.frames_out[k]);
-    }
-  });
-  group("rejects", [&](auto put) {
-    for (std::size_t r = 1; r < s.rejects.size(); ++r) {
-      const auto name = codec::Name(static_cast<codec::RejectReason>(r));
-      if (!name.empty()) put(name, s.rejects[r]);
-    }
-  });
-  group("malformed", [&](auto put) {
-    for (std::size_t e = 1; e < s.malformed.size(); ++e) {
-      put(codec::Name(static_cast<codec::CodecError>(e)), s.malformed[e]);
-    }
-  });
-  group("refused", [&](auto put) {
-    for (std::size_t a = 1; a < s.refused.size(); ++a) {
-      put(Name(static_cast<Admission>(a)), s.refused[a]);
-    }
-  });
-  // Histograms: count, sum and the per-bucket (not cumulative) counts, the
-  // last above every bound of "bounds_ns".
-  const auto histogram = [&](std::string_view name, const LatencyBuckets& h) {
-    absl::StrAppendFormat(&out,
-                          ",\"%s\":{\"count\":%d,\"sum_ns\":%d,\"buckets\":[",
-                          name, h.count(), h.sum_ns);
-    for (std::size_t i = 0; i < h.buckets.size(); ++i) {
-      absl::StrAppendFormat(&out, "%s%d", i == 0 ? "" : ",", h.buckets[i]);
-    }
-    out += "]}";
-  };
-  histogram("command_latency", s.command_latency);
-  histogram("journal_wait", s.journal_wait);
-  histogram("replication_publish_latency", s.replication_publish_latency);
-  out += ",\"bounds_ns\":[";
-  for (std::size_t i = 0; i < kLatencyBoundsNs.size(); ++i) {
-    absl::StrAppendFormat(&out, "%s%d", i == 0 ? "" : ",", kLatencyBoundsNs[i]);
-  }
-  out += "]}";
-  return out;
-}
+std::string Service::StatsJson() const { return FormatStatsJson(stats()); }
 
 }  // namespace orderwire::service

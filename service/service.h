@@ -95,8 +95,8 @@
 #include "journal/retention.h"
 #include "journal/writer.h"
 #include "net/udp.h"
-#include "service/latency_buckets.h"
 #include "service/replication_gate.h"
+#include "service/service_stats.h"
 #include "service/session_table.h"
 #include "state/state_machine.h"
 
@@ -195,108 +195,6 @@ struct ServiceOptions {
   std::shared_ptr<const ReplicationStarter> replication;
 };
 
-// Every counter the service keeps. Drops are counted by cause.
-struct ServiceStats {
-  std::uint64_t datagrams_in = 0;
-  std::uint64_t bytes_in = 0;
-  std::uint64_t datagrams_out = 0;
-  std::uint64_t bytes_out = 0;
-  std::uint64_t send_failures = 0;  // datagrams the kernel refused
-  // The send path in use now (true: UDP_SEGMENT), the segmented sends
-  // (sendmmsg entries) and the datagrams they carried, and the times the
-  // segmented path was given up for sendmmsg (at start: the probe failed
-  // under kAuto; while running: EIO/EINVAL from a segmented send).
-  bool send_segmented = false;
-  std::uint64_t segmented_sends = 0;
-  std::uint64_t segmented_datagrams = 0;
-  std::uint64_t gso_fallbacks = 0;
-  std::array<std::uint64_t, 256> frames_in{};   // by kind, journaled
-  std::array<std::uint64_t, 256> frames_out{};  // by kind, reports sent
-  std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause
-  std::array<std::uint64_t, kAdmissionCount> refused{};  // by Admission
-  std::uint64_t sessions_moved = 0;  // keyed sessions that changed endpoint
-  // Idle unlisted sessions that gave their slot back.
-  std::uint64_t sessions_recycled = 0;
-  std::uint64_t truncated_by_kernel = 0;  // longer than 1472 bytes
-  std::uint64_t duplicates = 0;           // frames below the expected seq
-  std::uint64_t gaps = 0;                 // datagrams that revealed a gap
-  std::uint64_t gap_frames_dropped = 0;
-  std::uint64_t sequence_gaps_sent = 0;
-  std::uint64_t reports_resent = 0;
-  std::uint64_t resend_unavailable = 0;  // duplicate older than history
-  std::uint64_t reports_gone_sent = 0;   // ReportsGone frames sent
-  // Reports made again from the journal for such duplicates
-  // (report_regenerator.h): jobs begun, the records they applied, snapshots
-  // they loaded, reports sent from them, requests not taken (kMaxQueued
-  // sessions waiting: the client asks again), and jobs that ended in
-  // ReportsGone (older than the retained journal, or failed: the failures,
-  // each logged).
-  std::uint64_t regenerations = 0;
-  std::uint64_t regeneration_records = 0;
-  std::uint64_t regeneration_snapshots = 0;
-  std::uint64_t reports_regenerated = 0;
-  std::uint64_t regenerations_refused = 0;
-  std::uint64_t regenerations_gone = 0;
-  std::uint64_t regeneration_failures = 0;
-  std::uint64_t new_session_gaps_dropped = 0;  // SequenceGap(1) over limit
-  std::uint64_t histories_released = 0;        // idle sessions' histories
-  std::uint64_t history_bytes = 0;             // all histories hold now
-  std::array<std::uint64_t, 16> rejects{};     // by RejectReason
-  std::uint64_t commands_applied = 0;
-  std::uint64_t replayed = 0;               // records replayed at start-up
-  std::uint64_t started_from_snapshot = 0;  // its index; 0: none
-  std::uint64_t snapshots_taken = 0;        // written by a child
-  std::uint64_t snapshots_failed = 0;       // children that failed
-  std::uint64_t last_snapshot_index = 0;    // of the last one written
-  bool snapshot_running = false;            // a child is writing now
-  std::uint64_t fork_ns_last = 0;           // time in fork(), the last
-  std::uint64_t fork_ns_max = 0;            // and the longest
-  std::uint64_t backpressure_waits = 0;     // times the loop waited for disk
-  // Disk full: datagrams and frames not taken, Busy frames sent, times the
-  // state began, and whether it holds now.
-  std::uint64_t refused_journal_full_datagrams = 0;
-  std::uint64_t refused_journal_full_frames = 0;
-  std::uint64_t busy_sent = 0;
-  std::uint64_t journal_full_episodes = 0;
-  bool journal_full = false;
-  // Segments the journal made smaller than its segment size because the
-  // disk had no room for a whole one (docs/JOURNAL.md "Disk full").
-  std::uint64_t journal_reduced_segments = 0;
-  std::uint64_t durable_index = 0;
-  std::uint64_t last_index = 0;
-  // The journal writer's own counts since the service started: records
-  // appended, groups committed (each one write, and one sync under batch
-  // durability), and bytes written to the device.
-  std::uint64_t journal_records = 0;
-  std::uint64_t journal_groups = 0;
-  std::uint64_t journal_bytes_written = 0;
-  std::uint64_t sessions = 0;  // held (listed and unlisted)
-  std::uint64_t sessions_listed =
-      0;  // in the configuration ([sessions.N] tables)
-  // Seconds from a command's receipt (the receive time journaled with it)
-  // to the loop finding it durable and applying it; its reports are sent in
-  // the same pass. Commands replayed at start-up are not counted.
-  LatencyBuckets command_latency;
-  // Each time the loop blocked waiting for the journal's writes to complete
-  // (back-pressure, or commands in flight and nothing on the socket): how
-  // long (one observation per backpressure_waits).
-  LatencyBuckets journal_wait;
-  // ServiceOptions::replication: whether it is on; messages published and
-  // acknowledged, records published, the last journal index acknowledged by
-  // the stream (commands are answered up to min(durable, replicated)), the
-  // failures (0 or 1: the first stops the service), and each message's
-  // publish-to-acknowledgement time.
-  bool replication = false;
-  std::uint64_t replication_published_messages = 0;
-  std::uint64_t replication_acknowledged_messages = 0;
-  std::uint64_t replication_published_records = 0;
-  std::uint64_t replication_published_bytes = 0;
-  std::uint64_t replicated_index = 0;
-  std::uint64_t replication_failures = 0;
-  std::uint64_t replication_republished_messages = 0;
-  LatencyBuckets replication_publish_latency;
-};
-
 class Service {
  public:
   // Binds the socket and chooses the send path, then opens and recovers the
@@ -337,9 +235,9 @@ class Service {
   [[nodiscard]] const ServiceStats& stats() const;
   // One line of the main counters (for --stats-interval).
   [[nodiscard]] std::string StatsLine() const;
-  // Every counter, readable, one per line (at exit).
+  // Every counter, readable, one per line (at exit): FormatStatsReport.
   [[nodiscard]] std::string StatsReport() const;
-  // Every counter as a JSON object (for --stats-json).
+  // Every counter as a JSON object (for --stats-json): FormatStatsJson.
   [[nodiscard]] std::string StatsJson() const;
   // What Start() recovered and replayed, for the start-up banner.
   [[nodiscard]] const std::string& startup_report() const;

@@ -2,14 +2,14 @@
 // Prometheus text exposition (format 0.0.4), for `serve --metrics-listen`
 // (docs/SERVICE.md "Metrics").
 //
-// One source of truth: the service's thread keeps its counters as it always
-// has (ServiceStats, the numbers behind the stats line and --stats-json) and
-// publishes a copy of them into a StatsMirror: one relaxed atomic store per
-// 8-byte word, no lock, no allocation, no system call. The HTTP thread reads
-// the mirror with relaxed loads into its own ServiceStats and formats that
-// into its own buffer. Each word is read whole (never torn), but two
-// counters may come from two publications: Prometheus scrapes need no more.
-// The service publishes at most once a millisecond, busy or idle, so a
+// One source of truth: the service's thread keeps its counters in a
+// ServiceStats (service_stats.h: the numbers behind the stats line, the
+// report and --stats-json) and publishes a copy of them into a StatsMirror: one
+// relaxed atomic store per 8-byte word, no lock, no allocation, no system call.
+// The HTTP thread reads the mirror with relaxed loads into its own ServiceStats
+// and formats that into its own buffer. Each word is read whole (never torn),
+// but two counters may come from two publications: Prometheus scrapes need no
+// more. The service publishes at most once a millisecond, busy or idle, so a
 // scrape lags the live counters by at most a millisecond of traffic and
 // equals them within the loop's 50 ms idle wait once traffic stops.
 #ifndef ORDERWIRE_SERVICE_METRICS_METRICS_H_
@@ -94,10 +94,11 @@ class PrometheusText {
 };
 
 // Every counter of `stats` in the Prometheus text format, appended to
-// `out`: the families and their meaning are listed in docs/SERVICE.md
-// "Metrics". Series with labels (kind, reason, cause) are written for every
-// value the label can take, zero or not, so a rate() never starts from a
-// missing series. Cold (the HTTP thread).
+// `out`: one family per row of the tables of service_stats.h that names one
+// (listed in docs/SERVICE.md "Metrics"), the replicated-only ones only when
+// stats.replication is set. Series with labels (kind, reason, cause) are
+// written for every value the label can take, zero or not, so a rate() never
+// starts from a missing series. Cold (the HTTP thread).
 void AppendServiceMetrics(const ServiceStats& stats, std::string* out);
 
 }  // namespace orderwire::service

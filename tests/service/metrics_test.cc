@@ -1,7 +1,9 @@
 // The Prometheus text of the service's counters (service/metrics/metrics.h):
 // the exact exposition of a few counters and a histogram (escaping, cumulative
 // buckets, +Inf, _sum and _count), the latency buckets' edges, the mirror
-// the HTTP thread reads, and the service's families.
+// the HTTP thread reads, the service's families, and that the JSON, the
+// report and the Prometheus text each show every row of the counters' tables
+// (service/service_stats.h) with its value.
 #include "service/metrics/metrics.h"
 
 #include <cstdint>
@@ -10,12 +12,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "codec/error.h"
 #include "codec/kind_table.h"
 #include "codec/types.h"
 #include "gtest/gtest.h"
 #include "service/latency_buckets.h"
 #include "service/service.h"
+#include "service/service_stats.h"
 
 namespace orderwire::service {
 namespace {
@@ -236,6 +240,188 @@ TEST(ServiceMetrics, AnnouncesEveryFamilyOnceBeforeItsSamples) {
   }
   // docs/SERVICE.md "Metrics" lists each family: a new one goes there too.
   EXPECT_EQ(announced.size(), 59u);
+}
+
+// Each scalar, each labelled count and each histogram of `s` set to a value
+// of its own (from 1000 up; the seconds gauges whole milliseconds), every
+// flag included (so `replication` is on).
+ServiceStats EveryCounterDistinct() {
+  ServiceStats s;
+  std::uint64_t next = 1000;
+  for (const ScalarCounter& c : kScalarCounters) {
+    s.*c.member =
+        c.kind == MetricKind::kSecondsGauge ? ++next * 1'000'000 : ++next;
+  }
+  for (const CounterGroup& g : CounterGroups()) {
+    const std::span<const std::uint64_t> values = g.values(s);
+    auto* writable = const_cast<std::uint64_t*>(values.data());
+    for (std::size_t i = 0; i < values.size(); ++i) writable[i] = ++next;
+  }
+  for (const Histogram& h : kHistograms) {
+    (s.*h.member).Record(++next * 1'000);
+  }
+  return s;
+}
+
+std::string Metric(const std::string& name, const std::string& value) {
+  return name + " " + value;
+}
+
+TEST(ServiceStatsTables, NamesAreUniqueAndCountersEndInTotal) {
+  std::set<std::string_view> names;
+  std::set<std::string_view> metrics;
+  for (const ScalarCounter& c : kScalarCounters) {
+    EXPECT_TRUE(names.insert(c.name).second) << c.name;
+    EXPECT_FALSE(c.label.empty()) << c.name;
+    EXPECT_FALSE(c.help.empty()) << c.name;
+    if (c.metric.empty()) continue;
+    EXPECT_TRUE(metrics.insert(c.metric).second) << c.metric;
+    EXPECT_TRUE(c.metric.starts_with("orderwire_")) << c.metric;
+    EXPECT_EQ(c.metric.ends_with("_total"), c.kind == MetricKind::kCounter)
+        << c.metric;
+    EXPECT_EQ(c.metric.ends_with("_seconds"),
+              c.kind == MetricKind::kSecondsGauge)
+        << c.metric;
+  }
+  for (const CounterGroup& g : CounterGroups()) {
+    EXPECT_TRUE(names.insert(g.json_key).second) << g.json_key;
+    EXPECT_TRUE(metrics.insert(g.metric).second) << g.metric;
+  }
+  for (const Histogram& h : kHistograms) {
+    EXPECT_TRUE(names.insert(h.json_key).second) << h.json_key;
+    EXPECT_TRUE(metrics.insert(h.metric).second) << h.metric;
+  }
+}
+
+TEST(ServiceStatsTables, JsonHoldsEveryRowWithItsValue) {
+  const ServiceStats s = EveryCounterDistinct();
+  const std::string json = FormatStatsJson(s);
+  std::size_t last = 0;
+  for (const ScalarCounter& c : kScalarCounters) {
+    const std::string field = absl::StrFormat("\"%s\":%d", c.name, s.*c.member);
+    const std::size_t at = json.find(field);
+    ASSERT_NE(at, std::string::npos) << field << "\n" << json;
+    EXPECT_TRUE(json[at - 1] == '{' || json[at - 1] == ',') << field;
+    EXPECT_GT(at, last) << "out of table order: " << field;
+    last = at;
+  }
+  for (const CounterGroup& g : CounterGroups()) {
+    const std::size_t open = json.find(absl::StrFormat("\"%s\":{", g.json_key));
+    ASSERT_NE(open, std::string::npos) << g.json_key;
+    const std::string object = json.substr(open, json.find('}', open) - open);
+    const std::span<const std::uint64_t> values = g.values(s);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (g.label_value(i).empty()) continue;
+      const std::string field =
+          absl::StrFormat("\"%s\":%d", g.label_value(i), values[i]);
+      EXPECT_NE(object.find(field), std::string::npos)
+          << g.json_key << ": " << field << "\n"
+          << object;
+    }
+  }
+  for (const Histogram& h : kHistograms) {
+    const LatencyBuckets& b = s.*h.member;
+    const std::string field =
+        absl::StrFormat("\"%s\":{\"count\":1,\"sum_ns\":%d,\"buckets\":[",
+                        h.json_key, b.sum_ns);
+    EXPECT_NE(json.find(field), std::string::npos) << field << "\n" << json;
+  }
+  EXPECT_NE(json.find("\"bounds_ns\":[5000,"), std::string::npos);
+}
+
+TEST(ServiceStatsTables, PrometheusHoldsEveryRowWithItsValue) {
+  ServiceStats s = EveryCounterDistinct();
+  for (const bool replicated : {true, false}) {
+    SCOPED_TRACE(replicated ? "replicated" : "local");
+    s.replication = replicated ? 1 : 0;
+    std::string out;
+    AppendServiceMetrics(s, &out);
+    for (const ScalarCounter& c : kScalarCounters) {
+      if (c.metric.empty()) continue;
+      const std::string metric(c.metric);
+      const bool shown = replicated || c.scope == CounterScope::kAlways;
+      const char* type = c.kind == MetricKind::kCounter ? "counter" : "gauge";
+      EXPECT_EQ(HasLine(out, "# TYPE " + metric + " " + type), shown) << metric;
+      EXPECT_EQ(HasLine(out, "# HELP " + metric + " " + std::string(c.help)),
+                shown)
+          << metric;
+      const std::uint64_t v = s.*c.member;
+      EXPECT_EQ(HasLine(out, Metric(metric, c.kind == MetricKind::kSecondsGauge
+                                                ? PrometheusText::Seconds(v)
+                                                : std::to_string(v))),
+                shown)
+          << metric;
+    }
+    for (const CounterGroup& g : CounterGroups()) {
+      const std::string metric(g.metric);
+      EXPECT_TRUE(HasLine(out, "# TYPE " + metric + " counter")) << metric;
+      const std::span<const std::uint64_t> values = g.values(s);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        const std::string line = absl::StrFormat(
+            "%s{%s=\"%s\"} %d", metric, g.label, g.label_value(i), values[i]);
+        EXPECT_EQ(HasLine(out, line), g.in_metrics(i)) << line;
+      }
+    }
+    for (const Histogram& h : kHistograms) {
+      const std::string metric(h.metric);
+      const bool shown = replicated || h.scope == CounterScope::kAlways;
+      EXPECT_EQ(HasLine(out, "# TYPE " + metric + " histogram"), shown);
+      EXPECT_EQ(
+          HasLine(out, Metric(metric + "_sum",
+                              PrometheusText::Seconds((s.*h.member).sum_ns))),
+          shown)
+          << metric;
+    }
+  }
+}
+
+TEST(ServiceStatsTables, ReportHoldsEveryRowWithItsValue) {
+  ServiceStats s = EveryCounterDistinct();
+  for (const bool replicated : {true, false}) {
+    SCOPED_TRACE(replicated ? "replicated" : "local");
+    s.replication = replicated ? 1 : 0;
+    const std::string report = FormatStatsReport(s);
+    // A line "    LABEL   VALUE" (VALUE alone or followed by a space).
+    const auto has = [&](std::string_view label, std::uint64_t value) {
+      for (const std::string& line : Lines(report)) {
+        const std::string head = "    " + std::string(label) + " ";
+        if (!line.starts_with(head)) continue;
+        const std::size_t at = line.find_first_not_of(' ', head.size());
+        if (at == std::string::npos) continue;
+        const std::string rest = line.substr(at);
+        const std::string number = std::to_string(value);
+        if (rest == number || rest.starts_with(number + " ")) return true;
+      }
+      return false;
+    };
+    for (const ScalarCounter& c : kScalarCounters) {
+      if (c.name == "replication") continue;  // its value is the switch
+      const bool shown = replicated || c.scope == CounterScope::kAlways;
+      EXPECT_EQ(has(c.label, s.*c.member), shown) << c.name << "\n" << report;
+    }
+    for (const CounterGroup& g : CounterGroups()) {
+      const std::span<const std::uint64_t> values = g.values(s);
+      for (std::size_t i = 0; i < values.size(); ++i) {
+        if (g.label_value(i).empty()) continue;
+        EXPECT_TRUE(
+            has(absl::StrFormat("%s %s", g.report_label, g.label_value(i)),
+                values[i]))
+            << g.json_key << " " << i << "\n"
+            << report;
+      }
+    }
+    for (const Histogram& h : kHistograms) {
+      const bool shown = replicated || h.scope == CounterScope::kAlways;
+      EXPECT_EQ(has(h.report_label, 1), shown) << h.json_key;
+    }
+  }
+  // The derived figure: datagrams per segmented send.
+  s.segmented_sends = 4;
+  s.segmented_datagrams = 10;
+  EXPECT_NE(
+      FormatStatsReport(s).find("datagrams per segmented send       2.50"),
+      std::string::npos)
+      << FormatStatsReport(s);
 }
 
 }  // namespace
