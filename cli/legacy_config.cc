@@ -160,19 +160,13 @@ std::string SecondsToToml(double seconds) {
 }
 
 bool IsEngineKey(std::string_view key) {
-  return key == "min_instrument" || key == "max_instrument" ||
-         key == "min_price" || key == "max_price" || key == "min_quantity" ||
-         key == "max_quantity" || key == "max_live_orders";
+  return engine::FindConfigKey(key) != nullptr;
 }
 
-// The engine's value of `key`, in canonical decimal.
+// The engine's value of `key` (an engine key), in canonical decimal.
 std::string EngineValue(const engine::EngineConfig& config,
                         std::string_view key) {
-  const std::string lines = engine::FormatKeyValueConfig(config);
-  const std::string prefix = absl::StrFormat("%s = ", key);
-  const std::size_t at = lines.find(prefix);
-  const std::size_t start = at + prefix.size();
-  return lines.substr(start, lines.find('\n', start) - start);
+  return absl::StrFormat("%d", engine::FindConfigKey(key)->get(config));
 }
 
 // One TOML table being written: its header and its lines.
