@@ -24,6 +24,7 @@
 #include "cli/common.h"
 #include "codec/command.h"
 #include "codec/frame.h"
+#include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
 #include "engine/workload.h"
@@ -31,33 +32,45 @@
 namespace orderwire::cli {
 namespace {
 
+// match's help: the [engine] keys are listed from engine::kConfigKeys.
+std::string MatchDetails() {
+  std::string out =
+      "Reads command frames back to back from standard input: one session,\n"
+      "so their sequences must be 1, 2, 3, ... The whole input is checked\n"
+      "first; a frame that is not a whole command frame, or whose sequence\n"
+      "is not the next one, is an error naming its byte offset (exit 1,\n"
+      "nothing written). The commands then run through the engine, and\n"
+      "every report frame is written to standard output, numbered 1, 2,\n"
+      "3, ... in emission order (--json: one JSON object per line, the form\n"
+      "'orderwire decode' prints).\n\n"
+      "--config FILE sets the engine's limits: the [engine] table of a\n"
+      "TOML configuration file (the file 'serve --config' reads,\n"
+      "docs/SERVICE.md; its other tables are checked, key files not read).\n"
+      "Its keys, with their defaults:\n";
+  const engine::EngineConfig defaults;
+  for (const engine::ConfigKey& key : engine::kConfigKeys) {
+    absl::StrAppendFormat(&out, "  %-16s %s (%d)\n", key.name, key.description,
+                          key.get(defaults));
+  }
+  out +=
+      "A key not given keeps its default. An error names the file, line\n"
+      "and column.\n\n"
+      "--book N prints the top N levels of each side of every non-empty\n"
+      "book to standard error at the end. --stats prints counts and the\n"
+      "engine's own time per command (engine alone, without decoding or\n"
+      "output) to standard error.";
+  return out;
+}
+
+const std::string kMatchDetails = MatchDetails();
+
 const CommandSpec kMatchSpec{
     .name = "match",
     .synopsis =
         "[--config FILE] [--json] [--book N] [--stats] "
         "< commands.bin > reports.bin",
     .summary = "Run command frames through the matching engine.",
-    .details =
-        "Reads command frames back to back from standard input: one session,\n"
-        "so their sequences must be 1, 2, 3, ... The whole input is checked\n"
-        "first; a frame that is not a whole command frame, or whose sequence\n"
-        "is not the next one, is an error naming its byte offset (exit 1,\n"
-        "nothing written). The commands then run through the engine, and\n"
-        "every report frame is written to standard output, numbered 1, 2,\n"
-        "3, ... in emission order (--json: one JSON object per line, the form\n"
-        "'orderwire decode' prints).\n\n"
-        "--config FILE sets the engine's limits: the [engine] table of a\n"
-        "TOML configuration file (the file 'serve --config' reads,\n"
-        "docs/SERVICE.md; its other tables are checked, key files not read):\n"
-        "min_instrument, max_instrument, min_price, max_price, min_quantity,\n"
-        "max_quantity, max_live_orders. Keys not given keep\n"
-        "docs/PROTOCOL.md's defaults (instruments 1..1024, prices and\n"
-        "quantities 1..1000000000, 1048576 live orders). An error names the\n"
-        "file, line and column.\n\n"
-        "--book N prints the top N levels of each side of every non-empty\n"
-        "book to standard error at the end. --stats prints counts and the\n"
-        "engine's own time per command (engine alone, without decoding or\n"
-        "output) to standard error.",
+    .details = kMatchDetails,
     .flags = {{"config", "FILE", "", "engine configuration file"},
               {"json", "", "", "write reports as JSON Lines"},
               {"book", "N", "0", "depth table of every book (stderr)"},

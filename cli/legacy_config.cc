@@ -160,19 +160,13 @@ std::string SecondsToToml(double seconds) {
 }
 
 bool IsEngineKey(std::string_view key) {
-  return key == "min_instrument" || key == "max_instrument" ||
-         key == "min_price" || key == "max_price" || key == "min_quantity" ||
-         key == "max_quantity" || key == "max_live_orders";
+  return engine::FindConfigKey(key) != nullptr;
 }
 
-// The engine's value of `key`, in canonical decimal.
+// The engine's value of `key` (an engine key), in canonical decimal.
 std::string EngineValue(const engine::EngineConfig& config,
                         std::string_view key) {
-  const std::string lines = engine::FormatKeyValueConfig(config);
-  const std::string prefix = absl::StrFormat("%s = ", key);
-  const std::size_t at = lines.find(prefix);
-  const std::size_t start = at + prefix.size();
-  return lines.substr(start, lines.find('\n', start) - start);
+  return absl::StrFormat("%d", engine::FindConfigKey(key)->get(config));
 }
 
 // One TOML table being written: its header and its lines.
@@ -181,6 +175,263 @@ struct TomlTable {
   std::vector<std::string> lines;
 };
 
+// What the old reader gathers from the service lines, settled once the
+// whole file is read (ResolveSessions).
+struct OldServiceLines {
+  std::optional<bool> open_sessions;
+  std::optional<AddressSet> allowed;
+  absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>> addresses;
+  absl::flat_hash_map<std::uint32_t, bool> has_accounts;
+};
+
+bool IsServiceKey(std::string_view key) {
+  return key == "max_sessions" || key == "max_report_history_bytes" ||
+         key == "session_idle_seconds" || key == "open_sessions" ||
+         key == "open_accounts" || key == "allowed_addresses" ||
+         key.substr(0, 8) == "session.";
+}
+
+// The reasons below are InvalidArgument errors whose message is only the
+// why; the caller names the line and the key.
+absl::Status Why(const std::string& why) {
+  return absl::InvalidArgumentError(why);
+}
+
+// A session.ID.accounts / .addresses / .key_file line.
+absl::Status ReadSessionLine(std::string_view key, std::string_view value,
+                             ServiceConfig& config, OldServiceLines& lines) {
+  const std::string_view rest = key.substr(8);
+  const std::size_t dot = rest.find('.');
+  std::uint64_t id = 0;
+  if (dot == std::string_view::npos || !ParseU64(rest.substr(0, dot), id) ||
+      id > UINT32_MAX) {
+    return Why(
+        "expected session.<id>.accounts, session.<id>.addresses or "
+        "session.<id>.key_file with a u32 session id");
+  }
+  const std::string_view what = rest.substr(dot + 1);
+  const auto sid = static_cast<std::uint32_t>(id);
+  SessionPolicy& policy = config.sessions[sid];
+  if (what == "accounts") {
+    absl::StatusOr<AccountSet> set = AccountSet::Parse(value);
+    if (!set.ok()) return Why(std::string(set.status().message()));
+    policy.accounts = *set;
+    lines.has_accounts[sid] = true;
+  } else if (what == "addresses") {
+    absl::StatusOr<AddressSet> set = AddressSet::Parse(value);
+    if (!set.ok()) return Why(std::string(set.status().message()));
+    lines.addresses[sid] = *set;
+  } else if (what == "key_file") {
+    if (value.empty()) return Why("needs a path");
+    // Recorded as written; the key is read when the converted file is
+    // loaded (LoadServiceConfig), never here.
+    policy.key_file = std::string(value);
+  } else {
+    return Why("unknown session key (accounts, addresses, key_file)");
+  }
+  return absl::OkStatus();
+}
+
+// A line of a key IsServiceKey accepts.
+absl::Status ReadServiceLine(std::string_view key, std::string_view value,
+                             ServiceConfig& config, OldServiceLines& lines) {
+  if (key == "max_sessions") {
+    std::uint64_t n = 0;
+    if (!ParseU64(value, n) || n < 1 || n > 1'000'000) {
+      return Why("must be an integer from 1 to 1000000");
+    }
+    config.max_sessions = static_cast<std::uint32_t>(n);
+  } else if (key == "max_report_history_bytes") {
+    std::uint64_t n = 0;
+    if (!ParseU64(value, n) || n > (std::uint64_t{1} << 40)) {
+      return Why("must be an integer from 0 to 1099511627776 (1 TiB)");
+    }
+    config.max_report_history_bytes = n;
+  } else if (key == "session_idle_seconds") {
+    double seconds = 0;
+    if (!absl::SimpleAtod(absl::string_view(value.data(), value.size()),
+                          &seconds) ||
+        !(seconds > 0) || seconds > 1e9) {
+      return Why("must be a number of seconds above 0 (e.g. 60, 0.5)");
+    }
+    config.session_idle_seconds = seconds;
+  } else if (key == "open_sessions") {
+    if (value != "true" && value != "false") {
+      return Why("must be true or false");
+    }
+    lines.open_sessions = value == "true";
+  } else if (key == "open_accounts") {
+    absl::StatusOr<AccountSet> set = AccountSet::Parse(value);
+    if (!set.ok()) return Why(std::string(set.status().message()));
+    config.open_policy.accounts = *set;
+  } else if (key == "allowed_addresses") {
+    absl::StatusOr<AddressSet> set = AddressSet::Parse(value);
+    if (!set.ok()) return Why(std::string(set.status().message()));
+    lines.allowed = *set;
+  } else {
+    return ReadSessionLine(key, value, config, lines);
+  }
+  return absl::OkStatus();
+}
+
+// The open addresses, each session's addresses (its own, or the open ones)
+// and whether unlisted sessions may connect, once every line is read.
+absl::Status ResolveSessions(const OldServiceLines& lines,
+                             ServiceConfig& config) {
+  if (lines.allowed.has_value()) config.open_policy.addresses = *lines.allowed;
+  for (auto& [id, policy] : config.sessions) {
+    if (!lines.has_accounts.contains(id)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "session %d has addresses or a key file but no session.%d.accounts "
+          "line",
+          id, id));
+    }
+    auto it = lines.addresses.find(id);
+    policy.addresses = it != lines.addresses.end() && it->second.has_value()
+                           ? *it->second
+                           : config.open_policy.addresses;
+  }
+  config.open_sessions = lines.open_sessions.value_or(config.sessions.empty());
+  return absl::OkStatus();
+}
+
+// A relative key file, taken from the old file's directory (if given).
+std::string KeyPath(std::string_view old_directory, std::string_view path) {
+  if (old_directory.empty() || path.empty() || path.front() == '/') {
+    return std::string(path);
+  }
+  return absl::StrFormat("%s/%s", old_directory, path);
+}
+
+// The TOML table, key and value an old line becomes.
+struct TomlEntry {
+  std::string header;
+  std::string key;
+  std::string value;
+};
+
+TomlEntry SessionEntry(const OldLine& line, std::string_view old_directory) {
+  const std::string_view rest = std::string_view(line.key).substr(8);
+  const std::size_t dot = rest.find('.');
+  std::uint64_t id = 0;
+  ParseU64(rest.substr(0, dot), id);  // checked by the old reader
+  TomlEntry entry{.header = absl::StrFormat("sessions.%d", id),
+                  .key = std::string(rest.substr(dot + 1)),
+                  .value = {}};
+  if (entry.key == "accounts") {
+    entry.value = AccountsToToml(line.value);
+  } else if (entry.key == "addresses") {
+    entry.value = AddressesToToml(line.value);
+  } else if (entry.key == "key_file") {
+    entry.value = TomlString(KeyPath(old_directory, line.value));
+  } else {
+    entry.value = TomlString(line.value);
+  }
+  return entry;
+}
+
+TomlEntry ServiceEntry(const OldLine& line, const ServiceConfig& old) {
+  TomlEntry entry{.header = "service", .key = line.key, .value = {}};
+  if (line.key == "max_sessions") {
+    entry.value = absl::StrFormat("%d", old.max_sessions);
+  } else if (line.key == "max_report_history_bytes") {
+    entry.value = absl::StrFormat("%d", old.max_report_history_bytes);
+  } else if (line.key == "session_idle_seconds") {
+    entry.value = SecondsToToml(old.session_idle_seconds);
+  } else if (line.key == "open_sessions") {
+    entry.value = line.value;  // true or false, checked by the old reader
+  } else if (line.key == "open_accounts") {
+    entry.value = AccountsToToml(line.value);
+  } else {
+    entry.value = AddressesToToml(line.value);
+  }
+  return entry;
+}
+
+// `old` is what the old reader read from the file.
+TomlEntry EntryOf(const OldLine& line, const ServiceConfig& old,
+                  std::string_view old_directory) {
+  if (IsEngineKey(line.key)) {
+    return {.header = "engine",
+            .key = line.key,
+            .value = EngineValue(old.engine, line.key)};
+  }
+  if (line.key.starts_with("session.")) {
+    return SessionEntry(line, old_directory);
+  }
+  return ServiceEntry(line, old);
+}
+
+// The old file's entries in TOML tables: [engine] first, then [service],
+// then the sessions in order of mention; each entry with its comments.
+std::vector<TomlTable> TomlTablesOf(const OldFile& file,
+                                    const ServiceConfig& old,
+                                    std::string_view old_directory) {
+  std::vector<TomlTable> tables;
+  absl::flat_hash_map<std::string, std::size_t> table_index;
+  const auto table = [&](const std::string& header) -> TomlTable& {
+    auto [it, added] = table_index.try_emplace(header, tables.size());
+    if (added) tables.push_back({header, {}});
+    return tables[it->second];
+  };
+  for (const OldLine& line : file.entries) {
+    if (IsEngineKey(line.key)) table("engine");
+  }
+  for (const OldLine& line : file.entries) {
+    if (!IsEngineKey(line.key) && !line.key.starts_with("session.")) {
+      table("service");
+    }
+  }
+  for (const OldLine& line : file.entries) {
+    const TomlEntry entry = EntryOf(line, old, old_directory);
+    TomlTable& out = table(entry.header);
+    out.lines.insert(out.lines.end(), line.comments.begin(),
+                     line.comments.end());
+    std::string text = absl::StrFormat("%s = %s", entry.key, entry.value);
+    if (!line.comment.empty()) text += "  " + line.comment;
+    out.lines.push_back(std::move(text));
+  }
+  return tables;
+}
+
+std::string TomlText(const OldFile& file,
+                     const std::vector<TomlTable>& tables) {
+  std::string toml =
+      "# Converted from a key = value configuration file by 'orderwire "
+      "config convert'.\n";
+  for (const std::string& comment : file.header) toml += comment + "\n";
+  for (const TomlTable& t : tables) {
+    absl::StrAppendFormat(&toml, "\n[%s]\n", t.header);
+    for (const std::string& line : t.lines) toml += line + "\n";
+  }
+  if (!file.footer.empty()) toml += "\n";
+  for (const std::string& comment : file.footer) toml += comment + "\n";
+  return toml;
+}
+
+// The check: the TOML reads back as the old reader read the old text.
+absl::Status CheckConversion(const std::string& toml,
+                             const ServiceConfig& old) {
+  ConfigSource source;
+  source.path = "(converted)";
+  source.load_key_files = false;
+  source.is_legacy = IsLegacyServiceConfig;  // as every reader of the CLI
+  absl::StatusOr<ServiceConfig> converted = ParseServiceConfig(toml, source);
+  if (!converted.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "the converted file does not load (%s); the old file holds text TOML "
+        "cannot (comments and paths must be UTF-8)",
+        converted.status().message()));
+  }
+  if (ComparableText(*converted) != ComparableText(old)) {
+    return absl::InternalError(absl::StrFormat(
+        "conversion changed the configuration (a bug): old reader:\n%s\n"
+        "converted:\n%s",
+        ComparableText(old), ComparableText(*converted)));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ServiceConfig> ParseLegacyServiceConfig(std::string_view text) {
@@ -188,10 +439,7 @@ absl::StatusOr<ServiceConfig> ParseLegacyServiceConfig(std::string_view text) {
   // Engine keys are handed to engine::ParseKeyValueConfig; service lines are
   // blanked there so that its line numbers stay those of the file.
   std::string engine_text;
-  std::optional<bool> open_sessions;
-  std::optional<AddressSet> allowed;
-  absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>> addresses;
-  absl::flat_hash_map<std::uint32_t, bool> has_accounts;
+  OldServiceLines service_lines;
   absl::flat_hash_set<std::string> seen_keys;
   int line_number = 0;
   while (!text.empty() || line_number == 0) {
@@ -205,89 +453,19 @@ absl::StatusOr<ServiceConfig> ParseLegacyServiceConfig(std::string_view text) {
     const std::string_view key = Trim(line.substr(0, eq));
     const std::string_view value =
         eq == std::string_view::npos ? "" : Trim(line.substr(eq + 1));
-    const bool service_key =
-        key == "max_sessions" || key == "max_report_history_bytes" ||
-        key == "session_idle_seconds" || key == "open_sessions" ||
-        key == "open_accounts" || key == "allowed_addresses" ||
-        key.substr(0, 8) == "session.";
-    if (!service_key || eq == std::string_view::npos) {
+    if (!IsServiceKey(key) || eq == std::string_view::npos) {
       engine_text.append(raw);
       engine_text.push_back('\n');
       if (end == std::string_view::npos) break;
       continue;
     }
     engine_text.push_back('\n');
-    const auto fail = [&](std::string_view why) {
+    absl::Status read = seen_keys.insert(std::string(key)).second
+                            ? ReadServiceLine(key, value, config, service_lines)
+                            : Why("given twice");
+    if (!read.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrFormat("line %d: %s: %s", line_number, key, why));
-    };
-    if (!seen_keys.insert(std::string(key)).second) {
-      return fail("given twice");
-    }
-    if (key == "max_sessions") {
-      std::uint64_t n = 0;
-      if (!ParseU64(value, n) || n < 1 || n > 1'000'000) {
-        return fail("must be an integer from 1 to 1000000");
-      }
-      config.max_sessions = static_cast<std::uint32_t>(n);
-    } else if (key == "max_report_history_bytes") {
-      std::uint64_t n = 0;
-      if (!ParseU64(value, n) || n > (std::uint64_t{1} << 40)) {
-        return fail("must be an integer from 0 to 1099511627776 (1 TiB)");
-      }
-      config.max_report_history_bytes = n;
-    } else if (key == "session_idle_seconds") {
-      double seconds = 0;
-      if (!absl::SimpleAtod(absl::string_view(value.data(), value.size()),
-                            &seconds) ||
-          !(seconds > 0) || seconds > 1e9) {
-        return fail("must be a number of seconds above 0 (e.g. 60, 0.5)");
-      }
-      config.session_idle_seconds = seconds;
-    } else if (key == "open_sessions") {
-      if (value != "true" && value != "false") {
-        return fail("must be true or false");
-      }
-      open_sessions = value == "true";
-    } else if (key == "open_accounts") {
-      absl::StatusOr<AccountSet> set = AccountSet::Parse(value);
-      if (!set.ok()) return fail(std::string(set.status().message()));
-      config.open_policy.accounts = *set;
-    } else if (key == "allowed_addresses") {
-      absl::StatusOr<AddressSet> set = AddressSet::Parse(value);
-      if (!set.ok()) return fail(std::string(set.status().message()));
-      allowed = *set;
-    } else {
-      // session.ID.accounts / session.ID.addresses
-      const std::string_view rest = key.substr(8);
-      const std::size_t dot = rest.find('.');
-      std::uint64_t id = 0;
-      if (dot == std::string_view::npos || !ParseU64(rest.substr(0, dot), id) ||
-          id > UINT32_MAX) {
-        return fail(
-            "expected session.<id>.accounts, session.<id>.addresses or "
-            "session.<id>.key_file with a u32 session id");
-      }
-      const std::string_view what = rest.substr(dot + 1);
-      const auto sid = static_cast<std::uint32_t>(id);
-      SessionPolicy& policy = config.sessions[sid];
-      if (what == "accounts") {
-        absl::StatusOr<AccountSet> set = AccountSet::Parse(value);
-        if (!set.ok()) return fail(std::string(set.status().message()));
-        policy.accounts = *set;
-        has_accounts[sid] = true;
-      } else if (what == "addresses") {
-        absl::StatusOr<AddressSet> set = AddressSet::Parse(value);
-        if (!set.ok()) return fail(std::string(set.status().message()));
-        addresses[sid] = *set;
-      } else if (what == "key_file") {
-        if (value.empty()) return fail("needs a path");
-        // Recorded as written; the key is read when the converted file is
-        // loaded (LoadServiceConfig), never here.
-        policy.key_file = std::string(value);
-      } else {
-        return fail("unknown session key (accounts, addresses, key_file)");
-      }
+          absl::StrFormat("line %d: %s: %s", line_number, key, read.message()));
     }
     if (end == std::string_view::npos) break;
   }
@@ -295,20 +473,9 @@ absl::StatusOr<ServiceConfig> ParseLegacyServiceConfig(std::string_view text) {
       engine::ParseKeyValueConfig(engine_text);
   if (!engine_config.ok()) return engine_config.status();
   config.engine = *engine_config;
-  if (allowed.has_value()) config.open_policy.addresses = *allowed;
-  for (auto& [id, policy] : config.sessions) {
-    if (!has_accounts.contains(id)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "session %d has addresses or a key file but no session.%d.accounts "
-          "line",
-          id, id));
-    }
-    auto it = addresses.find(id);
-    policy.addresses = it != addresses.end() && it->second.has_value()
-                           ? *it->second
-                           : config.open_policy.addresses;
+  if (absl::Status s = ResolveSessions(service_lines, config); !s.ok()) {
+    return s;
   }
-  config.open_sessions = open_sessions.value_or(config.sessions.empty());
   return config;
 }
 
@@ -316,108 +483,13 @@ absl::StatusOr<std::string> ConvertLegacyConfig(
     std::string_view text, std::string_view old_directory) {
   absl::StatusOr<ServiceConfig> old = ParseLegacyServiceConfig(text);
   if (!old.ok()) return old.status();
-  // A relative key file, taken from the old file's directory.
-  const auto key_path = [old_directory](std::string_view path) {
-    if (old_directory.empty() || path.empty() || path.front() == '/') {
-      return std::string(path);
-    }
-    return absl::StrFormat("%s/%s", old_directory, path);
-  };
   for (auto& [id, policy] : old->sessions) {
-    policy.key_file = key_path(policy.key_file);
+    policy.key_file = KeyPath(old_directory, policy.key_file);
   }
   const OldFile file = SplitOldFile(text);
-  std::vector<TomlTable> tables;
-  absl::flat_hash_map<std::string, std::size_t> table_index;
-  const auto table = [&](const std::string& header) -> TomlTable& {
-    auto [it, added] = table_index.try_emplace(header, tables.size());
-    if (added) tables.push_back({header, {}});
-    return tables[it->second];
-  };
-  // [engine] first, then [service], then the sessions in order of mention.
-  for (const OldLine& line : file.entries) {
-    if (IsEngineKey(line.key)) table("engine");
-  }
-  for (const OldLine& line : file.entries) {
-    if (!IsEngineKey(line.key) && !line.key.starts_with("session.")) {
-      table("service");
-    }
-  }
-  for (const OldLine& line : file.entries) {
-    std::string header;
-    std::string key = line.key;
-    std::string value;
-    if (IsEngineKey(line.key)) {
-      header = "engine";
-      value = EngineValue(old->engine, line.key);
-    } else if (line.key.starts_with("session.")) {
-      const std::string_view rest = std::string_view(line.key).substr(8);
-      const std::size_t dot = rest.find('.');
-      std::uint64_t id = 0;
-      ParseU64(rest.substr(0, dot), id);  // checked by the old reader
-      header = absl::StrFormat("sessions.%d", id);
-      key = std::string(rest.substr(dot + 1));
-      if (key == "accounts") {
-        value = AccountsToToml(line.value);
-      } else if (key == "addresses") {
-        value = AddressesToToml(line.value);
-      } else if (key == "key_file") {
-        value = TomlString(key_path(line.value));
-      } else {
-        value = TomlString(line.value);
-      }
-    } else {
-      header = "service";
-      if (key == "max_sessions") {
-        value = absl::StrFormat("%d", old->max_sessions);
-      } else if (key == "max_report_history_bytes") {
-        value = absl::StrFormat("%d", old->max_report_history_bytes);
-      } else if (key == "session_idle_seconds") {
-        value = SecondsToToml(old->session_idle_seconds);
-      } else if (key == "open_sessions") {
-        value = line.value;  // true or false, checked by the old reader
-      } else if (key == "open_accounts") {
-        value = AccountsToToml(line.value);
-      } else {
-        value = AddressesToToml(line.value);
-      }
-    }
-    TomlTable& out = table(header);
-    out.lines.insert(out.lines.end(), line.comments.begin(),
-                     line.comments.end());
-    std::string entry = absl::StrFormat("%s = %s", key, value);
-    if (!line.comment.empty()) entry += "  " + line.comment;
-    out.lines.push_back(std::move(entry));
-  }
-  std::string toml =
-      "# Converted from a key = value configuration file by 'orderwire "
-      "config convert'.\n";
-  for (const std::string& comment : file.header) toml += comment + "\n";
-  for (const TomlTable& t : tables) {
-    absl::StrAppendFormat(&toml, "\n[%s]\n", t.header);
-    for (const std::string& line : t.lines) toml += line + "\n";
-  }
-  if (!file.footer.empty()) toml += "\n";
-  for (const std::string& comment : file.footer) toml += comment + "\n";
-
-  // The check: the TOML reads back as the old reader read the old text.
-  ConfigSource source;
-  source.path = "(converted)";
-  source.load_key_files = false;
-  source.is_legacy = IsLegacyServiceConfig;  // as every reader of the CLI
-  absl::StatusOr<ServiceConfig> converted = ParseServiceConfig(toml, source);
-  if (!converted.ok()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "the converted file does not load (%s); the old file holds text TOML "
-        "cannot (comments and paths must be UTF-8)",
-        converted.status().message()));
-  }
-  if (ComparableText(*converted) != ComparableText(*old)) {
-    return absl::InternalError(absl::StrFormat(
-        "conversion changed the configuration (a bug): old reader:\n%s\n"
-        "converted:\n%s",
-        ComparableText(*old), ComparableText(*converted)));
-  }
+  const std::string toml =
+      TomlText(file, TomlTablesOf(file, *old, old_directory));
+  if (absl::Status s = CheckConversion(toml, *old); !s.ok()) return s;
   return toml;
 }
 

@@ -241,22 +241,17 @@ bool IsTableHeaderLine(std::string_view text,
 // The keys of the old key = value files that have a place in a table now:
 // found outside any table, they mark an old file.
 bool IsOldTopLevelKey(std::string_view key) {
-  static constexpr std::string_view kOldKeys[] = {"min_instrument",
-                                                  "max_instrument",
-                                                  "min_price",
-                                                  "max_price",
-                                                  "min_quantity",
-                                                  "max_quantity",
-                                                  "max_live_orders",
-                                                  "max_sessions",
-                                                  "max_report_history_bytes",
-                                                  "session_idle_seconds",
-                                                  "open_sessions",
-                                                  "open_accounts",
-                                                  "allowed_addresses",
-                                                  "session"};
-  return std::find(std::begin(kOldKeys), std::end(kOldKeys), key) !=
-         std::end(kOldKeys);
+  static constexpr std::string_view kOldServiceKeys[] = {
+      "max_sessions",
+      "max_report_history_bytes",
+      "session_idle_seconds",
+      "open_sessions",
+      "open_accounts",
+      "allowed_addresses",
+      "session"};
+  return engine::FindConfigKey(key) != nullptr ||
+         std::find(std::begin(kOldServiceKeys), std::end(kOldServiceKeys),
+                   key) != std::end(kOldServiceKeys);
 }
 
 std::string ConvertHint(std::string_view path) {
@@ -312,56 +307,12 @@ absl::Status UnknownKey(const ErrorAt& error, const toml::key& key,
                                key.str(), table, known));
 }
 
-struct EngineKey {
-  std::string_view name;
-  std::int64_t min;
-  std::int64_t max;
-  void (*set)(engine::EngineConfig&, std::int64_t);
-};
-
-constexpr std::int64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
-constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
-constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
-
-constexpr EngineKey kEngineKeys[] = {
-    {"min_instrument", 0, kU32Max,
-     [](engine::EngineConfig& c, std::int64_t v) {
-       c.min_instrument = static_cast<std::uint32_t>(v);
-     }},
-    {"max_instrument", 0, kU32Max,
-     [](engine::EngineConfig& c, std::int64_t v) {
-       c.max_instrument = static_cast<std::uint32_t>(v);
-     }},
-    {"min_price", kI64Min + 1, kI64Max,
-     [](engine::EngineConfig& c, std::int64_t v) { c.min_price = v; }},
-    {"max_price", kI64Min + 1, kI64Max,
-     [](engine::EngineConfig& c, std::int64_t v) { c.max_price = v; }},
-    {"min_quantity", 1, kI64Max,
-     [](engine::EngineConfig& c, std::int64_t v) {
-       c.min_quantity = static_cast<std::uint64_t>(v);
-     }},
-    {"max_quantity", 1, kI64Max,
-     [](engine::EngineConfig& c, std::int64_t v) {
-       c.max_quantity = static_cast<std::uint64_t>(v);
-     }},
-    {"max_live_orders", 1, engine::kMaxLiveOrdersLimit,
-     [](engine::EngineConfig& c, std::int64_t v) {
-       c.max_live_orders = static_cast<std::uint32_t>(v);
-     }},
-};
-
 absl::Status ReadEngine(const ErrorAt& error, const toml::table& table,
                         engine::EngineConfig& config) {
   for (auto&& [key, node] : table) {
-    const EngineKey* spec = nullptr;
-    for (const EngineKey& candidate : kEngineKeys) {
-      if (candidate.name == key.str()) spec = &candidate;
-    }
+    const engine::ConfigKey* const spec = engine::FindConfigKey(key.str());
     if (spec == nullptr) {
-      return UnknownKey(error, key, "engine",
-                        "min_instrument, max_instrument, min_price, "
-                        "max_price, min_quantity, max_quantity, "
-                        "max_live_orders");
+      return UnknownKey(error, key, "engine", engine::ConfigKeyNames());
     }
     absl::StatusOr<std::int64_t> value =
         IntegerIn(error, node, absl::StrFormat("engine.%s", key.str()),

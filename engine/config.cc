@@ -55,54 +55,26 @@ bool ParseInteger(std::string_view text, std::int64_t min, std::uint64_t max,
          (min <= 0 || magnitude >= static_cast<std::uint64_t>(min));
 }
 
-struct KeySpec {
-  std::string_view name;
-  std::int64_t min;
-  std::uint64_t max;
-  void (*set)(EngineConfig&, std::int64_t, std::uint64_t);  // (signed, raw)
-};
-
-constexpr std::uint64_t kU32Max = std::numeric_limits<std::uint32_t>::max();
-constexpr std::uint64_t kI64Max = std::numeric_limits<std::int64_t>::max();
+constexpr std::int64_t kI64Max = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kI64Min = std::numeric_limits<std::int64_t>::min();
 
-const std::array<KeySpec, 7> kKeys = {{
-    {"min_instrument", 0, kU32Max,
-     [](EngineConfig& c, std::int64_t, std::uint64_t v) {
-       c.min_instrument = static_cast<std::uint32_t>(v);
-     }},
-    {"max_instrument", 0, kU32Max,
-     [](EngineConfig& c, std::int64_t, std::uint64_t v) {
-       c.max_instrument = static_cast<std::uint32_t>(v);
-     }},
-    {"min_price", kI64Min, kI64Max,
-     [](EngineConfig& c, std::int64_t s, std::uint64_t) { c.min_price = s; }},
-    {"max_price", kI64Min, kI64Max,
-     [](EngineConfig& c, std::int64_t s, std::uint64_t) { c.max_price = s; }},
-    {"min_quantity", 1, std::numeric_limits<std::uint64_t>::max(),
-     [](EngineConfig& c, std::int64_t, std::uint64_t v) {
-       c.min_quantity = v;
-     }},
-    {"max_quantity", 1, std::numeric_limits<std::uint64_t>::max(),
-     [](EngineConfig& c, std::int64_t, std::uint64_t v) {
-       c.max_quantity = v;
-     }},
-    {"max_live_orders", 1, kMaxLiveOrdersLimit,
-     [](EngineConfig& c, std::int64_t, std::uint64_t v) {
-       c.max_live_orders = static_cast<std::uint32_t>(v);
-     }},
-}};
+}  // namespace
 
-std::string KnownKeys() {
+const ConfigKey* FindConfigKey(std::string_view name) {
+  for (const ConfigKey& key : kConfigKeys) {
+    if (key.name == name) return &key;
+  }
+  return nullptr;
+}
+
+std::string ConfigKeyNames() {
   std::string out;
-  for (const KeySpec& key : kKeys) {
+  for (const ConfigKey& key : kConfigKeys) {
     if (!out.empty()) out += ", ";
     out += key.name;
   }
   return out;
 }
-
-}  // namespace
 
 absl::Status ValidateConfig(const EngineConfig& c) {
   if (c.min_instrument > c.max_instrument) {
@@ -152,7 +124,7 @@ absl::Status ValidateConfig(const EngineConfig& c) {
 
 absl::StatusOr<EngineConfig> ParseKeyValueConfig(std::string_view text) {
   EngineConfig config;
-  std::array<std::size_t, kKeys.size()> seen_on_line{};
+  std::array<std::size_t, kConfigKeys.size()> seen_on_line{};
   std::size_t line_number = 0;
   while (!text.empty()) {
     ++line_number;
@@ -173,14 +145,13 @@ absl::StatusOr<EngineConfig> ParseKeyValueConfig(std::string_view text) {
     }
     const std::string_view key = Trim(line.substr(0, eq));
     const std::string_view value = Trim(line.substr(eq + 1));
-    std::size_t k = 0;
-    while (k < kKeys.size() && kKeys[k].name != key) ++k;
-    if (k == kKeys.size()) {
+    const ConfigKey* const spec = FindConfigKey(key);
+    if (spec == nullptr) {
       return absl::InvalidArgumentError(
           absl::StrFormat("line %d: unknown key '%s' (known keys: %s)",
-                          line_number, key, KnownKeys()));
+                          line_number, key, ConfigKeyNames()));
     }
-    const KeySpec& spec = kKeys[k];
+    const auto k = static_cast<std::size_t>(spec - kConfigKeys.data());
     if (seen_on_line[k] != 0) {
       return absl::InvalidArgumentError(
           absl::StrFormat("line %d: key '%s' given twice (first on line %d)",
@@ -189,27 +160,28 @@ absl::StatusOr<EngineConfig> ParseKeyValueConfig(std::string_view text) {
     seen_on_line[k] = line_number;
     bool negative = false;
     std::uint64_t magnitude = 0;
-    if (!ParseInteger(value, spec.min, spec.max, negative, magnitude)) {
+    if (!ParseInteger(value, spec->min, static_cast<std::uint64_t>(spec->max),
+                      negative, magnitude)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "line %d: key '%s': value '%s' is not an integer in %d..%d",
-          line_number, key, value, spec.min, spec.max));
+          line_number, key, value, spec->min, spec->max));
     }
-    const std::int64_t as_signed =
-        negative ? -static_cast<std::int64_t>(magnitude - 1) - 1
-                 : static_cast<std::int64_t>(magnitude);
-    spec.set(config, as_signed, magnitude);
+    // |value| <= max <= INT64_MAX, and -value >= min > INT64_MIN.
+    const std::int64_t as_signed = negative
+                                       ? -static_cast<std::int64_t>(magnitude)
+                                       : static_cast<std::int64_t>(magnitude);
+    spec->set(config, as_signed);
   }
   if (absl::Status s = ValidateConfig(config); !s.ok()) return s;
   return config;
 }
 
-std::string FormatKeyValueConfig(const EngineConfig& c) {
-  return absl::StrFormat(
-      "min_instrument = %d\nmax_instrument = %d\nmin_price = %d\n"
-      "max_price = %d\nmin_quantity = %d\nmax_quantity = %d\n"
-      "max_live_orders = %d\n",
-      c.min_instrument, c.max_instrument, c.min_price, c.max_price,
-      c.min_quantity, c.max_quantity, c.max_live_orders);
+std::string FormatKeyValueConfig(const EngineConfig& config) {
+  std::string out;
+  for (const ConfigKey& key : kConfigKeys) {
+    absl::StrAppendFormat(&out, "%s = %d\n", key.name, key.get(config));
+  }
+  return out;
 }
 
 }  // namespace orderwire::engine

@@ -110,6 +110,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -396,6 +397,37 @@ class BasicEngine {
   [[nodiscard]] OrderInfo InfoOf(const internal::Order& order) const noexcept;
   [[nodiscard]] const BookData* BookOf(
       codec::InstrumentId instrument_id) const noexcept;
+
+  // CheckInvariants' parts, each returning Internal naming the first
+  // violation: side `s` of `book` (its levels counted into `levels_seen`);
+  // one level and its FIFO (its orders counted into `orders_seen`); the
+  // order at `index`, the `count`th of the FIFO of level `level_index`,
+  // linked after `previous`.
+  [[nodiscard]] absl::Status CheckSide(const BookData& book,
+                                       codec::InstrumentId instrument, int s,
+                                       std::uint64_t& orders_seen,
+                                       std::uint64_t& levels_seen) const;
+  [[nodiscard]] absl::Status CheckLevel(codec::InstrumentId instrument,
+                                        codec::Side side,
+                                        internal::LevelRef ref,
+                                        std::uint64_t& orders_seen) const;
+  [[nodiscard]] absl::Status CheckLinkedOrder(codec::InstrumentId instrument,
+                                              codec::Side side,
+                                              std::uint32_t level_index,
+                                              std::uint32_t index,
+                                              std::uint32_t previous,
+                                              std::uint32_t count) const;
+  // CheckRestorable's parts, each giving why orders[i] cannot be restored
+  // ("" if it can): its own fields and its place after orders[i - 1], with
+  // `total` the leaves of the orders before it (its own then added), and,
+  // for the first ask of a book, whether the book is crossed.
+  [[nodiscard]] std::string WhyNotRestorable(std::span<const OrderInfo> orders,
+                                             std::size_t i,
+                                             std::uint64_t next_order_id,
+                                             std::uint64_t reserved,
+                                             std::uint64_t& total) const;
+  [[nodiscard]] static std::string WhyCrossed(std::span<const OrderInfo> orders,
+                                              std::size_t i);
 
   EngineConfig config_;
   std::vector<BookData> books_;

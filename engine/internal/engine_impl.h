@@ -612,110 +612,143 @@ std::optional<OrderInfo> BasicEngine<Traits>::FindOrderByClient(
 
 template <typename Traits>
 absl::Status BasicEngine<Traits>::CheckInvariants() const {
-  absl::Status status;
   std::uint64_t orders_seen = 0;
   std::uint64_t levels_seen = 0;
-  const auto fail = [&](const std::string& message) {
-    if (status.ok()) status = absl::InternalError(message);
-    return false;
-  };
-  for (std::size_t b = 0; b < books_.size() && status.ok(); ++b) {
+  for (std::size_t b = 0; b < books_.size(); ++b) {
     const codec::InstrumentId instrument(config_.min_instrument +
                                          static_cast<std::uint32_t>(b));
-    for (int s = 0; s < 2 && status.ok(); ++s) {
-      const codec::Side side = s == 0 ? codec::Side::kBuy : codec::Side::kSell;
-      bool first = true;
-      std::int64_t previous_key = 0;
-      books_[b].sides[s].ForEachFromBest([&](internal::LevelRef ref) {
-        ++levels_seen;
-        if (!first && ref.key >= previous_key) {
-          return fail(absl::StrFormat(
-              "instrument %d side %d: level keys not strictly decreasing from "
-              "the best (%d then %d)",
-              instrument.value(), s, previous_key, ref.key));
-        }
-        first = false;
-        previous_key = ref.key;
-        const internal::Level& level = levels_[ref.level];
-        if (internal::KeyOf(side, level.price) != ref.key) {
-          return fail(absl::StrFormat(
-              "instrument %d: level %d has price %d "
-              "but key %d",
-              instrument.value(), ref.level, level.price.value(), ref.key));
-        }
-        if (level.count == 0 || level.head == internal::kNil) {
-          return fail(absl::StrFormat("instrument %d: empty level at price %d",
-                                      instrument.value(), level.price.value()));
-        }
-        std::uint32_t count = 0;
-        codec::Quantity quantity(0);
-        std::uint32_t previous = internal::kNil;
-        for (std::uint32_t i = level.head; i != internal::kNil;
-             i = orders_[i].next) {
-          const internal::Order& order = orders_[i];
-          ++count;
-          quantity += order.leaves;
-          if (order.prev != previous || order.level != ref.level ||
-              order.price != level.price || order.side != side ||
-              order.instrument_id != instrument ||
-              order.leaves == codec::Quantity(0) || count > level.count) {
-            return fail(absl::StrFormat(
-                "order %d (index %d) does not belong where it is linked: "
-                "price %d side %d instrument %d leaves %d, level price %d",
-                order.order_id.value(), i, order.price.value(),
-                static_cast<int>(order.side), order.instrument_id.value(),
-                order.leaves.value(), level.price.value()));
-          }
-          if (order.time_in_force != codec::TimeInForce::kGoodTillCancel &&
-              order.time_in_force != codec::TimeInForce::kPostOnly) {
-            return fail(absl::StrFormat("order %d rests with time in force %d",
-                                        order.order_id.value(),
-                                        static_cast<int>(order.time_in_force)));
-          }
-          if (index_.FindById(order.order_id, orders_.data()) != i) {
-            return fail(absl::StrFormat("order %d is not found by its id",
-                                        order.order_id.value()));
-          }
-          if (index_.FindByClient(order.account_id, order.owner,
-                                  order.client_order_id, orders_.data()) != i) {
-            return fail(absl::StrFormat(
-                "order %d is not found by (account %d, owner %d, "
-                "client_order_id %d)",
-                order.order_id.value(), order.account_id.value(), order.owner,
-                order.client_order_id.value()));
-          }
-          previous = i;
-        }
-        if (level.tail != previous || count != level.count ||
-            quantity != level.quantity) {
-          return fail(absl::StrFormat(
-              "instrument %d price %d: level says %d orders / %d lots, its "
-              "FIFO holds %d / %d",
-              instrument.value(), level.price.value(), level.count,
-              level.quantity.value(), count, quantity.value()));
-        }
-        orders_seen += count;
-        return true;
-      });
+    for (int s = 0; s < 2; ++s) {
+      if (absl::Status status =
+              CheckSide(books_[b], instrument, s, orders_seen, levels_seen);
+          !status.ok()) {
+        return status;
+      }
     }
     const auto& bids = books_[b].sides[0];
     const auto& asks = books_[b].sides[1];
-    if (status.ok() && !bids.empty() && !asks.empty() &&
-        bids.Best().key >= -asks.Best().key) {
-      fail(absl::StrFormat("instrument %d is crossed at rest: bid %d, ask %d",
-                           instrument.value(), bids.Best().key,
-                           -asks.Best().key));
+    if (!bids.empty() && !asks.empty() && bids.Best().key >= -asks.Best().key) {
+      return absl::InternalError(absl::StrFormat(
+          "instrument %d is crossed at rest: bid %d, ask %d",
+          instrument.value(), bids.Best().key, -asks.Best().key));
     }
   }
-  if (status.ok() && orders_seen != orders_.in_use()) {
-    fail(absl::StrFormat("%d orders in books, %d records in use", orders_seen,
-                         orders_.in_use()));
+  if (orders_seen != orders_.in_use()) {
+    return absl::InternalError(
+        absl::StrFormat("%d orders in books, %d records in use", orders_seen,
+                        orders_.in_use()));
   }
-  if (status.ok() && levels_seen != levels_.in_use()) {
-    fail(absl::StrFormat("%d levels in books, %d records in use", levels_seen,
-                         levels_.in_use()));
+  if (levels_seen != levels_.in_use()) {
+    return absl::InternalError(
+        absl::StrFormat("%d levels in books, %d records in use", levels_seen,
+                        levels_.in_use()));
   }
+  return absl::OkStatus();
+}
+
+template <typename Traits>
+absl::Status BasicEngine<Traits>::CheckSide(const BookData& book,
+                                            codec::InstrumentId instrument,
+                                            int s, std::uint64_t& orders_seen,
+                                            std::uint64_t& levels_seen) const {
+  const codec::Side side = s == 0 ? codec::Side::kBuy : codec::Side::kSell;
+  absl::Status status;
+  bool first = true;
+  std::int64_t previous_key = 0;
+  book.sides[s].ForEachFromBest([&](internal::LevelRef ref) {
+    ++levels_seen;
+    if (!first && ref.key >= previous_key) {
+      status = absl::InternalError(absl::StrFormat(
+          "instrument %d side %d: level keys not strictly decreasing from "
+          "the best (%d then %d)",
+          instrument.value(), s, previous_key, ref.key));
+      return false;
+    }
+    first = false;
+    previous_key = ref.key;
+    status = CheckLevel(instrument, side, ref, orders_seen);
+    return status.ok();
+  });
   return status;
+}
+
+template <typename Traits>
+absl::Status BasicEngine<Traits>::CheckLevel(codec::InstrumentId instrument,
+                                             codec::Side side,
+                                             internal::LevelRef ref,
+                                             std::uint64_t& orders_seen) const {
+  const internal::Level& level = levels_[ref.level];
+  if (internal::KeyOf(side, level.price) != ref.key) {
+    return absl::InternalError(absl::StrFormat(
+        "instrument %d: level %d has price %d "
+        "but key %d",
+        instrument.value(), ref.level, level.price.value(), ref.key));
+  }
+  if (level.count == 0 || level.head == internal::kNil) {
+    return absl::InternalError(
+        absl::StrFormat("instrument %d: empty level at price %d",
+                        instrument.value(), level.price.value()));
+  }
+  std::uint32_t count = 0;
+  codec::Quantity quantity(0);
+  std::uint32_t previous = internal::kNil;
+  for (std::uint32_t i = level.head; i != internal::kNil; i = orders_[i].next) {
+    ++count;
+    quantity += orders_[i].leaves;
+    if (absl::Status status =
+            CheckLinkedOrder(instrument, side, ref.level, i, previous, count);
+        !status.ok()) {
+      return status;
+    }
+    previous = i;
+  }
+  if (level.tail != previous || count != level.count ||
+      quantity != level.quantity) {
+    return absl::InternalError(absl::StrFormat(
+        "instrument %d price %d: level says %d orders / %d lots, its "
+        "FIFO holds %d / %d",
+        instrument.value(), level.price.value(), level.count,
+        level.quantity.value(), count, quantity.value()));
+  }
+  orders_seen += count;
+  return absl::OkStatus();
+}
+
+template <typename Traits>
+absl::Status BasicEngine<Traits>::CheckLinkedOrder(
+    codec::InstrumentId instrument, codec::Side side, std::uint32_t level_index,
+    std::uint32_t index, std::uint32_t previous, std::uint32_t count) const {
+  const internal::Level& level = levels_[level_index];
+  const internal::Order& order = orders_[index];
+  if (order.prev != previous || order.level != level_index ||
+      order.price != level.price || order.side != side ||
+      order.instrument_id != instrument || order.leaves == codec::Quantity(0) ||
+      count > level.count) {
+    return absl::InternalError(absl::StrFormat(
+        "order %d (index %d) does not belong where it is linked: "
+        "price %d side %d instrument %d leaves %d, level price %d",
+        order.order_id.value(), index, order.price.value(),
+        static_cast<int>(order.side), order.instrument_id.value(),
+        order.leaves.value(), level.price.value()));
+  }
+  if (order.time_in_force != codec::TimeInForce::kGoodTillCancel &&
+      order.time_in_force != codec::TimeInForce::kPostOnly) {
+    return absl::InternalError(absl::StrFormat(
+        "order %d rests with time in force %d", order.order_id.value(),
+        static_cast<int>(order.time_in_force)));
+  }
+  if (index_.FindById(order.order_id, orders_.data()) != index) {
+    return absl::InternalError(absl::StrFormat(
+        "order %d is not found by its id", order.order_id.value()));
+  }
+  if (index_.FindByClient(order.account_id, order.owner, order.client_order_id,
+                          orders_.data()) != index) {
+    return absl::InternalError(
+        absl::StrFormat("order %d is not found by (account %d, owner %d, "
+                        "client_order_id %d)",
+                        order.order_id.value(), order.account_id.value(),
+                        order.owner, order.client_order_id.value()));
+  }
+  return absl::OkStatus();
 }
 
 template <typename Traits>
@@ -807,87 +840,105 @@ absl::Status BasicEngine<Traits>::CheckRestorable(
         absl::StrFormat("live order #%d (order_id %d): %s", i,
                         orders[i].order_id.value(), why));
   };
-  constexpr std::uint64_t kMaxTotal = std::numeric_limits<std::int64_t>::max();
   const std::uint64_t reserved =
       std::uint64_t{config_.max_live_orders} * config_.max_quantity;
   std::uint64_t total = 0;
   for (std::size_t i = 0; i < orders.size(); ++i) {
-    const OrderInfo& o = orders[i];
-    const std::uint32_t instrument = o.instrument_id.value();
-    if (instrument < config_.min_instrument ||
-        instrument > config_.max_instrument) {
-      return fail(
-          i, absl::StrFormat("instrument_id %d is outside the configured range "
-                             "%d..%d",
-                             instrument, config_.min_instrument,
-                             config_.max_instrument));
-    }
-    if (o.side != codec::Side::kBuy && o.side != codec::Side::kSell) {
-      return fail(i, absl::StrFormat("side %d is neither Buy nor Sell",
-                                     static_cast<int>(o.side)));
-    }
-    if (o.time_in_force != codec::TimeInForce::kGoodTillCancel &&
-        o.time_in_force != codec::TimeInForce::kPostOnly) {
-      return fail(
-          i, absl::StrFormat("time_in_force %d cannot rest (GoodTillCancel or "
-                             "PostOnly only)",
-                             static_cast<int>(o.time_in_force)));
-    }
-    if (o.leaves_quantity.value() == 0) return fail(i, "leaves_quantity is 0");
-    if (o.leaves_quantity.value() > kMaxTotal - reserved - total) {
-      return fail(
-          i, absl::StrFormat("the live orders' total leaves pass 2^63-1 minus "
-                             "max_live_orders * max_quantity (%d)",
-                             reserved));
-    }
-    total += o.leaves_quantity.value();
-    if (o.price.value() == std::numeric_limits<std::int64_t>::min()) {
-      return fail(i, "price is INT64_MIN, which has no sort key");
-    }
-    if (o.order_id.value() == 0 || o.order_id.value() >= next_order_id) {
-      return fail(i, absl::StrFormat("order_id is not in 1..%d (next_order_id "
-                                     "- 1)",
-                                     next_order_id - 1));
-    }
-    if (i > 0) {
-      const OrderInfo& p = orders[i - 1];
-      const bool same_side =
-          p.instrument_id == o.instrument_id && p.side == o.side;
-      const bool in_order =
-          p.instrument_id.value() < instrument ||
-          (p.instrument_id == o.instrument_id &&
-           internal::SideIndex(p.side) < internal::SideIndex(o.side)) ||
-          (same_side && internal::KeyOf(p.side, p.price) >=
-                            internal::KeyOf(o.side, o.price));
-      if (!in_order) {
-        return fail(
-            i, absl::StrFormat("out of book order after order_id %d (books "
-                               "ascending, bids before asks, best price first)",
-                               p.order_id.value()));
-      }
-    }
+    const std::string why =
+        WhyNotRestorable(orders, i, next_order_id, reserved, total);
+    if (!why.empty()) return fail(i, why);
   }
   // No book crossed: the first bid of a book (its best) is below its first
   // ask.
   for (std::size_t i = 0; i < orders.size(); ++i) {
-    const OrderInfo& o = orders[i];
-    const bool first_of_side = i == 0 ||
-                               orders[i - 1].instrument_id != o.instrument_id ||
-                               orders[i - 1].side != o.side;
-    if (!first_of_side || o.side != codec::Side::kSell) continue;
-    // The best bid of this book, if any, is the first order of its bids.
-    std::size_t b = i;
-    while (b > 0 && orders[b - 1].instrument_id == o.instrument_id) --b;
-    if (b < i && orders[b].side == codec::Side::kBuy &&
-        orders[b].price.value() >= o.price.value()) {
-      return fail(i, absl::StrFormat(
-                         "the book of instrument %d is crossed: best bid %d, "
-                         "best ask %d",
-                         o.instrument_id.value(), orders[b].price.value(),
-                         o.price.value()));
-    }
+    const std::string why = WhyCrossed(orders, i);
+    if (!why.empty()) return fail(i, why);
   }
   return absl::OkStatus();
+}
+
+template <typename Traits>
+std::string BasicEngine<Traits>::WhyNotRestorable(
+    std::span<const OrderInfo> orders, std::size_t i,
+    std::uint64_t next_order_id, std::uint64_t reserved,
+    std::uint64_t& total) const {
+  constexpr std::uint64_t kMaxTotal = std::numeric_limits<std::int64_t>::max();
+  const OrderInfo& o = orders[i];
+  const std::uint32_t instrument = o.instrument_id.value();
+  if (instrument < config_.min_instrument ||
+      instrument > config_.max_instrument) {
+    return absl::StrFormat(
+        "instrument_id %d is outside the configured range "
+        "%d..%d",
+        instrument, config_.min_instrument, config_.max_instrument);
+  }
+  if (o.side != codec::Side::kBuy && o.side != codec::Side::kSell) {
+    return absl::StrFormat("side %d is neither Buy nor Sell",
+                           static_cast<int>(o.side));
+  }
+  if (o.time_in_force != codec::TimeInForce::kGoodTillCancel &&
+      o.time_in_force != codec::TimeInForce::kPostOnly) {
+    return absl::StrFormat(
+        "time_in_force %d cannot rest (GoodTillCancel or "
+        "PostOnly only)",
+        static_cast<int>(o.time_in_force));
+  }
+  if (o.leaves_quantity.value() == 0) return "leaves_quantity is 0";
+  if (o.leaves_quantity.value() > kMaxTotal - reserved - total) {
+    return absl::StrFormat(
+        "the live orders' total leaves pass 2^63-1 minus "
+        "max_live_orders * max_quantity (%d)",
+        reserved);
+  }
+  total += o.leaves_quantity.value();
+  if (o.price.value() == std::numeric_limits<std::int64_t>::min()) {
+    return "price is INT64_MIN, which has no sort key";
+  }
+  if (o.order_id.value() == 0 || o.order_id.value() >= next_order_id) {
+    return absl::StrFormat(
+        "order_id is not in 1..%d (next_order_id "
+        "- 1)",
+        next_order_id - 1);
+  }
+  if (i > 0) {
+    const OrderInfo& p = orders[i - 1];
+    const bool same_side =
+        p.instrument_id == o.instrument_id && p.side == o.side;
+    const bool in_order =
+        p.instrument_id.value() < instrument ||
+        (p.instrument_id == o.instrument_id &&
+         internal::SideIndex(p.side) < internal::SideIndex(o.side)) ||
+        (same_side &&
+         internal::KeyOf(p.side, p.price) >= internal::KeyOf(o.side, o.price));
+    if (!in_order) {
+      return absl::StrFormat(
+          "out of book order after order_id %d (books "
+          "ascending, bids before asks, best price first)",
+          p.order_id.value());
+    }
+  }
+  return {};
+}
+
+template <typename Traits>
+std::string BasicEngine<Traits>::WhyCrossed(std::span<const OrderInfo> orders,
+                                            std::size_t i) {
+  const OrderInfo& o = orders[i];
+  const bool first_of_side = i == 0 ||
+                             orders[i - 1].instrument_id != o.instrument_id ||
+                             orders[i - 1].side != o.side;
+  if (!first_of_side || o.side != codec::Side::kSell) return {};
+  // The best bid of this book, if any, is the first order of its bids.
+  std::size_t b = i;
+  while (b > 0 && orders[b - 1].instrument_id == o.instrument_id) --b;
+  if (b < i && orders[b].side == codec::Side::kBuy &&
+      orders[b].price.value() >= o.price.value()) {
+    return absl::StrFormat(
+        "the book of instrument %d is crossed: best bid %d, "
+        "best ask %d",
+        o.instrument_id.value(), orders[b].price.value(), o.price.value());
+  }
+  return {};
 }
 
 template <typename Traits>

@@ -128,5 +128,49 @@ TEST(Config, InconsistentRangesAreErrorsNamingTheKeys) {
   EXPECT_FALSE(ValidateConfig(config).ok());
 }
 
+TEST(Config, JustOutsideEachKeysRangeValidateConfigRefuses) {
+  // The ranges of kConfigKeys are the widest ValidateConfig accepts: one
+  // step beyond a range (where the field can hold it) is refused, even with
+  // the other keys as accommodating as they can be.
+  const auto refused = [](const char* name, auto&& change) {
+    EngineConfig config;
+    config.min_price = -INT64_MAX;
+    config.max_price = INT64_MAX;
+    config.max_quantity = INT64_MAX;
+    config.max_live_orders = 1;
+    change(config);
+    EXPECT_FALSE(ValidateConfig(config).ok()) << name;
+  };
+  const ConfigKey& min_price = *FindConfigKey("min_price");
+  const ConfigKey& max_price = *FindConfigKey("max_price");
+  const ConfigKey& min_quantity = *FindConfigKey("min_quantity");
+  const ConfigKey& max_quantity = *FindConfigKey("max_quantity");
+  const ConfigKey& max_live_orders = *FindConfigKey("max_live_orders");
+  refused("min_price",
+          [&](EngineConfig& c) { c.min_price = min_price.min - 1; });
+  refused("max_price",
+          [&](EngineConfig& c) { c.max_price = max_price.min - 1; });
+  refused("min_quantity", [&](EngineConfig& c) {
+    c.min_quantity = static_cast<std::uint64_t>(min_quantity.min) - 1;
+  });
+  refused("max_quantity", [&](EngineConfig& c) {
+    c.max_quantity = static_cast<std::uint64_t>(max_quantity.max) + 1;
+  });
+  refused("min_quantity", [&](EngineConfig& c) {
+    c.min_quantity = static_cast<std::uint64_t>(min_quantity.max) + 1;
+    c.max_quantity = c.min_quantity;
+  });
+  refused("max_live_orders", [&](EngineConfig& c) {
+    c.max_live_orders = static_cast<std::uint32_t>(max_live_orders.max) + 1;
+    c.max_quantity = 1;
+  });
+  refused("max_live_orders", [&](EngineConfig& c) {
+    c.max_live_orders = static_cast<std::uint32_t>(max_live_orders.min) - 1;
+  });
+  // The instrument keys' ranges are their fields' (any u32).
+  EXPECT_EQ(FindConfigKey("min_instrument")->min, 0);
+  EXPECT_EQ(FindConfigKey("max_instrument")->max, UINT32_MAX);
+}
+
 }  // namespace
 }  // namespace orderwire::engine
