@@ -137,6 +137,160 @@ absl::StatusOr<FileBytes> ReadWholeFile(const std::string& path) {
 
 namespace {
 
+// Where each section of a snapshot goes, from the number of records of each.
+struct SectionPlan {
+  std::uint64_t counts[kSnapshotSectionCount];
+  // offsets[k]: where section k + 1 starts; offsets[kSnapshotSectionCount]:
+  // the trailer.
+  std::uint64_t offsets[kSnapshotSectionCount + 1];
+  std::uint64_t file_bytes;
+
+  [[nodiscard]] std::uint64_t Offset(std::uint32_t kind) const {
+    return offsets[kind - 1];
+  }
+};
+
+SectionPlan PlanSections(std::uint64_t sessions, std::uint64_t reports,
+                         std::uint64_t orders) {
+  SectionPlan plan{.counts = {1, 1, sessions, reports, orders},
+                   .offsets = {},
+                   .file_bytes = 0};
+  plan.offsets[0] = kHeaderSize + kTableSize;
+  for (std::size_t k = 0; k < kSnapshotSectionCount; ++k) {
+    plan.offsets[k + 1] = plan.offsets[k] + plan.counts[k] * kRecordSize[k];
+  }
+  plan.file_bytes = plan.offsets[kSnapshotSectionCount] + kSnapshotTrailerSize;
+  return plan;
+}
+
+// Section 1: the configuration and the engine's id counters.
+void EncodeConfig(const StateMachineOptions& options,
+                  const engine::Engine& engine, std::byte* out) {
+  const SnapshotConfigRecord config{
+      .min_instrument = options.engine.min_instrument,
+      .max_instrument = options.engine.max_instrument,
+      .min_price = options.engine.min_price,
+      .max_price = options.engine.max_price,
+      .min_quantity = options.engine.min_quantity,
+      .max_quantity = options.engine.max_quantity,
+      .max_live_orders = options.engine.max_live_orders,
+      .max_sessions = options.max_sessions,
+      .report_history = options.report_history,
+      .history_budget_bytes = options.history_budget_bytes,
+      .next_order_id = engine.next_order_id().value(),
+      .next_match_id = engine.next_match_id()};
+  journal::StoreStruct<kSnapshotConfigLayout>(config, out);
+}
+
+// Section 2: the statistics.
+void EncodeStats(const StateMachineStats& stats, std::byte* out) {
+  std::byte* p = out;
+  const auto put = [&](std::uint64_t v) {
+    codec::StoreLE(p, v);
+    p += 8;
+  };
+  put(stats.records);
+  put(stats.unauthorized);
+  for (const std::uint64_t v : stats.commands) put(v);
+  for (const std::uint64_t v : stats.reports) put(v);
+  for (const std::uint64_t v : stats.rejects) put(v);
+}
+
+// Section 3: the sessions, by index.
+void EncodeSessions(const std::vector<std::unique_ptr<SessionState>>& sessions,
+                    std::byte* out) {
+  for (const auto& session : sessions) {
+    const ReportHistory::State h = session->history.state();
+    const SnapshotSessionRecord record{.id = session->id,
+                                       .index = session->index,
+                                       .next_expected = session->next_expected,
+                                       .next_report = session->next_report,
+                                       .history_capacity = h.capacity,
+                                       .history_first = h.first,
+                                       .history_next = h.next,
+                                       .history_lost_command = h.lost_command,
+                                       .history_last_command = h.last_command};
+    journal::StoreStruct<kSnapshotSessionLayout>(record, out);
+    out += kSnapshotSessionLayout.kSize;
+  }
+}
+
+// Section 4: the reports the sessions' histories hold, session by session,
+// oldest first.
+void EncodeReports(const std::vector<std::unique_ptr<SessionState>>& sessions,
+                   std::byte* out) {
+  for (const auto& session : sessions) {
+    const ReportHistory::State h = session->history.state();
+    if (h.first == 0) continue;
+    for (std::uint64_t seq = h.first; seq < h.next; ++seq) {
+      const std::span<const std::byte> frame = session->history.Get(seq);
+      const SnapshotReportRecord report{
+          .command = session->history.CommandOf(seq),
+          .size = static_cast<std::uint8_t>(frame.size())};
+      journal::StoreStruct<kSnapshotReportLayout>(report, out);
+      std::memcpy(out + kSnapshotReportLayout.kSize, frame.data(),
+                  frame.size());
+      out += kSnapshotReportSize;
+    }
+  }
+}
+
+// Section 5: the live orders, in the engine's price-time order.
+void EncodeOrders(const engine::Engine& engine, std::byte* out) {
+  engine.ForEachLiveOrder([&](const engine::OrderInfo& o) {
+    const SnapshotOrderRecord record{
+        .order_id = o.order_id.value(),
+        .account_id = o.account_id.value(),
+        .client_order_id = o.client_order_id.value(),
+        .price = o.price.value(),
+        .leaves_quantity = o.leaves_quantity.value(),
+        .instrument_id = o.instrument_id.value(),
+        .owner = o.owner,
+        .side = static_cast<std::uint8_t>(o.side),
+        .time_in_force = static_cast<std::uint8_t>(o.time_in_force),
+        .reserved = 0};
+    journal::StoreStruct<kSnapshotOrderLayout>(record, out);
+    out += kSnapshotOrderLayout.kSize;
+  });
+}
+
+// Once every section is written: the section table with their CRCs, then
+// the header with its CRC, then the trailer with the whole file's CRC.
+void SealSnapshot(const SectionPlan& plan, std::uint64_t journal_id,
+                  std::uint64_t index, std::uint64_t created_ns,
+                  std::vector<std::byte>& out) {
+  std::byte* const base = out.data();
+  const std::uint64_t* const offsets = plan.offsets;
+  for (std::uint32_t k = 0; k < kSnapshotSectionCount; ++k) {
+    const SnapshotSectionEntry entry{
+        .kind = k + 1,
+        .crc = journal::Crc32c(
+            Bytes(out, offsets[k], offsets[k + 1] - offsets[k])),
+        .offset = offsets[k],
+        .bytes = offsets[k + 1] - offsets[k],
+        .count = plan.counts[k]};
+    journal::StoreStruct<kSnapshotSectionLayout>(
+        entry, base + kHeaderSize + k * kSectionEntrySize);
+  }
+  const SnapshotHeader header{.magic = kSnapshotMagic,
+                              .version = kSnapshotVersion,
+                              .header_size = kHeaderSize,
+                              .journal_id = journal_id,
+                              .index = index,
+                              .created_ns = created_ns,
+                              .file_bytes = plan.file_bytes,
+                              .section_count = kSnapshotSectionCount,
+                              .flags = 0,
+                              .reserved = 0,
+                              .crc = 0};
+  journal::StoreStruct<kSnapshotHeaderLayout>(header, base);
+  codec::StoreLE(base + kHeaderCrcOffset,
+                 journal::Crc32c(Bytes(out, 0, kHeaderCrcOffset)));
+  const std::size_t trailer = plan.file_bytes - kSnapshotTrailerSize;
+  codec::StoreLE(base + trailer, journal::Crc32c(Bytes(out, 0, trailer)));
+  codec::StoreLE(base + trailer + 4, kSnapshotTrailerMagic);
+}
+
 // The section table of a snapshot, once every entry and every section's
 // checksum is verified.
 struct SectionTable {
@@ -747,131 +901,20 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
                                              std::uint64_t journal_id,
                                              std::uint64_t created_ns) {
   const engine::Engine& engine = *machine.engine_;
-  const std::size_t session_count = machine.sessions_.size();
   std::uint64_t report_count = 0;
   for (const auto& session : machine.sessions_) {
     report_count += session->history.held();
   }
-  const std::uint64_t counts[kSnapshotSectionCount] = {
-      1, 1, session_count, report_count, engine.live_orders()};
-  std::uint64_t offsets[kSnapshotSectionCount + 1];
-  offsets[0] = kHeaderSize + kTableSize;
-  for (std::size_t k = 0; k < kSnapshotSectionCount; ++k) {
-    offsets[k + 1] = offsets[k] + counts[k] * kRecordSize[k];
-  }
-  const std::uint64_t file_bytes =
-      offsets[kSnapshotSectionCount] + kSnapshotTrailerSize;
-  std::vector<std::byte> out(file_bytes);  // zero-filled: padding is zero
+  const SectionPlan plan = PlanSections(machine.sessions_.size(), report_count,
+                                        engine.live_orders());
+  std::vector<std::byte> out(plan.file_bytes);  // zero-filled: padding is zero
   std::byte* const base = out.data();
-
-  // Section 1: configuration and id counters.
-  const StateMachineOptions& options = machine.options_;
-  const SnapshotConfigRecord config{
-      .min_instrument = options.engine.min_instrument,
-      .max_instrument = options.engine.max_instrument,
-      .min_price = options.engine.min_price,
-      .max_price = options.engine.max_price,
-      .min_quantity = options.engine.min_quantity,
-      .max_quantity = options.engine.max_quantity,
-      .max_live_orders = options.engine.max_live_orders,
-      .max_sessions = options.max_sessions,
-      .report_history = options.report_history,
-      .history_budget_bytes = options.history_budget_bytes,
-      .next_order_id = engine.next_order_id().value(),
-      .next_match_id = engine.next_match_id()};
-  journal::StoreStruct<kSnapshotConfigLayout>(config, base + offsets[0]);
-
-  // Section 2: statistics.
-  {
-    std::byte* p = base + offsets[1];
-    const StateMachineStats& stats = machine.stats_;
-    const auto put = [&](std::uint64_t v) {
-      codec::StoreLE(p, v);
-      p += 8;
-    };
-    put(stats.records);
-    put(stats.unauthorized);
-    for (const std::uint64_t v : stats.commands) put(v);
-    for (const std::uint64_t v : stats.reports) put(v);
-    for (const std::uint64_t v : stats.rejects) put(v);
-  }
-
-  // Sections 3 and 4: sessions and the reports their histories hold.
-  std::byte* session_out = base + offsets[2];
-  std::byte* report_out = base + offsets[3];
-  for (const auto& session : machine.sessions_) {
-    const ReportHistory::State h = session->history.state();
-    const SnapshotSessionRecord record{.id = session->id,
-                                       .index = session->index,
-                                       .next_expected = session->next_expected,
-                                       .next_report = session->next_report,
-                                       .history_capacity = h.capacity,
-                                       .history_first = h.first,
-                                       .history_next = h.next,
-                                       .history_lost_command = h.lost_command,
-                                       .history_last_command = h.last_command};
-    journal::StoreStruct<kSnapshotSessionLayout>(record, session_out);
-    session_out += kSnapshotSessionLayout.kSize;
-    if (h.first == 0) continue;
-    for (std::uint64_t seq = h.first; seq < h.next; ++seq) {
-      const std::span<const std::byte> frame = session->history.Get(seq);
-      const SnapshotReportRecord report{
-          .command = session->history.CommandOf(seq),
-          .size = static_cast<std::uint8_t>(frame.size())};
-      journal::StoreStruct<kSnapshotReportLayout>(report, report_out);
-      std::memcpy(report_out + kSnapshotReportLayout.kSize, frame.data(),
-                  frame.size());
-      report_out += kSnapshotReportSize;
-    }
-  }
-
-  // Section 5: live orders.
-  std::byte* order_out = base + offsets[4];
-  engine.ForEachLiveOrder([&](const engine::OrderInfo& o) {
-    const SnapshotOrderRecord record{
-        .order_id = o.order_id.value(),
-        .account_id = o.account_id.value(),
-        .client_order_id = o.client_order_id.value(),
-        .price = o.price.value(),
-        .leaves_quantity = o.leaves_quantity.value(),
-        .instrument_id = o.instrument_id.value(),
-        .owner = o.owner,
-        .side = static_cast<std::uint8_t>(o.side),
-        .time_in_force = static_cast<std::uint8_t>(o.time_in_force),
-        .reserved = 0};
-    journal::StoreStruct<kSnapshotOrderLayout>(record, order_out);
-    order_out += kSnapshotOrderLayout.kSize;
-  });
-
-  // The section table, then the header, then the trailer.
-  for (std::uint32_t k = 0; k < kSnapshotSectionCount; ++k) {
-    const SnapshotSectionEntry entry{
-        .kind = k + 1,
-        .crc = journal::Crc32c(
-            Bytes(out, offsets[k], offsets[k + 1] - offsets[k])),
-        .offset = offsets[k],
-        .bytes = offsets[k + 1] - offsets[k],
-        .count = counts[k]};
-    journal::StoreStruct<kSnapshotSectionLayout>(
-        entry, base + kHeaderSize + k * kSectionEntrySize);
-  }
-  const SnapshotHeader header{.magic = kSnapshotMagic,
-                              .version = kSnapshotVersion,
-                              .header_size = kHeaderSize,
-                              .journal_id = journal_id,
-                              .index = machine.last_index_,
-                              .created_ns = created_ns,
-                              .file_bytes = file_bytes,
-                              .section_count = kSnapshotSectionCount,
-                              .flags = 0,
-                              .reserved = 0,
-                              .crc = 0};
-  journal::StoreStruct<kSnapshotHeaderLayout>(header, base);
-  codec::StoreLE(base + kHeaderCrcOffset,
-                 journal::Crc32c(Bytes(out, 0, kHeaderCrcOffset)));
-  const std::size_t trailer = file_bytes - kSnapshotTrailerSize;
-  codec::StoreLE(base + trailer, journal::Crc32c(Bytes(out, 0, trailer)));
-  codec::StoreLE(base + trailer + 4, kSnapshotTrailerMagic);
+  EncodeConfig(machine.options_, engine, base + plan.Offset(kSectionConfig));
+  EncodeStats(machine.stats_, base + plan.Offset(kSectionStats));
+  EncodeSessions(machine.sessions_, base + plan.Offset(kSectionSessions));
+  EncodeReports(machine.sessions_, base + plan.Offset(kSectionReports));
+  EncodeOrders(engine, base + plan.Offset(kSectionOrders));
+  SealSnapshot(plan, journal_id, machine.last_index_, created_ns, out);
   return out;
 }
 
