@@ -427,21 +427,10 @@ absl::Status Losses(std::string_view command,
 // ---------------------------------------------------------------------------
 // journal write
 
-absl::Status Write(const Args& args) {
-  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-  absl::StatusOr<journal::Durability> durability = DurabilityFlag(args);
-  if (!durability.ok()) return durability.status();
-  absl::StatusOr<std::uint64_t> segment_size =
-      args.Uint("segment-size", journal::kMinSegmentCapacity,
-                journal::kMaxSegmentCapacity);
-  if (!segment_size.ok()) return segment_size.status();
-  absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
-  if (!session.ok()) return session.status();
-
-  // The whole input, checked before anything is appended.
-  absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
-  if (!input.ok()) return input.status();
-  const std::span<const std::byte> bytes(*input);
+// The size of each frame of `bytes`, every one a whole command frame;
+// otherwise the error names the first that is not, by its byte offset.
+absl::StatusOr<std::vector<std::uint32_t>> CommandFrameSizes(
+    std::span<const std::byte> bytes) {
   std::vector<std::uint32_t> sizes;
   sizes.reserve(bytes.size() / 25 + 1);
   for (std::size_t offset = 0; offset < bytes.size();) {
@@ -458,6 +447,106 @@ absl::Status Write(const Args& args) {
     sizes.push_back(static_cast<std::uint32_t>(frame->size()));
     offset += frame->size();
   }
+  return sizes;
+}
+
+// Appends the frames of `bytes` (their sizes in `sizes`) as records of
+// `session`, in appends of up to 32 KiB of records (many per group under
+// batch), waiting while the writer is full.
+absl::Status AppendFrames(journal::JournalWriter& writer,
+                          std::span<const std::byte> bytes,
+                          std::span<const std::uint32_t> sizes,
+                          std::uint32_t session) {
+  const std::size_t chunk_limit =
+      std::min<std::size_t>(writer.max_append_bytes(), std::size_t{32} * 1024);
+  std::size_t offset = 0;
+  std::size_t frame = 0;
+  Progress progress("journal write", sizes.size());
+  while (frame < sizes.size()) {
+    progress.Update(frame, frame);
+    std::size_t length = 0;
+    std::size_t records = 0;
+    while (frame + records < sizes.size() &&
+           length + sizes[frame + records] + journal::kRecordHeaderSize <=
+               chunk_limit) {
+      length += sizes[frame + records] + journal::kRecordHeaderSize;
+      ++records;
+    }
+    const std::size_t frame_bytes =
+        length - records * journal::kRecordHeaderSize;
+    const auto span = bytes.subspan(offset, frame_bytes);
+    journal::AppendStatus st;
+    while ((st = writer.Append(span, session, RealtimeNs())) ==
+           journal::AppendStatus::kFull) {
+      if (absl::Status s = writer.Wait(); !s.ok()) return s;
+    }
+    if (st == journal::AppendStatus::kJournalFull) {
+      return absl::ResourceExhaustedError(absl::StrFormat(
+          "append at byte offset %d: the journal is full: need %d bytes free "
+          "in its directory (%s); nothing after index %d was appended",
+          offset, writer.space_needed(), writer.space_reason(),
+          writer.last_index()));
+    }
+    if (st != journal::AppendStatus::kOk) {
+      if (writer.failed()) return writer.status();
+      return absl::InternalError(absl::StrFormat("append at byte offset %d: %s",
+                                                 offset, journal::Name(st)));
+    }
+    writer.Poll();
+    offset += frame_bytes;
+    frame += records;
+  }
+  progress.Finish();
+  return absl::OkStatus();
+}
+
+// What `journal write` did: `count` records from index `first`, `bytes`
+// bytes of frames in `seconds`, and the writer's groups and latencies.
+std::string WriteSummary(const journal::JournalWriter& writer,
+                         journal::Durability durability, std::uint64_t count,
+                         std::uint64_t first, std::size_t bytes,
+                         double seconds) {
+  const auto& latency = writer.durable_latency();
+  std::string out = absl::StrFormat("journal write: %d records", count);
+  if (count > 0) {
+    absl::StrAppendFormat(&out, " (indexes %d..%d)", first,
+                          writer.last_index());
+  }
+  absl::StrAppendFormat(
+      &out,
+      " in %.3f s: %s records/s, %.1f MB/s of frames; durable up to index %d "
+      "(%s)\n",
+      seconds, Rate(static_cast<double>(count), seconds),
+      seconds > 0 ? static_cast<double>(bytes) / seconds / 1e6 : 0.0,
+      writer.durable_index(), journal::Name(durability));
+  absl::StrAppendFormat(&out,
+                        "journal write: %d groups, %d bytes written; submit "
+                        "to durable p50 %.1f "
+                        "us, p99 %.1f us, max %.1f us\n",
+                        writer.stats().groups, writer.stats().bytes_written,
+                        static_cast<double>(latency.Percentile(0.5)) / 1e3,
+                        static_cast<double>(latency.Percentile(0.99)) / 1e3,
+                        static_cast<double>(latency.max()) / 1e3);
+  return out;
+}
+
+absl::Status Write(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  absl::StatusOr<journal::Durability> durability = DurabilityFlag(args);
+  if (!durability.ok()) return durability.status();
+  absl::StatusOr<std::uint64_t> segment_size =
+      args.Uint("segment-size", journal::kMinSegmentCapacity,
+                journal::kMaxSegmentCapacity);
+  if (!segment_size.ok()) return segment_size.status();
+  absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
+  if (!session.ok()) return session.status();
+
+  // The whole input, checked before anything is appended.
+  absl::StatusOr<std::vector<std::byte>> input = ReadAll(stdin);
+  if (!input.ok()) return input.status();
+  const std::span<const std::byte> bytes(*input);
+  absl::StatusOr<std::vector<std::uint32_t>> sizes = CommandFrameSizes(bytes);
+  if (!sizes.ok()) return sizes.status();
 
   journal::WriterOptions options;
   options.directory = args.String("journal");
@@ -478,73 +567,16 @@ absl::Status Write(const Args& args) {
   if (absl::Status s = Print(stderr, head); !s.ok()) return s;
 
   const std::uint64_t first = writer.last_index() + 1;
-  // Appends of up to 32 KiB of records: many per group under batch.
-  const std::size_t chunk_limit =
-      std::min<std::size_t>(writer.max_append_bytes(), std::size_t{32} * 1024);
   const auto start = Clock::now();
-  std::size_t offset = 0;
-  std::size_t frame = 0;
-  Progress progress("journal write", sizes.size());
-  while (frame < sizes.size()) {
-    progress.Update(frame, frame);
-    std::size_t length = 0;
-    std::size_t records = 0;
-    while (frame + records < sizes.size() &&
-           length + sizes[frame + records] + journal::kRecordHeaderSize <=
-               chunk_limit) {
-      length += sizes[frame + records] + journal::kRecordHeaderSize;
-      ++records;
-    }
-    const std::size_t frame_bytes =
-        length - records * journal::kRecordHeaderSize;
-    const auto span = bytes.subspan(offset, frame_bytes);
-    journal::AppendStatus st;
-    while ((st = writer.Append(span, static_cast<std::uint32_t>(*session),
-                               RealtimeNs())) == journal::AppendStatus::kFull) {
-      if (absl::Status s = writer.Wait(); !s.ok()) return s;
-    }
-    if (st == journal::AppendStatus::kJournalFull) {
-      return absl::ResourceExhaustedError(absl::StrFormat(
-          "append at byte offset %d: the journal is full: need %d bytes free "
-          "in its directory (%s); nothing after index %d was appended",
-          offset, writer.space_needed(), writer.space_reason(),
-          writer.last_index()));
-    }
-    if (st != journal::AppendStatus::kOk) {
-      if (writer.failed()) return writer.status();
-      return absl::InternalError(absl::StrFormat("append at byte offset %d: %s",
-                                                 offset, journal::Name(st)));
-    }
-    writer.Poll();
-    offset += frame_bytes;
-    frame += records;
+  if (absl::Status s = AppendFrames(writer, bytes, *sizes,
+                                    static_cast<std::uint32_t>(*session));
+      !s.ok()) {
+    return s;
   }
-  progress.Finish();
   if (absl::Status s = writer.Close(); !s.ok()) return s;
   const double seconds = Seconds(Clock::now() - start);
-  const std::uint64_t count = sizes.size();
-  const auto& latency = writer.durable_latency();
-  std::string out = absl::StrFormat("journal write: %d records", count);
-  if (count > 0) {
-    absl::StrAppendFormat(&out, " (indexes %d..%d)", first,
-                          writer.last_index());
-  }
-  absl::StrAppendFormat(
-      &out,
-      " in %.3f s: %s records/s, %.1f MB/s of frames; durable up to index %d "
-      "(%s)\n",
-      seconds, Rate(static_cast<double>(count), seconds),
-      seconds > 0 ? static_cast<double>(bytes.size()) / seconds / 1e6 : 0.0,
-      writer.durable_index(), journal::Name(*durability));
-  absl::StrAppendFormat(&out,
-                        "journal write: %d groups, %d bytes written; submit "
-                        "to durable p50 %.1f "
-                        "us, p99 %.1f us, max %.1f us\n",
-                        writer.stats().groups, writer.stats().bytes_written,
-                        static_cast<double>(latency.Percentile(0.5)) / 1e3,
-                        static_cast<double>(latency.Percentile(0.99)) / 1e3,
-                        static_cast<double>(latency.max()) / 1e3);
-  return Print(stdout, out);
+  return Print(stdout, WriteSummary(writer, *durability, sizes->size(), first,
+                                    bytes.size(), seconds));
 }
 
 // ---------------------------------------------------------------------------
@@ -677,21 +709,16 @@ absl::Status Inspect(const Args& args) {
 // ---------------------------------------------------------------------------
 // journal prune
 
-absl::Status Prune(const Args& args) {
-  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-  if (absl::Status s = args.Require("before-index"); !s.ok()) return s;
-  absl::StatusOr<std::uint64_t> before =
-      args.Uint("before-index", 1, UINT64_MAX);
-  if (!before.ok()) return before.status();
-  const std::string dir = args.String("journal");
-  // A journal must be there: opening a writer would create one.
+// The journal in `dir`, for pruning: it must be there (opening a writer
+// would create one); a writer that appends nothing (no durability, nothing
+// prepared ahead) holds the writer's lock and recovers it.
+absl::StatusOr<std::unique_ptr<journal::JournalWriter>> OpenToPrune(
+    const std::string& dir) {
   if (absl::StatusOr<std::vector<journal::SegmentSummary>> segments =
           journal::ListSegmentSummaries(dir);
       !segments.ok()) {
     return segments.status();
   }
-  // The writer's lock, and a recovered journal: through a writer that
-  // appends nothing (no durability, nothing prepared ahead).
   journal::WriterOptions options;
   options.directory = dir;
   options.durability = journal::Durability::kNone;
@@ -707,6 +734,92 @@ absl::Status Prune(const Args& args) {
     }
     return WithAcceptLossHint(opened.status());
   }
+  return opened;
+}
+
+// The segments a prune removed or archived (every one when there are few;
+// else the first and last five), or that there was nothing to prune.
+std::string PrunedSegmentsText(const journal::PruneReport& report,
+                               const std::string& dir, std::uint64_t before,
+                               bool archived) {
+  std::string out;
+  if (report.segments.empty()) {
+    absl::StrAppendFormat(&out,
+                          "journal prune: %s: nothing to prune before index "
+                          "%d; the journal starts at index %d (%s)\n",
+                          dir, before, report.first_index_after,
+                          report.stopped_because);
+    return out;
+  }
+  std::uint64_t bytes = 0;
+  const std::size_t n = report.segments.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const journal::PrunedSegment& segment = report.segments[i];
+    bytes += segment.bytes;
+    if (n > 12 && i >= 5 && i + 5 < n) {
+      if (i == 5) {
+        absl::StrAppendFormat(&out, "journal prune: ... %d more ...\n", n - 10);
+      }
+      continue;
+    }
+    absl::StrAppendFormat(
+        &out, "journal prune: %s %s (indexes %d..%d, %d bytes)%s\n",
+        segment.archived_to.empty() ? "removed" : "archived", segment.path,
+        segment.first_index, segment.last_index, segment.bytes,
+        segment.archived_to.empty()
+            ? ""
+            : absl::StrFormat(" to %s", segment.archived_to));
+  }
+  absl::StrAppendFormat(
+      &out,
+      "journal prune: %s: %d segment%s (%d bytes) %s; the journal now "
+      "starts at index %d (it started at %d); kept from there because %s\n",
+      dir, report.segments.size(), report.segments.size() == 1 ? "" : "s",
+      bytes, archived ? "archived" : "removed", report.first_index_after,
+      report.first_index_before, report.stopped_because);
+  return out;
+}
+
+// What a restart of a journal that now starts at `first_index` can start
+// from: a snapshot that verifies (as a restart loads it) and reaches it.
+// Pruning relies on none; the operator is told when there is none, and
+// which files do not verify.
+std::string RestartAfterPruneText(const std::string& dir,
+                                  std::uint64_t journal_id,
+                                  std::uint64_t first_index) {
+  std::string out;
+  std::vector<std::string> damaged;
+  absl::StatusOr<std::optional<state::LoadedSnapshot>> newest =
+      state::LoadNewestSnapshot(
+          dir, journal_id, std::numeric_limits<std::uint64_t>::max(), &damaged);
+  for (std::string& line : damaged) {
+    constexpr std::string_view kFallback = "; using the previous one";
+    if (line.ends_with(kFallback)) line.resize(line.size() - kFallback.size());
+    absl::StrAppendFormat(&out, "journal prune: %s: no restart can use it\n",
+                          line);
+  }
+  if (!newest.ok() || !newest->has_value() ||
+      (*newest)->info.index + 1 < first_index) {
+    absl::StrAppendFormat(
+        &out,
+        "journal prune: note: no snapshot that verifies reaches index %d "
+        "(the journal's start): 'serve' and 'replay' refuse this journal "
+        "until one does ('replay --verify' reads what is left)\n",
+        first_index);
+  }
+  return out;
+}
+
+absl::Status Prune(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  if (absl::Status s = args.Require("before-index"); !s.ok()) return s;
+  absl::StatusOr<std::uint64_t> before =
+      args.Uint("before-index", 1, UINT64_MAX);
+  if (!before.ok()) return before.status();
+  const std::string dir = args.String("journal");
+  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> opened =
+      OpenToPrune(dir);
+  if (!opened.ok()) return opened.status();
   journal::JournalWriter& writer = **opened;
   std::string head;
   if (writer.recovery().torn_tail) head += RecoveryText(writer.recovery());
@@ -728,44 +841,8 @@ absl::Status Prune(const Args& args) {
   if (!closed.ok()) return closed;
 
   const journal::PruneReport& report = *pruned;
-  std::string out;
-  if (report.segments.empty()) {
-    absl::StrAppendFormat(&out,
-                          "journal prune: %s: nothing to prune before index "
-                          "%d; the journal starts at index %d (%s)\n",
-                          dir, *before, report.first_index_after,
-                          report.stopped_because);
-  } else {
-    std::uint64_t bytes = 0;
-    // Every segment when there are few; else the first and last five.
-    const std::size_t n = report.segments.size();
-    for (std::size_t i = 0; i < n; ++i) {
-      const journal::PrunedSegment& segment = report.segments[i];
-      bytes += segment.bytes;
-      if (n > 12 && i >= 5 && i + 5 < n) {
-        if (i == 5) {
-          absl::StrAppendFormat(&out, "journal prune: ... %d more ...\n",
-                                n - 10);
-        }
-        continue;
-      }
-      absl::StrAppendFormat(
-          &out, "journal prune: %s %s (indexes %d..%d, %d bytes)%s\n",
-          segment.archived_to.empty() ? "removed" : "archived", segment.path,
-          segment.first_index, segment.last_index, segment.bytes,
-          segment.archived_to.empty()
-              ? ""
-              : absl::StrFormat(" to %s", segment.archived_to));
-    }
-    absl::StrAppendFormat(
-        &out,
-        "journal prune: %s: %d segment%s (%d bytes) %s; the journal now "
-        "starts at index %d (it started at %d); kept from there because %s\n",
-        dir, report.segments.size(), report.segments.size() == 1 ? "" : "s",
-        bytes, args.Has("archive") ? "archived" : "removed",
-        report.first_index_after, report.first_index_before,
-        report.stopped_because);
-  }
+  std::string out =
+      PrunedSegmentsText(report, dir, *before, args.Has("archive"));
   for (const std::string& snapshot : report.snapshots_removed) {
     absl::StrAppendFormat(&out,
                           "journal prune: removed snapshot %s (the journal no "
@@ -773,31 +850,8 @@ absl::Status Prune(const Args& args) {
                           snapshot);
   }
   if (report.first_index_after > 1) {
-    // What a restart can start from now: a snapshot that verifies (as a
-    // restart loads it) and reaches the new start. Pruning relies on none;
-    // the operator is told when there is none, and which files do not
-    // verify.
-    std::vector<std::string> damaged;
-    absl::StatusOr<std::optional<state::LoadedSnapshot>> newest =
-        state::LoadNewestSnapshot(dir, writer.journal_id(),
-                                  std::numeric_limits<std::uint64_t>::max(),
-                                  &damaged);
-    for (std::string& line : damaged) {
-      constexpr std::string_view kFallback = "; using the previous one";
-      if (line.ends_with(kFallback))
-        line.resize(line.size() - kFallback.size());
-      absl::StrAppendFormat(&out, "journal prune: %s: no restart can use it\n",
-                            line);
-    }
-    if (!newest.ok() || !newest->has_value() ||
-        (*newest)->info.index + 1 < report.first_index_after) {
-      absl::StrAppendFormat(
-          &out,
-          "journal prune: note: no snapshot that verifies reaches index %d "
-          "(the journal's start): 'serve' and 'replay' refuse this journal "
-          "until one does ('replay --verify' reads what is left)\n",
-          report.first_index_after);
-    }
+    out += RestartAfterPruneText(dir, writer.journal_id(),
+                                 report.first_index_after);
   }
   return Print(stdout, out);
 }
@@ -915,78 +969,191 @@ absl::Status Verify(const std::string& dir, bool accept_loss,
   return Losses("replay --verify", reader, accept_loss);
 }
 
-absl::Status Replay(const Args& args) {
-  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-  const std::string dir = args.String("journal");
-  const bool json = args.Bool("json");
-  absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
-  if (!book_levels.ok()) return book_levels.status();
-  const bool to_file = args.Has("reports");
-  const bool to_dir = args.Has("reports-dir");
-  if (args.Bool("verify")) {
-    if (to_file || to_dir || json || *book_levels > 0 || args.Has("config") ||
-        args.Has("no-snapshot")) {
-      return UsageError(
-          "--verify checks the journal without the engine: it takes no "
-          "--reports, --reports-dir, --json, --book, --config or "
-          "--no-snapshot");
-    }
-    std::uint64_t from_index = 0;
-    if (args.Has("from-index")) {
-      absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
-      if (!options.ok()) return options.status();
-      from_index = options->from_index;
-    }
-    return Verify(dir, args.Bool("accept-loss"), from_index);
+// replay --verify: no flag of the engine's run, --from-index allowed.
+absl::Status ReplayVerify(const Args& args, const std::string& dir,
+                          std::int64_t book_levels) {
+  if (args.Has("reports") || args.Has("reports-dir") || args.Bool("json") ||
+      book_levels > 0 || args.Has("config") || args.Has("no-snapshot")) {
+    return UsageError(
+        "--verify checks the journal without the engine: it takes no "
+        "--reports, --reports-dir, --json, --book, --config or "
+        "--no-snapshot");
   }
+  std::uint64_t from_index = 0;
   if (args.Has("from-index")) {
-    return UsageError(absl::StrFormat(
-        "--from-index %s without --verify would apply the engine from the "
-        "middle of the journal, which needs the state before index %s (a "
-        "snapshot): without one it cannot reproduce the reports. Use "
-        "'replay --verify --from-index %s' to check the records from there, "
-        "or 'journal inspect --records --from-index %s' to print them",
-        args.String("from-index"), args.String("from-index"),
-        args.String("from-index"), args.String("from-index")));
+    absl::StatusOr<journal::ReaderOptions> options = SeekFlags(args);
+    if (!options.ok()) return options.status();
+    from_index = options->from_index;
   }
-  const bool accept_loss = args.Bool("accept-loss");
-  if (json && !to_file && !to_dir) {
-    return UsageError("--json needs --reports FILE or --reports-dir DIR");
+  return Verify(dir, args.Bool("accept-loss"), from_index);
+}
+
+// Where replay writes the reports: --reports FILE ('-': standard output)
+// and --reports-dir DIR (one file per session, opened at its first
+// report), in binary or, with --json, JSON lines.
+class ReplayReportSinks {
+ public:
+  // Opens --reports, then creates --reports-dir.
+  static absl::StatusOr<ReplayReportSinks> Open(const Args& args) {
+    ReplayReportSinks sinks;
+    sinks.json_ = args.Bool("json");
+    sinks.format_ =
+        sinks.json_ ? ReportFormat::kJsonLines : ReportFormat::kBinary;
+    if (args.Has("reports")) {
+      absl::StatusOr<ReportSink> opened_sink =
+          ReportSink::Open("reports", args.String("reports"), sinks.format_);
+      if (!opened_sink.ok()) return opened_sink.status();
+      sinks.file_.emplace(*std::move(opened_sink));
+    }
+    sinks.to_dir_ = args.Has("reports-dir");
+    sinks.dir_ = args.String("reports-dir");
+    if (sinks.to_dir_) {
+      std::error_code ec;
+      std::filesystem::create_directories(sinks.dir_, ec);
+      if (ec || !std::filesystem::is_directory(sinks.dir_)) {
+        return absl::NotFoundError(
+            absl::StrFormat("--reports-dir %s: cannot create the directory: %s",
+                            sinks.dir_, ec ? ec.message() : "not a directory"));
+      }
+    }
+    return sinks;
   }
 
-  config::ServiceConfig config;
-  if (args.Has("config")) {
-    absl::StatusOr<config::ServiceConfig> loaded =
-        LoadServiceConfig(args.String("config"));
-    if (!loaded.ok()) return loaded.status();
-    config = *std::move(loaded);
+  // Writes one report to --reports and to its session's file.
+  absl::Status Write(const state::Output& out) {
+    if (file_.has_value()) {
+      if (absl::Status s = file_->Write(out.frame); !s.ok()) return s;
+    }
+    if (!to_dir_) return absl::OkStatus();
+    if (sessions_.size() <= out.session) sessions_.resize(out.session + 1);
+    std::optional<ReportSink>& session_sink = sessions_[out.session];
+    if (!session_sink.has_value()) {
+      absl::StatusOr<ReportSink> opened_sink = ReportSink::Open(
+          "reports-dir",
+          absl::StrFormat("%s/session-%d.%s", dir_, out.session_id,
+                          json_ ? "jsonl" : "bin"),
+          format_);
+      if (!opened_sink.ok()) return opened_sink.status();
+      session_sink.emplace(*std::move(opened_sink));
+    }
+    return session_sink->Write(out.frame);
   }
-  const ReportFormat format =
-      json ? ReportFormat::kJsonLines : ReportFormat::kBinary;
 
-  std::optional<ReportSink> sink;
-  if (to_file) {
-    absl::StatusOr<ReportSink> opened_sink =
-        ReportSink::Open("reports", args.String("reports"), format);
-    if (!opened_sink.ok()) return opened_sink.status();
-    sink.emplace(*std::move(opened_sink));
+  // Finishes --reports, then each session's file.
+  absl::Status Finish() {
+    if (file_.has_value()) {
+      if (absl::Status s = file_->Finish(); !s.ok()) return s;
+    }
+    for (std::optional<ReportSink>& session_sink : sessions_) {
+      if (session_sink.has_value()) {
+        if (absl::Status s = session_sink->Finish(); !s.ok()) return s;
+      }
+    }
+    return absl::OkStatus();
   }
-  const std::string reports_dir = args.String("reports-dir");
-  if (to_dir) {
-    std::error_code ec;
-    std::filesystem::create_directories(reports_dir, ec);
-    if (ec || !std::filesystem::is_directory(reports_dir)) {
-      return absl::NotFoundError(
-          absl::StrFormat("--reports-dir %s: cannot create the directory: %s",
-                          reports_dir, ec ? ec.message() : "not a directory"));
+
+  // Where the summary goes: standard error when the reports go to standard
+  // output.
+  [[nodiscard]] std::FILE* summary() const {
+    return file_.has_value() && file_->is_stdout() ? stderr : stdout;
+  }
+
+ private:
+  ReplayReportSinks() = default;
+
+  bool json_ = false;
+  ReportFormat format_ = ReportFormat::kBinary;
+  std::optional<ReportSink> file_;
+  bool to_dir_ = false;
+  std::string dir_;
+  // By the state machine's session index.
+  std::vector<std::optional<ReportSink>> sessions_;
+};
+
+// A note on standard error for each new segment (from segments_noted on)
+// that pins a configuration other than --config's: the journal's own is
+// used.
+void NotePinnedConfigs(const journal::JournalReader& reader,
+                       const state::PinnedConfig& unpinned,
+                       std::size_t& segments_noted) {
+  for (; segments_noted < reader.segments().size(); ++segments_noted) {
+    const journal::SegmentInfo& segment = reader.segments()[segments_noted];
+    absl::StatusOr<state::PinnedConfig> pinned =
+        state::SegmentConfig(segment, unpinned);
+    if (pinned.ok() && !(*pinned == unpinned)) {
+      std::fprintf(stderr,
+                   "replay: note: segment %s pins its own configuration "
+                   "from index %llu, used instead of --config (journal vs "
+                   "--config: %s)\n",
+                   segment.path.c_str(),
+                   static_cast<unsigned long long>(segment.header.first_index),
+                   state::DescribeDifferences(*pinned, unpinned).c_str());
     }
   }
-  // One sink per session, by the state machine's session index, opened when
-  // the session's first report is written.
-  std::vector<std::optional<ReportSink>> session_sinks;
-  std::FILE* const summary =
-      sink.has_value() && sink->is_stdout() ? stderr : stdout;
+}
 
+// Snapshots passed over, and the one the replay starts from.
+void PrintReplayStart(const state::RebuiltState& rebuilt) {
+  for (const std::string& skipped : rebuilt.skipped) {
+    std::fprintf(stderr, "replay: %s\n", skipped.c_str());
+  }
+  if (rebuilt.snapshot.has_value()) {
+    const std::uint64_t snapshot_index = rebuilt.snapshot->index;
+    const std::string from = absl::StrFormat(
+        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
+        "reports of records %d.. only\n",
+        rebuilt.snapshot->path, snapshot_index, rebuilt.snapshot->sessions,
+        rebuilt.snapshot->live_orders, snapshot_index + 1);
+    std::fputs(from.c_str(), stderr);
+  }
+}
+
+// What a replay of `count` records (after the snapshot at snapshot_index,
+// if not 0) made, in `seconds`.
+std::string ReplaySummary(const state::RebuiltState& rebuilt,
+                          std::uint64_t count, std::uint64_t report_count,
+                          std::uint64_t snapshot_index, double seconds) {
+  const state::StateMachine& machine = *rebuilt.machine;
+  const journal::JournalReader& reader = *rebuilt.reader;
+  const state::StateMachineStats& stats = machine.stats();
+  std::string out = absl::StrFormat(
+      "replay: %d records in %d segment%s through the state machine%s%s\n",
+      count, reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
+      snapshot_index > 0
+          ? absl::StrFormat(", after snapshot index %d", snapshot_index)
+          : std::string(),
+      rebuilt.end == journal::ReadResult::kEnd ? ""
+                                               : " UP TO THE DAMAGE BELOW");
+  absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(stats.commands));
+  absl::StrAppendFormat(&out, "  reports: %d (%s)\n", report_count,
+                        ByKind(stats.reports));
+  absl::StrAppendFormat(&out, "  sessions: %d", machine.session_count());
+  for (std::size_t i = 0; i < machine.session_count() && i < 8; ++i) {
+    const state::SessionState& session =
+        machine.session(static_cast<std::uint32_t>(i));
+    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports)",
+                          i == 0 ? ":" : ",", session.id,
+                          session.next_expected - 1, session.next_report - 1);
+  }
+  if (machine.session_count() > 8) out += ", ...";
+  out += "\n";
+  for (const std::string& change : rebuilt.reconfigurations) {
+    absl::StrAppendFormat(&out, "  reconfigured %s\n", change);
+  }
+  absl::StrAppendFormat(&out, "  final index %d; %d live orders at the end\n",
+                        reader.last_index(), machine.engine().live_orders());
+  absl::StrAppendFormat(&out, "  %.3f s: %s records/s\n", seconds,
+                        Rate(static_cast<double>(count), seconds));
+  return out;
+}
+
+// Replays the journal in `dir` through the state machine (from the newest
+// usable snapshot unless --no-snapshot), writing the reports to `sinks`,
+// then prints the summary and, with --book, the depth of the books.
+absl::Status RunReplay(const Args& args, const std::string& dir,
+                       const config::ServiceConfig& config,
+                       std::int64_t book_levels, ReplayReportSinks& sinks) {
+  const bool accept_loss = args.Bool("accept-loss");
   // The journal's own configuration, segment by segment; --config (or the
   // defaults) for segments that pin none.
   const state::PinnedConfig unpinned = state::PinnedConfigOf(config);
@@ -1009,26 +1176,9 @@ absl::Status Replay(const Args& args) {
           [&](std::uint64_t first) { return PrunedReplayError(dir, first); },
       .on_new_segments =
           [&](const journal::JournalReader& reader, std::size_t) {
-            // Cold: a new segment. A pinned configuration that differs from
-            // an explicit --config is worth a note: the journal's own is
-            // used.
-            for (; args.Has("config") &&
-                   segments_noted < reader.segments().size();
-                 ++segments_noted) {
-              const journal::SegmentInfo& segment =
-                  reader.segments()[segments_noted];
-              absl::StatusOr<state::PinnedConfig> pinned =
-                  state::SegmentConfig(segment, unpinned);
-              if (pinned.ok() && !(*pinned == unpinned)) {
-                std::fprintf(
-                    stderr,
-                    "replay: note: segment %s pins its own configuration "
-                    "from index %llu, used instead of --config (journal vs "
-                    "--config: %s)\n",
-                    segment.path.c_str(),
-                    static_cast<unsigned long long>(segment.header.first_index),
-                    state::DescribeDifferences(*pinned, unpinned).c_str());
-              }
+            // Cold: a new segment.
+            if (args.Has("config")) {
+              NotePinnedConfigs(reader, unpinned, segments_noted);
             }
             return absl::OkStatus();
           },
@@ -1037,47 +1187,16 @@ absl::Status Replay(const Args& args) {
                         const journal::JournalReader& reader) -> absl::Status {
         for (const state::Output& out : machine.outputs()) {
           ++report_count;
-          if (sink.has_value()) {
-            if (absl::Status s = sink->Write(out.frame); !s.ok()) return s;
-          }
-          if (to_dir) {
-            if (session_sinks.size() <= out.session) {
-              session_sinks.resize(out.session + 1);
-            }
-            std::optional<ReportSink>& session_sink =
-                session_sinks[out.session];
-            if (!session_sink.has_value()) {
-              absl::StatusOr<ReportSink> opened_sink = ReportSink::Open(
-                  "reports-dir",
-                  absl::StrFormat("%s/session-%d.%s", reports_dir,
-                                  out.session_id, json ? "jsonl" : "bin"),
-                  format);
-              if (!opened_sink.ok()) return opened_sink.status();
-              session_sink.emplace(*std::move(opened_sink));
-            }
-            if (absl::Status s = session_sink->Write(out.frame); !s.ok()) {
-              return s;
-            }
-          }
+          if (absl::Status s = sinks.Write(out); !s.ok()) return s;
         }
         progress.Count(reader);
         return absl::OkStatus();
       }});
   const absl::Status begun = rebuild.Begin();
   state::RebuiltState& rebuilt = rebuild.state();
-  for (const std::string& skipped : rebuilt.skipped) {
-    std::fprintf(stderr, "replay: %s\n", skipped.c_str());
-  }
+  PrintReplayStart(rebuilt);
   const std::uint64_t snapshot_index =
       rebuilt.snapshot.has_value() ? rebuilt.snapshot->index : 0;
-  if (rebuilt.snapshot.has_value()) {
-    const std::string from = absl::StrFormat(
-        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
-        "reports of records %d.. only\n",
-        rebuilt.snapshot->path, snapshot_index, rebuilt.snapshot->sessions,
-        rebuilt.snapshot->live_orders, snapshot_index + 1);
-    std::fputs(from.c_str(), stderr);
-  }
   if (!begun.ok()) return AcceptedOrFailed("replay", begun, accept_loss);
   if (rebuilt.reader == nullptr) {
     return absl::InternalError("replay: no journal reader was opened");
@@ -1085,66 +1204,62 @@ absl::Status Replay(const Args& args) {
   journal::JournalReader& reader = *rebuilt.reader;
   const auto start = Clock::now();
   if (absl::Status s = rebuild.ApplyTail(); !s.ok()) return s;
-  const state::StateMachine* const machine = rebuilt.machine.get();
-  const journal::ReadResult result = rebuilt.end;
-  const std::vector<std::string>& reconfigurations = rebuilt.reconfigurations;
   const std::uint64_t count = progress.records();
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
-  if (sink.has_value()) {
-    if (absl::Status s = sink->Finish(); !s.ok()) return s;
-  }
-  for (std::optional<ReportSink>& session_sink : session_sinks) {
-    if (session_sink.has_value()) {
-      if (absl::Status s = session_sink->Finish(); !s.ok()) return s;
-    }
-  }
+  if (absl::Status s = sinks.Finish(); !s.ok()) return s;
 
   if (snapshot_index > reader.last_index() &&
-      result == journal::ReadResult::kEnd) {
+      rebuilt.end == journal::ReadResult::kEnd) {
     return absl::DataLossError(absl::StrFormat(
         "replay: snapshot %s holds the state up to index %d, but the journal "
         "ends at index %d: records it was made from are gone (--no-snapshot "
         "replays what the journal holds)",
         rebuilt.snapshot->path, snapshot_index, reader.last_index()));
   }
-  const state::StateMachineStats& stats = machine->stats();
-  const engine::Engine& engine = machine->engine();
-  std::string out = absl::StrFormat(
-      "replay: %d records in %d segment%s through the state machine%s%s\n",
-      count, reader.segments().size(), reader.segments().size() == 1 ? "" : "s",
-      snapshot_index > 0
-          ? absl::StrFormat(", after snapshot index %d", snapshot_index)
-          : std::string(),
-      result == journal::ReadResult::kEnd ? "" : " UP TO THE DAMAGE BELOW");
-  absl::StrAppendFormat(&out, "  commands: %s\n", ByKind(stats.commands));
-  absl::StrAppendFormat(&out, "  reports: %d (%s)\n", report_count,
-                        ByKind(stats.reports));
-  absl::StrAppendFormat(&out, "  sessions: %d", machine->session_count());
-  for (std::size_t i = 0; i < machine->session_count() && i < 8; ++i) {
-    const state::SessionState& session =
-        machine->session(static_cast<std::uint32_t>(i));
-    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports)",
-                          i == 0 ? ":" : ",", session.id,
-                          session.next_expected - 1, session.next_report - 1);
+  if (absl::Status s = Print(
+          sinks.summary(),
+          ReplaySummary(rebuilt, count, report_count, snapshot_index, seconds));
+      !s.ok()) {
+    return s;
   }
-  if (machine->session_count() > 8) out += ", ...";
-  out += "\n";
-  for (const std::string& change : reconfigurations) {
-    absl::StrAppendFormat(&out, "  reconfigured %s\n", change);
-  }
-  absl::StrAppendFormat(&out, "  final index %d; %d live orders at the end\n",
-                        reader.last_index(), engine.live_orders());
-  absl::StrAppendFormat(&out, "  %.3f s: %s records/s\n", seconds,
-                        Rate(static_cast<double>(count), seconds));
-  if (absl::Status s = Print(summary, out); !s.ok()) return s;
-
-  if (*book_levels > 0) {
-    const std::string depth =
-        DepthTables(engine, static_cast<std::size_t>(*book_levels));
+  if (book_levels > 0) {
+    const std::string depth = DepthTables(
+        rebuilt.machine->engine(), static_cast<std::size_t>(book_levels));
     if (absl::Status s = Print(stderr, depth); !s.ok()) return s;
   }
   return Losses("replay", reader, accept_loss);
+}
+
+absl::Status Replay(const Args& args) {
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  const std::string dir = args.String("journal");
+  absl::StatusOr<std::int64_t> book_levels = args.Int("book", 0, 1'000'000);
+  if (!book_levels.ok()) return book_levels.status();
+  if (args.Bool("verify")) return ReplayVerify(args, dir, *book_levels);
+  if (args.Has("from-index")) {
+    return UsageError(absl::StrFormat(
+        "--from-index %s without --verify would apply the engine from the "
+        "middle of the journal, which needs the state before index %s (a "
+        "snapshot): without one it cannot reproduce the reports. Use "
+        "'replay --verify --from-index %s' to check the records from there, "
+        "or 'journal inspect --records --from-index %s' to print them",
+        args.String("from-index"), args.String("from-index"),
+        args.String("from-index"), args.String("from-index")));
+  }
+  if (args.Bool("json") && !args.Has("reports") && !args.Has("reports-dir")) {
+    return UsageError("--json needs --reports FILE or --reports-dir DIR");
+  }
+  config::ServiceConfig config;
+  if (args.Has("config")) {
+    absl::StatusOr<config::ServiceConfig> loaded =
+        LoadServiceConfig(args.String("config"));
+    if (!loaded.ok()) return loaded.status();
+    config = *std::move(loaded);
+  }
+  absl::StatusOr<ReplayReportSinks> sinks = ReplayReportSinks::Open(args);
+  if (!sinks.ok()) return sinks.status();
+  return RunReplay(args, dir, config, *book_levels, *sinks);
 }
 
 // `orderwire journal <write|inspect|prune|follow>`.

@@ -398,27 +398,9 @@ absl::Status ParseDurabilityFlags(const Args& args,
   return absl::OkStatus();
 }
 
-absl::Status Serve(const Args& args) {
-  if (args.Bool("standby")) {
-    InstallStopHandlers();
-    return ServeStandby(args, g_stop);
-  }
-  if (args.Has("no-rejoin")) return UsageError("--no-rejoin needs --standby");
-  if (args.Has("seed-snapshot")) {
-    return UsageError(
-        "--seed-snapshot needs --standby (a primary starts from its own "
-        "journal)");
-  }
-  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
-  service::ServiceOptions options;
-  absl::StatusOr<net::Endpoint> listen =
-      net::Endpoint::Parse(args.String("listen"));
-  if (!listen.ok()) return FlagError("listen", listen.status());
-  options.listen = *listen;
-  options.journal.directory = args.String("journal");
-  if (absl::Status s = ParseDurabilityFlags(args, options); !s.ok()) {
-    return s;
-  }
+// --segment-size, --accept-loss and --retain.
+absl::Status ParseJournalFlags(const Args& args,
+                               service::ServiceOptions& options) {
   absl::StatusOr<std::uint64_t> segment =
       args.Uint("segment-size", journal::kMinSegmentCapacity,
                 journal::kMaxSegmentCapacity);
@@ -435,16 +417,40 @@ absl::Status Serve(const Args& args) {
                    static_cast<int>(line.size()), line.data());
     };
   }
+  return absl::OkStatus();
+}
+
+// What `serve` (the primary) is asked to do, from its flags and --config.
+struct ServeSettings {
+  service::ServiceOptions options;
+  double interval = 0;     // --stats-interval
+  std::string stats_json;  // --stats-json
+  std::optional<net::Endpoint> metrics_listen;
+};
+
+// Flags first, then files: a usage error is reported before any is read.
+absl::StatusOr<ServeSettings> ParseServeFlags(const Args& args) {
+  ServeSettings settings;
+  service::ServiceOptions& options = settings.options;
+  absl::StatusOr<net::Endpoint> listen =
+      net::Endpoint::Parse(args.String("listen"));
+  if (!listen.ok()) return FlagError("listen", listen.status());
+  options.listen = *listen;
+  options.journal.directory = args.String("journal");
+  if (absl::Status s = ParseDurabilityFlags(args, options); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = ParseJournalFlags(args, options); !s.ok()) return s;
   absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
   if (!interval.ok()) return interval.status();
-  // Flags first, then files: a usage error is reported before any is read.
+  settings.interval = *interval;
   if (args.Has("config")) {
     absl::StatusOr<config::ServiceConfig> config =
         LoadServiceConfig(args.String("config"));
     if (!config.ok()) return config.status();
     options.config = *config;
   }
-  const std::string stats_json = args.String("stats-json");
+  settings.stats_json = args.String("stats-json");
   options.reconfigure = args.Bool("reconfigure");
   if (args.Has("snapshot-every")) {
     if (absl::Status s =
@@ -460,13 +466,101 @@ absl::Status Serve(const Args& args) {
         "send", absl::InvalidArgumentError(absl::StrFormat(
                     "'%s' is not auto, sendmmsg or gso", args.String("send"))));
   }
-  std::optional<net::Endpoint> metrics_listen;
   if (args.Has("metrics-listen")) {
     absl::StatusOr<net::Endpoint> endpoint =
         net::Endpoint::Parse(args.String("metrics-listen"));
     if (!endpoint.ok()) return FlagError("metrics-listen", endpoint.status());
-    metrics_listen = *endpoint;
+    settings.metrics_listen = *endpoint;
   }
+  return settings;
+}
+
+// The --metrics-listen endpoint, bound (nullptr without one). An address
+// that is not one (InvalidArgument) is a usage error; a port that cannot be
+// bound is a failure.
+absl::StatusOr<std::unique_ptr<service::MetricsServer>> BindMetricsServer(
+    const std::optional<net::Endpoint>& metrics_listen) {
+  if (!metrics_listen.has_value()) {
+    return std::unique_ptr<service::MetricsServer>();
+  }
+  absl::StatusOr<std::unique_ptr<service::MetricsServer>> bound =
+      service::MetricsServer::Bind(*metrics_listen);
+  if (bound.ok()) return bound;
+  if (absl::IsInvalidArgument(bound.status())) {
+    return FlagError("metrics-listen", bound.status());
+  }
+  return absl::FailedPreconditionError(
+      absl::StrFormat("--metrics-listen: %s", bound.status().message()));
+}
+
+// The start-up banner, or with --quiet only what recovery repaired (never
+// hidden).
+void PrintServeBanner(const Args& args, const service::Service& service,
+                      const service::MetricsServer* metrics_server,
+                      const config::ServiceConfig& config) {
+  if (args.Bool("quiet")) {
+    if (!service.startup_warning().empty()) {
+      std::fprintf(stderr, "orderwire serve: %s\n",
+                   service.startup_warning().c_str());
+    }
+    return;
+  }
+  std::fprintf(
+      stderr, "orderwire serve: listening on %s%s\n  %s\n  %s\n",
+      service.local_endpoint().ToString().c_str(),
+      metrics_server == nullptr
+          ? ""
+          : absl::StrFormat(", metrics at http://%s/metrics",
+                            metrics_server->local_endpoint().ToString())
+                .c_str(),
+      service.startup_report().c_str(),
+      config::DescribeServiceConfig(config).c_str());
+}
+
+// Runs the started service until SIGINT or SIGTERM (or an error), then
+// prints the counters and writes --stats-json a last time.
+absl::Status RunService(const Args& args, service::Service& service,
+                        const service::MetricsServer* metrics_server,
+                        const config::ServiceConfig& config,
+                        const std::string& stats_json) {
+  // The counters file is written once now: a path that cannot be written
+  // is an error at start, not a silent gap later.
+  if (!stats_json.empty()) {
+    if (absl::Status s = WriteStatsJson(stats_json, service); !s.ok()) {
+      return absl::FailedPreconditionError(
+          absl::StrFormat("--stats-json %s: %s", stats_json, s.message()));
+    }
+  }
+  PrintServeBanner(args, service, metrics_server, config);
+  absl::Status run = service.Run(g_stop);
+  std::fprintf(stderr, "orderwire serve: %s\n%s",
+               run.ok() ? "stopped cleanly" : "stopped on an error",
+               service.StatsReport().c_str());
+  if (!stats_json.empty()) {
+    if (absl::Status s = WriteStatsJson(stats_json, service); !s.ok()) {
+      return s;
+    }
+  }
+  return run;
+}
+
+absl::Status Serve(const Args& args) {
+  if (args.Bool("standby")) {
+    InstallStopHandlers();
+    return ServeStandby(args, g_stop);
+  }
+  if (args.Has("no-rejoin")) return UsageError("--no-rejoin needs --standby");
+  if (args.Has("seed-snapshot")) {
+    return UsageError(
+        "--seed-snapshot needs --standby (a primary starts from its own "
+        "journal)");
+  }
+  if (absl::Status s = args.Require("journal"); !s.ok()) return s;
+  absl::StatusOr<ServeSettings> settings = ParseServeFlags(args);
+  if (!settings.ok()) return settings.status();
+  service::ServiceOptions& options = settings->options;
+  const double interval = settings->interval;
+  const std::string& stats_json = settings->stats_json;
   // What the configuration accepted but an operator must see (a key file
   // readable by others), even with --quiet.
   for (const std::string& warning : options.config.warnings) {
@@ -477,28 +571,16 @@ absl::Status Serve(const Args& args) {
   // before any traffic is taken (the endpoint answers 503 until the service
   // is up). Stopped (its thread joined) when Serve returns.
   service::StatsMirror metrics;
-  std::unique_ptr<service::MetricsServer> metrics_server;
-  if (metrics_listen.has_value()) {
-    absl::StatusOr<std::unique_ptr<service::MetricsServer>> bound =
-        service::MetricsServer::Bind(*metrics_listen);
-    if (!bound.ok()) {
-      // An address that is not one (InvalidArgument) is a usage error; a
-      // port that cannot be bound is a failure.
-      if (absl::IsInvalidArgument(bound.status())) {
-        return FlagError("metrics-listen", bound.status());
-      }
-      return absl::FailedPreconditionError(
-          absl::StrFormat("--metrics-listen: %s", bound.status().message()));
-    }
-    metrics_server = std::move(*bound);
-    options.metrics = &metrics;
-  }
+  absl::StatusOr<std::unique_ptr<service::MetricsServer>> metrics_server =
+      BindMetricsServer(settings->metrics_listen);
+  if (!metrics_server.ok()) return metrics_server.status();
+  if (*metrics_server != nullptr) options.metrics = &metrics;
 
   InstallStopHandlers();
   service::Service* service_ptr = nullptr;
-  options.interval_s = *interval > 0 ? *interval : (stats_json.empty() ? 0 : 1);
+  options.interval_s = interval > 0 ? interval : (stats_json.empty() ? 0 : 1);
   options.on_interval = [&] {
-    if (*interval > 0) {
+    if (interval > 0) {
       std::fprintf(stderr, "orderwire serve: %s\n",
                    service_ptr->StatsLine().c_str());
     }
@@ -522,43 +604,9 @@ absl::Status Serve(const Args& args) {
     return service.status();
   }
   service_ptr = service->get();
-  if (metrics_server != nullptr) metrics_server->Serve(metrics);
-  // The counters file is written once now: a path that cannot be written
-  // is an error at start, not a silent gap later.
-  if (!stats_json.empty()) {
-    if (absl::Status s = WriteStatsJson(stats_json, **service); !s.ok()) {
-      return absl::FailedPreconditionError(
-          absl::StrFormat("--stats-json %s: %s", stats_json, s.message()));
-    }
-  }
-  if (args.Bool("quiet")) {
-    // No banner, but what recovery repaired is never hidden.
-    if (!(*service)->startup_warning().empty()) {
-      std::fprintf(stderr, "orderwire serve: %s\n",
-                   (*service)->startup_warning().c_str());
-    }
-  } else {
-    std::fprintf(
-        stderr, "orderwire serve: listening on %s%s\n  %s\n  %s\n",
-        (*service)->local_endpoint().ToString().c_str(),
-        metrics_server == nullptr
-            ? ""
-            : absl::StrFormat(", metrics at http://%s/metrics",
-                              metrics_server->local_endpoint().ToString())
-                  .c_str(),
-        (*service)->startup_report().c_str(),
-        config::DescribeServiceConfig(config_copy).c_str());
-  }
-  absl::Status run = (*service)->Run(g_stop);
-  std::fprintf(stderr, "orderwire serve: %s\n%s",
-               run.ok() ? "stopped cleanly" : "stopped on an error",
-               (*service)->StatsReport().c_str());
-  if (!stats_json.empty()) {
-    if (absl::Status s = WriteStatsJson(stats_json, **service); !s.ok()) {
-      return s;
-    }
-  }
-  return run;
+  if (*metrics_server != nullptr) (*metrics_server)->Serve(metrics);
+  return RunService(args, **service, metrics_server->get(), config_copy,
+                    stats_json);
 }
 
 const CommandSpec kSubmitSpec{
@@ -641,15 +689,9 @@ const CommandSpec kSubmitSpec{
         },
 };
 
-absl::Status Submit(const Args& args) {
-  if (absl::Status s = args.Require("session"); !s.ok()) return s;
-  if (args.Has("workload") == args.Has("input")) {
-    return UsageError(
-        "give either --workload NAME (with --count and --seed) or --input "
-        "FILE");
-  }
-  client::ClientOptions options;
-  // --target A[,B...]: the primary, then the standbys in failover order.
+// --target A[,B...]: the primary, then the standbys in failover order; all
+// of one address family, none twice.
+absl::Status ParseTargets(const Args& args, client::ClientOptions& options) {
   const std::vector<std::string> target_texts =
       absl::StrSplit(args.String("target"), ',');
   for (std::size_t i = 0; i < target_texts.size(); ++i) {
@@ -683,6 +725,13 @@ absl::Status Submit(const Args& args) {
     }
     options.failover_targets.push_back(*target);
   }
+  return absl::OkStatus();
+}
+
+// --failover-timeout-ms, --session, --rate, --window, --timeout-ms,
+// --give-up-ms and --send, in that order.
+absl::Status ParseSessionFlags(const Args& args,
+                               client::ClientOptions& options) {
   absl::StatusOr<std::int64_t> failover_timeout =
       args.Int("failover-timeout-ms", 1, 600'000);
   if (!failover_timeout.ok()) return failover_timeout.status();
@@ -707,6 +756,12 @@ absl::Status Submit(const Args& args) {
         "send", absl::InvalidArgumentError(absl::StrFormat(
                     "'%s' is not auto, sendmmsg or gso", args.String("send"))));
   }
+  return absl::OkStatus();
+}
+
+// --first-sequence and --first-report: where a resumed session carries on.
+absl::Status ParseResumeFlags(const Args& args,
+                              client::ClientOptions& options) {
   absl::StatusOr<std::uint64_t> first_sequence =
       args.Uint("first-sequence", 1, UINT64_MAX / 2);
   if (!first_sequence.ok()) return first_sequence.status();
@@ -722,42 +777,223 @@ absl::Status Submit(const Args& args) {
         "--first-sequence N above 1 resumes a session: give --first-report R "
         "too (one past the last report the session received)");
   }
+  return absl::OkStatus();
+}
 
-  if (args.Has("key-file")) {
-    std::string warning;
-    absl::StatusOr<auth::Key> key =
-        auth::LoadKeyFile(args.String("key-file"), &warning);
-    if (!key.ok()) return key.status();
-    if (!warning.empty()) {
-      std::fprintf(stderr, "orderwire submit: warning: %s\n", warning.c_str());
-    }
-    options.mac.emplace(*key);
+// --key-file: the session's key (a warning about the file is printed).
+absl::Status LoadSessionKey(const Args& args, client::ClientOptions& options) {
+  if (!args.Has("key-file")) return absl::OkStatus();
+  std::string warning;
+  absl::StatusOr<auth::Key> key =
+      auth::LoadKeyFile(args.String("key-file"), &warning);
+  if (!key.ok()) return key.status();
+  if (!warning.empty()) {
+    std::fprintf(stderr, "orderwire submit: warning: %s\n", warning.c_str());
   }
-  options.diagnostics = stderr;
+  options.mac.emplace(*key);
+  return absl::OkStatus();
+}
 
-  // Every flag value is checked, even --count and --seed beside --input.
+// The command frames to send: --workload's, numbered from first_sequence,
+// or --input's. Every flag value is checked, even --count and --seed beside
+// --input.
+absl::StatusOr<std::vector<std::byte>> SubmitFrames(
+    const Args& args, std::uint64_t first_sequence) {
   absl::StatusOr<std::uint64_t> count = args.Uint("count", 100'000'000);
   if (!count.ok()) return count.status();
   absl::StatusOr<std::uint64_t> seed = args.Uint("seed", UINT64_MAX);
   if (!seed.ok()) return seed.status();
-
-  std::vector<std::byte> frames;
-  if (args.Has("workload")) {
-    absl::StatusOr<workload::Workload> workload =
-        workload::ParseWorkload(args.String("workload"));
-    if (!workload.ok()) return FlagError("workload", workload.status());
-    std::vector<codec::Command> commands =
-        workload::Generate(*workload, *count, *seed);
-    for (std::size_t i = 0; i < commands.size(); ++i) {
-      commands[i].sequence = options.first_sequence + i;
-    }
-    frames = workload::EncodeCommands(commands);
-  } else {
-    absl::StatusOr<std::vector<std::byte>> data =
-        ReadFile("--input", args.String("input"));
-    if (!data.ok()) return data.status();
-    frames = std::move(*data);
+  if (!args.Has("workload")) return ReadFile("--input", args.String("input"));
+  absl::StatusOr<workload::Workload> workload =
+      workload::ParseWorkload(args.String("workload"));
+  if (!workload.ok()) return FlagError("workload", workload.status());
+  std::vector<codec::Command> commands =
+      workload::Generate(*workload, *count, *seed);
+  for (std::size_t i = 0; i < commands.size(); ++i) {
+    commands[i].sequence = first_sequence + i;
   }
+  return workload::EncodeCommands(commands);
+}
+
+double CommandsPerSecond(const client::ClientResult& r) {
+  return r.seconds > 0 ? static_cast<double>(r.acknowledged) / r.seconds : 0;
+}
+
+// A round-trip latency percentile, in microseconds.
+double LatencyUs(const client::ClientResult& r, double fraction) {
+  return static_cast<double>(r.latency_ns.Percentile(fraction)) / 1000.0;
+}
+
+// Busy (docs/PROTOCOL.md): the cause of the service's last Busy, "none"
+// without one.
+std::string BusyCauseName(const client::ClientResult& r) {
+  return r.busy == 0 ? std::string("none")
+         : codec::Name(static_cast<codec::BusyCause>(r.busy_cause)).empty()
+             ? absl::StrFormat("unknown (%d)", r.busy_cause)
+             : std::string(
+                   codec::Name(static_cast<codec::BusyCause>(r.busy_cause)));
+}
+
+// `submit --json`'s summary: one JSON object and a newline.
+std::string SubmitSummaryJson(const client::ClientResult& r) {
+  const auto us = [&](double fraction) { return LatencyUs(r, fraction); };
+  std::string summary = absl::StrFormat(
+      "{\"commands\":%llu,\"sent\":%llu,\"acknowledged\":%llu,"
+      "\"accepted\":%llu,\"rejected\":%llu,\"replaced\":%llu,"
+      "\"cancelled\":%llu,\"fills\":%llu,\"reports\":%llu,"
+      "\"retransmitted\":%llu,\"sequence_gaps\":%llu,"
+      "\"duplicate_reports\":%llu,\"out_of_order_reports\":%llu,"
+      "\"bad_mac_datagrams\":%llu,"
+      "\"seconds\":%.6f,\"commands_per_second\":%.0f,"
+      "\"latency_us\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,"
+      "\"p99.9\":%.1f,\"max\":%.1f},\"report_hash\":\"%016llx\"}\n",
+      static_cast<unsigned long long>(r.commands),
+      static_cast<unsigned long long>(r.sent),
+      static_cast<unsigned long long>(r.acknowledged),
+      static_cast<unsigned long long>(r.accepted),
+      static_cast<unsigned long long>(r.rejected),
+      static_cast<unsigned long long>(r.replaced),
+      static_cast<unsigned long long>(r.cancelled),
+      static_cast<unsigned long long>(r.fills),
+      static_cast<unsigned long long>(r.reports),
+      static_cast<unsigned long long>(r.retransmitted),
+      static_cast<unsigned long long>(r.sequence_gaps),
+      static_cast<unsigned long long>(r.duplicate_reports),
+      static_cast<unsigned long long>(r.out_of_order_reports),
+      static_cast<unsigned long long>(r.bad_mac_datagrams), r.seconds,
+      CommandsPerSecond(r), us(0.50), us(0.90), us(0.99), us(0.999), us(1.0),
+      static_cast<unsigned long long>(r.report_hash));
+  // ReportsGone (docs/PROTOCOL.md "Reports gone") and the transport.
+  summary.resize(summary.size() - 2);  // "}\n"
+  absl::StrAppendFormat(&summary,
+                        ",\"reports_gone\":%d,\"reports_lost\":%d,"
+                        "\"unconfirmed\":%d,\"send\":\"%s\","
+                        "\"datagrams_sent\":%d,\"segmented_sends\":%d,"
+                        "\"gro\":%s,\"datagrams_received\":%d,"
+                        "\"coalesced_receives\":%d,\"gso_fallbacks\":%d}\n",
+                        r.reports_gone, r.reports_lost, r.unconfirmed,
+                        r.segmented ? "gso" : "sendmmsg", r.datagrams_sent,
+                        r.segmented_sends, r.gro ? "true" : "false",
+                        r.datagrams_received, r.coalesced_receives,
+                        r.gso_fallbacks);
+  // Busy, then failover.
+  summary.insert(summary.size() - 2,
+                 absl::StrFormat(",\"busy\":%d,\"busy_cause\":\"%s\"", r.busy,
+                                 BusyCauseName(r)));
+  summary.insert(
+      summary.size() - 2,
+      absl::StrFormat(",\"failovers\":%d,\"target\":\"%s\","
+                      "\"other_target_datagrams\":%d,"
+                      "\"unreachable_sends\":%d",
+                      r.failovers, r.final_target.ToString(),
+                      r.other_target_datagrams, r.unreachable_sends));
+  return summary;
+}
+
+// `submit`'s summary for people: one line per aspect; ReportsGone, Busy
+// and failover only when there is something to say.
+std::string SubmitSummaryText(const client::ClientResult& r,
+                              const client::ClientOptions& options) {
+  const auto us = [&](double fraction) { return LatencyUs(r, fraction); };
+  std::string summary = absl::StrFormat(
+      "orderwire submit: session %u to %s\n"
+      "  commands        %llu sent, %llu acknowledged (%llu accepted, "
+      "%llu rejected, %llu replaced)\n"
+      "  reports         %llu (%llu fills, %llu cancels), hash %016llx\n"
+      "  retransmitted   %llu frames (%llu SequenceGap), %llu duplicate and "
+      "%llu out-of-order reports dropped\n"
+      "  throughput      %.0f commands/s over %.3f s\n"
+      "  round trip      p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f "
+      "us  max %.1f us\n",
+      options.session_id, options.target.ToString().c_str(),
+      static_cast<unsigned long long>(r.sent),
+      static_cast<unsigned long long>(r.acknowledged),
+      static_cast<unsigned long long>(r.accepted),
+      static_cast<unsigned long long>(r.rejected),
+      static_cast<unsigned long long>(r.replaced),
+      static_cast<unsigned long long>(r.reports),
+      static_cast<unsigned long long>(r.fills),
+      static_cast<unsigned long long>(r.cancelled),
+      static_cast<unsigned long long>(r.report_hash),
+      static_cast<unsigned long long>(r.retransmitted),
+      static_cast<unsigned long long>(r.sequence_gaps),
+      static_cast<unsigned long long>(r.duplicate_reports),
+      static_cast<unsigned long long>(r.out_of_order_reports),
+      CommandsPerSecond(r), r.seconds, us(0.50), us(0.90), us(0.99), us(0.999),
+      us(1.0));
+  absl::StrAppendFormat(
+      &summary,
+      "  transport       %s: %d datagrams sent%s; UDP_GRO %s: %d datagrams "
+      "received (%d receives held several)%s\n",
+      r.segmented ? "gso" : "sendmmsg", r.datagrams_sent,
+      r.segmented ? absl::StrFormat(" in %d sends", r.segmented_sends)
+                  : std::string(),
+      r.gro ? "on" : "off", r.datagrams_received, r.coalesced_receives,
+      r.gso_fallbacks == 0
+          ? std::string()
+          : absl::StrFormat(", %d fallback(s) to sendmmsg", r.gso_fallbacks));
+  // ReportsGone (docs/PROTOCOL.md "Reports gone"): reports the service no
+  // longer holds, and the commands they would have confirmed.
+  if (r.reports_gone != 0) {
+    absl::StrAppendFormat(
+        &summary,
+        "  reports gone    %d ReportsGone: %d reports will never come; %d "
+        "commands were applied but are unconfirmed (reconcile them)\n",
+        r.reports_gone, r.reports_lost, r.unconfirmed);
+  }
+  // Busy: the service took no commands for a while (docs/PROTOCOL.md).
+  if (r.busy > 0) {
+    absl::StrAppendFormat(&summary,
+                          "  busy            %d Busy from the service (cause "
+                          "%s): backed off and retransmitted\n",
+                          r.busy, BusyCauseName(r));
+  }
+  // Failover (several targets): switches, the target in use at the end,
+  // and datagrams from other addresses dropped.
+  if (!options.failover_targets.empty()) {
+    absl::StrAppendFormat(&summary,
+                          "  failover        %d failover(s), ended on %s; %d "
+                          "datagrams from other targets dropped, %d not "
+                          "sent (target unreachable)\n",
+                          r.failovers, r.final_target.ToString(),
+                          r.other_target_datagrams, r.unreachable_sends);
+  }
+  return summary;
+}
+
+// The exit of a run: DataLoss for commands applied but unconfirmed,
+// Aborted for commands not acknowledged.
+absl::Status SubmitOutcome(const client::ClientResult& r) {
+  if (r.unconfirmed != 0) {
+    return absl::DataLossError(absl::StrFormat(
+        "%d of %d commands were applied but are unconfirmed: the service "
+        "no longer holds their reports (ReportsGone); reconcile them",
+        r.unconfirmed, r.commands));
+  }
+  if (r.acknowledged != r.commands) {
+    return absl::AbortedError(
+        absl::StrFormat("stopped with %d of %d commands acknowledged",
+                        r.acknowledged, r.commands));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Submit(const Args& args) {
+  if (absl::Status s = args.Require("session"); !s.ok()) return s;
+  if (args.Has("workload") == args.Has("input")) {
+    return UsageError(
+        "give either --workload NAME (with --count and --seed) or --input "
+        "FILE");
+  }
+  client::ClientOptions options;
+  if (absl::Status s = ParseTargets(args, options); !s.ok()) return s;
+  if (absl::Status s = ParseSessionFlags(args, options); !s.ok()) return s;
+  if (absl::Status s = ParseResumeFlags(args, options); !s.ok()) return s;
+  if (absl::Status s = LoadSessionKey(args, options); !s.ok()) return s;
+  options.diagnostics = stderr;
+  absl::StatusOr<std::vector<std::byte>> frames =
+      SubmitFrames(args, options.first_sequence);
+  if (!frames.ok()) return frames.status();
 
   std::optional<ReportSink> reports;
   if (args.Has("reports")) {
@@ -774,159 +1010,20 @@ absl::Status Submit(const Args& args) {
   options.progress = isatty(STDERR_FILENO) != 0;
   InstallStopHandlers();
   absl::StatusOr<client::ClientResult> result =
-      client::RunClient(options, frames, g_stop);
+      client::RunClient(options, *frames, g_stop);
   if (!result.ok()) return result.status();
   if (reports.has_value()) {
     if (absl::Status s = reports->Finish(); !s.ok()) return s;
   }
-  const client::ClientResult& r = *result;
-  const double rate_out =
-      r.seconds > 0 ? static_cast<double>(r.acknowledged) / r.seconds : 0;
-  const auto us = [&](double fraction) {
-    return static_cast<double>(r.latency_ns.Percentile(fraction)) / 1000.0;
-  };
-  std::string summary;
-  if (args.Bool("json")) {
-    summary = absl::StrFormat(
-        "{\"commands\":%llu,\"sent\":%llu,\"acknowledged\":%llu,"
-        "\"accepted\":%llu,\"rejected\":%llu,\"replaced\":%llu,"
-        "\"cancelled\":%llu,\"fills\":%llu,\"reports\":%llu,"
-        "\"retransmitted\":%llu,\"sequence_gaps\":%llu,"
-        "\"duplicate_reports\":%llu,\"out_of_order_reports\":%llu,"
-        "\"bad_mac_datagrams\":%llu,"
-        "\"seconds\":%.6f,\"commands_per_second\":%.0f,"
-        "\"latency_us\":{\"p50\":%.1f,\"p90\":%.1f,\"p99\":%.1f,"
-        "\"p99.9\":%.1f,\"max\":%.1f},\"report_hash\":\"%016llx\"}\n",
-        static_cast<unsigned long long>(r.commands),
-        static_cast<unsigned long long>(r.sent),
-        static_cast<unsigned long long>(r.acknowledged),
-        static_cast<unsigned long long>(r.accepted),
-        static_cast<unsigned long long>(r.rejected),
-        static_cast<unsigned long long>(r.replaced),
-        static_cast<unsigned long long>(r.cancelled),
-        static_cast<unsigned long long>(r.fills),
-        static_cast<unsigned long long>(r.reports),
-        static_cast<unsigned long long>(r.retransmitted),
-        static_cast<unsigned long long>(r.sequence_gaps),
-        static_cast<unsigned long long>(r.duplicate_reports),
-        static_cast<unsigned long long>(r.out_of_order_reports),
-        static_cast<unsigned long long>(r.bad_mac_datagrams), r.seconds,
-        rate_out, us(0.50), us(0.90), us(0.99), us(0.999), us(1.0),
-        static_cast<unsigned long long>(r.report_hash));
-  } else {
-    summary = absl::StrFormat(
-        "orderwire submit: session %u to %s\n"
-        "  commands        %llu sent, %llu acknowledged (%llu accepted, "
-        "%llu rejected, %llu replaced)\n"
-        "  reports         %llu (%llu fills, %llu cancels), hash %016llx\n"
-        "  retransmitted   %llu frames (%llu SequenceGap), %llu duplicate and "
-        "%llu out-of-order reports dropped\n"
-        "  throughput      %.0f commands/s over %.3f s\n"
-        "  round trip      p50 %.1f us  p90 %.1f us  p99 %.1f us  p99.9 %.1f "
-        "us  max %.1f us\n",
-        options.session_id, options.target.ToString().c_str(),
-        static_cast<unsigned long long>(r.sent),
-        static_cast<unsigned long long>(r.acknowledged),
-        static_cast<unsigned long long>(r.accepted),
-        static_cast<unsigned long long>(r.rejected),
-        static_cast<unsigned long long>(r.replaced),
-        static_cast<unsigned long long>(r.reports),
-        static_cast<unsigned long long>(r.fills),
-        static_cast<unsigned long long>(r.cancelled),
-        static_cast<unsigned long long>(r.report_hash),
-        static_cast<unsigned long long>(r.retransmitted),
-        static_cast<unsigned long long>(r.sequence_gaps),
-        static_cast<unsigned long long>(r.duplicate_reports),
-        static_cast<unsigned long long>(r.out_of_order_reports), rate_out,
-        r.seconds, us(0.50), us(0.90), us(0.99), us(0.999), us(1.0));
-  }
-  // ReportsGone (docs/PROTOCOL.md "Reports gone"): reports the service no
-  // longer holds, and the commands they would have confirmed.
-  if (args.Bool("json")) {
-    summary.resize(summary.size() - 2);  // "}\n"
-    absl::StrAppendFormat(&summary,
-                          ",\"reports_gone\":%d,\"reports_lost\":%d,"
-                          "\"unconfirmed\":%d,\"send\":\"%s\","
-                          "\"datagrams_sent\":%d,\"segmented_sends\":%d,"
-                          "\"gro\":%s,\"datagrams_received\":%d,"
-                          "\"coalesced_receives\":%d,\"gso_fallbacks\":%d}\n",
-                          r.reports_gone, r.reports_lost, r.unconfirmed,
-                          r.segmented ? "gso" : "sendmmsg", r.datagrams_sent,
-                          r.segmented_sends, r.gro ? "true" : "false",
-                          r.datagrams_received, r.coalesced_receives,
-                          r.gso_fallbacks);
-  } else {
-    absl::StrAppendFormat(
-        &summary,
-        "  transport       %s: %d datagrams sent%s; UDP_GRO %s: %d datagrams "
-        "received (%d receives held several)%s\n",
-        r.segmented ? "gso" : "sendmmsg", r.datagrams_sent,
-        r.segmented ? absl::StrFormat(" in %d sends", r.segmented_sends)
-                    : std::string(),
-        r.gro ? "on" : "off", r.datagrams_received, r.coalesced_receives,
-        r.gso_fallbacks == 0
-            ? std::string()
-            : absl::StrFormat(", %d fallback(s) to sendmmsg", r.gso_fallbacks));
-  }
-  if (!args.Bool("json") && r.reports_gone != 0) {
-    absl::StrAppendFormat(
-        &summary,
-        "  reports gone    %d ReportsGone: %d reports will never come; %d "
-        "commands were applied but are unconfirmed (reconcile them)\n",
-        r.reports_gone, r.reports_lost, r.unconfirmed);
-  }
-  // Busy: the service took no commands for a while (docs/PROTOCOL.md).
-  const std::string busy_cause =
-      r.busy == 0 ? std::string("none")
-      : codec::Name(static_cast<codec::BusyCause>(r.busy_cause)).empty()
-          ? absl::StrFormat("unknown (%d)", r.busy_cause)
-          : std::string(
-                codec::Name(static_cast<codec::BusyCause>(r.busy_cause)));
-  if (args.Bool("json")) {
-    summary.insert(summary.size() - 2,
-                   absl::StrFormat(",\"busy\":%d,\"busy_cause\":\"%s\"", r.busy,
-                                   busy_cause));
-  } else if (r.busy > 0) {
-    absl::StrAppendFormat(&summary,
-                          "  busy            %d Busy from the service (cause "
-                          "%s): backed off and retransmitted\n",
-                          r.busy, busy_cause);
-  }
-  // Failover (several targets): switches, the target in use at the end,
-  // and datagrams from other addresses dropped.
-  if (args.Bool("json")) {
-    summary.insert(
-        summary.size() - 2,
-        absl::StrFormat(",\"failovers\":%d,\"target\":\"%s\","
-                        "\"other_target_datagrams\":%d,"
-                        "\"unreachable_sends\":%d",
-                        r.failovers, r.final_target.ToString(),
-                        r.other_target_datagrams, r.unreachable_sends));
-  } else if (!options.failover_targets.empty()) {
-    absl::StrAppendFormat(&summary,
-                          "  failover        %d failover(s), ended on %s; %d "
-                          "datagrams from other targets dropped, %d not "
-                          "sent (target unreachable)\n",
-                          r.failovers, r.final_target.ToString(),
-                          r.other_target_datagrams, r.unreachable_sends);
-  }
+  const std::string summary = args.Bool("json")
+                                  ? SubmitSummaryJson(*result)
+                                  : SubmitSummaryText(*result, options);
   if (absl::Status s = WriteAll(
           out, summary, out == stdout ? "standard output" : "standard error");
       !s.ok()) {
     return s;
   }
-  if (r.unconfirmed != 0) {
-    return absl::DataLossError(absl::StrFormat(
-        "%d of %d commands were applied but are unconfirmed: the service "
-        "no longer holds their reports (ReportsGone); reconcile them",
-        r.unconfirmed, r.commands));
-  }
-  if (r.acknowledged != r.commands) {
-    return absl::AbortedError(
-        absl::StrFormat("stopped with %d of %d commands acknowledged",
-                        r.acknowledged, r.commands));
-  }
-  return absl::OkStatus();
+  return SubmitOutcome(*result);
 }
 
 }  // namespace

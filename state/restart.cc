@@ -154,17 +154,10 @@ void WarnWhenTwoSegmentsDoNotFit(const std::string& directory,
   out.warning += line;
 }
 
-}  // namespace
-
-absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
-  RestartedJournal out;
-  const std::string& directory = options.journal.directory;
-  // 1. A new journal pins the configuration given from its first segment.
-  options.journal.metadata = EncodePinnedConfig(options.given);
-  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> writer =
-      journal::JournalWriter::Open(options.journal);
-  if (!writer.ok()) return writer.status();
-  out.writer = std::move(*writer);
+// Step 1's lines: what recovery found (an accepted loss or a torn tail also
+// as the warning), a file system too small for two segments, a journal
+// without a checkpoint.
+void NoteRecovery(const std::string& directory, RestartedJournal& out) {
   const journal::RecoveryReport& recovery = out.writer->recovery();
   out.report = absl::StrFormat(
       "journal %s: %s, %d segment(s), last index %d; %s, durability %s",
@@ -187,75 +180,110 @@ absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
         "\n  no checkpoint (a journal written before checkpoints): its end "
         "could not be checked this time; one is kept from now on");
   }
+}
 
-  // 2. The newest valid snapshot, if any, then every record after it
-  // through the StateMachine, as the live loop applied it.
-  std::vector<std::string> reconfigurations;
+// The rebuild of step 2: up to the recovered journal's last index, from
+// the newest valid snapshot of that journal unless options.use_snapshots
+// is false; a pruned journal no snapshot reaches is refused.
+RebuildOptions RestartRebuildOptions(const RestartOptions& options,
+                                     const journal::JournalWriter& writer) {
+  const std::string directory = options.journal.directory;
+  const bool use_snapshots = options.use_snapshots;
+  return RebuildOptions{
+      .directory = directory,
+      .use_snapshots = use_snapshots,
+      .up_to_index = writer.recovery().last_index,
+      .journal_id = writer.journal_id(),
+      .machine_options = options.machine,
+      .unpinned = options.given,
+      .unreadable_snapshots_replay_all = true,
+      .pruned_error = [directory, use_snapshots](std::uint64_t first_index) {
+        return absl::FailedPreconditionError(absl::StrFormat(
+            "journal %s starts at index %s (indexes 1..%s were pruned) and "
+            "no valid snapshot reaches it%s: the service cannot rebuild its "
+            "state; restarting a pruned journal needs a snapshot at an "
+            "index >= %s in %s/%s",
+            directory, journal::GroupedDigits(first_index),
+            journal::GroupedDigits(first_index - 1),
+            use_snapshots ? "" : " (--no-snapshot)",
+            journal::GroupedDigits(first_index - 1), directory,
+            journal::kSnapshotDirName));
+      }};
+}
+
+// Steps 2 and 3: the newest valid snapshot, if any, then every record after
+// it through the StateMachine, as the live loop applied it, into
+// out.machine; the records neither read verified. Returns the
+// reconfigurations the replay went through.
+absl::StatusOr<std::vector<std::string>> ReplayJournal(
+    const RestartOptions& options, RestartedJournal& out) {
+  const std::string& directory = options.journal.directory;
+  const journal::RecoveryReport& recovery = out.writer->recovery();
   if (recovery.last_index == 0) {
     out.machine = std::make_unique<StateMachine>(options.machine);
-  } else {
-    const std::int64_t start = base::MonotonicNs();
-    const bool use_snapshots = options.use_snapshots;
-    RebuildOptions rebuild{
-        .directory = directory,
-        .use_snapshots = use_snapshots,
-        .up_to_index = recovery.last_index,
-        .journal_id = out.writer->journal_id(),
-        .machine_options = options.machine,
-        .unpinned = options.given,
-        .unreadable_snapshots_replay_all = true,
-        .pruned_error = [&](std::uint64_t first_index) {
-          return absl::FailedPreconditionError(absl::StrFormat(
-              "journal %s starts at index %s (indexes 1..%s were pruned) and "
-              "no valid snapshot reaches it%s: the service cannot rebuild its "
-              "state; restarting a pruned journal needs a snapshot at an "
-              "index >= %s in %s/%s",
-              directory, journal::GroupedDigits(first_index),
-              journal::GroupedDigits(first_index - 1),
-              use_snapshots ? "" : " (--no-snapshot)",
-              journal::GroupedDigits(first_index - 1), directory,
-              journal::kSnapshotDirName));
-        }};
-    absl::StatusOr<RebuiltState> rebuilt = RebuildState(std::move(rebuild));
-    if (!rebuilt.ok()) return rebuilt.status();
-    NoteRestartSnapshot(*rebuilt, out);
-    out.machine = std::move(rebuilt->machine);
-    out.replayed = rebuilt->replayed;
-    reconfigurations = std::move(rebuilt->reconfigurations);
-    const std::uint64_t from = rebuilt->from_index;
-    if (rebuilt->reader != nullptr) {
-      if (!rebuilt->reader->status().ok()) return rebuilt->reader->status();
-      const std::uint64_t last_read =
-          out.replayed == 0 ? 0 : from + out.replayed - 1;
-      if (last_read != recovery.last_index) {
-        return absl::DataLossError(absl::StrFormat(
-            "journal replay ended at index %d, but the journal holds %d",
-            last_read, recovery.last_index));
-      }
-    }
-    // The snapshot's loading and the verification are reported on lines of
-    // their own.
-    const double seconds =
-        static_cast<double>(base::MonotonicNs() - start) * 1e-9 -
-        rebuilt->snapshot_load_seconds;
-    if (absl::Status s = VerifyUnreadPrefix(directory, recovery,
-                                            rebuilt->from_index, out.report);
-        !s.ok()) {
-      return s;
-    }
-    absl::StrAppendFormat(
-        &out.report,
-        "\n  replayed %d records (%s) in %.3f s: %d session(s), %d live "
-        "orders, next order id %d",
-        out.replayed,
-        from <= recovery.last_index
-            ? absl::StrFormat("%d to %d", from, recovery.last_index)
-            : std::string("none after the snapshot"),
-        seconds, out.machine->session_count(),
-        out.machine->engine().live_orders(),
-        out.machine->engine().next_order_id().value());
+    return std::vector<std::string>();
   }
-  for (const std::string& change : reconfigurations) {
+  const std::int64_t start = base::MonotonicNs();
+  absl::StatusOr<RebuiltState> rebuilt =
+      RebuildState(RestartRebuildOptions(options, *out.writer));
+  if (!rebuilt.ok()) return rebuilt.status();
+  NoteRestartSnapshot(*rebuilt, out);
+  out.machine = std::move(rebuilt->machine);
+  out.replayed = rebuilt->replayed;
+  std::vector<std::string> reconfigurations =
+      std::move(rebuilt->reconfigurations);
+  const std::uint64_t from = rebuilt->from_index;
+  if (rebuilt->reader != nullptr) {
+    if (!rebuilt->reader->status().ok()) return rebuilt->reader->status();
+    const std::uint64_t last_read =
+        out.replayed == 0 ? 0 : from + out.replayed - 1;
+    if (last_read != recovery.last_index) {
+      return absl::DataLossError(absl::StrFormat(
+          "journal replay ended at index %d, but the journal holds %d",
+          last_read, recovery.last_index));
+    }
+  }
+  // The snapshot's loading and the verification are reported on lines of
+  // their own.
+  const double seconds =
+      static_cast<double>(base::MonotonicNs() - start) * 1e-9 -
+      rebuilt->snapshot_load_seconds;
+  if (absl::Status s = VerifyUnreadPrefix(directory, recovery,
+                                          rebuilt->from_index, out.report);
+      !s.ok()) {
+    return s;
+  }
+  absl::StrAppendFormat(
+      &out.report,
+      "\n  replayed %d records (%s) in %.3f s: %d session(s), %d live "
+      "orders, next order id %d",
+      out.replayed,
+      from <= recovery.last_index
+          ? absl::StrFormat("%d to %d", from, recovery.last_index)
+          : std::string("none after the snapshot"),
+      seconds, out.machine->session_count(),
+      out.machine->engine().live_orders(),
+      out.machine->engine().next_order_id().value());
+  return reconfigurations;
+}
+
+}  // namespace
+
+absl::StatusOr<RestartedJournal> RestartFromJournal(RestartOptions options) {
+  RestartedJournal out;
+  const std::string& directory = options.journal.directory;
+  // 1. A new journal pins the configuration given from its first segment.
+  options.journal.metadata = EncodePinnedConfig(options.given);
+  absl::StatusOr<std::unique_ptr<journal::JournalWriter>> writer =
+      journal::JournalWriter::Open(options.journal);
+  if (!writer.ok()) return writer.status();
+  out.writer = std::move(*writer);
+  NoteRecovery(directory, out);
+  // 2 and 3.
+  absl::StatusOr<std::vector<std::string>> reconfigurations =
+      ReplayJournal(options, out);
+  if (!reconfigurations.ok()) return reconfigurations.status();
+  for (const std::string& change : *reconfigurations) {
     absl::StrAppendFormat(&out.report, "\n  journal reconfigured %s", change);
   }
   // 4. The configuration.

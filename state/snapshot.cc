@@ -135,40 +135,37 @@ absl::StatusOr<FileBytes> ReadWholeFile(const std::string& path) {
 
 }  // namespace
 
-// Reads and restores the private state of a StateMachine (a friend of it).
-class SnapshotCodec {
- public:
-  static std::vector<std::byte> Encode(const StateMachine& machine,
-                                       std::uint64_t journal_id,
-                                       std::uint64_t created_ns);
-  static absl::StatusOr<LoadedSnapshot> Decode(
-      std::span<const std::byte> bytes, const std::string& name,
-      std::uint64_t expected_journal_id);
+namespace {
+
+// Where each section of a snapshot goes, from the number of records of each.
+struct SectionPlan {
+  std::uint64_t counts[kSnapshotSectionCount];
+  // offsets[k]: where section k + 1 starts; offsets[kSnapshotSectionCount]:
+  // the trailer.
+  std::uint64_t offsets[kSnapshotSectionCount + 1];
+  std::uint64_t file_bytes;
+
+  [[nodiscard]] std::uint64_t Offset(std::uint32_t kind) const {
+    return offsets[kind - 1];
+  }
 };
 
-std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
-                                             std::uint64_t journal_id,
-                                             std::uint64_t created_ns) {
-  const engine::Engine& engine = *machine.engine_;
-  const std::size_t session_count = machine.sessions_.size();
-  std::uint64_t report_count = 0;
-  for (const auto& session : machine.sessions_) {
-    report_count += session->history.held();
-  }
-  const std::uint64_t counts[kSnapshotSectionCount] = {
-      1, 1, session_count, report_count, engine.live_orders()};
-  std::uint64_t offsets[kSnapshotSectionCount + 1];
-  offsets[0] = kHeaderSize + kTableSize;
+SectionPlan PlanSections(std::uint64_t sessions, std::uint64_t reports,
+                         std::uint64_t orders) {
+  SectionPlan plan{.counts = {1, 1, sessions, reports, orders},
+                   .offsets = {},
+                   .file_bytes = 0};
+  plan.offsets[0] = kHeaderSize + kTableSize;
   for (std::size_t k = 0; k < kSnapshotSectionCount; ++k) {
-    offsets[k + 1] = offsets[k] + counts[k] * kRecordSize[k];
+    plan.offsets[k + 1] = plan.offsets[k] + plan.counts[k] * kRecordSize[k];
   }
-  const std::uint64_t file_bytes =
-      offsets[kSnapshotSectionCount] + kSnapshotTrailerSize;
-  std::vector<std::byte> out(file_bytes);  // zero-filled: padding is zero
-  std::byte* const base = out.data();
+  plan.file_bytes = plan.offsets[kSnapshotSectionCount] + kSnapshotTrailerSize;
+  return plan;
+}
 
-  // Section 1: configuration and id counters.
-  const StateMachineOptions& options = machine.options_;
+// Section 1: the configuration and the engine's id counters.
+void EncodeConfig(const StateMachineOptions& options,
+                  const engine::Engine& engine, std::byte* out) {
   const SnapshotConfigRecord config{
       .min_instrument = options.engine.min_instrument,
       .max_instrument = options.engine.max_instrument,
@@ -182,27 +179,27 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
       .history_budget_bytes = options.history_budget_bytes,
       .next_order_id = engine.next_order_id().value(),
       .next_match_id = engine.next_match_id()};
-  journal::StoreStruct<kSnapshotConfigLayout>(config, base + offsets[0]);
+  journal::StoreStruct<kSnapshotConfigLayout>(config, out);
+}
 
-  // Section 2: statistics.
-  {
-    std::byte* p = base + offsets[1];
-    const StateMachineStats& stats = machine.stats_;
-    const auto put = [&](std::uint64_t v) {
-      codec::StoreLE(p, v);
-      p += 8;
-    };
-    put(stats.records);
-    put(stats.unauthorized);
-    for (const std::uint64_t v : stats.commands) put(v);
-    for (const std::uint64_t v : stats.reports) put(v);
-    for (const std::uint64_t v : stats.rejects) put(v);
-  }
+// Section 2: the statistics.
+void EncodeStats(const StateMachineStats& stats, std::byte* out) {
+  std::byte* p = out;
+  const auto put = [&](std::uint64_t v) {
+    codec::StoreLE(p, v);
+    p += 8;
+  };
+  put(stats.records);
+  put(stats.unauthorized);
+  for (const std::uint64_t v : stats.commands) put(v);
+  for (const std::uint64_t v : stats.reports) put(v);
+  for (const std::uint64_t v : stats.rejects) put(v);
+}
 
-  // Sections 3 and 4: sessions and the reports their histories hold.
-  std::byte* session_out = base + offsets[2];
-  std::byte* report_out = base + offsets[3];
-  for (const auto& session : machine.sessions_) {
+// Section 3: the sessions, by index.
+void EncodeSessions(const std::vector<std::unique_ptr<SessionState>>& sessions,
+                    std::byte* out) {
+  for (const auto& session : sessions) {
     const ReportHistory::State h = session->history.state();
     const SnapshotSessionRecord record{.id = session->id,
                                        .index = session->index,
@@ -213,23 +210,33 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
                                        .history_next = h.next,
                                        .history_lost_command = h.lost_command,
                                        .history_last_command = h.last_command};
-    journal::StoreStruct<kSnapshotSessionLayout>(record, session_out);
-    session_out += kSnapshotSessionLayout.kSize;
+    journal::StoreStruct<kSnapshotSessionLayout>(record, out);
+    out += kSnapshotSessionLayout.kSize;
+  }
+}
+
+// Section 4: the reports the sessions' histories hold, session by session,
+// oldest first.
+void EncodeReports(const std::vector<std::unique_ptr<SessionState>>& sessions,
+                   std::byte* out) {
+  for (const auto& session : sessions) {
+    const ReportHistory::State h = session->history.state();
     if (h.first == 0) continue;
     for (std::uint64_t seq = h.first; seq < h.next; ++seq) {
       const std::span<const std::byte> frame = session->history.Get(seq);
       const SnapshotReportRecord report{
           .command = session->history.CommandOf(seq),
           .size = static_cast<std::uint8_t>(frame.size())};
-      journal::StoreStruct<kSnapshotReportLayout>(report, report_out);
-      std::memcpy(report_out + kSnapshotReportLayout.kSize, frame.data(),
+      journal::StoreStruct<kSnapshotReportLayout>(report, out);
+      std::memcpy(out + kSnapshotReportLayout.kSize, frame.data(),
                   frame.size());
-      report_out += kSnapshotReportSize;
+      out += kSnapshotReportSize;
     }
   }
+}
 
-  // Section 5: live orders.
-  std::byte* order_out = base + offsets[4];
+// Section 5: the live orders, in the engine's price-time order.
+void EncodeOrders(const engine::Engine& engine, std::byte* out) {
   engine.ForEachLiveOrder([&](const engine::OrderInfo& o) {
     const SnapshotOrderRecord record{
         .order_id = o.order_id.value(),
@@ -242,11 +249,18 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
         .side = static_cast<std::uint8_t>(o.side),
         .time_in_force = static_cast<std::uint8_t>(o.time_in_force),
         .reserved = 0};
-    journal::StoreStruct<kSnapshotOrderLayout>(record, order_out);
-    order_out += kSnapshotOrderLayout.kSize;
+    journal::StoreStruct<kSnapshotOrderLayout>(record, out);
+    out += kSnapshotOrderLayout.kSize;
   });
+}
 
-  // The section table, then the header, then the trailer.
+// Once every section is written: the section table with their CRCs, then
+// the header with its CRC, then the trailer with the whole file's CRC.
+void SealSnapshot(const SectionPlan& plan, std::uint64_t journal_id,
+                  std::uint64_t index, std::uint64_t created_ns,
+                  std::vector<std::byte>& out) {
+  std::byte* const base = out.data();
+  const std::uint64_t* const offsets = plan.offsets;
   for (std::uint32_t k = 0; k < kSnapshotSectionCount; ++k) {
     const SnapshotSectionEntry entry{
         .kind = k + 1,
@@ -254,7 +268,7 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
             Bytes(out, offsets[k], offsets[k + 1] - offsets[k])),
         .offset = offsets[k],
         .bytes = offsets[k + 1] - offsets[k],
-        .count = counts[k]};
+        .count = plan.counts[k]};
     journal::StoreStruct<kSnapshotSectionLayout>(
         entry, base + kHeaderSize + k * kSectionEntrySize);
   }
@@ -262,9 +276,9 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
                               .version = kSnapshotVersion,
                               .header_size = kHeaderSize,
                               .journal_id = journal_id,
-                              .index = machine.last_index_,
+                              .index = index,
                               .created_ns = created_ns,
-                              .file_bytes = file_bytes,
+                              .file_bytes = plan.file_bytes,
                               .section_count = kSnapshotSectionCount,
                               .flags = 0,
                               .reserved = 0,
@@ -272,27 +286,133 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
   journal::StoreStruct<kSnapshotHeaderLayout>(header, base);
   codec::StoreLE(base + kHeaderCrcOffset,
                  journal::Crc32c(Bytes(out, 0, kHeaderCrcOffset)));
-  const std::size_t trailer = file_bytes - kSnapshotTrailerSize;
+  const std::size_t trailer = plan.file_bytes - kSnapshotTrailerSize;
   codec::StoreLE(base + trailer, journal::Crc32c(Bytes(out, 0, trailer)));
   codec::StoreLE(base + trailer + 4, kSnapshotTrailerMagic);
-  return out;
 }
 
-absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
-    std::span<const std::byte> bytes, const std::string& name,
-    std::uint64_t expected_journal_id) {
-  const auto damaged = [&](std::uint64_t offset, std::string_view field,
-                           const std::string& why) {
-    return absl::DataLossError(
-        absl::StrFormat("snapshot %s: damaged at offset %d (%s): %s", name,
-                        offset, field, why));
-  };
-  const std::byte* const base = bytes.data();
-  const std::uint64_t size = bytes.size();
+// The section table of a snapshot, once every entry and every section's
+// checksum is verified.
+struct SectionTable {
+  SnapshotSectionEntry entries[kSnapshotSectionCount]{};
+  std::vector<SnapshotSection> sections;  // for inspection
+};
 
-  // The header.
+// Every part of a snapshot, each verified, before anything is built from
+// them.
+struct VerifiedSnapshot {
+  SnapshotHeader header{};
+  SectionTable table;
+  std::uint32_t file_crc = 0;
+  SnapshotConfigRecord config{};
+  StateMachineStats stats;
+  std::vector<SnapshotSessionRecord> sessions;
+  std::vector<ReportHistory::Slot> reports;  // the sessions' in their order
+  std::vector<engine::OrderInfo> orders;
+};
+
+engine::EngineConfig EngineConfigOf(const SnapshotConfigRecord& config) {
+  return engine::EngineConfig{.min_instrument = config.min_instrument,
+                              .max_instrument = config.max_instrument,
+                              .min_price = config.min_price,
+                              .max_price = config.max_price,
+                              .min_quantity = config.min_quantity,
+                              .max_quantity = config.max_quantity,
+                              .max_live_orders = config.max_live_orders};
+}
+
+StateMachineOptions OptionsOf(const SnapshotConfigRecord& config) {
+  StateMachineOptions options;
+  options.engine = EngineConfigOf(config);
+  options.max_sessions = config.max_sessions;
+  options.report_history = config.report_history;
+  options.history_budget_bytes = config.history_budget_bytes;
+  return options;
+}
+
+// Reads the bytes of one snapshot file part by part, each part verified
+// (and the parts it refers to before it). Every refusal is DataLoss naming
+// the file, the offset and the field, except a snapshot of another journal
+// (InvalidArgument).
+class SnapshotReader {
+ public:
+  SnapshotReader(std::span<const std::byte> bytes, const std::string& name)
+      : bytes_(bytes), name_(name) {}
+
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+  // "snapshot NAME: damaged at offset N (FIELD): WHY".
+  [[nodiscard]] absl::Status Damaged(std::uint64_t offset,
+                                     std::string_view field,
+                                     const std::string& why) const {
+    return absl::DataLossError(
+        absl::StrFormat("snapshot %s: damaged at offset %d (%s): %s", name_,
+                        offset, field, why));
+  }
+
+  // The header: the file's size, magic, version, CRC, fixed fields and
+  // file_bytes, the journal it belongs to (expected_journal_id 0 = any) and
+  // the index its file name says.
+  absl::StatusOr<SnapshotHeader> Header(
+      std::uint64_t expected_journal_id) const;
+  // The section table: each entry's kind, offset, size and count, and each
+  // section's CRC32C; the sections end where the trailer starts.
+  absl::StatusOr<SectionTable> Sections() const;
+  // The trailer: its magic and the whole-file CRC32C, which it returns.
+  absl::StatusOr<std::uint32_t> Trailer() const;
+  // Section 1: the engine's configuration, the pinned settings and the id
+  // counters, in range.
+  absl::StatusOr<SnapshotConfigRecord> Config(
+      const SnapshotSectionEntry& entry) const;
+  // Section 2: the statistics (any values).
+  StateMachineStats Stats(const SnapshotSectionEntry& entry) const;
+  // Section 3: the sessions, each consistent on its own, with dense indexes
+  // and unique ids, within the history budget, holding as many reports as
+  // section 4 has. `index` is the header's.
+  absl::StatusOr<std::vector<SnapshotSessionRecord>> Sessions(
+      const SectionTable& table, std::uint64_t index,
+      const SnapshotConfigRecord& config) const;
+  // Section 4: the reports the sessions' histories hold, in session order.
+  absl::StatusOr<std::vector<ReportHistory::Slot>> Reports(
+      const SnapshotSectionEntry& entry,
+      std::span<const SnapshotSessionRecord> sessions) const;
+  // Section 5: the live orders, each owned by one of the sessions (the
+  // engine checks them as a whole when they are restored).
+  absl::StatusOr<std::vector<engine::OrderInfo>> Orders(
+      const SnapshotSectionEntry& entry, std::uint64_t session_count) const;
+
+  // All of the above, in that order.
+  absl::StatusOr<VerifiedSnapshot> Verify(
+      std::uint64_t expected_journal_id) const;
+
+ private:
+  // A header index other than the one the file's name says, if it has a
+  // snapshot file name.
+  absl::Status CheckIndexAgainstName(std::uint64_t index) const;
+  // Session #i (at offset `at`) on its own; returns how many reports it
+  // holds.
+  absl::StatusOr<std::uint64_t> Session(std::uint64_t i, std::uint64_t at,
+                                        const SnapshotSessionRecord& s,
+                                        std::uint64_t ring_cap) const;
+  // ids: (session id, position), one per session.
+  absl::Status CheckUniqueSessionIds(
+      std::uint64_t sessions_at,
+      std::vector<std::pair<std::uint32_t, std::uint32_t>> ids) const;
+  // Report `seq` of session #i (record s), at offset `at`, made at a command
+  // no earlier than `previous`, into *slot.
+  absl::Status Report(std::uint64_t at, std::uint64_t i, std::uint64_t seq,
+                      const SnapshotSessionRecord& s, std::uint64_t previous,
+                      ReportHistory::Slot* slot) const;
+
+  std::span<const std::byte> bytes_;
+  const std::string& name_;
+};
+
+absl::StatusOr<SnapshotHeader> SnapshotReader::Header(
+    std::uint64_t expected_journal_id) const {
+  const std::uint64_t size = bytes_.size();
   if (size < kHeaderSize + kTableSize + kSnapshotTrailerSize) {
-    return damaged(
+    return Damaged(
         size, "file_bytes",
         absl::StrFormat("the file is %d bytes, shorter than a "
                         "header, a section table and a trailer "
@@ -300,28 +420,28 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
                         size, kHeaderSize + kTableSize + kSnapshotTrailerSize));
   }
   const auto header =
-      journal::LoadStruct<kSnapshotHeaderLayout, SnapshotHeader>(base);
+      journal::LoadStruct<kSnapshotHeaderLayout, SnapshotHeader>(bytes_.data());
   if (header.magic != kSnapshotMagic) {
-    return damaged(0, "magic", "not a snapshot file (magic is not OWSNAPSH)");
+    return Damaged(0, "magic", "not a snapshot file (magic is not OWSNAPSH)");
   }
   if (header.version != kSnapshotVersion) {
-    return damaged(
+    return Damaged(
         codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::version>(),
         "version",
         absl::StrFormat("version %d; this build reads version %d",
                         header.version, kSnapshotVersion));
   }
   const std::uint32_t header_crc =
-      journal::Crc32c(bytes.subspan(0, kHeaderCrcOffset));
+      journal::Crc32c(bytes_.subspan(0, kHeaderCrcOffset));
   if (header.crc != header_crc) {
-    return damaged(kHeaderCrcOffset, "crc",
+    return Damaged(kHeaderCrcOffset, "crc",
                    absl::StrFormat("header CRC32C is 0x%08x, its bytes give "
                                    "0x%08x",
                                    header.crc, header_crc));
   }
   if (header.header_size != kHeaderSize || header.flags != 0 ||
       header.reserved != 0 || header.section_count != kSnapshotSectionCount) {
-    return damaged(
+    return Damaged(
         codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::header_size>(),
         "header_size/section_count/flags/reserved",
         absl::StrFormat("%d/%d/%d/%d, expected %d/%d/0/0", header.header_size,
@@ -329,7 +449,7 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
                         kHeaderSize, kSnapshotSectionCount));
   }
   if (header.file_bytes != size) {
-    return damaged(
+    return Damaged(
         codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::file_bytes>(),
         "file_bytes",
         absl::StrFormat("the header says %d bytes, the file has %d (cut "
@@ -340,42 +460,46 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
     return absl::InvalidArgumentError(absl::StrFormat(
         "snapshot %s: offset %d (journal_id): it belongs to journal %016x, "
         "not to this journal (%016x)",
-        name,
+        name_,
         codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::journal_id>(),
         header.journal_id, expected_journal_id));
   }
-  {
-    const std::size_t slash = name.find_last_of('/');
-    const std::string_view file_name = std::string_view(name).substr(
-        slash == std::string::npos ? 0 : slash + 1);
-    if (const auto named = ParseSnapshotFileName(file_name);
-        named.has_value() && *named != header.index) {
-      return damaged(
-          codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::index>(),
-          "index",
-          absl::StrFormat("the header says index %d, the file name says %d",
-                          header.index, *named));
-    }
-  }
+  if (absl::Status s = CheckIndexAgainstName(header.index); !s.ok()) return s;
+  return header;
+}
 
-  // The section table and each section's checksum.
-  LoadedSnapshot loaded;
-  SnapshotSectionEntry entries[kSnapshotSectionCount];
+absl::Status SnapshotReader::CheckIndexAgainstName(std::uint64_t index) const {
+  const std::size_t slash = name_.find_last_of('/');
+  const std::string_view file_name = std::string_view(name_).substr(
+      slash == std::string::npos ? 0 : slash + 1);
+  if (const auto named = ParseSnapshotFileName(file_name);
+      named.has_value() && *named != index) {
+    return Damaged(
+        codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::index>(),
+        "index",
+        absl::StrFormat("the header says index %d, the file name says %d",
+                        index, *named));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SectionTable> SnapshotReader::Sections() const {
+  SectionTable table;
   std::uint64_t expected_offset = kHeaderSize + kTableSize;
-  const std::uint64_t sections_end = size - kSnapshotTrailerSize;
+  const std::uint64_t sections_end = bytes_.size() - kSnapshotTrailerSize;
   for (std::uint32_t k = 0; k < kSnapshotSectionCount; ++k) {
     const std::uint64_t entry_at = kHeaderSize + k * kSectionEntrySize;
     const auto e =
         journal::LoadStruct<kSnapshotSectionLayout, SnapshotSectionEntry>(
-            base + entry_at);
+            bytes_.data() + entry_at);
     const std::string_view section = SectionName(k + 1);
     if (e.kind != k + 1) {
-      return damaged(entry_at, "section kind",
+      return Damaged(entry_at, "section kind",
                      absl::StrFormat("section %d has kind %d, expected %d (%s)",
                                      k, e.kind, k + 1, section));
     }
     if (e.offset != expected_offset) {
-      return damaged(entry_at + 8, "section offset",
+      return Damaged(entry_at + 8, "section offset",
                      absl::StrFormat("section %s at %d, expected %d", section,
                                      e.offset, expected_offset));
     }
@@ -384,117 +508,121 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
     const bool single = k + 1 == kSectionConfig || k + 1 == kSectionStats;
     if ((single && e.count != 1) || e.count > room / record ||
         e.bytes != e.count * record) {
-      return damaged(
+      return Damaged(
           entry_at + 16, "section bytes/count",
           absl::StrFormat("section %s: %d bytes for %d records of %d bytes "
                           "(%d bytes left in the file)",
                           section, e.bytes, e.count, record, room));
     }
-    const std::uint32_t crc = journal::Crc32c(bytes.subspan(e.offset, e.bytes));
+    const std::uint32_t crc =
+        journal::Crc32c(bytes_.subspan(e.offset, e.bytes));
     if (crc != e.crc) {
-      return damaged(e.offset, "section crc",
+      return Damaged(e.offset, "section crc",
                      absl::StrFormat("section %s (%d bytes at %d): CRC32C is "
                                      "0x%08x, the table says 0x%08x",
                                      section, e.bytes, e.offset, crc, e.crc));
     }
-    entries[k] = e;
-    loaded.sections.push_back(SnapshotSection{.kind = e.kind,
-                                              .name = section,
-                                              .offset = e.offset,
-                                              .bytes = e.bytes,
-                                              .count = e.count,
-                                              .crc = e.crc});
+    table.entries[k] = e;
+    table.sections.push_back(SnapshotSection{.kind = e.kind,
+                                             .name = section,
+                                             .offset = e.offset,
+                                             .bytes = e.bytes,
+                                             .count = e.count,
+                                             .crc = e.crc});
     expected_offset += e.bytes;
   }
   if (expected_offset != sections_end) {
-    return damaged(expected_offset, "sections",
+    return Damaged(expected_offset, "sections",
                    absl::StrFormat("the sections end at %d, the trailer starts "
                                    "at %d",
                                    expected_offset, sections_end));
   }
+  return table;
+}
+
+absl::StatusOr<std::uint32_t> SnapshotReader::Trailer() const {
+  const std::byte* const base = bytes_.data();
+  const std::uint64_t sections_end = bytes_.size() - kSnapshotTrailerSize;
   if (codec::LoadLE<std::uint32_t>(base + sections_end + 4) !=
       kSnapshotTrailerMagic) {
-    return damaged(sections_end + 4, "trailer magic",
+    return Damaged(sections_end + 4, "trailer magic",
                    "not OWSE: the file does not end where its header says");
   }
   const std::uint32_t file_crc =
-      journal::Crc32c(bytes.subspan(0, sections_end));
+      journal::Crc32c(bytes_.subspan(0, sections_end));
   if (codec::LoadLE<std::uint32_t>(base + sections_end) != file_crc) {
-    return damaged(
+    return Damaged(
         sections_end, "file crc",
         absl::StrFormat("the whole-file CRC32C is 0x%08x, the "
                         "trailer says 0x%08x",
                         file_crc,
                         codec::LoadLE<std::uint32_t>(base + sections_end)));
   }
-  loaded.file_crc = file_crc;
+  return file_crc;
+}
 
-  // Section 1: the configuration.
-  const std::uint64_t config_at = entries[0].offset;
+absl::StatusOr<SnapshotConfigRecord> SnapshotReader::Config(
+    const SnapshotSectionEntry& entry) const {
+  const std::uint64_t config_at = entry.offset;
   const auto config =
       journal::LoadStruct<kSnapshotConfigLayout, SnapshotConfigRecord>(
-          base + config_at);
-  StateMachineOptions options;
-  options.engine =
-      engine::EngineConfig{.min_instrument = config.min_instrument,
-                           .max_instrument = config.max_instrument,
-                           .min_price = config.min_price,
-                           .max_price = config.max_price,
-                           .min_quantity = config.min_quantity,
-                           .max_quantity = config.max_quantity,
-                           .max_live_orders = config.max_live_orders};
-  if (absl::Status s = engine::ValidateConfig(options.engine); !s.ok()) {
-    return damaged(config_at, "config", std::string(s.message()));
+          bytes_.data() + config_at);
+  if (absl::Status s = engine::ValidateConfig(EngineConfigOf(config));
+      !s.ok()) {
+    return Damaged(config_at, "config", std::string(s.message()));
   }
   if (config.max_sessions == 0) {
-    return damaged(
+    return Damaged(
         config_at + codec::OffsetOf<kSnapshotConfigLayout,
                                     &SnapshotConfigRecord::max_sessions>(),
         "max_sessions", "0 (at least 1)");
   }
   if (config.report_history == 0 || config.report_history > kMaxReportHistory) {
-    return damaged(
+    return Damaged(
         config_at + codec::OffsetOf<kSnapshotConfigLayout,
                                     &SnapshotConfigRecord::report_history>(),
         "report_history",
         absl::StrFormat("%d is not in 1..2^40", config.report_history));
   }
   if (config.next_order_id == 0 || config.next_match_id == 0) {
-    return damaged(
+    return Damaged(
         config_at + codec::OffsetOf<kSnapshotConfigLayout,
                                     &SnapshotConfigRecord::next_order_id>(),
         "next_order_id/next_match_id",
         absl::StrFormat("%d/%d: both must be at least 1", config.next_order_id,
                         config.next_match_id));
   }
-  options.max_sessions = config.max_sessions;
-  options.report_history = config.report_history;
-  options.history_budget_bytes = config.history_budget_bytes;
+  return config;
+}
 
-  // Section 2: statistics (any values).
+StateMachineStats SnapshotReader::Stats(
+    const SnapshotSectionEntry& entry) const {
   StateMachineStats stats;
-  {
-    const std::byte* p = base + entries[1].offset;
-    const auto get = [&] {
-      const auto v = codec::LoadLE<std::uint64_t>(p);
-      p += 8;
-      return v;
-    };
-    stats.records = get();
-    stats.unauthorized = get();
-    for (std::uint64_t& v : stats.commands) v = get();
-    for (std::uint64_t& v : stats.reports) v = get();
-    for (std::uint64_t& v : stats.rejects) v = get();
-  }
+  const std::byte* p = bytes_.data() + entry.offset;
+  const auto get = [&] {
+    const auto v = codec::LoadLE<std::uint64_t>(p);
+    p += 8;
+    return v;
+  };
+  stats.records = get();
+  stats.unauthorized = get();
+  for (std::uint64_t& v : stats.commands) v = get();
+  for (std::uint64_t& v : stats.reports) v = get();
+  for (std::uint64_t& v : stats.rejects) v = get();
+  return stats;
+}
 
-  // Section 3: sessions.
-  const std::uint64_t session_count = entries[2].count;
+absl::StatusOr<std::vector<SnapshotSessionRecord>> SnapshotReader::Sessions(
+    const SectionTable& table, std::uint64_t index,
+    const SnapshotConfigRecord& config) const {
+  const SnapshotSectionEntry& entry = table.entries[2];
+  const std::uint64_t session_count = entry.count;
   if (session_count > 0xFFFF'FFFFu) {
-    return damaged(kHeaderSize + 2 * kSectionEntrySize + 16, "sessions count",
+    return Damaged(kHeaderSize + 2 * kSectionEntrySize + 16, "sessions count",
                    "more than 2^32-1 sessions");
   }
-  if (header.index == 0 && session_count != 0) {
-    return damaged(
+  if (index == 0 && session_count != 0) {
+    return Damaged(
         codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::index>(),
         "index", "index 0 (no record applied) but the snapshot has sessions");
   }
@@ -504,163 +632,193 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
   std::uint64_t held_total = 0;
   std::uint64_t budget_used = 0;
   for (std::uint64_t i = 0; i < session_count; ++i) {
-    const std::uint64_t at =
-        entries[2].offset + i * kSnapshotSessionLayout.kSize;
+    const std::uint64_t at = entry.offset + i * kSnapshotSessionLayout.kSize;
     const auto s =
         journal::LoadStruct<kSnapshotSessionLayout, SnapshotSessionRecord>(
-            base + at);
-    const auto why = [&](std::string_view field, const std::string& text) {
-      return damaged(at, absl::StrFormat("session #%d %s", i, field),
-                     absl::StrFormat("session id %d: %s", s.id, text));
-    };
-    if (s.index != i) {
-      return why("index", absl::StrFormat("index %d at position %d (session "
-                                          "indexes are dense: 0, 1, 2, ...)",
-                                          s.index, i));
-    }
-    if (s.next_expected == 0 || s.next_report == 0) {
-      return why("next_expected/next_report", "must be at least 1");
-    }
-    const std::uint64_t cap = s.history_capacity;
-    if (cap != 0 && (!std::has_single_bit(cap) || cap > ring_cap)) {
-      return why("history_capacity",
-                 absl::StrFormat("%d is not 0 or a power of two up to %d", cap,
-                                 ring_cap));
-    }
-    std::uint64_t held = 0;
-    if (s.history_first != 0) {
-      if (s.history_next <= s.history_first ||
-          s.history_next - s.history_first > cap ||
-          s.history_next != s.next_report) {
-        return why("history_first/history_next",
-                   absl::StrFormat("reports %d..%d held in a ring of %d, the "
-                                   "next report being %d",
-                                   s.history_first, s.history_next, cap,
-                                   s.next_report));
-      }
-      held = s.history_next - s.history_first;
-    }
-    if (s.history_last_command >= s.next_expected ||
-        s.history_lost_command > s.history_last_command) {
-      return why("history_lost_command/history_last_command",
-                 absl::StrFormat("%d/%d with commands applied up to %d",
-                                 s.history_lost_command, s.history_last_command,
-                                 s.next_expected - 1));
-    }
-    // A ring grows (doubling from 2) only when full, and is freed whole:
-    // it holds at least one report, and more than half of it once past 2
-    // slots. So a ring never takes more memory than twice the reports this
-    // file holds for it.
-    const bool ring_consistent =
-        cap == 0 ? s.history_first == 0 : held >= (cap == 2 ? 1 : cap / 2 + 1);
-    if (!ring_consistent) {
-      return why("history_capacity",
-                 absl::StrFormat("a ring of %d slots holding %d reports (a "
-                                 "ring holds more than half of its slots)",
-                                 cap, held));
-    }
-    held_total += held;
-    budget_used += cap * ReportHistory::kSlotSize;
+            bytes_.data() + at);
+    const absl::StatusOr<std::uint64_t> held = Session(i, at, s, ring_cap);
+    if (!held.ok()) return held.status();
+    held_total += *held;
+    budget_used += s.history_capacity * ReportHistory::kSlotSize;
     sessions[i] = s;
     ids[i] = {s.id, static_cast<std::uint32_t>(i)};
   }
   if (budget_used > config.history_budget_bytes) {
-    return damaged(entries[2].offset, "history_capacity",
+    return Damaged(entry.offset, "history_capacity",
                    absl::StrFormat("the histories take %d bytes, more than "
                                    "the budget of %d",
                                    budget_used, config.history_budget_bytes));
   }
+  if (absl::Status s = CheckUniqueSessionIds(entry.offset, std::move(ids));
+      !s.ok()) {
+    return s;
+  }
+  if (held_total != table.entries[3].count) {
+    return Damaged(kHeaderSize + 3 * kSectionEntrySize + 16, "reports count",
+                   absl::StrFormat("%d reports, the histories hold %d",
+                                   table.entries[3].count, held_total));
+  }
+  return sessions;
+}
+
+absl::StatusOr<std::uint64_t> SnapshotReader::Session(
+    std::uint64_t i, std::uint64_t at, const SnapshotSessionRecord& s,
+    std::uint64_t ring_cap) const {
+  const auto why = [&](std::string_view field, const std::string& text) {
+    return Damaged(at, absl::StrFormat("session #%d %s", i, field),
+                   absl::StrFormat("session id %d: %s", s.id, text));
+  };
+  if (s.index != i) {
+    return why("index", absl::StrFormat("index %d at position %d (session "
+                                        "indexes are dense: 0, 1, 2, ...)",
+                                        s.index, i));
+  }
+  if (s.next_expected == 0 || s.next_report == 0) {
+    return why("next_expected/next_report", "must be at least 1");
+  }
+  const std::uint64_t cap = s.history_capacity;
+  if (cap != 0 && (!std::has_single_bit(cap) || cap > ring_cap)) {
+    return why("history_capacity",
+               absl::StrFormat("%d is not 0 or a power of two up to %d", cap,
+                               ring_cap));
+  }
+  std::uint64_t held = 0;
+  if (s.history_first != 0) {
+    if (s.history_next <= s.history_first ||
+        s.history_next - s.history_first > cap ||
+        s.history_next != s.next_report) {
+      return why(
+          "history_first/history_next",
+          absl::StrFormat("reports %d..%d held in a ring of %d, the "
+                          "next report being %d",
+                          s.history_first, s.history_next, cap, s.next_report));
+    }
+    held = s.history_next - s.history_first;
+  }
+  if (s.history_last_command >= s.next_expected ||
+      s.history_lost_command > s.history_last_command) {
+    return why("history_lost_command/history_last_command",
+               absl::StrFormat("%d/%d with commands applied up to %d",
+                               s.history_lost_command, s.history_last_command,
+                               s.next_expected - 1));
+  }
+  // A ring grows (doubling from 2) only when full, and is freed whole:
+  // it holds at least one report, and more than half of it once past 2
+  // slots. So a ring never takes more memory than twice the reports this
+  // file holds for it.
+  const bool ring_consistent =
+      cap == 0 ? s.history_first == 0 : held >= (cap == 2 ? 1 : cap / 2 + 1);
+  if (!ring_consistent) {
+    return why("history_capacity",
+               absl::StrFormat("a ring of %d slots holding %d reports (a "
+                               "ring holds more than half of its slots)",
+                               cap, held));
+  }
+  return held;
+}
+
+absl::Status SnapshotReader::CheckUniqueSessionIds(
+    std::uint64_t sessions_at,
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ids) const {
   std::sort(ids.begin(), ids.end());
   for (std::size_t k = 1; k < ids.size(); ++k) {
     if (ids[k].first == ids[k - 1].first) {
-      return damaged(
-          entries[2].offset +
+      return Damaged(
+          sessions_at +
               std::uint64_t{ids[k].second} * kSnapshotSessionLayout.kSize,
           "session id",
           absl::StrFormat("session id %d appears twice", ids[k].first));
     }
   }
-  if (held_total != entries[3].count) {
-    return damaged(kHeaderSize + 3 * kSectionEntrySize + 16, "reports count",
-                   absl::StrFormat("%d reports, the histories hold %d",
-                                   entries[3].count, held_total));
-  }
+  return absl::OkStatus();
+}
 
-  // Section 4: the reports held.
-  std::vector<ReportHistory::Slot> slots(held_total);
-  {
-    std::uint64_t r = 0;
-    for (std::uint64_t i = 0; i < session_count; ++i) {
-      const SnapshotSessionRecord& s = sessions[i];
-      if (s.history_first == 0) continue;
-      std::uint64_t previous = s.history_lost_command;
-      for (std::uint64_t seq = s.history_first; seq < s.history_next;
-           ++seq, ++r) {
-        const std::uint64_t at = entries[3].offset + r * kSnapshotReportSize;
-        const auto report =
-            journal::LoadStruct<kSnapshotReportLayout, SnapshotReportRecord>(
-                base + at);
-        const std::span<const std::byte> padded = bytes.subspan(
-            at + kSnapshotReportLayout.kSize, codec::kMaxFrameSize);
-        const auto why = [&](const std::string& text) {
-          return damaged(
-              at, absl::StrFormat("report %d of session #%d", seq, i), text);
-        };
-        if (report.command < previous ||
-            report.command > s.history_last_command) {
-          return why(absl::StrFormat(
-              "command %d is not in %d..%d (non-decreasing, within the "
-              "history's commands)",
-              report.command, previous, s.history_last_command));
-        }
-        if (seq + 1 == s.history_next &&
-            report.command != s.history_last_command) {
-          return why(absl::StrFormat(
-              "the newest report was made at command %d, the history says "
-              "%d",
-              report.command, s.history_last_command));
-        }
-        previous = report.command;
-        if (report.size > codec::kMaxFrameSize) {
-          return why(absl::StrFormat("frame size %d > %d", report.size,
-                                     codec::kMaxFrameSize));
-        }
-        const auto frame = codec::FrameView::Parse(padded.first(report.size));
-        if (!frame.ok() || frame->size() != report.size ||
-            frame->info().kind_class != codec::KindClass::kReport ||
-            frame->sequence() != seq) {
-          return why(absl::StrFormat(
-              "not a whole report frame of %d bytes numbered %d", report.size,
-              seq));
-        }
-        for (std::size_t b = report.size; b < padded.size(); ++b) {
-          if (padded[b] != std::byte{0}) {
-            return why("the padding after the frame is not zero");
-          }
-        }
-        ReportHistory::Slot& slot = slots[r];
-        slot.command = report.command;
-        slot.size = report.size;
-        slot.frame.fill(std::byte{0});
-        std::memcpy(slot.frame.data(), padded.data(), report.size);
+absl::StatusOr<std::vector<ReportHistory::Slot>> SnapshotReader::Reports(
+    const SnapshotSectionEntry& entry,
+    std::span<const SnapshotSessionRecord> sessions) const {
+  std::vector<ReportHistory::Slot> slots(entry.count);
+  std::uint64_t r = 0;
+  for (std::uint64_t i = 0; i < sessions.size(); ++i) {
+    const SnapshotSessionRecord& s = sessions[i];
+    if (s.history_first == 0) continue;
+    std::uint64_t previous = s.history_lost_command;
+    for (std::uint64_t seq = s.history_first; seq < s.history_next;
+         ++seq, ++r) {
+      const std::uint64_t at = entry.offset + r * kSnapshotReportSize;
+      if (absl::Status st = Report(at, i, seq, s, previous, &slots[r]);
+          !st.ok()) {
+        return st;
       }
+      previous = slots[r].command;
     }
   }
+  return slots;
+}
 
-  // Section 5: the live orders; the engine checks them as a whole.
-  const std::uint64_t order_count = entries[4].count;
+absl::Status SnapshotReader::Report(std::uint64_t at, std::uint64_t i,
+                                    std::uint64_t seq,
+                                    const SnapshotSessionRecord& s,
+                                    std::uint64_t previous,
+                                    ReportHistory::Slot* slot) const {
+  const auto report =
+      journal::LoadStruct<kSnapshotReportLayout, SnapshotReportRecord>(
+          bytes_.data() + at);
+  const std::span<const std::byte> padded =
+      bytes_.subspan(at + kSnapshotReportLayout.kSize, codec::kMaxFrameSize);
+  const auto why = [&](const std::string& text) {
+    return Damaged(at, absl::StrFormat("report %d of session #%d", seq, i),
+                   text);
+  };
+  if (report.command < previous || report.command > s.history_last_command) {
+    return why(absl::StrFormat(
+        "command %d is not in %d..%d (non-decreasing, within the "
+        "history's commands)",
+        report.command, previous, s.history_last_command));
+  }
+  if (seq + 1 == s.history_next && report.command != s.history_last_command) {
+    return why(absl::StrFormat(
+        "the newest report was made at command %d, the history says "
+        "%d",
+        report.command, s.history_last_command));
+  }
+  if (report.size > codec::kMaxFrameSize) {
+    return why(absl::StrFormat("frame size %d > %d", report.size,
+                               codec::kMaxFrameSize));
+  }
+  const auto frame = codec::FrameView::Parse(padded.first(report.size));
+  if (!frame.ok() || frame->size() != report.size ||
+      frame->info().kind_class != codec::KindClass::kReport ||
+      frame->sequence() != seq) {
+    return why(absl::StrFormat(
+        "not a whole report frame of %d bytes numbered %d", report.size, seq));
+  }
+  for (std::size_t b = report.size; b < padded.size(); ++b) {
+    if (padded[b] != std::byte{0}) {
+      return why("the padding after the frame is not zero");
+    }
+  }
+  slot->command = report.command;
+  slot->size = report.size;
+  slot->frame.fill(std::byte{0});
+  std::memcpy(slot->frame.data(), padded.data(), report.size);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<engine::OrderInfo>> SnapshotReader::Orders(
+    const SnapshotSectionEntry& entry, std::uint64_t session_count) const {
+  const std::uint64_t order_count = entry.count;
   std::vector<engine::OrderInfo> orders;
   orders.reserve(order_count);  // no zeroing: every element is written once
   for (std::uint64_t i = 0; i < order_count; ++i) {
-    const std::uint64_t at = entries[4].offset + i * kSnapshotOrderLayout.kSize;
+    const std::uint64_t at = entry.offset + i * kSnapshotOrderLayout.kSize;
     const auto o =
-        journal::LoadStruct<kSnapshotOrderLayout, SnapshotOrderRecord>(base +
-                                                                       at);
+        journal::LoadStruct<kSnapshotOrderLayout, SnapshotOrderRecord>(
+            bytes_.data() + at);
     if (o.reserved != 0) {
-      return damaged(at, absl::StrFormat("order #%d reserved", i), "not 0");
+      return Damaged(at, absl::StrFormat("order #%d reserved", i), "not 0");
     }
     if (o.owner >= session_count) {
-      return damaged(at, absl::StrFormat("order #%d owner", i),
+      return Damaged(at, absl::StrFormat("order #%d owner", i),
                      absl::StrFormat("order_id %d belongs to session #%d; "
                                      "there are %d sessions",
                                      o.order_id, o.owner, session_count));
@@ -676,30 +834,164 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
         .leaves_quantity = codec::Quantity(o.leaves_quantity),
         .owner = o.owner});
   }
+  return orders;
+}
 
-  // Build. The machine is new; nothing escapes unless all of it succeeds.
-  auto machine = std::make_unique<StateMachine>(options);
+absl::StatusOr<VerifiedSnapshot> SnapshotReader::Verify(
+    std::uint64_t expected_journal_id) const {
+  VerifiedSnapshot v;
+  absl::StatusOr<SnapshotHeader> header = Header(expected_journal_id);
+  if (!header.ok()) return header.status();
+  v.header = *header;
+  absl::StatusOr<SectionTable> table = Sections();
+  if (!table.ok()) return table.status();
+  v.table = *std::move(table);
+  absl::StatusOr<std::uint32_t> file_crc = Trailer();
+  if (!file_crc.ok()) return file_crc.status();
+  v.file_crc = *file_crc;
+  const SnapshotSectionEntry* const entries = v.table.entries;
+  absl::StatusOr<SnapshotConfigRecord> config = Config(entries[0]);
+  if (!config.ok()) return config.status();
+  v.config = *config;
+  v.stats = Stats(entries[1]);
+  absl::StatusOr<std::vector<SnapshotSessionRecord>> sessions =
+      Sessions(v.table, v.header.index, v.config);
+  if (!sessions.ok()) return sessions.status();
+  v.sessions = *std::move(sessions);
+  absl::StatusOr<std::vector<ReportHistory::Slot>> reports =
+      Reports(entries[3], v.sessions);
+  if (!reports.ok()) return reports.status();
+  v.reports = *std::move(reports);
+  absl::StatusOr<std::vector<engine::OrderInfo>> orders =
+      Orders(entries[4], v.sessions.size());
+  if (!orders.ok()) return orders.status();
+  v.orders = *std::move(orders);
+  return v;
+}
+
+}  // namespace
+
+// Reads and restores the private state of a StateMachine (a friend of it).
+class SnapshotCodec {
+ public:
+  static std::vector<std::byte> Encode(const StateMachine& machine,
+                                       std::uint64_t journal_id,
+                                       std::uint64_t created_ns);
+  static absl::StatusOr<LoadedSnapshot> Decode(
+      std::span<const std::byte> bytes, const std::string& name,
+      std::uint64_t expected_journal_id);
+
+ private:
+  // A new machine in the state of a verified snapshot; nothing escapes
+  // unless all of it succeeds.
+  static absl::StatusOr<std::unique_ptr<StateMachine>> Build(
+      const SnapshotReader& reader, const VerifiedSnapshot& snapshot);
+  // The live orders into the machine's engine, which checks them as a
+  // whole; one it refuses is named by its place in the orders section.
+  static absl::Status RestoreOrders(const SnapshotReader& reader,
+                                    const VerifiedSnapshot& snapshot,
+                                    StateMachine& machine);
+  // The sessions, their sequences and their report histories.
+  static absl::Status RestoreSessions(const std::string& name,
+                                      const VerifiedSnapshot& snapshot,
+                                      StateMachine& machine);
+};
+
+std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
+                                             std::uint64_t journal_id,
+                                             std::uint64_t created_ns) {
+  const engine::Engine& engine = *machine.engine_;
+  std::uint64_t report_count = 0;
+  for (const auto& session : machine.sessions_) {
+    report_count += session->history.held();
+  }
+  const SectionPlan plan = PlanSections(machine.sessions_.size(), report_count,
+                                        engine.live_orders());
+  std::vector<std::byte> out(plan.file_bytes);  // zero-filled: padding is zero
+  std::byte* const base = out.data();
+  EncodeConfig(machine.options_, engine, base + plan.Offset(kSectionConfig));
+  EncodeStats(machine.stats_, base + plan.Offset(kSectionStats));
+  EncodeSessions(machine.sessions_, base + plan.Offset(kSectionSessions));
+  EncodeReports(machine.sessions_, base + plan.Offset(kSectionReports));
+  EncodeOrders(engine, base + plan.Offset(kSectionOrders));
+  SealSnapshot(plan, journal_id, machine.last_index_, created_ns, out);
+  return out;
+}
+
+absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
+    std::span<const std::byte> bytes, const std::string& name,
+    std::uint64_t expected_journal_id) {
+  const SnapshotReader reader(bytes, name);
+  absl::StatusOr<VerifiedSnapshot> verified =
+      reader.Verify(expected_journal_id);
+  if (!verified.ok()) return verified.status();
+  absl::StatusOr<std::unique_ptr<StateMachine>> machine =
+      Build(reader, *verified);
+  if (!machine.ok()) return machine.status();
+  LoadedSnapshot loaded;
+  loaded.info = SnapshotInfo{
+      .path = name,
+      .index = verified->header.index,
+      .journal_id = verified->header.journal_id,
+      .created_ns = verified->header.created_ns,
+      .file_bytes = bytes.size(),
+      .sessions = static_cast<std::uint32_t>(verified->sessions.size()),
+      .live_orders = verified->orders.size()};
+  loaded.sections = std::move(verified->table.sections);
+  loaded.file_crc = verified->file_crc;
+  loaded.machine = *std::move(machine);
+  return loaded;
+}
+
+absl::StatusOr<std::unique_ptr<StateMachine>> SnapshotCodec::Build(
+    const SnapshotReader& reader, const VerifiedSnapshot& snapshot) {
+  auto machine = std::make_unique<StateMachine>(OptionsOf(snapshot.config));
+  if (absl::Status s = RestoreOrders(reader, snapshot, *machine); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = RestoreSessions(reader.name(), snapshot, *machine);
+      !s.ok()) {
+    return s;
+  }
+  machine->last_index_ = snapshot.header.index;
+  machine->stats_ = snapshot.stats;
+  return machine;
+}
+
+absl::Status SnapshotCodec::RestoreOrders(const SnapshotReader& reader,
+                                          const VerifiedSnapshot& snapshot,
+                                          StateMachine& machine) {
   std::size_t bad_order = 0;
   // An order the engine refuses: named by its place in the orders section.
   const auto bad_order_error = [&](const absl::Status& why) {
-    return damaged(entries[4].offset + bad_order * kSnapshotOrderLayout.kSize,
-                   absl::StrFormat("order #%d", bad_order),
-                   std::string(why.message()));
+    return reader.Damaged(snapshot.table.entries[4].offset +
+                              bad_order * kSnapshotOrderLayout.kSize,
+                          absl::StrFormat("order #%d", bad_order),
+                          std::string(why.message()));
   };
-  if (absl::Status s = machine->engine_->CheckRestorable(
-          orders, config.next_order_id, config.next_match_id, &bad_order);
+  const SnapshotConfigRecord& config = snapshot.config;
+  if (absl::Status s = machine.engine_->CheckRestorable(
+          snapshot.orders, config.next_order_id, config.next_match_id,
+          &bad_order);
       !s.ok()) {
     return bad_order_error(s);
   }
-  if (absl::Status s = machine->engine_->Restore(
-          orders, config.next_order_id, config.next_match_id, &bad_order);
+  if (absl::Status s =
+          machine.engine_->Restore(snapshot.orders, config.next_order_id,
+                                   config.next_match_id, &bad_order);
       !s.ok()) {
     return bad_order_error(s);
   }
+  return absl::OkStatus();
+}
+
+absl::Status SnapshotCodec::RestoreSessions(const std::string& name,
+                                            const VerifiedSnapshot& snapshot,
+                                            StateMachine& machine) {
+  const std::span<const ReportHistory::Slot> reports(snapshot.reports);
   std::uint64_t r = 0;
-  machine->sessions_.reserve(session_count);
-  for (std::uint64_t i = 0; i < session_count; ++i) {
-    const SnapshotSessionRecord& s = sessions[i];
+  machine.sessions_.reserve(snapshot.sessions.size());
+  for (const SnapshotSessionRecord& s : snapshot.sessions) {
     auto state = std::make_unique<SessionState>();
     state->id = s.id;
     state->index = s.index;
@@ -712,31 +1004,17 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
                                        .next = s.history_next,
                                        .lost_command = s.history_lost_command,
                                        .last_command = s.history_last_command};
-    if (!state->history.Restore(
-            history,
-            std::span<const ReportHistory::Slot>(slots).subspan(r, held),
-            machine->history_budget_)) {
+    if (!state->history.Restore(history, reports.subspan(r, held),
+                                machine.history_budget_)) {
       return absl::ResourceExhaustedError(absl::StrFormat(
           "snapshot %s: no memory for the report history of session %d", name,
           s.id));
     }
     r += held;
-    machine->by_id_.emplace(s.id, s.index);
-    machine->sessions_.push_back(std::move(state));
+    machine.by_id_.emplace(s.id, s.index);
+    machine.sessions_.push_back(std::move(state));
   }
-  machine->last_index_ = header.index;
-  machine->stats_ = stats;
-
-  loaded.info =
-      SnapshotInfo{.path = name,
-                   .index = header.index,
-                   .journal_id = header.journal_id,
-                   .created_ns = header.created_ns,
-                   .file_bytes = size,
-                   .sessions = static_cast<std::uint32_t>(session_count),
-                   .live_orders = order_count};
-  loaded.machine = std::move(machine);
-  return loaded;
+  return absl::OkStatus();
 }
 
 std::string SnapshotDirectory(const std::string& journal_dir) {
