@@ -96,65 +96,52 @@ std::string Describe(const journal::Record& r) {
       r.index, r.session_id, r.receive_ns, r.flags, r.frame.bytes().size());
 }
 
-// Whether the local journal (its writer open) agrees with the stream, and
-// if not, whether a new primary took over where they part: see standby.h
-// "Rejoining". nullopt: nothing to cut.
-absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
-    const StandbyOptions& o, const journal::JournalWriter& writer) {
-  const std::uint64_t last = writer.last_index();
-  absl::StatusOr<std::uint64_t> first_local =
-      journal::FirstAvailableIndex(o.journal.directory);
-  if (!first_local.ok()) return first_local.status();
-  // No local record (a new journal, or a seeded one: seed.h): nothing to
-  // compare, nothing to cut.
-  if (last < *first_local) return std::optional<RejoinCut>();
-  const std::chrono::milliseconds request_timeout = StreamRequestTimeout(o);
-  absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
-      replication::StreamReader::Open(o.nats_servers, o.engine_name,
-                                      request_timeout);
-  if (!reader.ok()) return reader.status();
-  // The local record `index` (the writer has it durable: it recovered it).
-  const auto local =
-      [&](std::uint64_t index) -> absl::StatusOr<std::vector<std::byte>> {
-    absl::StatusOr<std::unique_ptr<journal::JournalReader>> r =
-        journal::JournalReader::Open(
-            o.journal.directory, journal::ReaderOptions{.from_index = index});
-    if (!r.ok()) return r.status();
-    journal::Record record;
-    if ((*r)->Next(record) != journal::ReadResult::kRecord ||
-        record.index != index) {
-      return absl::DataLossError(absl::StrFormat(
-          "the local journal %s does not yield its record %d: %s",
-          o.journal.directory, index, (*r)->status().message()));
-    }
-    return RecordBytes(record.index, record.receive_ns, record.session_id,
-                       record.flags, record.frame.bytes());
-  };
-  // Whether the stream holds the local record `index`, identical.
-  const auto agrees = [&](std::uint64_t index) -> absl::StatusOr<bool> {
-    absl::StatusOr<std::optional<replication::StreamRecord>> theirs =
-        (*reader)->FindRecord(index);
-    if (!theirs.ok()) return theirs.status();
-    if (!theirs->has_value()) return false;
-    absl::StatusOr<std::vector<std::byte>> ours = local(index);
-    if (!ours.ok()) return ours.status();
-    const replication::StreamRecord& t = **theirs;
-    return *ours ==
-           RecordBytes(t.index, t.receive_ns, t.session_id, t.flags, t.frame);
-  };
-  absl::StatusOr<bool> last_agrees = agrees(last);
-  if (absl::IsNotFound(last_agrees.status())) {
-    return std::optional<RejoinCut>();  // no stream yet: said when following
+// The local record `index` (the writer has it durable: it recovered it),
+// as RecordBytes. DataLoss when the local journal does not yield it.
+absl::StatusOr<std::vector<std::byte>> LocalRecordBytes(const StandbyOptions& o,
+                                                        std::uint64_t index) {
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> r =
+      journal::JournalReader::Open(o.journal.directory,
+                                   journal::ReaderOptions{.from_index = index});
+  if (!r.ok()) return r.status();
+  journal::Record record;
+  if ((*r)->Next(record) != journal::ReadResult::kRecord ||
+      record.index != index) {
+    return absl::DataLossError(
+        absl::StrFormat("the local journal %s does not yield its record %d: %s",
+                        o.journal.directory, index, (*r)->status().message()));
   }
-  if (!last_agrees.ok()) return last_agrees.status();
-  if (*last_agrees) return std::optional<RejoinCut>();  // a prefix
-  // The first local index the stream does not agree with: a binary search
-  // (the two journals agree on a prefix, then part).
-  std::uint64_t lo = *first_local;
+  return RecordBytes(record.index, record.receive_ns, record.session_id,
+                     record.flags, record.frame.bytes());
+}
+
+// Whether the stream holds the local record `index`, identical. Errors:
+// the stream's (NotFound: no stream), LocalRecordBytes'.
+absl::StatusOr<bool> StreamAgrees(const StandbyOptions& o,
+                                  replication::StreamReader& reader,
+                                  std::uint64_t index) {
+  absl::StatusOr<std::optional<replication::StreamRecord>> theirs =
+      reader.FindRecord(index);
+  if (!theirs.ok()) return theirs.status();
+  if (!theirs->has_value()) return false;
+  absl::StatusOr<std::vector<std::byte>> ours = LocalRecordBytes(o, index);
+  if (!ours.ok()) return ours.status();
+  const replication::StreamRecord& t = **theirs;
+  return *ours ==
+         RecordBytes(t.index, t.receive_ns, t.session_id, t.flags, t.frame);
+}
+
+// The first local index in first..last the stream does not agree with,
+// given that it does not agree with `last`: a binary search (the two
+// journals agree on a prefix, then part).
+absl::StatusOr<std::uint64_t> FirstDisagreement(
+    const StandbyOptions& o, replication::StreamReader& reader,
+    std::uint64_t first, std::uint64_t last) {
+  std::uint64_t lo = first;
   std::uint64_t hi = last;
   while (lo < hi) {
     const std::uint64_t mid = lo + (hi - lo) / 2;
-    absl::StatusOr<bool> same = agrees(mid);
+    absl::StatusOr<bool> same = StreamAgrees(o, reader, mid);
     if (!same.ok()) return same.status();
     if (*same) {
       lo = mid + 1;
@@ -162,21 +149,32 @@ absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
       hi = mid;
     }
   }
-  const std::uint64_t diverge = lo;
-  // The stream may simply end before D (no primary went on from there yet,
-  // or a journal seeded ahead of an empty stream): nothing to decide now;
-  // following from the end checks what comes (as before rejoining existed).
-  {
-    absl::StatusOr<std::optional<replication::StreamMessage>> end =
-        (*reader)->ReadLast();
-    if (!end.ok()) return end.status();
-    if (!end->has_value()) return std::optional<RejoinCut>();
-    const replication::GroupMessage& m = (*end)->message;
-    const bool marker = m.kind == replication::GroupMessageKind::kEpochMarker;
-    if (marker ? m.first_index < diverge : m.last_index() < diverge) {
-      return std::optional<RejoinCut>();
-    }
-  }
+  return lo;
+}
+
+// Whether the stream ends before `diverge`: it is empty, or its last
+// message (a marker: its next index) is before it. No primary went on
+// from there yet (or a journal was seeded ahead of an empty stream).
+absl::StatusOr<bool> StreamEndsBefore(replication::StreamReader& reader,
+                                      std::uint64_t diverge) {
+  absl::StatusOr<std::optional<replication::StreamMessage>> end =
+      reader.ReadLast();
+  if (!end.ok()) return end.status();
+  if (!end->has_value()) return true;
+  const replication::GroupMessage& m = (*end)->message;
+  const bool marker = m.kind == replication::GroupMessageKind::kEpochMarker;
+  return marker ? m.first_index < diverge : m.last_index() < diverge;
+}
+
+// Where the local journal (first_local..last) and a stream that goes on
+// past it part, at `diverge`: the cut, when the stream's record
+// diverge - 1 ends its message and the next message is the epoch marker of
+// a newer epoch taking over at `diverge`; nullopt when the stream ends
+// right after that record (no primary took over yet). Any other parting:
+// DataLoss naming `diverge` (nothing is cut).
+absl::StatusOr<std::optional<RejoinCut>> TakeoverAtDivergence(
+    const StandbyOptions& o, replication::StreamReader& reader,
+    std::uint64_t first_local, std::uint64_t diverge, std::uint64_t last) {
   const auto refuse = [&](std::string_view why) {
     return absl::DataLossError(absl::StrFormat(
         "the local journal %s diverges from stream %s at index %d (its last "
@@ -184,11 +182,11 @@ absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
         "cut; look at both before going on",
         o.journal.directory, o.engine_name, diverge, last, why));
   };
-  if (diverge == *first_local) {
+  if (diverge == first_local) {
     return refuse("the stream agrees with none of the local records");
   }
   absl::StatusOr<std::optional<replication::StreamRecord>> before =
-      (*reader)->FindRecord(diverge - 1);
+      reader.FindRecord(diverge - 1);
   if (!before.ok()) return before.status();
   if (!before->has_value()) return refuse("the stream lost the index before");
   const replication::StreamRecord& agreed = **before;
@@ -199,7 +197,7 @@ absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
         diverge - 1, agreed.sequence));
   }
   absl::StatusOr<replication::StreamMessage> next =
-      (*reader)->Read(agreed.sequence + 1);
+      reader.Read(agreed.sequence + 1);
   if (absl::IsNotFound(next.status())) {
     // The stream simply ends where the local journal goes on: no primary
     // took over yet. Following from the end refuses a later marker.
@@ -221,6 +219,41 @@ absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
   }
   return std::optional<RejoinCut>(
       RejoinCut{.first = diverge, .last = last, .epoch = m.epoch});
+}
+
+// Whether the local journal (its writer open) agrees with the stream, and
+// if not, whether a new primary took over where they part: see standby.h
+// "Rejoining". nullopt: nothing to cut.
+absl::StatusOr<std::optional<RejoinCut>> FindRejoinCut(
+    const StandbyOptions& o, const journal::JournalWriter& writer) {
+  const std::uint64_t last = writer.last_index();
+  absl::StatusOr<std::uint64_t> first_local =
+      journal::FirstAvailableIndex(o.journal.directory);
+  if (!first_local.ok()) return first_local.status();
+  // No local record (a new journal, or a seeded one: seed.h): nothing to
+  // compare, nothing to cut.
+  if (last < *first_local) return std::optional<RejoinCut>();
+  const std::chrono::milliseconds request_timeout = StreamRequestTimeout(o);
+  absl::StatusOr<std::unique_ptr<replication::StreamReader>> reader =
+      replication::StreamReader::Open(o.nats_servers, o.engine_name,
+                                      request_timeout);
+  if (!reader.ok()) return reader.status();
+  absl::StatusOr<bool> last_agrees = StreamAgrees(o, **reader, last);
+  if (absl::IsNotFound(last_agrees.status())) {
+    return std::optional<RejoinCut>();  // no stream yet: said when following
+  }
+  if (!last_agrees.ok()) return last_agrees.status();
+  if (*last_agrees) return std::optional<RejoinCut>();  // a prefix
+  absl::StatusOr<std::uint64_t> diverge =
+      FirstDisagreement(o, **reader, *first_local, last);
+  if (!diverge.ok()) return diverge.status();
+  // The stream may simply end before D (no primary went on from there yet,
+  // or a journal seeded ahead of an empty stream): nothing to decide now;
+  // following from the end checks what comes (as before rejoining existed).
+  absl::StatusOr<bool> ends_before = StreamEndsBefore(**reader, *diverge);
+  if (!ends_before.ok()) return ends_before.status();
+  if (*ends_before) return std::optional<RejoinCut>();
+  return TakeoverAtDivergence(o, **reader, *first_local, *diverge, last);
 }
 
 // A journal that holds no record and starts at first_index > 1 (seeded
