@@ -316,13 +316,9 @@ absl::Status CheckStreamContinuesSnapshot(
   return absl::OkStatus();
 }
 
-}  // namespace
-
-Standby::Standby(StandbyOptions options) : options_(std::move(options)) {}
-Standby::~Standby() = default;
-
-absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
-    StandbyOptions options) {
+// Errors: the engine configuration's (ValidateConfig), InvalidArgument
+// for a zero report history, session count, poll or connect timeout.
+absl::Status ValidateStandbyOptions(const StandbyOptions& options) {
   if (absl::Status s = engine::ValidateConfig(options.config.engine); !s.ok()) {
     return s;
   }
@@ -334,73 +330,45 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
         options.report_history, options.config.max_sessions,
         options.poll.count(), options.connect_timeout.count()));
   }
+  return absl::OkStatus();
+}
+
+// The local journal and the state it holds, as a primary restarts.
+absl::StatusOr<RestartedJournal> RestartLocalJournal(const StandbyOptions& o) {
+  return RestartFromJournal({
+      .journal = o.journal,
+      .machine =
+          StateMachineOptions{
+              .engine = o.config.engine,
+              .max_sessions = o.config.max_sessions,
+              .report_history = o.report_history,
+              .history_budget_bytes =
+                  static_cast<std::size_t>(o.config.max_report_history_bytes),
+          },
+      .given = PinnedConfigOf(o.config),
+      .use_snapshots = o.restart_from_snapshot,
+      .reconfigure = false,  // StandbyOptions::config
+  });
+}
+
+}  // namespace
+
+Standby::Standby(StandbyOptions options) : options_(std::move(options)) {}
+Standby::~Standby() = default;
+
+absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
+    StandbyOptions options) {
+  if (absl::Status s = ValidateStandbyOptions(options); !s.ok()) return s;
   std::unique_ptr<Standby> standby(new Standby(std::move(options)));
   const StandbyOptions& o = standby->options_;
-  // The local journal and the state it holds, as a primary restarts.
-  const auto restart = [&o]() {
-    return RestartFromJournal({
-        .journal = o.journal,
-        .machine =
-            StateMachineOptions{
-                .engine = o.config.engine,
-                .max_sessions = o.config.max_sessions,
-                .report_history = o.report_history,
-                .history_budget_bytes =
-                    static_cast<std::size_t>(o.config.max_report_history_bytes),
-            },
-        .given = PinnedConfigOf(o.config),
-        .use_snapshots = o.restart_from_snapshot,
-        .reconfigure = false,  // StandbyOptions::config
-    });
-  };
-  absl::StatusOr<RestartedJournal> restarted = restart();
+  absl::StatusOr<RestartedJournal> restarted = RestartLocalJournal(o);
   if (!restarted.ok()) return restarted.status();
   // An old primary's journal may end with records the stream never
   // acknowledged, which a new primary replaced: cut them (see standby.h).
-  absl::StatusOr<std::optional<RejoinCut>> rejoin =
-      FindRejoinCut(o, *restarted->writer);
-  if (!rejoin.ok()) return rejoin.status();
-  if (rejoin->has_value()) {
-    const RejoinCut& cut = **rejoin;
-    if (!o.rejoin) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "the local journal %s diverges from stream %s at index %d: its "
-          "records %d..%d were never acknowledged by the stream, where a new "
-          "primary (epoch %d) took over at index %d. A rejoin would cut them "
-          "(kept in %s); not done: --no-rejoin",
-          o.journal.directory, o.engine_name, cut.first, cut.first, cut.last,
-          cut.epoch, cut.first,
-          journal::SideJournalPath(o.journal.directory, cut.first, cut.last)));
-    }
-    if (absl::Status s = restarted->writer->Close(); !s.ok()) return s;
-    restarted->writer.reset();
-    restarted->machine.reset();
-    absl::StatusOr<journal::CutReport> report =
-        journal::CutJournalTail({.directory = o.journal.directory,
-                                 .keep_through_index = cut.first - 1});
-    if (!report.ok()) return report.status();
-    standby->Event(absl::StrFormat(
-        "REJOINING AS A STANDBY: cut local records %d..%d (never "
-        "acknowledged by the stream; kept in %s); the stream's epoch %d "
-        "took over at index %d",
-        cut.first, cut.last, report->side_journal, cut.epoch, cut.first));
-    standby->stats_.rejoin_cuts += 1;
-    standby->stats_.records_cut += cut.last - cut.first + 1;
-    restarted = restart();
-    if (!restarted.ok()) return restarted.status();
-    absl::StrAppendFormat(&restarted->report,
-                          "\n  rejoined: cut local records %d..%d (kept in %s)",
-                          cut.first, cut.last, report->side_journal);
+  if (absl::Status s = standby->RejoinIfReplaced(*restarted); !s.ok()) {
+    return s;
   }
-  standby->writer_ = std::move(restarted->writer);
-  standby->machine_ = std::move(restarted->machine);
-  standby->startup_report_ = std::move(restarted->report);
-  standby->startup_warning_ = std::move(restarted->warning);
-  StandbyStats& stats = standby->stats_;
-  stats.replayed = restarted->replayed;
-  stats.started_from_snapshot = restarted->started_from_snapshot;
-  stats.last_snapshot_index = restarted->started_from_snapshot;
-  standby->snapshot_base_ = restarted->started_from_snapshot;
+  standby->TakeRestarted(*restarted);
   absl::StatusOr<std::uint64_t> first_local =
       journal::FirstAvailableIndex(o.journal.directory);
   if (!first_local.ok()) return first_local.status();
@@ -408,11 +376,67 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
   // A seeded journal (seed.h): no record yet, its first index past 1.
   const bool seeded =
       *first_local > 1 && standby->writer_->last_index() + 1 == *first_local;
+  if (absl::Status s = standby->OpenFirstFollower(seeded); !s.ok()) return s;
+  if (absl::Status s = standby->OpenMemberBoard(); !s.ok()) return s;
+  return standby;
+}
 
+absl::Status Standby::RejoinIfReplaced(RestartedJournal& restarted) {
+  const StandbyOptions& o = options_;
+  absl::StatusOr<std::optional<RejoinCut>> rejoin =
+      FindRejoinCut(o, *restarted.writer);
+  if (!rejoin.ok()) return rejoin.status();
+  if (!rejoin->has_value()) return absl::OkStatus();
+  const RejoinCut& cut = **rejoin;
+  if (!o.rejoin) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the local journal %s diverges from stream %s at index %d: its "
+        "records %d..%d were never acknowledged by the stream, where a new "
+        "primary (epoch %d) took over at index %d. A rejoin would cut them "
+        "(kept in %s); not done: --no-rejoin",
+        o.journal.directory, o.engine_name, cut.first, cut.first, cut.last,
+        cut.epoch, cut.first,
+        journal::SideJournalPath(o.journal.directory, cut.first, cut.last)));
+  }
+  if (absl::Status s = restarted.writer->Close(); !s.ok()) return s;
+  restarted.writer.reset();
+  restarted.machine.reset();
+  absl::StatusOr<journal::CutReport> report = journal::CutJournalTail(
+      {.directory = o.journal.directory, .keep_through_index = cut.first - 1});
+  if (!report.ok()) return report.status();
+  Event(absl::StrFormat(
+      "REJOINING AS A STANDBY: cut local records %d..%d (never "
+      "acknowledged by the stream; kept in %s); the stream's epoch %d "
+      "took over at index %d",
+      cut.first, cut.last, report->side_journal, cut.epoch, cut.first));
+  stats_.rejoin_cuts += 1;
+  stats_.records_cut += cut.last - cut.first + 1;
+  absl::StatusOr<RestartedJournal> again = RestartLocalJournal(o);
+  if (!again.ok()) return again.status();
+  restarted = *std::move(again);
+  absl::StrAppendFormat(&restarted.report,
+                        "\n  rejoined: cut local records %d..%d (kept in %s)",
+                        cut.first, cut.last, report->side_journal);
+  return absl::OkStatus();
+}
+
+void Standby::TakeRestarted(RestartedJournal& restarted) {
+  writer_ = std::move(restarted.writer);
+  machine_ = std::move(restarted.machine);
+  startup_report_ = std::move(restarted.report);
+  startup_warning_ = std::move(restarted.warning);
+  stats_.replayed = restarted.replayed;
+  stats_.started_from_snapshot = restarted.started_from_snapshot;
+  stats_.last_snapshot_index = restarted.started_from_snapshot;
+  snapshot_base_ = restarted.started_from_snapshot;
+}
+
+absl::Status Standby::OpenFirstFollower(bool seeded) {
+  const StandbyOptions& o = options_;
   // Where the stream holds the next index, then a follower from there. The
   // JetStream meta leader may be missing for a while (a cluster electing
   // one): both are tried again until connect_timeout.
-  const std::uint64_t next_index = standby->writer_->last_index() + 1;
+  const std::uint64_t next_index = writer_->last_index() + 1;
   const std::int64_t deadline =
       base::MonotonicNs() + std::chrono::nanoseconds(o.connect_timeout).count();
   absl::Status last_error;
@@ -455,46 +479,48 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
       if (absl::IsInvalidArgument(last_error)) return last_error;
       continue;
     }
-    standby->follower_ = std::move(*follower);
-    stats.start_sequence = position->sequence;
-    stats.search_probes = position->probes;
-    stats.epoch = position->epoch;
+    follower_ = std::move(*follower);
+    stats_.start_sequence = position->sequence;
+    stats_.search_probes = position->probes;
+    stats_.epoch = position->epoch;
     absl::StrAppendFormat(
-        &standby->startup_report_,
+        &startup_report_,
         "\n  following stream %s at %s from sequence %d (stream holds %d to "
         "%d; found with %d read(s)) for journal index %d",
         o.engine_name, o.nats_servers, position->sequence,
         position->first_sequence, position->last_sequence, position->probes,
         next_index);
-    break;
+    return absl::OkStatus();
   }
-  if (!o.member_name.empty()) {
-    // The bucket gets the stream's replica count.
-    absl::StatusOr<replication::JournalStreamState> stream =
-        replication::GetJournalStreamState(o.nats_servers, o.engine_name,
-                                           o.connect_timeout);
-    if (!stream.ok()) return stream.status();
-    absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
-        replication::MemberBoard::Open(o.nats_servers, o.engine_name,
-                                       stream->replicas == 3 ? 3 : 1,
-                                       o.connect_timeout);
-    if (!board.ok()) return board.status();
-    standby->board_ = std::move(*board);
-    // A name the bucket cannot take is an error now, not a warning later.
-    if (absl::Status s = standby->board_->Put(
-            {.name = o.member_name,
-             .role = "standby",
-             .epoch = stats.epoch,
-             .applied_index = standby->machine_->last_index(),
-             .stream_sequence = stats.start_sequence - 1});
-        !s.ok()) {
-      return s;
-    }
-    standby->next_report_ns_ =
-        base::MonotonicNs() +
-        std::chrono::nanoseconds(o.report_interval).count();
+}
+
+absl::Status Standby::OpenMemberBoard() {
+  const StandbyOptions& o = options_;
+  if (o.member_name.empty()) return absl::OkStatus();
+  // The bucket gets the stream's replica count.
+  absl::StatusOr<replication::JournalStreamState> stream =
+      replication::GetJournalStreamState(o.nats_servers, o.engine_name,
+                                         o.connect_timeout);
+  if (!stream.ok()) return stream.status();
+  absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
+      replication::MemberBoard::Open(o.nats_servers, o.engine_name,
+                                     stream->replicas == 3 ? 3 : 1,
+                                     o.connect_timeout);
+  if (!board.ok()) return board.status();
+  board_ = std::move(*board);
+  // A name the bucket cannot take is an error now, not a warning later.
+  if (absl::Status s =
+          board_->Put({.name = o.member_name,
+                       .role = "standby",
+                       .epoch = stats_.epoch,
+                       .applied_index = machine_->last_index(),
+                       .stream_sequence = stats_.start_sequence - 1});
+      !s.ok()) {
+    return s;
   }
-  return standby;
+  next_report_ns_ =
+      base::MonotonicNs() + std::chrono::nanoseconds(o.report_interval).count();
+  return absl::OkStatus();
 }
 
 void Standby::Report(std::string_view role) {

@@ -104,6 +104,10 @@ class MemberBoard;
 struct FollowedMessage;
 }  // namespace orderwire::replication
 
+namespace orderwire::state {
+struct RestartedJournal;
+}  // namespace orderwire::state
+
 namespace orderwire::cluster {
 
 struct StandbyOptions {
@@ -254,6 +258,29 @@ class Standby {
   };
 
   explicit Standby(StandbyOptions options);
+  // Start's steps, in this order.
+  //
+  // The rejoin check ("Rejoining" above) on the journal just restarted:
+  // when a new primary replaced its tail, cuts the tail (logged, counted)
+  // and restarts `restarted` from the cut journal. Errors: the stream
+  // reads', DataLoss for a divergence that is not a takeover,
+  // FailedPrecondition when a cut is due and options.rejoin is false, the
+  // cut's, the restart's.
+  absl::Status RejoinIfReplaced(state::RestartedJournal& restarted);
+  // Takes over `restarted`'s journal writer and state (moved out), its
+  // start-up report and warning, and its replay's counts.
+  void TakeRestarted(state::RestartedJournal& restarted);
+  // Finds the stream sequence of the local last index + 1 and opens the
+  // follower there, tried again every 200 ms until connect_timeout, then
+  // the last error. `seeded`: the stream must also continue the seed's
+  // snapshot ("Seeded" above). Not tried again: the search's DataLoss and
+  // InvalidArgument, the seed check's DataLoss, FailedPrecondition and
+  // InvalidArgument, the follower's InvalidArgument.
+  absl::Status OpenFirstFollower(bool seeded);
+  // With options.member_name: opens the engine's members bucket (the
+  // stream's replica count) and puts the first "standby" report. Errors:
+  // the stream state's, the bucket's, the put's (a name it cannot take).
+  absl::Status OpenMemberBoard();
   absl::Status Take(replication::FollowedMessage message);
   // Records the local journal holds at first..last must equal the
   // message's; DataLoss naming the first that differs.
