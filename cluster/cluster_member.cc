@@ -42,6 +42,23 @@ constexpr std::chrono::milliseconds kRequestTimeout{2000};
 // e.g. while the stream's or the lease bucket's leader is re-elected.
 using replication::IsTransientNatsError;
 
+// Whether a try at publishing the epoch marker that failed with `published`
+// may succeed again: `publisher` null (it did not open): a transient NATS
+// error; else an ack timeout, a closed connection, or a transient NATS
+// error the publisher did not classify.
+bool IsTransientMarkerFailure(const replication::JournalPublisher* publisher,
+                              const absl::Status& published) {
+  return publisher == nullptr
+             ? IsTransientNatsError(published)
+             : publisher->failure_kind() ==
+                       replication::PublisherFailure::kAckTimeout ||
+                   publisher->failure_kind() ==
+                       replication::PublisherFailure::kConnectionClosed ||
+                   (publisher->failure_kind() ==
+                        replication::PublisherFailure::kNone &&
+                    IsTransientNatsError(published));
+}
+
 }  // namespace
 
 std::string_view MemberRoleName(MemberRole role) {
@@ -244,20 +261,9 @@ absl::Status ClusterMember::WaitToRetry(std::string_view step,
 }
 
 absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
-  const StandbyOptions& o = options_.standby;
-  const ReplicationOptions& r = *options_.replication;
   for (int attempt = 1;; ++attempt) {
-    absl::StatusOr<replication::JournalStreamState> stream;
-    for (int retries = 0;;) {
-      stream = replication::GetJournalStreamState(o.nats_servers, o.engine_name,
-                                                  kRequestTimeout);
-      if (stream.ok() || !IsTransientNatsError(stream.status())) break;
-      if (absl::Status s = WaitToRetry("reading the stream's last sequence",
-                                       stream.status(), retries, stop);
-          !s.ok()) {
-        return s;
-      }
-    }
+    absl::StatusOr<replication::JournalStreamState> stream =
+        ReadStreamState(stop);
     if (!stream.ok()) return stream.status();
     if (absl::Status s = FollowTo(stream->last_sequence, stop); !s.ok()) {
       return s;
@@ -276,77 +282,103 @@ absl::Status ClusterMember::CatchUpAndMark(const std::atomic<bool>& stop) {
                           takeover_.epoch));
     }
     takeover_.marker_attempts = attempt;
-    // The same marker (Msg-Id "<epoch>-marker", expected last sequence
-    // `followed`) until it is acknowledged or refused: a try that did land
-    // is acknowledged again as a duplicate.
-    std::unique_ptr<replication::JournalPublisher> publisher;
-    absl::Status published;
-    for (int retries = 0;;) {
-      replication::PublisherOptions publisher_options;
-      publisher_options.servers = o.nats_servers;
-      publisher_options.stream.engine_name = o.engine_name;
-      publisher_options.stream.replicas = r.replicas;
-      publisher_options.epoch = takeover_.epoch;
-      publisher_options.window = 1;
-      publisher_options.ack_timeout = r.ack_timeout;
-      publisher_options.expected_last_sequence = followed;
-      publisher_options.on_event = [this](const std::string& line) {
-        Event(line);
-      };
-      absl::StatusOr<std::unique_ptr<replication::JournalPublisher>> opened =
-          replication::JournalPublisher::Open(std::move(publisher_options));
-      if (opened.ok()) {
-        publisher = *std::move(opened);
-        published = publisher->PublishEpochMarker(last_index + 1).status();
-        if (published.ok()) published = publisher->Flush(r.ack_timeout);
-      } else {
-        publisher.reset();
-        published = opened.status();
-      }
-      const bool transient =
-          publisher == nullptr
-              ? IsTransientNatsError(published)
-              : publisher->failure_kind() ==
-                        replication::PublisherFailure::kAckTimeout ||
-                    publisher->failure_kind() ==
-                        replication::PublisherFailure::kConnectionClosed ||
-                    (publisher->failure_kind() ==
-                         replication::PublisherFailure::kNone &&
-                     IsTransientNatsError(published));
-      if (published.ok() || !transient) break;
-      if (absl::Status s = WaitToRetry("publishing the epoch marker", published,
-                                       retries, stop);
-          !s.ok()) {
-        return s;
-      }
-    }
-    if (publisher == nullptr) return published;
-    if (published.ok()) {
-      takeover_.marker_sequence = publisher->progress().last_stream_sequence;
-      Event(absl::StrFormat(
-          "epoch marker published at sequence %d (epoch %d, next index %d)",
-          takeover_.marker_sequence, takeover_.epoch, last_index + 1));
-      return absl::OkStatus();
-    }
-    if (publisher->failure_kind() != replication::PublisherFailure::kFenced) {
-      return absl::Status(
-          published.code(),
-          absl::StrFormat("publishing the epoch %d marker: %s", takeover_.epoch,
-                          published.message()));
-    }
-    if (attempt >= options_.max_marker_attempts) {
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "the epoch %d marker was fenced %d times (another writer keeps "
-          "appending to stream %s after the sequence followed): not taking "
-          "over; last: %s",
-          takeover_.epoch, attempt,
-          replication::JournalStreamName(o.engine_name), published.message()));
-    }
-    Event(absl::StrFormat(
-        "epoch marker fenced (another writer appended after sequence %d): "
-        "following again (attempt %d of %d)",
-        followed, attempt + 1, options_.max_marker_attempts));
+    absl::StatusOr<bool> published =
+        PublishMarker(attempt, followed, last_index, stop);
+    if (!published.ok()) return published.status();
+    if (*published) return absl::OkStatus();
   }
+}
+
+absl::StatusOr<replication::JournalStreamState> ClusterMember::ReadStreamState(
+    const std::atomic<bool>& stop) {
+  const StandbyOptions& o = options_.standby;
+  for (int retries = 0;;) {
+    absl::StatusOr<replication::JournalStreamState> stream =
+        replication::GetJournalStreamState(o.nats_servers, o.engine_name,
+                                           kRequestTimeout);
+    if (stream.ok() || !IsTransientNatsError(stream.status())) return stream;
+    if (absl::Status s = WaitToRetry("reading the stream's last sequence",
+                                     stream.status(), retries, stop);
+        !s.ok()) {
+      return s;
+    }
+  }
+}
+
+absl::StatusOr<bool> ClusterMember::PublishMarker(
+    int attempt, std::uint64_t followed, std::uint64_t last_index,
+    const std::atomic<bool>& stop) {
+  const StandbyOptions& o = options_.standby;
+  // The same marker (Msg-Id "<epoch>-marker", expected last sequence
+  // `followed`) until it is acknowledged or refused: a try that did land
+  // is acknowledged again as a duplicate.
+  std::unique_ptr<replication::JournalPublisher> publisher;
+  absl::Status published;
+  for (int retries = 0;;) {
+    published = TryPublishMarker(followed, last_index, publisher);
+    if (published.ok() ||
+        !IsTransientMarkerFailure(publisher.get(), published)) {
+      break;
+    }
+    if (absl::Status s = WaitToRetry("publishing the epoch marker", published,
+                                     retries, stop);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (publisher == nullptr) return published;
+  if (published.ok()) {
+    takeover_.marker_sequence = publisher->progress().last_stream_sequence;
+    Event(absl::StrFormat(
+        "epoch marker published at sequence %d (epoch %d, next index %d)",
+        takeover_.marker_sequence, takeover_.epoch, last_index + 1));
+    return true;
+  }
+  if (publisher->failure_kind() != replication::PublisherFailure::kFenced) {
+    return absl::Status(published.code(),
+                        absl::StrFormat("publishing the epoch %d marker: %s",
+                                        takeover_.epoch, published.message()));
+  }
+  if (attempt >= options_.max_marker_attempts) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the epoch %d marker was fenced %d times (another writer keeps "
+        "appending to stream %s after the sequence followed): not taking "
+        "over; last: %s",
+        takeover_.epoch, attempt, replication::JournalStreamName(o.engine_name),
+        published.message()));
+  }
+  Event(absl::StrFormat(
+      "epoch marker fenced (another writer appended after sequence %d): "
+      "following again (attempt %d of %d)",
+      followed, attempt + 1, options_.max_marker_attempts));
+  return false;
+}
+
+absl::Status ClusterMember::TryPublishMarker(
+    std::uint64_t followed, std::uint64_t last_index,
+    std::unique_ptr<replication::JournalPublisher>& publisher) {
+  const StandbyOptions& o = options_.standby;
+  const ReplicationOptions& r = *options_.replication;
+  replication::PublisherOptions publisher_options;
+  publisher_options.servers = o.nats_servers;
+  publisher_options.stream.engine_name = o.engine_name;
+  publisher_options.stream.replicas = r.replicas;
+  publisher_options.epoch = takeover_.epoch;
+  publisher_options.window = 1;
+  publisher_options.ack_timeout = r.ack_timeout;
+  publisher_options.expected_last_sequence = followed;
+  publisher_options.on_event = [this](const std::string& line) { Event(line); };
+  absl::StatusOr<std::unique_ptr<replication::JournalPublisher>> opened =
+      replication::JournalPublisher::Open(std::move(publisher_options));
+  if (!opened.ok()) {
+    publisher.reset();
+    return opened.status();
+  }
+  publisher = *std::move(opened);
+  absl::Status published =
+      publisher->PublishEpochMarker(last_index + 1).status();
+  if (published.ok()) published = publisher->Flush(r.ack_timeout);
+  return published;
 }
 
 absl::Status ClusterMember::WaitForTheMembersBucket(

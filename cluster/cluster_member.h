@@ -75,6 +75,11 @@
 #include "replication/lease.h"
 #include "service/service.h"
 
+namespace orderwire::replication {
+class JournalPublisher;
+struct JournalStreamState;
+}  // namespace orderwire::replication
+
 namespace orderwire::cluster {
 
 struct ClusterMemberOptions {
@@ -161,6 +166,27 @@ class ClusterMember {
   // Steps 2-4; Cancelled when stopped, Aborted when the lease was lost
   // (follow again).
   absl::Status CatchUpAndMark(const std::atomic<bool>& stop);
+  // Step 2's read of the stream's state, a transient NATS error retried as
+  // WaitToRetry says (its Cancelled or Aborted then); any other error
+  // GetJournalStreamState's.
+  absl::StatusOr<replication::JournalStreamState> ReadStreamState(
+      const std::atomic<bool>& stop);
+  // Step 4 after catching up to stream sequence `followed` (local last
+  // index `last_index`), the `attempt`-th time: the marker published (a
+  // transient failure retried as WaitToRetry says) and logged: true.
+  // Fenced by another writer with attempts left: logged, false (follow
+  // again). Errors: WaitToRetry's, the publisher's opening, any other
+  // publish failure (its code, naming the epoch), FailedPrecondition when
+  // fenced for the max_marker_attempts-th time.
+  absl::StatusOr<bool> PublishMarker(int attempt, std::uint64_t followed,
+                                     std::uint64_t last_index,
+                                     const std::atomic<bool>& stop);
+  // One try of the marker: a publisher opened into `publisher` (null when
+  // it does not open; a previous one is replaced), the marker published and
+  // flushed. Returns the opening's, the publish's or the flush's status.
+  absl::Status TryPublishMarker(
+      std::uint64_t followed, std::uint64_t last_index,
+      std::unique_ptr<replication::JournalPublisher>& publisher);
   // Step until the standby has followed `sequence`.
   absl::Status FollowTo(std::uint64_t sequence, const std::atomic<bool>& stop);
   // After `step` failed on a transient NATS error: logs it and waits (100 ms
