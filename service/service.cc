@@ -286,6 +286,9 @@ class Service::Impl final : public Sequencer::Backpressure,
   }
   // The serving loop (Run() stops the lease's renewal after it).
   absl::Status RunLoop(const std::atomic<bool>& stop);
+  // RunLoop's end, once `stop` is set: flush, wait for the stream, apply,
+  // answer, close the journal, reap a snapshot child.
+  absl::Status Shutdown();
   Session* SessionOfState(std::uint32_t state_index);
   void Emit(Session& session, std::span<const std::byte> frame);
   void SendGap(Session& session);
@@ -624,8 +627,12 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
       socket_->WaitReadable(regenerator_->active() ? 1 : 50);
     }
   }
-  // Shutdown: nothing more is read; what was journaled is made durable,
-  // applied and answered.
+  return Shutdown();
+}
+
+// Nothing more is read; what was journaled is made durable, applied and
+// answered, then the journal is closed.
+absl::Status Service::Impl::Shutdown() {
   retention_.reset();
   if (absl::Status s = writer_->Flush(); !s.ok()) return s;
   if (gate_ != nullptr) {
