@@ -8,7 +8,7 @@
 # on a loopback 3-node NATS cluster: the primary killed, the standby takes
 # over, the old primary rejoins), make asan (tests under ASan+UBSan), make fuzz
 # (libFuzzer targets, FUZZ_SECONDS each), make bench, make format, make lint
-# (layering + clang-format check + clang-tidy), make torture (the reliability
+# (layering, function length, clang-format check, clang-tidy), make torture (the reliability
 # run, docs/RELIABILITY.md), make install-check (install into a temporary
 # prefix, build examples/trader against it, trade with the installed serve),
 # make clean.
@@ -19,7 +19,7 @@ BUILD := build/release
 
 .PHONY: all setup build demo demo-cluster test asan asan-build fuzz fuzz-build \
         bench torture format lint \
-        lint-layering lint-format lint-tidy install-check clean
+        lint-layering lint-functions lint-format lint-tidy install-check clean
 
 all: build
 
@@ -75,10 +75,13 @@ format:
 # Static checks; each fails on any finding. lint-tidy needs only a configured
 # build/release (its compile_commands.json), not a built one; it takes a few
 # minutes (one file at a time; TIDY_JOBS=2 to use two cores).
-lint: lint-layering lint-format lint-tidy
+lint: lint-layering lint-functions lint-format lint-tidy
 
 lint-layering:
 	@scripts/check_layering.sh
+
+lint-functions:
+	@scripts/lint.sh functions
 
 lint-format:
 	@scripts/setup.sh lint

@@ -11,6 +11,10 @@
 #                                      BUILD_DIR/compile_commands.json; our
 #                                      headers are checked through them
 #   scripts/lint.sh layering           scripts/check_layering.sh
+#   scripts/lint.sh functions          scripts/check_function_length.py:
+#                                      no function of the library and binary
+#                                      components over 100 lines, except
+#                                      scripts/function_length_exceptions.txt
 #
 # BUILD_DIR only needs to be configured (cmake --preset release), not built:
 # nothing the tidied files include is generated.
@@ -142,5 +146,6 @@ case "${1:-}" in
   format) lint_format ;;
   tidy) shift; lint_tidy "$@" ;;
   layering) exec scripts/check_layering.sh ;;
+  functions) exec python3 scripts/check_function_length.py ;;
   *) usage ;;
 esac
