@@ -59,6 +59,14 @@ absl::StatusOr<ConnectionHandle> Connect(const std::string& servers,
   natsConnection* raw_conn = nullptr;
   s = natsConnection_Connect(&raw_conn, opts.get());
   ConnectionHandle conn(raw_conn);
+  if (s == NATS_PROTOCOL_ERROR) {
+    // The handshake got no answer: a server paused or going away between
+    // its INFO and the PONG ("Expected 'PONG', got ''"). As transient as a
+    // timeout; a start waiting for NATS tries again.
+    absl::Status error =
+        NatsError(s, absl::StrCat("connect to NATS at ", servers));
+    return absl::UnavailableError(error.message());
+  }
   if (s != NATS_OK) {
     return NatsError(s, absl::StrCat("connect to NATS at ", servers));
   }

@@ -47,7 +47,9 @@ absl::Status NatsError(natsStatus status, std::string_view what,
 
 // Connects to `servers` (comma-separated nats:// URLs; any one will do, the
 // client reconnects to another if its server goes away). `send_asap` turns
-// off libnats's up-to-1-ms batching of small publishes.
+// off libnats's up-to-1-ms batching of small publishes. Errors: NatsError's,
+// except that a protocol error in the handshake (a server that stopped
+// answering between its INFO and the PONG) is Unavailable: transient.
 absl::StatusOr<ConnectionHandle> Connect(const std::string& servers,
                                          std::chrono::milliseconds timeout,
                                          bool send_asap);
