@@ -372,13 +372,13 @@ TEST(ClientFailover, RunClientExplainsASilenceOnlyOnceEveryTargetWasTried) {
 // ---------------------------------------------------------------------------
 // End to end.
 
-constexpr std::string_view kKeyHex =
+constexpr std::string_view kFailoverKeyHex =
     "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f";
 
 // Session 7 keyed, session 8 not; both may trade any account.
 config::ServiceConfig FailoverConfig(const ScratchDir& dir) {
   const std::string key = dir.Sub("session-7.key");
-  test_support::WriteText(key, std::string(kKeyHex) + "\n");
+  test_support::WriteText(key, std::string(kFailoverKeyHex) + "\n");
   ::chmod(key.c_str(), 0600);
   absl::StatusOr<config::ServiceConfig> config = config::ParseServiceConfig(
       "[sessions.7]\naccounts = \"any\"\nkey_file = \"" + key +
@@ -508,7 +508,7 @@ TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
       client.rate = 10'000;
       client.give_up_ms = 30'000;
       client.reports_out = files[s];
-      if (ids[s] == 7) client.mac.emplace(*auth::ParseKeyHex(kKeyHex));
+      if (ids[s] == 7) client.mac.emplace(*auth::ParseKeyHex(kFailoverKeyHex));
       results[s] = RunClient(client, inputs[s], stop);
     });
   }

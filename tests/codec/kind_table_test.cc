@@ -15,7 +15,7 @@
 namespace orderwire::codec::test {
 namespace {
 
-struct ProtocolKind {
+struct KindRow {
   std::uint8_t kind;
   std::string_view name;
   std::size_t body_size;
@@ -24,7 +24,7 @@ struct ProtocolKind {
 };
 
 // docs/PROTOCOL.md "Commands" and "Reports" tables.
-constexpr std::array<ProtocolKind, 13> kProtocolKinds = {{
+constexpr std::array<KindRow, 13> kKindRows = {{
     {0x01, "NewLimit", 38, 47, KindClass::kCommand},
     {0x02, "NewMarket", 29, 38, KindClass::kCommand},
     {0x03, "CancelByOrder", 16, 25, KindClass::kCommand},
@@ -44,8 +44,8 @@ TEST(KindTableTest, HasExactlyTheProtocolKindsWithTheirSizesAndNames) {
   for (unsigned b = 0; b < 256; ++b) {
     SCOPED_TRACE(b);
     const KindInfo& info = kKindTable[b];
-    const ProtocolKind* expected = nullptr;
-    for (const ProtocolKind& k : kProtocolKinds) {
+    const KindRow* expected = nullptr;
+    for (const KindRow& k : kKindRows) {
       if (k.kind == b) expected = &k;
     }
     if (expected == nullptr) {

@@ -9,7 +9,9 @@
 namespace orderwire::config {
 namespace {
 
-Endpoint Ip(const char* host_port) { return *Endpoint::Parse(host_port); }
+Endpoint EndpointOf(const char* host_port) {
+  return *Endpoint::Parse(host_port);
+}
 
 TEST(AccountSetTest, ParsesIdsAndRangesAndAny) {
   absl::StatusOr<AccountSet> set = AccountSet::Parse("7, 100-199 ,8");
@@ -39,20 +41,20 @@ TEST(AccountSetTest, RejectsBadItemsNamingThem) {
 TEST(AddressSetTest, MatchesCidrBlocksIgnoringThePort) {
   absl::StatusOr<AddressSet> set = AddressSet::Parse("10.1.0.0/16, ::1");
   ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_TRUE(set->Contains(Ip("10.1.2.3:5")));
-  EXPECT_TRUE(set->Contains(Ip("10.1.255.255:65535")));
-  EXPECT_FALSE(set->Contains(Ip("10.2.0.1:5")));
-  EXPECT_TRUE(set->Contains(Ip("[::1]:9")));
-  EXPECT_FALSE(set->Contains(Ip("127.0.0.1:9")));
+  EXPECT_TRUE(set->Contains(EndpointOf("10.1.2.3:5")));
+  EXPECT_TRUE(set->Contains(EndpointOf("10.1.255.255:65535")));
+  EXPECT_FALSE(set->Contains(EndpointOf("10.2.0.1:5")));
+  EXPECT_TRUE(set->Contains(EndpointOf("[::1]:9")));
+  EXPECT_FALSE(set->Contains(EndpointOf("127.0.0.1:9")));
 }
 
 TEST(AddressSetTest, LoopbackIsTheDefaultAndCoversV4MappedAddresses) {
   const AddressSet loopback = AddressSet::Loopback();
-  EXPECT_TRUE(loopback.Contains(Ip("127.0.0.1:1")));
-  EXPECT_TRUE(loopback.Contains(Ip("127.255.0.9:1")));
-  EXPECT_TRUE(loopback.Contains(Ip("[::1]:1")));
-  EXPECT_TRUE(loopback.Contains(Ip("[::ffff:127.0.0.1]:1")));
-  EXPECT_FALSE(loopback.Contains(Ip("192.0.2.1:1")));
+  EXPECT_TRUE(loopback.Contains(EndpointOf("127.0.0.1:1")));
+  EXPECT_TRUE(loopback.Contains(EndpointOf("127.255.0.9:1")));
+  EXPECT_TRUE(loopback.Contains(EndpointOf("[::1]:1")));
+  EXPECT_TRUE(loopback.Contains(EndpointOf("[::ffff:127.0.0.1]:1")));
+  EXPECT_FALSE(loopback.Contains(EndpointOf("192.0.2.1:1")));
 }
 
 TEST(AddressSetTest, RejectsBadAddressesAndPrefixes) {
@@ -70,8 +72,8 @@ TEST(ServiceConfigTest, DefaultsAreOpenToLoopbackForAnyAccount) {
   const SessionPolicy* policy = config->PolicyFor(42);
   ASSERT_NE(policy, nullptr);
   EXPECT_TRUE(policy->accounts.any());
-  EXPECT_TRUE(policy->addresses.Contains(Ip("127.0.0.1:1")));
-  EXPECT_FALSE(policy->addresses.Contains(Ip("192.0.2.1:1")));
+  EXPECT_TRUE(policy->addresses.Contains(EndpointOf("127.0.0.1:1")));
+  EXPECT_FALSE(policy->addresses.Contains(EndpointOf("192.0.2.1:1")));
   EXPECT_EQ(config->engine.max_instrument, 1024u);
 }
 
@@ -108,11 +110,12 @@ TEST(ServiceConfigTest, ListedSessionsCloseTheDoorToOthers) {
   ASSERT_NE(seven, nullptr);
   EXPECT_TRUE(seven->accounts.Contains(8));
   EXPECT_FALSE(seven->accounts.Contains(9));
-  EXPECT_TRUE(seven->addresses.Contains(Ip("192.0.2.7:1")));
-  EXPECT_FALSE(seven->addresses.Contains(Ip("127.0.0.1:1")));
+  EXPECT_TRUE(seven->addresses.Contains(EndpointOf("192.0.2.7:1")));
+  EXPECT_FALSE(seven->addresses.Contains(EndpointOf("127.0.0.1:1")));
   const SessionPolicy* nine = config->PolicyFor(9);
   ASSERT_NE(nine, nullptr);
-  EXPECT_TRUE(nine->addresses.Contains(Ip("127.0.0.1:1")));  // the default
+  EXPECT_TRUE(
+      nine->addresses.Contains(EndpointOf("127.0.0.1:1")));  // the default
   EXPECT_EQ(config->engine.max_instrument, 16u);
 }
 
@@ -125,7 +128,7 @@ TEST(ServiceConfigTest, OpenSessionsCanBeKeptWithListedOnes) {
   ASSERT_NE(other, nullptr);
   EXPECT_TRUE(other->accounts.Contains(10));
   EXPECT_FALSE(other->accounts.Contains(11));
-  EXPECT_TRUE(other->addresses.Contains(Ip("192.0.2.1:1")));
+  EXPECT_TRUE(other->addresses.Contains(EndpointOf("192.0.2.1:1")));
   EXPECT_TRUE(config->PolicyFor(3)->accounts.Contains(99));
 }
 

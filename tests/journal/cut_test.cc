@@ -38,7 +38,7 @@ struct Stored {
 
 // Every record of the journal in `dir` from `from` on; the read must end
 // cleanly.
-std::vector<Stored> ReadAll(const std::string& dir, std::uint64_t from = 0) {
+std::vector<Stored> ReadStored(const std::string& dir, std::uint64_t from = 0) {
   std::vector<Stored> out;
   auto reader = JournalReader::Open(dir, ReaderOptions{.from_index = from});
   EXPECT_TRUE(reader.ok()) << reader.status();
@@ -94,9 +94,9 @@ std::vector<Stored> Slice(const std::vector<Stored>& all, std::uint64_t first,
 void ExpectCut(const std::string& dir, const std::vector<Stored>& before,
                std::uint64_t keep) {
   const std::uint64_t last = before.back().index;
-  EXPECT_EQ(ReadAll(dir), Slice(before, 1, keep));
+  EXPECT_EQ(ReadStored(dir), Slice(before, 1, keep));
   const std::string side = SideJournalPath(dir, keep + 1, last);
-  EXPECT_EQ(ReadAll(side, keep + 1), Slice(before, keep + 1, last));
+  EXPECT_EQ(ReadStored(side, keep + 1), Slice(before, keep + 1, last));
   EXPECT_FALSE(std::filesystem::exists(dir + "/" + std::string(kCutFileName)));
   // The journal opens without a loss (its checkpoint agrees) and goes on
   // from K + 1.
@@ -108,7 +108,7 @@ void ExpectCut(const std::string& dir, const std::vector<Stored>& before,
   ASSERT_EQ((*writer)->Append(FramesFor(keep + 1, 2), 9, 1, 0),
             AppendStatus::kOk);
   ASSERT_TRUE((*writer)->Close().ok());
-  const std::vector<Stored> after = ReadAll(dir);
+  const std::vector<Stored> after = ReadStored(dir);
   ASSERT_EQ(after.size(), keep + 2);
   EXPECT_EQ(after[keep].session_id, 9u);
   auto again = JournalWriter::Open({.directory = dir});
@@ -132,7 +132,7 @@ TEST_P(CutTest, KeepsExactlyThePrefixAndMovesTheTailByteForByte) {
     ScratchDir scratch("cut");
     const std::string dir = scratch.Sub("j");
     BuildJournal(dir, GetParam(), records);
-    const std::vector<Stored> before = ReadAll(dir);
+    const std::vector<Stored> before = ReadStored(dir);
     ASSERT_EQ(before.size(), records);
     MakeSnapshotFiles(dir,
                       {keep - 1 == 0 ? 1 : keep - 1, keep, keep + 1, records});
@@ -162,7 +162,7 @@ TEST_P(CutTest, EveryCrashPointLeavesAJournalThatFinishesTheCutOnOpen) {
       ScratchDir scratch("cut-crash");
       const std::string dir = scratch.Sub("j");
       BuildJournal(dir, GetParam(), records);
-      const std::vector<Stored> before = ReadAll(dir);
+      const std::vector<Stored> before = ReadStored(dir);
       absl::StatusOr<CutReport> stopped =
           CutJournalTail({.directory = dir,
                           .keep_through_index = keep,
@@ -200,7 +200,7 @@ TEST(CutJournalTailTest, CutToZeroKeepsAnEmptyJournal) {
   ScratchDir scratch("cut-zero");
   const std::string dir = scratch.Sub("j");
   BuildJournal(dir, kFormatVersion, 40);
-  const std::vector<Stored> before = ReadAll(dir);
+  const std::vector<Stored> before = ReadStored(dir);
   absl::StatusOr<CutReport> report =
       CutJournalTail({.directory = dir, .keep_through_index = 0});
   ASSERT_TRUE(report.ok()) << report.status();
@@ -211,7 +211,7 @@ TEST(CutJournalTailTest, KeepingThroughTheLastIndexOrMoreIsANoOp) {
   ScratchDir scratch("cut-noop");
   const std::string dir = scratch.Sub("j");
   BuildJournal(dir, kFormatVersion, 40);
-  const std::vector<Stored> before = ReadAll(dir);
+  const std::vector<Stored> before = ReadStored(dir);
   for (const std::uint64_t keep : {40u, 41u, 1000u}) {
     absl::StatusOr<CutReport> report = CutJournalTail(
         {.directory = dir,
@@ -220,7 +220,7 @@ TEST(CutJournalTailTest, KeepingThroughTheLastIndexOrMoreIsANoOp) {
     EXPECT_FALSE(report->cut);
     EXPECT_EQ(report->last_index, 40u);
   }
-  EXPECT_EQ(ReadAll(dir), before);
+  EXPECT_EQ(ReadStored(dir), before);
   EXPECT_FALSE(std::filesystem::exists(dir + "/cut"));
 }
 
@@ -228,7 +228,7 @@ TEST(CutJournalTailTest, ASecondCutOfTheSameRangeKeepsTheFirstsRecordsAside) {
   ScratchDir scratch("cut-twice");
   const std::string dir = scratch.Sub("j");
   BuildJournal(dir, kFormatVersion, 40);
-  const std::vector<Stored> first = ReadAll(dir);
+  const std::vector<Stored> first = ReadStored(dir);
   ASSERT_TRUE(
       CutJournalTail({.directory = dir, .keep_through_index = 20}).ok());
   {
@@ -241,14 +241,14 @@ TEST(CutJournalTailTest, ASecondCutOfTheSameRangeKeepsTheFirstsRecordsAside) {
     }
     ASSERT_TRUE((*writer)->Close().ok());
   }
-  const std::vector<Stored> second = ReadAll(dir);
+  const std::vector<Stored> second = ReadStored(dir);
   ASSERT_EQ(second.size(), 40u);
   ASSERT_TRUE(
       CutJournalTail({.directory = dir, .keep_through_index = 20}).ok());
   const std::string side = SideJournalPath(dir, 21, 40);
-  EXPECT_EQ(ReadAll(side, 21), Slice(second, 21, 40));
-  EXPECT_EQ(ReadAll(side + ".earlier-1", 21), Slice(first, 21, 40));
-  EXPECT_EQ(ReadAll(dir), Slice(first, 1, 20));
+  EXPECT_EQ(ReadStored(side, 21), Slice(second, 21, 40));
+  EXPECT_EQ(ReadStored(side + ".earlier-1", 21), Slice(first, 21, 40));
+  EXPECT_EQ(ReadStored(dir), Slice(first, 1, 20));
 }
 
 TEST(CutJournalTailTest, RefusesWhatItCannotCut) {

@@ -37,7 +37,7 @@ using ::orderwire::journal::testing::SegmentPaths;
 using ::orderwire::journal::testing::TestSeed;
 using ::orderwire::test_support::ScratchDir;
 
-constexpr std::uint64_t kSmallSegment = std::uint64_t{64} * 1024;
+constexpr std::uint64_t kFollowerSegment = std::uint64_t{64} * 1024;
 
 // What the follower handed out, checked as it comes: consecutive indexes
 // from 1, the frames the writer appended.
@@ -72,7 +72,7 @@ TEST(FollowerTest, YieldsEveryDurableRecordOnceInOrderAndNothingPastIt) {
   });
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = Durability::kBatch,
-                                     .segment_size = kSmallSegment,
+                                     .segment_size = kFollowerSegment,
                                      .sync_method = SyncMethod::kFdatasync,
                                      .faults = &faults,
                                      .format_version = 1});
@@ -142,7 +142,7 @@ TEST(FollowerTest, AConcurrentFollowerSeesEveryRecordOnce) {
   ScratchDir dir("follow");
   auto writer = JournalWriter::Open({.directory = dir.path(),
                                      .durability = Durability::kBatch,
-                                     .segment_size = kSmallSegment,
+                                     .segment_size = kFollowerSegment,
                                      .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   const std::uint64_t kRecords = 3000;
@@ -251,7 +251,7 @@ TEST(FollowerTest, AWriterOpeningTheJournalIsWaitedFor) {
     // A writer open on the journal holds its lock, as /proc/locks shows.
     auto writer = JournalWriter::Open({.directory = dir.path(),
                                        .durability = Durability::kNone,
-                                       .segment_size = kSmallSegment,
+                                       .segment_size = kFollowerSegment,
                                        .format_version = 1});
     ASSERT_TRUE(writer.ok());
     EXPECT_TRUE(WriterHoldsLock(dir.path()));

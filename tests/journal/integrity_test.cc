@@ -37,7 +37,7 @@ using ::orderwire::test_support::ScratchDir;
 using ::orderwire::test_support::WriteFile;
 using ::testing::HasSubstr;
 
-WriterOptions Reopen(const std::string& dir, bool accept_loss = false) {
+WriterOptions ReopenOptions(const std::string& dir, bool accept_loss = false) {
   return WriterOptions{.directory = dir,
                        .segment_size = std::uint64_t{64} * 1024,
                        .accept_loss = accept_loss,
@@ -45,13 +45,13 @@ WriterOptions Reopen(const std::string& dir, bool accept_loss = false) {
 }
 
 // Reads the whole journal: the records read and the final status.
-struct Outcome {
+struct Verdict {
   std::uint64_t records = 0;
   absl::Status status;
   std::vector<std::string> accepted;
 };
-Outcome Read(const std::string& dir, bool accept_loss = false) {
-  Outcome out;
+Verdict ReadVerdict(const std::string& dir, bool accept_loss = false) {
+  Verdict out;
   auto reader =
       JournalReader::Open(dir, ReaderOptions{.accept_loss = accept_loss});
   if (!reader.ok()) {
@@ -131,7 +131,7 @@ TEST(CheckpointTest, ACleanCloseWitnessesTheLastGroup) {
   EXPECT_EQ(c.group_first_index, 20u);
   EXPECT_EQ(c.segment_first_index, 16u);  // the second segment
   EXPECT_EQ(c.group_offset, 4096u * 5);
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.records, 20u);
 }
@@ -174,8 +174,8 @@ TEST(CheckpointTest, AJournalWithoutOneIsAcceptedAndGetsOne) {
   ScratchDir dir;
   BuildFormat1Journal(dir.path(), 5);
   std::filesystem::remove(CheckpointPath(dir));  // as older code left it
-  EXPECT_TRUE(Read(dir.path()).status.ok());
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  EXPECT_TRUE(ReadVerdict(dir.path()).status.ok());
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_TRUE((*writer)->recovery().checkpoint_missing);
   EXPECT_EQ(LoadCheckpoint(dir).durable_index, 5u);
@@ -187,18 +187,18 @@ TEST(CheckpointTest, ADamagedOneIsRefusedUnlessTheLossIsAccepted) {
   std::vector<std::byte> bytes = ReadFile(CheckpointPath(dir));
   bytes[33] ^= std::byte{0x01};  // durable_index
   WriteFile(CheckpointPath(dir), bytes);
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("checkpoint " + CheckpointPath(dir) +
                         " is damaged: checksum mismatch"));
-  EXPECT_FALSE(JournalWriter::Open(Reopen(dir.path())).ok());
-  auto writer = JournalWriter::Open(Reopen(dir.path(), true));
+  EXPECT_FALSE(JournalWriter::Open(ReopenOptions(dir.path())).ok());
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path(), true));
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_TRUE((*writer)->recovery().loss_accepted);
   ASSERT_TRUE((*writer)->Close().ok());
   EXPECT_EQ(LoadCheckpoint(dir).durable_index, 5u);  // re-based
-  EXPECT_TRUE(Read(dir.path()).status.ok());
+  EXPECT_TRUE(ReadVerdict(dir.path()).status.ok());
 }
 
 TEST(CheckpointTest, OneOfAnotherJournalIsRefused) {
@@ -209,11 +209,11 @@ TEST(CheckpointTest, OneOfAnotherJournalIsRefused) {
   std::byte bytes[kCheckpointSize];
   EncodeCheckpoint(c, bytes);
   WriteFile(CheckpointPath(dir), {bytes, kCheckpointSize});
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("checkpoint belongs to another journal"));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()),
               HasSubstr("another journal"));
@@ -229,7 +229,7 @@ TEST(IntegrityTest, TheLastSegmentCutAtAGroupBoundaryIsDataLoss) {
   BuildFormat1Journal(dir.path(), 15);
   const std::string segment = SegmentPaths(dir.path()).at(0);
   ZeroFrom(segment, std::uint64_t{4096} * 13);
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_EQ(read.records, 12u);
   ASSERT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()),
@@ -237,23 +237,23 @@ TEST(IntegrityTest, TheLastSegmentCutAtAGroupBoundaryIsDataLoss) {
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("records 13..15 are missing; segment " + segment +
                         " was cut short"));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(writer.status().message()), HasSubstr("13..15"));
 
   // Accepted: proceeds from index 12, says what was lost, and the next
   // start is clean (the checkpoint was re-based).
-  const Outcome accepted = Read(dir.path(), true);
+  const Verdict accepted = ReadVerdict(dir.path(), true);
   EXPECT_TRUE(accepted.status.ok());
   ASSERT_EQ(accepted.accepted.size(), 1u);
-  auto accepting = JournalWriter::Open(Reopen(dir.path(), true));
+  auto accepting = JournalWriter::Open(ReopenOptions(dir.path(), true));
   ASSERT_TRUE(accepting.ok()) << accepting.status();
   EXPECT_TRUE((*accepting)->recovery().loss_accepted);
   EXPECT_THAT((*accepting)->recovery().loss_message, HasSubstr("13..15"));
   EXPECT_EQ((*accepting)->last_index(), 12u);
   ASSERT_TRUE((*accepting)->Close().ok());
-  EXPECT_TRUE(JournalWriter::Open(Reopen(dir.path())).ok());
+  EXPECT_TRUE(JournalWriter::Open(ReopenOptions(dir.path())).ok());
 }
 
 TEST(IntegrityTest, TheLastSegmentDeletedIsDataLossNamingTheFile) {
@@ -262,23 +262,23 @@ TEST(IntegrityTest, TheLastSegmentDeletedIsDataLossNamingTheFile) {
   const auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 3u);
   std::filesystem::remove(paths[2]);
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_EQ(read.records, 30u);
   ASSERT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("records 31..40 are missing; segment file " +
                         SegmentFileName(31)));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()),
               HasSubstr(SegmentFileName(31)));
 
-  auto accepting = JournalWriter::Open(Reopen(dir.path(), true));
+  auto accepting = JournalWriter::Open(ReopenOptions(dir.path(), true));
   ASSERT_TRUE(accepting.ok()) << accepting.status();
   EXPECT_EQ((*accepting)->last_index(), 30u);
   EXPECT_THAT((*accepting)->recovery().loss_message, HasSubstr("31..40"));
   ASSERT_TRUE((*accepting)->Close().ok());
-  EXPECT_TRUE(Read(dir.path()).status.ok());
+  EXPECT_TRUE(ReadVerdict(dir.path()).status.ok());
 }
 
 TEST(IntegrityTest, EverySegmentDeletedIsDataLoss) {
@@ -287,11 +287,11 @@ TEST(IntegrityTest, EverySegmentDeletedIsDataLoss) {
   for (const std::string& path : SegmentPaths(dir.path())) {
     std::filesystem::remove(path);
   }
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()),
               HasSubstr("records 1..20 are missing"));
-  auto accepting = JournalWriter::Open(Reopen(dir.path(), true));
+  auto accepting = JournalWriter::Open(ReopenOptions(dir.path(), true));
   ASSERT_TRUE(accepting.ok()) << accepting.status();
   EXPECT_TRUE((*accepting)->recovery().loss_accepted);
   EXPECT_EQ((*accepting)->last_index(), 0u);
@@ -305,19 +305,19 @@ TEST(IntegrityTest, AMiddleSegmentDeletedIsRefusedByTheWriter) {
   const auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 5u);
   std::filesystem::remove(paths[1]);
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(writer.status().message()),
               HasSubstr("records 16..30 (segment file " + SegmentFileName(16) +
                         ") are missing"));
   // Accepted: the journal keeps 1..15; the later segments are set aside.
-  auto accepting = JournalWriter::Open(Reopen(dir.path(), true));
+  auto accepting = JournalWriter::Open(ReopenOptions(dir.path(), true));
   ASSERT_TRUE(accepting.ok()) << accepting.status();
   EXPECT_EQ((*accepting)->last_index(), 15u);
   EXPECT_TRUE(std::filesystem::exists(paths[4] + ".lost"));
   ASSERT_TRUE((*accepting)->Close().ok());
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.records, 15u);
 }
@@ -328,16 +328,16 @@ TEST(IntegrityTest, AMiddleSegmentTruncatedBelowItsCapacityIsRefused) {
   const auto paths = SegmentPaths(dir.path());
   // Its last group whole, only its padding cut.
   std::filesystem::resize_file(paths[1], 4096 * 15 + 200);
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr(paths[1] + ": the file is 61640 bytes"));
   // The same file cut at its last group boundary.
   std::filesystem::resize_file(paths[1], std::uintmax_t{4096} * 15);
-  EXPECT_THAT(std::string(Read(dir.path()).status.message()),
+  EXPECT_THAT(std::string(ReadVerdict(dir.path()).status.message()),
               HasSubstr(paths[1] + ": the file is 61440 bytes, shorter than "
                                    "the 65536 bytes its header promises"));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(ReopenOptions(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()), HasSubstr(paths[1]));
 }
@@ -371,13 +371,13 @@ TEST(IntegrityTest, AJournalRewrittenUnderTheCheckpointIsDataLoss) {
   const std::size_t covered = kGroupHeaderSize + h.records_bytes;
   codec::StoreLE(&theirs[at + covered], Crc32c({&theirs[at], covered}));
   WriteFile(SegmentPaths(dir.path()).at(0), theirs);
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(
       std::string(read.status.message()),
       HasSubstr(absl::StrFormat("checksum 0x%08x", witnessed.group_crc)));
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("overwritten"));
-  EXPECT_FALSE(JournalWriter::Open(Reopen(dir.path())).ok());
+  EXPECT_FALSE(JournalWriter::Open(ReopenOptions(dir.path())).ok());
 }
 
 // ---------------------------------------------------------------------------
@@ -449,7 +449,7 @@ TEST(LockTest, AReaderRunsBesideAWriter) {
   ASSERT_TRUE(writer.ok());
   AppendRange(**writer, 1, 50, 5);
   ASSERT_TRUE((*writer)->Flush().ok());
-  const Outcome read = Read(dir.path());
+  const Verdict read = ReadVerdict(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.records, 50u);
 }

@@ -57,7 +57,7 @@ void BuildJournal(const std::string& dir, std::uint64_t first, int groups) {
 
 // Reads the whole journal, checking each record against the model: the
 // indexes read and the final status.
-struct Outcome {
+struct Pruned {
   std::uint64_t first = 0;
   std::uint64_t last = 0;
   std::uint64_t records = 0;
@@ -65,8 +65,8 @@ struct Outcome {
   std::uint64_t journal_first = 0;
   std::vector<std::string> leftovers;
 };
-Outcome Read(const std::string& dir) {
-  Outcome out;
+Pruned ReadPruned(const std::string& dir) {
+  Pruned out;
   auto reader = JournalReader::Open(dir);
   if (!reader.ok()) {
     out.status = reader.status();
@@ -177,7 +177,7 @@ TEST(PruneTest, PrunedJournalReadsReopensAndAppends) {
   EXPECT_EQ(SegmentPaths(dir.path()).size(), 1u);
   EXPECT_EQ(*FirstAvailableIndex(dir.path()), 31u);
 
-  Outcome read = Read(dir.path());
+  Pruned read = ReadPruned(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.first, 31u);
   EXPECT_EQ(read.last, 40u);
@@ -185,7 +185,7 @@ TEST(PruneTest, PrunedJournalReadsReopensAndAppends) {
 
   // Reopened for appending: it goes on at 41.
   BuildJournal(dir.path(), 41, 20);
-  read = Read(dir.path());
+  read = ReadPruned(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.first, 31u);
   EXPECT_EQ(read.last, 60u);
@@ -239,12 +239,12 @@ TEST(PruneTest, AJournalCreatedPastIndexOneOpensWithItsStartRecord) {
     EXPECT_EQ((*writer)->last_index(), 500u);
     ASSERT_TRUE((*writer)->Close().ok());
   }
-  Outcome read = Read(dir.path());
+  Pruned read = ReadPruned(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.records, 0u);
   EXPECT_EQ(read.journal_first, 501u);
   BuildJournal(dir.path(), 501, 20);
-  read = Read(dir.path());
+  read = ReadPruned(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.first, 501u);
   EXPECT_EQ(read.last, 520u);
@@ -266,7 +266,7 @@ TEST(PruneTest, OnlyWholeSegmentsBelowTheIndexGo) {
   EXPECT_EQ(report->first_index_after, 16u);  // 16..30 holds 20..30
   ASSERT_EQ(report->segments.size(), 1u);
   EXPECT_THAT(report->stopped_because, HasSubstr("not all below 20"));
-  EXPECT_EQ(Read(dir.path()).first, 16u);
+  EXPECT_EQ(ReadPruned(dir.path()).first, 16u);
   // Pruning before an index already gone does nothing.
   report = PruneJournal({.directory = dir.path(), .before_index = 5});
   ASSERT_TRUE(report.ok()) << report.status();
@@ -321,7 +321,7 @@ TEST(PruneTest, ArchiveMovesTheSegmentsUnchanged) {
   EXPECT_EQ(ReadFile(to + "/" + SegmentFileName(1)), first_bytes);
   EXPECT_EQ(report->segments[0].archived_to, to + "/" + SegmentFileName(1));
   EXPECT_EQ(SegmentPaths(dir.path()).size(), 1u);
-  EXPECT_TRUE(Read(dir.path()).status.ok());
+  EXPECT_TRUE(ReadPruned(dir.path()).status.ok());
 }
 
 TEST(PruneTest, ArchiveOnAnotherFileSystemCopiesThenRemoves) {
@@ -343,7 +343,7 @@ TEST(PruneTest, ArchiveOnAnotherFileSystemCopiesThenRemoves) {
   EXPECT_FALSE(
       std::filesystem::exists(to + "/" + SegmentFileName(1) + ".partial"));
   EXPECT_FALSE(std::filesystem::exists(before[0]));
-  EXPECT_TRUE(Read(dir.path()).status.ok());
+  EXPECT_TRUE(ReadPruned(dir.path()).status.ok());
 }
 
 TEST(PruneTest, ACrashAfterTheStartWasWrittenLeavesAJournalThatOpens) {
@@ -353,7 +353,7 @@ TEST(PruneTest, ACrashAfterTheStartWasWrittenLeavesAJournalThatOpens) {
   BuildJournal(dir.path(), 1, 40);
   const std::vector<std::string> paths = SegmentPaths(dir.path());
   WriteStart(dir.path(), 31, JournalIdOf(paths[0]));
-  Outcome read = Read(dir.path());
+  Pruned read = ReadPruned(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.first, 31u);
   EXPECT_EQ(read.leftovers.size(), 2u);
@@ -373,7 +373,7 @@ TEST(PruneTest, ACrashAfterTheStartWasWrittenLeavesAJournalThatOpens) {
   BuildJournal(dir.path(), 41, 5);
   EXPECT_EQ(ReadFile(paths[0]), leftover);
   EXPECT_TRUE(std::filesystem::exists(paths[0]));
-  read = Read(dir.path());
+  read = ReadPruned(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.last, 45u);
   // The next prune finishes the job.
@@ -383,14 +383,14 @@ TEST(PruneTest, ACrashAfterTheStartWasWrittenLeavesAJournalThatOpens) {
   EXPECT_EQ(report->segments.size(), 2u);
   EXPECT_FALSE(std::filesystem::exists(paths[0]));
   EXPECT_FALSE(std::filesystem::exists(paths[1]));
-  EXPECT_TRUE(Read(dir.path()).leftovers.empty());
+  EXPECT_TRUE(ReadPruned(dir.path()).leftovers.empty());
 }
 
 TEST(PruneTest, ADeletedFirstSegmentWithoutAPruneIsStillDataLoss) {
   ScratchDir dir;
   BuildJournal(dir.path(), 1, 40);
   std::filesystem::remove(SegmentPaths(dir.path())[0]);
-  const Outcome read = Read(dir.path());
+  const Pruned read = ReadPruned(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("not 1"));
   const auto writer = JournalWriter::Open({.directory = dir.path(),
@@ -409,7 +409,7 @@ TEST(PruneTest, ASegmentDeletedAfterAPruneIsDataLoss) {
   BuildJournal(dir.path(), 1, 40);
   ASSERT_TRUE(PruneJournal({.directory = dir.path(), .before_index = 16}).ok());
   std::filesystem::remove(dir.Sub(SegmentFileName(16)));
-  const Outcome read = Read(dir.path());
+  const Pruned read = ReadPruned(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("the journal starts at index 16"));
@@ -431,7 +431,7 @@ TEST(PruneTest, ACheckpointNamingAPrunedGroupStillOpens) {
   BuildJournal(dir.path(), 26, 15);
   WriteFile(dir.Sub(std::string(kCheckpointFileName)), old_checkpoint);
   ASSERT_TRUE(PruneJournal({.directory = dir.path(), .before_index = 31}).ok());
-  const Outcome read = Read(dir.path());
+  const Pruned read = ReadPruned(dir.path());
   EXPECT_TRUE(read.status.ok()) << read.status;
   EXPECT_EQ(read.first, 31u);
   EXPECT_EQ(read.last, 40u);

@@ -56,13 +56,13 @@ void BuildJournal(const std::string& dir, int groups, int per_group,
 }
 
 // Reads `dir`; returns the records read and the final result and status.
-struct Outcome {
+struct Recovered {
   std::uint64_t records = 0;
   ReadResult result = ReadResult::kEnd;
   absl::Status status;
 };
-Outcome Read(const std::string& dir) {
-  Outcome out;
+Recovered ReadRecovered(const std::string& dir) {
+  Recovered out;
   auto reader = JournalReader::Open(dir);
   if (!reader.ok()) {
     out.result = ReadResult::kError;
@@ -130,7 +130,7 @@ std::uint64_t GroupBytes(const std::string& path, std::uint64_t offset) {
 constexpr std::uint64_t Block(int k) { return kBlockSize * std::uint64_t(k); }
 
 // Options for reopening a test journal (its small segments).
-WriterOptions Reopen(const std::string& dir) {
+WriterOptions RecoveryReopen(const std::string& dir) {
   return WriterOptions{.directory = dir,
                        .segment_size = std::uint64_t{64} * 1024,
                        .format_version = 1};
@@ -168,7 +168,7 @@ TEST(RecoveryTest,
     ScratchDir dir;
     WriteFile(dir.Sub(name), {bytes.data(), length});
     const std::uint64_t kept = length == last + group ? 6 : 5;
-    const Outcome read = Read(dir.path());
+    const Recovered read = ReadRecovered(dir.path());
     ASSERT_EQ(read.result, ReadResult::kError) << "length " << length;
     EXPECT_EQ(read.records, kept) << "length " << length;
     EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
@@ -179,12 +179,12 @@ TEST(RecoveryTest,
                     dir.Sub(name), length)))
         << read.status;
 
-    auto refused = JournalWriter::Open(Reopen(dir.path()));
+    auto refused = JournalWriter::Open(RecoveryReopen(dir.path()));
     ASSERT_FALSE(refused.ok()) << "length " << length;
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kDataLoss);
     if (length % 16 != 0 && length != last + group) continue;  // a sample
 
-    WriterOptions accept = Reopen(dir.path());
+    WriterOptions accept = RecoveryReopen(dir.path());
     accept.accept_loss = true;
     auto writer = JournalWriter::Open(accept);
     ASSERT_TRUE(writer.ok()) << "length " << length << ": " << writer.status();
@@ -217,12 +217,12 @@ TEST(RecoveryTest, AZeroedTailOfEveryLengthIsATornTail) {
     CopyJournal(original.path(), dir.path());
     const std::string copy = SegmentPaths(dir.path()).at(0);
     ZeroRange(copy, last + keep, last + group);
-    const Outcome read = Read(dir.path());
+    const Recovered read = ReadRecovered(dir.path());
     ASSERT_EQ(read.result, ReadResult::kError) << keep;
     EXPECT_EQ(read.records, 9u);
     EXPECT_THAT(std::string(read.status.message()), HasSubstr("torn tail"));
     if (keep % 16 != 0) continue;  // recovery on a sample: it fsyncs
-    auto writer = JournalWriter::Open(Reopen(dir.path()));
+    auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
     ASSERT_TRUE(writer.ok()) << keep << ": " << writer.status();
     EXPECT_TRUE((*writer)->recovery().torn_tail);
     EXPECT_EQ((*writer)->recovery().last_index, 9u);
@@ -238,7 +238,7 @@ TEST(RecoveryTest, ABitFlippedAtEveryByteIsNeverAcceptedSilently) {
   const std::string segment = SegmentPaths(dir.path()).at(0);
   const std::uint64_t size = std::filesystem::file_size(segment);
   ASSERT_EQ(size, 64u * 1024);
-  const Outcome clean = Read(dir.path());
+  const Recovered clean = ReadRecovered(dir.path());
   ASSERT_EQ(clean.result, ReadResult::kEnd);
   ASSERT_EQ(clean.records, 12u);
 
@@ -251,7 +251,7 @@ TEST(RecoveryTest, ABitFlippedAtEveryByteIsNeverAcceptedSilently) {
        offset += offset < every_byte_until || offset + 7 >= size ? 1 : 7) {
     const std::byte mask{static_cast<unsigned char>(1u << (offset % 8))};
     FlipBits(segment, offset, mask);
-    const Outcome read = Read(dir.path());
+    const Recovered read = ReadRecovered(dir.path());
     FlipBits(segment, offset, mask);
     ASSERT_EQ(read.result, ReadResult::kError) << "offset " << offset;
     EXPECT_THAT(read.status.code(), AnyOf(absl::StatusCode::kDataLoss,
@@ -274,7 +274,7 @@ TEST(RecoveryTest, RecoveryRefusesFlipsBeforeDurableDataAndCutsOnlyATornTail) {
     CopyJournal(original.path(), dir.path());
     const std::string segment = SegmentPaths(dir.path()).at(0);
     FlipBits(segment, offset, std::byte{0x10});
-    auto writer = JournalWriter::Open(Reopen(dir.path()));
+    auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
     if (offset < Block(4)) {
       // The header, or a group followed by groups written after it was
       // durable: refused, with the file named.
@@ -304,7 +304,7 @@ TEST(RecoveryTest, RecoveryRefusesFlipsBeforeDurableDataAndCutsOnlyATornTail) {
     EXPECT_TRUE((*writer)->recovery().torn_tail) << "offset " << offset;
     EXPECT_EQ((*writer)->recovery().last_index, 9u);
     ASSERT_TRUE((*writer)->Close().ok());
-    const Outcome read = Read(dir.path());
+    const Recovered read = ReadRecovered(dir.path());
     EXPECT_EQ(read.result, ReadResult::kEnd);
     EXPECT_EQ(read.records, 9u);
   }
@@ -315,7 +315,7 @@ TEST(RecoveryTest, CorruptionInTheMiddleIsDataLossNamingFileAndOffset) {
   BuildJournal(dir.path(), 5, 3);
   const std::string segment = SegmentPaths(dir.path()).at(0);
   FlipBits(segment, Block(2) + 100, std::byte{0x04});  // a record of group 2
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   ASSERT_EQ(read.result, ReadResult::kError);
   EXPECT_EQ(read.records, 3u);
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
@@ -329,20 +329,20 @@ TEST(RecoveryTest, CorruptionInTheMiddleIsDataLossNamingFileAndOffset) {
   // stays for the full read to report. Without a checkpoint Open reads
   // everything and refuses.
   {
-    auto writer = JournalWriter::Open(Reopen(dir.path()));
+    auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
     ASSERT_TRUE(writer.ok()) << writer.status();
     EXPECT_EQ((*writer)->recovery().read_from_index, 13u);
     ASSERT_TRUE((*writer)->Close().ok());
   }
-  EXPECT_EQ(Read(dir.path()).status.message(), message);
+  EXPECT_EQ(ReadRecovered(dir.path()).status.message(), message);
   ForgetCheckpoint(dir.path());
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(writer.status().message()), HasSubstr(segment));
   // Nothing was changed by the refusal.
   FlipBits(segment, Block(2) + 100, std::byte{0x04});
-  EXPECT_EQ(Read(dir.path()).records, 15u);
+  EXPECT_EQ(ReadRecovered(dir.path()).records, 15u);
 }
 
 // ---------------------------------------------------------------------------
@@ -357,13 +357,13 @@ TEST(RecoveryTest, GroupsThatLandedPastAMissingOneAreInFlightRemainsAndCut) {
   // still in flight (stable_index 9 < 10).
   ZeroRange(segment, Block(4), Block(5));
   RewriteStable(segment, Block(5), 9);
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   ASSERT_EQ(read.result, ReadResult::kError);
   EXPECT_EQ(read.records, 9u);
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("torn tail"));
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("in flight"));
 
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_TRUE((*writer)->recovery().torn_tail);
   EXPECT_EQ((*writer)->recovery().torn_offset, Block(4));
@@ -371,7 +371,7 @@ TEST(RecoveryTest, GroupsThatLandedPastAMissingOneAreInFlightRemainsAndCut) {
   EXPECT_EQ((*writer)->last_index(), 9u);
   ASSERT_TRUE((*writer)->Close().ok());
   // The remains are gone: the journal reads 9 records to a clean end.
-  const Outcome after = Read(dir.path());
+  const Recovered after = ReadRecovered(dir.path());
   EXPECT_EQ(after.result, ReadResult::kEnd) << after.status;
   EXPECT_EQ(after.records, 9u);
 }
@@ -384,7 +384,7 @@ TEST(RecoveryTest, AHalfWrittenGroupBeforeInFlightRemainsIsATornTail) {
   const std::uint64_t group = GroupBytes(segment, Block(4));
   ZeroRange(segment, Block(4) + group / 2, Block(5));  // its trailer missing
   RewriteStable(segment, Block(5), 9);
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_TRUE((*writer)->recovery().torn_tail);
   EXPECT_EQ((*writer)->last_index(), 9u);
@@ -396,12 +396,12 @@ TEST(RecoveryTest,
   BuildJournal(dir.path(), 5, 3);
   const std::string segment = SegmentPaths(dir.path()).at(0);
   ZeroRange(segment, Block(4), Block(5));  // group 5 still says stable 12
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   ASSERT_EQ(read.result, ReadResult::kError);
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("data loss"));
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("every index up to 12"));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
 }
@@ -414,7 +414,7 @@ TEST(RecoveryTest,
   // A frame byte of the last group's first record.
   FlipBits(segment, Block(5) + kGroupHeaderSize + kRecordHeaderSize + 4,
            std::byte{0x01});
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()),
               HasSubstr("corruption, not a write cut short"));
@@ -430,11 +430,11 @@ TEST(RecoveryTest, ABadMagicIsAClearError) {
   std::vector<std::byte> bytes = ReadFile(segment);
   std::memcpy(bytes.data(), "NOTAJRNL", 8);
   WriteFile(segment, bytes);
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   ASSERT_EQ(read.result, ReadResult::kError);
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("bad magic"));
   EXPECT_THAT(std::string(read.status.message()), HasSubstr(segment));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()), HasSubstr("bad magic"));
 }
@@ -449,12 +449,12 @@ TEST(RecoveryTest, AnotherFormatVersionIsUnimplemented) {
   h.version = kFormatVersion + 1;
   EncodeSegmentHeader(h, bytes.data());  // a valid header of version 4
   WriteFile(segment, bytes);
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   EXPECT_EQ(read.status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr(absl::StrFormat("unsupported format version %d",
                                         kFormatVersion + 1)));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kUnimplemented);
 }
 
@@ -463,23 +463,23 @@ TEST(RecoveryTest, ADamagedHeaderChecksumIsAClearError) {
   BuildJournal(dir.path(), 2, 1);
   const std::string segment = SegmentPaths(dir.path()).at(0);
   FlipBits(segment, 25, std::byte{0x80});  // created_ns
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   EXPECT_THAT(std::string(read.status.message()),
               HasSubstr("segment header checksum mismatch"));
-  EXPECT_FALSE(JournalWriter::Open(Reopen(dir.path())).ok());
+  EXPECT_FALSE(JournalWriter::Open(RecoveryReopen(dir.path())).ok());
 }
 
 TEST(RecoveryTest, EmptyAndShortSegmentFilesAreClearErrors) {
   for (const std::size_t size : {std::size_t{0}, std::size_t{10}}) {
     ScratchDir dir;
     WriteFile(dir.Sub(SegmentFileName(1)), std::vector<std::byte>(size));
-    const Outcome read = Read(dir.path());
+    const Recovered read = ReadRecovered(dir.path());
     ASSERT_EQ(read.result, ReadResult::kError);
     const std::string message(read.status.message());
     if (size == 0) {
       EXPECT_THAT(message, HasSubstr("the file is empty (0 bytes)"));
       EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
-      auto writer = JournalWriter::Open(Reopen(dir.path()));
+      auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
       ASSERT_FALSE(writer.ok());
       EXPECT_THAT(std::string(writer.status().message()),
                   HasSubstr("the file is empty"));
@@ -506,13 +506,13 @@ TEST(RecoveryTest, AHeaderlessLastSegmentIsARotationCutShort) {
   ASSERT_EQ(paths.size(), 2u);
   ZeroRange(paths[1], 0, kSegmentHeaderSize);
   ForgetCheckpoint(dir.path());
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   ASSERT_EQ(read.result, ReadResult::kError);
   EXPECT_EQ(read.records, 15u);
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("torn tail"));
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("all zeros"));
 
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_TRUE((*writer)->recovery().torn_tail);
   EXPECT_THAT((*writer)->recovery().removed_files,
@@ -531,7 +531,7 @@ TEST(RecoveryTest, AHeaderlessSegmentFollowedByDurableGroupsIsDataLoss) {
   auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 2u);
   ZeroRange(paths[1], 0, kSegmentHeaderSize);
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
 }
@@ -542,8 +542,9 @@ TEST(RecoveryTest, AHeaderlessSegmentInTheMiddleIsRefused) {
   auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 3u);
   ZeroRange(paths[1], 0, kSegmentHeaderSize);
-  EXPECT_EQ(Read(dir.path()).status.code(), absl::StatusCode::kDataLoss);
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  EXPECT_EQ(ReadRecovered(dir.path()).status.code(),
+            absl::StatusCode::kDataLoss);
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()),
               HasSubstr("only the last segment may be incomplete"));
@@ -555,12 +556,12 @@ TEST(RecoveryTest, AMissingSegmentIsDetected) {
   auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 3u);
   std::filesystem::remove(paths[1]);
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   ASSERT_EQ(read.result, ReadResult::kError);
   EXPECT_EQ(read.records, 15u);
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss);
   std::filesystem::remove(paths[0]);
-  EXPECT_THAT(std::string(Read(dir.path()).status.message()),
+  EXPECT_THAT(std::string(ReadRecovered(dir.path()).status.message()),
               HasSubstr("segments before it are missing"));
 }
 
@@ -574,9 +575,9 @@ TEST(RecoveryTest, ASegmentOfAnotherJournalIsRefused) {
   h.journal_id ^= 1;
   EncodeSegmentHeader(h, bytes.data());
   WriteFile(paths[0], bytes);
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("another journal"));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_THAT(std::string(writer.status().message()),
               HasSubstr("another journal"));
@@ -589,7 +590,7 @@ TEST(RecoveryTest, ASegmentNamedForAnotherIndexIsRefused) {
   std::filesystem::rename(segment, dir.Sub(SegmentFileName(1) + ".x"));
   std::filesystem::rename(dir.Sub(SegmentFileName(1) + ".x"),
                           dir.Sub(SegmentFileName(7)));
-  EXPECT_THAT(std::string(Read(dir.path()).status.message()),
+  EXPECT_THAT(std::string(ReadRecovered(dir.path()).status.message()),
               HasSubstr("file name says 7"));
 }
 
@@ -609,13 +610,13 @@ TEST(RecoveryTest, ALoneTornSegmentNamedPastTheStartIsDataLoss) {
   // 64-byte header, which names its first index): the first is gone.
   std::filesystem::remove(paths[0]);
   std::filesystem::resize_file(paths[1], 100);
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   EXPECT_EQ(read.result, ReadResult::kError);
   EXPECT_EQ(read.status.code(), absl::StatusCode::kDataLoss) << read.status;
   EXPECT_THAT(std::string(read.status.message()), HasSubstr("are missing"));
   EXPECT_THAT(std::string(read.status.message()),
               Not(HasSubstr("recovers it by cutting the torn tail off")));
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_FALSE(writer.ok());
   EXPECT_EQ(writer.status().code(), absl::StatusCode::kDataLoss);
 }
@@ -629,10 +630,10 @@ TEST(RecoveryTest, ASegmentWhoseRenameWasLostIsReadAndPutInPlace) {
   auto paths = SegmentPaths(dir.path());
   ASSERT_EQ(paths.size(), 2u);
   std::filesystem::rename(paths[1], dir.Sub(std::string(kPreparedFileName)));
-  const Outcome read = Read(dir.path());
+  const Recovered read = ReadRecovered(dir.path());
   EXPECT_EQ(read.result, ReadResult::kEnd) << read.status;
   EXPECT_EQ(read.records, 17u);
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_FALSE((*writer)->recovery().torn_tail);
   EXPECT_EQ((*writer)->last_index(), 17u);
@@ -670,8 +671,8 @@ TEST(RecoveryTest, AnUnusedPreparedSegmentIsIgnoredAndRemoved) {
   BuildJournal(dir.path(), 3, 1);
   WriteFile(dir.Sub(std::string(kPreparedFileName)),
             std::vector<std::byte>(std::uint64_t{64} * 1024));
-  EXPECT_EQ(Read(dir.path()).records, 3u);
-  auto writer = JournalWriter::Open(Reopen(dir.path()));
+  EXPECT_EQ(ReadRecovered(dir.path()).records, 3u);
+  auto writer = JournalWriter::Open(RecoveryReopen(dir.path()));
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_FALSE(
       std::filesystem::exists(dir.Sub(std::string(kPreparedFileName))));
@@ -681,7 +682,7 @@ TEST(RecoveryTest, ANonZeroByteInTheHeaderBlockPaddingIsDetected) {
   ScratchDir dir;
   BuildJournal(dir.path(), 2, 1);
   FlipBits(SegmentPaths(dir.path()).at(0), 1000, std::byte{0x02});
-  EXPECT_THAT(std::string(Read(dir.path()).status.message()),
+  EXPECT_THAT(std::string(ReadRecovered(dir.path()).status.message()),
               HasSubstr("non-zero byte at offset 1000 of the header block"));
 }
 

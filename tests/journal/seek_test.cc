@@ -31,7 +31,7 @@ using ::orderwire::journal::testing::TestSeed;
 using ::orderwire::test_support::ScratchDir;
 using ::testing::HasSubstr;
 
-constexpr std::uint64_t kSmallSegment = std::uint64_t{64} * 1024;
+constexpr std::uint64_t kSeekSegment = std::uint64_t{64} * 1024;
 
 // A record as a full scan sees it (the frame copied out).
 struct Seen {
@@ -133,7 +133,7 @@ void ExpectEverySeekYieldsTheFullScanFromThere(
        {std::pair<std::uint16_t, int>{1, 90}, {2, 1500}, {3, 1900}}) {
     SCOPED_TRACE(version);
     ScratchDir dir("seek");
-    BuildRandomJournal(dir.path(), rng, groups, kSmallSegment, 6, version);
+    BuildRandomJournal(dir.path(), rng, groups, kSeekSegment, 6, version);
     ASSERT_GE(SegmentPaths(dir.path()).size(), 5u);
     const Scan full = ReadFrom(dir.path(), {});
     ASSERT_EQ(full.end, ReadResult::kEnd) << full.status;
@@ -214,7 +214,7 @@ TEST(SeekTest, ProgressCountsFromTheSeekPoint) {
   SKIP_WITHOUT_URING();
   ScratchDir dir("seek");
   std::mt19937_64 rng(11);  // any journal of several segments will do
-  BuildRandomJournal(dir.path(), rng, 90, kSmallSegment, 6);
+  BuildRandomJournal(dir.path(), rng, 90, kSeekSegment, 6);
   ASSERT_GE(SegmentPaths(dir.path()).size(), 5u);
   struct Read {
     std::uint64_t total = 0;
@@ -240,7 +240,7 @@ TEST(SeekTest, ProgressCountsFromTheSeekPoint) {
   const Read full = read({});
   ASSERT_GE(full.total, full.done_at_end);
   const std::uint64_t unread_tail = full.total - full.done_at_end;
-  ASSERT_LT(unread_tail, kSmallSegment);
+  ASSERT_LT(unread_tail, kSeekSegment);
   const Scan all = ReadFrom(dir.path(), {});
   const std::uint64_t last = all.records.back().index;
   for (std::uint64_t k = 2; k <= last; k += 7) {
@@ -327,7 +327,7 @@ TEST(SeekTest, PositioningCostIsLogarithmic) {
 void BuildSmallJournal(const std::string& dir) {
   auto writer = JournalWriter::Open({.directory = dir,
                                      .durability = Durability::kNone,
-                                     .segment_size = kSmallSegment,
+                                     .segment_size = kSeekSegment,
                                      .format_version = 1});
   ASSERT_TRUE(writer.ok()) << writer.status();
   for (std::uint64_t i = 1; i <= 60; ++i) {

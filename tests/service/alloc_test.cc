@@ -40,18 +40,18 @@ using config::ServiceConfig;
 constexpr std::uint32_t kSessions = 4;
 
 // The mixed workload of each session, encoded, interleaved round-robin.
-struct Stream {
+struct AllocStream {
   std::vector<std::vector<std::byte>> frames;
   std::vector<std::uint32_t> sessions;
 };
 
-Stream Interleaved(std::size_t per_session) {
+AllocStream Interleaved(std::size_t per_session) {
   std::vector<std::vector<codec::Command>> commands;
   for (std::uint32_t s = 0; s < kSessions; ++s) {
     commands.push_back(
         workload::Generate(workload::Workload::kMixed, per_session, 21 + s));
   }
-  Stream stream;
+  AllocStream stream;
   for (std::size_t i = 0; i < per_session; ++i) {
     for (std::uint32_t s = 0; s < kSessions; ++s) {
       std::vector<std::byte> frame(codec::kMaxFrameSize);
@@ -68,7 +68,7 @@ Stream Interleaved(std::size_t per_session) {
 // Applies `stream` to a machine with `options`, the first `warm_up`
 // records uncounted; returns the allocations during the rest.
 std::size_t AllocationsAfter(const StateMachineOptions& options,
-                             const Stream& stream, std::size_t warm_up,
+                             const AllocStream& stream, std::size_t warm_up,
                              std::size_t* ring_capacity = nullptr) {
   auto machine = std::make_unique<StateMachine>(options);
   std::uint64_t index = 1;
@@ -100,7 +100,7 @@ std::size_t AllocationsAfter(const StateMachineOptions& options,
 // 16 blocks of 8 KiB over 160,000 commands, the same in both runs; that is
 // the engine's, not the history's.)
 TEST(StateMachineAlloc, HistoriesAtTheirCapAddNoAllocation) {
-  const Stream stream = Interleaved(60'000);
+  const AllocStream stream = Interleaved(60'000);
   StateMachineOptions with_history;
   with_history.report_history = 1 << 10;  // reached within the warm-up
   StateMachineOptions without_history = with_history;
@@ -118,7 +118,7 @@ TEST(StateMachineAlloc, HistoriesAtTheirCapAddNoAllocation) {
 // While histories grow, each allocation a history adds is a ring doubling:
 // at most log2(cap / 2) per session, whatever the number of reports.
 TEST(StateMachineAlloc, GrowthAddsOnlyTheDoublings) {
-  const Stream stream = Interleaved(40'000);
+  const AllocStream stream = Interleaved(40'000);
   StateMachineOptions with_history;
   with_history.report_history = 1 << 12;
   StateMachineOptions without_history = with_history;

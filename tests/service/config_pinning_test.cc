@@ -50,7 +50,7 @@ using test_support::TestClient;
 using test_support::TestOptions;
 using ::testing::HasSubstr;
 
-constexpr std::uint32_t kSession = 5;
+constexpr std::uint32_t kPinningSession = 5;
 
 codec::NewLimit LimitAt(std::uint64_t client_order_id, std::int64_t price) {
   return codec::NewLimit{.account_id = 1,
@@ -62,7 +62,7 @@ codec::NewLimit LimitAt(std::uint64_t client_order_id, std::int64_t price) {
                          .quantity = 10};
 }
 
-codec::Kind KindOf(const Bytes& frame) {
+codec::Kind PinnedKindOf(const Bytes& frame) {
   return codec::LoadLE<codec::Kind>(frame.data() + codec::kKindOffset);
 }
 
@@ -75,15 +75,16 @@ ServiceOptions WithMaxPrice(const std::string& journal, std::int64_t max_price,
   return options;
 }
 
-// Sends `limit` as command `sequence` of kSession and returns its reports.
+// Sends `limit` as command `sequence` of kPinningSession and returns its
+// reports.
 std::vector<Bytes> Submit(const ServiceOptions& options, std::uint64_t sequence,
                           const codec::NewLimit& limit) {
   auto service = RunningService::Start(options);
   EXPECT_NE(service, nullptr);
   if (service == nullptr) return {};
   TestClient client(service->endpoint());
-  client.Send(kSession, {Frame(sequence, limit)});
-  std::vector<Bytes> reports = client.Frames(kSession, 1);
+  client.Send(kPinningSession, {Frame(sequence, limit)});
+  std::vector<Bytes> reports = client.Frames(kPinningSession, 1);
   EXPECT_TRUE(service->Stop().ok());
   return reports;
 }
@@ -115,7 +116,7 @@ std::map<std::uint32_t, std::vector<Bytes>> ReplayBySession(
   return out;
 }
 
-std::size_t SegmentCount(const std::string& directory) {
+std::size_t PinnedSegmentCount(const std::string& directory) {
   auto reader = journal::JournalReader::Open(directory);
   return reader.ok() ? (*reader)->segment_count() : 0;
 }
@@ -123,8 +124,9 @@ std::size_t SegmentCount(const std::string& directory) {
 TEST(ConfigPinning, ARestartWithADifferentConfigurationIsRefusedNamingIt) {
   ScratchDir dir;
   const std::string journal = dir.Sub("journal");
-  ASSERT_EQ(KindOf(Submit(WithMaxPrice(journal, 1000), 1, LimitAt(1, 500))[0]),
-            codec::Kind::kAccepted);
+  ASSERT_EQ(
+      PinnedKindOf(Submit(WithMaxPrice(journal, 1000), 1, LimitAt(1, 500))[0]),
+      codec::Kind::kAccepted);
   ServiceOptions different = WithMaxPrice(journal, 5000);
   different.config.max_sessions = 8;
   const absl::StatusOr<std::unique_ptr<Service>> refused =
@@ -135,7 +137,7 @@ TEST(ConfigPinning, ARestartWithADifferentConfigurationIsRefusedNamingIt) {
               HasSubstr("max_price: 1000 -> 5000; max_sessions: 1024 -> 8"));
   EXPECT_THAT(refused.status().message(), HasSubstr("--reconfigure"));
   EXPECT_THAT(refused.status().message(), HasSubstr("from index 2"));
-  EXPECT_EQ(SegmentCount(journal), 1u);  // nothing was journaled
+  EXPECT_EQ(PinnedSegmentCount(journal), 1u);  // nothing was journaled
   // The same configuration starts.
   EXPECT_TRUE(Service::Start(WithMaxPrice(journal, 1000)).ok());
 }
@@ -149,22 +151,22 @@ TEST(ConfigPinning, ReconfigureChangesTheLimitsAtTheNextIndexForReplayToo) {
        Submit(WithMaxPrice(journal, 1000), 1, LimitAt(1, 2000)))
     live.push_back(r);
   ASSERT_EQ(live.size(), 1u);
-  EXPECT_EQ(KindOf(live[0]), codec::Kind::kRejected);
+  EXPECT_EQ(PinnedKindOf(live[0]), codec::Kind::kRejected);
   // ... and after --reconfigure to 5000 accepted.
   for (const Bytes& r :
        Submit(WithMaxPrice(journal, 5000, /*reconfigure=*/true), 2,
               LimitAt(2, 2000)))
     live.push_back(r);
   ASSERT_EQ(live.size(), 2u);
-  EXPECT_EQ(KindOf(live[1]), codec::Kind::kAccepted);
-  EXPECT_EQ(SegmentCount(journal), 2u);
+  EXPECT_EQ(PinnedKindOf(live[1]), codec::Kind::kAccepted);
+  EXPECT_EQ(PinnedSegmentCount(journal), 2u);
 
   // Replay with no configuration given reproduces both, byte for byte.
   const auto replayed = ReplayBySession(journal);
-  ASSERT_EQ(replayed.count(kSession), 1u);
-  ASSERT_EQ(replayed.at(kSession).size(), live.size());
+  ASSERT_EQ(replayed.count(kPinningSession), 1u);
+  ASSERT_EQ(replayed.at(kPinningSession).size(), live.size());
   for (std::size_t i = 0; i < live.size(); ++i) {
-    EXPECT_EQ(Hex(replayed.at(kSession)[i]), Hex(live[i]));
+    EXPECT_EQ(Hex(replayed.at(kPinningSession)[i]), Hex(live[i]));
   }
 
   // A restart with the new configuration replays across the change without
@@ -179,8 +181,8 @@ TEST(ConfigPinning, ReconfigureChangesTheLimitsAtTheNextIndexForReplayToo) {
     // A retransmission of command 1 gets its reports and those after it
     // again, from the history the replay rebuilt across the change: the
     // Rejected and the Accepted, as sent live.
-    client.Send(kSession, {Frame(1, LimitAt(1, 2000))});
-    const std::vector<Bytes> resent = client.Frames(kSession, 2);
+    client.Send(kPinningSession, {Frame(1, LimitAt(1, 2000))});
+    const std::vector<Bytes> resent = client.Frames(kPinningSession, 2);
     ASSERT_EQ(resent.size(), 2u);
     EXPECT_EQ(Hex(resent[0]), Hex(live[0]));
     EXPECT_EQ(Hex(resent[1]), Hex(live[1]));
@@ -199,8 +201,9 @@ TEST(ConfigPinning, AReconfigurationTheStateCannotTakeChangesNothing) {
   auto service = RunningService::Start(options);
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
-  client.Send(kSession, {Frame(1, LimitAt(1, 500)), Frame(2, LimitAt(2, 501))});
-  ASSERT_EQ(client.Frames(kSession, 2).size(), 2u);
+  client.Send(kPinningSession,
+              {Frame(1, LimitAt(1, 500)), Frame(2, LimitAt(2, 501))});
+  ASSERT_EQ(client.Frames(kPinningSession, 2).size(), 2u);
   ASSERT_TRUE(service->Stop().ok());
   options.config.engine.max_live_orders = 1;  // two orders rest
   options.reconfigure = true;
@@ -209,7 +212,7 @@ TEST(ConfigPinning, AReconfigurationTheStateCannotTakeChangesNothing) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(refused.status().message(),
               HasSubstr("max_live_orders 1 is below the 2 orders live"));
-  EXPECT_EQ(SegmentCount(journal), 1u);
+  EXPECT_EQ(PinnedSegmentCount(journal), 1u);
 }
 
 // A replicated primary's new configuration would be pinned in its own
@@ -255,7 +258,7 @@ TEST(ConfigPinning, AJournalThatPinsNothingGetsTheGivenConfigurationPinned) {
     auto writer = journal::JournalWriter::Open(o);
     ASSERT_TRUE(writer.ok()) << writer.status();
     const Bytes frame = Frame(1, LimitAt(1, 2000));
-    ASSERT_EQ((*writer)->Append(frame, kSession, 1),
+    ASSERT_EQ((*writer)->Append(frame, kPinningSession, 1),
               journal::AppendStatus::kOk);
     ASSERT_TRUE((*writer)->Close().ok());
   }

@@ -47,7 +47,7 @@ using test_support::TestClient;
 using test_support::TestOptions;
 
 constexpr std::size_t kCommands = 30'000;
-constexpr std::uint32_t kSession = 7;
+constexpr std::uint32_t kDiskFullSession = 7;
 
 TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
   std::string why;
@@ -73,7 +73,7 @@ TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
   const std::vector<std::byte> frames = workload::EncodeCommands(commands);
   client::ClientOptions client;
   client.target = running->endpoint();
-  client.session_id = kSession;
+  client.session_id = kDiskFullSession;
   client.rate = 100'000;
   client.window = 1024;
   client.retransmit_timeout_ms = 100;
@@ -157,7 +157,7 @@ TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
   std::uint64_t count = 0;
   while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
     ++count;
-    ASSERT_EQ(record.session_id, kSession);
+    ASSERT_EQ(record.session_id, kDiskFullSession);
     ASSERT_EQ(record.frame.sequence(), count);
     const auto bytes = record.frame.bytes();
     ASSERT_LE(offset + bytes.size(), frames.size());
@@ -288,7 +288,7 @@ TEST(ServiceDiskFull,
     fs->Fill();  // no room for a next segment of any size
     for (journal::AppendStatus st = journal::AppendStatus::kOk;;) {
       const Bytes frame = UnknownReplace(n + 1);
-      st = (*writer)->Append(frame, kSession, 1000 + n);
+      st = (*writer)->Append(frame, kDiskFullSession, 1000 + n);
       if (st == journal::AppendStatus::kJournalFull) break;
       if (st == journal::AppendStatus::kFull) {
         ASSERT_TRUE((*writer)->Wait().ok()) << (*writer)->status();
@@ -318,7 +318,7 @@ TEST(ServiceDiskFull,
 
   // The next command finds the journal full: Busy.
   TestClient client(running->endpoint());
-  client.Send(kSession, {UnknownReplace(n + 1)});
+  client.Send(kDiskFullSession, {UnknownReplace(n + 1)});
   ASSERT_TRUE(running->WaitFor(
       [](const ServiceStats& s) { return s.journal_full && s.busy_sent > 0; },
       10'000))
@@ -332,10 +332,10 @@ TEST(ServiceDiskFull,
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (!answered && std::chrono::steady_clock::now() < deadline) {
-    client.Send(kSession, {UnknownReplace(n + 1)});
+    client.Send(kDiskFullSession, {UnknownReplace(n + 1)});
     while (std::optional<Bytes> datagram = client.Receive(50)) {
       std::vector<Bytes> frames;
-      client.AppendFrames(kSession, *datagram, frames);
+      client.AppendFrames(kDiskFullSession, *datagram, frames);
       for (const Bytes& frame : frames) {
         const auto view = codec::FrameView::Parse(frame);
         answered |= view.ok() && view->kind() == codec::Kind::kRejected;
@@ -363,7 +363,7 @@ TEST(ServiceDiskFull,
   std::uint64_t count = 0;
   while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
     ++count;
-    ASSERT_EQ(record.session_id, kSession);
+    ASSERT_EQ(record.session_id, kDiskFullSession);
     ASSERT_EQ(
         Hex(Bytes(record.frame.bytes().begin(), record.frame.bytes().end())),
         Hex(UnknownReplace(count)));

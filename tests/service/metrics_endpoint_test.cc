@@ -52,7 +52,7 @@ using test_support::TestClient;
 
 using Clock = std::chrono::steady_clock;
 
-constexpr std::uint32_t kSession = 1;
+constexpr std::uint32_t kMetricsSession = 1;
 constexpr std::uint64_t kOrders = 40;  // N: in datagrams of 10
 constexpr std::uint64_t kOrdersPerDatagram = 10;
 constexpr std::uint64_t kBadDatagrams = 5;  // M: first byte not 'O'
@@ -201,14 +201,14 @@ TEST_F(MetricsEndpoint, ScrapeCountsTheTrafficSentAndPassesPromtool) {
   for (std::uint64_t seq = 1; seq <= kOrders; ++seq) {
     datagram.push_back(Frame(seq, RestingBuy(seq)));
     if (datagram.size() == kOrdersPerDatagram) {
-      client.Send(kSession, datagram);
+      client.Send(kMetricsSession, datagram);
       datagram.clear();
     }
   }
-  const std::vector<Bytes> reports = client.Frames(kSession, kOrders);
+  const std::vector<Bytes> reports = client.Frames(kMetricsSession, kOrders);
   ASSERT_EQ(reports.size(), kOrders);
-  Bytes bad =
-      test_support::Datagram(kSession, {Frame(kOrders + 1, RestingBuy(99))});
+  Bytes bad = test_support::Datagram(kMetricsSession,
+                                     {Frame(kOrders + 1, RestingBuy(99))});
   bad[0] = std::byte{'X'};
   for (std::uint64_t i = 0; i < kBadDatagrams; ++i) client.Send(bad);
 

@@ -37,18 +37,18 @@ using test_support::ScratchDir;
 using test_support::TestClient;
 using test_support::TestOptions;
 
-constexpr std::uint32_t kSession = 7;
+constexpr std::uint32_t kSendPathSession = 7;
 
 // 600 resting buys (600 Accepted reports of one size: full datagrams of
 // equal length, the runs a segmented send takes whole), then 400 `mixed`
 // commands (fills, cancels, rejects: datagrams of every length), as command
 // datagrams of at most 25 frames.
-struct Stream {
+struct SendStream {
   std::vector<Bytes> datagrams;
   std::size_t commands = 0;
 };
 
-Stream MakeStream() {
+SendStream MakeStream() {
   std::vector<codec::Command> commands;
   for (std::uint64_t i = 0; i < 600; ++i) {
     codec::Command c{};
@@ -69,7 +69,7 @@ Stream MakeStream() {
     commands.push_back(c);
   }
   const std::vector<std::byte> frames = workload::EncodeCommands(commands);
-  Stream stream;
+  SendStream stream;
   stream.commands = commands.size();
   std::vector<Bytes> batch;
   for (std::size_t pos = 0; pos < frames.size();) {
@@ -82,7 +82,8 @@ Stream MakeStream() {
         frames.begin() + static_cast<std::ptrdiff_t>(pos + size));
     pos += size;
     if (batch.size() == 25 || pos == frames.size()) {
-      stream.datagrams.push_back(test_support::Datagram(kSession, batch));
+      stream.datagrams.push_back(
+          test_support::Datagram(kSendPathSession, batch));
       batch.clear();
     }
   }
@@ -102,7 +103,7 @@ struct Capture {
 };
 
 Capture Serve(SendPath path, const net::SocketCalls* calls,
-              const Stream& stream) {
+              const SendStream& stream) {
   Capture capture;
   ScratchDir dir;
   ServiceOptions options =
@@ -123,7 +124,7 @@ Capture Serve(SendPath path, const net::SocketCalls* calls,
       },
       20'000))
       << "not every command was applied";
-  capture.live_frames = client.Drain(kSession, 300);
+  capture.live_frames = client.Drain(kSendPathSession, 300);
   client.Send(stream.datagrams.front());
   while (std::optional<Bytes> datagram = client.Receive(300)) {
     capture.resent_datagrams.push_back(*datagram);
@@ -136,7 +137,7 @@ Capture Serve(SendPath path, const net::SocketCalls* calls,
 std::vector<Bytes> FramesOf(const std::vector<Bytes>& datagrams) {
   std::vector<Bytes> frames;
   for (const Bytes& d : datagrams) {
-    TestClient::AppendFrames(kSession, d, frames);
+    TestClient::AppendFrames(kSendPathSession, d, frames);
   }
   return frames;
 }
@@ -157,7 +158,7 @@ bool Segmentation() {
 
 TEST(SendPath, ClientsReceiveTheSameDatagramsOnBothPaths) {
   if (!Segmentation()) GTEST_SKIP() << "this kernel has no UDP_SEGMENT";
-  const Stream stream = MakeStream();
+  const SendStream stream = MakeStream();
   const Capture each = Serve(SendPath::kSendmmsg, nullptr, stream);
   const Capture runs = Serve(SendPath::kSegmented, nullptr, stream);
 
@@ -217,7 +218,7 @@ int RefuseSegmentedSends(int fd, mmsghdr* messages, unsigned count, int flags) {
 
 TEST(SendPath, ASegmentedSendRefusedWithEioFallsBackToSendmmsgLosingNothing) {
   if (!Segmentation()) GTEST_SKIP() << "this kernel has no UDP_SEGMENT";
-  const Stream stream = MakeStream();
+  const SendStream stream = MakeStream();
   const Capture each = Serve(SendPath::kSendmmsg, nullptr, stream);
   segmented_refusals = 0;
   const net::SocketCalls refusing{.sendmmsg = &RefuseSegmentedSends};
@@ -322,7 +323,7 @@ int NoUdpSegment(int /*fd*/, int /*level*/, int /*name*/, void* /*value*/,
 
 TEST(SendPath, AKernelWithoutUdpSegmentGetsSendmmsgOrARefusalWhenGsoIsAsked) {
   const net::SocketCalls old_kernel{.getsockopt = &NoUdpSegment};
-  const Stream stream = MakeStream();
+  const SendStream stream = MakeStream();
   const Capture auto_path = Serve(SendPath::kAuto, &old_kernel, stream);
   EXPECT_NE(auto_path.startup_report.find(
                 "send path: sendmmsg (auto: no UDP_SEGMENT"),

@@ -127,7 +127,7 @@ std::vector<Bytes> SignedFrames(TestClient& client, std::uint32_t session,
   return frames;
 }
 
-std::uint64_t Refused(const ServiceStats& stats, Admission cause) {
+std::uint64_t AuthRefused(const ServiceStats& stats, Admission cause) {
   return stats.refused[static_cast<std::size_t>(cause)];
 }
 
@@ -209,10 +209,10 @@ TEST(ServiceAuthTest, AfterARestartAnImpostorIsRefusedAndTheClientMovesPorts) {
   EXPECT_TRUE(client.Silent(0));
   EXPECT_TRUE(buyer.Silent(0));
   const ServiceStats& stats = service->final_stats();
-  EXPECT_EQ(Refused(stats, Admission::kMissingMac), 1u);
-  EXPECT_EQ(Refused(stats, Admission::kBadMac), 1u);
-  EXPECT_EQ(Refused(stats, Admission::kPinnedElsewhere), 1u);
-  EXPECT_EQ(Refused(stats, Admission::kUnexpectedMac), 1u);
+  EXPECT_EQ(AuthRefused(stats, Admission::kMissingMac), 1u);
+  EXPECT_EQ(AuthRefused(stats, Admission::kBadMac), 1u);
+  EXPECT_EQ(AuthRefused(stats, Admission::kPinnedElsewhere), 1u);
+  EXPECT_EQ(AuthRefused(stats, Admission::kUnexpectedMac), 1u);
   EXPECT_EQ(stats.commands_applied, 3u);  // 1 replayed + 2 new
   EXPECT_EQ(stats.replayed, 1u);
 }
@@ -298,7 +298,7 @@ TEST(ServiceAuthTest, AClientWithoutTheKeyIsRefusedAndExplainsTheSilence) {
                                                       << written;
   }
   ASSERT_TRUE(service->Stop().ok());
-  EXPECT_GE(Refused(service->final_stats(), Admission::kMissingMac), 1u);
+  EXPECT_GE(AuthRefused(service->final_stats(), Admission::kMissingMac), 1u);
   EXPECT_EQ(service->final_stats().datagrams_out, 0u);
 }
 
@@ -333,7 +333,7 @@ TEST(ServiceAuthTest, RefusalsAreLoggedAtMostOncePerCausePerSecond) {
   EXPECT_NE(written.find("BadMac, the MAC does not verify"), std::string::npos)
       << written;
   EXPECT_NE(written.find("MissingMac"), std::string::npos) << written;
-  EXPECT_EQ(Refused(service->final_stats(), Admission::kBadMac), 20u);
+  EXPECT_EQ(AuthRefused(service->final_stats(), Admission::kBadMac), 20u);
 }
 
 // A scripted service: answers the client's first datagram with the

@@ -54,11 +54,11 @@ codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
                          .quantity = quantity};
 }
 
-std::uint64_t Refused(const ServiceStats& stats, Admission admission) {
+std::uint64_t RecyclingRefused(const ServiceStats& stats, Admission admission) {
   return stats.refused[static_cast<std::size_t>(admission)];
 }
 
-Kind KindOf(const Bytes& frame) {
+Kind RecycledKindOf(const Bytes& frame) {
   return codec::LoadLE<Kind>(frame.data() + codec::kKindOffset);
 }
 
@@ -101,9 +101,9 @@ TEST(SessionRecycling, AFloodOfIdsFromOneSourceLeavesPlacesForOthers) {
   ASSERT_TRUE(service->Stop().ok());
   const ServiceStats& stats = service->final_stats();
   EXPECT_EQ(stats.sessions, defaults.max_sessions_per_source + 1);
-  EXPECT_EQ(Refused(stats, Admission::kTooManyFromSource),
+  EXPECT_EQ(RecyclingRefused(stats, Admission::kTooManyFromSource),
             kIds - defaults.max_sessions_per_source);
-  EXPECT_EQ(Refused(stats, Admission::kTooManySessions), 0u);
+  EXPECT_EQ(RecyclingRefused(stats, Admission::kTooManySessions), 0u);
   EXPECT_EQ(stats.commands_applied, defaults.max_sessions_per_source + 1);
 }
 
@@ -193,7 +193,7 @@ TEST(SessionRecycling, AnIdleSessionGivesItsPlaceBackAndComesBackWhereItWas) {
   got = back.Frames(11, 3);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_FRAME_EQ(got[0], AcceptedFor(2, 2, sell2));
-  EXPECT_EQ(KindOf(got[1]), Kind::kFilled);
+  EXPECT_EQ(RecycledKindOf(got[1]), Kind::kFilled);
   EXPECT_FRAME_EQ(got[2], AcceptedFor(4, 6, sell3));
   // The port it came from first is not its endpoint any more.
   first.Send(11, {Frame(4, sell3)});
@@ -204,7 +204,7 @@ TEST(SessionRecycling, AnIdleSessionGivesItsPlaceBackAndComesBackWhereItWas) {
   EXPECT_EQ(stats.commands_applied, 6u);
   EXPECT_EQ(stats.sequence_gaps_sent, 0u);
   EXPECT_EQ(stats.duplicates, 1u);
-  EXPECT_EQ(Refused(stats, Admission::kPinnedElsewhere), 1u);
+  EXPECT_EQ(RecyclingRefused(stats, Admission::kPinnedElsewhere), 1u);
   const test_support::SessionReplay replay =
       test_support::ReplayJournalBySession(dir.Sub("journal"), engine);
   EXPECT_EQ(replay.records, 6u);
@@ -248,7 +248,7 @@ TEST(SessionRecycling, AListedSessionKeepsItsPlace) {
   const ServiceStats& stats = service->final_stats();
   EXPECT_EQ(stats.sessions_recycled, 1u);
   EXPECT_EQ(stats.sessions, 1u);
-  EXPECT_EQ(Refused(stats, Admission::kPinnedElsewhere), 1u);
+  EXPECT_EQ(RecyclingRefused(stats, Admission::kPinnedElsewhere), 1u);
 }
 
 // Places given back let the journal hold more unlisted sessions than there
