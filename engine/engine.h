@@ -17,7 +17,7 @@
 // can route it. Where PROTOCOL.md leaves a choice open (BookFull, PostOnly,
 // Replace, FillOrKill, self-trade prevention, ownership, Unauthorized), the
 // engine's decision is docs/ENGINE.md "Decisions where PROTOCOL.md is open",
-// each with a scenario in tests/engine/scenario_test.cc.
+// each with a scenario in tests/engine/scenario*_test.cc.
 //
 // Threading: none of its own. An engine is used by one thread at a time; the
 // const members may be called concurrently with each other, not with
