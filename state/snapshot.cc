@@ -365,7 +365,8 @@ class SnapshotReader {
   absl::StatusOr<SnapshotConfigRecord> Config(
       const SnapshotSectionEntry& entry) const;
   // Section 2: the statistics (any values).
-  StateMachineStats Stats(const SnapshotSectionEntry& entry) const;
+  [[nodiscard]] StateMachineStats Stats(
+      const SnapshotSectionEntry& entry) const;
   // Section 3: the sessions, each consistent on its own, with dense indexes
   // and unique ids, within the history budget, holding as many reports as
   // section 4 has. `index` is the header's.
