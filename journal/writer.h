@@ -562,6 +562,9 @@ class JournalWriter {
   // failed), then submits its zero writes and its sync.
   bool StartPrepared() noexcept;
   void ZeroPrepared(bool needed_now) noexcept;
+  // The write of zeros over chunk `chunk` of the prepared file (the last
+  // chunk may be short); the caller sets user_data.
+  [[nodiscard]] internal::IoOp ZeroWriteOp(std::uint64_t chunk) const noexcept;
   // Allocates the prepared file `fd`: capacity_ bytes, or the largest of
   // capacity_ / 2, / 4, ... (at least smallest_capacity_) that the disk
   // has room for. Returns the size, or 0 with *err set (the errno of the

@@ -366,6 +366,20 @@ bool JournalWriter::StartPrepared() noexcept {
   return true;
 }
 
+IoOp JournalWriter::ZeroWriteOp(std::uint64_t chunk) const noexcept {
+  const Prepared& p = prepared_;
+  const std::uint64_t offset = chunk * kPrepZeroChunk;
+  IoOp op;
+  op.code = OpCode::kWrite;
+  op.fd = p.fd.get();
+  op.data = zeros_;
+  op.length = static_cast<std::uint32_t>(
+      std::min<std::uint64_t>(kPrepZeroChunk, p.capacity - offset));
+  op.offset = offset;
+  op.buffer_index = static_cast<int>(slots_.size());
+  return op;
+}
+
 void JournalWriter::ZeroPrepared(bool needed_now) noexcept {
   Prepared& p = prepared_;
   // On schedule: one write at a time, within the bytes due. Late: as
@@ -377,15 +391,7 @@ void JournalWriter::ZeroPrepared(bool needed_now) noexcept {
   while (
       p.next_chunk < p.chunks && p.in_flight < most_in_flight &&
       (p.late || (std::uint64_t{p.next_chunk} + 1) * kPrepZeroChunk <= due)) {
-    const std::uint64_t offset = std::uint64_t{p.next_chunk} * kPrepZeroChunk;
-    IoOp op;
-    op.code = OpCode::kWrite;
-    op.fd = p.fd.get();
-    op.data = zeros_;
-    op.length = static_cast<std::uint32_t>(
-        std::min<std::uint64_t>(kPrepZeroChunk, p.capacity - offset));
-    op.offset = offset;
-    op.buffer_index = static_cast<int>(slots_.size());
+    IoOp op = ZeroWriteOp(p.next_chunk);
     op.user_data = std::uint64_t{p.next_chunk} << 8 | kTagZero;
     ++p.next_chunk;
     ++p.in_flight;
@@ -427,14 +433,7 @@ void JournalWriter::HandlePrepared(std::uint64_t id, std::uint32_t tag,
     ++stats_.retries;
     IoOp op;
     if (tag == kTagZero) {
-      const std::uint64_t offset = id * kPrepZeroChunk;
-      op.code = OpCode::kWrite;
-      op.fd = p.fd.get();
-      op.data = zeros_;
-      op.length = static_cast<std::uint32_t>(
-          std::min<std::uint64_t>(kPrepZeroChunk, p.capacity - offset));
-      op.offset = offset;
-      op.buffer_index = static_cast<int>(slots_.size());
+      op = ZeroWriteOp(id);
     } else {
       op.code = OpCode::kFsync;
       op.fd = tag == kTagPrepSync ? p.fd.get() : dir_fd_.get();
