@@ -31,23 +31,6 @@ JournalStreamState StateOf(const jsStreamInfo& info) {
   return state;
 }
 
-absl::StatusOr<StreamInfoHandle> LookUp(jsCtx* js, const std::string& stream) {
-  jsStreamInfo* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  const natsStatus s =
-      js_GetStreamInfo(&raw, js, stream.c_str(), nullptr, &jerr);
-  StreamInfoHandle info(raw);
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
-    return absl::NotFoundError(
-        absl::StrCat("JetStream stream ", stream, " does not exist"));
-  }
-  if (s != NATS_OK) {
-    return NatsError(s, absl::StrCat("look up JetStream stream ", stream),
-                     static_cast<int>(jerr));
-  }
-  return info;
-}
-
 }  // namespace
 
 absl::Status ValidateEngineName(std::string_view name) {
@@ -94,7 +77,7 @@ absl::StatusOr<JournalStreamState> EnsureJournalStream(
 
   const std::string stream = JournalStreamName(spec.engine_name);
   const std::string subject = JournalSubject(spec.engine_name);
-  auto existing = LookUp(js->get(), stream);
+  auto existing = internal::LookUpStream(js->get(), stream);
   if (existing.ok()) {
     const jsStreamConfig* config = (*existing)->Config;
     const bool subject_ok = config != nullptr && config->SubjectsLen == 1 &&
@@ -135,7 +118,7 @@ absl::StatusOr<JournalStreamState> EnsureJournalStream(
   StreamInfoHandle created(raw);
   if (s != NATS_OK) {
     // Another process may have created it in the meantime: look again.
-    auto again = LookUp(js->get(), stream);
+    auto again = internal::LookUpStream(js->get(), stream);
     if (again.ok()) return StateOf(**again);
     return NatsError(s, absl::StrCat("create JetStream stream ", stream),
                      static_cast<int>(jerr));
@@ -153,7 +136,7 @@ absl::StatusOr<JournalStreamState> GetJournalStreamState(
   if (!conn.ok()) return conn.status();
   auto js = internal::JetStream(conn->get(), timeout);
   if (!js.ok()) return js.status();
-  auto info = LookUp(js->get(), JournalStreamName(engine_name));
+  auto info = internal::LookUpStream(js->get(), JournalStreamName(engine_name));
   if (!info.ok()) return info.status();
   return StateOf(**info);
 }

@@ -21,21 +21,11 @@ using internal::NatsError;
 // stream.
 absl::Status ReadStreamBounds(jsCtx* js, const std::string& stream,
                               StreamPosition& position) {
-  jsStreamInfo* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  const natsStatus s =
-      js_GetStreamInfo(&raw, js, stream.c_str(), nullptr, &jerr);
-  internal::StreamInfoHandle info(raw);
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
-    return absl::NotFoundError(
-        absl::StrCat("JetStream stream ", stream, " does not exist"));
-  }
-  if (s != NATS_OK) {
-    return NatsError(s, absl::StrCat("look up JetStream stream ", stream),
-                     static_cast<int>(jerr));
-  }
-  position.first_sequence = info->State.FirstSeq;
-  position.last_sequence = info->State.LastSeq;
+  absl::StatusOr<internal::StreamInfoHandle> info =
+      internal::LookUpStream(js, stream);
+  if (!info.ok()) return info.status();
+  position.first_sequence = (*info)->State.FirstSeq;
+  position.last_sequence = (*info)->State.LastSeq;
   return absl::OkStatus();
 }
 

@@ -85,4 +85,22 @@ absl::StatusOr<JetStreamHandle> JetStream(natsConnection* conn,
   return js;
 }
 
+absl::StatusOr<StreamInfoHandle> LookUpStream(jsCtx* js,
+                                              const std::string& stream) {
+  jsStreamInfo* raw = nullptr;
+  jsErrCode jerr = static_cast<jsErrCode>(0);
+  const natsStatus s =
+      js_GetStreamInfo(&raw, js, stream.c_str(), nullptr, &jerr);
+  StreamInfoHandle info(raw);
+  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+    return absl::NotFoundError(
+        absl::StrCat("JetStream stream ", stream, " does not exist"));
+  }
+  if (s != NATS_OK) {
+    return NatsError(s, absl::StrCat("look up JetStream stream ", stream),
+                     static_cast<int>(jerr));
+  }
+  return info;
+}
+
 }  // namespace orderwire::replication::internal

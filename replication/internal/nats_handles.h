@@ -58,6 +58,11 @@ absl::StatusOr<ConnectionHandle> Connect(const std::string& servers,
 absl::StatusOr<JetStreamHandle> JetStream(natsConnection* conn,
                                           std::chrono::milliseconds timeout);
 
+// The stream's info (js_GetStreamInfo). NotFound: no such stream; else
+// NatsError's kinds, with the JetStream error code.
+absl::StatusOr<StreamInfoHandle> LookUpStream(jsCtx* js,
+                                              const std::string& stream);
+
 }  // namespace orderwire::replication::internal
 
 #endif  // ORDERWIRE_REPLICATION_INTERNAL_NATS_HANDLES_H_
