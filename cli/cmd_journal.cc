@@ -1250,16 +1250,11 @@ absl::Status Replay(const Args& args) {
   if (args.Bool("json") && !args.Has("reports") && !args.Has("reports-dir")) {
     return UsageError("--json needs --reports FILE or --reports-dir DIR");
   }
-  config::ServiceConfig config;
-  if (args.Has("config")) {
-    absl::StatusOr<config::ServiceConfig> loaded =
-        LoadServiceConfig(args.String("config"));
-    if (!loaded.ok()) return loaded.status();
-    config = *std::move(loaded);
-  }
+  absl::StatusOr<config::ServiceConfig> config = ServiceConfigFlag(args);
+  if (!config.ok()) return config.status();
   absl::StatusOr<ReplayReportSinks> sinks = ReplayReportSinks::Open(args);
   if (!sinks.ok()) return sinks.status();
-  return RunReplay(args, dir, config, *book_levels, *sinks);
+  return RunReplay(args, dir, *config, *book_levels, *sinks);
 }
 
 // `orderwire journal <write|inspect|prune|follow>`.

@@ -444,12 +444,9 @@ absl::StatusOr<ServeSettings> ParseServeFlags(const Args& args) {
   absl::StatusOr<double> interval = args.Double("stats-interval", 0, 86400);
   if (!interval.ok()) return interval.status();
   settings.interval = *interval;
-  if (args.Has("config")) {
-    absl::StatusOr<config::ServiceConfig> config =
-        LoadServiceConfig(args.String("config"));
-    if (!config.ok()) return config.status();
-    options.config = *config;
-  }
+  absl::StatusOr<config::ServiceConfig> config = ServiceConfigFlag(args);
+  if (!config.ok()) return config.status();
+  options.config = *std::move(config);
   settings.stats_json = args.String("stats-json");
   options.reconfigure = args.Bool("reconfigure");
   if (args.Has("snapshot-every")) {

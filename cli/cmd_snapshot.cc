@@ -104,13 +104,9 @@ absl::Status Create(const Args& args) {
     if (!n.ok()) return n.status();
     at_index = *n;
   }
-  config::ServiceConfig config;
-  if (args.Has("config")) {
-    absl::StatusOr<config::ServiceConfig> loaded =
-        LoadServiceConfig(args.String("config"));
-    if (!loaded.ok()) return loaded.status();
-    config = *std::move(loaded);
-  }
+  absl::StatusOr<config::ServiceConfig> loaded = ServiceConfigFlag(args);
+  if (!loaded.ok()) return loaded.status();
+  const config::ServiceConfig& config = *loaded;
   const auto start = Clock::now();
   ReaderProgress progress("snapshot");
   state::StateRebuild rebuild(state::RebuildOptions{

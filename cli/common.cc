@@ -161,6 +161,11 @@ absl::StatusOr<config::ServiceConfig> LoadServiceConfig(const std::string& path,
                                    legacy::IsLegacyServiceConfig);
 }
 
+absl::StatusOr<config::ServiceConfig> ServiceConfigFlag(const Args& args) {
+  if (!args.Has("config")) return config::ServiceConfig{};
+  return LoadServiceConfig(args.String("config"));
+}
+
 // ---------------------------------------------------------------------------
 // Report sinks
 

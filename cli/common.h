@@ -188,6 +188,11 @@ int RunMain(const CommandSpec& root, std::span<const Subcommand> subcommands,
 [[nodiscard]] absl::StatusOr<config::ServiceConfig> LoadServiceConfig(
     const std::string& path, bool load_key_files = true);
 
+// The service configuration of --config FILE (LoadServiceConfig's errors),
+// or the defaults when the flag is not given.
+[[nodiscard]] absl::StatusOr<config::ServiceConfig> ServiceConfigFlag(
+    const Args& args);
+
 // ---------------------------------------------------------------------------
 // Report sinks
 

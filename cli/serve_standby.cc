@@ -106,12 +106,9 @@ absl::Status ParseFollowerFlags(const Args& args,
       args.Double("stats-interval", 0, 86400);
   if (!stats_interval.ok()) return stats_interval.status();
   *interval = *stats_interval;
-  if (args.Has("config")) {
-    absl::StatusOr<config::ServiceConfig> config =
-        LoadServiceConfig(args.String("config"));
-    if (!config.ok()) return config.status();
-    options.config = *config;
-  }
+  absl::StatusOr<config::ServiceConfig> config = ServiceConfigFlag(args);
+  if (!config.ok()) return config.status();
+  options.config = *std::move(config);
   if (args.Has("snapshot-every")) {
     absl::StatusOr<std::uint64_t> every =
         args.Uint("snapshot-every", 1, std::uint64_t{1'000'000'000'000'000});
