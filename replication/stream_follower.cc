@@ -2,6 +2,8 @@
 
 #include <nats/nats.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <utility>
 
@@ -37,6 +39,59 @@ StreamFollower::~StreamFollower() {
   handles_->conn.reset();
 }
 
+namespace {
+
+// One consumer-create request waits at most this long. libnats starts an
+// ordered consumer's missed-heartbeat timer (twice the 5 s heartbeat) before
+// it sends the create; a create still unanswered when it fires makes libnats
+// 3.4 re-create the consumer on a thread of its own, and that thread
+// dereferences a null thread handle (natsThread_Detach) when its resubscribe
+// fails on a connection being closed: a crash at teardown. Under 10 s the
+// timer never fires before the create returns.
+constexpr std::chrono::milliseconds kCreateAttempt{8000};
+// A create is not sent again with less than this left of the timeout.
+constexpr std::chrono::milliseconds kShortestAttempt{100};
+
+// The ordered consumer on `subject` from `start`, its create sent again
+// while unanswered (JetStream may drop an API request while its leaders
+// change) until `timeout` has passed.
+absl::StatusOr<internal::SubscriptionHandle> SubscribeOrdered(
+    jsCtx* js, const std::string& stream, const std::string& subject,
+    std::uint64_t start, std::chrono::milliseconds timeout) {
+  jsSubOptions so;
+  natsStatus s = jsSubOptions_Init(&so);
+  if (s != NATS_OK) return NatsError(s, "journal follower options");
+  so.Stream = stream.c_str();
+  so.Ordered = true;
+  so.Config.DeliverPolicy = js_DeliverByStartSequence;
+  so.Config.OptStartSeq = start;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    jsOptions jo;
+    s = jsOptions_Init(&jo);
+    if (s != NATS_OK) return NatsError(s, "journal follower options");
+    jo.Wait = std::clamp(left, kShortestAttempt, kCreateAttempt).count();
+    natsSubscription* raw = nullptr;
+    jsErrCode jerr = static_cast<jsErrCode>(0);
+    s = js_SubscribeSync(&raw, js, subject.c_str(), &jo, &so, &jerr);
+    internal::SubscriptionHandle sub(raw);
+    if (s == NATS_OK) return sub;
+    if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
+      return absl::NotFoundError(absl::StrCat(
+          "journal follower: JetStream stream ", stream, " does not exist"));
+    }
+    if (s != NATS_TIMEOUT ||
+        std::chrono::steady_clock::now() + kShortestAttempt > deadline) {
+      return NatsError(s, absl::StrCat("journal follower: consume ", stream),
+                       static_cast<int>(jerr));
+    }
+  }
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<StreamFollower>> StreamFollower::Open(
     const StreamFollowerOptions& options) {
   if (absl::Status valid = ValidateEngineName(options.engine_name);
@@ -58,29 +113,14 @@ absl::StatusOr<std::unique_ptr<StreamFollower>> StreamFollower::Open(
   if (!js.ok()) return js.status();
   handles->js = *std::move(js);
 
-  jsSubOptions so;
-  natsStatus s = jsSubOptions_Init(&so);
-  if (s != NATS_OK) return NatsError(s, "journal follower options");
-  so.Stream = stream.c_str();
-  so.Ordered = true;
-  so.Config.DeliverPolicy = js_DeliverByStartSequence;
-  so.Config.OptStartSeq = options.start_sequence;
-  natsSubscription* raw = nullptr;
-  jsErrCode jerr = static_cast<jsErrCode>(0);
-  s = js_SubscribeSync(&raw, handles->js.get(), subject.c_str(), nullptr, &so,
-                       &jerr);
-  handles->sub.reset(raw);
-  if (s == NATS_NOT_FOUND || jerr == JSStreamNotFoundErr) {
-    return absl::NotFoundError(absl::StrCat(
-        "journal follower: JetStream stream ", stream, " does not exist"));
-  }
-  if (s != NATS_OK) {
-    return NatsError(s, absl::StrCat("journal follower: consume ", stream),
-                     static_cast<int>(jerr));
-  }
+  auto sub = SubscribeOrdered(handles->js.get(), stream, subject,
+                              options.start_sequence, options.timeout);
+  if (!sub.ok()) return sub.status();
+  handles->sub = *std::move(sub);
   // Every message of the stream may wait here; never drop one as a slow
   // consumer.
-  s = natsSubscription_SetPendingLimits(handles->sub.get(), -1, -1);
+  const natsStatus s =
+      natsSubscription_SetPendingLimits(handles->sub.get(), -1, -1);
   if (s != NATS_OK) return NatsError(s, "journal follower pending limits");
   return std::unique_ptr<StreamFollower>(
       new StreamFollower(std::move(handles), stream, options.start_sequence));

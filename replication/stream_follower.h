@@ -33,7 +33,9 @@ struct StreamFollowerOptions {
   std::string engine_name;
   // The first stream sequence wanted (1: from the beginning).
   std::uint64_t start_sequence = 1;
-  // Bounds connecting and creating the consumer.
+  // Bounds connecting and creating the consumer. A create request left
+  // unanswered (JetStream drops API requests while its leaders change) is
+  // sent again every 8 s until then; DeadlineExceeded after it.
   std::chrono::milliseconds timeout{10000};
 };
 

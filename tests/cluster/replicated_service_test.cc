@@ -153,10 +153,9 @@ std::vector<RecordBytes> LocalJournal(const std::string& directory) {
 // Every record the stream holds, in stream order (each message parsed and
 // checked by ParseGroupMessage). The follower's consumer is created by the
 // stream's leader: after a test paused or killed a node, on a loaded
-// machine, that took over 10 s (seen in CI), so it gets 30 s. (A consumer
-// create that times out makes libnats 3.4 crash now and then while it tears
-// the connection down, in natsThread_Detach: a reason not to let it time
-// out.)
+// machine, that took over 10 s and a create request went unanswered for
+// 30 s (both seen in CI), so the follower gets 60 s, its create sent again
+// every 8 s.
 std::vector<RecordBytes> StreamRecords(const NatsCluster& cluster) {
   std::vector<RecordBytes> records;
   auto state = replication::GetJournalStreamState(cluster.ServersUrl(), "svc");
@@ -165,7 +164,7 @@ std::vector<RecordBytes> StreamRecords(const NatsCluster& cluster) {
   auto follower =
       replication::StreamFollower::Open({.servers = cluster.ServersUrl(),
                                          .engine_name = "svc",
-                                         .timeout = milliseconds(30000)});
+                                         .timeout = milliseconds(60000)});
   EXPECT_TRUE(follower.ok()) << follower.status();
   if (!follower.ok()) return records;
   for (std::uint64_t seq = 1; seq <= state->last_sequence; ++seq) {

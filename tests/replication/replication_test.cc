@@ -3,10 +3,7 @@
 // Sequence), deduplication (Nats-Msg-Id), gap detection, acknowledgement
 // timeouts, and no acknowledged message lost when the stream leader of a
 // 3-node cluster is killed mid-publish.
-#include <arpa/inet.h>
 #include <nats/nats.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -868,23 +865,6 @@ TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
   EXPECT_EQ(after.status(), (*publisher)->failure());
 }
 
-// A loopback port free now (the kernel's pick for port 0), or 0.
-int FreeLoopbackPort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return 0;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(addr);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &length) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
 // nats-server 2.9.10 keeps a stream's last Msg-Id in memory; on a restart
 // it restores it only if the last message is within the duplicate window.
 // A restart in a quiet period longer than the window must not fence the
@@ -900,7 +880,7 @@ TEST(ReplicationRestartedServer, AQuietRestartDoesNotFenceThePublishers) {
   ASSERT_TRUE(binary.ok()) << binary.status();
   test_support::ScratchDir dir("ow-restart");
   ASSERT_FALSE(dir.path().empty());
-  const int port = FreeLoopbackPort();
+  const int port = NatsCluster::FreeLoopbackPort();
   ASSERT_NE(port, 0);
   const std::string url = absl::StrCat("nats://127.0.0.1:", port);
   const std::vector<std::string> args = {

@@ -126,6 +126,11 @@ absl::Status ProbeReplicatedPlacement(const std::string& url) {
 
 }  // namespace
 
+int NatsCluster::FreeLoopbackPort() {
+  absl::StatusOr<std::vector<int>> ports = PickFreePorts(1);
+  return ports.ok() ? ports->front() : 0;
+}
+
 absl::StatusOr<std::string> NatsCluster::FindServerBinary() {
   std::vector<std::string> dirs;
   if (const char* path = std::getenv("PATH")) {

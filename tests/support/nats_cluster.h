@@ -65,6 +65,10 @@ class NatsCluster {
   static absl::Status WaitForJetStream(const std::string& url,
                                        std::chrono::milliseconds timeout);
 
+  // A loopback TCP port free now (the kernel's pick for port 0), or 0. For
+  // a test that starts a server of its own.
+  static int FreeLoopbackPort();
+
   // Path of nats-server, or an error naming the package to install.
   static absl::StatusOr<std::string> FindServerBinary();
 
