@@ -162,9 +162,30 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::unique_ptr<ReplicationGate> gate_;
   bool replication_failure_logged_ = false;
   // With a leadership check (the lease): asked before each batch of
-  // answers (renewal stopped when Run() returns), and whether it said no.
+  // answers (renewal stopped when Run() returns).
   std::unique_ptr<LeadershipCheck> leadership_;
-  bool lease_lost_ = false;
+  // The service's mode:
+  //   kServing      journals and answers commands;
+  //   kJournalFull  the journal has no room for its next segment: new
+  //                 commands are answered Busy, everything journaled is
+  //                 answered; back to kServing once the journal has found
+  //                 space (EnterJournalFull, CheckJournalResumed);
+  //   kStopped      nothing more is journaled or answered, and Run()
+  //                 returns StopStatus(). Never left. stop_cause_ says why.
+  // The journal's and the stream's failures happen off the loop (in the
+  // writer's completions, on the publisher's thread): Stopped() notices
+  // them.
+  enum class Mode : std::uint8_t { kServing, kJournalFull, kStopped };
+  enum class StopCause : std::uint8_t {
+    kNone,
+    kJournal,       // the writer failed: writer_->status()
+    kStateMachine,  // the StateMachine refused a record: state_refusal_
+    kReplication,   // the gate failed: gate_->failure()
+    kLeaseLost,     // the leadership check said no
+  };
+  Mode mode_ = Mode::kServing;
+  StopCause stop_cause_ = StopCause::kNone;
+  absl::Status state_refusal_;
   std::optional<net::UdpSocket> socket_;
   net::Endpoint local_;
   net::DatagramBatch rx_;
@@ -190,7 +211,6 @@ class Service::Impl final : public Sequencer::Backpressure,
   int snapshot_report_fd_ = -1;  // read end: the child's error message
   std::uint64_t snapshot_child_index_ = 0;
   std::int64_t next_reap_ns_ = 0;
-  bool journal_full_ = false;  // the journal answered kJournalFull
   // The journal's segments made smaller for lack of space: counted by the
   // writer; whether the service said so (until whole ones fit again).
   std::uint64_t reduced_segments_seen_ = 0;
@@ -223,7 +243,6 @@ class Service::Impl final : public Sequencer::Backpressure,
   // The counters: the loop's own are counted here directly, the rest filled
   // in by RefreshStats (mutable: the const accessors refresh them).
   mutable ServiceStats stats_;
-  absl::Status fatal_;  // a record the StateMachine refused: stop
   std::string startup_report_;
   std::string startup_warning_;
   std::int64_t now_ns_ = 0;
@@ -265,21 +284,41 @@ class Service::Impl final : public Sequencer::Backpressure,
   // With replication: blocks until an acknowledgement (or a failure) comes,
   // a datagram arrives on the socket (with_socket), or timeout_ms passes.
   void WaitForReplication(bool with_socket, int timeout_ms);
-  // The gate's failure or the lost leadership, logged once, as Run()
-  // returns it.
-  absl::Status ReplicationFailed();
-  // Whether nothing more may be answered: the gate failed or the leadership
-  // was lost. One acquire load; false without replication.
-  [[nodiscard]] bool replication_failed() const noexcept {
-    return lease_lost_ || (gate_ != nullptr && gate_->failed());
+  // Enters kStopped (once: the first cause stays).
+  void Stop(StopCause cause) noexcept {
+    if (mode_ == Mode::kStopped) return;
+    mode_ = Mode::kStopped;
+    stop_cause_ = cause;
   }
+  // Whether the service is stopped, noticing a failed journal or stream on
+  // the way. While serving: one load of the writer's state and one acquire
+  // load of the gate's.
+  bool Stopped() noexcept {
+    if (mode_ == Mode::kStopped) [[unlikely]] {
+      return true;
+    }
+    if (writer_->failed()) [[unlikely]] {
+      Stop(StopCause::kJournal);
+      return true;
+    }
+    if (gate_ != nullptr && gate_->failed()) [[unlikely]] {
+      Stop(StopCause::kReplication);
+      return true;
+    }
+    return false;
+  }
+  // What Run() returns once stopped; a replication failure or the lost
+  // lease is also logged (once).
+  absl::Status StopStatus();
+  // The gate's failure or the lost leadership, as StopStatus() words it.
+  absl::Status ReplicationFailed();
   // With a leadership check: whether this primary may still answer now
-  // (else lease_lost_ is set). For the lease: one atomic load and a clock
+  // (else the service stops). For the lease: one atomic load and a clock
   // read.
   bool StillLeader() noexcept {
     if (leadership_ == nullptr) return true;
     if (!leadership_->StillLeader()) [[unlikely]] {
-      lease_lost_ = true;
+      Stop(StopCause::kLeaseLost);
       return false;
     }
     return true;
@@ -507,12 +546,28 @@ absl::Status Service::Impl::StartReplication() {
   return absl::OkStatus();
 }
 
+absl::Status Service::Impl::StopStatus() {
+  switch (stop_cause_) {
+    case StopCause::kJournal:
+      return writer_->status();
+    case StopCause::kStateMachine:
+      return state_refusal_;
+    case StopCause::kReplication:
+    case StopCause::kLeaseLost:
+      return ReplicationFailed();
+    case StopCause::kNone:
+      break;
+  }
+  return absl::InternalError("the service stopped for no recorded cause");
+}
+
 absl::Status Service::Impl::ReplicationFailed() {
   const absl::Status failure =
-      lease_lost_ ? absl::FailedPreconditionError(absl::StrFormat(
-                        "lost the lease (epoch %d): %s", leadership_->epoch(),
-                        leadership_->LossReason()))
-                  : gate_->failure();
+      stop_cause_ == StopCause::kLeaseLost
+          ? absl::FailedPreconditionError(absl::StrFormat(
+                "lost the lease (epoch %d): %s", leadership_->epoch(),
+                leadership_->LossReason()))
+          : gate_->failure();
   absl::Status stopped(
       failure.code(),
       absl::StrFormat("replication failed, the service stopped answering "
@@ -562,10 +617,8 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   snapshot_every_ns_ =
       static_cast<std::int64_t>(options_.snapshot_every_seconds * 1e9);
   while (!stop.load(std::memory_order_relaxed)) {
-    if (writer_->failed()) return writer_->status();
-    if (!fatal_.ok()) return fatal_;
-    if (replication_failed()) [[unlikely]] {
-      return ReplicationFailed();
+    if (Stopped()) [[unlikely]] {
+      return StopStatus();
     }
     now_ns_ = MonotonicNs();
     if (snapshot_child_ > 0 && now_ns_ >= next_reap_ns_) [[unlikely]] {
@@ -596,7 +649,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     if (regenerator_->active()) [[unlikely]] {
       PumpRegeneration();
     }
-    if (journal_full_) [[unlikely]] {
+    if (mode_ == Mode::kJournalFull) [[unlikely]] {
       CheckJournalResumed();
     }
     if (writer_->stats().reduced_segments != reduced_segments_seen_ ||
@@ -641,7 +694,7 @@ absl::Status Service::Impl::Shutdown() {
     if (absl::Status s =
             gate_->WaitReplicated(writer_->last_index(), gate_->ack_timeout());
         !s.ok()) {
-      if (replication_failed()) return ReplicationFailed();
+      if (Stopped()) return StopStatus();
       return absl::UnavailableError(absl::StrFormat(
           "stopping: the journal's last records were not acknowledged by "
           "the stream and are not answered: %s",
@@ -649,8 +702,8 @@ absl::Status Service::Impl::Shutdown() {
     }
   }
   ApplyDurable();
-  if (!fatal_.ok()) return fatal_;
-  if (replication_failed()) return ReplicationFailed();
+  // A failed journal is closed below, and Close() returns its error.
+  if (Stopped() && stop_cause_ != StopCause::kJournal) return StopStatus();
   absl::Status closed = writer_->Close();
   stats_.durable_index = writer_->durable_index();
   // A snapshot being written is finished (its counters then final).
@@ -761,10 +814,9 @@ void Service::Impl::ReapSnapshot(bool wait) {
 
 void Service::Impl::ProcessDatagram(std::size_t slot,
                                     std::uint64_t receive_ns) {
-  // After a journal failure, a refused record or a replication failure
-  // nothing more is journaled or answered; Run() returns the error at the
-  // top of its loop.
-  if (writer_->failed() || !fatal_.ok() || replication_failed()) [[unlikely]] {
+  // Stopped: nothing more is journaled or answered; Run() returns the
+  // error at the top of its loop.
+  if (Stopped()) [[unlikely]] {
     return;
   }
   const std::span<const std::byte> bytes = rx_.datagram(slot);
@@ -874,7 +926,7 @@ bool Service::Impl::WaitForJournal() {
   stats_.journal_wait.Record(
       static_cast<std::uint64_t>(MonotonicNs() - wait_start));
   ApplyDurable();
-  return !writer_->failed() && fatal_.ok() && !replication_failed();
+  return !Stopped();
 }
 
 Session* Service::Impl::SessionOfState(std::uint32_t state_index) {
@@ -912,14 +964,18 @@ void Service::Impl::ApplyDurable() {
     // Answered only once the stream has it too, and while this primary
     // holds the lease; after a failure, nothing.
     gate_->NoteDurable(durable);
-    if (gate_->failed() || !StillLeader()) [[unlikely]] {
+    if (gate_->failed()) [[unlikely]] {
+      Stop(StopCause::kReplication);
+      return;
+    }
+    if (!StillLeader()) [[unlikely]] {
       return;
     }
     durable = std::min(durable, gate_->replicated_index());
   }
   std::uint64_t pass_ns = 0;  // when this pass found records durable
   sequencer_->ForEachDurable(durable, [&](const Record& record) {
-    if (!fatal_.ok()) return;
+    if (mode_ == Mode::kStopped) return;
     if (pass_ns == 0) pass_ns = RealtimeNs();
     // The receive time is CLOCK_REALTIME (it is journaled): a clock stepped
     // back counts as 0.
@@ -929,9 +985,10 @@ void Service::Impl::ApplyDurable() {
       // The Sequencer journals only whole commands in sequence: a refusal
       // here is a bug, and answering anything after it would be wrong. The
       // service stops (Run returns this); the journal holds the record.
-      fatal_ = absl::InternalError(absl::StrFormat(
+      state_refusal_ = absl::InternalError(absl::StrFormat(
           "the state machine refused a record the service journaled: %s",
           s.message()));
+      Stop(StopCause::kStateMachine);
       return;
     }
     for (const Output& out : machine_->outputs()) {
@@ -945,7 +1002,7 @@ void Service::Impl::ApplyDurable() {
   });
   FlushOutput();
   // After the reports went out: a fork here delays no report of these.
-  if (fatal_.ok()) MaybeSnapshot();
+  if (mode_ != Mode::kStopped) MaybeSnapshot();
 }
 
 std::span<std::byte> Service::Impl::ReserveOutput(Session& session,
@@ -1040,8 +1097,8 @@ void Service::Impl::Log(const std::string& line) {
 }
 
 void Service::Impl::EnterJournalFull() {
-  if (journal_full_) return;
-  journal_full_ = true;
+  if (mode_ != Mode::kServing) return;
+  mode_ = Mode::kJournalFull;
   ++stats_.journal_full_episodes;
   Log(absl::StrFormat(
       "journal full: need %d bytes free in %s (%s); new commands are "
@@ -1053,8 +1110,8 @@ void Service::Impl::EnterJournalFull() {
 void Service::Impl::CheckJournalResumed() {
   // ApplyDurable() has just polled the writer, which retries the
   // preparation of the next segment when it is due.
-  if (writer_->space_needed() != 0 || writer_->failed()) return;
-  journal_full_ = false;
+  if (writer_->space_needed() != 0 || Stopped()) return;
+  mode_ = Mode::kServing;
   Log(
       absl::StrFormat("journal resumed: space found in %s; taking commands "
                       "again (journal at index %d)",
@@ -1432,7 +1489,7 @@ void Service::Impl::RefreshStats() const {
   ServiceStats& s = stats_;
   s.send_segmented = send_segmented_ ? 1 : 0;
   s.snapshot_running = snapshot_child_ > 0 ? 1 : 0;
-  s.journal_full = journal_full_ ? 1 : 0;
+  s.journal_full = mode_ == Mode::kJournalFull ? 1 : 0;
   s.sessions_listed = options_.config.sessions.size();
   const SequencerStats& q = sequencer_->stats();
   s.frames_in = q.journaled;
