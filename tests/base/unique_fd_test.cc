@@ -91,7 +91,8 @@ TEST(UniqueFdTest, MoveTransfersOwnership) {
   EXPECT_FALSE(IsOpen(other));  // the target's old descriptor is closed
   EXPECT_EQ(c.get(), raw);
   EXPECT_TRUE(IsOpen(raw));
-  c = std::move(c);  // self-move keeps it
+  UniqueFd& same = c;   // through a reference: compilers warn on the plain one
+  c = std::move(same);  // self-move keeps it
   EXPECT_EQ(c.get(), raw);
   EXPECT_TRUE(IsOpen(raw));
 }

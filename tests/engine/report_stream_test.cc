@@ -155,8 +155,13 @@ std::vector<codec::Command> SwingsAndDepth(std::size_t count,
     if (k < 55) {
       static constexpr TimeInForce kTifs[] = {
           kGtc, kGtc, kGtc, kGtc, kGtc, kGtc, kIoc, kIoc, kFok, kPostOnly};
-      out.push_back(Limit(account, coid++, instrument, side,
-                          kTifs[rng.Below(10)], price_near(side), quantity));
+      // Drawn one statement at a time: the order of a call's arguments is
+      // the compiler's choice (this is the order g++ picked when the hashes
+      // were pinned).
+      const std::int64_t price = price_near(side);
+      const TimeInForce tif = kTifs[rng.Below(10)];
+      out.push_back(
+          Limit(account, coid++, instrument, side, tif, price, quantity));
       ++next_id_guess;
     } else if (k < 59) {
       out.push_back(Market(account, coid++, instrument, side, quantity));
@@ -167,8 +172,9 @@ std::vector<codec::Command> SwingsAndDepth(std::size_t count,
       out.push_back(CancelClient(
           account, coid - rng.Below(std::min<std::uint64_t>(coid, 500))));
     } else {
-      out.push_back(Replace(account, recent, coid++, price_near(side),
-                            1 + rng.Below(300)));
+      const std::uint64_t new_quantity = 1 + rng.Below(300);
+      const std::int64_t price = price_near(side);
+      out.push_back(Replace(account, recent, coid++, price, new_quantity));
     }
   }
   return out;

@@ -21,8 +21,9 @@
 #include "journal/internal/io_queue.h"
 #include "journal/writer.h"
 #include "tests/journal/test_support.h"
+#include "tests/support/sanitizers.h"
 
-#if defined(__SANITIZE_ADDRESS__)
+#if ORDERWIRE_TEST_UNDER_ASAN
 #define ORDERWIRE_INTERPOSE_MALLOC 0  // AddressSanitizer owns malloc
 #else
 #define ORDERWIRE_INTERPOSE_MALLOC 1

@@ -35,6 +35,7 @@
 #include "state/report_history.h"
 #include "state/snapshot.h"
 #include "tests/support/bytes.h"
+#include "tests/support/sanitizers.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -51,7 +52,7 @@ using config::ServiceConfig;
 // Under AddressSanitizer freed blocks (the test client's own datagrams
 // among them) sit in its quarantine and RSS says nothing about the
 // service: the bounds are checked in the other builds, the behaviour in all.
-#if defined(__SANITIZE_ADDRESS__)
+#if ORDERWIRE_TEST_UNDER_ASAN
 constexpr bool kRssIsMeasurable = false;
 #else
 constexpr bool kRssIsMeasurable = true;
