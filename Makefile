@@ -46,7 +46,11 @@ asan: asan-build
 	@ctest --preset asan
 	@scripts/check_skips.py build/asan/ctest-junit.xml
 
-asan-build: setup
+# The sanitizer tree is clang's and holds the libFuzzer targets too
+# (scripts/fuzz.sh build/asan SECONDS runs them); make fuzz-build builds
+# the fuzz targets alone, in build/fuzz.
+asan-build:
+	@scripts/setup.sh fuzz
 	@cmake --preset asan >/dev/null
 	@cmake --build --preset asan -j $(JOBS)
 

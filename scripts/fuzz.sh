@@ -5,7 +5,8 @@
 #
 #   scripts/fuzz.sh BUILD_DIR SECONDS      e.g. scripts/fuzz.sh build/fuzz 30
 #
-# BUILD_DIR is a build with ORDERWIRE_FUZZ=ON (the `fuzz` preset). Each target
+# BUILD_DIR is a build with ORDERWIRE_FUZZ=ON: the `fuzz` preset (the
+# targets alone) or the `asan` preset (the sanitizer tree). Each target
 # starts from its seed corpus (BUILD_DIR/fuzz/corpus/<target>, the golden
 # frames), copied to a temporary directory so runs never grow the seeds.
 # FUZZ_JOBS targets run at once (default 2).
@@ -32,8 +33,8 @@ fuzz_dir=$build_dir/fuzz
 artifacts=$fuzz_dir/artifacts
 for target in "${targets[@]}"; do
   if [ ! -x "$fuzz_dir/$target" ]; then
-    echo "fuzz.sh: $fuzz_dir/$target is not built (cmake --preset fuzz &&" \
-      "cmake --build --preset fuzz)" >&2
+    echo "fuzz.sh: $fuzz_dir/$target is not built (make fuzz-build, or" \
+      "make asan-build for build/asan)" >&2
     exit 2
   fi
 done
