@@ -185,10 +185,11 @@ struct WriterOptions {
   internal::IoFaults* faults = nullptr;
   // The format version of the segments the writer starts: kFormatVersion
   // (3, packed groups with compact framing), 2 (packed groups, the framing
-  // of version 1) or 1 (groups on 4096-byte boundaries); the older ones are
-  // what older code wrote, for tests of such journals. Appending to an existing
-  // journal continues its last segment in that segment's own version;
-  // every segment started later gets this one.
+  // of version 1) or 1 (groups on 4096-byte boundaries). Appending to an
+  // existing journal continues its last segment in that segment's own
+  // version (a journal written by an older orderwire is never rewritten),
+  // so the writer writes all three; every segment started later gets this
+  // one. Only tests start segments in 1 or 2, to make such journals.
   std::uint16_t format_version = kFormatVersion;
 };
 
