@@ -102,8 +102,8 @@ void PrometheusText::Histogram(std::string_view name, std::string_view help,
 }
 
 // ---------------------------------------------------------------------------
-// The service's families: the tables of service_stats.h (docs/SERVICE.md
-// "Metrics" lists them).
+// The service's families: the tables of service_stats.h, which name them
+// (docs/SERVICE.md "Metrics" says how they are served).
 
 namespace {
 
