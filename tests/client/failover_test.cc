@@ -44,29 +44,20 @@
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
 namespace orderwire::client {
 namespace {
 
-using codec::Side;
 using test_support::Bytes;
+using test_support::Limit;
 using test_support::RunningService;
 using test_support::ScratchDir;
 using test_support::TestOptions;
 
 constexpr std::int64_t kMs = 1'000'000;
-
-codec::NewLimit Limit(std::uint64_t client_order_id) {
-  return codec::NewLimit{.account_id = 1,
-                         .client_order_id = client_order_id,
-                         .instrument_id = 1,
-                         .side = Side::kBuy,
-                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                         .price = 100,
-                         .quantity = 1};
-}
 
 // A target played by the test: a loopback socket that records the command
 // sequences it receives and answers with report datagrams it is given.
@@ -165,7 +156,7 @@ TEST(ClientFailover, ASingleTargetNeverSwitches) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   const std::int64_t t0 = base::MonotonicNs();
   ASSERT_TRUE(s.Poll(t0).ok());
   EXPECT_EQ(only.Commands(5000), (std::vector<std::uint64_t>{1}));
@@ -178,7 +169,9 @@ TEST(ClientFailover, ASingleTargetNeverSwitches) {
   EXPECT_TRUE(only.Commands(50).empty()) << "nothing was resent anywhere";
   // A report from another address is taken, as a one-target session always
   // took it.
-  elsewhere.Answer(5, {test_support::AcceptedFor(1, 1, Limit(1))}, &only);
+  elsewhere.Answer(
+      5, {test_support::AcceptedFor(1, 1, Limit({.client_order_id = 1}))},
+      &only);
   ASSERT_TRUE(PollAt(s, t0 + 60'000 * kMs, [&] { return s.answered() == 1; }));
   EXPECT_EQ(delivered, (std::vector<std::uint64_t>{1}));
   EXPECT_EQ(s.counters().other_target_datagrams, 0u);
@@ -197,8 +190,8 @@ TEST(ClientFailover, SwitchesOnlyAfterTheTimeoutAndResendsToTheNewTarget) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
-  ASSERT_TRUE(s.Submit(Limit(2)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 2})).ok());
   const std::int64_t t0 = base::MonotonicNs();
   ASSERT_TRUE(s.Poll(t0).ok());
   EXPECT_EQ(a.Commands(5000), (std::vector<std::uint64_t>{1, 2}));
@@ -219,13 +212,13 @@ TEST(ClientFailover, SwitchesOnlyAfterTheTimeoutAndResendsToTheNewTarget) {
   EXPECT_TRUE(a.Commands(50).empty());
 
   // The old primary wakes up and answers: not heard.
-  a.Answer(5, {test_support::AcceptedFor(1, 1, Limit(1))});
+  a.Answer(5, {test_support::AcceptedFor(1, 1, Limit({.client_order_id = 1}))});
   ASSERT_TRUE(
       PollAt(s, t1, [&] { return s.counters().other_target_datagrams == 1; }));
   EXPECT_EQ(s.answered(), 0u);
   EXPECT_TRUE(delivered.empty());
   // The new one answers command 1: taken.
-  b.Answer(5, {test_support::AcceptedFor(1, 1, Limit(1))});
+  b.Answer(5, {test_support::AcceptedFor(1, 1, Limit({.client_order_id = 1}))});
   ASSERT_TRUE(PollAt(s, t1, [&] { return s.answered() == 1; }));
   EXPECT_EQ(delivered, (std::vector<std::uint64_t>{1}));
 
@@ -252,7 +245,7 @@ TEST(ClientFailover, AnIdleSessionWaitsAWholeTimeoutAfterItSubmits) {
   Session& s = **session;
   const std::int64_t t0 = base::MonotonicNs() + 10'000 * kMs;  // idle 10 s
   ASSERT_TRUE(s.Poll(t0).ok());
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   ASSERT_TRUE(s.Poll(t0 + 1 * kMs).ok());
   EXPECT_EQ(s.counters().failovers, 0u);
   EXPECT_EQ(a.Commands(5000), (std::vector<std::uint64_t>{1}));
@@ -294,7 +287,7 @@ TEST(ClientFailover, AnUnreachableTargetIsSilentNotTheEndOfTheSession) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   const std::int64_t t0 = base::MonotonicNs();
   const absl::StatusOr<PollResult> refused = s.Poll(t0);
   ASSERT_TRUE(refused.ok()) << refused.status();
@@ -306,7 +299,7 @@ TEST(ClientFailover, AnUnreachableTargetIsSilentNotTheEndOfTheSession) {
 
   auto single = Session::Open(std::move(alone));
   ASSERT_TRUE(single.ok()) << single.status();
-  ASSERT_TRUE((*single)->Submit(Limit(1)).ok());
+  ASSERT_TRUE((*single)->Submit(Limit({.client_order_id = 1})).ok());
   const absl::StatusOr<PollResult> ended = (*single)->Poll(t0);
   EXPECT_EQ(ended.status().code(), absl::StatusCode::kUnavailable)
       << ended.status();
@@ -349,7 +342,7 @@ TEST(ClientFailover, RunClientExplainsASilenceOnlyOnceEveryTargetWasTried) {
   options.give_up_ms = 500;
   options.session_id = 5;
   options.diagnostics = diagnostics;
-  const Bytes frames = test_support::Frame(1, Limit(1));
+  const Bytes frames = test_support::Frame(1, Limit({.client_order_id = 1}));
   const std::atomic<bool> stop{false};
   const absl::StatusOr<ClientResult> result = RunClient(options, frames, stop);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded)
