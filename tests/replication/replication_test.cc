@@ -876,21 +876,22 @@ TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
 // (Expecting the true last Msg-Id after such a restart is refused: 10070
 // "wrong last msg ID: ", naming none.)
 TEST(ReplicationRestartedServer, AQuietRestartDoesNotFenceThePublishers) {
-  auto binary = NatsCluster::FindServerBinary();
+  // A missing nats-server fails here, not in launch() (whose failure
+  // message reads the log of a server that never started).
+  const auto binary = NatsCluster::FindServerBinary();
   ASSERT_TRUE(binary.ok()) << binary.status();
   test_support::ScratchDir dir("ow-restart");
   ASSERT_FALSE(dir.path().empty());
   const int port = NatsCluster::FreeLoopbackPort();
   ASSERT_NE(port, 0);
-  const std::string url = absl::StrCat("nats://127.0.0.1:", port);
-  const std::vector<std::string> args = {
-      *binary, "-a", "127.0.0.1", "-p",          std::to_string(port),
-      "-n",    "r0", "-js",       "--store_dir", dir.Sub("store")};
+  const std::string url = NatsCluster::LoopbackUrl(port);
+  const NatsCluster::LoneServer lone{
+      .port = port, .name = "r0", .store_dir = dir.Sub("store")};
   std::unique_ptr<test_support::ChildProcess> server;
   int launches = 0;
   auto launch = [&]() -> absl::Status {
-    auto spawned = test_support::ChildProcess::Spawn(
-        args, dir.Sub(absl::StrCat("n0-", ++launches, ".log")));
+    auto spawned = NatsCluster::SpawnServer(
+        lone, dir.Sub(absl::StrCat("n0-", ++launches, ".log")));
     if (!spawned.ok()) return spawned.status();
     server = *std::move(spawned);
     return NatsCluster::WaitForJetStream(url, milliseconds(30000));

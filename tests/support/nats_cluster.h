@@ -66,8 +66,27 @@ class NatsCluster {
                                        std::chrono::milliseconds timeout);
 
   // A loopback TCP port free now (the kernel's pick for port 0), or 0. For
-  // a test that starts a server of its own.
+  // a test that starts a server of its own (SpawnServer).
   static int FreeLoopbackPort();
+  // "nats://127.0.0.1:`port`".
+  static std::string LoopbackUrl(int port);
+
+  // A lone nats-server that a test starts itself, for what a cluster does
+  // not give: a server without JetStream, or one stopped and started again
+  // on the same port and store.
+  struct LoneServer {
+    // The client port, on 127.0.0.1 (FreeLoopbackPort()).
+    int port = 0;
+    // The server's name (-n); empty: nats-server's own.
+    std::string name{};
+    // JetStream on (-js), its store in this directory; empty: JetStream off.
+    std::string store_dir{};
+  };
+  // Spawns nats-server (FindServerBinary) as `server` says, its output to
+  // `log_path`. Returns once the process is started, not once it answers
+  // (WaitForJetStream). Errors: no nats-server, the spawn's.
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> SpawnServer(
+      const LoneServer& server, std::string log_path);
 
   // Path of nats-server, or an error naming the package to install.
   static absl::StatusOr<std::string> FindServerBinary();
