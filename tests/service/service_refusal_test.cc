@@ -36,20 +36,13 @@ namespace {
 // ---------------------------------------------------------------------------
 // Malformed datagrams: counted by cause, never answered, never applied.
 
-TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
-  ScratchDir dir;
-  auto service = RunningService::Start(
-      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
-  ASSERT_NE(service, nullptr);
-  TestClient bad(service->endpoint());
-  constexpr std::uint32_t kSession = 21;
-  const codec::NewLimit order = Limit({.account_id = 4,
-                                       .client_order_id = 9,
-                                       .instrument_id = 2,
-                                       .price = 77,
-                                       .quantity = 5});
+// A datagram of `session` for each cause of malformed datagram, from the
+// valid datagram of one frame of `order` (sequence 1): the cause, the bytes.
+// Two truncated ones; the last is the oversize one.
+std::vector<std::pair<CodecError, Bytes>> MalformedDatagrams(
+    std::uint32_t session, const codec::NewLimit& order) {
   const Bytes command = Frame(1, order);
-  const Bytes valid = Datagram(kSession, {command});
+  const Bytes valid = Datagram(session, {command});
   const auto with = [&](std::size_t offset, std::uint8_t value) {
     Bytes d = valid;
     d[offset] = std::byte{value};
@@ -89,7 +82,7 @@ TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
       CodecError::kUnknownKind,
       with(codec::kDatagramHeaderSize + codec::kKindOffset, 0x07));
   cases.emplace_back(CodecError::kNotACommand,
-                     Datagram(kSession, {AcceptedFor(1, 1, order)}));
+                     Datagram(session, {AcceptedFor(1, 1, order)}));
   {
     // 32 NewLimit frames: 1516 bytes, more than the 1472-byte buffer, so the
     // kernel truncates it and says so.
@@ -98,9 +91,29 @@ TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
       const Bytes f = Frame(i, order);
       d.insert(d.end(), f.begin(), f.end());
     }
-    ASSERT_GT(d.size(), codec::kMaxDatagramSize);
     cases.emplace_back(CodecError::kOversize, d);
   }
+  return cases;
+}
+
+TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
+  ASSERT_NE(service, nullptr);
+  TestClient bad(service->endpoint());
+  constexpr std::uint32_t kSession = 21;
+  const codec::NewLimit order = Limit({.account_id = 4,
+                                       .client_order_id = 9,
+                                       .instrument_id = 2,
+                                       .price = 77,
+                                       .quantity = 5});
+  const Bytes command = Frame(1, order);
+  const Bytes valid = Datagram(kSession, {command});
+  const std::vector<std::pair<CodecError, Bytes>> cases =
+      MalformedDatagrams(kSession, order);
+  // The last: more than the 1472-byte buffer.
+  ASSERT_GT(cases.back().second.size(), codec::kMaxDatagramSize);
   // Each really is malformed for that cause.
   for (const auto& [error, bytes] : cases) {
     if (error == CodecError::kOversize) continue;
