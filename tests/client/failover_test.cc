@@ -53,6 +53,7 @@ namespace {
 
 using test_support::Bytes;
 using test_support::Limit;
+using test_support::ReadFromStart;
 using test_support::RunningService;
 using test_support::ScratchDir;
 using test_support::TestOptions;
@@ -443,18 +444,6 @@ class Relay {
   std::thread thread_;
 };
 
-Bytes ReadBack(std::FILE* file) {
-  Bytes bytes;
-  std::rewind(file);
-  std::array<std::byte, 1 << 16> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
-    bytes.insert(bytes.end(), buffer.begin(),
-                 buffer.begin() + static_cast<std::ptrdiff_t>(n));
-  }
-  return bytes;
-}
-
 // The two sessions of the end-to-end test (7 keyed, 8 plain), each
 // RunClient on a thread of its own with kFailoverCommands commands of the
 // mixed workload, target A then B, writing the reports it receives to a
@@ -571,7 +560,7 @@ void ExpectEachSessionFinishedOnB(FailoverSessions& sessions,
     // What the session received live is its replayed reports, byte for
     // byte, up to where it stopped listening (the other session may trade
     // on and fill this one's resting orders: those reports come after).
-    const Bytes live = ReadBack(sessions.files[s]);
+    const Bytes live = ReadFromStart(sessions.files[s]);
     std::fclose(sessions.files[s]);
     const std::size_t received = test_support::ExpectLiveIsReplayPrefix(
         id, live, replay.reports_by_session.at(id));

@@ -39,6 +39,7 @@
 #include "gtest/gtest.h"
 #include "state/state_machine.h"
 #include "tests/service/service_test_support.h"
+#include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -339,18 +340,6 @@ TEST(ServiceEndToEnd, ARestartRecoversSessionsAndReportsFromTheJournal) {
 // mixed` clients on shared accounts (docs/PROTOCOL.md "Sessions and sequence
 // numbers").
 
-// Reads a whole FILE* (a tmpfile the client wrote its reports to).
-Bytes ReadBack(std::FILE* file) {
-  Bytes bytes;
-  std::rewind(file);
-  std::byte buffer[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    bytes.insert(bytes.end(), buffer, buffer + n);
-  }
-  return bytes;
-}
-
 // Three go-back-N clients run `mixed` at once on three sessions that trade
 // the same 64 accounts, so each tries to cancel and replace orders another
 // session entered. Every client checks every acknowledgement against its
@@ -407,7 +396,7 @@ TEST(ServiceEndToEnd, SessionsSharingAccountsAreEachAnsweredInOrder) {
   ASSERT_EQ(replay.records.size(), kSessions * kCommands);
   std::vector<Bytes> live(kSessions);
   for (std::uint32_t s = 0; s < kSessions; ++s) {
-    live[s] = ReadBack(files[s]);
+    live[s] = test_support::ReadFromStart(files[s]);
     std::fclose(files[s]);
     const auto it = replay.by_session.find(40 + s);
     ASSERT_NE(it, replay.by_session.end());

@@ -31,9 +31,7 @@
 #include "journal/prune.h"
 #include "net/udp.h"
 #include "service/service.h"
-#include "state/rebuild.h"
 #include "state/report_history.h"
-#include "state/snapshot.h"
 #include "tests/support/bytes.h"
 #include "tests/support/orders.h"
 #include "tests/support/sanitizers.h"
@@ -43,9 +41,7 @@
 namespace orderwire::service {
 namespace {
 
-using state::JournalIdOf;
 using state::ReportHistory;
-using state::WriteSnapshot;
 
 using config::ParseServiceConfig;
 using config::ServiceConfig;
@@ -68,6 +64,7 @@ using test_support::Hex;
 using test_support::Limit;
 using test_support::RunningService;
 using test_support::ScratchDir;
+using test_support::SnapshotThenPrune;
 using test_support::TestClient;
 using test_support::TestOptions;
 
@@ -202,18 +199,9 @@ TEST(SessionMemory, AResendOlderThanTheRetainedJournalIsAnsweredReportsGone) {
   }
   // A snapshot at the end (of this journal: the restart checks its id),
   // then the segments before it pruned.
-  absl::StatusOr<std::uint64_t> id = JournalIdOf(journal_dir, {});
-  ASSERT_TRUE(id.ok()) << id.status();
-  {
-    absl::StatusOr<std::unique_ptr<Service>> stopped = Service::Start(options);
-    ASSERT_TRUE(stopped.ok()) << stopped.status();
-    ASSERT_TRUE(
-        WriteSnapshot((*stopped)->state(), *id, journal_dir).status().ok());
-  }
-  absl::StatusOr<journal::PruneReport> pruned = journal::PruneJournal(
-      {.directory = journal_dir, .before_index = kOrders});
-  ASSERT_TRUE(pruned.ok()) << pruned.status();
-  ASSERT_GT(pruned->first_index_after, 1u);
+  journal::PruneReport pruned;
+  ASSERT_NO_FATAL_FAILURE(SnapshotThenPrune(options, kOrders, &pruned));
+  ASSERT_GT(pruned.first_index_after, 1u);
 
   auto service = RunningService::Start(options);
   ASSERT_NE(service, nullptr);

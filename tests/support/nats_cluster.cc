@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
 
 namespace orderwire::test_support {
 namespace {
@@ -343,6 +344,16 @@ absl::Status NatsCluster::WaitForJetStream(const std::string& url,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+std::unique_ptr<NatsCluster> StartNatsCluster(int nodes) {
+  absl::StatusOr<std::unique_ptr<NatsCluster>> cluster =
+      NatsCluster::Start(nodes);
+  if (!cluster.ok()) {
+    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
+    return nullptr;
+  }
+  return *std::move(cluster);
 }
 
 }  // namespace orderwire::test_support
