@@ -44,29 +44,21 @@
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
 namespace orderwire::client {
 namespace {
 
-using codec::Side;
 using test_support::Bytes;
+using test_support::Limit;
+using test_support::ReadFromStart;
 using test_support::RunningService;
 using test_support::ScratchDir;
 using test_support::TestOptions;
 
 constexpr std::int64_t kMs = 1'000'000;
-
-codec::NewLimit Limit(std::uint64_t client_order_id) {
-  return codec::NewLimit{.account_id = 1,
-                         .client_order_id = client_order_id,
-                         .instrument_id = 1,
-                         .side = Side::kBuy,
-                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                         .price = 100,
-                         .quantity = 1};
-}
 
 // A target played by the test: a loopback socket that records the command
 // sequences it receives and answers with report datagrams it is given.
@@ -165,7 +157,7 @@ TEST(ClientFailover, ASingleTargetNeverSwitches) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   const std::int64_t t0 = base::MonotonicNs();
   ASSERT_TRUE(s.Poll(t0).ok());
   EXPECT_EQ(only.Commands(5000), (std::vector<std::uint64_t>{1}));
@@ -178,7 +170,9 @@ TEST(ClientFailover, ASingleTargetNeverSwitches) {
   EXPECT_TRUE(only.Commands(50).empty()) << "nothing was resent anywhere";
   // A report from another address is taken, as a one-target session always
   // took it.
-  elsewhere.Answer(5, {test_support::AcceptedFor(1, 1, Limit(1))}, &only);
+  elsewhere.Answer(
+      5, {test_support::AcceptedFor(1, 1, Limit({.client_order_id = 1}))},
+      &only);
   ASSERT_TRUE(PollAt(s, t0 + 60'000 * kMs, [&] { return s.answered() == 1; }));
   EXPECT_EQ(delivered, (std::vector<std::uint64_t>{1}));
   EXPECT_EQ(s.counters().other_target_datagrams, 0u);
@@ -197,8 +191,8 @@ TEST(ClientFailover, SwitchesOnlyAfterTheTimeoutAndResendsToTheNewTarget) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
-  ASSERT_TRUE(s.Submit(Limit(2)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 2})).ok());
   const std::int64_t t0 = base::MonotonicNs();
   ASSERT_TRUE(s.Poll(t0).ok());
   EXPECT_EQ(a.Commands(5000), (std::vector<std::uint64_t>{1, 2}));
@@ -219,13 +213,13 @@ TEST(ClientFailover, SwitchesOnlyAfterTheTimeoutAndResendsToTheNewTarget) {
   EXPECT_TRUE(a.Commands(50).empty());
 
   // The old primary wakes up and answers: not heard.
-  a.Answer(5, {test_support::AcceptedFor(1, 1, Limit(1))});
+  a.Answer(5, {test_support::AcceptedFor(1, 1, Limit({.client_order_id = 1}))});
   ASSERT_TRUE(
       PollAt(s, t1, [&] { return s.counters().other_target_datagrams == 1; }));
   EXPECT_EQ(s.answered(), 0u);
   EXPECT_TRUE(delivered.empty());
   // The new one answers command 1: taken.
-  b.Answer(5, {test_support::AcceptedFor(1, 1, Limit(1))});
+  b.Answer(5, {test_support::AcceptedFor(1, 1, Limit({.client_order_id = 1}))});
   ASSERT_TRUE(PollAt(s, t1, [&] { return s.answered() == 1; }));
   EXPECT_EQ(delivered, (std::vector<std::uint64_t>{1}));
 
@@ -252,7 +246,7 @@ TEST(ClientFailover, AnIdleSessionWaitsAWholeTimeoutAfterItSubmits) {
   Session& s = **session;
   const std::int64_t t0 = base::MonotonicNs() + 10'000 * kMs;  // idle 10 s
   ASSERT_TRUE(s.Poll(t0).ok());
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   ASSERT_TRUE(s.Poll(t0 + 1 * kMs).ok());
   EXPECT_EQ(s.counters().failovers, 0u);
   EXPECT_EQ(a.Commands(5000), (std::vector<std::uint64_t>{1}));
@@ -294,7 +288,7 @@ TEST(ClientFailover, AnUnreachableTargetIsSilentNotTheEndOfTheSession) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   const std::int64_t t0 = base::MonotonicNs();
   const absl::StatusOr<PollResult> refused = s.Poll(t0);
   ASSERT_TRUE(refused.ok()) << refused.status();
@@ -306,7 +300,7 @@ TEST(ClientFailover, AnUnreachableTargetIsSilentNotTheEndOfTheSession) {
 
   auto single = Session::Open(std::move(alone));
   ASSERT_TRUE(single.ok()) << single.status();
-  ASSERT_TRUE((*single)->Submit(Limit(1)).ok());
+  ASSERT_TRUE((*single)->Submit(Limit({.client_order_id = 1})).ok());
   const absl::StatusOr<PollResult> ended = (*single)->Poll(t0);
   EXPECT_EQ(ended.status().code(), absl::StatusCode::kUnavailable)
       << ended.status();
@@ -349,7 +343,7 @@ TEST(ClientFailover, RunClientExplainsASilenceOnlyOnceEveryTargetWasTried) {
   options.give_up_ms = 500;
   options.session_id = 5;
   options.diagnostics = diagnostics;
-  const Bytes frames = test_support::Frame(1, Limit(1));
+  const Bytes frames = test_support::Frame(1, Limit({.client_order_id = 1}));
   const std::atomic<bool> stop{false};
   const absl::StatusOr<ClientResult> result = RunClient(options, frames, stop);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kDeadlineExceeded)
@@ -450,75 +444,82 @@ class Relay {
   std::thread thread_;
 };
 
-Bytes ReadBack(std::FILE* file) {
-  Bytes bytes;
-  std::rewind(file);
-  std::array<std::byte, 1 << 16> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), file)) > 0) {
-    bytes.insert(bytes.end(), buffer.begin(),
-                 buffer.begin() + static_cast<std::ptrdiff_t>(n));
-  }
-  return bytes;
-}
-
-TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
-  ScratchDir dir;
-  const std::string journal = dir.Sub("journal");
-  service::ServiceOptions options =
-      TestOptions(journal, journal::Durability::kBatch, FailoverConfig(dir));
-  const engine::EngineConfig engine_config = options.config.engine;
-  // B's address, known before B exists (the client is given both at once):
-  // a port the kernel hands out, given back at once for B to bind later.
-  net::Endpoint b_address;
-  {
-    auto probe = net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
-    ASSERT_TRUE(probe.ok()) << probe.status();
-    b_address = *probe->LocalEndpoint();
-  }
-  auto a = RunningService::Start(options);
-  ASSERT_NE(a, nullptr);
-  Relay relay(a->endpoint());
-  const net::Endpoint a_address = relay.endpoint();
-
-  constexpr std::uint32_t kSessions = 2;
-  constexpr std::size_t kCommands = 6000;
+// The two sessions of the end-to-end test (7 keyed, 8 plain), each
+// RunClient on a thread of its own with kFailoverCommands commands of the
+// mixed workload, target A then B, writing the reports it receives to a
+// temporary file.
+struct FailoverSessions {
+  static constexpr std::uint32_t kSessions = 2;
+  static constexpr std::size_t kCommands = 6000;
   const std::array<std::uint32_t, kSessions> ids{7, 8};
   std::vector<std::vector<std::byte>> inputs;
   std::vector<std::FILE*> files;
-  std::vector<absl::StatusOr<ClientResult>> results(
-      kSessions, absl::UnknownError("not run"));
-  for (std::uint32_t s = 0; s < kSessions; ++s) {
-    inputs.push_back(workload::EncodeCommands(
-        workload::Generate(workload::Workload::kMixed, kCommands, 300 + s)));
-    files.push_back(std::tmpfile());
-    ASSERT_NE(files.back(), nullptr);
-  }
+  std::vector<absl::StatusOr<ClientResult>> results =
+      std::vector<absl::StatusOr<ClientResult>>(kSessions,
+                                                absl::UnknownError("not run"));
   std::atomic<bool> stop{false};
   std::vector<std::thread> threads;
-  for (std::uint32_t s = 0; s < kSessions; ++s) {
-    threads.emplace_back([&, s] {
-      ClientOptions client;
-      client.target = a_address;
-      client.failover_targets = {b_address};
-      client.failover_timeout_ms = 300;
-      client.session_id = ids[s];
-      client.window = 256;
-      // Paced so that the load is still running when A stops.
-      client.rate = 10'000;
-      client.give_up_ms = 30'000;
-      client.reports_out = files[s];
-      if (ids[s] == 7) client.mac.emplace(*auth::ParseKeyHex(kFailoverKeyHex));
-      results[s] = RunClient(client, inputs[s], stop);
-    });
+
+  // A test that ends early stops the sessions rather than leave threads.
+  ~FailoverSessions() {
+    stop.store(true);
+    Join();
   }
-  // Mid-load, A's reports stop reaching the clients while A goes on
-  // applying what comes (what was in flight, and new commands until the
-  // clients' windows are full): once answers have been lost, A stops and
-  // its address falls silent.
+
+  // Starts both sessions on `a`, failing over to `b`.
+  void Start(const net::Endpoint& a, const net::Endpoint& b) {
+    for (std::uint32_t s = 0; s < kSessions; ++s) {
+      inputs.push_back(workload::EncodeCommands(
+          workload::Generate(workload::Workload::kMixed, kCommands, 300 + s)));
+      files.push_back(std::tmpfile());
+      ASSERT_NE(files.back(), nullptr);
+    }
+    for (std::uint32_t s = 0; s < kSessions; ++s) {
+      threads.emplace_back([this, s, a, b] {
+        ClientOptions client;
+        client.target = a;
+        client.failover_targets = {b};
+        client.failover_timeout_ms = 300;
+        client.session_id = ids[s];
+        client.window = 256;
+        // Paced so that the load is still running when A stops.
+        client.rate = 10'000;
+        client.give_up_ms = 30'000;
+        client.reports_out = files[s];
+        if (ids[s] == 7) {
+          client.mac.emplace(*auth::ParseKeyHex(kFailoverKeyHex));
+        }
+        results[s] = RunClient(client, inputs[s], stop);
+      });
+    }
+  }
+
+  void Join() {
+    for (std::thread& t : threads) {
+      if (t.joinable()) t.join();
+    }
+  }
+};
+
+// A loopback UDP address free now: a port the kernel hands out, given back
+// at once for a service to bind later.
+void FreeUdpAddress(net::Endpoint* address) {
+  auto probe = net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(probe.ok()) << probe.status();
+  *address = *probe->LocalEndpoint();
+}
+
+// Mid-load, A's reports stop reaching the clients while A goes on applying
+// what comes (what was in flight, and new commands until the clients'
+// windows are full): once answers have been lost, A stops and its address
+// falls silent. Returns how many commands A applied (in `applied_by_a`).
+void LoseAnswersThenStopA(std::unique_ptr<RunningService>& a, Relay& relay,
+                          std::uint64_t* applied_by_a) {
+  constexpr std::size_t kTotal =
+      FailoverSessions::kSessions * FailoverSessions::kCommands;
   EXPECT_TRUE(a->WaitFor(
       [&](const service::ServiceStats& stats) {
-        return stats.commands_applied >= kSessions * kCommands / 3;
+        return stats.commands_applied >= kTotal / 3;
       },
       30'000));
   relay.Blackout();
@@ -529,17 +530,70 @@ TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
   EXPECT_GT(relay.reports_dropped(), 0u) << "no answer of A was lost";
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   ASSERT_TRUE(a->Stop().ok());
-  const std::uint64_t applied_by_a = a->final_stats().commands_applied;
+  *applied_by_a = a->final_stats().commands_applied;
   a.reset();
   relay.Stop();
+}
+
+// Every command applied once, every session finished on B, and each
+// received its replayed reports byte for byte.
+void ExpectEachSessionFinishedOnB(FailoverSessions& sessions,
+                                  const std::string& journal,
+                                  const engine::EngineConfig& engine_config,
+                                  const net::Endpoint& b_address) {
+  constexpr std::size_t kCommands = FailoverSessions::kCommands;
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(journal, engine_config);
+  // Every command applied once: the journal holds each session's commands
+  // exactly once (a duplicate would be another record).
+  EXPECT_EQ(replay.records, FailoverSessions::kSessions * kCommands);
+  for (std::uint32_t s = 0; s < FailoverSessions::kSessions; ++s) {
+    const std::uint32_t id = sessions.ids[s];
+    SCOPED_TRACE(::testing::Message() << "session " << id);
+    ASSERT_TRUE(sessions.results[s].ok()) << sessions.results[s].status();
+    const ClientResult& r = *sessions.results[s];
+    EXPECT_EQ(r.acknowledged, kCommands);
+    EXPECT_EQ(r.unconfirmed, 0u);
+    EXPECT_GE(r.failovers, 1u);
+    EXPECT_EQ(r.final_target.ToString(), b_address.ToString());
+    EXPECT_EQ(replay.records_by_session.at(id), kCommands);
+    // What the session received live is its replayed reports, byte for
+    // byte, up to where it stopped listening (the other session may trade
+    // on and fill this one's resting orders: those reports come after).
+    const Bytes live = ReadFromStart(sessions.files[s]);
+    std::fclose(sessions.files[s]);
+    const std::size_t received = test_support::ExpectLiveIsReplayPrefix(
+        id, live, replay.reports_by_session.at(id));
+    EXPECT_EQ(r.reports, received);
+  }
+}
+
+TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
+  ScratchDir dir;
+  const std::string journal = dir.Sub("journal");
+  service::ServiceOptions options =
+      TestOptions(journal, journal::Durability::kBatch, FailoverConfig(dir));
+  const engine::EngineConfig engine_config = options.config.engine;
+  // B's address, known before B exists (the client is given both at once).
+  net::Endpoint b_address;
+  ASSERT_NO_FATAL_FAILURE(FreeUdpAddress(&b_address));
+  auto a = RunningService::Start(options);
+  ASSERT_NE(a, nullptr);
+  Relay relay(a->endpoint());
+  FailoverSessions sessions;
+  ASSERT_NO_FATAL_FAILURE(sessions.Start(relay.endpoint(), b_address));
+  std::uint64_t applied_by_a = 0;
+  ASSERT_NO_FATAL_FAILURE(LoseAnswersThenStopA(a, relay, &applied_by_a));
   // B takes the same journal over on the second target's address.
   service::ServiceOptions b_options = options;
   b_options.listen = b_address;
   auto b = RunningService::Start(b_options);
   ASSERT_NE(b, nullptr);
-  for (std::thread& t : threads) t.join();
+  sessions.Join();
   ASSERT_TRUE(b->Stop().ok());
-  EXPECT_LT(applied_by_a, kSessions * kCommands) << "A stopped after the load";
+  EXPECT_LT(applied_by_a,
+            FailoverSessions::kSessions * FailoverSessions::kCommands)
+      << "A stopped after the load";
   // B answered the commands A had applied unanswered from the report
   // history it rebuilt from the journal, and had every report asked for.
   EXPECT_GT(b->final_stats().duplicates, 0u);
@@ -547,29 +601,7 @@ TEST(ClientFailoverEndToEnd, SessionsFinishOnTheServiceThatTookOverTheJournal) {
   EXPECT_EQ(b->final_stats().resend_unavailable, 0u);
 
   SCOPED_TRACE(::testing::Message() << "A applied " << applied_by_a);
-  const test_support::SessionReplay replay =
-      test_support::ReplayJournalBySession(journal, engine_config);
-  // Every command applied once: the journal holds each session's commands
-  // exactly once (a duplicate would be another record).
-  EXPECT_EQ(replay.records, kSessions * kCommands);
-  for (std::uint32_t s = 0; s < kSessions; ++s) {
-    SCOPED_TRACE(::testing::Message() << "session " << ids[s]);
-    ASSERT_TRUE(results[s].ok()) << results[s].status();
-    const ClientResult& r = *results[s];
-    EXPECT_EQ(r.acknowledged, kCommands);
-    EXPECT_EQ(r.unconfirmed, 0u);
-    EXPECT_GE(r.failovers, 1u);
-    EXPECT_EQ(r.final_target.ToString(), b_address.ToString());
-    EXPECT_EQ(replay.records_by_session.at(ids[s]), kCommands);
-    // What the session received live is its replayed reports, byte for
-    // byte, up to where it stopped listening (the other session may trade
-    // on and fill this one's resting orders: those reports come after).
-    const Bytes live = ReadBack(files[s]);
-    std::fclose(files[s]);
-    const std::size_t received = test_support::ExpectLiveIsReplayPrefix(
-        ids[s], live, replay.reports_by_session.at(ids[s]));
-    EXPECT_EQ(r.reports, received);
-  }
+  ExpectEachSessionFinishedOnB(sessions, journal, engine_config, b_address);
 }
 
 }  // namespace

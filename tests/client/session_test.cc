@@ -31,6 +31,7 @@
 #include "net/udp.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -40,6 +41,7 @@ namespace {
 using codec::Kind;
 using codec::Side;
 using test_support::Bytes;
+using test_support::Limit;
 using test_support::RunningService;
 using test_support::ScratchDir;
 using test_support::TestOptions;
@@ -70,17 +72,6 @@ SessionOptions OptionsFor(const net::Endpoint& target, std::uint32_t session,
     }
   };
   return options;
-}
-
-codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
-                      Side side, std::int64_t price, std::uint64_t quantity) {
-  return codec::NewLimit{.account_id = account,
-                         .client_order_id = client_order_id,
-                         .instrument_id = 1,
-                         .side = side,
-                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                         .price = price,
-                         .quantity = quantity};
 }
 
 // Polls `sessions` (waiting on their sockets 1 ms at a time, and calling
@@ -129,9 +120,15 @@ TEST(ClientSession, DeliversAcceptedAndFilledReportsInOrder) {
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
   // A resting buy, a sell that fills it, a buy that rests below.
-  EXPECT_EQ(*s.Submit(Limit(1, 11, Side::kBuy, 100, 5)), 1u);
-  EXPECT_EQ(*s.Submit(Limit(2, 12, Side::kSell, 100, 5)), 2u);
-  EXPECT_EQ(*s.Submit(Limit(1, 13, Side::kBuy, 90, 5)), 3u);
+  EXPECT_EQ(*s.Submit(Limit({.client_order_id = 11, .quantity = 5})), 1u);
+  EXPECT_EQ(*s.Submit(Limit({.account_id = 2,
+                             .client_order_id = 12,
+                             .side = Side::kSell,
+                             .quantity = 5})),
+            2u);
+  EXPECT_EQ(
+      *s.Submit(Limit({.client_order_id = 13, .price = 90, .quantity = 5})),
+      3u);
   ASSERT_TRUE(PollUntil({&s}, [&] {
     return s.answered() == 3 && delivered.sequences.size() >= 5;
   }));
@@ -162,11 +159,11 @@ TEST(ClientSession, SubmitPastTheWindowIsRefusedUntilPollAcknowledges) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1, 1, Side::kBuy, 100, 1)).ok());
-  ASSERT_TRUE(s.Submit(Limit(1, 2, Side::kBuy, 101, 1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 2, .price = 101})).ok());
   EXPECT_TRUE(s.window_full());
   const absl::StatusOr<std::uint64_t> refused =
-      s.Submit(Limit(1, 3, Side::kBuy, 102, 1));
+      s.Submit(Limit({.client_order_id = 3, .price = 102}));
   ASSERT_FALSE(refused.ok());
   EXPECT_TRUE(absl::IsResourceExhausted(refused.status())) << refused.status();
   EXPECT_NE(refused.status().message().find("window"), std::string::npos);
@@ -174,7 +171,7 @@ TEST(ClientSession, SubmitPastTheWindowIsRefusedUntilPollAcknowledges) {
   EXPECT_EQ(s.next_sequence(), 3u);  // nothing was queued
   ASSERT_TRUE(PollUntil({&s}, [&] { return !s.window_full(); }));
   const absl::StatusOr<std::uint64_t> taken =
-      s.Submit(Limit(1, 3, Side::kBuy, 102, 1));
+      s.Submit(Limit({.client_order_id = 3, .price = 102}));
   ASSERT_TRUE(taken.ok()) << taken.status();
   EXPECT_EQ(*taken, 3u);
   ASSERT_TRUE(PollUntil({&s}, [&] { return s.answered() == 3; }));
@@ -196,14 +193,14 @@ TEST(ClientSession, TheCallbackMaySubmitButNotPoll) {
     delivered.sequences.push_back(report.sequence());
     if (report.sequence() == 1) {
       inner_poll = self->Poll(base::MonotonicNs());
-      inner_submit = self->Submit(Limit(1, 2, Side::kBuy, 99, 1));
+      inner_submit = self->Submit(Limit({.client_order_id = 2, .price = 99}));
     }
   };
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
   self = &s;
-  ASSERT_TRUE(s.Submit(Limit(1, 1, Side::kBuy, 100, 1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   ASSERT_TRUE(PollUntil({&s}, [&] { return s.answered() == 2; }));
   EXPECT_EQ(inner_poll.status().code(), absl::StatusCode::kFailedPrecondition)
       << inner_poll.status();
@@ -221,16 +218,17 @@ TEST(ClientSession, RejectsACommandOfAReportKind) {
   auto session = Session::Open(OptionsFor(service->endpoint(), 1, delivered));
   ASSERT_TRUE(session.ok()) << session.status();
   codec::Command command =
-      codec::Command::From(0, Limit(1, 1, Side::kBuy, 1, 1));
+      codec::Command::From(0, Limit({.client_order_id = 1, .price = 1}));
   command.kind = Kind::kAccepted;
   const absl::StatusOr<std::uint64_t> bad = (*session)->Submit(command);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  const Bytes accepted =
-      test_support::AcceptedFor(1, 1, Limit(1, 1, Side::kBuy, 1, 1));
+  const Bytes accepted = test_support::AcceptedFor(
+      1, 1, Limit({.client_order_id = 1, .price = 1}));
   const absl::StatusOr<std::uint64_t> frame = (*session)->SubmitFrame(accepted);
   EXPECT_EQ(frame.status().code(), absl::StatusCode::kInvalidArgument)
       << frame.status();
-  Bytes limit = test_support::Frame(9, Limit(1, 1, Side::kBuy, 1, 1));
+  Bytes limit =
+      test_support::Frame(9, Limit({.client_order_id = 1, .price = 1}));
   limit.push_back(std::byte{0});  // a frame and one byte more
   const absl::StatusOr<std::uint64_t> longer = (*session)->SubmitFrame(limit);
   EXPECT_EQ(longer.status().code(), absl::StatusCode::kInvalidArgument);
@@ -286,9 +284,10 @@ TEST(ClientSession, ALostCommandDatagramIsRetransmittedAndReportsComeOnce) {
   for (int round = 0; round < 3; ++round) {
     for (int i = 0; i < 3; ++i) {
       ++id;
-      ASSERT_TRUE(s.Submit(Limit(1, id, Side::kBuy,
-                                 static_cast<std::int64_t>(100 + id), 1))
-                      .ok());
+      ASSERT_TRUE(
+          s.Submit(Limit({.client_order_id = id,
+                          .price = static_cast<std::int64_t>(100 + id)}))
+              .ok());
     }
     const absl::StatusOr<PollResult> sent = s.Poll(base::MonotonicNs());
     ASSERT_TRUE(sent.ok()) << sent.status();
@@ -332,7 +331,7 @@ TEST(ClientSession, AFullSocketBufferLeavesPollAndSendsOnTheNextRound) {
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
   for (std::uint64_t id = 1; id <= 3; ++id) {
-    ASSERT_TRUE(s.Submit(Limit(1, id, Side::kBuy, 100, 1)).ok());
+    ASSERT_TRUE(s.Submit(Limit({.client_order_id = id})).ok());
   }
   // Two rounds find the buffer full: each tries once and returns, with
   // more to send.
@@ -428,13 +427,19 @@ TEST(ClientSession, LostReportDatagramsAreWaitedForAndDeliveredInOrderOnce) {
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
   const auto pump = [&] { proxy.Pump(); };
-  ASSERT_TRUE(s.Submit(Limit(1, 11, Side::kBuy, 100, 5)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 11, .quantity = 5})).ok());
   ASSERT_TRUE(PollUntil(
       {&s}, [&] { return s.answered() == 1; }, 5000, pump));
-  ASSERT_TRUE(s.Submit(Limit(2, 12, Side::kSell, 100, 5)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.account_id = 2,
+                              .client_order_id = 12,
+                              .side = Side::kSell,
+                              .quantity = 5}))
+                  .ok());
   ASSERT_TRUE(PollUntil(
       {&s}, [&] { return lost; }, 5000, pump));
-  ASSERT_TRUE(s.Submit(Limit(1, 13, Side::kBuy, 90, 5)).ok());
+  ASSERT_TRUE(
+      s.Submit(Limit({.client_order_id = 13, .price = 90, .quantity = 5}))
+          .ok());
   ASSERT_TRUE(PollUntil(
       {&s},
       [&] { return s.answered() == 3 && delivered.sequences.size() >= 5; },
@@ -467,7 +472,7 @@ TEST(ClientSession, PollNeverWaits) {
     EXPECT_EQ(round->datagrams_sent, 0u);
   }
   // With a command in flight and no answer: Poll still returns at once.
-  ASSERT_TRUE(s.Submit(Limit(1, 1, Side::kBuy, 1, 1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1, .price = 1})).ok());
   for (int i = 0; i < kRounds; ++i) {
     const absl::StatusOr<PollResult> round = s.Poll(base::MonotonicNs());
     ASSERT_TRUE(round.ok()) << round.status();
@@ -509,7 +514,7 @@ TEST(ClientSession, AWrongKeyGetsSilenceExplained) {
   auto session = Session::Open(std::move(options));
   ASSERT_TRUE(session.ok()) << session.status();
   Session& s = **session;
-  ASSERT_TRUE(s.Submit(Limit(1, 1, Side::kBuy, 100, 1)).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
   EXPECT_FALSE(s.refusals().silent);
   ASSERT_TRUE(PollUntil(
       {&s}, [&] { return s.refusals().silent; }, 3000));
@@ -536,8 +541,9 @@ TEST(ClientSession, AKeyedSessionResumesFromANewSocket) {
     options.mac = mac;
     auto first = Session::Open(std::move(options));
     ASSERT_TRUE(first.ok()) << first.status();
-    ASSERT_TRUE((*first)->Submit(Limit(1, 1, Side::kBuy, 100, 1)).ok());
-    ASSERT_TRUE((*first)->Submit(Limit(1, 2, Side::kBuy, 101, 1)).ok());
+    ASSERT_TRUE((*first)->Submit(Limit({.client_order_id = 1})).ok());
+    ASSERT_TRUE(
+        (*first)->Submit(Limit({.client_order_id = 2, .price = 101})).ok());
     ASSERT_TRUE(
         PollUntil({first->get()}, [&] { return (*first)->answered() == 2; }));
   }
@@ -551,7 +557,7 @@ TEST(ClientSession, AKeyedSessionResumesFromANewSocket) {
   ASSERT_TRUE(resumed.ok()) << resumed.status();
   Session& s = **resumed;
   const absl::StatusOr<std::uint64_t> sequence =
-      s.Submit(Limit(1, 3, Side::kBuy, 102, 1));
+      s.Submit(Limit({.client_order_id = 3, .price = 102}));
   ASSERT_TRUE(sequence.ok()) << sequence.status();
   EXPECT_EQ(*sequence, 3u);
   ASSERT_TRUE(PollUntil({&s}, [&] { return s.answered() == 1; }));
@@ -571,10 +577,16 @@ TEST(ClientSession, TwoSessionsInOneProcessTradeWithEachOther) {
   auto seller =
       Session::Open(OptionsFor(service->endpoint(), 2, seller_reports));
   ASSERT_TRUE(buyer.ok() && seller.ok());
-  ASSERT_TRUE((*buyer)->Submit(Limit(1, 21, Side::kBuy, 100, 3)).ok());
+  ASSERT_TRUE(
+      (*buyer)->Submit(Limit({.client_order_id = 21, .quantity = 3})).ok());
   ASSERT_TRUE(
       PollUntil({buyer->get()}, [&] { return (*buyer)->answered() == 1; }));
-  ASSERT_TRUE((*seller)->Submit(Limit(2, 31, Side::kSell, 100, 3)).ok());
+  ASSERT_TRUE((*seller)
+                  ->Submit(Limit({.account_id = 2,
+                                  .client_order_id = 31,
+                                  .side = Side::kSell,
+                                  .quantity = 3}))
+                  .ok());
   ASSERT_TRUE(PollUntil({buyer->get(), seller->get()}, [&] {
     return (*seller)->answered() == 1 && buyer_reports.kinds.size() >= 2 &&
            seller_reports.kinds.size() >= 2;
@@ -603,7 +615,8 @@ TEST(ClientSession, AContradictingReportEndsTheSessionUndeliveredAndUncounted) {
   Delivered delivered;
   auto session = Session::Open(OptionsFor(service_at, 3, delivered));
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE((*session)->Submit(Limit(1, 5, Side::kBuy, 10, 1)).ok());
+  ASSERT_TRUE(
+      (*session)->Submit(Limit({.client_order_id = 5, .price = 10})).ok());
   ASSERT_TRUE((*session)->Poll(base::MonotonicNs()).ok());
 
   sockaddr_storage from{};
@@ -614,7 +627,8 @@ TEST(ClientSession, AContradictingReportEndsTheSessionUndeliveredAndUncounted) {
                        reinterpret_cast<sockaddr*>(&from), &from_length),
             0);
   const Bytes wrong = test_support::AcceptedFor(
-      1, 100, Limit(1, 6, Side::kBuy, 10, 1));  // client_order_id 6, not 5
+      1, 100,
+      Limit({.client_order_id = 6, .price = 10}));  // client_order_id 6, not 5
   const Bytes datagram = test_support::Datagram(3, {wrong});
   ASSERT_EQ(::sendto(service.fd(), datagram.data(), datagram.size(), 0,
                      reinterpret_cast<const sockaddr*>(&from), from_length),
@@ -636,7 +650,8 @@ TEST(ClientSession, AContradictingReportEndsTheSessionUndeliveredAndUncounted) {
   EXPECT_EQ((*session)->counters().acknowledged, 0u);
   EXPECT_EQ((*session)->Poll(base::MonotonicNs()).status().code(),
             absl::StatusCode::kDataLoss);
-  EXPECT_FALSE((*session)->Submit(Limit(1, 7, Side::kBuy, 10, 1)).ok());
+  EXPECT_FALSE(
+      (*session)->Submit(Limit({.client_order_id = 7, .price = 10})).ok());
 }
 
 }  // namespace

@@ -49,6 +49,7 @@
 #include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -58,6 +59,7 @@ namespace {
 using std::chrono::milliseconds;
 using test_support::Bytes;
 using test_support::ChildProcess;
+using test_support::Limit;
 using test_support::NatsCluster;
 using test_support::ScratchDir;
 using ::testing::HasSubstr;
@@ -442,21 +444,11 @@ INSTANTIATE_TEST_SUITE_P(Nodes, FailoverKill, ::testing::Values(3, 1),
                            return absl::StrCat("R", nodes.param);
                          });
 
-codec::NewLimit Limit(std::uint64_t client_order_id) {
-  return codec::NewLimit{.account_id = 1,
-                         .client_order_id = client_order_id,
-                         .instrument_id = 1,
-                         .side = codec::Side::kBuy,
-                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                         .price = 100,
-                         .quantity = 1};
-}
-
 // Session 7's commands `first`..`last`, one per datagram.
 void SendLimits(test_support::TestClient& client, std::uint64_t first,
                 std::uint64_t last) {
   for (std::uint64_t seq = first; seq <= last; ++seq) {
-    client.Send(7, {test_support::Frame(seq, Limit(seq))});
+    client.Send(7, {test_support::Frame(seq, Limit({.client_order_id = seq}))});
   }
 }
 
@@ -514,7 +506,7 @@ TEST(FailoverPause, AResumedOldPrimarySendsNothingAndExitsOnTheLostLease) {
   // The new primary serves on: nothing the old one did on waking up may
   // have ended it (another session, from another socket).
   test_support::TestClient other(members.address_b());
-  other.Send(8, {test_support::Frame(1, Limit(1))});
+  other.Send(8, {test_support::Frame(1, Limit({.client_order_id = 1}))});
   EXPECT_EQ(other.Frames(8, 1, 10'000).size(), 1u)
       << "the new primary does not answer after the old one woke up:\n"
       << b->LogTail();

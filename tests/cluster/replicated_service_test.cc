@@ -31,6 +31,7 @@
 #include "replication/lease.h"
 #include "replication/stream_follower.h"
 #include "service/service.h"
+#include "tests/cluster/cluster_test_support.h"
 #include "tests/support/bytes.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/scratch_dir.h"
@@ -43,26 +44,19 @@ using service::Service;
 using service::ServiceOptions;
 using service::ServiceStats;
 
+using cluster_test::kSession;
+using cluster_test::Order;
+using cluster_test::Trade;
 using std::chrono::milliseconds;
 using test_support::Bytes;
 using test_support::Frame;
 using test_support::NatsCluster;
 using test_support::RunningService;
 using test_support::ScratchDir;
+using test_support::StartNatsCluster;
 using test_support::TestClient;
 using test_support::TestOptions;
 using ::testing::HasSubstr;
-
-constexpr std::uint32_t kSession = 7;
-
-std::unique_ptr<NatsCluster> StartCluster(int nodes) {
-  auto cluster = NatsCluster::Start(nodes);
-  if (!cluster.ok()) {
-    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
-    return nullptr;
-  }
-  return *std::move(cluster);
-}
 
 ReplicationOptions Replication(const NatsCluster& cluster,
                                milliseconds ack_timeout = milliseconds(5000)) {
@@ -96,30 +90,6 @@ PrimaryOptions Replicated(const std::string& journal,
                           milliseconds ack_timeout = milliseconds(5000)) {
   return {.service = TestOptions(journal, journal::Durability::kBatch),
           .replication = Replication(cluster, ack_timeout)};
-}
-
-Bytes Order(std::uint64_t sequence) {
-  return Frame(
-      sequence,
-      codec::NewLimit{.account_id = 1,
-                      .client_order_id = sequence,
-                      .instrument_id = 42,
-                      .side = codec::Side::kBuy,
-                      .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                      .price = 10000 - static_cast<std::int64_t>(sequence),
-                      .quantity = 10});
-}
-
-// Sends commands first..last (one datagram each) and waits for one report
-// (Accepted) per command.
-void Trade(TestClient& client, std::uint64_t first, std::uint64_t last,
-           int timeout_ms = 5000) {
-  for (std::uint64_t s = first; s <= last; ++s) {
-    client.Send(kSession, {Order(s)});
-  }
-  const std::vector<Bytes> reports = client.Frames(
-      kSession, static_cast<std::size_t>(last - first + 1), timeout_ms);
-  ASSERT_EQ(reports.size(), last - first + 1);
 }
 
 // A record as bytes: its header fields and frame, for comparing the stream
@@ -190,7 +160,7 @@ std::uint64_t StreamLastSequence(const NatsCluster& cluster) {
 // local journal's, byte for byte (index, receive time, session, flags,
 // frame).
 void ExpectEveryAnsweredCommandInTheStream(int nodes) {
-  auto cluster = StartCluster(nodes);
+  auto cluster = StartNatsCluster(nodes);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   auto service = RunningService::Start(Replicated(dir.Sub("j"), *cluster));
@@ -227,7 +197,7 @@ TEST(ReplicatedService, EveryAnsweredCommandIsInTheR3StreamByteForByte) {
 // With the nats-server stopped (SIGSTOP), a command is journaled and durable
 // locally but not answered; it is answered once the server continues.
 TEST(ReplicatedService, NothingIsAnsweredUntilTheStreamAcknowledges) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   auto service = RunningService::Start(
@@ -254,7 +224,7 @@ TEST(ReplicatedService, NothingIsAnsweredUntilTheStreamAcknowledges) {
 // (the fenced command and every later one get no report) and Run() returns
 // the fence, naming it; the failure is counted.
 TEST(ReplicatedService, AFencedPrimaryStopsAnsweringAndSaysWhy) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   std::vector<std::string> events;
@@ -304,7 +274,7 @@ TEST(ReplicatedService, AFencedPrimaryStopsAnsweringAndSaysWhy) {
 // service stops answering for good (the command is not answered even after
 // the server continues) and Run() says which message timed out.
 TEST(ReplicatedService, AnAcknowledgementTimeoutStopsTheService) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   auto service = RunningService::Start(
@@ -331,7 +301,7 @@ TEST(ReplicatedService, AnAcknowledgementTimeoutStopsTheService) {
 // start-up, before the service answers anything; the stream then equals the
 // local journal.
 TEST(ReplicatedService, ARestartPublishesTheLocalTailTheStreamLacksFirst) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   const std::string journal = dir.Sub("j");
@@ -365,7 +335,7 @@ TEST(ReplicatedService, ARestartPublishesTheLocalTailTheStreamLacksFirst) {
 
 // A journal that lacks records the stream has (L < R) must not serve.
 TEST(ReplicatedService, ANodeBehindTheStreamIsRefused) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   {
@@ -417,7 +387,7 @@ void PutLease(const NatsCluster& cluster, const char* text) {
 // lease's epoch; a second primary for the same engine is refused while the
 // first holds it.
 TEST(ReplicatedService, WithTheLeaseItServesUnderTheLeasesEpochAndAloneSo) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   // A previous holder left epoch 4 behind (expired: nobody renews it).
@@ -485,7 +455,7 @@ TEST(ReplicatedService, WithTheLeaseItServesUnderTheLeasesEpochAndAloneSo) {
 // answers nothing more (its journal and the stream would still take the
 // command: only the lease says no) and Run() says it lost the lease.
 TEST(ReplicatedService, APrimaryThatLosesTheLeaseStopsAnswering) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   auto service = RunningService::Start(
@@ -593,7 +563,7 @@ std::unique_ptr<RunningService> StartWhile(
 // and continued after 3 s. The start waits, says what for, and serves once
 // NATS answers. Before, the first request's error ended the start.
 TEST(ReplicatedStart, APrimaryStartWaitsForNatsThatDoesNotAnswerAndServes) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartNatsCluster(3);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -621,7 +591,7 @@ TEST(ReplicatedStart, APrimaryStartWaitsForNatsThatDoesNotAnswerAndServes) {
 // node continues after 4 s (or the other two elect a new leader); the start
 // waits for them and serves.
 TEST(ReplicatedStart, APrimaryStartWaitsForAPausedLeaseBucketLeader) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartNatsCluster(3);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -661,7 +631,7 @@ TEST(ReplicatedStart, APrimaryStartWaitsForAPausedLeaseBucketLeader) {
 // journal.
 TEST(ReplicatedStart,
      APrimaryStartWaitsForAPausedStreamLeaderAndPublishesTheTail) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartNatsCluster(3);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -707,7 +677,7 @@ TEST(ReplicatedStart,
 // NATS paused for longer than a 2 s start timeout: the start gives up once
 // it has passed (not before, not long after), naming what it waited for.
 TEST(ReplicatedStart, AStartGivesUpAfterItsTimeoutNamingWhatItWaitedFor) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -734,7 +704,7 @@ TEST(ReplicatedStart, AStartGivesUpAfterItsTimeoutNamingWhatItWaitedFor) {
 // A definite refusal (here: the stream exists with other settings) is not
 // waited for: it fails at once, though the start timeout is long.
 TEST(ReplicatedStart, AStreamWithOtherSettingsFailsAtOnce) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -759,7 +729,7 @@ TEST(ReplicatedStart, AStreamWithOtherSettingsFailsAtOnce) {
 // Another member holds the lease and renews it: refused at once, not
 // waited for as if NATS did not answer.
 TEST(ReplicatedStart, ALeaseHeldByAnotherMemberFailsAtOnce) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
   EventLog log;

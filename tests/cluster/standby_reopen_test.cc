@@ -53,6 +53,7 @@
 #include "gtest/gtest.h"
 #include "replication/journal_stream.h"
 #include "service/service.h"
+#include "tests/cluster/cluster_test_support.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
@@ -64,6 +65,9 @@ namespace {
 
 using service::ServiceOptions;
 
+using cluster_test::kSession;
+using cluster_test::Order;
+using cluster_test::Trade;
 using std::chrono::milliseconds;
 using test_support::Bytes;
 using test_support::Frame;
@@ -71,10 +75,10 @@ using test_support::JournalRecordCopy;
 using test_support::NatsCluster;
 using test_support::RunningService;
 using test_support::ScratchDir;
+using test_support::StartNatsCluster;
 using test_support::TestClient;
 using ::testing::HasSubstr;
 
-constexpr std::uint32_t kSession = 7;
 constexpr char kEngine[] = "reopen";
 
 // A TCP forwarder on 127.0.0.1 to one nats-server: every connection
@@ -288,15 +292,6 @@ class NatsForwarder {
   int ending_ = 0;  // links ended for the request in progress
 };
 
-std::unique_ptr<NatsCluster> StartNats() {
-  auto cluster = NatsCluster::Start(1);
-  if (!cluster.ok()) {
-    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
-    return nullptr;
-  }
-  return *std::move(cluster);
-}
-
 // The client port of "nats://127.0.0.1:PORT".
 int PortOf(const std::string& url) {
   return std::stoi(url.substr(url.rfind(':') + 1));
@@ -313,29 +308,6 @@ ServiceOptions PrimaryOptions(const std::string& journal,
   replication.connect_timeout = milliseconds(5000);
   options.replication = ReplicatedDurability(replication);
   return options;
-}
-
-Bytes Order(std::uint64_t sequence) {
-  return Frame(
-      sequence,
-      codec::NewLimit{.account_id = 1,
-                      .client_order_id = sequence,
-                      .instrument_id = 42,
-                      .side = codec::Side::kBuy,
-                      .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                      .price = 10000 - static_cast<std::int64_t>(sequence),
-                      .quantity = 10});
-}
-
-// Sends commands first..last (one datagram each) and waits for their
-// reports: the primary answers only what the stream acknowledged.
-void Trade(TestClient& client, std::uint64_t first, std::uint64_t last) {
-  for (std::uint64_t s = first; s <= last; ++s) {
-    client.Send(kSession, {Order(s)});
-  }
-  EXPECT_EQ(client.Frames(kSession, static_cast<std::size_t>(last - first + 1))
-                .size(),
-            last - first + 1);
 }
 
 // A standby of the primary started with `primary`, reaching NATS at
@@ -384,7 +356,7 @@ absl::Status FollowUntil(Standby& standby, std::uint64_t index,
 // for record, up to the stream's last message. Without the re-open, Step
 // returns the error and the standby stops (seen failing so).
 TEST(StandbyReopen, AFollowerWhoseConnectionIsClosedIsOpenedAgainAndCatchesUp) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   auto forwarder = NatsForwarder::Start(PortOf(nats->NodeUrl(0)));
   ASSERT_NE(forwarder, nullptr);
@@ -451,7 +423,7 @@ TEST(StandbyReopen, AFollowerWhoseConnectionIsClosedIsOpenedAgainAndCatchesUp) {
 // 2 s, each try at once refused); once NATS takes connections again the
 // follower opens within the backoff and the standby catches up.
 TEST(StandbyReopen, AReopenThatCannotConnectIsTriedAgainWithABackoff) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   auto forwarder = NatsForwarder::Start(PortOf(nats->NodeUrl(0)));
   ASSERT_NE(forwarder, nullptr);

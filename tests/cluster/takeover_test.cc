@@ -36,6 +36,7 @@
 #include "service/service.h"
 #include "state/pinned_config.h"
 #include "state/snapshot.h"
+#include "tests/cluster/cluster_test_support.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
@@ -52,27 +53,21 @@ using state::ListSnapshots;
 using state::PinnedConfigOf;
 using state::SnapshotInfo;
 
+using cluster_test::kSession;
+using cluster_test::Order;
+using cluster_test::Trade;
 using std::chrono::milliseconds;
 using test_support::Bytes;
 using test_support::Frame;
 using test_support::NatsCluster;
 using test_support::RunningService;
 using test_support::ScratchDir;
+using test_support::StartNatsCluster;
 using test_support::TestClient;
 using ::testing::HasSubstr;
 
-constexpr std::uint32_t kSession = 7;
 constexpr char kEngine[] = "tko";
 constexpr milliseconds kLease{800};
-
-std::unique_ptr<NatsCluster> StartNats() {
-  auto cluster = NatsCluster::Start(1);
-  if (!cluster.ok()) {
-    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
-    return nullptr;
-  }
-  return *std::move(cluster);
-}
 
 LeaseOptions ShortLease(std::string holder) {
   return LeaseOptions{.holder = std::move(holder),
@@ -225,31 +220,6 @@ class RunningMember {
   std::thread thread_;
 };
 
-Bytes Order(std::uint64_t sequence) {
-  return Frame(
-      sequence,
-      codec::NewLimit{.account_id = 1,
-                      .client_order_id = sequence,
-                      .instrument_id = 42,
-                      .side = codec::Side::kBuy,
-                      .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                      .price = 10000 - static_cast<std::int64_t>(sequence),
-                      .quantity = 10});
-}
-
-// Sends commands first..last (one datagram each), returns the report frames
-// (one Accepted per command).
-std::vector<Bytes> Trade(TestClient& client, std::uint64_t first,
-                         std::uint64_t last) {
-  for (std::uint64_t s = first; s <= last; ++s) {
-    client.Send(kSession, {Order(s)});
-  }
-  std::vector<Bytes> reports =
-      client.Frames(kSession, static_cast<std::size_t>(last - first + 1));
-  EXPECT_EQ(reports.size(), last - first + 1);
-  return reports;
-}
-
 struct StreamMessage {
   std::uint64_t sequence = 0;
   replication::GroupMessageKind kind{};
@@ -363,7 +333,7 @@ void LengthenLease(ClusterMemberOptions& options) {
 // journal continues the old one's indexes, and the reports the client got
 // from both are what the new journal replays into.
 TEST(Takeover, AStandbyTakesOverWithTheNextEpochAndServesOn) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -437,7 +407,7 @@ TEST(Takeover, AStandbyTakesOverWithTheNextEpochAndServesOn) {
 // primary's indexes byte for byte, and the session trades on from the state
 // the snapshot and the records after it make.
 TEST(Takeover, AStandbySeededFromThePrimarysSnapshotTakesOver) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -515,7 +485,7 @@ TEST(Takeover, AStandbySeededFromThePrimarysSnapshotTakesOver) {
 // Two standbys: exactly one takes over; the other stays a standby, follows
 // the new primary, and its journal is the new primary's byte for byte.
 TEST(Takeover, OfTwoStandbysExactlyOneTakesOverAndTheOtherFollowsIt) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log_b;
@@ -573,7 +543,7 @@ TEST(Takeover, OfTwoStandbysExactlyOneTakesOverAndTheOtherFollowsIt) {
 // member follows the extra message, publishes again and serves with it
 // applied.
 TEST(Takeover, AFencedMarkerIsRetriedAfterFollowingTheExtraMessage) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -630,7 +600,7 @@ TEST(Takeover, AFencedMarkerIsRetriedAfterFollowingTheExtraMessage) {
 // returns OK, no marker is published, the journal is a prefix of the
 // stream's records, and the lease lapses (another member takes epoch 3).
 TEST(Takeover, AStopDuringTheCatchUpLeavesNothingHalfDone) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -682,7 +652,7 @@ TEST(Takeover, AStopDuringTheCatchUpLeavesNothingHalfDone) {
 // from the acquisition through its start and while it serves: a rival never
 // gets it; once the service stops, the rival takes the next epoch.
 TEST(Takeover, AServiceStartedWithAHeldLeaseKeepsRenewingIt) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   auto member = replication::LeaseMember::Open(LeaseSpecFor(*nats, "x"));
@@ -739,7 +709,7 @@ TEST(Takeover, AServiceStartedWithAHeldLeaseKeepsRenewingIt) {
 
 // A held lease that is no longer held is refused by Service::Start.
 TEST(Takeover, AServiceRefusesAHeldLeaseThatLapsed) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   auto member = replication::LeaseMember::Open(LeaseSpecFor(*nats, "x"));
@@ -760,7 +730,7 @@ TEST(Takeover, AServiceRefusesAHeldLeaseThatLapsed) {
 // Takeover off (`--no-takeover`): the primary's lease expires and the member
 // does not take it; it stays a standby, and a rival later takes epoch 2.
 TEST(Takeover, WithTakeoverOffTheStandbyLetsTheLeaseExpire) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -804,7 +774,7 @@ TEST(Takeover, WithTakeoverOffTheStandbyLetsTheLeaseExpire) {
 // member logs it and follows on, and takes over once NATS is back and the
 // holder stops renewing.
 TEST(Takeover, ANatsHiccupWhileLookingAtTheLeaseDoesNotEndTheStandby) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -856,7 +826,7 @@ TEST(Takeover, ANatsHiccupWhileLookingAtTheLeaseDoesNotEndTheStandby) {
 // catches up, publishes its marker and serves. Before the retry, the
 // timeout ended Run while the lease was held (nobody served).
 TEST(Takeover, ACatchUpThatHitsATransientErrorKeepsTryingAndServes) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -905,7 +875,7 @@ TEST(Takeover, ACatchUpThatHitsATransientErrorKeepsTryingAndServes) {
 // with the lease held (seen in scripts/failover_runs.sh kill-nats-leader:
 // "--durability replicated: journal follower: consume ...: Timeout").
 TEST(Takeover, APrimaryStartThatHitsATransientErrorIsRetriedWithTheLease) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;
@@ -948,7 +918,7 @@ TEST(Takeover, APrimaryStartThatHitsATransientErrorIsRetriedWithTheLease) {
 // A standby never takes a lease that was never taken: an engine without a
 // leased primary has none to replace.
 TEST(Takeover, AStandbyDoesNotTakeALeaseThatWasNeverTaken) {
-  auto nats = StartNats();
+  auto nats = StartNatsCluster(1);
   ASSERT_NE(nats, nullptr);
   ScratchDir dir;
   EventLog log;

@@ -225,6 +225,47 @@ TEST(BookShapes, SwingsWalkOverAQuarterAndBackSweepingManyLevels) {
       returns_from_high, returns_from_low, wide_sweeps, widest, peak_orders);
 }
 
+// One crash of the kCrash workload, as the engine's book saw it.
+struct CrashEpisode {
+  std::size_t start = 0;
+  std::size_t length = 0;
+  std::size_t bid_levels_before = 0;
+  std::int64_t best_bid_before = 0;
+  std::int64_t lowest_trade = INT64_MAX;
+  std::size_t bid_levels_at_next = 0;  // just before the next crash
+  std::int64_t best_bid_at_next = 0;
+};
+
+// Each crash emptied a deep bid side in a burst, and the book refilled
+// after it; `no_liquidity` orders found nothing left to take. Prints each.
+void ExpectEachCrashEmptiedTheBidsAndRefilled(
+    const std::vector<CrashEpisode>& crashes, std::size_t no_liquidity) {
+  for (const CrashEpisode& crash : crashes) {
+    // A deep bid side, emptied in a burst (not one order, not a slow drain).
+    EXPECT_GE(crash.bid_levels_before, 500u) << crash.start;
+    EXPECT_GE(crash.length, 20u) << crash.start;
+    EXPECT_LE(crash.length, 2'000u) << crash.start;
+    EXPECT_LE(crash.lowest_trade, crash.best_bid_before - 1'000) << crash.start;
+    // Then refilled, and the price back near its level before the crash.
+    EXPECT_GE(crash.bid_levels_at_next, crash.bid_levels_before / 2)
+        << crash.start;
+    EXPECT_GE(crash.best_bid_at_next, crash.best_bid_before - 500)
+        << crash.start;
+  }
+  // At most the last order of each burst finds nothing left to take.
+  EXPECT_LE(no_liquidity, crashes.size());
+  for (const CrashEpisode& crash : crashes) {
+    std::printf(
+        "crash at %zu: %zu bid levels (best %lld) emptied in %zu "
+        "commands down to %lld; %zu levels (best %lld) before the "
+        "next\n",
+        crash.start, crash.bid_levels_before,
+        static_cast<long long>(crash.best_bid_before), crash.length,
+        static_cast<long long>(crash.lowest_trade), crash.bid_levels_at_next,
+        static_cast<long long>(crash.best_bid_at_next));
+  }
+}
+
 TEST(BookShapes, CrashEmptiesTheBidSideInABurstThenTheBookRefills) {
   constexpr std::uint64_t kCycle = BookShapeGenerator::kCrashCycle;
   constexpr std::uint64_t kFirst = BookShapeGenerator::kCrashFirst;
@@ -232,16 +273,7 @@ TEST(BookShapes, CrashEmptiesTheBidSideInABurstThenTheBookRefills) {
   // begin.
   constexpr std::size_t kCount = 2 * kCycle + kFirst;
   const auto commands = Generate(Workload::kCrash, kCount, 1);
-  struct Crash {
-    std::size_t start = 0;
-    std::size_t length = 0;
-    std::size_t bid_levels_before = 0;
-    std::int64_t best_bid_before = 0;
-    std::int64_t lowest_trade = INT64_MAX;
-    std::size_t bid_levels_at_next = 0;  // just before the next crash
-    std::int64_t best_bid_at_next = 0;
-  };
-  std::vector<Crash> crashes;
+  std::vector<CrashEpisode> crashes;
   bool in_crash = false;
   std::size_t bid_levels_before = 0;
   std::int64_t best_bid_before = 0;
@@ -265,9 +297,9 @@ TEST(BookShapes, CrashEmptiesTheBidSideInABurstThenTheBookRefills) {
         }
         if (step.index == kFirst || step.index == kFirst + kCycle) {
           ASSERT_TRUE(burst_command) << step.index;
-          crashes.push_back(Crash{.start = step.index,
-                                  .bid_levels_before = bid_levels_before,
-                                  .best_bid_before = best_bid_before});
+          crashes.push_back(CrashEpisode{.start = step.index,
+                                         .bid_levels_before = bid_levels_before,
+                                         .best_bid_before = best_bid_before});
           if (crashes.size() > 1) {
             crashes[crashes.size() - 2].bid_levels_at_next = bid_levels_before;
             crashes[crashes.size() - 2].best_bid_at_next = best_bid_before;
@@ -281,7 +313,7 @@ TEST(BookShapes, CrashEmptiesTheBidSideInABurstThenTheBookRefills) {
           in_crash = false;
         }
         if (in_crash) {
-          Crash& crash = crashes.back();
+          CrashEpisode& crash = crashes.back();
           ++crash.length;
           for (const engine::Report& r : step.reports->reports()) {
             if (r.kind == Kind::kFilled) {
@@ -304,30 +336,7 @@ TEST(BookShapes, CrashEmptiesTheBidSideInABurstThenTheBookRefills) {
   EXPECT_FALSE(in_crash);  // each burst ended with the bid side empty
   crashes.back().bid_levels_at_next = bid_levels_before;
   crashes.back().best_bid_at_next = best_bid_before;
-  for (const Crash& crash : crashes) {
-    // A deep bid side, emptied in a burst (not one order, not a slow drain).
-    EXPECT_GE(crash.bid_levels_before, 500u) << crash.start;
-    EXPECT_GE(crash.length, 20u) << crash.start;
-    EXPECT_LE(crash.length, 2'000u) << crash.start;
-    EXPECT_LE(crash.lowest_trade, crash.best_bid_before - 1'000) << crash.start;
-    // Then refilled, and the price back near its level before the crash.
-    EXPECT_GE(crash.bid_levels_at_next, crash.bid_levels_before / 2)
-        << crash.start;
-    EXPECT_GE(crash.best_bid_at_next, crash.best_bid_before - 500)
-        << crash.start;
-  }
-  // At most the last order of each burst finds nothing left to take.
-  EXPECT_LE(no_liquidity, crashes.size());
-  for (const Crash& crash : crashes) {
-    std::printf(
-        "crash at %zu: %zu bid levels (best %lld) emptied in %zu "
-        "commands down to %lld; %zu levels (best %lld) before the "
-        "next\n",
-        crash.start, crash.bid_levels_before,
-        static_cast<long long>(crash.best_bid_before), crash.length,
-        static_cast<long long>(crash.lowest_trade), crash.bid_levels_at_next,
-        static_cast<long long>(crash.best_bid_at_next));
-  }
+  ExpectEachCrashEmptiedTheBidsAndRefilled(crashes, no_liquidity);
 }
 
 TEST(BookShapes, ChurnIsMostlyCancelsAndReplacesOfRecentOrders) {

@@ -126,10 +126,7 @@ class ShadowBook {
              const ReportBuffer& reports) {
     CheckOwnership(command, owner, reports);
     if (::testing::Test::HasFatalFailure()) return;
-    // The incoming order of this command (not live until it rests).
-    std::uint64_t taker_id = 0;
-    Shadow taker{};
-    bool taker_rests = false;
+    Incoming taker;
     for (std::size_t i = 0; i < reports.size(); ++i) {
       const Report& r = reports[i];
       switch (r.kind) {
@@ -137,11 +134,11 @@ class ShadowBook {
           const codec::Accepted a = reports.Get<codec::Accepted>(r);
           ASSERT_EQ(a.order_id, next_order_id_++);
           ASSERT_EQ(r.owner, owner);
-          taker_id = a.order_id;
-          taker =
+          taker.id = a.order_id;
+          taker.order =
               Shadow{a.account_id, owner,   a.client_order_id, a.instrument_id,
                      a.side,       a.price, a.quantity};
-          taker_rests = a.time_in_force == kGtc || a.time_in_force == kPostOnly;
+          taker.rests = a.time_in_force == kGtc || a.time_in_force == kPostOnly;
           accepted_quantity_ += a.quantity;
           break;
         }
@@ -150,89 +147,23 @@ class ShadowBook {
           ASSERT_EQ(reports.Get<codec::Rejected>(r).command_kind, command.kind);
           ASSERT_EQ(r.owner, owner);
           break;
-        case codec::Kind::kFilled: {
-          const codec::Filled f = reports.Get<codec::Filled>(r);
-          ASSERT_EQ(f.liquidity, codec::Liquidity::kMaker);
-          ASSERT_LT(i + 1, reports.size());
-          ASSERT_EQ(reports[i + 1].kind, codec::Kind::kFilled);
-          const codec::Filled t = reports.Get<codec::Filled>(reports[i + 1]);
-          ASSERT_EQ(t.liquidity, codec::Liquidity::kTaker);
-          ASSERT_EQ(f.match_id, next_match_id_++);
-          ASSERT_EQ(t.match_id, f.match_id);
-          ASSERT_EQ(t.price, f.price);
-          ASSERT_EQ(t.quantity, f.quantity);
-          ASSERT_NE(t.account_id, f.account_id) << "self-trade";
-          ASSERT_NE(t.side, f.side);
-          ASSERT_GT(f.quantity, 0u);
-          auto maker = live_.find(f.order_id);
-          ASSERT_NE(maker, live_.end()) << "maker " << f.order_id;
-          ASSERT_EQ(r.owner, maker->second.owner) << "maker's Filled";
-          ASSERT_EQ(reports[i + 1].owner, owner) << "taker's Filled";
-          ASSERT_EQ(maker->second.price, f.price);
-          ASSERT_EQ(maker->second.leaves, f.leaves_quantity + f.quantity);
-          maker->second.leaves = f.leaves_quantity;
-          if (f.leaves_quantity == 0) live_.erase(maker);
-          // The taker: the incoming order, or a replaced resting one.
-          if (t.order_id == taker_id) {
-            ASSERT_EQ(taker.leaves, t.leaves_quantity + t.quantity);
-            taker.leaves = t.leaves_quantity;
-          } else {
-            ASSERT_EQ(replaced_id_, t.order_id);
-            ASSERT_EQ(replaced_.leaves, t.leaves_quantity + t.quantity);
-            replaced_.leaves = t.leaves_quantity;
-          }
-          filled_quantity_ += 2 * f.quantity;
-          ++i;
+        case codec::Kind::kFilled:
+          ASSERT_NO_FATAL_FAILURE(ApplyMatch(reports, i, owner, taker));
+          ++i;  // the taker's Filled too
           break;
-        }
-        case codec::Kind::kCancelled: {
-          const codec::Cancelled c = reports.Get<codec::Cancelled>(r);
-          cancelled_quantity_ += c.cancelled_quantity;
-          if (c.order_id == taker_id) {
-            ASSERT_EQ(r.owner, owner);
-            ASSERT_EQ(c.cancelled_quantity, taker.leaves);
-            taker.leaves = 0;
-            taker_rests = false;
-            break;
-          }
-          const auto it = live_.find(c.order_id);
-          ASSERT_NE(it, live_.end()) << "cancelled " << c.order_id;
-          ASSERT_EQ(c.cancelled_quantity, it->second.leaves);
-          ASSERT_EQ(c.client_order_id, it->second.client_order_id);
-          ASSERT_EQ(r.owner, it->second.owner);
-          if (c.reason == codec::CancelReason::kRequested) {
-            ASSERT_EQ(it->second.owner, owner) << "cancelled for its owner";
-            ASSERT_EQ(it->second.account_id, command.account_id.value());
-          } else {
-            ASSERT_EQ(c.reason, codec::CancelReason::kSelfTrade);
-          }
-          live_.erase(it);
+        case codec::Kind::kCancelled:
+          ASSERT_NO_FATAL_FAILURE(
+              ApplyCancelled(command, owner, reports, r, taker));
           break;
-        }
-        case codec::Kind::kReplaced: {
-          const codec::Replaced p = reports.Get<codec::Replaced>(r);
-          ASSERT_EQ(i, 0u) << "Replaced comes first";
-          const auto it = live_.find(p.order_id);
-          ASSERT_NE(it, live_.end());
-          ASSERT_EQ(it->second.owner, owner) << "replaced by its owner";
-          ASSERT_EQ(r.owner, owner);
-          // The old leaves leave the books; the new ones enter them.
-          cancelled_quantity_ += it->second.leaves;
-          accepted_quantity_ += p.quantity;
-          replaced_id_ = p.order_id;
-          replaced_ = it->second;
-          replaced_.client_order_id = p.client_order_id;
-          replaced_.price = p.price;
-          replaced_.leaves = p.quantity;
-          live_.erase(it);
+        case codec::Kind::kReplaced:
+          ASSERT_NO_FATAL_FAILURE(ApplyReplaced(owner, reports, i));
           break;
-        }
         default:
           FAIL() << "unexpected report kind";
       }
     }
-    if (taker_id != 0 && taker_rests && taker.leaves > 0) {
-      live_[taker_id] = taker;
+    if (taker.id != 0 && taker.rests && taker.order.leaves > 0) {
+      live_[taker.id] = taker.order;
     }
     if (replaced_id_ != 0) {
       if (replaced_.leaves > 0) live_[replaced_id_] = replaced_;
@@ -337,6 +268,100 @@ class ShadowBook {
   }
 
  private:
+  // The incoming order of the command being applied (not live until it
+  // rests).
+  struct Incoming {
+    std::uint64_t id = 0;
+    Shadow order{};
+    bool rests = false;
+  };
+
+  // The match whose maker's Filled is reports[i] and taker's reports[i + 1].
+  void ApplyMatch(const ReportBuffer& reports, std::size_t i, OwnerTag owner,
+                  Incoming& taker) {
+    const Report& r = reports[i];
+    const codec::Filled f = reports.Get<codec::Filled>(r);
+    ASSERT_EQ(f.liquidity, codec::Liquidity::kMaker);
+    ASSERT_LT(i + 1, reports.size());
+    ASSERT_EQ(reports[i + 1].kind, codec::Kind::kFilled);
+    const codec::Filled t = reports.Get<codec::Filled>(reports[i + 1]);
+    ASSERT_EQ(t.liquidity, codec::Liquidity::kTaker);
+    ASSERT_EQ(f.match_id, next_match_id_++);
+    ASSERT_EQ(t.match_id, f.match_id);
+    ASSERT_EQ(t.price, f.price);
+    ASSERT_EQ(t.quantity, f.quantity);
+    ASSERT_NE(t.account_id, f.account_id) << "self-trade";
+    ASSERT_NE(t.side, f.side);
+    ASSERT_GT(f.quantity, 0u);
+    auto maker = live_.find(f.order_id);
+    ASSERT_NE(maker, live_.end()) << "maker " << f.order_id;
+    ASSERT_EQ(r.owner, maker->second.owner) << "maker's Filled";
+    ASSERT_EQ(reports[i + 1].owner, owner) << "taker's Filled";
+    ASSERT_EQ(maker->second.price, f.price);
+    ASSERT_EQ(maker->second.leaves, f.leaves_quantity + f.quantity);
+    maker->second.leaves = f.leaves_quantity;
+    if (f.leaves_quantity == 0) live_.erase(maker);
+    // The taker: the incoming order, or a replaced resting one.
+    if (t.order_id == taker.id) {
+      ASSERT_EQ(taker.order.leaves, t.leaves_quantity + t.quantity);
+      taker.order.leaves = t.leaves_quantity;
+    } else {
+      ASSERT_EQ(replaced_id_, t.order_id);
+      ASSERT_EQ(replaced_.leaves, t.leaves_quantity + t.quantity);
+      replaced_.leaves = t.leaves_quantity;
+    }
+    filled_quantity_ += 2 * f.quantity;
+  }
+
+  // The Cancelled `r` of `command`: of the incoming order, or of a live one.
+  void ApplyCancelled(const codec::Command& command, OwnerTag owner,
+                      const ReportBuffer& reports, const Report& r,
+                      Incoming& taker) {
+    const codec::Cancelled c = reports.Get<codec::Cancelled>(r);
+    cancelled_quantity_ += c.cancelled_quantity;
+    if (c.order_id == taker.id) {
+      ASSERT_EQ(r.owner, owner);
+      ASSERT_EQ(c.cancelled_quantity, taker.order.leaves);
+      taker.order.leaves = 0;
+      taker.rests = false;
+      return;
+    }
+    const auto it = live_.find(c.order_id);
+    ASSERT_NE(it, live_.end()) << "cancelled " << c.order_id;
+    ASSERT_EQ(c.cancelled_quantity, it->second.leaves);
+    ASSERT_EQ(c.client_order_id, it->second.client_order_id);
+    ASSERT_EQ(r.owner, it->second.owner);
+    if (c.reason == codec::CancelReason::kRequested) {
+      ASSERT_EQ(it->second.owner, owner) << "cancelled for its owner";
+      ASSERT_EQ(it->second.account_id, command.account_id.value());
+    } else {
+      ASSERT_EQ(c.reason, codec::CancelReason::kSelfTrade);
+    }
+    live_.erase(it);
+  }
+
+  // The Replaced reports[i]: the old order leaves the books, the new one
+  // enters them (in `replaced_` until the command's reports are applied).
+  void ApplyReplaced(OwnerTag owner, const ReportBuffer& reports,
+                     std::size_t i) {
+    const Report& r = reports[i];
+    const codec::Replaced p = reports.Get<codec::Replaced>(r);
+    ASSERT_EQ(i, 0u) << "Replaced comes first";
+    const auto it = live_.find(p.order_id);
+    ASSERT_NE(it, live_.end());
+    ASSERT_EQ(it->second.owner, owner) << "replaced by its owner";
+    ASSERT_EQ(r.owner, owner);
+    // The old leaves leave the books; the new ones enter them.
+    cancelled_quantity_ += it->second.leaves;
+    accepted_quantity_ += p.quantity;
+    replaced_id_ = p.order_id;
+    replaced_ = it->second;
+    replaced_.client_order_id = p.client_order_id;
+    replaced_.price = p.price;
+    replaced_.leaves = p.quantity;
+    live_.erase(it);
+  }
+
   std::map<std::uint64_t, Shadow> live_;
   std::uint64_t replaced_id_ = 0;
   Shadow replaced_{};

@@ -41,6 +41,31 @@ using Mode = std::tuple<Durability, SyncMethod, IoBackend, std::uint16_t>;
 
 class DurabilityOrderTest : public ::testing::TestWithParam<Mode> {};
 
+// The run of `w` exercised what it claims to: rotations (segment headers
+// written through the queue), and the durable ops of its method (`direct`:
+// RWF_DSYNC writes, else syncs). Prints what `recorder` saw.
+void ExpectTheRunRotatedAndMadeDurable(JournalWriter& w,
+                                       DurabilityRecorder& recorder,
+                                       bool direct) {
+  EXPECT_GE(w.stats().rotations, 1u) << "no rotation happened";
+  EXPECT_EQ(recorder.queued_headers(), w.stats().rotations);
+  if (direct) {
+    EXPECT_GE(recorder.dsync_writes(), w.stats().groups);
+  } else {
+    EXPECT_GE(recorder.syncs(), w.stats().groups);
+  }
+  std::printf(
+      "%s: %llu records in %llu groups, %llu writes (%llu DSYNC), "
+      "%llu syncs, %d segment headers\n",
+      w.io_description().c_str(),
+      static_cast<unsigned long long>(w.last_index()),
+      static_cast<unsigned long long>(recorder.groups()),
+      static_cast<unsigned long long>(recorder.writes()),
+      static_cast<unsigned long long>(recorder.dsync_writes()),
+      static_cast<unsigned long long>(recorder.syncs()),
+      recorder.queued_headers());
+}
+
 TEST_P(DurabilityOrderTest, NoIndexCountsAsDurableBeforeItsBytesAre) {
   const auto [durability, method, backend, version] = GetParam();
   if (backend == IoBackend::kIoUring) {
@@ -133,25 +158,7 @@ TEST_P(DurabilityOrderTest, NoIndexCountsAsDurableBeforeItsBytesAre) {
   ASSERT_GE(w.last_index(), target);
   EXPECT_EQ(recorder.checked(), w.last_index());
 
-  // The run exercised what it claims to: rotations (segment headers written
-  // through the queue), and the method's durable ops.
-  EXPECT_GE(w.stats().rotations, 1u) << "no rotation happened";
-  EXPECT_EQ(recorder.queued_headers(), w.stats().rotations);
-  if (direct) {
-    EXPECT_GE(recorder.dsync_writes(), w.stats().groups);
-  } else {
-    EXPECT_GE(recorder.syncs(), w.stats().groups);
-  }
-  std::printf(
-      "%s: %llu records in %llu groups, %llu writes (%llu DSYNC), "
-      "%llu syncs, %d segment headers\n",
-      w.io_description().c_str(),
-      static_cast<unsigned long long>(w.last_index()),
-      static_cast<unsigned long long>(recorder.groups()),
-      static_cast<unsigned long long>(recorder.writes()),
-      static_cast<unsigned long long>(recorder.dsync_writes()),
-      static_cast<unsigned long long>(recorder.syncs()),
-      recorder.queued_headers());
+  ExpectTheRunRotatedAndMadeDurable(w, recorder, direct);
   ASSERT_TRUE(w.Close().ok()) << w.status();
   const auto back = ReadAndCheck(dir.path(), 0);
   EXPECT_EQ(back.end, ReadResult::kEnd) << back.status;

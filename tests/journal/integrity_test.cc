@@ -30,6 +30,7 @@ namespace {
 
 using ::orderwire::journal::testing::AppendRange;
 using ::orderwire::journal::testing::BuildFormat1Journal;
+using ::orderwire::journal::testing::OpenASecondWriter;
 using ::orderwire::journal::testing::ReadAndCheck;
 using ::orderwire::journal::testing::SegmentPaths;
 using ::orderwire::test_support::ReadFile;
@@ -432,12 +433,9 @@ TEST(LockTest, ASecondProcessIsRefusedNamingTheHolder) {
 TEST(LockTest, TheLockFileNamesTheWritersPid) {
   SKIP_WITHOUT_URING();
   ScratchDir dir;
-  auto first = JournalWriter::Open({.directory = dir.path()});
-  ASSERT_TRUE(first.ok());
-  auto second = JournalWriter::Open({.directory = dir.path()});
-  ASSERT_FALSE(second.ok());
-  EXPECT_THAT(std::string(second.status().message()),
-              HasSubstr(absl::StrFormat("says pid %d", ::getpid())));
+  std::string refusal;
+  ASSERT_NO_FATAL_FAILURE(OpenASecondWriter(dir.path(), &refusal));
+  EXPECT_THAT(refusal, HasSubstr(absl::StrFormat("says pid %d", ::getpid())));
 }
 
 TEST(LockTest, AReaderRunsBesideAWriter) {

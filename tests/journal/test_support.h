@@ -55,6 +55,17 @@ inline bool DirectIoSupported(const std::string& dir) {
   return true;
 }
 
+// Opens a writer on the journal in `dir`, then a second one, which is
+// refused while the first holds the journal: the refusal's message in
+// `message`.
+inline void OpenASecondWriter(const std::string& dir, std::string* message) {
+  auto first = JournalWriter::Open({.directory = dir});
+  ASSERT_TRUE(first.ok());
+  auto second = JournalWriter::Open({.directory = dir});
+  ASSERT_FALSE(second.ok());
+  *message = std::string(second.status().message());
+}
+
 // The command frame journaled at `index` in these tests: the five command
 // kinds in turn, every field derived from the index, sequence = index.
 inline std::vector<std::byte> FrameFor(std::uint64_t index) {

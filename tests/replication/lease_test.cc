@@ -31,19 +31,11 @@ namespace {
 
 using std::chrono::milliseconds;
 using test_support::NatsCluster;
+using test_support::StartNatsCluster;
 using ::testing::HasSubstr;
 
 constexpr milliseconds kDuration{600};
 constexpr milliseconds kMargin{150};
-
-std::unique_ptr<NatsCluster> StartCluster(int nodes) {
-  auto cluster = NatsCluster::Start(nodes);
-  if (!cluster.ok()) {
-    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
-    return nullptr;
-  }
-  return *std::move(cluster);
-}
 
 LeaseSpec Spec(const NatsCluster& cluster, const std::string& engine,
                const std::string& holder, int replicas = 1) {
@@ -95,17 +87,7 @@ std::uint64_t PutRaw(const NatsCluster& cluster, const std::string& engine,
   return s == NATS_OK ? revision : 0;
 }
 
-class LeaseSingleNode : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { cluster_ = StartCluster(1).release(); }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
-  static NatsCluster* cluster_;
-};
-NatsCluster* LeaseSingleNode::cluster_ = nullptr;
+class LeaseSingleNode : public test_support::SharedNatsClusterTest<1> {};
 
 TEST_F(LeaseSingleNode, AcquireOnAnEmptyBucketGivesEpochOne) {
   auto a = OpenMember(Spec(*cluster_, "empty", "a"));
@@ -289,7 +271,7 @@ TEST_F(LeaseSingleNode, RenewerEndsWhenTheLeaseIsTaken) {
 // successful renewal + D - margin) with no NATS answer at all: never true
 // after it, and false within a few milliseconds of it.
 TEST(LeasePausedServer, StillLeaderTurnsFalseByTheLocalDeadline) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   auto a = OpenMember(Spec(*cluster, "paused", "a"));
   ASSERT_NE(a, nullptr);
@@ -443,7 +425,7 @@ TEST(LeaseValueText, MalformedValuesNameTheField) {
 // failed for a whole D once while other NATS tests ran beside it and b
 // took the lease from a live renewer: 4 s leaves room for that).
 TEST(LeaseThreeNodes, AcquireAndTakeoverR3) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartNatsCluster(3);
   ASSERT_NE(cluster, nullptr);
   auto spec = [&](const std::string& holder) {
     LeaseSpec s = Spec(*cluster, "three", holder, 3);

@@ -34,6 +34,7 @@ namespace {
 
 using std::chrono::milliseconds;
 using test_support::NatsCluster;
+using test_support::StartNatsCluster;
 using ::testing::HasSubstr;
 
 // A journal group stand-in: deterministic bytes of a varying size.
@@ -50,15 +51,6 @@ std::vector<std::byte> Group(std::uint64_t n, std::size_t size) {
 }
 
 std::size_t SizeOf(std::uint64_t n) { return 64 + (n * 1237) % 6000; }
-
-std::unique_ptr<NatsCluster> StartCluster(int nodes) {
-  auto cluster = NatsCluster::Start(nodes);
-  if (!cluster.ok()) {
-    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
-    return nullptr;
-  }
-  return *std::move(cluster);
-}
 
 PublisherOptions Options(const NatsCluster& cluster, std::string engine,
                          int replicas, std::uint64_t epoch) {
@@ -100,22 +92,8 @@ void ExpectStreamHolds(const NatsCluster& cluster, const std::string& engine,
   }
 }
 
-class ReplicationSingleNode : public ::testing::Test {
- protected:
-  static void SetUpTestSuite() { cluster_ = StartCluster(1).release(); }
-  static void TearDownTestSuite() {
-    delete cluster_;
-    cluster_ = nullptr;
-  }
-  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
-  static NatsCluster* cluster_;
-};
-NatsCluster* ReplicationSingleNode::cluster_ = nullptr;
-
-class ReplicationThreeNodes : public ReplicationSingleNode {
- protected:
-  static void SetUpTestSuite() { cluster_ = StartCluster(3).release(); }
-};
+class ReplicationSingleNode : public test_support::SharedNatsClusterTest<1> {};
+class ReplicationThreeNodes : public test_support::SharedNatsClusterTest<3> {};
 
 // Publishes groups 1..n (journal index 10*k, bytes Group(k)) and waits for
 // every acknowledgement; checks acks came in order with sequence k.
@@ -798,7 +776,7 @@ TEST(ReplicationNames, EngineNamesAreChecked) {
 // server resumes the stream holds exactly `window` messages. The oldest
 // message's acknowledgement timeout fails the publisher.
 TEST(ReplicationPausedServer, FullWindowBlocksAndAckTimeoutFailsThePublisher) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   const std::string engine = "window";
   auto options = Options(*cluster, engine, 1, /*epoch=*/1);
@@ -833,7 +811,7 @@ TEST(ReplicationPausedServer, FullWindowBlocksAndAckTimeoutFailsThePublisher) {
 // acknowledgements of the messages in flight never come) within the
 // acknowledgement timeout, and refuses to publish after that.
 TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
-  auto cluster = StartCluster(1);
+  auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   auto options = Options(*cluster, "lost", 1, /*epoch=*/1);
   options.ack_timeout = milliseconds(1500);
@@ -876,21 +854,22 @@ TEST(ReplicationLostServer, PublisherReportsTheLostServer) {
 // (Expecting the true last Msg-Id after such a restart is refused: 10070
 // "wrong last msg ID: ", naming none.)
 TEST(ReplicationRestartedServer, AQuietRestartDoesNotFenceThePublishers) {
-  auto binary = NatsCluster::FindServerBinary();
+  // A missing nats-server fails here, not in launch() (whose failure
+  // message reads the log of a server that never started).
+  const auto binary = NatsCluster::FindServerBinary();
   ASSERT_TRUE(binary.ok()) << binary.status();
   test_support::ScratchDir dir("ow-restart");
   ASSERT_FALSE(dir.path().empty());
   const int port = NatsCluster::FreeLoopbackPort();
   ASSERT_NE(port, 0);
-  const std::string url = absl::StrCat("nats://127.0.0.1:", port);
-  const std::vector<std::string> args = {
-      *binary, "-a", "127.0.0.1", "-p",          std::to_string(port),
-      "-n",    "r0", "-js",       "--store_dir", dir.Sub("store")};
+  const std::string url = NatsCluster::LoopbackUrl(port);
+  const NatsCluster::LoneServer lone{
+      .port = port, .name = "r0", .store_dir = dir.Sub("store")};
   std::unique_ptr<test_support::ChildProcess> server;
   int launches = 0;
   auto launch = [&]() -> absl::Status {
-    auto spawned = test_support::ChildProcess::Spawn(
-        args, dir.Sub(absl::StrCat("n0-", ++launches, ".log")));
+    auto spawned = NatsCluster::SpawnServer(
+        lone, dir.Sub(absl::StrCat("n0-", ++launches, ".log")));
     if (!spawned.ok()) return spawned.status();
     server = *std::move(spawned);
     return NatsCluster::WaitForJetStream(url, milliseconds(30000));
@@ -956,7 +935,7 @@ TEST(ReplicationRestartedServer, AQuietRestartDoesNotFenceThePublishers) {
 // elects another leader, and every message acknowledged before (and after)
 // the kill is in the stream, in order, byte for byte.
 TEST(ReplicationLeaderKill, EveryAcknowledgedGroupSurvivesTheStreamLeader) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartNatsCluster(3);
   ASSERT_NE(cluster, nullptr);
   const std::string engine = "leaderkill";
   std::atomic<std::uint64_t> acked{0};
@@ -1045,7 +1024,7 @@ absl::StatusOr<JournalStreamState> WaitForNewLeader(
 // republish, the publisher stopped on the first 503 ("reading
 // acknowledgements: No responders available for request").
 TEST(ReplicationLeaderKill, PublisherRidesOutTheStreamLeadersLoss) {
-  auto cluster = StartCluster(3);
+  auto cluster = StartNatsCluster(3);
   ASSERT_NE(cluster, nullptr);
   const std::string engine = "rideout";
   constexpr std::uint64_t kMessages = 1500;

@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/support/child_process.h"
@@ -38,16 +37,12 @@ void CountRequest(natsConnection* /*nc*/, natsSubscription* /*sub*/,
 // request while its leaders change. A 9 s open sends it twice (at 0 and 8 s)
 // and gives up after 9 s.
 TEST(StreamFollowerOpen, AnUnansweredConsumerCreateIsSentAgainUntilTheTimeout) {
-  auto binary = NatsCluster::FindServerBinary();
-  ASSERT_TRUE(binary.ok()) << binary.status();
   test_support::ScratchDir dir("ow-follower-open");
   ASSERT_FALSE(dir.path().empty());
   const int port = NatsCluster::FreeLoopbackPort();
   ASSERT_NE(port, 0);
-  const std::string url = absl::StrCat("nats://127.0.0.1:", port);
-  auto server = test_support::ChildProcess::Spawn(
-      {*binary, "-a", "127.0.0.1", "-p", std::to_string(port)},
-      dir.Sub("server.log"));
+  const std::string url = NatsCluster::LoopbackUrl(port);
+  auto server = NatsCluster::SpawnServer({.port = port}, dir.Sub("server.log"));
   ASSERT_TRUE(server.ok()) << server.status();
 
   natsConnection* conn = nullptr;

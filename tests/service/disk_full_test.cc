@@ -49,6 +49,66 @@ using test_support::TestOptions;
 constexpr std::size_t kCommands = 30'000;
 constexpr std::uint32_t kDiskFullSession = 7;
 
+// The journal fills its first segment, then answers kJournalFull: the
+// service keeps running (its counters keep coming) and answers Busy.
+void ExpectBusyWhileTheDiskIsFull(RunningService& running) {
+  ASSERT_TRUE(running.WaitFor(
+      [](const ServiceStats& s) {
+        return s.journal_full && s.busy_sent > 0 &&
+               s.refused_journal_full_frames > 0;
+      },
+      20'000))
+      << "the service never reported the journal full";
+  // While full: everything journaled becomes durable and is answered, and
+  // nothing more is journaled.
+  std::uint64_t full_at = 0;
+  ASSERT_TRUE(running.WaitFor(
+      [&](const ServiceStats& s) {
+        full_at = s.last_index;
+        return s.journal_full && s.durable_index == s.last_index &&
+               s.commands_applied == s.last_index;
+      },
+      5'000));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ServiceStats during;
+  ASSERT_TRUE(running.WaitFor(
+      [&](const ServiceStats& s) {
+        during = s;
+        return true;
+      },
+      5'000))
+      << "the service stopped while the disk was full";
+  EXPECT_TRUE(during.journal_full);
+  EXPECT_EQ(during.last_index, full_at);
+  EXPECT_LT(during.last_index, kCommands);
+  EXPECT_GT(during.busy_sent, 1u);
+}
+
+// The journal at `dir`: every frame of `frames` exactly once, verbatim, in
+// sequence order, all from kDiskFullSession.
+void ExpectJournalHoldsTheFramesOnce(const std::string& dir,
+                                     const std::vector<std::byte>& frames) {
+  auto reader = journal::JournalReader::Open(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  journal::Record record;
+  std::size_t offset = 0;
+  std::uint64_t count = 0;
+  while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
+    ++count;
+    ASSERT_EQ(record.session_id, kDiskFullSession);
+    ASSERT_EQ(record.frame.sequence(), count);
+    const auto bytes = record.frame.bytes();
+    ASSERT_LE(offset + bytes.size(), frames.size());
+    ASSERT_TRUE(std::equal(bytes.begin(), bytes.end(),
+                           frames.begin() + static_cast<long>(offset)))
+        << "record " << count << " is not the command sent";
+    offset += bytes.size();
+  }
+  ASSERT_TRUE((*reader)->status().ok()) << (*reader)->status();
+  EXPECT_EQ(count, kCommands);
+  EXPECT_EQ(offset, frames.size());
+}
+
 TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
   std::string why;
   std::unique_ptr<SmallFilesystem> fs = SmallFilesystem::Mount(
@@ -91,38 +151,7 @@ TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
     }
   } joiner{stop, client_thread};
 
-  // The journal fills its first segment, then answers kJournalFull: the
-  // service keeps running (its counters keep coming) and answers Busy.
-  ASSERT_TRUE(running->WaitFor(
-      [](const ServiceStats& s) {
-        return s.journal_full && s.busy_sent > 0 &&
-               s.refused_journal_full_frames > 0;
-      },
-      20'000))
-      << "the service never reported the journal full";
-  // While full: everything journaled becomes durable and is answered, and
-  // nothing more is journaled.
-  std::uint64_t full_at = 0;
-  ASSERT_TRUE(running->WaitFor(
-      [&](const ServiceStats& s) {
-        full_at = s.last_index;
-        return s.journal_full && s.durable_index == s.last_index &&
-               s.commands_applied == s.last_index;
-      },
-      5'000));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  ServiceStats during;
-  ASSERT_TRUE(running->WaitFor(
-      [&](const ServiceStats& s) {
-        during = s;
-        return true;
-      },
-      5'000))
-      << "the service stopped while the disk was full";
-  EXPECT_TRUE(during.journal_full);
-  EXPECT_EQ(during.last_index, full_at);
-  EXPECT_LT(during.last_index, kCommands);
-  EXPECT_GT(during.busy_sent, 1u);
+  ASSERT_NO_FATAL_FAILURE(ExpectBusyWhileTheDiskIsFull(*running));
 
   // Space appears: the service resumes by itself and the client finishes.
   fs->Free();
@@ -149,26 +178,7 @@ TEST(ServiceDiskFull, BusyWhileTheDiskIsFullThenResumesWithNothingLost) {
       << events[0];
   EXPECT_NE(events[1].find("journal resumed"), std::string::npos) << events[1];
 
-  // The journal: every command exactly once, verbatim, in sequence order.
-  auto reader = journal::JournalReader::Open(dir);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  journal::Record record;
-  std::size_t offset = 0;
-  std::uint64_t count = 0;
-  while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
-    ++count;
-    ASSERT_EQ(record.session_id, kDiskFullSession);
-    ASSERT_EQ(record.frame.sequence(), count);
-    const auto bytes = record.frame.bytes();
-    ASSERT_LE(offset + bytes.size(), frames.size());
-    ASSERT_TRUE(std::equal(bytes.begin(), bytes.end(),
-                           frames.begin() + static_cast<long>(offset)))
-        << "record " << count << " is not the command sent";
-    offset += bytes.size();
-  }
-  ASSERT_TRUE((*reader)->status().ok()) << (*reader)->status();
-  EXPECT_EQ(count, kCommands);
-  EXPECT_EQ(offset, frames.size());
+  ExpectJournalHoldsTheFramesOnce(dir, frames);
 }
 
 TEST(ServiceDiskFull, BusyCarriesTheExpectedSequenceAndDuplicatesAreAnswered) {
@@ -257,6 +267,61 @@ Bytes UnknownReplace(std::uint64_t seq) {
                                    .quantity = 1});
 }
 
+// Session kDiskFullSession's commands 1..n (UnknownReplace) appended
+// offline, through the journal writer, as the service journals them, until
+// the journal on `fs` is full: the first segment. Gives `fs` its space back
+// and n in `count`.
+void FillTheFirstSegmentOffline(const ServiceOptions& options,
+                                SmallFilesystem& fs, std::uint64_t* count) {
+  std::uint64_t n = 0;
+  journal::WriterOptions offline = options.journal;
+  offline.durability = journal::Durability::kNone;
+  offline.metadata = EncodePinnedConfig(PinnedConfigOf(options.config));
+  offline.no_space_retry_ms = 600'000;  // no second try while open
+  auto writer = journal::JournalWriter::Open(offline);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  fs.Fill();  // no room for a next segment of any size
+  for (journal::AppendStatus st = journal::AppendStatus::kOk;;) {
+    const Bytes frame = UnknownReplace(n + 1);
+    st = (*writer)->Append(frame, kDiskFullSession, 1000 + n);
+    if (st == journal::AppendStatus::kJournalFull) break;
+    if (st == journal::AppendStatus::kFull) {
+      ASSERT_TRUE((*writer)->Wait().ok()) << (*writer)->status();
+      continue;
+    }
+    ASSERT_EQ(st, journal::AppendStatus::kOk) << (*writer)->status();
+    ++n;
+  }
+  ASSERT_TRUE((*writer)->Flush().ok());
+  fs.Free();  // for the checkpoint Close() writes
+  ASSERT_TRUE((*writer)->Close().ok());
+  *count = n;
+}
+
+// The journal at `dir`: `records` records, UnknownReplace 1, 2, ... of
+// kDiskFullSession, in a first segment of `segment` bytes and a smaller
+// second one.
+void ExpectASegmentThenASmallerOne(const std::string& dir,
+                                   std::uint64_t records,
+                                   std::uint64_t segment) {
+  auto reader = journal::JournalReader::Open(dir);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  journal::Record record;
+  std::uint64_t count = 0;
+  while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
+    ++count;
+    ASSERT_EQ(record.session_id, kDiskFullSession);
+    ASSERT_EQ(
+        Hex(Bytes(record.frame.bytes().begin(), record.frame.bytes().end())),
+        Hex(UnknownReplace(count)));
+  }
+  ASSERT_TRUE((*reader)->status().ok()) << (*reader)->status();
+  EXPECT_EQ(count, records);
+  ASSERT_EQ((*reader)->segments().size(), 2u);
+  EXPECT_EQ((*reader)->segments()[0].header.capacity, segment);
+  EXPECT_LT((*reader)->segments()[1].header.capacity, segment);
+}
+
 // The case: a 128 MB file system and the default 64 MiB segments,
 // which it cannot hold two of. The service says so at start; once the
 // journal is full, freeing less than a whole segment is enough for it to
@@ -278,29 +343,7 @@ TEST(ServiceDiskFull,
 
   // Session 7's commands 1..n fill the first segment.
   std::uint64_t n = 0;
-  {
-    journal::WriterOptions offline = options.journal;
-    offline.durability = journal::Durability::kNone;
-    offline.metadata = EncodePinnedConfig(PinnedConfigOf(options.config));
-    offline.no_space_retry_ms = 600'000;  // no second try while open
-    auto writer = journal::JournalWriter::Open(offline);
-    ASSERT_TRUE(writer.ok()) << writer.status();
-    fs->Fill();  // no room for a next segment of any size
-    for (journal::AppendStatus st = journal::AppendStatus::kOk;;) {
-      const Bytes frame = UnknownReplace(n + 1);
-      st = (*writer)->Append(frame, kDiskFullSession, 1000 + n);
-      if (st == journal::AppendStatus::kJournalFull) break;
-      if (st == journal::AppendStatus::kFull) {
-        ASSERT_TRUE((*writer)->Wait().ok()) << (*writer)->status();
-        continue;
-      }
-      ASSERT_EQ(st, journal::AppendStatus::kOk) << (*writer)->status();
-      ++n;
-    }
-    ASSERT_TRUE((*writer)->Flush().ok());
-    fs->Free();  // for the checkpoint Close() writes
-    ASSERT_TRUE((*writer)->Close().ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(FillTheFirstSegmentOffline(options, *fs, &n));
   ASSERT_GT(n, 100'000u);
 
   fs->Fill();
@@ -357,22 +400,7 @@ TEST(ServiceDiskFull,
 
   // The journal: the 64 MiB segment, then a smaller one; every record.
   fs->Free();
-  auto reader = journal::JournalReader::Open(dir);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  journal::Record record;
-  std::uint64_t count = 0;
-  while ((*reader)->Next(record) == journal::ReadResult::kRecord) {
-    ++count;
-    ASSERT_EQ(record.session_id, kDiskFullSession);
-    ASSERT_EQ(
-        Hex(Bytes(record.frame.bytes().begin(), record.frame.bytes().end())),
-        Hex(UnknownReplace(count)));
-  }
-  ASSERT_TRUE((*reader)->status().ok()) << (*reader)->status();
-  EXPECT_EQ(count, n + 1);
-  ASSERT_EQ((*reader)->segments().size(), 2u);
-  EXPECT_EQ((*reader)->segments()[0].header.capacity, segment);
-  EXPECT_LT((*reader)->segments()[1].header.capacity, segment);
+  ExpectASegmentThenASmallerOne(dir, n + 1, segment);
 }
 
 }  // namespace

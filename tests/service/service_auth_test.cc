@@ -25,6 +25,7 @@
 #include "service/session_table.h"
 #include "tests/support/bytes.h"
 #include "tests/support/files.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -38,6 +39,7 @@ using codec::Side;
 using test_support::Bytes;
 using test_support::Frame;
 using test_support::Hex;
+using test_support::Limit;
 using test_support::RunningService;
 using test_support::ScratchDir;
 using test_support::TestClient;
@@ -87,17 +89,6 @@ Bytes Build(std::uint32_t session, const std::vector<Bytes>& frames,
   return Bytes(bytes.begin(), bytes.end());
 }
 
-codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
-                      Side side, std::int64_t price) {
-  return codec::NewLimit{.account_id = account,
-                         .client_order_id = client_order_id,
-                         .instrument_id = 3,
-                         .side = side,
-                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                         .price = price,
-                         .quantity = 10};
-}
-
 // Receives report datagrams of `session` until `count` frames have come;
 // each must carry the flag and a MAC that verifies under `mac`.
 std::vector<Bytes> SignedFrames(TestClient& client, std::uint32_t session,
@@ -131,24 +122,33 @@ std::uint64_t AuthRefused(const ServiceStats& stats, Admission cause) {
   return stats.refused[static_cast<std::size_t>(cause)];
 }
 
+// A service on `journal` takes keyed session kKeyed's `datagram` (its
+// command 1, signed): Accepted, signed; then it stops.
+void JournalAKeyedCommand(const std::string& journal,
+                          const ServiceConfig& config, const Bytes& datagram) {
+  const auth::Mac mac = TheMac();
+  auto service = RunningService::Start(
+      TestOptions(journal, journal::Durability::kBatch, config));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  client.Send(datagram);
+  const std::vector<Bytes> reports = SignedFrames(client, kKeyed, 1, mac);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_EQ(codec::LoadLE<codec::Kind>(reports[0].data() + 8),
+            codec::Kind::kAccepted);
+  ASSERT_TRUE(service->Stop().ok());
+}
+
 TEST(ServiceAuthTest, AfterARestartAnImpostorIsRefusedAndTheClientMovesPorts) {
   ScratchDir dir;
   const ServiceConfig config = KeyedConfig(dir);
   const auth::Mac mac = TheMac();
-  const codec::NewLimit first = Limit(1, 1, Side::kSell, 100);
-  const Bytes first_datagram = Build(kKeyed, {Frame(1, first)}, &mac);
-  {
-    auto service = RunningService::Start(
-        TestOptions(dir.Sub("journal"), journal::Durability::kBatch, config));
-    ASSERT_NE(service, nullptr);
-    TestClient client(service->endpoint());
-    client.Send(first_datagram);
-    const std::vector<Bytes> reports = SignedFrames(client, kKeyed, 1, mac);
-    ASSERT_EQ(reports.size(), 1u);
-    EXPECT_EQ(codec::LoadLE<codec::Kind>(reports[0].data() + 8),
-              codec::Kind::kAccepted);
-    ASSERT_TRUE(service->Stop().ok());
-  }
+  const codec::NewLimit first = Limit({.client_order_id = 1,
+                                       .instrument_id = 3,
+                                       .side = Side::kSell,
+                                       .quantity = 10});
+  ASSERT_NO_FATAL_FAILURE(JournalAKeyedCommand(
+      dir.Sub("journal"), config, Build(kKeyed, {Frame(1, first)}, &mac)));
   // Restart: session 7 is recovered from the journal, pinned to nobody.
   auto service = RunningService::Start(
       TestOptions(dir.Sub("journal"), journal::Durability::kBatch, config));
@@ -156,7 +156,8 @@ TEST(ServiceAuthTest, AfterARestartAnImpostorIsRefusedAndTheClientMovesPorts) {
   // An impostor without the key speaks first: its new command, plain or
   // with a forged trailer, is dropped and never answered.
   TestClient impostor(service->endpoint());
-  const codec::NewLimit stolen = Limit(1, 2, Side::kBuy, 100);
+  const codec::NewLimit stolen =
+      Limit({.client_order_id = 2, .instrument_id = 3, .quantity = 10});
   impostor.Send(Build(kKeyed, {Frame(2, stolen)}, nullptr));
   impostor.Send(Build(kKeyed, {Frame(2, stolen)}, nullptr, /*forge=*/true));
   ASSERT_TRUE(service->WaitFor(
@@ -166,7 +167,11 @@ TEST(ServiceAuthTest, AfterARestartAnImpostorIsRefusedAndTheClientMovesPorts) {
   // The real client, restarted on a new port, continues with its next
   // command: admitted, and it trades (session 8 takes the other side).
   TestClient client(service->endpoint());
-  const codec::NewLimit second = Limit(1, 2, Side::kSell, 101);
+  const codec::NewLimit second = Limit({.client_order_id = 2,
+                                        .instrument_id = 3,
+                                        .side = Side::kSell,
+                                        .price = 101,
+                                        .quantity = 10});
   const Bytes second_datagram = Build(kKeyed, {Frame(2, second)}, &mac);
   client.Send(second_datagram);
   std::vector<Bytes> reports = SignedFrames(client, kKeyed, 1, mac);
@@ -183,7 +188,10 @@ TEST(ServiceAuthTest, AfterARestartAnImpostorIsRefusedAndTheClientMovesPorts) {
                        .price = 101,
                        .quantity = 10})));
   TestClient buyer(service->endpoint());
-  buyer.Send(kUnkeyed, {Frame(1, Limit(2, 1, Side::kBuy, 100))});
+  buyer.Send(kUnkeyed, {Frame(1, Limit({.account_id = 2,
+                                        .client_order_id = 1,
+                                        .instrument_id = 3,
+                                        .quantity = 10}))});
   // Accepted for the buyer; the keyed maker gets its Filled, signed.
   reports = SignedFrames(client, kKeyed, 1, mac);
   ASSERT_EQ(reports.size(), 1u);
@@ -201,7 +209,13 @@ TEST(ServiceAuthTest, AfterARestartAnImpostorIsRefusedAndTheClientMovesPorts) {
   // own port: a duplicate that moves nothing; it hears nothing.
   impostor.Send(second_datagram);
   // The flag on the unkeyed session, even from its own endpoint: refused.
-  buyer.Send(Build(kUnkeyed, {Frame(2, Limit(2, 2, Side::kBuy, 99))}, &mac));
+  buyer.Send(Build(kUnkeyed,
+                   {Frame(2, Limit({.account_id = 2,
+                                    .client_order_id = 2,
+                                    .instrument_id = 3,
+                                    .price = 99,
+                                    .quantity = 10}))},
+                   &mac));
   ASSERT_TRUE(service->WaitFor(
       [](const ServiceStats& s) { return s.datagrams_in >= 6; }));
   ASSERT_TRUE(service->Stop().ok());
@@ -224,12 +238,22 @@ TEST(ServiceAuthTest, AKeyedClientMovesToANewPortWithItsNextCommand) {
       dir.Sub("journal"), journal::Durability::kNone, KeyedConfig(dir)));
   ASSERT_NE(service, nullptr);
   TestClient before(service->endpoint());
-  before.Send(Build(kKeyed, {Frame(1, Limit(1, 1, Side::kBuy, 10))}, &mac));
+  before.Send(Build(kKeyed,
+                    {Frame(1, Limit({.client_order_id = 1,
+                                     .instrument_id = 3,
+                                     .price = 10,
+                                     .quantity = 10}))},
+                    &mac));
   ASSERT_EQ(SignedFrames(before, kKeyed, 1, mac).size(), 1u);
   // The client crashes and comes back on a new port, without a restart of
   // the service: its next command moves the session.
   TestClient after(service->endpoint());
-  after.Send(Build(kKeyed, {Frame(2, Limit(1, 2, Side::kBuy, 11))}, &mac));
+  after.Send(Build(kKeyed,
+                   {Frame(2, Limit({.client_order_id = 2,
+                                    .instrument_id = 3,
+                                    .price = 11,
+                                    .quantity = 10}))},
+                   &mac));
   const std::vector<Bytes> reports = SignedFrames(after, kKeyed, 1, mac);
   ASSERT_EQ(reports.size(), 1u);
   EXPECT_EQ(codec::LoadLE<std::uint64_t>(reports[0].data()), 2u);
@@ -313,10 +337,17 @@ TEST(ServiceAuthTest, RefusalsAreLoggedAtMostOncePerCausePerSecond) {
   ASSERT_NE(service, nullptr);
   TestClient impostor(service->endpoint());
   for (int i = 0; i < 20; ++i) {
-    impostor.Send(Build(kKeyed, {Frame(1, Limit(1, 1, Side::kBuy, 10))},
+    impostor.Send(Build(kKeyed,
+                        {Frame(1, Limit({.client_order_id = 1,
+                                         .instrument_id = 3,
+                                         .price = 10,
+                                         .quantity = 10}))},
                         nullptr, /*forge=*/true));
   }
-  impostor.Send(kKeyed, {Frame(1, Limit(1, 1, Side::kBuy, 10))});
+  impostor.Send(kKeyed, {Frame(1, Limit({.client_order_id = 1,
+                                         .instrument_id = 3,
+                                         .price = 10,
+                                         .quantity = 10}))});
   ASSERT_TRUE(service->WaitFor(
       [](const ServiceStats& s) { return s.datagrams_in >= 21; }));
   ASSERT_TRUE(service->Stop().ok());
@@ -344,7 +375,8 @@ TEST(ServiceAuthTest, TheClientDropsReportsWithAWrongOrMissingMac) {
   absl::StatusOr<net::UdpSocket> server =
       net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
   ASSERT_TRUE(server.ok()) << server.status();
-  const codec::NewLimit order = Limit(1, 1, Side::kBuy, 10);
+  const codec::NewLimit order = Limit(
+      {.client_order_id = 1, .instrument_id = 3, .price = 10, .quantity = 10});
   const Bytes command = Frame(1, order);
   const auth::Mac mac = TheMac();
   client::ClientOptions options;

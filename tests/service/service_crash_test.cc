@@ -270,95 +270,112 @@ struct CrashRun {
   std::uint64_t gap_spread_ms = 300;
 };
 
-// The whole test; with `snapshot_every` (records) the service snapshots
-// while it serves and each restart starts from its newest snapshot.
-void KillAndRestartUnderLoad(const CrashRun& run) {
-  const std::uint64_t snapshot_every = run.snapshot_every;
-  ScratchDir dir("ow-crash");
-  ASSERT_FALSE(dir.path().empty());
+// The seed of the kill schedule: ORDERWIRE_CRASH_SEED, or a random one;
+// printed with `dir`.
+std::uint64_t CrashSeed(const ScratchDir& dir) {
   std::uint64_t seed = std::random_device{}();
   if (const char* s = std::getenv("ORDERWIRE_CRASH_SEED"); s != nullptr) {
     seed = std::strtoull(s, nullptr, 10);
   }
   std::printf("kill schedule seed %llu (ORDERWIRE_CRASH_SEED), directory %s\n",
               static_cast<unsigned long long>(seed), dir.path().c_str());
-  std::mt19937_64 rng(seed);
-  std::string config_file;
-  if (run.history_bytes != 0) {
-    config_file = dir.Sub("serve.toml");
-    test_support::WriteText(config_file,
-                            "[service]\nmax_report_history_bytes = " +
-                                std::to_string(run.history_bytes) + "\n");
-  }
+  return seed;
+}
 
-  // The commands, as `orderwire submit --workload mixed` makes them, one
-  // stream per session (the same 64 accounts).
-  std::vector<std::vector<codec::Command>> commands;
-  std::vector<std::vector<std::byte>> frames;
-  for (std::size_t c = 0; c < kClients; ++c) {
-    commands.push_back(workload::Generate(workload::Workload::kMixed, kCommands,
-                                          seed % 1000 + 1 + c));
-    frames.push_back(workload::EncodeCommands(commands.back()));
-  }
+// The server's log of incarnation `i`.
+std::string ServeLog(const ScratchDir& dir, int i) {
+  return dir.Sub("serve." + std::to_string(i) + ".log");
+}
 
-  // The server, on a free port (another process may take a port between
-  // our probe and the bind: try a few).
+// Where the client of session `session` writes the reports it receives.
+std::string ClientReports(const ScratchDir& dir, std::uint32_t session) {
+  return dir.Sub("client-" + std::to_string(session) + ".reports");
+}
+
+// The served side of a run: `orderwire serve` on one port, restarted on it
+// as incarnation 0, 1, 2, ... (each with its own log).
+struct CrashServer {
+  const ScratchDir& dir;
+  const CrashRun& run;
+  std::string config_file{};  // empty: none
   std::uint16_t port = 0;
-  int incarnation = 0;
-  std::optional<Child> server;
-  for (int attempt = 0; attempt < 5 && !server.has_value(); ++attempt) {
-    port = FreePort();
-    ASSERT_NE(port, 0);
-    server = StartServer(dir, port, incarnation++, snapshot_every, config_file);
-  }
-  ASSERT_TRUE(server.has_value());
-  const int first_incarnation = incarnation - 1;
+  int incarnation = 0;  // the next one
+  std::optional<Child> child{};
 
-  // The clients, in threads; `stop` ends them early on any failure.
-  std::vector<ClientOptions> options(kClients);
-  std::vector<std::FILE*> reports_out(kClients);
-  std::vector<absl::StatusOr<ClientResult>> results(
-      kClients, absl::UnknownError("not run"));
-  std::atomic<bool> stop{false};
-  std::atomic<std::size_t> clients_done{0};
-  std::vector<std::thread> clients;
-  for (std::size_t c = 0; c < kClients; ++c) {
-    options[c].target = *Endpoint::Parse("127.0.0.1:" + std::to_string(port));
-    options[c].session_id = kSessions[c];
-    options[c].rate = run.rate;  // a few seconds: the kills land under it
-    options[c].window = 4096;
-    options[c].retransmit_timeout_ms = 100;
-    options[c].give_up_ms = 20'000;
-    reports_out[c] = std::fopen(
-        dir.Sub("client-" + std::to_string(kSessions[c]) + ".reports").c_str(),
-        "wb");
-    ASSERT_NE(reports_out[c], nullptr);
-    options[c].reports_out = reports_out[c];
-  }
-  for (std::size_t c = 0; c < kClients; ++c) {
-    clients.emplace_back([&, c] {
-      results[c] = RunClient(options[c], frames[c], stop);
-      clients_done.fetch_add(1);
-    });
-  }
-  struct Joiner {
-    std::atomic<bool>& stop;
-    std::vector<std::thread>& threads;
-    ~Joiner() {
-      stop.store(true);
-      for (std::thread& t : threads) {
-        if (t.joinable()) t.join();
-      }
+  // The first incarnation, on a free port (another process may take a port
+  // between our probe and the bind: try a few).
+  void StartOnAFreePort() {
+    for (int attempt = 0; attempt < 5 && !child.has_value(); ++attempt) {
+      port = FreePort();
+      ASSERT_NE(port, 0);
+      StartNext();
     }
-  } joiner{stop, clients};
-  const auto busy = [&] { return clients_done.load() < kClients; };
+    ASSERT_TRUE(child.has_value());
+  }
+  void StartNext() {
+    child =
+        StartServer(dir, port, incarnation++, run.snapshot_every, config_file);
+  }
+};
 
-  // The kills, each while the clients are still busy.
+// The clients, one per session, each RunClient on a thread of its own;
+// `stop` ends them early on any failure (and the destructor stops and joins
+// them).
+struct CrashClients {
+  std::vector<ClientOptions> options = std::vector<ClientOptions>(kClients);
+  std::vector<std::FILE*> reports_out = std::vector<std::FILE*>(kClients);
+  std::vector<absl::StatusOr<ClientResult>> results =
+      std::vector<absl::StatusOr<ClientResult>>(kClients,
+                                                absl::UnknownError("not run"));
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> done{0};
+  std::vector<std::thread> threads;
+
+  ~CrashClients() {
+    stop.store(true);
+    Join();
+  }
+
+  // Starts them on `port` with `frames` (one stream per session).
+  void Start(const ScratchDir& dir, const CrashRun& run, std::uint16_t port,
+             const std::vector<std::vector<std::byte>>& frames) {
+    for (std::size_t c = 0; c < kClients; ++c) {
+      options[c].target = *Endpoint::Parse("127.0.0.1:" + std::to_string(port));
+      options[c].session_id = kSessions[c];
+      options[c].rate = run.rate;  // a few seconds: the kills land under it
+      options[c].window = 4096;
+      options[c].retransmit_timeout_ms = 100;
+      options[c].give_up_ms = 20'000;
+      reports_out[c] =
+          std::fopen(ClientReports(dir, kSessions[c]).c_str(), "wb");
+      ASSERT_NE(reports_out[c], nullptr);
+      options[c].reports_out = reports_out[c];
+    }
+    for (std::size_t c = 0; c < kClients; ++c) {
+      threads.emplace_back([this, c, &frames] {
+        results[c] = RunClient(options[c], frames[c], stop);
+        done.fetch_add(1);
+      });
+    }
+  }
+  [[nodiscard]] bool Busy() const { return done.load() < kClients; }
+  void Join() {
+    for (std::thread& t : threads) {
+      if (t.joinable()) t.join();
+    }
+  }
+};
+
+// The kills (between run.kills_min and run.kills_max, drawn from `rng`),
+// each while the clients are still busy, each followed by a restart.
+// Returns how many there were, in `kills`.
+void KillAndRestartWhileBusy(CrashServer& server, const CrashClients& clients,
+                             std::mt19937_64& rng, int* kills) {
+  const CrashRun& run = server.run;
   const int kills_planned =
       run.kills_min +
       static_cast<int>(rng() % static_cast<std::uint64_t>(run.kills_max -
                                                           run.kills_min + 1));
-  int kills = 0;
   for (int k = 0; k < kills_planned; ++k) {
     const auto wait = std::chrono::milliseconds(
         run.gap_min_ms + rng() % (run.gap_spread_ms + 1));
@@ -366,26 +383,32 @@ void KillAndRestartUnderLoad(const CrashRun& run) {
     // With snapshots, the first kill waits (while the load lasts) for the
     // first snapshot to be published, so that a restart can start from one
     // however slowly a loaded machine gets through the records.
-    const bool need_snapshot = snapshot_every != 0 && k == 0;
+    const bool need_snapshot = run.snapshot_every != 0 && k == 0;
     while ((Clock::now() < until ||
-            (need_snapshot && !HasSnapshot(dir.Sub("journal")))) &&
-           busy()) {
+            (need_snapshot && !HasSnapshot(server.dir.Sub("journal")))) &&
+           clients.Busy()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    if (!busy()) break;
-    server->Kill();
-    ++kills;
+    if (!clients.Busy()) break;
+    server.child->Kill();
+    ++*kills;
     std::this_thread::sleep_for(std::chrono::milliseconds(rng() % 30));
-    server = StartServer(dir, port, incarnation++, snapshot_every, config_file);
-    ASSERT_TRUE(server.has_value()) << "restart " << kills << " failed";
+    server.StartNext();
+    ASSERT_TRUE(server.child.has_value()) << "restart " << *kills << " failed";
   }
-  for (std::thread& t : clients) t.join();
+}
+
+// Every client finished (closing its reports file); prints each one's
+// figures. The kills happened under load, and the clients had to work for
+// it.
+void ExpectTheClientsFinishedUnderTheKills(CrashClients& clients, int kills,
+                                           const CrashRun& run) {
   std::uint64_t retransmitted = 0;
   for (std::size_t c = 0; c < kClients; ++c) {
-    std::fclose(reports_out[c]);
-    ASSERT_TRUE(results[c].ok())
-        << "session " << kSessions[c] << ": " << results[c].status();
-    const ClientResult& r = *results[c];
+    std::fclose(clients.reports_out[c]);
+    ASSERT_TRUE(clients.results[c].ok())
+        << "session " << kSessions[c] << ": " << clients.results[c].status();
+    const ClientResult& r = *clients.results[c];
     retransmitted += r.retransmitted;
     std::printf(
         "session %u: %llu acknowledged, %llu reports, %llu retransmitted, "
@@ -397,19 +420,21 @@ void KillAndRestartUnderLoad(const CrashRun& run) {
         static_cast<unsigned long long>(r.out_of_order_reports), r.seconds);
   }
   std::printf("%d kills\n", kills);
-  // The kills happened under load, and the clients had to work for it.
   EXPECT_GE(kills, run.kills_min);
   EXPECT_GT(retransmitted, 0u);
+}
 
-  // Each restart recovered the journal and replayed it ("replayed N records
-  // (FIRST to LAST)", up to a journal end that never moves back) before
-  // taking traffic: the whole of it, or with snapshots the records after
-  // the snapshot it started from.
+// Each restart (incarnations after `first`, up to `server.incarnation`)
+// recovered the journal and replayed it ("replayed N records (FIRST to
+// LAST)", up to a journal end that never moves back) before taking
+// traffic: the whole of it, or with snapshots the records after the
+// snapshot it started from.
+void ExpectEachRestartReplayedTheJournal(const CrashServer& server, int first) {
+  const std::uint64_t snapshot_every = server.run.snapshot_every;
   std::uint64_t end_before = 0;
   int from_snapshot = 0;
-  for (int i = first_incarnation + 1; i < incarnation; ++i) {
-    const std::string log =
-        ReadText(dir.Sub("serve." + std::to_string(i) + ".log"));
+  for (int i = first + 1; i < server.incarnation; ++i) {
+    const std::string log = ReadText(ServeLog(server.dir, i));
     // An incarnation killed before anything was journaled leaves nothing
     // to replay (the banner says "last index 0" and no "replayed").
     if (log.find(", last index 0;") != std::string::npos) continue;
@@ -423,109 +448,96 @@ void KillAndRestartUnderLoad(const CrashRun& run) {
     char* rest = nullptr;
     const std::uint64_t replayed =
         std::strtoull(log.c_str() + at + 9, &rest, 10);
-    std::uint64_t first = 0;
+    std::uint64_t first_index = 0;
     std::uint64_t end = 0;
-    ASSERT_EQ(std::sscanf(rest, " records (%" SCNu64 " to %" SCNu64 ")", &first,
-                          &end),
+    ASSERT_EQ(std::sscanf(rest, " records (%" SCNu64 " to %" SCNu64 ")",
+                          &first_index, &end),
               2)
         << log;
-    EXPECT_EQ(replayed, end - first + 1) << log;
+    EXPECT_EQ(replayed, end - first_index + 1) << log;
     const std::size_t snap = log.find("started from snapshot ");
     if (snap != std::string::npos) {
       ++from_snapshot;
       EXPECT_NE(snapshot_every, 0u) << log;
-      EXPECT_GT(first, 1u) << log;
+      EXPECT_GT(first_index, 1u) << log;
     } else {
-      EXPECT_EQ(first, 1u) << log;
+      EXPECT_EQ(first_index, 1u) << log;
     }
     // An incarnation killed before its clients reached it journaled
     // nothing, so a restart may end where the one before did; never before.
     EXPECT_GE(end, end_before) << log;
     end_before = end;
   }
-  if (incarnation > first_incarnation + 1) {
+  if (server.incarnation > first + 1) {
     EXPECT_GT(end_before, 0u) << "no restart replayed anything";
   }
   if (snapshot_every != 0) {
     EXPECT_GT(from_snapshot, 0) << "no restart started from a snapshot";
   }
+}
 
-  // A clean stop of the last incarnation.
-  const int serve_exit = server->Stop(SIGTERM, 20'000);
-  const std::string last_log =
-      ReadText(dir.Sub("serve." + std::to_string(incarnation - 1) + ".log"));
-  EXPECT_EQ(serve_exit, 0) << last_log;
-  EXPECT_NE(last_log.find("stopped cleanly"), std::string::npos) << last_log;
+// The client of session `session` (result `r`) received `received`, the
+// first reports of `whole` (the replay's, for that session), byte for byte,
+// and its counts reconcile with them.
+void ExpectTheReplayReproducesTheReports(const ClientResult& r,
+                                         const std::string& received,
+                                         const std::string& whole) {
+  // The client's reconciliation.
+  EXPECT_EQ(r.commands, kCommands);
+  EXPECT_EQ(r.sent, kCommands);
+  EXPECT_EQ(r.acknowledged, kCommands);
+  // A crash is transparent: no report was gone, none unconfirmed.
+  EXPECT_EQ(r.reports_gone, 0u);
+  EXPECT_EQ(r.unconfirmed, 0u);
 
-  // Replay reproduces each client's report stream, byte for byte.
-  // The whole journal (--no-snapshot: a replay would otherwise start from
-  // the newest snapshot and write only the tail's reports).
-  ASSERT_EQ(RunTool({"replay", "--journal", dir.Sub("journal"), "--no-snapshot",
-                     "--reports-dir", dir.Sub("replay")},
-                    dir.Sub("replay.log"), 60'000),
-            0)
-      << ReadText(dir.Sub("replay.log"));
-  for (std::size_t c = 0; c < kClients; ++c) {
-    SCOPED_TRACE("session " + std::to_string(kSessions[c]));
-    const ClientResult& r = *results[c];
-    // The client's reconciliation.
-    EXPECT_EQ(r.commands, kCommands);
-    EXPECT_EQ(r.sent, kCommands);
-    EXPECT_EQ(r.acknowledged, kCommands);
-    // A crash is transparent: no report was gone, none unconfirmed.
-    EXPECT_EQ(r.reports_gone, 0u);
-    EXPECT_EQ(r.unconfirmed, 0u);
-
-    const std::string received = ReadText(
-        dir.Sub("client-" + std::to_string(kSessions[c]) + ".reports"));
-    const std::string whole = ReadText(
-        dir.Sub("replay/session-" + std::to_string(kSessions[c]) + ".bin"));
-    EXPECT_EQ(received.size(), r.report_bytes);
-    // A client stops listening once its last command is acknowledged; the
-    // other session's later commands may still fill or cancel (self-trade)
-    // its resting orders, and those reports are in the replay but were
-    // never received. So: the client's reports are the replay's first ones,
-    // byte for byte, and what follows them answers none of its commands
-    // (only Filled and Cancelled of its resting orders).
-    ASSERT_GE(whole.size(), received.size());
-    const std::string replayed = whole.substr(0, received.size());
-    EXPECT_TRUE(received == replayed)
-        << "the client's reports differ from the replay's";
-    for (const std::span<const std::byte> late : SplitReports(
-             std::as_bytes(std::span(whole)).subspan(received.size()))) {
-      const codec::Kind kind = codec::FrameView::Parse(late)->kind();
-      EXPECT_TRUE(kind == codec::Kind::kFilled ||
-                  kind == codec::Kind::kCancelled)
-          << "a report after the client's last one answers one of its "
-             "commands: kind "
-          << static_cast<int>(kind);
-    }
-    const auto replay_reports =
-        SplitReports(std::as_bytes(std::span(replayed)));
-    EXPECT_EQ(r.reports, replay_reports.size());
-    std::uint64_t hash = kFnvOffset;
-    std::uint64_t by_kind[256] = {};
-    for (std::size_t i = 0; i < replay_reports.size(); ++i) {
-      hash = Fnv1a(hash, replay_reports[i]);
-      ++by_kind[static_cast<std::uint8_t>(
-          codec::FrameView::Parse(replay_reports[i])->kind())];
-      EXPECT_EQ(codec::FrameView::Parse(replay_reports[i])->sequence(), i + 1);
-    }
-    EXPECT_EQ(r.report_hash, hash);
-    EXPECT_EQ(r.accepted,
-              by_kind[static_cast<std::uint8_t>(codec::Kind::kAccepted)]);
-    EXPECT_EQ(r.rejected,
-              by_kind[static_cast<std::uint8_t>(codec::Kind::kRejected)]);
-    EXPECT_EQ(r.replaced,
-              by_kind[static_cast<std::uint8_t>(codec::Kind::kReplaced)]);
-    EXPECT_EQ(r.cancelled,
-              by_kind[static_cast<std::uint8_t>(codec::Kind::kCancelled)]);
-    EXPECT_EQ(r.fills,
-              by_kind[static_cast<std::uint8_t>(codec::Kind::kFilled)]);
+  EXPECT_EQ(received.size(), r.report_bytes);
+  // A client stops listening once its last command is acknowledged; the
+  // other session's later commands may still fill or cancel (self-trade)
+  // its resting orders, and those reports are in the replay but were
+  // never received. So: the client's reports are the replay's first ones,
+  // byte for byte, and what follows them answers none of its commands
+  // (only Filled and Cancelled of its resting orders).
+  ASSERT_GE(whole.size(), received.size());
+  const std::string replayed = whole.substr(0, received.size());
+  EXPECT_TRUE(received == replayed)
+      << "the client's reports differ from the replay's";
+  for (const std::span<const std::byte> late :
+       SplitReports(std::as_bytes(std::span(whole)).subspan(received.size()))) {
+    const codec::Kind kind = codec::FrameView::Parse(late)->kind();
+    EXPECT_TRUE(kind == codec::Kind::kFilled || kind == codec::Kind::kCancelled)
+        << "a report after the client's last one answers one of its "
+           "commands: kind "
+        << static_cast<int>(kind);
   }
+  const auto replay_reports = SplitReports(std::as_bytes(std::span(replayed)));
+  EXPECT_EQ(r.reports, replay_reports.size());
+  std::uint64_t hash = kFnvOffset;
+  std::uint64_t by_kind[256] = {};
+  for (std::size_t i = 0; i < replay_reports.size(); ++i) {
+    hash = Fnv1a(hash, replay_reports[i]);
+    ++by_kind[static_cast<std::uint8_t>(
+        codec::FrameView::Parse(replay_reports[i])->kind())];
+    EXPECT_EQ(codec::FrameView::Parse(replay_reports[i])->sequence(), i + 1);
+  }
+  EXPECT_EQ(r.report_hash, hash);
+  EXPECT_EQ(r.accepted,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kAccepted)]);
+  EXPECT_EQ(r.rejected,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kRejected)]);
+  EXPECT_EQ(r.replaced,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kReplaced)]);
+  EXPECT_EQ(r.cancelled,
+            by_kind[static_cast<std::uint8_t>(codec::Kind::kCancelled)]);
+  EXPECT_EQ(r.fills, by_kind[static_cast<std::uint8_t>(codec::Kind::kFilled)]);
+}
 
-  // The journal holds each session's commands once, verbatim, in sequence
-  // order, and nothing else; its indices run 1, 2, 3, ...
+// The journal in `dir` holds each session's commands (`commands`, encoded
+// as `frames`) once, verbatim, in sequence order, and nothing else; its
+// indices run 1, 2, 3, ...
+void ExpectTheJournalHoldsEachCommandOnce(
+    const ScratchDir& dir,
+    const std::vector<std::vector<codec::Command>>& commands,
+    const std::vector<std::vector<std::byte>>& frames) {
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
       journal::JournalReader::Open(dir.Sub("journal"));
   ASSERT_TRUE(reader.ok()) << reader.status();
@@ -562,6 +574,68 @@ void KillAndRestartUnderLoad(const CrashRun& run) {
     EXPECT_EQ(per_session[c], kCommands);
   }
   EXPECT_EQ(mismatches, 0u);
+}
+
+// The whole test; with `snapshot_every` (records) the service snapshots
+// while it serves and each restart starts from its newest snapshot.
+void KillAndRestartUnderLoad(const CrashRun& run) {
+  ScratchDir dir("ow-crash");
+  ASSERT_FALSE(dir.path().empty());
+  const std::uint64_t seed = CrashSeed(dir);
+  std::mt19937_64 rng(seed);
+  CrashServer server{.dir = dir, .run = run};
+  if (run.history_bytes != 0) {
+    server.config_file = dir.Sub("serve.toml");
+    test_support::WriteText(server.config_file,
+                            "[service]\nmax_report_history_bytes = " +
+                                std::to_string(run.history_bytes) + "\n");
+  }
+
+  // The commands, as `orderwire submit --workload mixed` makes them, one
+  // stream per session (the same 64 accounts).
+  std::vector<std::vector<codec::Command>> commands;
+  std::vector<std::vector<std::byte>> frames;
+  for (std::size_t c = 0; c < kClients; ++c) {
+    commands.push_back(workload::Generate(workload::Workload::kMixed, kCommands,
+                                          seed % 1000 + 1 + c));
+    frames.push_back(workload::EncodeCommands(commands.back()));
+  }
+
+  ASSERT_NO_FATAL_FAILURE(server.StartOnAFreePort());
+  const int first_incarnation = server.incarnation - 1;
+  CrashClients clients;
+  ASSERT_NO_FATAL_FAILURE(clients.Start(dir, run, server.port, frames));
+  int kills = 0;
+  ASSERT_NO_FATAL_FAILURE(
+      KillAndRestartWhileBusy(server, clients, rng, &kills));
+  clients.Join();
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectTheClientsFinishedUnderTheKills(clients, kills, run));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectEachRestartReplayedTheJournal(server, first_incarnation));
+
+  // A clean stop of the last incarnation.
+  const int serve_exit = server.child->Stop(SIGTERM, 20'000);
+  const std::string last_log = ReadText(ServeLog(dir, server.incarnation - 1));
+  EXPECT_EQ(serve_exit, 0) << last_log;
+  EXPECT_NE(last_log.find("stopped cleanly"), std::string::npos) << last_log;
+
+  // Replay reproduces each client's report stream, byte for byte.
+  // The whole journal (--no-snapshot: a replay would otherwise start from
+  // the newest snapshot and write only the tail's reports).
+  ASSERT_EQ(RunTool({"replay", "--journal", dir.Sub("journal"), "--no-snapshot",
+                     "--reports-dir", dir.Sub("replay")},
+                    dir.Sub("replay.log"), 60'000),
+            0)
+      << ReadText(dir.Sub("replay.log"));
+  for (std::size_t c = 0; c < kClients; ++c) {
+    SCOPED_TRACE("session " + std::to_string(kSessions[c]));
+    ASSERT_NO_FATAL_FAILURE(ExpectTheReplayReproducesTheReports(
+        *clients.results[c], ReadText(ClientReports(dir, kSessions[c])),
+        ReadText(dir.Sub("replay/session-" + std::to_string(kSessions[c]) +
+                         ".bin"))));
+  }
+  ExpectTheJournalHoldsEachCommandOnce(dir, commands, frames);
 }
 
 TEST(ServiceCrashTest, KilledAndRestartedUnderLoadLosesAndDuplicatesNothing) {

@@ -36,16 +36,13 @@ namespace {
 // ---------------------------------------------------------------------------
 // Malformed datagrams: counted by cause, never answered, never applied.
 
-TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
-  ScratchDir dir;
-  auto service = RunningService::Start(
-      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
-  ASSERT_NE(service, nullptr);
-  TestClient bad(service->endpoint());
-  constexpr std::uint32_t kSession = 21;
-  const codec::NewLimit order = Limit(4, 9, 2, Side::kBuy, 77, 5);
+// A datagram of `session` for each cause of malformed datagram, from the
+// valid datagram of one frame of `order` (sequence 1): the cause, the bytes.
+// Two truncated ones; the last is the oversize one.
+std::vector<std::pair<CodecError, Bytes>> MalformedDatagrams(
+    std::uint32_t session, const codec::NewLimit& order) {
   const Bytes command = Frame(1, order);
-  const Bytes valid = Datagram(kSession, {command});
+  const Bytes valid = Datagram(session, {command});
   const auto with = [&](std::size_t offset, std::uint8_t value) {
     Bytes d = valid;
     d[offset] = std::byte{value};
@@ -85,7 +82,7 @@ TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
       CodecError::kUnknownKind,
       with(codec::kDatagramHeaderSize + codec::kKindOffset, 0x07));
   cases.emplace_back(CodecError::kNotACommand,
-                     Datagram(kSession, {AcceptedFor(1, 1, order)}));
+                     Datagram(session, {AcceptedFor(1, 1, order)}));
   {
     // 32 NewLimit frames: 1516 bytes, more than the 1472-byte buffer, so the
     // kernel truncates it and says so.
@@ -94,9 +91,29 @@ TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
       const Bytes f = Frame(i, order);
       d.insert(d.end(), f.begin(), f.end());
     }
-    ASSERT_GT(d.size(), codec::kMaxDatagramSize);
     cases.emplace_back(CodecError::kOversize, d);
   }
+  return cases;
+}
+
+TEST(ServiceEndToEnd, EveryMalformedDatagramIsCountedByCauseAndNotAnswered) {
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kNone));
+  ASSERT_NE(service, nullptr);
+  TestClient bad(service->endpoint());
+  constexpr std::uint32_t kSession = 21;
+  const codec::NewLimit order = Limit({.account_id = 4,
+                                       .client_order_id = 9,
+                                       .instrument_id = 2,
+                                       .price = 77,
+                                       .quantity = 5});
+  const Bytes command = Frame(1, order);
+  const Bytes valid = Datagram(kSession, {command});
+  const std::vector<std::pair<CodecError, Bytes>> cases =
+      MalformedDatagrams(kSession, order);
+  // The last: more than the 1472-byte buffer.
+  ASSERT_GT(cases.back().second.size(), codec::kMaxDatagramSize);
   // Each really is malformed for that cause.
   for (const auto& [error, bytes] : cases) {
     if (error == CodecError::kOversize) continue;
@@ -160,9 +177,20 @@ TEST(ServiceEndToEnd, ACommandForAnotherAccountIsRejectedUnauthorized) {
   TestClient client(service->endpoint());
   constexpr std::uint32_t kSession = 7;
 
-  const codec::NewLimit own = Limit(7, 1, 42, Side::kBuy, 100, 10);
-  const codec::NewLimit foreign = Limit(9, 2, 42, Side::kBuy, 100, 10);
-  const codec::NewLimit also_own = Limit(8, 3, 42, Side::kSell, 200, 10);
+  const codec::NewLimit own = Limit({.account_id = 7,
+                                     .client_order_id = 1,
+                                     .instrument_id = 42,
+                                     .quantity = 10});
+  const codec::NewLimit foreign = Limit({.account_id = 9,
+                                         .client_order_id = 2,
+                                         .instrument_id = 42,
+                                         .quantity = 10});
+  const codec::NewLimit also_own = Limit({.account_id = 8,
+                                          .client_order_id = 3,
+                                          .instrument_id = 42,
+                                          .side = Side::kSell,
+                                          .price = 200,
+                                          .quantity = 10});
   const std::vector<Bytes> commands = {
       Frame(1, own),
       // One datagram mixing allowed and foreign accounts.
@@ -237,7 +265,8 @@ TEST(ServiceEndToEnd, UnlistedAndFarAwaySessionsAreRefusedSilently) {
   auto service = RunningService::Start(
       TestOptions(dir.Sub("journal"), journal::Durability::kNone, *config));
   ASSERT_NE(service, nullptr);
-  const codec::NewLimit order = Limit(7, 1, 1, Side::kBuy, 10, 1);
+  const codec::NewLimit order =
+      Limit({.account_id = 7, .client_order_id = 1, .price = 10});
 
   TestClient unlisted(service->endpoint());
   unlisted.Send(6, {Frame(1, order)});
@@ -253,11 +282,13 @@ TEST(ServiceEndToEnd, UnlistedAndFarAwaySessionsAreRefusedSilently) {
   // Session 5 is pinned to `first`: the same session from another socket
   // (another port) is dropped, whatever it holds.
   TestClient hijacker(service->endpoint());
-  const codec::NewLimit other = Limit(7, 2, 1, Side::kBuy, 11, 1);
+  const codec::NewLimit other =
+      Limit({.account_id = 7, .client_order_id = 2, .price = 11});
   hijacker.Send(5, {Frame(2, other)});
 
   TestClient second(service->endpoint());
-  const codec::NewLimit second_order = Limit(8, 1, 1, Side::kBuy, 10, 1);
+  const codec::NewLimit second_order =
+      Limit({.account_id = 8, .client_order_id = 1, .price = 10});
   second.Send(7, {Frame(1, second_order)});
   reports = second.Frames(7, 1);
   ASSERT_EQ(reports.size(), 1u);
@@ -272,7 +303,8 @@ TEST(ServiceEndToEnd, UnlistedAndFarAwaySessionsAreRefusedSilently) {
 
   // Session 5 carries on from `first`: sequence 2 was not taken by the
   // hijacker's datagram.
-  const codec::NewLimit next = Limit(7, 3, 1, Side::kBuy, 12, 1);
+  const codec::NewLimit next =
+      Limit({.account_id = 7, .client_order_id = 3, .price = 12});
   first.Send(5, {Frame(2, next)});
   reports = first.Frames(5, 1);
   ASSERT_EQ(reports.size(), 1u);

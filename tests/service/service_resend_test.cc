@@ -46,8 +46,10 @@ TEST(ServiceEndToEnd, ADuplicatedDatagramIsAppliedOnceAndItsReportsResent) {
   std::vector<Bytes> commands;
   for (std::uint64_t i = 1; i <= 4; ++i) {
     commands.push_back(
-        Frame(i, Limit(1, 100 + i, 3, Side::kBuy,
-                       1000 + static_cast<std::int64_t>(i), 10)));
+        Frame(i, Limit({.client_order_id = 100 + i,
+                        .instrument_id = 3,
+                        .price = 1000 + static_cast<std::int64_t>(i),
+                        .quantity = 10})));
   }
   // Report frames by sequence: a report seen again must be the same bytes.
   std::map<std::uint64_t, Bytes> seen;
@@ -74,8 +76,11 @@ TEST(ServiceEndToEnd, ADuplicatedDatagramIsAppliedOnceAndItsReportsResent) {
   const Bytes first = Datagram(kSession, {commands[0]});
   client.Send(first);
   until(1);
-  const Bytes accepted1 =
-      AcceptedFor(1, 1, Limit(1, 101, 3, Side::kBuy, 1001, 10));
+  const Bytes accepted1 = AcceptedFor(1, 1,
+                                      Limit({.client_order_id = 101,
+                                             .instrument_id = 3,
+                                             .price = 1001,
+                                             .quantity = 10}));
   EXPECT_FRAME_EQ(seen[1], accepted1);
   EXPECT_EQ(again, 0u);
 
@@ -107,9 +112,12 @@ TEST(ServiceEndToEnd, ADuplicatedDatagramIsAppliedOnceAndItsReportsResent) {
   ASSERT_EQ(seen.size(), 4u);
   for (std::uint64_t i = 1; i <= 4; ++i) {
     EXPECT_FRAME_EQ(
-        seen[i], AcceptedFor(i, i,
-                             Limit(1, 100 + i, 3, Side::kBuy,
-                                   1000 + static_cast<std::int64_t>(i), 10)));
+        seen[i],
+        AcceptedFor(i, i,
+                    Limit({.client_order_id = 100 + i,
+                           .instrument_id = 3,
+                           .price = 1000 + static_cast<std::int64_t>(i),
+                           .quantity = 10})));
   }
 
   const ServiceStats& stats = service->final_stats();
@@ -137,8 +145,11 @@ TEST(ServiceEndToEnd, AGapIsAnsweredWithSequenceGapAndRecoveredByResending) {
   std::vector<codec::NewLimit> orders;
   std::vector<Bytes> commands;
   for (std::uint64_t i = 1; i <= 5; ++i) {
-    orders.push_back(Limit(1, 200 + i, 9, Side::kSell,
-                           5000 + static_cast<std::int64_t>(i), i));
+    orders.push_back(Limit({.client_order_id = 200 + i,
+                            .instrument_id = 9,
+                            .side = Side::kSell,
+                            .price = 5000 + static_cast<std::int64_t>(i),
+                            .quantity = i}));
     commands.push_back(Frame(i, orders.back()));
   }
 
@@ -191,7 +202,8 @@ TEST(ServiceEndToEnd, ANewSessionWhoseFirstFrameIsNotOneGetsSequenceGapOne) {
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
   constexpr std::uint32_t kSession = 61;
-  const codec::NewLimit order = Limit(1, 1, 9, Side::kBuy, 100, 1);
+  const codec::NewLimit order =
+      Limit({.client_order_id = 1, .instrument_id = 9});
   client.Send(kSession, {Frame(3, order)});
   std::vector<Bytes> reports = client.Frames(kSession, 1);
   ASSERT_EQ(reports.size(), 1u);
@@ -217,8 +229,11 @@ TEST(ServiceEndToEnd, ADuplicateAfterTheRunEndsItAndDropsTheRest) {
   std::vector<codec::NewLimit> orders;
   std::vector<Bytes> commands;
   for (std::uint64_t i = 1; i <= 4; ++i) {
-    orders.push_back(Limit(1, 300 + i, 9, Side::kSell,
-                           7000 + static_cast<std::int64_t>(i), i));
+    orders.push_back(Limit({.client_order_id = 300 + i,
+                            .instrument_id = 9,
+                            .side = Side::kSell,
+                            .price = 7000 + static_cast<std::int64_t>(i),
+                            .quantity = i}));
     commands.push_back(Frame(i, orders.back()));
   }
   client.Send(kSession, {commands[0], commands[1]});
@@ -260,7 +275,8 @@ TEST(ServiceEndToEnd, SequenceGapIsNotRepeatedWithinARoundTrip) {
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
   constexpr std::uint32_t kSession = 63;
-  const codec::NewLimit order = Limit(1, 1, 9, Side::kBuy, 100, 1);
+  const codec::NewLimit order =
+      Limit({.client_order_id = 1, .instrument_id = 9});
   // Five datagrams that each reveal the same gap, back to back (well within
   // the 2 ms repeat interval).
   std::vector<Bytes> datagrams;

@@ -39,6 +39,7 @@
 #include "gtest/gtest.h"
 #include "state/state_machine.h"
 #include "tests/service/service_test_support.h"
+#include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -57,7 +58,11 @@ TEST(ServiceEndToEnd, ANewLimitIsAnsweredWithAcceptedUnderItsSession) {
   TestClient client(service->endpoint());
 
   // The golden NewLimit of docs/PROTOCOL.md, in the golden datagram's session.
-  const codec::NewLimit order = Limit(7, 1001, 42, Side::kBuy, 10050, 300);
+  const codec::NewLimit order = Limit({.account_id = 7,
+                                       .client_order_id = 1001,
+                                       .instrument_id = 42,
+                                       .price = 10050,
+                                       .quantity = 300});
   client.Send(0xCAFE, {Frame(1, order)});
 
   const std::optional<Bytes> datagram = client.Receive(5000);
@@ -94,6 +99,25 @@ TEST(ServiceEndToEnd, ANewLimitIsAnsweredWithAcceptedUnderItsSession) {
 // ---------------------------------------------------------------------------
 // A crossing order: Filled to both sessions.
 
+// The engine's order of the reports of the two crosses in `replay`: the
+// maker's Filled before the taker's; the maker's command journaled first.
+void ExpectTheMakersFillsComeFirst(const Replay& replay, std::uint32_t maker,
+                                   std::uint32_t taker) {
+  ASSERT_EQ(replay.reports.size(), 7u);
+  EXPECT_EQ(KindOf(replay.reports[2]), Kind::kFilled);
+  EXPECT_EQ(codec::View<codec::Filled>::Parse(replay.reports[2])
+                ->Get<&codec::Filled::liquidity>(),
+            Liquidity::kMaker);
+  EXPECT_EQ(codec::View<codec::Filled>::Parse(replay.reports[3])
+                ->Get<&codec::Filled::liquidity>(),
+            Liquidity::kTaker);
+  EXPECT_EQ(codec::View<codec::Filled>::Parse(replay.reports[5])
+                ->Get<&codec::Filled::liquidity>(),
+            Liquidity::kMaker);
+  EXPECT_EQ(replay.records[0].session_id, maker);
+  EXPECT_EQ(replay.records[1].session_id, taker);
+}
+
 TEST(ServiceEndToEnd, ACrossingOrderFillsBothSessionsWithOneMatchId) {
   ScratchDir dir;
   auto service = RunningService::Start(
@@ -104,14 +128,21 @@ TEST(ServiceEndToEnd, ACrossingOrderFillsBothSessionsWithOneMatchId) {
   constexpr std::uint32_t kMaker = 11;
   constexpr std::uint32_t kTaker = 12;
 
-  const codec::NewLimit sell = Limit(1, 501, 5, Side::kSell, 100, 10);
+  const codec::NewLimit sell = Limit({.client_order_id = 501,
+                                      .instrument_id = 5,
+                                      .side = Side::kSell,
+                                      .quantity = 10});
   maker.Send(kMaker, {Frame(1, sell)});
   std::vector<Bytes> maker_reports = maker.Frames(kMaker, 1);
   ASSERT_EQ(maker_reports.size(), 1u);
   EXPECT_FRAME_EQ(maker_reports[0], AcceptedFor(1, 1, sell));
 
   // The taker buys 4 at a better price: it trades at the maker's price.
-  const codec::NewLimit buy = Limit(2, 601, 5, Side::kBuy, 101, 4);
+  const codec::NewLimit buy = Limit({.account_id = 2,
+                                     .client_order_id = 601,
+                                     .instrument_id = 5,
+                                     .price = 101,
+                                     .quantity = 4});
   taker.Send(kTaker, {Frame(1, buy)});
   std::vector<Bytes> taker_reports = taker.Frames(kTaker, 2);
   ASSERT_EQ(taker_reports.size(), 2u);
@@ -143,7 +174,10 @@ TEST(ServiceEndToEnd, ACrossingOrderFillsBothSessionsWithOneMatchId) {
                                          .leaves_quantity = 6}));
 
   // A second cross: each session's report numbering carries on on its own.
-  const codec::NewLimit buy2 = Limit(2, 602, 5, Side::kBuy, 100, 3);
+  const codec::NewLimit buy2 = Limit({.account_id = 2,
+                                      .client_order_id = 602,
+                                      .instrument_id = 5,
+                                      .quantity = 3});
   taker.Send(kTaker, {Frame(2, buy2)});
   taker_reports = taker.Frames(kTaker, 2);
   ASSERT_EQ(taker_reports.size(), 2u);
@@ -168,22 +202,9 @@ TEST(ServiceEndToEnd, ACrossingOrderFillsBothSessionsWithOneMatchId) {
   const ServiceStats& stats = service->final_stats();
   EXPECT_EQ(stats.sessions, 2u);
   EXPECT_EQ(stats.frames_out[static_cast<std::size_t>(Kind::kFilled)], 4u);
-  // The engine's order of the reports: maker's Filled before the taker's.
-  const Replay replay =
-      ReplayJournal(dir.Sub("journal"), engine::EngineConfig{});
-  ASSERT_EQ(replay.reports.size(), 7u);
-  EXPECT_EQ(KindOf(replay.reports[2]), Kind::kFilled);
-  EXPECT_EQ(codec::View<codec::Filled>::Parse(replay.reports[2])
-                ->Get<&codec::Filled::liquidity>(),
-            Liquidity::kMaker);
-  EXPECT_EQ(codec::View<codec::Filled>::Parse(replay.reports[3])
-                ->Get<&codec::Filled::liquidity>(),
-            Liquidity::kTaker);
-  EXPECT_EQ(codec::View<codec::Filled>::Parse(replay.reports[5])
-                ->Get<&codec::Filled::liquidity>(),
-            Liquidity::kMaker);
-  EXPECT_EQ(replay.records[0].session_id, kMaker);
-  EXPECT_EQ(replay.records[1].session_id, kTaker);
+  ExpectTheMakersFillsComeFirst(
+      ReplayJournal(dir.Sub("journal"), engine::EngineConfig{}), kMaker,
+      kTaker);
 }
 
 // ---------------------------------------------------------------------------
@@ -248,8 +269,16 @@ TEST(ServiceEndToEnd, ACleanShutdownAppliesAndAnswersEverythingItRead) {
 TEST(ServiceEndToEnd, ARestartRecoversSessionsAndReportsFromTheJournal) {
   ScratchDir dir;
   constexpr std::uint32_t kSession = 23;
-  const codec::NewLimit sell = Limit(1, 1, 8, Side::kSell, 300, 5);
-  const codec::NewLimit buy = Limit(2, 1, 8, Side::kBuy, 300, 2);
+  const codec::NewLimit sell = Limit({.client_order_id = 1,
+                                      .instrument_id = 8,
+                                      .side = Side::kSell,
+                                      .price = 300,
+                                      .quantity = 5});
+  const codec::NewLimit buy = Limit({.account_id = 2,
+                                     .client_order_id = 1,
+                                     .instrument_id = 8,
+                                     .price = 300,
+                                     .quantity = 2});
   std::vector<Bytes> first_run;
   {
     auto service = RunningService::Start(
@@ -311,18 +340,6 @@ TEST(ServiceEndToEnd, ARestartRecoversSessionsAndReportsFromTheJournal) {
 // mixed` clients on shared accounts (docs/PROTOCOL.md "Sessions and sequence
 // numbers").
 
-// Reads a whole FILE* (a tmpfile the client wrote its reports to).
-Bytes ReadBack(std::FILE* file) {
-  Bytes bytes;
-  std::rewind(file);
-  std::byte buffer[1 << 16];
-  std::size_t n;
-  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
-    bytes.insert(bytes.end(), buffer, buffer + n);
-  }
-  return bytes;
-}
-
 // Three go-back-N clients run `mixed` at once on three sessions that trade
 // the same 64 accounts, so each tries to cancel and replace orders another
 // session entered. Every client checks every acknowledgement against its
@@ -379,7 +396,7 @@ TEST(ServiceEndToEnd, SessionsSharingAccountsAreEachAnsweredInOrder) {
   ASSERT_EQ(replay.records.size(), kSessions * kCommands);
   std::vector<Bytes> live(kSessions);
   for (std::uint32_t s = 0; s < kSessions; ++s) {
-    live[s] = ReadBack(files[s]);
+    live[s] = test_support::ReadFromStart(files[s]);
     std::fclose(files[s]);
     const auto it = replay.by_session.find(40 + s);
     ASSERT_NE(it, replay.by_session.end());

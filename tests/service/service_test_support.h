@@ -1,9 +1,10 @@
 // Test support for the service's end-to-end tests over loopback
 // (service_test.cc, service_resend_test.cc, service_refusal_test.cc, in the
-// service_test binary): orders and frames, the counters, the journal read
-// back and replayed as `orderwire replay` does, streams of the mixed
-// workload packed into datagrams. The harness itself (TestOptions,
-// RunningService, TestClient) is tests/support/service_harness.h.
+// service_test binary): frames, the counters, the journal read back and
+// replayed as `orderwire replay` does, streams of the mixed workload packed
+// into datagrams. The harness itself (TestOptions, RunningService,
+// TestClient) is tests/support/service_harness.h, the limit orders
+// tests/support/orders.h.
 #ifndef ORDERWIRE_TESTS_SERVICE_SERVICE_TEST_SUPPORT_H_
 #define ORDERWIRE_TESTS_SERVICE_SERVICE_TEST_SUPPORT_H_
 
@@ -38,6 +39,7 @@
 #include "state/record_flags.h"
 #include "state/state_machine.h"
 #include "tests/support/bytes.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -75,23 +77,11 @@ using test_support::Bytes;
 using test_support::Datagram;
 using test_support::Frame;
 using test_support::Hex;
+using test_support::Limit;
 using test_support::RunningService;
 using test_support::ScratchDir;
 using test_support::TestClient;
 using test_support::TestOptions;
-
-inline codec::NewLimit Limit(std::uint64_t account,
-                             std::uint64_t client_order_id,
-                             std::uint32_t instrument, Side side,
-                             std::int64_t price, std::uint64_t quantity) {
-  return codec::NewLimit{.account_id = account,
-                         .client_order_id = client_order_id,
-                         .instrument_id = instrument,
-                         .side = side,
-                         .time_in_force = TimeInForce::kGoodTillCancel,
-                         .price = price,
-                         .quantity = quantity};
-}
 
 inline std::uint64_t SequenceOf(const Bytes& frame) {
   return codec::LoadLE<std::uint64_t>(frame.data() + codec::kSequenceOffset);

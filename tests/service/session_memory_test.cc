@@ -31,10 +31,9 @@
 #include "journal/prune.h"
 #include "net/udp.h"
 #include "service/service.h"
-#include "state/rebuild.h"
 #include "state/report_history.h"
-#include "state/snapshot.h"
 #include "tests/support/bytes.h"
+#include "tests/support/orders.h"
 #include "tests/support/sanitizers.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -42,9 +41,7 @@
 namespace orderwire::service {
 namespace {
 
-using state::JournalIdOf;
 using state::ReportHistory;
-using state::WriteSnapshot;
 
 using config::ParseServiceConfig;
 using config::ServiceConfig;
@@ -64,8 +61,10 @@ using test_support::Bytes;
 using test_support::Datagram;
 using test_support::Frame;
 using test_support::Hex;
+using test_support::Limit;
 using test_support::RunningService;
 using test_support::ScratchDir;
+using test_support::SnapshotThenPrune;
 using test_support::TestClient;
 using test_support::TestOptions;
 
@@ -74,17 +73,6 @@ using test_support::TestOptions;
 // docs/SERVICE.md "Memory": what one session costs at most, its first
 // report history ring included.
 constexpr std::size_t kSessionBoundBytes = 1024;
-
-codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
-                      std::int64_t price) {
-  return codec::NewLimit{.account_id = account,
-                         .client_order_id = client_order_id,
-                         .instrument_id = 1,
-                         .side = Side::kBuy,
-                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                         .price = price,
-                         .quantity = 1};
-}
 
 // VmRSS of this process, in bytes.
 std::size_t ResidentBytes() {
@@ -103,7 +91,8 @@ std::size_t ResidentBytes() {
 // their Accepted reports 1..count.
 void SendOrders(TestClient& client, std::uint64_t first, std::uint64_t count) {
   for (std::uint64_t i = first; i < first + count; ++i) {
-    const codec::NewLimit order = Limit(1, i, 100 + static_cast<int>(i));
+    const codec::NewLimit order =
+        Limit({.client_order_id = i, .price = 100 + static_cast<int>(i)});
     client.Send(9, {Frame(i, order)});
     const std::vector<Bytes> reports = client.Frames(9, 1);
     ASSERT_EQ(reports.size(), 1u);
@@ -125,20 +114,23 @@ TEST(SessionMemory, AResendOlderThanTheHistoryIsMadeAgainFromTheJournal) {
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
   SendOrders(client, 1, 5);
-  client.Send(9, {Frame(1, Limit(1, 1, 101))});
+  client.Send(9, {Frame(1, Limit({.client_order_id = 1, .price = 101}))});
   const std::vector<Bytes> reports = client.Frames(9, 5, 10'000);
   ASSERT_EQ(reports.size(), 5u);
   for (std::uint64_t i = 1; i <= 5; ++i) {
     EXPECT_FRAME_EQ(reports[i - 1],
-                    AcceptedFor(i, i, Limit(1, i, 100 + static_cast<int>(i))));
+                    AcceptedFor(i, i,
+                                Limit({.client_order_id = i,
+                                       .price = 100 + static_cast<int>(i)})));
   }
   EXPECT_TRUE(client.Silent(20));
   // A duplicate of a command still held is answered from the history.
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // 2 ms rule
-  client.Send(9, {Frame(5, Limit(1, 5, 105))});
+  client.Send(9, {Frame(5, Limit({.client_order_id = 5, .price = 105}))});
   const std::vector<Bytes> again = client.Frames(9, 1);
   ASSERT_EQ(again.size(), 1u);
-  EXPECT_FRAME_EQ(again[0], AcceptedFor(5, 5, Limit(1, 5, 105)));
+  EXPECT_FRAME_EQ(
+      again[0], AcceptedFor(5, 5, Limit({.client_order_id = 5, .price = 105})));
   ASSERT_TRUE(service->Stop().ok());
   const ServiceStats& stats = service->final_stats();
   EXPECT_EQ(stats.reports_gone_sent, 0u);
@@ -169,12 +161,14 @@ TEST(SessionMemory, ARegenerationStartsFromTheNewestSnapshotBeforeTheCommand) {
   }
   ASSERT_TRUE(service->WaitFor(
       [](const ServiceStats& s) { return s.last_snapshot_index == 8; }));
-  client.Send(9, {Frame(5, Limit(1, 5, 105))});
+  client.Send(9, {Frame(5, Limit({.client_order_id = 5, .price = 105}))});
   const std::vector<Bytes> reports = client.Frames(9, 4, 10'000);
   ASSERT_EQ(reports.size(), 4u);
   for (std::uint64_t i = 5; i <= 8; ++i) {
     EXPECT_FRAME_EQ(reports[i - 5],
-                    AcceptedFor(i, i, Limit(1, i, 100 + static_cast<int>(i))));
+                    AcceptedFor(i, i,
+                                Limit({.client_order_id = i,
+                                       .price = 100 + static_cast<int>(i)})));
   }
   ASSERT_TRUE(service->Stop().ok());
   const ServiceStats& stats = service->final_stats();
@@ -205,31 +199,25 @@ TEST(SessionMemory, AResendOlderThanTheRetainedJournalIsAnsweredReportsGone) {
   }
   // A snapshot at the end (of this journal: the restart checks its id),
   // then the segments before it pruned.
-  absl::StatusOr<std::uint64_t> id = JournalIdOf(journal_dir, {});
-  ASSERT_TRUE(id.ok()) << id.status();
-  {
-    absl::StatusOr<std::unique_ptr<Service>> stopped = Service::Start(options);
-    ASSERT_TRUE(stopped.ok()) << stopped.status();
-    ASSERT_TRUE(
-        WriteSnapshot((*stopped)->state(), *id, journal_dir).status().ok());
-  }
-  absl::StatusOr<journal::PruneReport> pruned = journal::PruneJournal(
-      {.directory = journal_dir, .before_index = kOrders});
-  ASSERT_TRUE(pruned.ok()) << pruned.status();
-  ASSERT_GT(pruned->first_index_after, 1u);
+  journal::PruneReport pruned;
+  ASSERT_NO_FATAL_FAILURE(SnapshotThenPrune(options, kOrders, &pruned));
+  ASSERT_GT(pruned.first_index_after, 1u);
 
   auto service = RunningService::Start(options);
   ASSERT_NE(service, nullptr);
   TestClient client(service->endpoint());
-  client.Send(9, {Frame(1, Limit(1, 1, 101))});
+  client.Send(9, {Frame(1, Limit({.client_order_id = 1, .price = 101}))});
   const std::vector<Bytes> reports = client.Frames(9, 3, 10'000);
   ASSERT_EQ(reports.size(), 3u);
   EXPECT_FRAME_EQ(reports[0],
                   Frame(0, codec::ReportsGone{kOrders - 1, kOrders - 1}));
   EXPECT_FRAME_EQ(reports[1], AcceptedFor(kOrders - 1, kOrders - 1,
-                                          Limit(1, kOrders - 1, 99 + kOrders)));
-  EXPECT_FRAME_EQ(reports[2], AcceptedFor(kOrders, kOrders,
-                                          Limit(1, kOrders, 100 + kOrders)));
+                                          Limit({.client_order_id = kOrders - 1,
+                                                 .price = 99 + kOrders})));
+  EXPECT_FRAME_EQ(
+      reports[2],
+      AcceptedFor(kOrders, kOrders,
+                  Limit({.client_order_id = kOrders, .price = 100 + kOrders})));
   ASSERT_TRUE(service->Stop().ok());
   const ServiceStats& stats = service->final_stats();
   EXPECT_EQ(stats.regenerations, 1u);
@@ -253,12 +241,14 @@ TEST(SessionMemory, AnIdleSessionReleasesItsHistoryAndStillTrades) {
   ASSERT_TRUE(service->WaitFor([](const ServiceStats& s) {
     return s.histories_released == 1 && s.history_bytes == 0;
   }));
-  client.Send(9, {Frame(1, Limit(1, 1, 101))});
+  client.Send(9, {Frame(1, Limit({.client_order_id = 1, .price = 101}))});
   std::vector<Bytes> reports = client.Frames(9, 3, 10'000);
   ASSERT_EQ(reports.size(), 3u);
   for (std::uint64_t i = 1; i <= 3; ++i) {
     EXPECT_FRAME_EQ(reports[i - 1],
-                    AcceptedFor(i, i, Limit(1, i, 100 + static_cast<int>(i))));
+                    AcceptedFor(i, i,
+                                Limit({.client_order_id = i,
+                                       .price = 100 + static_cast<int>(i)})));
   }
   EXPECT_TRUE(client.Silent(20));
   SendOrders(client, 4, 1);
@@ -291,6 +281,25 @@ void SendAll(TestClient& client, RunningService& service,
     ASSERT_TRUE(read_all) << "the service read fewer than " << want
                           << " datagrams";
   }
+}
+
+// A restart of the service of `options` replays `sessions` sessions, and
+// session `listed` (account 7, its command 1 taken before) trades with its
+// command 2.
+void ExpectTheListedSessionTradesAfterARestart(const ServiceOptions& options,
+                                               std::uint32_t listed,
+                                               std::uint64_t sessions) {
+  auto restarted = RunningService::Start(options);
+  ASSERT_NE(restarted, nullptr);
+  TestClient again(restarted->endpoint());
+  const codec::NewLimit next =
+      Limit({.account_id = 7, .client_order_id = 2, .price = 11});
+  again.Send(listed, {Frame(2, next)});
+  const std::vector<Bytes> reports = again.Frames(listed, 1, 10'000);
+  ASSERT_EQ(reports.size(), 1u);
+  EXPECT_FRAME_EQ(reports[0], AcceptedFor(2, 2, next));
+  ASSERT_TRUE(restarted->Stop().ok());
+  EXPECT_EQ(restarted->final_stats().replayed, sessions);
 }
 
 // The reproduction, scaled to 100,000 ids: memory stays under
@@ -370,7 +379,8 @@ TEST(SessionMemory, HundredThousandSessionIdsStayWithinTheStatedBound) {
   // the listed one trades.
   client.Send(kIds + 5000, {Frame(1, cancel)});
   TestClient listed(service->endpoint());
-  const codec::NewLimit order = Limit(7, 1, 10);
+  const codec::NewLimit order =
+      Limit({.account_id = 7, .client_order_id = 1, .price = 10});
   listed.Send(kListed, {Frame(1, order)});
   std::vector<Bytes> reports = listed.Frames(kListed, 1, 10'000);
   ASSERT_EQ(reports.size(), 1u);
@@ -388,16 +398,7 @@ TEST(SessionMemory, HundredThousandSessionIdsStayWithinTheStatedBound) {
 
   // 4. After a restart (the journal replays every session), the listed
   // session still trades.
-  auto restarted = RunningService::Start(options);
-  ASSERT_NE(restarted, nullptr);
-  TestClient again(restarted->endpoint());
-  const codec::NewLimit next = Limit(7, 2, 11);
-  again.Send(kListed, {Frame(2, next)});
-  reports = again.Frames(kListed, 1, 10'000);
-  ASSERT_EQ(reports.size(), 1u);
-  EXPECT_FRAME_EQ(reports[0], AcceptedFor(2, 2, next));
-  ASSERT_TRUE(restarted->Stop().ok());
-  EXPECT_EQ(restarted->final_stats().replayed, kIds + 1);
+  ExpectTheListedSessionTradesAfterARestart(options, kListed, kIds + 1);
 }
 
 // The client side of "Reports gone": a stand-in service answers command 1,
@@ -414,7 +415,8 @@ TEST(SessionMemory, TheClientContinuesAfterReportsGoneAndCountsTheUnconfirmed) {
   std::vector<codec::NewLimit> orders;
   Bytes input;
   for (std::uint64_t i = 1; i <= 3; ++i) {
-    orders.push_back(Limit(1, i, 100 + static_cast<int>(i)));
+    orders.push_back(
+        Limit({.client_order_id = i, .price = 100 + static_cast<int>(i)}));
     const Bytes frame = Frame(i, orders.back());
     input.insert(input.end(), frame.begin(), frame.end());
   }

@@ -20,6 +20,7 @@
 #include "service/service.h"
 #include "tests/support/bytes.h"
 #include "tests/support/journal_replay.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -36,23 +37,13 @@ using test_support::AcceptedFor;
 using test_support::Bytes;
 using test_support::Frame;
 using test_support::Hex;
+using test_support::Limit;
 using test_support::RunningService;
 using test_support::ScratchDir;
 using test_support::TestClient;
 using test_support::TestOptions;
 
 #define EXPECT_FRAME_EQ(actual, expected) EXPECT_EQ(Hex(actual), Hex(expected))
-
-codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
-                      Side side, std::int64_t price, std::uint64_t quantity) {
-  return codec::NewLimit{.account_id = account,
-                         .client_order_id = client_order_id,
-                         .instrument_id = 1,
-                         .side = side,
-                         .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                         .price = price,
-                         .quantity = quantity};
-}
 
 std::uint64_t RecyclingRefused(const ServiceStats& stats, Admission admission) {
   return stats.refused[static_cast<std::size_t>(admission)];
@@ -91,7 +82,8 @@ TEST(SessionRecycling, AFloodOfIdsFromOneSourceLeavesPlacesForOthers) {
   }
 
   TestClient other(service->endpoint(), *Endpoint::Parse("127.0.0.2:0"));
-  const codec::NewLimit order = Limit(7, 1, Side::kBuy, 10, 1);
+  const codec::NewLimit order =
+      Limit({.account_id = 7, .client_order_id = 1, .price = 10});
   other.Send(9, {Frame(1, order)});
   const std::vector<Bytes> reports = other.Frames(9, 1, 5000);
   ASSERT_EQ(reports.size(), 1u) << "a session from another address was not "
@@ -105,6 +97,24 @@ TEST(SessionRecycling, AFloodOfIdsFromOneSourceLeavesPlacesForOthers) {
             kIds - defaults.max_sessions_per_source);
   EXPECT_EQ(RecyclingRefused(stats, Admission::kTooManySessions), 0u);
   EXPECT_EQ(stats.commands_applied, defaults.max_sessions_per_source + 1);
+}
+
+// The journal replayed: 6 records, and session 11's reports are the Accepted
+// of `sell1` then `resent` (reports 2 to 4, as a retransmission brought
+// them).
+void ExpectSession11ReplaysAsReceived(const std::string& journal,
+                                      const engine::EngineConfig& engine,
+                                      const codec::NewLimit& sell1,
+                                      const std::vector<Bytes>& resent) {
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(journal, engine);
+  EXPECT_EQ(replay.records, 6u);
+  const std::vector<Bytes>& reports = replay.reports_by_session.at(11);
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_FRAME_EQ(reports[0], AcceptedFor(1, 1, sell1));
+  for (std::size_t i = 1; i < 4; ++i) {
+    EXPECT_FRAME_EQ(reports[i], resent[i - 1]);
+  }
 }
 
 // Sessions 11 and 12 take both places; 13 is refused; once both are idle
@@ -127,12 +137,18 @@ TEST(SessionRecycling, AnIdleSessionGivesItsPlaceBackAndComesBackWhereItWas) {
   auto service = RunningService::Start(options);
   ASSERT_NE(service, nullptr);
 
-  const codec::NewLimit sell1 = Limit(1, 1, Side::kSell, 100, 5);
-  const codec::NewLimit sell2 = Limit(1, 2, Side::kSell, 200, 5);
-  const codec::NewLimit sell3 = Limit(1, 3, Side::kSell, 300, 5);
-  const codec::NewLimit bid = Limit(2, 1, Side::kBuy, 50, 1);
-  const codec::NewLimit cross = Limit(2, 2, Side::kBuy, 100, 2);
-  const codec::NewLimit late = Limit(3, 1, Side::kBuy, 40, 1);
+  const codec::NewLimit sell1 =
+      Limit({.client_order_id = 1, .side = Side::kSell, .quantity = 5});
+  const codec::NewLimit sell2 = Limit(
+      {.client_order_id = 2, .side = Side::kSell, .price = 200, .quantity = 5});
+  const codec::NewLimit sell3 = Limit(
+      {.client_order_id = 3, .side = Side::kSell, .price = 300, .quantity = 5});
+  const codec::NewLimit bid =
+      Limit({.account_id = 2, .client_order_id = 1, .price = 50});
+  const codec::NewLimit cross =
+      Limit({.account_id = 2, .client_order_id = 2, .quantity = 2});
+  const codec::NewLimit late =
+      Limit({.account_id = 3, .client_order_id = 1, .price = 40});
   TestClient first(service->endpoint());
   first.Send(11, {Frame(1, sell1), Frame(2, sell2)});
   std::vector<Bytes> got = first.Frames(11, 2);
@@ -205,13 +221,7 @@ TEST(SessionRecycling, AnIdleSessionGivesItsPlaceBackAndComesBackWhereItWas) {
   EXPECT_EQ(stats.sequence_gaps_sent, 0u);
   EXPECT_EQ(stats.duplicates, 1u);
   EXPECT_EQ(RecyclingRefused(stats, Admission::kPinnedElsewhere), 1u);
-  const test_support::SessionReplay replay =
-      test_support::ReplayJournalBySession(dir.Sub("journal"), engine);
-  EXPECT_EQ(replay.records, 6u);
-  const std::vector<Bytes>& reports = replay.reports_by_session.at(11);
-  ASSERT_EQ(reports.size(), 4u);
-  EXPECT_FRAME_EQ(reports[0], AcceptedFor(1, 1, sell1));
-  for (std::size_t i = 1; i < 4; ++i) EXPECT_FRAME_EQ(reports[i], got[i - 1]);
+  ExpectSession11ReplaysAsReceived(dir.Sub("journal"), engine, sell1, got);
 }
 
 // A listed session is never given up: idle as long as an unlisted one that
@@ -228,7 +238,8 @@ TEST(SessionRecycling, AListedSessionKeepsItsPlace) {
   auto service = RunningService::Start(
       TestOptions(dir.Sub("journal"), journal::Durability::kNone, config));
   ASSERT_NE(service, nullptr);
-  const codec::NewLimit order = Limit(7, 1, Side::kBuy, 10, 1);
+  const codec::NewLimit order =
+      Limit({.account_id = 7, .client_order_id = 1, .price = 10});
   TestClient listed(service->endpoint());
   listed.Send(5, {Frame(1, order)});
   ASSERT_EQ(listed.Frames(5, 1).size(), 1u);
@@ -262,7 +273,8 @@ TEST(SessionRecycling, AJournalWithMoreSessionsThanPlacesRestarts) {
       "session_slot_idle_seconds = 0.1\n");
   const ServiceOptions options =
       TestOptions(dir.Sub("journal"), journal::Durability::kBatch, config);
-  const codec::NewLimit order = Limit(7, 1, Side::kBuy, 10, 1);
+  const codec::NewLimit order =
+      Limit({.account_id = 7, .client_order_id = 1, .price = 10});
   {
     auto service = RunningService::Start(options);
     ASSERT_NE(service, nullptr);
@@ -282,7 +294,8 @@ TEST(SessionRecycling, AJournalWithMoreSessionsThanPlacesRestarts) {
             std::string::npos)
       << service->service().startup_report();
   TestClient client(service->endpoint());
-  const codec::NewLimit next = Limit(7, 2, Side::kBuy, 11, 1);
+  const codec::NewLimit next =
+      Limit({.account_id = 7, .client_order_id = 2, .price = 11});
   client.Send(2, {Frame(2, next)});
   const std::vector<Bytes> got = client.Frames(2, 1);
   ASSERT_EQ(got.size(), 1u);

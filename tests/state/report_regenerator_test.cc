@@ -20,7 +20,6 @@
 #include "service/service.h"
 #include "state/pinned_config.h"
 #include "state/rebuild.h"
-#include "state/snapshot.h"
 #include "state/state_machine.h"
 #include "tests/support/bytes.h"
 #include "tests/support/scratch_dir.h"
@@ -29,7 +28,6 @@
 namespace orderwire::state {
 namespace {
 
-using service::Service;
 using service::ServiceOptions;
 
 using test_support::Bytes;
@@ -37,6 +35,7 @@ using test_support::Frame;
 using test_support::Hex;
 using test_support::RunningService;
 using test_support::ScratchDir;
+using test_support::SnapshotThenPrune;
 using test_support::TestClient;
 using test_support::TestOptions;
 using ::testing::HasSubstr;
@@ -229,18 +228,9 @@ TEST(ReportRegenerator, ReportsOlderThanTheRetainedJournalAreNotFound) {
   options.journal.segment_size = journal::kMinSegmentCapacity;
   constexpr std::uint64_t kOrders = 3000;
   ASSERT_EQ(WriteJournal(options, kOrders).size(), kOrders);
-  absl::StatusOr<std::uint64_t> id = JournalIdOf(journal_dir, {});
-  ASSERT_TRUE(id.ok()) << id.status();
-  {
-    absl::StatusOr<std::unique_ptr<Service>> stopped = Service::Start(options);
-    ASSERT_TRUE(stopped.ok()) << stopped.status();
-    ASSERT_TRUE(
-        WriteSnapshot((*stopped)->state(), *id, journal_dir).status().ok());
-  }
-  absl::StatusOr<journal::PruneReport> pruned = journal::PruneJournal(
-      {.directory = journal_dir, .before_index = kOrders});
-  ASSERT_TRUE(pruned.ok()) << pruned.status();
-  ASSERT_GT(pruned->first_index_after, 2u);
+  journal::PruneReport pruned;
+  ASSERT_NO_FATAL_FAILURE(SnapshotThenPrune(options, kOrders, &pruned));
+  ASSERT_GT(pruned.first_index_after, 2u);
 
   ReportRegenerator regenerator(RegeneratorOptions(options));
   std::vector<Bytes> reports;

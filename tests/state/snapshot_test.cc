@@ -350,9 +350,10 @@ struct Mutation {
   std::string expected;  // in the message
 };
 
-TEST(Snapshot, InconsistentContentsBehindValidChecksumsAreRefused) {
-  const std::vector<std::byte> good = SmallSnapshot();
-  const std::vector<Mutation> mutations = {
+// The mutations of the test below: each a field of one record of a
+// section set to a value that makes the snapshot inconsistent.
+std::vector<Mutation> InconsistentMutations() {
+  return {
       {"session index not dense", kSectionSessions, 1,
        codec::OffsetOf<kSnapshotSessionLayout, &SnapshotSessionRecord::index>(),
        5, 4, "dense"},
@@ -409,54 +410,62 @@ TEST(Snapshot, InconsistentContentsBehindValidChecksumsAreRefused) {
        codec::OffsetOf<kSnapshotReportLayout, &SnapshotReportRecord::command>(),
        1'000'000, 8, "command"},
   };
-  for (const Mutation& m : mutations) {
+}
+
+// `m` applied to `bad` (a snapshot; resealed afterwards by the caller).
+void ApplyMutation(std::vector<std::byte>& bad, const Mutation& m) {
+  const SnapshotSectionEntry entry = SectionEntry(bad, m.section);
+  const std::size_t record_size =
+      entry.count == 0 ? 0 : entry.bytes / entry.count;
+  ASSERT_LT(m.record, entry.count);
+  std::byte* at =
+      bad.data() + entry.offset + m.record * record_size + m.field_offset;
+  if (m.name == "order id repeated") {
+    // The second order takes the first one's id.
+    std::memcpy(at, bad.data() + entry.offset + m.field_offset, 8);
+  } else if (m.name == "client key repeated") {
+    // The second order takes the first one's whole client key.
+    std::byte* second = bad.data() + entry.offset + record_size;
+    const std::byte* first = bad.data() + entry.offset;
+    for (const std::size_t field :
+         {codec::OffsetOf<kSnapshotOrderLayout,
+                          &SnapshotOrderRecord::account_id>(),
+          codec::OffsetOf<kSnapshotOrderLayout, &SnapshotOrderRecord::owner>(),
+          codec::OffsetOf<kSnapshotOrderLayout,
+                          &SnapshotOrderRecord::client_order_id>()}) {
+      std::memcpy(second + field, first + field,
+                  field == codec::OffsetOf<kSnapshotOrderLayout,
+                                           &SnapshotOrderRecord::owner>()
+                      ? 4
+                      : 8);
+    }
+  } else {
+    switch (m.width) {
+      case 1:
+        codec::StoreLE(at, static_cast<std::uint8_t>(m.value));
+        break;
+      case 2:
+        codec::StoreLE(at, static_cast<std::uint16_t>(m.value));
+        break;
+      case 4:
+        codec::StoreLE(at, static_cast<std::uint32_t>(m.value));
+        break;
+      default:
+        codec::StoreLE(at, m.value);
+    }
+  }
+  if (m.name == "session id twice") {
+    // Session 1 takes session 0's id.
+    std::memcpy(at, bad.data() + entry.offset, 4);
+  }
+}
+
+TEST(Snapshot, InconsistentContentsBehindValidChecksumsAreRefused) {
+  const std::vector<std::byte> good = SmallSnapshot();
+  for (const Mutation& m : InconsistentMutations()) {
     SCOPED_TRACE(m.name);
     std::vector<std::byte> bad = good;
-    const SnapshotSectionEntry entry = SectionEntry(bad, m.section);
-    const std::size_t record_size =
-        entry.count == 0 ? 0 : entry.bytes / entry.count;
-    ASSERT_LT(m.record, entry.count);
-    std::byte* at =
-        bad.data() + entry.offset + m.record * record_size + m.field_offset;
-    if (m.name == "order id repeated") {
-      // The second order takes the first one's id.
-      std::memcpy(at, bad.data() + entry.offset + m.field_offset, 8);
-    } else if (m.name == "client key repeated") {
-      // The second order takes the first one's whole client key.
-      std::byte* second = bad.data() + entry.offset + record_size;
-      const std::byte* first = bad.data() + entry.offset;
-      for (const std::size_t field :
-           {codec::OffsetOf<kSnapshotOrderLayout,
-                            &SnapshotOrderRecord::account_id>(),
-            codec::OffsetOf<kSnapshotOrderLayout,
-                            &SnapshotOrderRecord::owner>(),
-            codec::OffsetOf<kSnapshotOrderLayout,
-                            &SnapshotOrderRecord::client_order_id>()}) {
-        std::memcpy(second + field, first + field,
-                    field == codec::OffsetOf<kSnapshotOrderLayout,
-                                             &SnapshotOrderRecord::owner>()
-                        ? 4
-                        : 8);
-      }
-    } else {
-      switch (m.width) {
-        case 1:
-          codec::StoreLE(at, static_cast<std::uint8_t>(m.value));
-          break;
-        case 2:
-          codec::StoreLE(at, static_cast<std::uint16_t>(m.value));
-          break;
-        case 4:
-          codec::StoreLE(at, static_cast<std::uint32_t>(m.value));
-          break;
-        default:
-          codec::StoreLE(at, m.value);
-      }
-    }
-    if (m.name == "session id twice") {
-      // Session 1 takes session 0's id.
-      std::memcpy(at, bad.data() + entry.offset, 4);
-    }
+    ASSERT_NO_FATAL_FAILURE(ApplyMutation(bad, m));
     ResealSnapshot(bad);
     const auto loaded = DecodeSnapshot(bad, "f.ows", 0);
     ASSERT_FALSE(loaded.ok());

@@ -15,20 +15,14 @@
 #include "gtest/gtest.h"
 #include "state/record_flags.h"
 #include "tests/support/bytes.h"
+#include "tests/support/orders.h"
 
 namespace orderwire::state {
 namespace {
 
 using test_support::Bytes;
 using test_support::Frame;
-
-codec::NewLimit Limit(std::uint64_t account, std::uint64_t client_order_id,
-                      codec::Side side, std::int64_t price,
-                      std::uint64_t quantity) {
-  return codec::NewLimit{
-      account, client_order_id, 42, side, codec::TimeInForce::kGoodTillCancel,
-      price,   quantity};
-}
+using test_support::Limit;
 
 // The model of a frame of kind `Model` (the test fails if it is another).
 template <typename Model>
@@ -105,15 +99,23 @@ class Machine {
 TEST(StateMachine, ReportsGoToTheSessionOfTheOrderTheyConcern) {
   Machine m;
   // Session 10 rests a sell; session 20 buys into it (another account).
-  ASSERT_TRUE(
-      m.Apply(10, Frame(1, Limit(1, 100, codec::Side::kSell, 50, 5))).ok());
+  ASSERT_TRUE(m.Apply(10, Frame(1, Limit({.client_order_id = 100,
+                                          .instrument_id = 42,
+                                          .side = codec::Side::kSell,
+                                          .price = 50,
+                                          .quantity = 5})))
+                  .ok());
   ASSERT_EQ(m.outputs().size(), 1u);
   EXPECT_EQ(m.outputs()[0].session_id, 10u);
   EXPECT_EQ(m.outputs()[0].kind, codec::Kind::kAccepted);
   EXPECT_EQ(m.outputs()[0].sequence, 1u);
 
-  ASSERT_TRUE(
-      m.Apply(20, Frame(1, Limit(2, 100, codec::Side::kBuy, 50, 3))).ok());
+  ASSERT_TRUE(m.Apply(20, Frame(1, Limit({.account_id = 2,
+                                          .client_order_id = 100,
+                                          .instrument_id = 42,
+                                          .price = 50,
+                                          .quantity = 3})))
+                  .ok());
   const auto out = m.outputs();
   ASSERT_EQ(out.size(), 3u);
   // Accepted to the taker's session; the maker's Filled to the maker's
@@ -134,7 +136,11 @@ TEST(StateMachine, ReportsGoToTheSessionOfTheOrderTheyConcern) {
 
 TEST(StateMachine, AnotherSessionCannotCancelOrReplaceAnOrderOfTheSameAccount) {
   Machine m;
-  ASSERT_TRUE(m.Apply(1, Frame(1, Limit(7, 5, codec::Side::kBuy, 10, 1))).ok());
+  ASSERT_TRUE(m.Apply(1, Frame(1, Limit({.account_id = 7,
+                                         .client_order_id = 5,
+                                         .instrument_id = 42,
+                                         .price = 10})))
+                  .ok());
   const std::uint64_t order_id =
       As<codec::Accepted>(m.outputs()[0].frame).order_id;
   // Session 2 trades for account 7 too, but did not enter the order.
@@ -167,7 +173,11 @@ TEST(StateMachine, AnotherSessionCannotCancelOrReplaceAnOrderOfTheSameAccount) {
 
 TEST(StateMachine, UnauthorizedFlagRejectsWithoutEffect) {
   Machine m;
-  ASSERT_TRUE(m.Apply(3, Frame(1, Limit(9, 1, codec::Side::kBuy, 10, 1)),
+  ASSERT_TRUE(m.Apply(3,
+                      Frame(1, Limit({.account_id = 9,
+                                      .client_order_id = 1,
+                                      .instrument_id = 42,
+                                      .price = 10})),
                       kRecordUnauthorized)
                   .ok());
   const auto out = m.outputs();
@@ -178,34 +188,50 @@ TEST(StateMachine, UnauthorizedFlagRejectsWithoutEffect) {
   EXPECT_EQ(m.machine().engine().live_orders(), 0u);
   EXPECT_EQ(m.machine().stats().unauthorized, 1u);
   // Without the flag the same command rests.
-  ASSERT_TRUE(m.Apply(3, Frame(2, Limit(9, 1, codec::Side::kBuy, 10, 1))).ok());
+  ASSERT_TRUE(m.Apply(3, Frame(2, Limit({.account_id = 9,
+                                         .client_order_id = 1,
+                                         .instrument_id = 42,
+                                         .price = 10})))
+                  .ok());
   EXPECT_EQ(m.outputs()[0].kind, codec::Kind::kAccepted);
 }
 
 TEST(StateMachine, RefusesRecordsItCannotApplyAndStaysUnchanged) {
   Machine m;
-  ASSERT_TRUE(m.Apply(1, Frame(1, Limit(1, 1, codec::Side::kBuy, 10, 1))).ok());
+  ASSERT_TRUE(m.Apply(1, Frame(1, Limit({.client_order_id = 1,
+                                         .instrument_id = 42,
+                                         .price = 10})))
+                  .ok());
   const codec::OrderId orders = m.machine().engine().next_order_id();
 
   // An unknown flag bit.
-  absl::Status s =
-      m.Apply(1, Frame(2, Limit(1, 2, codec::Side::kBuy, 10, 1)), 1u << 7);
+  absl::Status s = m.Apply(
+      1,
+      Frame(2, Limit({.client_order_id = 2, .instrument_id = 42, .price = 10})),
+      1u << 7);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find("flags"), std::string::npos) << s;
   // A sequence that does not continue the session.
   m.set_next_index(2);
-  s = m.Apply(1, Frame(3, Limit(1, 2, codec::Side::kBuy, 10, 1)));
+  s = m.Apply(
+      1,
+      Frame(3,
+            Limit({.client_order_id = 2, .instrument_id = 42, .price = 10})));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_NE(s.message().find("expected 2"), std::string::npos) << s;
   // A gap in the record indices.
   m.set_next_index(5);
-  s = m.Apply(1, Frame(2, Limit(1, 2, codec::Side::kBuy, 10, 1)));
+  s = m.Apply(
+      1,
+      Frame(2,
+            Limit({.client_order_id = 2, .instrument_id = 42, .price = 10})));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   // Not a command frame: a report, and a command with a byte too many.
   m.set_next_index(2);
   s = m.Apply(1, Frame(2, codec::SequenceGap{1}));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
-  Bytes longer = Frame(2, Limit(1, 2, codec::Side::kBuy, 10, 1));
+  Bytes longer =
+      Frame(2, Limit({.client_order_id = 2, .instrument_id = 42, .price = 10}));
   longer.push_back(std::byte{0});
   s = m.Apply(1, longer);
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
@@ -216,21 +242,29 @@ TEST(StateMachine, RefusesRecordsItCannotApplyAndStaysUnchanged) {
   EXPECT_EQ(m.machine().stats().records, 1u);
   // And the right record is still applied after all that.
   m.set_next_index(2);
-  EXPECT_TRUE(m.Apply(1, Frame(2, Limit(1, 2, codec::Side::kBuy, 10, 1))).ok());
+  EXPECT_TRUE(m.Apply(1, Frame(2, Limit({.client_order_id = 2,
+                                         .instrument_id = 42,
+                                         .price = 10})))
+                  .ok());
 }
 
 TEST(StateMachine, ARefusedFirstRecordOfASessionCreatesNothing) {
   Machine m;
   // Session 9's first record must carry sequence 1.
-  const absl::Status s =
-      m.Apply(9, Frame(2, Limit(1, 1, codec::Side::kBuy, 10, 1)));
+  const absl::Status s = m.Apply(
+      9,
+      Frame(2,
+            Limit({.client_order_id = 1, .instrument_id = 42, .price = 10})));
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
   EXPECT_EQ(m.machine().session_count(), 0u);
   EXPECT_EQ(m.machine().Find(9), nullptr);
   EXPECT_EQ(m.machine().last_index(), 0u);
   // The session that does apply first gets dense index (owner tag) 0.
   m.set_next_index(1);
-  ASSERT_TRUE(m.Apply(5, Frame(1, Limit(1, 1, codec::Side::kBuy, 10, 1))).ok());
+  ASSERT_TRUE(m.Apply(5, Frame(1, Limit({.client_order_id = 1,
+                                         .instrument_id = 42,
+                                         .price = 10})))
+                  .ok());
   ASSERT_NE(m.machine().Find(5), nullptr);
   EXPECT_EQ(m.machine().Find(5)->index, 0u);
 }
@@ -253,9 +287,18 @@ TEST(StateMachine, SessionsBeyondTheUnlistedCapApply) {
 
 TEST(StateMachine, KeepsEachSessionsReportHistory) {
   Machine m;
-  ASSERT_TRUE(
-      m.Apply(4, Frame(1, Limit(1, 1, codec::Side::kSell, 10, 2))).ok());
-  ASSERT_TRUE(m.Apply(5, Frame(1, Limit(2, 1, codec::Side::kBuy, 10, 2))).ok());
+  ASSERT_TRUE(m.Apply(4, Frame(1, Limit({.client_order_id = 1,
+                                         .instrument_id = 42,
+                                         .side = codec::Side::kSell,
+                                         .price = 10,
+                                         .quantity = 2})))
+                  .ok());
+  ASSERT_TRUE(m.Apply(5, Frame(1, Limit({.account_id = 2,
+                                         .client_order_id = 1,
+                                         .instrument_id = 42,
+                                         .price = 10,
+                                         .quantity = 2})))
+                  .ok());
   const SessionState* maker = m.machine().Find(4);
   ASSERT_NE(maker, nullptr);
   // Command 1 of session 4 began at its report 1; report 2 is its Filled.

@@ -20,6 +20,17 @@ std::string ReadText(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
+std::vector<std::byte> ReadFromStart(std::FILE* file) {
+  std::vector<std::byte> bytes;
+  std::rewind(file);
+  std::byte buffer[1 << 16];
+  std::size_t n;
+  while ((n = std::fread(buffer, 1, sizeof(buffer), file)) > 0) {
+    bytes.insert(bytes.end(), buffer, buffer + n);
+  }
+  return bytes;
+}
+
 void WriteFile(const std::string& path, std::span<const std::byte> bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(reinterpret_cast<const char*>(bytes.data()),

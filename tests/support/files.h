@@ -4,6 +4,7 @@
 #define ORDERWIRE_TESTS_SUPPORT_FILES_H_
 
 #include <cstddef>
+#include <cstdio>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,6 +14,9 @@ namespace orderwire::test_support {
 
 std::vector<std::byte> ReadFile(const std::string& path);
 std::string ReadText(const std::string& path);
+// Everything in `file` (e.g. a tmpfile a client wrote its reports to), read
+// from its start.
+std::vector<std::byte> ReadFromStart(std::FILE* file);
 
 void WriteFile(const std::string& path, std::span<const std::byte> bytes);
 void WriteText(const std::string& path, std::string_view text);

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
 
 namespace orderwire::test_support {
 namespace {
@@ -55,6 +56,20 @@ absl::StatusOr<std::vector<int>> PickFreePorts(int count) {
 }
 
 std::string Tail(const std::string& path) { return FileTail(path, 2000); }
+
+// The arguments of every nats-server the tests start: loopback, `port`,
+// the name (-n) if any, JetStream with its store if `store_dir` is set.
+std::vector<std::string> ServerArgs(const std::string& binary, int port,
+                                    const std::string& name,
+                                    const std::string& store_dir) {
+  std::vector<std::string> args = {binary, "-a", "127.0.0.1", "-p",
+                                   std::to_string(port)};
+  if (!name.empty()) args.insert(args.end(), {"-n", name});
+  if (!store_dir.empty()) {
+    args.insert(args.end(), {"-js", "--store_dir", store_dir});
+  }
+  return args;
+}
 
 // One JetStream request through `url`: OK when the server (and, in a
 // cluster, the meta leader) answers an account-info request.
@@ -129,6 +144,19 @@ absl::Status ProbeReplicatedPlacement(const std::string& url) {
 int NatsCluster::FreeLoopbackPort() {
   absl::StatusOr<std::vector<int>> ports = PickFreePorts(1);
   return ports.ok() ? ports->front() : 0;
+}
+
+std::string NatsCluster::LoopbackUrl(int port) {
+  return absl::StrCat("nats://127.0.0.1:", port);
+}
+
+absl::StatusOr<std::unique_ptr<ChildProcess>> NatsCluster::SpawnServer(
+    const LoneServer& server, std::string log_path) {
+  absl::StatusOr<std::string> binary = FindServerBinary();
+  if (!binary.ok()) return binary.status();
+  return ChildProcess::Spawn(
+      ServerArgs(*binary, server.port, server.name, server.store_dir),
+      std::move(log_path));
 }
 
 absl::StatusOr<std::string> NatsCluster::FindServerBinary() {
@@ -225,18 +253,9 @@ absl::StatusOr<std::unique_ptr<NatsCluster>> NatsCluster::Start(
 }
 
 absl::Status NatsCluster::Launch(const std::string& binary, Node& node) {
-  std::vector<std::string> args = {
-      binary,
-      "-a",
-      "127.0.0.1",
-      "-p",
-      std::to_string(node.client_port),
-      "-n",
-      node.name,
-      "-js",
-      "--store_dir",
-      dir_->Sub(absl::StrCat(node.name, "-store")),
-  };
+  std::vector<std::string> args =
+      ServerArgs(binary, node.client_port, node.name,
+                 dir_->Sub(absl::StrCat(node.name, "-store")));
   if (nodes_.size() > 1) {
     std::vector<std::string> routes;
     for (const auto& other : nodes_) {
@@ -269,8 +288,7 @@ std::string NatsCluster::ServersUrl() const {
 }
 
 std::string NatsCluster::NodeUrl(int node) const {
-  return absl::StrCat("nats://127.0.0.1:",
-                      nodes_.at(static_cast<std::size_t>(node)).client_port);
+  return LoopbackUrl(nodes_.at(static_cast<std::size_t>(node)).client_port);
 }
 
 std::string NatsCluster::NodeName(int node) const {
@@ -326,6 +344,16 @@ absl::Status NatsCluster::WaitForJetStream(const std::string& url,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+}
+
+std::unique_ptr<NatsCluster> StartNatsCluster(int nodes) {
+  absl::StatusOr<std::unique_ptr<NatsCluster>> cluster =
+      NatsCluster::Start(nodes);
+  if (!cluster.ok()) {
+    ADD_FAILURE() << "cannot start nats-server: " << cluster.status();
+    return nullptr;
+  }
+  return *std::move(cluster);
 }
 
 }  // namespace orderwire::test_support

@@ -8,6 +8,9 @@
 // failed assertion leaves no process behind; each child also gets
 // PR_SET_PDEATHSIG, so a crashed test process takes its servers with it.
 //
+// For a test: StartNatsCluster (a cluster, or a test failure that says why
+// not) and SharedNatsClusterTest (a suite whose tests share one cluster).
+//
 // nats-server is looked up on PATH, then in /usr/sbin (Debian's package puts
 // it there); scripts/setup.sh installs it. A missing binary is an error that
 // names the package, not a skip: CI installs it.
@@ -24,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "gtest/gtest.h"
 #include "tests/support/child_process.h"
 #include "tests/support/scratch_dir.h"
 
@@ -66,8 +70,27 @@ class NatsCluster {
                                        std::chrono::milliseconds timeout);
 
   // A loopback TCP port free now (the kernel's pick for port 0), or 0. For
-  // a test that starts a server of its own.
+  // a test that starts a server of its own (SpawnServer).
   static int FreeLoopbackPort();
+  // "nats://127.0.0.1:`port`".
+  static std::string LoopbackUrl(int port);
+
+  // A lone nats-server that a test starts itself, for what a cluster does
+  // not give: a server without JetStream, or one stopped and started again
+  // on the same port and store.
+  struct LoneServer {
+    // The client port, on 127.0.0.1 (FreeLoopbackPort()).
+    int port = 0;
+    // The server's name (-n); empty: nats-server's own.
+    std::string name{};
+    // JetStream on (-js), its store in this directory; empty: JetStream off.
+    std::string store_dir{};
+  };
+  // Spawns nats-server (FindServerBinary) as `server` says, its output to
+  // `log_path`. Returns once the process is started, not once it answers
+  // (WaitForJetStream). Errors: no nats-server, the spawn's.
+  static absl::StatusOr<std::unique_ptr<ChildProcess>> SpawnServer(
+      const LoneServer& server, std::string log_path);
 
   // Path of nats-server, or an error naming the package to install.
   static absl::StatusOr<std::string> FindServerBinary();
@@ -86,6 +109,29 @@ class NatsCluster {
 
   std::unique_ptr<ScratchDir> dir_;
   std::vector<Node> nodes_;
+};
+
+// NatsCluster::Start(nodes) for a test: the cluster, or null after a
+// failure of the test that says why (for the test to stop on with
+// ASSERT_NE(cluster, nullptr)).
+std::unique_ptr<NatsCluster> StartNatsCluster(int nodes);
+
+// A test suite whose tests share one cluster of `kNodes` nodes, cluster_:
+// started before its first test and killed after its last. Each test fails
+// at its start when the cluster could not be started.
+template <int kNodes>
+class SharedNatsClusterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    cluster_ = StartNatsCluster(kNodes).release();
+  }
+  static void TearDownTestSuite() {
+    delete cluster_;
+    cluster_ = nullptr;
+  }
+  void SetUp() override { ASSERT_NE(cluster_, nullptr); }
+
+  static inline NatsCluster* cluster_ = nullptr;
 };
 
 }  // namespace orderwire::test_support

@@ -11,6 +11,8 @@
 #include "codec/datagram.h"
 #include "codec/error.h"
 #include "gtest/gtest.h"
+#include "state/rebuild.h"
+#include "state/snapshot.h"
 
 namespace orderwire::test_support {
 
@@ -33,6 +35,25 @@ ServiceOptions TestOptions(const std::string& journal_dir,
   options.max_pending = 1 << 12;
   options.report_history = 1 << 12;
   return options;
+}
+
+void SnapshotThenPrune(const ServiceOptions& options,
+                       std::uint64_t before_index,
+                       journal::PruneReport* pruned) {
+  const std::string& journal_dir = options.journal.directory;
+  absl::StatusOr<std::uint64_t> id = state::JournalIdOf(journal_dir, {});
+  ASSERT_TRUE(id.ok()) << id.status();
+  {
+    absl::StatusOr<std::unique_ptr<Service>> stopped = Service::Start(options);
+    ASSERT_TRUE(stopped.ok()) << stopped.status();
+    ASSERT_TRUE(state::WriteSnapshot((*stopped)->state(), *id, journal_dir)
+                    .status()
+                    .ok());
+  }
+  absl::StatusOr<journal::PruneReport> report = journal::PruneJournal(
+      {.directory = journal_dir, .before_index = before_index});
+  ASSERT_TRUE(report.ok()) << report.status();
+  *pruned = *report;
 }
 
 // ---------------------------------------------------------------------------

@@ -21,6 +21,7 @@
 
 #include "absl/status/status.h"
 #include "config/service_config.h"
+#include "journal/prune.h"
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "service/service.h"
@@ -33,6 +34,14 @@ namespace orderwire::test_support {
 service::ServiceOptions TestOptions(
     const std::string& journal_dir, journal::Durability durability,
     config::ServiceConfig config = config::ServiceConfig{});
+
+// The journal of `options` (no service running on it) with a snapshot at
+// its end (the state of a Service started on it, of its journal id), then
+// its segments before `before_index` pruned: what the prune did in
+// `pruned`. A step that fails fails the test.
+void SnapshotThenPrune(const service::ServiceOptions& options,
+                       std::uint64_t before_index,
+                       journal::PruneReport* pruned);
 
 // A Service running Run() in its own thread. Counters are read race-free:
 // ServiceOptions::on_interval runs on the service's thread and copies stats()

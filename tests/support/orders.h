@@ -1,0 +1,44 @@
+// The limit order of the tests: one builder of a codec::NewLimit with named
+// defaults, so that a test spells out only the fields it relies on, e.g.
+//
+//   Limit({.account_id = 7, .client_order_id = 1, .price = 10})
+//
+// is account 7's good-till-cancel buy of 1 on instrument 1 at 10. Reports
+// and pinned hashes depend on every field: a test whose orders differ from a
+// default passes that field explicitly. Header-only.
+#ifndef ORDERWIRE_TESTS_SUPPORT_ORDERS_H_
+#define ORDERWIRE_TESTS_SUPPORT_ORDERS_H_
+
+#include <cstdint>
+
+#include "codec/messages.h"
+#include "codec/types.h"
+
+namespace orderwire::test_support {
+
+// The fields of a limit order, in codec::NewLimit's order, each with the
+// default the tests share.
+struct LimitFields {
+  std::uint64_t account_id = 1;
+  std::uint64_t client_order_id = 1;
+  std::uint32_t instrument_id = 1;
+  codec::Side side = codec::Side::kBuy;
+  codec::TimeInForce time_in_force = codec::TimeInForce::kGoodTillCancel;
+  std::int64_t price = 100;
+  std::uint64_t quantity = 1;
+};
+
+// The NewLimit of `fields`.
+inline codec::NewLimit Limit(const LimitFields& fields) {
+  return codec::NewLimit{.account_id = fields.account_id,
+                         .client_order_id = fields.client_order_id,
+                         .instrument_id = fields.instrument_id,
+                         .side = fields.side,
+                         .time_in_force = fields.time_in_force,
+                         .price = fields.price,
+                         .quantity = fields.quantity};
+}
+
+}  // namespace orderwire::test_support
+
+#endif  // ORDERWIRE_TESTS_SUPPORT_ORDERS_H_
