@@ -176,6 +176,7 @@ std::string ExplainSilence(const net::Endpoint& target,
 Session::Session(SessionOptions options)
     : options_(std::move(options)),
       window_(options_.window),
+      send_window_(window_),
       ring_slots_(window_ + 1),
       timeout_ns_(static_cast<std::int64_t>(options_.retransmit_timeout_ms) *
                   1'000'000),
@@ -376,7 +377,7 @@ absl::StatusOr<PollResult> Session::Poll(std::int64_t now_ns) {
   if ((acked_ < next_to_send_ || report_hole_) &&
       now_ns - last_progress_ns_ > timeout_ns_ &&
       now_ns - last_gap_ns_ > timeout_ns_) {
-    next_to_send_ = report_hole_ && acked_ > 0 ? acked_ - 1 : acked_;
+    GoBack();
     last_gap_ns_ = now_ns;
   }
   Flush(now_ns, result);
@@ -387,8 +388,13 @@ absl::StatusOr<PollResult> Session::Poll(std::int64_t now_ns) {
   if (!received.ok()) return Fail(received);
   result.more_to_send =
       tx_sent_ < tx_built_ ||
-      (now_ns >= refusals_.busy_until_ns && next_to_send_ < submitted_);
+      (now_ns >= refusals_.busy_until_ns && next_to_send_ < send_end());
   return result;
+}
+
+void Session::GoBack() {
+  next_to_send_ = report_hole_ && acked_ > 0 ? acked_ - 1 : acked_;
+  send_window_ = std::min<std::uint64_t>(window_, kRecoveryStart);
 }
 
 void Session::FailOver(std::int64_t now_ns) {
@@ -401,11 +407,9 @@ void Session::FailOver(std::int64_t now_ns) {
   // their frames again.
   tx_built_ = 0;
   tx_sent_ = 0;
-  // Go back as a retransmission timeout does: to the oldest unanswered
-  // command, or to the last acknowledged one while a report is missing
-  // (the new primary resends from the first report of the oldest
-  // duplicate it sees).
-  next_to_send_ = report_hole_ && acked_ > 0 ? acked_ - 1 : acked_;
+  // Go back as a retransmission timeout does (the new primary resends from
+  // the first report of the oldest duplicate it sees).
+  GoBack();
   // What the old target said of itself does not hold for the new one.
   refusals_.busy_until_ns = 0;
   busy_backoff_ns_ = kBusyBackoffMinNs;
@@ -422,10 +426,11 @@ void Session::Flush(std::int64_t now_ns, PollResult& result) {
   Storage& s = *storage_;
   const bool keyed = options_.mac.has_value();
   std::size_t datagrams = 0;
-  while (next_to_send_ < submitted_ && datagrams < kBatch) {
+  const std::uint64_t end = send_end();
+  while (next_to_send_ < end && datagrams < kBatch) {
     codec::DatagramBuilder builder(s.tx.buffer(datagrams), options_.session_id,
                                    keyed);
-    while (next_to_send_ < submitted_) {
+    while (next_to_send_ < end) {
       const std::size_t slot = Slot(next_to_send_);
       const std::span<const std::byte> frame =
           s.frame_slot(slot).first(s.frame_sizes[slot]);
@@ -673,6 +678,7 @@ absl::Status Session::TakeReport(const codec::FrameView& report,
         static_cast<std::uint64_t>(t - storage_->first_send_ns[slot]));
     ++acked_;
     ++counters_.acknowledged;
+    if (send_window_ < window_) ++send_window_;  // slow start
     busy_backoff_ns_ = kBusyBackoffMinNs;
     if (next_to_send_ < acked_) next_to_send_ = acked_;
     last_progress_ns_ = t;

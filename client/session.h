@@ -31,7 +31,12 @@
 // (once per gap value and round trip); from the oldest unacknowledged
 // command after `retransmit_timeout_ms` without progress, or, while a
 // report is missing, from the last acknowledged command (the missing
-// report may be one of its own, after its primary). Busy (the service takes
+// report may be one of its own, after its primary). After such a timeout
+// (and after a failover) the session sends again in slow start: at most
+// kRecoveryStart commands past the oldest unanswered one, one more for
+// each acknowledgement (twice as many each round trip) until the window:
+// one duplicate makes the service resend every report from it on, so a
+// whole window sent again only multiplies the work of both ends. Busy (the service takes
 // no commands for now, e.g. its journal's disk is full): nothing is sent
 // for a back-off (1 ms, doubling while Busy repeats, at most 50 ms, back to
 // 1 ms on the next acknowledgement), then from the Busy's expected
@@ -86,6 +91,7 @@
 #ifndef ORDERWIRE_CLIENT_SESSION_H_
 #define ORDERWIRE_CLIENT_SESSION_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -147,6 +153,9 @@ struct SessionOptions {
 };
 
 inline constexpr std::uint32_t kMaxWindow = 1 << 20;
+// Commands past the oldest unanswered one that a session sends after a
+// retransmission timeout or a failover, before acknowledgements widen it.
+inline constexpr std::uint32_t kRecoveryStart = 64;
 
 struct SessionCounters {
   std::uint64_t submitted = 0;      // commands Submit() took
@@ -308,6 +317,13 @@ class Session {
   [[nodiscard]] std::size_t target_count() const {
     return 1 + options_.failover_targets.size();
   }
+  // One past the last command index that may be sent now (slow start).
+  [[nodiscard]] std::uint64_t send_end() const {
+    return std::min(submitted_, acked_ + send_window_);
+  }
+  // Go back to the oldest unanswered command (to the last acknowledged
+  // one while a report is missing) and send again in slow start.
+  void GoBack();
   void FailOver(std::int64_t now_ns);
   void Flush(std::int64_t now_ns, PollResult& result);
   void SendBuilt(PollResult& result);
@@ -324,6 +340,9 @@ class Session {
 
   SessionOptions options_;
   std::uint64_t window_;
+  // Slow start: commands past acked_ that may be in flight now; window_
+  // but after a timeout or failover (then kRecoveryStart, + 1 an ack).
+  std::uint64_t send_window_;
   std::uint64_t ring_slots_;  // window + 1: the last acknowledged one stays
   std::unique_ptr<Storage> storage_;
   absl::Status failed_;       // set once Poll failed

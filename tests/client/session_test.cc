@@ -453,6 +453,49 @@ TEST(ClientSession, LostReportDatagramsAreWaitedForAndDeliveredInOrderOnce) {
   EXPECT_GE(s.counters().duplicate_reports, 1u);
 }
 
+// client/session.h "Retransmission": after a retransmission timeout the
+// session sends again in slow start, kRecoveryStart commands past the
+// oldest unanswered one, not its whole window (one duplicate makes the
+// service resend every report from it on); once reports come, every
+// command is answered once and in order without the window ever being
+// sent again.
+TEST(ClientSession, AfterATimeoutItSendsAgainInSlowStartNotTheWholeWindow) {
+  ScratchDir dir;
+  auto service = StartService(dir);
+  ASSERT_NE(service, nullptr);
+  bool losing = true;  // every report datagram, until the first resend
+  LossyProxy proxy(service->endpoint(),
+                   [&](const codec::DatagramView&) { return losing; });
+  Delivered delivered;
+  SessionOptions options = OptionsFor(proxy.endpoint(), 1, delivered);
+  options.retransmit_timeout_ms = 100;
+  auto session = Session::Open(std::move(options));
+  ASSERT_TRUE(session.ok()) << session.status();
+  Session& s = **session;
+  const auto pump = [&] { proxy.Pump(); };
+  constexpr std::uint64_t kCommands = 1000;  // resting bids, one Accepted each
+  std::vector<std::uint64_t> ids;
+  for (std::uint64_t id = 1; id <= kCommands; ++id) {
+    ASSERT_TRUE(s.Submit(Limit({.client_order_id = id,
+                                .price = static_cast<std::int64_t>(id)}))
+                    .ok());
+    ids.push_back(id);
+  }
+  ASSERT_TRUE(PollUntil(
+      {&s}, [&] { return s.counters().sent == kCommands; }, 5000, pump));
+  // The Poll that times out sends kRecoveryStart commands again, no more.
+  ASSERT_TRUE(PollUntil(
+      {&s}, [&] { return s.counters().retransmitted != 0; }, 5000, pump));
+  EXPECT_EQ(s.counters().retransmitted, kRecoveryStart);
+  EXPECT_EQ(s.counters().acknowledged, 0u);
+  losing = false;
+  ASSERT_TRUE(PollUntil(
+      {&s}, [&] { return s.answered() == kCommands; }, 10'000, pump));
+  EXPECT_EQ(delivered.sequences, OneTo(kCommands));
+  EXPECT_EQ(delivered.accepted_ids, ids);
+  EXPECT_LT(s.counters().retransmitted, kCommands);
+}
+
 TEST(ClientSession, PollNeverWaits) {
   // A peer that never answers: every Poll has nothing to receive.
   auto silent = net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
