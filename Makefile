@@ -36,15 +36,14 @@ demo: build
 demo-cluster: build
 	@scripts/demo_cluster.sh $(BUILD)
 
+# The NATS tests run beside the others (scripts/run_ctest.sh says why).
 # Every skipped test is listed with its reason; one that is not in
 # tests/skips_allowed.txt fails the run (scripts/check_skips.py).
 test: build
-	@ctest --preset release
-	@scripts/check_skips.py $(BUILD)/ctest-junit.xml
+	@scripts/run_ctest.sh release $(BUILD)
 
 asan: asan-build
-	@ctest --preset asan
-	@scripts/check_skips.py build/asan/ctest-junit.xml
+	@scripts/run_ctest.sh asan build/asan
 
 # The sanitizer tree is clang's and holds the libFuzzer targets too
 # (scripts/fuzz.sh build/asan SECONDS runs them); make fuzz-build builds

@@ -4,10 +4,10 @@ fails (exit 1) if one of them is not in the allowed list.
 
     scripts/check_skips.py JUNIT_XML [ALLOWED]
 
-JUNIT_XML is what `ctest --output-junit` wrote (the test presets write
-BUILD_DIR/ctest-junit.xml); ALLOWED defaults to tests/skips_allowed.txt:
-one CTest name or fnmatch pattern per line, then the reason it may skip;
-'#' starts a comment. A GoogleTest skip (GTEST_SKIP) reaches CTest through
+JUNIT_XML is what `ctest --output-junit` wrote (scripts/run_ctest.sh
+writes BUILD_DIR/ctest-junit.xml and BUILD_DIR/ctest-junit-nats.xml);
+ALLOWED defaults to tests/skips_allowed.txt: one CTest name or fnmatch
+pattern per line, then the reason it may skip; '#' starts a comment. A GoogleTest skip (GTEST_SKIP) reaches CTest through
 gtest_discover_tests' SKIP_REGULAR_EXPRESSION; its reason is the text after
 the "file:line: Skipped" line of the test's output. Exit 0: every skip is
 allowed (or none happened); 1: a skip that is not; 2: usage or unreadable
