@@ -36,10 +36,10 @@
 // kRecoveryStart commands past the oldest unanswered one, one more for
 // each acknowledgement (twice as many each round trip) until the window:
 // one duplicate makes the service resend every report from it on, so a
-// whole window sent again only multiplies the work of both ends. Busy (the service takes
-// no commands for now, e.g. its journal's disk is full): nothing is sent
-// for a back-off (1 ms, doubling while Busy repeats, at most 50 ms, back to
-// 1 ms on the next acknowledgement), then from the Busy's expected
+// whole window sent again only multiplies the work of both ends. Busy (the
+// service takes no commands for now, e.g. its journal's disk is full): nothing
+// is sent for a back-off (1 ms, doubling while Busy repeats, at most 50 ms,
+// back to 1 ms on the next acknowledgement), then from the Busy's expected
 // sequence. ReportsGone (docs/PROTOCOL.md "Reports gone"): the session
 // continues from the report and command it names and counts the commands
 // it skipped as unconfirmed (applied, results unknown: reconcile them).
