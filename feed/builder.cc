@@ -34,7 +34,8 @@ codec::Result<std::size_t> EncodeBodyPacket(std::span<std::byte> out,
                                             const PacketHeader& header,
                                             const Body* body) noexcept {
   std::size_t size = kPacketHeaderSize;
-  if constexpr (!std::is_void_v<Body>) size += MessageTraits<Body>::kLayout.kSize;
+  if constexpr (!std::is_void_v<Body>)
+    size += MessageTraits<Body>::kLayout.kSize;
   if (out.size() < size) return codec::CodecError::kBufferTooSmall;
   WriteHeader(out.data(), header);
   if constexpr (!std::is_void_v<Body>) {
@@ -47,8 +48,8 @@ codec::Result<std::size_t> EncodeBodyPacket(std::span<std::byte> out,
   return size;
 }
 
-codec::Result<std::size_t> EncodeHeaderOnly(std::span<std::byte> out,
-                                            const PacketHeader& header) noexcept {
+codec::Result<std::size_t> EncodeHeaderOnly(
+    std::span<std::byte> out, const PacketHeader& header) noexcept {
   return EncodeBodyPacket<void>(out, header, nullptr);
 }
 
@@ -88,7 +89,8 @@ codec::CodecError PacketBuilder::AppendMessage(
   if (message.size() < kMinMessageLength || message.size() > UINT16_MAX) {
     return codec::CodecError::kTruncated;
   }
-  const auto kind = codec::LoadLE<MessageKind>(message.data() + kMessageKindOffset);
+  const auto kind =
+      codec::LoadLE<MessageKind>(message.data() + kMessageKindOffset);
   if (message.size() < Info(kind).size) return codec::CodecError::kTruncated;
   if (!MayCarry(type_, kind)) return codec::CodecError::kWrongKind;
   if (!FitsLength(message.size())) return codec::CodecError::kBufferTooSmall;

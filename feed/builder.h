@@ -121,9 +121,9 @@ class PacketBuilder {
 // and returns its size, or kBufferTooSmall (nothing written). O(1).
 
 // Heartbeat: the next feed sequence; token 0.
-codec::Result<std::size_t> EncodeHeartbeat(std::span<std::byte> out,
-                                           std::uint64_t session,
-                                           std::uint64_t next_sequence) noexcept;
+codec::Result<std::size_t> EncodeHeartbeat(
+    std::span<std::byte> out, std::uint64_t session,
+    std::uint64_t next_sequence) noexcept;
 // EndOfSession: the next feed sequence; token 0.
 codec::Result<std::size_t> EncodeEndOfSession(
     std::span<std::byte> out, std::uint64_t session,

@@ -175,13 +175,12 @@ struct MessageTraits<OrderAdded> {
   static constexpr MessageKind kKind = MessageKind::kOrderAdded;
   static constexpr std::string_view kName = "OrderAdded";
   static constexpr std::uint8_t kCarriers = kInDataAndSnapshot;
-  static constexpr auto kLayout =
-      MakeLayout(Field{"timestamp", &OrderAdded::timestamp},
-                 Field{"order_id", &OrderAdded::order_id},
-                 Field{"instrument_id", &OrderAdded::instrument_id},
-                 Field{"side", &OrderAdded::side},
-                 Field{"price", &OrderAdded::price},
-                 Field{"quantity", &OrderAdded::quantity});
+  static constexpr auto kLayout = MakeLayout(
+      Field{"timestamp", &OrderAdded::timestamp},
+      Field{"order_id", &OrderAdded::order_id},
+      Field{"instrument_id", &OrderAdded::instrument_id},
+      Field{"side", &OrderAdded::side}, Field{"price", &OrderAdded::price},
+      Field{"quantity", &OrderAdded::quantity});
 };
 
 template <>
@@ -279,9 +278,10 @@ inline constexpr std::size_t kMessageSize =
 // Offset of `Member` from the start of its message (kind byte included).
 template <auto Member>
 consteval std::size_t MessageOffsetOf() {
-  using Model =
-      typename codec::internal::MemberPointerTraits<decltype(Member)>::ModelType;
-  return kModelOffset + codec::OffsetOf<MessageTraits<Model>::kLayout, Member>();
+  using Model = typename codec::internal::MemberPointerTraits<
+      decltype(Member)>::ModelType;
+  return kModelOffset +
+         codec::OffsetOf<MessageTraits<Model>::kLayout, Member>();
 }
 
 // Calls `fn(std::type_identity<Model>{})` for every message model, in

@@ -49,7 +49,8 @@ CheckCause CheckPacketHeader(const std::byte* data,
   const bool live_only =
       type == PacketType::kHeartbeat || type == PacketType::kEndOfSession;
   const bool has_blocks = CarrierBit(type) != 0;
-  if (!refused && !followed.Accepts(HeaderField<&PacketHeader::session>(data))) {
+  if (!refused &&
+      !followed.Accepts(HeaderField<&PacketHeader::session>(data))) {
     return CheckCause::kOtherSession;
   }
   const std::uint16_t token = HeaderField<&PacketHeader::token>(data);
@@ -121,7 +122,8 @@ CheckCause CheckRequest(std::span<const std::byte> bytes) noexcept {
   if (!retransmit && type != PacketType::kSnapshotRequest) {
     return CheckCause::kBadType;
   }
-  if (HeaderField<&PacketHeader::token>(data) == 0) return CheckCause::kBadToken;
+  if (HeaderField<&PacketHeader::token>(data) == 0)
+    return CheckCause::kBadToken;
   const std::uint64_t sequence = HeaderField<&PacketHeader::sequence>(data);
   const std::uint16_t count = HeaderField<&PacketHeader::count>(data);
   const std::size_t body = bytes.size() - kPacketHeaderSize;
@@ -140,7 +142,8 @@ CheckCause CheckRequest(std::span<const std::byte> bytes) noexcept {
 codec::Result<PacketView, CheckCause> PacketView::Parse(
     std::span<const std::byte> bytes, SessionFilter followed) noexcept {
   CheckCause cause = CheckFraming(bytes);
-  if (cause == CheckCause::kOk) cause = CheckPacketHeader(bytes.data(), followed);
+  if (cause == CheckCause::kOk)
+    cause = CheckPacketHeader(bytes.data(), followed);
   if (cause == CheckCause::kOk) cause = CheckPacketBody(bytes);
   if (cause != CheckCause::kOk) return cause;
   return PacketView(bytes.data(), static_cast<std::uint32_t>(bytes.size()));
@@ -158,12 +161,11 @@ PacketHeader PacketView::header() const noexcept {
 
 RefusedBody PacketView::refused() const noexcept {
   RefusedBody body{};
-  MessageTraits<RefusedBody>::kLayout.ForEach(
-      [&](const auto& field, std::size_t offset) {
-        using T = typename std::remove_cvref_t<decltype(field)>::ValueType;
-        body.*field.member =
-            codec::LoadLE<T>(data_ + kPacketHeaderSize + offset);
-      });
+  MessageTraits<RefusedBody>::kLayout.ForEach([&](const auto& field,
+                                                  std::size_t offset) {
+    using T = typename std::remove_cvref_t<decltype(field)>::ValueType;
+    body.*field.member = codec::LoadLE<T>(data_ + kPacketHeaderSize + offset);
+  });
   return body;
 }
 

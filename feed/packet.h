@@ -60,13 +60,14 @@ struct SnapshotRequestBody {
 template <>
 struct MessageTraits<PacketHeader> {
   static constexpr std::string_view kName = "PacketHeader";
-  static constexpr auto kLayout = MakeLayout(
-      Field{"magic", &PacketHeader::magic},
-      Field{"version", &PacketHeader::version},
-      Field{"type", &PacketHeader::type},
-      Field{"session", &PacketHeader::session},
-      Field{"sequence", &PacketHeader::sequence},
-      Field{"count", &PacketHeader::count}, Field{"token", &PacketHeader::token});
+  static constexpr auto kLayout =
+      MakeLayout(Field{"magic", &PacketHeader::magic},
+                 Field{"version", &PacketHeader::version},
+                 Field{"type", &PacketHeader::type},
+                 Field{"session", &PacketHeader::session},
+                 Field{"sequence", &PacketHeader::sequence},
+                 Field{"count", &PacketHeader::count},
+                 Field{"token", &PacketHeader::token});
 };
 
 template <>
@@ -81,8 +82,8 @@ struct MessageTraits<RefusedBody> {
 template <>
 struct MessageTraits<SnapshotRequestBody> {
   static constexpr std::string_view kName = "SnapshotRequest";
-  static constexpr auto kLayout = MakeLayout(
-      Field{"instrument_id", &SnapshotRequestBody::instrument_id});
+  static constexpr auto kLayout =
+      MakeLayout(Field{"instrument_id", &SnapshotRequestBody::instrument_id});
 };
 
 // The largest packet: a 1500-byte Ethernet MTU less 40 bytes of IPv6 and 8
@@ -108,8 +109,8 @@ consteval std::size_t PacketOffsetOf() {
 // Offset of a body field from the start of its packet (header included).
 template <auto Member>
 consteval std::size_t BodyOffsetOf() {
-  using Model =
-      typename codec::internal::MemberPointerTraits<decltype(Member)>::ModelType;
+  using Model = typename codec::internal::MemberPointerTraits<
+      decltype(Member)>::ModelType;
   return kPacketHeaderSize +
          codec::OffsetOf<MessageTraits<Model>::kLayout, Member>();
 }

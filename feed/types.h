@@ -74,20 +74,20 @@ enum class RefusedReason : std::uint8_t {
 // kind is not here: it is a counted skip (UnknownKind), not a failure.
 enum class CheckCause : std::uint8_t {
   kOk = 0,
-  kOversize,        // more than kMaxPacketBytes
-  kTruncated,       // shorter than the header, a body or a block says
-  kBadMagic,        // not 'O' 'M'
-  kBadVersion,      // version is not 1
-  kBadType,         // a type the receiver does not take
-  kOtherSession,    // not the session followed (types 1 to 4)
-  kBadToken,        // token 0 where a reply's is due, or not 0 where none is
-  kBadSequence,     // sequence 0 where one is due (or not 0 where none is)
-  kBadCount,        // count not 0 where the type has no messages
-  kZeroCount,       // count 0 where the type has messages
-  kCountMismatch,   // the blocks end, on a block boundary, before `count`
-  kBadLength,       // a block length below 9 or below its known kind's size
-  kMisplacedKind,   // a known kind in a packet type that may not carry it
-  kTrailingBytes,   // bytes after the last block, the body or the header
+  kOversize,       // more than kMaxPacketBytes
+  kTruncated,      // shorter than the header, a body or a block says
+  kBadMagic,       // not 'O' 'M'
+  kBadVersion,     // version is not 1
+  kBadType,        // a type the receiver does not take
+  kOtherSession,   // not the session followed (types 1 to 4)
+  kBadToken,       // token 0 where a reply's is due, or not 0 where none is
+  kBadSequence,    // sequence 0 where one is due (or not 0 where none is)
+  kBadCount,       // count not 0 where the type has no messages
+  kZeroCount,      // count 0 where the type has messages
+  kCountMismatch,  // the blocks end, on a block boundary, before `count`
+  kBadLength,      // a block length below 9 or below its known kind's size
+  kMisplacedKind,  // a known kind in a packet type that may not carry it
+  kTrailingBytes,  // bytes after the last block, the body or the header
 };
 
 inline constexpr int kCheckCauseCount =

@@ -112,7 +112,8 @@ bool CheckPacket(std::span<const std::byte> bytes) {
   FUZZ_CHECK(header.magic == kPacketMagic && header.version == kFeedVersion);
   FUZZ_CHECK(header.type == packet.type() && header.count == packet.count());
   // The session followed: its own passes; another one only for a Refused.
-  FUZZ_CHECK(PacketView::Parse(bytes, SessionFilter::Only(packet.session())).ok());
+  FUZZ_CHECK(
+      PacketView::Parse(bytes, SessionFilter::Only(packet.session())).ok());
   const auto other =
       PacketView::Parse(bytes, SessionFilter::Only(packet.session() + 1));
   if (packet.type() == PacketType::kRefused) {

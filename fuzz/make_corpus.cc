@@ -153,10 +153,10 @@ int main(int argc, char** argv) {
               FromHex(codec::golden::kAuthenticatedDatagramHex));
   // fuzz_feed_packet: every golden packet and request of MARKETDATA.md.
   namespace feed_golden = orderwire::feed::golden;
-  for (const auto& set : {std::span<const feed_golden::GoldenBytes>(
-                              feed_golden::kSubscriberPackets),
-                          std::span<const feed_golden::GoldenBytes>(
-                              feed_golden::kRequests)}) {
+  for (const auto& set :
+       {std::span<const feed_golden::GoldenBytes>(
+            feed_golden::kSubscriberPackets),
+        std::span<const feed_golden::GoldenBytes>(feed_golden::kRequests)}) {
     for (const feed_golden::GoldenBytes& g : set) {
       ok &= Write(feed_dir / std::string(g.name), feed_golden::FromHex(g.hex));
     }

@@ -92,7 +92,8 @@ TEST(FeedPacketChecksTest, OnlyTypesOneToFivePass) {
 }
 
 TEST(FeedPacketChecksTest, OtherSessionBeforeTokenOnTypesOneToFour) {
-  for (const std::uint8_t type : {kData, kHeartbeat, kEndOfSession, kSnapshot}) {
+  for (const std::uint8_t type :
+       {kData, kHeartbeat, kEndOfSession, kSnapshot}) {
     RawPacket raw;  // the token is wrong for either type group: 5 or 0
     raw.Header(type, kOther, 0, 0, type == kSnapshot ? 0 : 5);
     EXPECT_EQ(CauseOf(raw), CheckCause::kOtherSession) << int{type};

@@ -78,7 +78,8 @@ void ExpectGoldenMessage(const golden::GoldenBytes& golden,
   std::vector<std::byte> encoded(kMessageSize<Model>);
   EncodeMessage(stated, encoded.data());
   EXPECT_EQ(Hex(encoded), golden.hex);
-  const MessageBlock block(bytes.data(), static_cast<std::uint16_t>(bytes.size()));
+  const MessageBlock block(bytes.data(),
+                           static_cast<std::uint16_t>(bytes.size()));
   EXPECT_EQ(block.kind(), MessageTraits<Model>::kKind);
   EXPECT_EQ(block.timestamp(), kT2);
   const auto view = MessageView<Model>::FromBlock(block);
@@ -101,12 +102,11 @@ TEST(FeedGoldenTest, OrderDeletedMatchesTheDocument) {
 }
 
 TEST(FeedGoldenTest, OrderReplacedMatchesTheDocument) {
-  ExpectGoldenMessage(golden::kOrderReplaced,
-                      OrderReplaced{.timestamp = kT2,
-                                    .order_id = 2,
-                                    .instrument_id = 42,
-                                    .price = 10045,
-                                    .quantity = 150});
+  ExpectGoldenMessage(golden::kOrderReplaced, OrderReplaced{.timestamp = kT2,
+                                                            .order_id = 2,
+                                                            .instrument_id = 42,
+                                                            .price = 10045,
+                                                            .quantity = 150});
 }
 
 TEST(FeedGoldenTest, TradingStatusHaltedMatchesTheDocument) {
@@ -338,8 +338,8 @@ TEST(FeedGoldenTest, RefusalsMatchTheDocument) {
   ExpectRefused(golden::kRefusedBeyondEnd, 9, 9, RefusedReason::kBeyondEnd, 1,
                 7);
   // Refused seq=1 token=10 NotRetained, F=5, next=7.
-  ExpectRefused(golden::kRefusedNotRetained, 1, 10,
-                RefusedReason::kNotRetained, 5, 7);
+  ExpectRefused(golden::kRefusedNotRetained, 1, 10, RefusedReason::kNotRetained,
+                5, 7);
 }
 
 TEST(FeedGoldenTest, SnapshotRequestMatchesTheDocument) {

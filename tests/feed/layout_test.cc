@@ -141,12 +141,13 @@ TEST(FeedTypesTest, ReservedRefusedReasonsAreTakenAsUnavailable) {
 
 TEST(FeedTypesTest, EveryCheckCauseHasItsName) {
   constexpr std::array<std::string_view, kCheckCauseCount> kNames = {
-      "Ok",           "Oversize",   "Truncated",   "BadMagic",
-      "BadVersion",   "BadType",    "OtherSession", "BadToken",
-      "BadSequence",  "BadCount",   "ZeroCount",   "CountMismatch",
-      "BadLength",    "MisplacedKind", "TrailingBytes"};
+      "Ok",          "Oversize",      "Truncated",    "BadMagic",
+      "BadVersion",  "BadType",       "OtherSession", "BadToken",
+      "BadSequence", "BadCount",      "ZeroCount",    "CountMismatch",
+      "BadLength",   "MisplacedKind", "TrailingBytes"};
   for (int i = 0; i < kCheckCauseCount; ++i) {
-    EXPECT_EQ(Name(static_cast<CheckCause>(i)), kNames[static_cast<std::size_t>(i)]);
+    EXPECT_EQ(Name(static_cast<CheckCause>(i)),
+              kNames[static_cast<std::size_t>(i)]);
   }
   EXPECT_EQ(Name(static_cast<CheckCause>(kCheckCauseCount)), "");
 }
@@ -154,7 +155,8 @@ TEST(FeedTypesTest, EveryCheckCauseHasItsName) {
 // ---------------------------------------------------------------------------
 // The builder's limits.
 
-constexpr OrderDeleted kDeleted{.timestamp = 5, .order_id = 2, .instrument_id = 42};
+constexpr OrderDeleted kDeleted{
+    .timestamp = 5, .order_id = 2, .instrument_id = 42};
 
 TEST(FeedBuilderTest, RefusesWhatThePacketTypeMayNotCarry) {
   std::array<std::byte, kMaxPacketBytes> buffer{};
