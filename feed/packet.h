@@ -162,6 +162,9 @@ class SessionFilter {
 // sequence number.
 class MessageBlock {
  public:
+  // Precondition: `length` readable bytes at `data`, at least 9 and at
+  // least the size of a known kind (what PacketView::Parse checked of every
+  // block it lets through).
   MessageBlock(const std::byte* data, std::uint16_t length) noexcept
       : data_(data), length_(length) {}
 
