@@ -1,5 +1,6 @@
 // Writes the fuzz seed corpus: PROTOCOL.md's golden frames and datagram
-// (tests/codec/golden.h), one file each, into DIR/<target>/. Run at build
+// (tests/codec/golden.h) and MARKETDATA.md's golden packets
+// (tests/feed/golden.h), one file each, into DIR/<target>/. Run at build
 // time by fuzz/CMakeLists.txt.
 //
 //   fuzz_make_corpus DIR
@@ -19,6 +20,7 @@
 #include "jsonl/jsonl.h"
 #include "replication/group_message.h"
 #include "tests/codec/golden.h"
+#include "tests/feed/golden.h"
 
 namespace {
 
@@ -60,8 +62,9 @@ int main(int argc, char** argv) {
   const std::filesystem::path paths_dir = dir / "fuzz_decode_paths";
   const std::filesystem::path stream_dir = dir / "fuzz_group_message";
   const std::filesystem::path journal_dir = dir / "fuzz_journal";
+  const std::filesystem::path feed_dir = dir / "fuzz_feed_packet";
   for (const auto& d : {frame_dir, datagram_dir, json_dir, paths_dir,
-                        stream_dir, journal_dir}) {
+                        stream_dir, journal_dir, feed_dir}) {
     std::filesystem::create_directories(d);
   }
   bool ok = true;
@@ -148,6 +151,16 @@ int main(int argc, char** argv) {
   // PROTOCOL.md's authenticated golden datagram (flag 0x01, MAC trailer).
   ok &= Write(datagram_dir / "GoldenAuthenticatedDatagram",
               FromHex(codec::golden::kAuthenticatedDatagramHex));
+  // fuzz_feed_packet: every golden packet and request of MARKETDATA.md.
+  namespace feed_golden = orderwire::feed::golden;
+  for (const auto& set :
+       {std::span<const feed_golden::GoldenBytes>(
+            feed_golden::kSubscriberPackets),
+        std::span<const feed_golden::GoldenBytes>(feed_golden::kRequests)}) {
+    for (const feed_golden::GoldenBytes& g : set) {
+      ok &= Write(feed_dir / std::string(g.name), feed_golden::FromHex(g.hex));
+    }
+  }
   if (!ok) {
     std::fprintf(stderr, "fuzz_make_corpus: cannot write under %s\n", argv[1]);
     return 1;

@@ -28,8 +28,8 @@ import subprocess
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
-DEFAULT_DIRS = ["base", "codec", "jsonl", "auth", "engine", "journal", "net",
-                "client", "replication", "config", "state", "service",
+DEFAULT_DIRS = ["base", "codec", "feed", "jsonl", "auth", "engine", "journal",
+                "net", "client", "replication", "config", "state", "service",
                 "cluster", "cli"]
 EXCEPTIONS = os.path.join(ROOT, "scripts", "function_length_exceptions.txt")
 

@@ -16,6 +16,10 @@
 #
 #   base/      nothing (header-only utilities)
 #   codec/     base/
+#   feed/      codec/ base/          (the market-data feed's wire codec;
+#                                    included by state/, service/, cluster/,
+#                                    cli/ and a future marketdata/
+#                                    subscriber library)
 #   jsonl/     codec/ base/          (the JSON Lines form of frames; codec/
 #                                    must not include it)
 #   engine/    codec/ base/
@@ -24,15 +28,16 @@
 #   net/       codec/ base/ auth/    (the UDP transport)
 #   client/    base/ codec/ auth/ net/  (the order-entry client: Session)
 #   config/    base/ codec/ engine/ auth/ net/  (the TOML configuration)
-#   state/     base/ codec/ engine/ journal/ config/  (the deterministic core
-#              that the service, replay and the standby share)
-#   service/   base/ codec/ engine/ journal/ net/ auth/ config/ state/
+#   state/     base/ codec/ feed/ engine/ journal/ config/  (the
+#              deterministic core that the service, replay and the standby
+#              share)
+#   service/   base/ codec/ feed/ engine/ journal/ net/ auth/ config/ state/
 #              (the primary's loop; it knows nothing of NATS: the
 #              replicated mode comes in through service/replication_gate.h)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
 #              links libnats, so only cluster/ and cli/ include it)
-#   cluster/   base/ codec/ engine/ journal/ net/ auth/ config/ state/
-#              service/ replication/  (the primary's replication, the
+#   cluster/   base/ codec/ feed/ engine/ journal/ net/ auth/ config/
+#              state/ service/ replication/  (the primary's replication, the
 #              standby, the takeover, seeding: service's interfaces on
 #              replication/; with replication/, the only libnats user)
 #   cli/       every library component above (not tests/ bench/ fuzz/
@@ -66,6 +71,7 @@ cd "${ORDERWIRE_LAYERING_ROOT:-$(dirname "$0")/..}"
 declare -A allowed=(
   [base]=""
   [codec]="base"
+  [feed]="base codec"
   [jsonl]="codec base"
   [engine]="codec base"
   [journal]="codec base"
@@ -73,9 +79,9 @@ declare -A allowed=(
   [net]="codec base auth"
   [client]="base codec auth net"
   [config]="base codec engine auth net"
-  [state]="base codec engine journal config"
-  [service]="base codec engine journal net auth config state"
-  [cluster]="base codec engine journal net auth config state service replication"
+  [state]="base codec feed engine journal config"
+  [service]="base codec feed engine journal net auth config state"
+  [cluster]="base codec feed engine journal net auth config state service replication"
   [replication]="base codec journal"
   [cli]="lib"
   [tests]="*"
@@ -83,7 +89,7 @@ declare -A allowed=(
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec jsonl engine journal auth net client config state service replication cluster cli"
+libs="base codec feed jsonl engine journal auth net client config state service replication cluster cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

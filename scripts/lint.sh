@@ -31,7 +31,7 @@ CLANG_TIDY=${CLANG_TIDY:-clang-tidy}
 TIDY_JOBS=${TIDY_JOBS:-1}
 # Components whose translation units clang-tidy reads (tests/, bench/ and
 # fuzz/ are not tidied; fuzz/ needs a clang build of its own).
-TIDY_DIRS=(base codec jsonl auth engine journal net client replication config
+TIDY_DIRS=(base codec feed jsonl auth engine journal net client replication config
   state service cluster cli)
 
 usage() {

@@ -3,8 +3,9 @@
 # run on a scratch git work tree (ORDERWIRE_LAYERING_ROOT) of a few files,
 # it passes while the includes follow the table, and exits 1 naming the
 # file, the line and the include once a deliberate violation is added (the
-# service including the NATS side, an internal/ header from another
-# component, a top-level directory the table does not know).
+# service including the NATS side, the feed's codec including the engine or
+# state/, an internal/ header from another component, a top-level directory
+# the table does not know).
 #
 #   check_layering_test.sh PATH/TO/check_layering.sh
 set -euo pipefail
@@ -69,6 +70,24 @@ expect_refusal "state/ including service/ (angle brackets)" \
   state/state_machine.h 2 '#include <service/service.h>'
 printf '#include "codec/frame.h"\n' > state/state_machine.h
 expect_pass "the violations removed"
+
+# The feed's codec: on codec/, included by state/; it may include neither
+# the engine nor state/.
+mkdir -p feed engine
+printf '#pragma once\n' > engine/engine.h
+printf '#include "codec/frame.h"\n' > feed/packet.h
+printf '#include "codec/frame.h"\n#include "feed/packet.h"\n' \
+  > state/state_machine.h
+expect_pass "state/ including feed/, feed/ including codec/"
+printf '#include "codec/frame.h"\n#include "engine/engine.h"\n' > feed/packet.h
+expect_refusal "feed/ including engine/" feed/packet.h 2 \
+  '#include "engine/engine.h"'
+printf '#include "state/state_machine.h"\n' > feed/packet.h
+expect_refusal "feed/ including state/" feed/packet.h 1 \
+  '#include "state/state_machine.h"'
+printf '#include "codec/frame.h"\n' > feed/packet.h
+printf '#include "codec/frame.h"\n' > state/state_machine.h
+expect_pass "the feed's violations removed"
 
 # Another component's internal/ header (cli/ may include cluster/, not its
 # internal/ part).
