@@ -243,6 +243,19 @@ absl::Status Inspect(const Args& args) {
                         machine.engine().live_orders(),
                         machine.engine().next_order_id().value(),
                         machine.engine().next_match_id());
+  const state::FeedProducer& feed = machine.feed_producer();
+  if (feed.next_sequence() == 1) {
+    out += "  market-data feed: nothing made yet\n";
+  } else {
+    const state::FeedDirectory& d = feed.announced();
+    absl::StrAppendFormat(&out,
+                          "  market-data feed: next sequence %d; directory "
+                          "announced: instruments %d-%d, prices %d-%d, "
+                          "quantities %d-%d\n",
+                          feed.next_sequence(), d.min_instrument,
+                          d.max_instrument, d.min_price, d.max_price,
+                          d.min_quantity, d.max_quantity);
+  }
   absl::StrAppendFormat(&out,
                         "  statistics: %d records applied, %d "
                         "unauthorized\n",

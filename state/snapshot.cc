@@ -163,9 +163,12 @@ SectionPlan PlanSections(std::uint64_t sessions, std::uint64_t reports,
   return plan;
 }
 
-// Section 1: the configuration and the engine's id counters.
+// Section 1: the configuration, the engine's id counters and the feed's
+// state.
 void EncodeConfig(const StateMachineOptions& options,
-                  const engine::Engine& engine, std::byte* out) {
+                  const engine::Engine& engine, const FeedProducer& feed,
+                  std::byte* out) {
+  const FeedDirectory& announced = feed.announced();
   const SnapshotConfigRecord config{
       .min_instrument = options.engine.min_instrument,
       .max_instrument = options.engine.max_instrument,
@@ -178,7 +181,14 @@ void EncodeConfig(const StateMachineOptions& options,
       .report_history = options.report_history,
       .history_budget_bytes = options.history_budget_bytes,
       .next_order_id = engine.next_order_id().value(),
-      .next_match_id = engine.next_match_id()};
+      .next_match_id = engine.next_match_id(),
+      .next_feed_sequence = feed.next_sequence(),
+      .feed_min_instrument = announced.min_instrument,
+      .feed_max_instrument = announced.max_instrument,
+      .feed_min_price = announced.min_price,
+      .feed_max_price = announced.max_price,
+      .feed_min_quantity = announced.min_quantity,
+      .feed_max_quantity = announced.max_quantity};
   journal::StoreStruct<kSnapshotConfigLayout>(config, out);
 }
 
@@ -319,6 +329,39 @@ engine::EngineConfig EngineConfigOf(const SnapshotConfigRecord& config) {
                               .min_quantity = config.min_quantity,
                               .max_quantity = config.max_quantity,
                               .max_live_orders = config.max_live_orders};
+}
+
+FeedDirectory FeedDirectoryOf(const SnapshotConfigRecord& config) {
+  return FeedDirectory{.min_instrument = config.feed_min_instrument,
+                       .max_instrument = config.feed_max_instrument,
+                       .min_price = config.feed_min_price,
+                       .max_price = config.feed_max_price,
+                       .min_quantity = config.feed_min_quantity,
+                       .max_quantity = config.feed_max_quantity};
+}
+
+// Why the feed's state in `config` cannot be, or empty: the directory is
+// all zero while nothing was published (sequence 1), else a valid range
+// with valid bands.
+std::string FeedStateProblem(const SnapshotConfigRecord& config) {
+  const FeedDirectory directory = FeedDirectoryOf(config);
+  if (config.next_feed_sequence == 0) return "next_feed_sequence 0";
+  if (config.next_feed_sequence == 1) {
+    return directory == FeedDirectory{}
+               ? std::string()
+               : "a directory announced while the sequence is 1";
+  }
+  engine::EngineConfig announced;
+  announced.min_instrument = directory.min_instrument;
+  announced.max_instrument = directory.max_instrument;
+  announced.min_price = directory.min_price;
+  announced.max_price = directory.max_price;
+  announced.min_quantity = directory.min_quantity;
+  announced.max_quantity = directory.max_quantity;
+  if (absl::Status s = engine::ValidateConfig(announced); !s.ok()) {
+    return absl::StrFormat("the directory announced: %s", s.message());
+  }
+  return std::string();
 }
 
 StateMachineOptions OptionsOf(const SnapshotConfigRecord& config) {
@@ -592,6 +635,13 @@ absl::StatusOr<SnapshotConfigRecord> SnapshotReader::Config(
         "next_order_id/next_match_id",
         absl::StrFormat("%d/%d: both must be at least 1", config.next_order_id,
                         config.next_match_id));
+  }
+  if (const std::string problem = FeedStateProblem(config); !problem.empty()) {
+    return Damaged(
+        config_at +
+            codec::OffsetOf<kSnapshotConfigLayout,
+                            &SnapshotConfigRecord::next_feed_sequence>(),
+        "feed state", problem);
   }
   return config;
 }
@@ -910,7 +960,8 @@ std::vector<std::byte> SnapshotCodec::Encode(const StateMachine& machine,
                                         engine.live_orders());
   std::vector<std::byte> out(plan.file_bytes);  // zero-filled: padding is zero
   std::byte* const base = out.data();
-  EncodeConfig(machine.options_, engine, base + plan.Offset(kSectionConfig));
+  EncodeConfig(machine.options_, engine, machine.feed_,
+               base + plan.Offset(kSectionConfig));
   EncodeStats(machine.stats_, base + plan.Offset(kSectionStats));
   EncodeSessions(machine.sessions_, base + plan.Offset(kSectionSessions));
   EncodeReports(machine.sessions_, base + plan.Offset(kSectionReports));
@@ -956,6 +1007,8 @@ absl::StatusOr<std::unique_ptr<StateMachine>> SnapshotCodec::Build(
   }
   machine->last_index_ = snapshot.header.index;
   machine->stats_ = snapshot.stats;
+  machine->feed_.Restore(snapshot.config.next_feed_sequence,
+                         FeedDirectoryOf(snapshot.config));
   return machine;
 }
 

@@ -155,7 +155,7 @@ void ResealSnapshot(std::span<std::byte> bytes);
 
 inline constexpr std::uint64_t kSnapshotMagic = 0x4853'5041'4E53'574Full;
 inline constexpr std::uint32_t kSnapshotTrailerMagic = 0x4553'574Fu;
-inline constexpr std::uint32_t kSnapshotVersion = 1;
+inline constexpr std::uint32_t kSnapshotVersion = 2;
 
 struct SnapshotHeader {
   std::uint64_t magic;  // "OWSNAPSH"
@@ -207,7 +207,9 @@ inline constexpr std::uint32_t kSectionReports = 4;
 inline constexpr std::uint32_t kSectionOrders = 5;
 inline constexpr std::uint32_t kSnapshotSectionCount = 5;
 
-// Section 1: the options in force and the engine's id counters.
+// Section 1: the options in force, the engine's id counters and the
+// market-data feed's state (state/feed_producer.h: its next sequence and
+// the directory it announced, all 0 while the sequence is 1).
 struct SnapshotConfigRecord {
   std::uint32_t min_instrument;
   std::uint32_t max_instrument;
@@ -221,6 +223,13 @@ struct SnapshotConfigRecord {
   std::uint64_t history_budget_bytes;
   std::uint64_t next_order_id;
   std::uint64_t next_match_id;
+  std::uint64_t next_feed_sequence;
+  std::uint32_t feed_min_instrument;
+  std::uint32_t feed_max_instrument;
+  std::int64_t feed_min_price;
+  std::int64_t feed_max_price;
+  std::uint64_t feed_min_quantity;
+  std::uint64_t feed_max_quantity;
 };
 inline constexpr auto kSnapshotConfigLayout = codec::MakeLayout(
     codec::Field{"min_instrument", &SnapshotConfigRecord::min_instrument},
@@ -235,8 +244,19 @@ inline constexpr auto kSnapshotConfigLayout = codec::MakeLayout(
     codec::Field{"history_budget_bytes",
                  &SnapshotConfigRecord::history_budget_bytes},
     codec::Field{"next_order_id", &SnapshotConfigRecord::next_order_id},
-    codec::Field{"next_match_id", &SnapshotConfigRecord::next_match_id});
-static_assert(kSnapshotConfigLayout.kSize == 80);
+    codec::Field{"next_match_id", &SnapshotConfigRecord::next_match_id},
+    codec::Field{"next_feed_sequence",
+                 &SnapshotConfigRecord::next_feed_sequence},
+    codec::Field{"feed_min_instrument",
+                 &SnapshotConfigRecord::feed_min_instrument},
+    codec::Field{"feed_max_instrument",
+                 &SnapshotConfigRecord::feed_max_instrument},
+    codec::Field{"feed_min_price", &SnapshotConfigRecord::feed_min_price},
+    codec::Field{"feed_max_price", &SnapshotConfigRecord::feed_max_price},
+    codec::Field{"feed_min_quantity", &SnapshotConfigRecord::feed_min_quantity},
+    codec::Field{"feed_max_quantity",
+                 &SnapshotConfigRecord::feed_max_quantity});
+static_assert(kSnapshotConfigLayout.kSize == 128);
 
 // Section 2: StateMachineStats, as 2 + 256 + 256 + 16 u64 (records,
 // unauthorized, commands by kind, reports by kind, rejects by reason).

@@ -62,6 +62,7 @@ void StateMachine::KeepNoHistory() noexcept {
 
 absl::Status StateMachine::Apply(const Record& record) {
   output_count_ = 0;
+  feed_.Clear();
   if (last_index_ != 0 && record.index != last_index_ + 1) {
     return absl::DataLossError(absl::StrFormat(
         "journal record %d follows record %d: records must be applied in "
@@ -112,12 +113,14 @@ absl::Status StateMachine::Apply(const Record& record) {
   ++stats_.commands[static_cast<std::uint8_t>(command.kind)];
   reports_.Clear();
   const engine::OwnerTag owner = submitter->index;
+  feed_.Begin(record.receive_ns, command, *engine_);
   if ((record.flags & kRecordUnauthorized) != 0) {
     ++stats_.unauthorized;
     (void)engine_->RejectUnauthorized(command, owner, reports_);
   } else {
     (void)engine_->Execute(command, owner, reports_);
   }
+  feed_.Finish(reports_, *engine_);
 
   // Number each report, in place, on the session it goes to.
   const std::size_t count = reports_.size();

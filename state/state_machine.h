@@ -14,7 +14,10 @@
 // - the engine (books, orders with their owner tags, id counters);
 // - per session, in order of first appearance in the journal: its id, the
 //   next inbound sequence to apply, the next report sequence, and its report
-//   history (the recent report frames, for the service to send again).
+//   history (the recent report frames, for the service to send again);
+// - the market-data feed's next sequence and the instrument directory it
+//   announced (feed_producer.h): each record's feed messages are made here
+//   too (docs/MARKETDATA.md "From the journal to the feed").
 //
 // Routing. A session's dense index (0, 1, 2, ... in order of first
 // appearance) is the engine owner tag of every order the session enters; the
@@ -52,6 +55,7 @@
 #include "engine/engine.h"
 #include "engine/report.h"
 #include "journal/reader.h"
+#include "state/feed_producer.h"
 #include "state/report_history.h"
 
 namespace orderwire::state {
@@ -153,6 +157,15 @@ class StateMachine {
   [[nodiscard]] std::span<const Output> outputs() const noexcept {
     return {outputs_.data(), output_count_};
   }
+  // The market-data feed's messages of the last Apply(), in feed order
+  // (none after a refused record); valid until the next Apply().
+  [[nodiscard]] std::span<const FeedMessage> feed() const noexcept {
+    return feed_.messages();
+  }
+  // The feed's state: its next sequence and the directory it announced.
+  [[nodiscard]] const FeedProducer& feed_producer() const noexcept {
+    return feed_;
+  }
 
   // The session with this id, if the journal has one. O(1).
   [[nodiscard]] const SessionState* Find(std::uint32_t id) const;
@@ -205,6 +218,7 @@ class StateMachine {
   // Outputs of the last Apply; their frames are reports_'s, renumbered.
   std::vector<Output> outputs_;
   std::size_t output_count_ = 0;
+  FeedProducer feed_;
   std::uint64_t last_index_ = 0;
   StateMachineStats stats_;
 };

@@ -314,19 +314,58 @@ TEST(Snapshot, AnotherJournalsSnapshotIsRefused) {
   EXPECT_NE(other.status().message().find("journal_id"), std::string::npos);
 }
 
+// Version 1 (before the market-data feed: its feed sequence unknown) and a
+// later version are refused by their version (SNAPSHOT.md "Version 1").
 TEST(Snapshot, AnotherVersionIsRefusedByItsVersion) {
-  std::vector<std::byte> bad = SmallSnapshot();
-  codec::StoreLE(
-      bad.data() +
-          codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::version>(),
-      std::uint32_t{2});
-  ResealSnapshot(bad);  // so that only the version is wrong
-  const auto loaded = DecodeSnapshot(bad, "f", 0);
-  ASSERT_FALSE(loaded.ok());
-  EXPECT_NE(loaded.status().message().find("version 2; this build reads "
-                                           "version 1"),
-            std::string::npos)
-      << loaded.status();
+  for (const std::uint32_t version : {1u, 3u}) {
+    std::vector<std::byte> bad = SmallSnapshot();
+    codec::StoreLE(
+        bad.data() +
+            codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::version>(),
+        version);
+    ResealSnapshot(bad);  // so that only the version is wrong
+    const auto loaded = DecodeSnapshot(bad, "f", 0);
+    ASSERT_FALSE(loaded.ok());
+    EXPECT_NE(loaded.status().message().find(absl::StrFormat(
+                  "version %d; this build reads version 2", version)),
+              std::string::npos)
+        << loaded.status();
+  }
+}
+
+// `bytes` with the config section's `Member` set to `value`, resealed,
+// decoded.
+template <auto Member, typename T>
+absl::StatusOr<LoadedSnapshot> DecodeWithConfigField(
+    std::vector<std::byte> bytes, T value) {
+  const std::size_t config_at =
+      kSnapshotHeaderLayout.kSize +
+      kSnapshotSectionCount * kSnapshotSectionLayout.kSize;
+  codec::StoreLE(bytes.data() + config_at +
+                     codec::OffsetOf<kSnapshotConfigLayout, Member>(),
+                 value);
+  ResealSnapshot(bytes);
+  return DecodeSnapshot(bytes, "f", 0);
+}
+
+// The feed's state is checked like the rest of the configuration: a
+// sequence of 0, a directory announced while nothing was published, an
+// impossible directory.
+TEST(Snapshot, AnImpossibleFeedStateIsRefused) {
+  const std::vector<std::byte> good = SmallSnapshot();
+  const auto loaded_good = DecodeSnapshot(good, "f", 0);
+  ASSERT_TRUE(loaded_good.ok()) << loaded_good.status();
+  ASSERT_GT(loaded_good->machine->feed_producer().next_sequence(), 1u);
+  using R = SnapshotConfigRecord;
+  for (const auto& bad :
+       {DecodeWithConfigField<&R::next_feed_sequence>(good, std::uint64_t{0}),
+        DecodeWithConfigField<&R::next_feed_sequence>(good, std::uint64_t{1}),
+        DecodeWithConfigField<&R::feed_min_instrument>(good, ~std::uint32_t{0}),
+        DecodeWithConfigField<&R::feed_max_price>(good, std::int64_t{0})}) {
+    ASSERT_FALSE(bad.ok());
+    EXPECT_NE(bad.status().message().find("feed state"), std::string::npos)
+        << bad.status();
+  }
 }
 
 TEST(Snapshot, AFileNamedForAnotherIndexIsRefused) {

@@ -1,0 +1,233 @@
+// The feed's messages of each record; see feed_producer.h.
+#include "state/feed_producer.h"
+
+#include <algorithm>
+#include <cassert>
+
+#include "codec/messages.h"
+#include "codec/types.h"
+#include "feed/builder.h"
+#include "feed/messages.h"
+#include "feed/types.h"
+
+namespace orderwire::state {
+namespace {
+
+// Whether `instrument` is in the directory's range.
+bool Listed(const FeedDirectory& directory, std::uint32_t instrument) {
+  return instrument >= directory.min_instrument &&
+         instrument <= directory.max_instrument;
+}
+
+}  // namespace
+
+FeedDirectory FeedDirectory::Of(const engine::EngineConfig& config) {
+  return FeedDirectory{.min_instrument = config.min_instrument,
+                       .max_instrument = config.max_instrument,
+                       .min_price = config.min_price,
+                       .max_price = config.max_price,
+                       .min_quantity = config.min_quantity,
+                       .max_quantity = config.max_quantity};
+}
+
+FeedProducer::FeedProducer() {
+  bytes_.resize(std::size_t{1} << 12);
+  offsets_.resize(64);
+  messages_.resize(64);
+}
+
+void FeedProducer::Restore(std::uint64_t sequence,
+                           const FeedDirectory& announced) {
+  assert(sequence >= 1);
+  next_sequence_ = sequence;
+  announced_ = announced;
+}
+
+template <typename Model>
+void FeedProducer::Emit(const Model& model) {
+  constexpr std::size_t kSize = feed::kMessageSize<Model>;
+  if (used_ + kSize > bytes_.size()) [[unlikely]] {
+    bytes_.resize(std::max(2 * bytes_.size(), used_ + kSize));
+  }
+  if (count_ == offsets_.size()) [[unlikely]] {
+    offsets_.resize(2 * offsets_.size());
+  }
+  feed::EncodeMessage(model, bytes_.data() + used_);
+  offsets_[count_] = used_;
+  used_ += kSize;
+  ++count_;
+}
+
+void FeedProducer::Directory(std::uint32_t instrument,
+                             const FeedDirectory& directory) {
+  Emit(feed::InstrumentDirectory{.timestamp = timestamp_,
+                                 .instrument_id = instrument,
+                                 .min_price = directory.min_price,
+                                 .max_price = directory.max_price,
+                                 .min_quantity = directory.min_quantity,
+                                 .max_quantity = directory.max_quantity});
+}
+
+void FeedProducer::StartOfFeed(const FeedDirectory& directory) {
+  Emit(feed::SystemEvent{.timestamp = timestamp_,
+                         .event = feed::SystemEventCode::kStartOfFeed});
+  for (std::uint64_t i = directory.min_instrument;
+       i <= directory.max_instrument; ++i) {
+    const auto instrument = static_cast<std::uint32_t>(i);
+    Directory(instrument, directory);
+    Emit(feed::TradingStatus{.timestamp = timestamp_,
+                             .instrument_id = instrument,
+                             .state = feed::TradingState::kTrading});
+  }
+}
+
+// MARKETDATA.md: Unlisted for each instrument that left the range, the
+// directory of the new range, Trading for each that entered it; each
+// ascending.
+void FeedProducer::DirectoryChanges(const FeedDirectory& before,
+                                    const FeedDirectory& after) {
+  for (std::uint64_t i = before.min_instrument; i <= before.max_instrument;
+       ++i) {
+    const auto instrument = static_cast<std::uint32_t>(i);
+    if (Listed(after, instrument)) continue;
+    Emit(feed::TradingStatus{.timestamp = timestamp_,
+                             .instrument_id = instrument,
+                             .state = feed::TradingState::kUnlisted});
+  }
+  for (std::uint64_t i = after.min_instrument; i <= after.max_instrument; ++i) {
+    Directory(static_cast<std::uint32_t>(i), after);
+  }
+  for (std::uint64_t i = after.min_instrument; i <= after.max_instrument; ++i) {
+    const auto instrument = static_cast<std::uint32_t>(i);
+    if (Listed(before, instrument)) continue;
+    Emit(feed::TradingStatus{.timestamp = timestamp_,
+                             .instrument_id = instrument,
+                             .state = feed::TradingState::kTrading});
+  }
+}
+
+void FeedProducer::Begin(std::uint64_t receive_ns,
+                         const codec::Command& command,
+                         const engine::Engine& engine) {
+  timestamp_ = receive_ns;
+  used_ = 0;
+  count_ = 0;
+  may_rest_ = 0;
+  replaced_.reset();
+  const FeedDirectory in_force = FeedDirectory::Of(engine.config());
+  if (next_sequence_ == 1) {
+    StartOfFeed(in_force);
+    announced_ = in_force;
+  } else if (!(in_force == announced_)) [[unlikely]] {
+    DirectoryChanges(announced_, in_force);
+    announced_ = in_force;
+  }
+  if (command.kind == codec::Kind::kReplace) {
+    replaced_ = engine.FindOrder(command.order_id);
+  }
+}
+
+// A Replaced report (MARKETDATA.md's table): priority kept, a reduction
+// (or nothing when only the client order id changed); priority lost, a
+// move, or, when more reports of the command follow (it crossed and
+// trades as a taker), a delete now and an add at the end if it rests.
+void FeedProducer::OnReplaced(const engine::ReportBuffer& reports,
+                              std::size_t i) {
+  const auto replaced = reports.Get<codec::Replaced>(reports[i]);
+  if (!replaced_.has_value()) return;  // cannot be: it was live
+  const engine::OrderInfo& before = *replaced_;
+  const std::uint32_t instrument = before.instrument_id.value();
+  if (replaced.priority_kept == codec::PriorityKept::kYes) {
+    const std::uint64_t leaves = before.leaves_quantity.value();
+    if (replaced.quantity < leaves) {
+      Emit(
+          feed::OrderReduced{.timestamp = timestamp_,
+                             .order_id = replaced.order_id,
+                             .instrument_id = instrument,
+                             .cancelled_quantity = leaves - replaced.quantity});
+    }
+    return;
+  }
+  if (i + 1 < reports.size()) {
+    Emit(feed::OrderDeleted{.timestamp = timestamp_,
+                            .order_id = replaced.order_id,
+                            .instrument_id = instrument});
+    may_rest_ = replaced.order_id;
+    return;
+  }
+  Emit(feed::OrderReplaced{.timestamp = timestamp_,
+                           .order_id = replaced.order_id,
+                           .instrument_id = instrument,
+                           .price = replaced.price,
+                           .quantity = replaced.quantity});
+}
+
+void FeedProducer::Finish(const engine::ReportBuffer& reports,
+                          const engine::Engine& engine) {
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const engine::Report& report = reports[i];
+    switch (report.kind) {
+      case codec::Kind::kAccepted:
+        may_rest_ = reports.Get<codec::Accepted>(report).order_id;
+        break;
+      case codec::Kind::kFilled: {
+        const auto fill = reports.Get<codec::Filled>(report);
+        if (fill.liquidity != codec::Liquidity::kMaker) break;
+        Emit(feed::OrderExecuted{.timestamp = timestamp_,
+                                 .order_id = fill.order_id,
+                                 .instrument_id = fill.instrument_id,
+                                 .side = fill.side,
+                                 .match_id = fill.match_id,
+                                 .price = fill.price,
+                                 .quantity = fill.quantity});
+        break;
+      }
+      case codec::Kind::kCancelled: {
+        const auto cancel = reports.Get<codec::Cancelled>(report);
+        // Requested and SelfTrade cancel a resting order; the other
+        // reasons end an order that never rested.
+        if (cancel.reason != codec::CancelReason::kRequested &&
+            cancel.reason != codec::CancelReason::kSelfTrade) {
+          break;
+        }
+        Emit(feed::OrderDeleted{.timestamp = timestamp_,
+                                .order_id = cancel.order_id,
+                                .instrument_id = cancel.instrument_id});
+        break;
+      }
+      case codec::Kind::kReplaced:
+        OnReplaced(reports, i);
+        break;
+      default:  // Rejected: nothing happened to a book
+        break;
+    }
+  }
+  if (may_rest_ != 0) {
+    if (const std::optional<engine::OrderInfo> rests =
+            engine.FindOrder(codec::OrderId(may_rest_))) {
+      Emit(feed::OrderAdded{.timestamp = timestamp_,
+                            .order_id = may_rest_,
+                            .instrument_id = rests->instrument_id.value(),
+                            .side = rests->side,
+                            .price = rests->price.value(),
+                            .quantity = rests->leaves_quantity.value()});
+    }
+  }
+  Seal();
+}
+
+void FeedProducer::Seal() {
+  if (count_ > messages_.size()) [[unlikely]] {
+    messages_.resize(offsets_.size());
+  }
+  for (std::size_t i = 0; i < count_; ++i) {
+    const std::size_t end = i + 1 < count_ ? offsets_[i + 1] : used_;
+    messages_[i] =
+        FeedMessage{next_sequence_ + i,
+                    std::span<const std::byte>(bytes_.data() + offsets_[i],
+                                               end - offsets_[i])};
+  }
+  next_sequence_ += count_;
+}
+
+}  // namespace orderwire::state

@@ -1,0 +1,132 @@
+// FeedProducer: the market-data feed's messages of each journal record
+// (docs/MARKETDATA.md "From the journal to the feed"), numbered with the
+// feed's sequence. The StateMachine owns one and drives it from Apply and
+// Reconfigure, so the feed is a function of the journal alone: live,
+// restart, `replay` and a standby make the same messages with the same
+// numbers. It reads no clock: a message's timestamp is its record's
+// receive_ns.
+//
+// Per record: Begin() before the engine executes the record's command (it
+// notes what the feed needs of the book as it was: a Replace's order),
+// Finish() after it, with the engine's reports; messages() then holds the
+// record's messages in feed order.
+//
+// State (the StateMachine's snapshot carries both): the next feed sequence,
+// and the instrument directory the feed last announced (range and bands).
+// A record applied under another directory than the one announced (the
+// journal pinned a new configuration before it) starts with the changes,
+// so where exactly the StateMachine was reconfigured between two records
+// changes nothing.
+//
+// Cost: a few stores per message; one FindOrder for a Replace (before) and
+// one for a new order or a crossing replace (after: does it rest?). No
+// allocation once the buffers have held the largest record's messages: the
+// first record's (the start of the feed: 1 + 2 x instruments messages) or
+// a reconfiguration's directory, allocated then.
+// Not thread-safe: the StateMachine's thread only.
+#ifndef ORDERWIRE_STATE_FEED_PRODUCER_H_
+#define ORDERWIRE_STATE_FEED_PRODUCER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "codec/command.h"
+#include "engine/config.h"
+#include "engine/engine.h"
+#include "engine/report.h"
+
+namespace orderwire::state {
+
+// What the feed's instrument directory says: the instrument range and the
+// bands of a new order (MARKETDATA.md InstrumentDirectory).
+struct FeedDirectory {
+  std::uint32_t min_instrument = 0;
+  std::uint32_t max_instrument = 0;
+  std::int64_t min_price = 0;
+  std::int64_t max_price = 0;
+  std::uint64_t min_quantity = 0;
+  std::uint64_t max_quantity = 0;
+
+  static FeedDirectory Of(const engine::EngineConfig& config);
+  friend bool operator==(const FeedDirectory&, const FeedDirectory&) = default;
+};
+
+// One message of the feed.
+struct FeedMessage {
+  std::uint64_t sequence;  // its feed sequence
+  // The message, kind byte first (feed/messages.h), as it goes into a
+  // block; valid until the next record.
+  std::span<const std::byte> bytes;
+};
+
+class FeedProducer {
+ public:
+  // A feed with nothing made yet: the next record starts it.
+  FeedProducer();
+
+  // Starts the messages of a record received at `receive_ns` (the
+  // timestamp of all of them), before the engine executes `command`: the
+  // start of the feed, or the changes of the directory in force
+  // (engine.config()) from the one announced, and what a Replace needs of
+  // the order it replaces.
+  void Begin(std::uint64_t receive_ns, const codec::Command& command,
+             const engine::Engine& engine);
+  // The messages of the command's reports, in report order, then the
+  // resting remainder of a new order or of a crossing replace.
+  void Finish(const engine::ReportBuffer& reports,
+              const engine::Engine& engine);
+
+  // The messages of the last record, in feed order.
+  [[nodiscard]] std::span<const FeedMessage> messages() const noexcept {
+    return {messages_.data(), count_};
+  }
+  // No messages until the next Begin (a record refused before it).
+  void Clear() noexcept { count_ = 0; }
+  // The sequence the next message will get.
+  [[nodiscard]] std::uint64_t next_sequence() const noexcept {
+    return next_sequence_;
+  }
+  // The directory the feed announced last (its instrument range and
+  // bands; the other fields of EngineConfig are not the feed's). Meaningless
+  // while next_sequence() is 1.
+  [[nodiscard]] const FeedDirectory& announced() const noexcept {
+    return announced_;
+  }
+  // A state restored from a snapshot: the next message gets `sequence`
+  // (>= 1), `announced` was the directory announced last.
+  void Restore(std::uint64_t sequence, const FeedDirectory& announced);
+
+ private:
+  template <typename Model>
+  void Emit(const Model& model);
+  void StartOfFeed(const FeedDirectory& directory);
+  void DirectoryChanges(const FeedDirectory& before,
+                        const FeedDirectory& after);
+  void Directory(std::uint32_t instrument, const FeedDirectory& directory);
+  void OnReplaced(const engine::ReportBuffer& reports, std::size_t i);
+  // Points messages_ at the bytes once the record's messages are made
+  // (bytes_ may have grown while they were).
+  void Seal();
+
+  std::uint64_t next_sequence_ = 1;
+  FeedDirectory announced_;
+  std::uint64_t timestamp_ = 0;  // of the record being made
+  // Encoded messages of the record, back to back, and where each starts.
+  std::vector<std::byte> bytes_;
+  std::size_t used_ = 0;
+  std::vector<std::size_t> offsets_;
+  std::vector<FeedMessage> messages_;
+  std::size_t count_ = 0;
+  // The record's order that may rest at its end (a new order, or a
+  // replace that crossed and so left the book: 0 for none), and the order
+  // a Replace acts on, as it was before the command.
+  std::uint64_t may_rest_ = 0;
+  std::optional<engine::OrderInfo> replaced_;
+};
+
+}  // namespace orderwire::state
+
+#endif  // ORDERWIRE_STATE_FEED_PRODUCER_H_

@@ -1,0 +1,568 @@
+// The market-data feed the StateMachine makes of each record
+// (state/feed_producer.h, docs/MARKETDATA.md "From the journal to the
+// feed"): the golden feed of the contract byte for byte, each row of the
+// report-to-feed table, the directory's changes, a book rebuilt from the
+// feed alone equal to the engine's after every record of long random
+// streams, and the feed's state through a snapshot (restart == replay).
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "codec/command.h"
+#include "codec/messages.h"
+#include "codec/types.h"
+#include "codec/wire.h"
+#include "engine/config.h"
+#include "engine/workload.h"
+#include "feed/builder.h"
+#include "feed/messages.h"
+#include "feed/packet.h"
+#include "gtest/gtest.h"
+#include "state/snapshot.h"
+#include "state/state_machine.h"
+#include "tests/feed/feed_test_support.h"
+#include "tests/feed/golden.h"
+#include "tests/support/bytes.h"
+#include "tests/support/orders.h"
+
+namespace orderwire::state {
+namespace {
+
+using codec::Side;
+using feed::MessageKind;
+using test_support::Bytes;
+using test_support::Frame;
+using test_support::Limit;
+
+// The golden configuration: instrument 42 only, default bands.
+StateMachineOptions Instrument42() {
+  StateMachineOptions options;
+  options.engine.min_instrument = 42;
+  options.engine.max_instrument = 42;
+  return options;
+}
+
+// Applies frames as consecutive records of their sessions and keeps every
+// feed message made, in order, with its sequence.
+class FeedRun {
+ public:
+  explicit FeedRun(StateMachineOptions options = {})
+      : machine_(std::make_unique<StateMachine>(options)) {}
+  // Goes on from a restored machine.
+  explicit FeedRun(std::unique_ptr<StateMachine> machine)
+      : machine_(std::move(machine)),
+        next_index_(machine_->last_index() + 1),
+        next_expected_(machine_->feed_producer().next_sequence()) {}
+
+  // Applies one record; returns the number of feed messages it made.
+  std::size_t Apply(std::uint32_t session, const Bytes& frame,
+                    std::uint64_t receive_ns = 1000) {
+    const absl::Status applied =
+        machine_->Apply(Record{next_index_++, receive_ns, session, 0, frame});
+    EXPECT_TRUE(applied.ok()) << applied;
+    for (const FeedMessage& m : machine_->feed()) {
+      EXPECT_EQ(m.sequence, next_expected_++);
+      messages_.emplace_back(m.bytes.begin(), m.bytes.end());
+    }
+    return machine_->feed().size();
+  }
+  // The next session sequence of `session`'s commands.
+  std::uint64_t Next(std::uint32_t session) { return ++sequences_[session]; }
+
+  StateMachine& machine() { return *machine_; }
+  const std::vector<std::vector<std::byte>>& messages() const {
+    return messages_;
+  }
+  // The kinds of the messages from `first` (0-based) on.
+  std::vector<MessageKind> KindsFrom(std::size_t first) const {
+    std::vector<MessageKind> kinds;
+    for (std::size_t i = first; i < messages_.size(); ++i) {
+      kinds.push_back(static_cast<MessageKind>(messages_[i][0]));
+    }
+    return kinds;
+  }
+
+ private:
+  std::unique_ptr<StateMachine> machine_;
+  std::uint64_t next_index_ = 1;
+  std::uint64_t next_expected_ = 1;
+  std::map<std::uint32_t, std::uint64_t> sequences_;
+  std::vector<std::vector<std::byte>> messages_;
+};
+
+// The model of a message of kind `Model` (the test fails if it is another).
+template <typename Model>
+Model MessageAs(const std::vector<std::byte>& message) {
+  EXPECT_EQ(static_cast<MessageKind>(message[0]),
+            feed::MessageTraits<Model>::kKind);
+  EXPECT_EQ(message.size(), feed::kMessageSize<Model>);
+  Model model{};
+  feed::MessageTraits<Model>::kLayout.ForEach(
+      [&](const auto& field, std::size_t offset) {
+        using T = typename std::remove_cvref_t<decltype(field)>::ValueType;
+        model.*field.member =
+            codec::LoadLE<T>(message.data() + feed::kModelOffset + offset);
+      });
+  return model;
+}
+
+// A Data packet of the golden session holding `messages`, from `first`.
+std::string DataPacketHex(std::span<const std::vector<std::byte>> messages,
+                          std::uint64_t first) {
+  std::array<std::byte, feed::kMaxPacketBytes> buffer{};
+  feed::PacketBuilder builder(buffer);
+  builder.BeginData(feed::golden::kSession, first);
+  for (const std::vector<std::byte>& m : messages) {
+    EXPECT_EQ(builder.AppendMessage(m), codec::CodecError::kOk);
+  }
+  return feed::test::Hex(builder.Finish());
+}
+
+std::string HexOf(const std::vector<std::byte>& bytes) {
+  return feed::test::Hex(bytes);
+}
+
+// MARKETDATA.md "Golden packets": records 1 and 2 make messages 1 to 6,
+// which pack into the two golden Data packets; then a size-down, a
+// reprice and a cancel of order 2 at T2 make the golden OrderReduced,
+// OrderReplaced and OrderDeleted.
+TEST(FeedFromTheJournal, MakesTheGoldenFeedOfTheContract) {
+  using feed::golden::kT1;
+  using feed::golden::kT2;
+  FeedRun run(Instrument42());
+  EXPECT_EQ(run.Apply(1,
+                      Frame(run.Next(1), Limit({.account_id = 1,
+                                                .client_order_id = 1,
+                                                .instrument_id = 42,
+                                                .side = Side::kBuy,
+                                                .price = 10050,
+                                                .quantity = 300})),
+                      kT1),
+            4u);
+  EXPECT_EQ(run.Apply(2,
+                      Frame(run.Next(2), Limit({.account_id = 2,
+                                                .client_order_id = 1,
+                                                .instrument_id = 42,
+                                                .side = Side::kSell,
+                                                .price = 10040,
+                                                .quantity = 400})),
+                      kT2),
+            2u);
+  const std::span<const std::vector<std::byte>> all(run.messages());
+  EXPECT_EQ(DataPacketHex(all.first(4), 1), feed::golden::kStartOfFeed.hex);
+  EXPECT_EQ(DataPacketHex(all.subspan(4, 2), 5),
+            feed::golden::kExecutedAdded.hex);
+  EXPECT_EQ(run.machine().feed_producer().next_sequence(), 7u);
+
+  // Order 2 (100 left at 10040): down to 60, priority kept.
+  EXPECT_EQ(
+      run.Apply(2,
+                Frame(run.Next(2), codec::Replace{.account_id = 2,
+                                                  .order_id = 2,
+                                                  .new_client_order_id = 2,
+                                                  .price = 10040,
+                                                  .quantity = 60}),
+                kT2),
+      1u);
+  EXPECT_EQ(HexOf(run.messages().back()), feed::golden::kOrderReduced.hex);
+  // To 10045 for 150: priority lost, nothing to cross (the bids are gone).
+  EXPECT_EQ(
+      run.Apply(2,
+                Frame(run.Next(2), codec::Replace{.account_id = 2,
+                                                  .order_id = 2,
+                                                  .new_client_order_id = 3,
+                                                  .price = 10045,
+                                                  .quantity = 150}),
+                kT2),
+      1u);
+  EXPECT_EQ(HexOf(run.messages().back()), feed::golden::kOrderReplaced.hex);
+  EXPECT_EQ(run.Apply(2,
+                      Frame(run.Next(2), codec::CancelByOrder{.account_id = 2,
+                                                              .order_id = 2}),
+                      kT2),
+            1u);
+  EXPECT_EQ(HexOf(run.messages().back()), feed::golden::kOrderDeleted.hex);
+}
+
+// Rejects, IOC and FOK leftovers, market orders that find nothing and
+// client-order-id-only replaces change no displayed order: no message.
+TEST(FeedFromTheJournal, WhatChangesNoDisplayedOrderMakesNoMessage) {
+  FeedRun run(Instrument42());
+  ASSERT_EQ(run.Apply(1, Frame(run.Next(1), Limit({.client_order_id = 1,
+                                                   .instrument_id = 42,
+                                                   .price = 100,
+                                                   .quantity = 10}))),
+            4u);  // start of feed (3) and the order (1)
+  // A reject (an instrument out of range).
+  EXPECT_EQ(run.Apply(1, Frame(run.Next(1), Limit({.client_order_id = 2,
+                                                   .instrument_id = 7,
+                                                   .price = 100,
+                                                   .quantity = 10}))),
+            0u);
+  // An ImmediateOrCancel sell that finds no bid at its price.
+  EXPECT_EQ(
+      run.Apply(2, Frame(run.Next(2),
+                         Limit({.account_id = 2,
+                                .client_order_id = 1,
+                                .instrument_id = 42,
+                                .side = Side::kSell,
+                                .time_in_force =
+                                    codec::TimeInForce::kImmediateOrCancel,
+                                .price = 101,
+                                .quantity = 10}))),
+      0u);
+  // A FillOrKill for more than the book holds.
+  EXPECT_EQ(
+      run.Apply(2,
+                Frame(run.Next(2),
+                      Limit({.account_id = 2,
+                             .client_order_id = 2,
+                             .instrument_id = 42,
+                             .side = Side::kSell,
+                             .time_in_force = codec::TimeInForce::kFillOrKill,
+                             .price = 100,
+                             .quantity = 11}))),
+      0u);
+  // A market buy: no ask at all.
+  EXPECT_EQ(
+      run.Apply(2, Frame(run.Next(2), codec::NewMarket{.account_id = 2,
+                                                       .client_order_id = 3,
+                                                       .instrument_id = 42,
+                                                       .side = Side::kBuy,
+                                                       .quantity = 5})),
+      0u);
+  // A replace that changes the client order id only.
+  EXPECT_EQ(
+      run.Apply(1, Frame(run.Next(1), codec::Replace{.account_id = 1,
+                                                     .order_id = 1,
+                                                     .new_client_order_id = 9,
+                                                     .price = 100,
+                                                     .quantity = 10})),
+      0u);
+}
+
+// A replace that crosses leaves the book while it trades: OrderDeleted,
+// the makers' executions, then OrderAdded with its remainder (its id comes
+// back); an aggressor's self-trade cancel of a resting order of its own
+// account is OrderDeleted where it happens.
+TEST(FeedFromTheJournal, ACrossingReplaceIsDeletedTradesAndIsAddedAgain) {
+  FeedRun run(Instrument42());
+  const auto sell = [&](std::uint64_t account, std::uint64_t id,
+                        std::int64_t price, std::uint64_t quantity) {
+    return run.Apply(static_cast<std::uint32_t>(account),
+                     Frame(run.Next(static_cast<std::uint32_t>(account)),
+                           Limit({.account_id = account,
+                                  .client_order_id = id,
+                                  .instrument_id = 42,
+                                  .side = Side::kSell,
+                                  .price = price,
+                                  .quantity = quantity})));
+  };
+  ASSERT_EQ(sell(2, 1, 105, 5), 4u);  // order 1
+  ASSERT_EQ(sell(1, 1, 106, 5), 1u);  // order 2: account 1's own ask
+  ASSERT_EQ(sell(3, 1, 107, 5), 1u);  // order 3
+  // Account 1 bids 12 at 100 (order 4), then reprices it to 107.
+  ASSERT_EQ(run.Apply(1, Frame(run.Next(1), Limit({.account_id = 1,
+                                                   .client_order_id = 2,
+                                                   .instrument_id = 42,
+                                                   .price = 100,
+                                                   .quantity = 12}))),
+            1u);
+  const std::size_t before = run.messages().size();
+  ASSERT_EQ(
+      run.Apply(1, Frame(run.Next(1), codec::Replace{.account_id = 1,
+                                                     .order_id = 4,
+                                                     .new_client_order_id = 3,
+                                                     .price = 107,
+                                                     .quantity = 12})),
+      5u);
+  EXPECT_EQ(run.KindsFrom(before),
+            (std::vector<MessageKind>{
+                MessageKind::kOrderDeleted, MessageKind::kOrderExecuted,
+                MessageKind::kOrderDeleted, MessageKind::kOrderExecuted,
+                MessageKind::kOrderAdded}));
+  const auto& m = run.messages();
+  EXPECT_EQ(MessageAs<feed::OrderDeleted>(m[before]).order_id, 4u);
+  const auto first = MessageAs<feed::OrderExecuted>(m[before + 1]);
+  EXPECT_EQ(first.order_id, 1u);
+  EXPECT_EQ(first.match_id, 1u);
+  EXPECT_EQ(first.quantity, 5u);
+  EXPECT_EQ(first.side, Side::kSell);
+  EXPECT_EQ(MessageAs<feed::OrderDeleted>(m[before + 2]).order_id, 2u);  // self
+  const auto second = MessageAs<feed::OrderExecuted>(m[before + 3]);
+  EXPECT_EQ(second.order_id, 3u);
+  EXPECT_EQ(second.match_id, 2u);
+  EXPECT_EQ(second.quantity, 5u);
+  const auto added = MessageAs<feed::OrderAdded>(m[before + 4]);
+  EXPECT_EQ(added.order_id, 4u);
+  EXPECT_EQ(added.side, Side::kBuy);
+  EXPECT_EQ(added.price, 107);
+  EXPECT_EQ(added.quantity, 2u);  // 12 - 5 - 5
+}
+
+// MARKETDATA.md step 2: a record applied under another instrument range or
+// bands than the directory announced starts with Unlisted for what left,
+// the directory of the new range, Trading for what entered; a change of
+// capacity alone says nothing.
+TEST(FeedFromTheJournal, ARecordAfterAReconfigurationStartsWithTheChanges) {
+  StateMachineOptions options;
+  options.engine.min_instrument = 1;
+  options.engine.max_instrument = 3;
+  FeedRun run(options);
+  ASSERT_EQ(run.Apply(1, Frame(run.Next(1), Limit({.client_order_id = 1,
+                                                   .instrument_id = 2,
+                                                   .price = 100,
+                                                   .quantity = 10}))),
+            8u);  // S, 3 x (R, H), A
+  engine::EngineConfig bigger = options.engine;
+  bigger.max_live_orders *= 2;
+  ASSERT_TRUE(run.machine().Reconfigure(bigger, 1024).ok());
+  EXPECT_EQ(run.Apply(1, Frame(run.Next(1), Limit({.client_order_id = 2,
+                                                   .instrument_id = 2,
+                                                   .price = 99,
+                                                   .quantity = 10}))),
+            1u);  // the order alone
+  engine::EngineConfig moved = bigger;
+  moved.min_instrument = 2;
+  moved.max_instrument = 4;
+  moved.max_price = 5000;
+  ASSERT_TRUE(run.machine().Reconfigure(moved, 1024).ok());
+  const std::size_t before = run.messages().size();
+  EXPECT_EQ(run.Apply(1, Frame(run.Next(1), Limit({.client_order_id = 3,
+                                                   .instrument_id = 4,
+                                                   .price = 99,
+                                                   .quantity = 10}))),
+            6u);
+  EXPECT_EQ(
+      run.KindsFrom(before),
+      (std::vector<MessageKind>{
+          MessageKind::kTradingStatus, MessageKind::kInstrumentDirectory,
+          MessageKind::kInstrumentDirectory, MessageKind::kInstrumentDirectory,
+          MessageKind::kTradingStatus, MessageKind::kOrderAdded}));
+  const auto& m = run.messages();
+  const auto unlisted = MessageAs<feed::TradingStatus>(m[before]);
+  EXPECT_EQ(unlisted.instrument_id, 1u);
+  EXPECT_EQ(unlisted.state, feed::TradingState::kUnlisted);
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    const auto directory =
+        MessageAs<feed::InstrumentDirectory>(m[before + 1 + i]);
+    EXPECT_EQ(directory.instrument_id, 2 + i);
+    EXPECT_EQ(directory.max_price, 5000);
+  }
+  const auto entered = MessageAs<feed::TradingStatus>(m[before + 4]);
+  EXPECT_EQ(entered.instrument_id, 4u);
+  EXPECT_EQ(entered.state, feed::TradingState::kTrading);
+  EXPECT_EQ(MessageAs<feed::OrderAdded>(m[before + 5]).instrument_id, 4u);
+}
+
+// A book made from the feed alone (MARKETDATA.md "Meaning for a book"),
+// failing the test on any message the book contradicts.
+class FeedBook {
+ public:
+  using Entry = std::tuple<std::uint64_t, std::uint32_t, Side, std::int64_t,
+                           std::uint64_t>;  // id, instrument, side, price, qty
+
+  void Apply(const std::vector<std::byte>& m) {
+    switch (static_cast<MessageKind>(m[0])) {
+      case MessageKind::kOrderAdded: {
+        const auto a = MessageAs<feed::OrderAdded>(m);
+        ASSERT_FALSE(orders_.contains(a.order_id)) << "added twice";
+        orders_[a.order_id] =
+            Order{a.instrument_id, a.side, a.price, a.quantity, arrival_++};
+        break;
+      }
+      case MessageKind::kOrderExecuted: {
+        const auto e = MessageAs<feed::OrderExecuted>(m);
+        ASSERT_TRUE(orders_.contains(e.order_id)) << "executed unknown";
+        Order& o = orders_[e.order_id];
+        ASSERT_EQ(o.side, e.side);
+        ASSERT_EQ(o.instrument, e.instrument_id);
+        ASSERT_EQ(o.price, e.price);  // trades at the maker's price
+        ASSERT_LE(e.quantity, o.quantity);
+        ASSERT_EQ(e.match_id, next_match_++);  // 1, 2, 3, ... no gap
+        o.quantity -= e.quantity;
+        if (o.quantity == 0) orders_.erase(e.order_id);
+        break;
+      }
+      case MessageKind::kOrderReduced: {
+        const auto x = MessageAs<feed::OrderReduced>(m);
+        ASSERT_TRUE(orders_.contains(x.order_id)) << "reduced unknown";
+        ASSERT_LT(x.cancelled_quantity, orders_[x.order_id].quantity);
+        orders_[x.order_id].quantity -= x.cancelled_quantity;
+        break;
+      }
+      case MessageKind::kOrderDeleted: {
+        const auto d = MessageAs<feed::OrderDeleted>(m);
+        ASSERT_EQ(orders_.erase(d.order_id), 1u) << "deleted unknown";
+        break;
+      }
+      case MessageKind::kOrderReplaced: {
+        const auto u = MessageAs<feed::OrderReplaced>(m);
+        ASSERT_TRUE(orders_.contains(u.order_id)) << "replaced unknown";
+        Order& o = orders_[u.order_id];
+        o.price = u.price;
+        o.quantity = u.quantity;
+        o.arrival = arrival_++;  // the back of its new level
+        break;
+      }
+      default:  // the directory and status: no order changes
+        break;
+    }
+  }
+
+  // The orders in the engine's order: instrument ascending, bids then
+  // asks, best price first, oldest first.
+  [[nodiscard]] std::vector<Entry> Orders() const {
+    std::vector<std::pair<
+        std::tuple<std::uint32_t, int, std::int64_t, std::uint64_t>, Entry>>
+        keyed;
+    for (const auto& [id, o] : orders_) {
+      const bool buy = o.side == Side::kBuy;
+      keyed.push_back(
+          {{o.instrument, buy ? 0 : 1, buy ? -o.price : o.price, o.arrival},
+           Entry{id, o.instrument, o.side, o.price, o.quantity}});
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<Entry> out;
+    for (const auto& [key, entry] : keyed) out.push_back(entry);
+    return out;
+  }
+
+ private:
+  struct Order {
+    std::uint32_t instrument;
+    Side side;
+    std::int64_t price;
+    std::uint64_t quantity;
+    std::uint64_t arrival;
+  };
+  std::map<std::uint64_t, Order> orders_;
+  std::uint64_t arrival_ = 0;
+  std::uint64_t next_match_ = 1;
+};
+
+std::vector<FeedBook::Entry> EngineOrders(const engine::Engine& engine) {
+  std::vector<FeedBook::Entry> out;
+  engine.ForEachLiveOrder([&](const engine::OrderInfo& o) {
+    out.emplace_back(o.order_id.value(), o.instrument_id.value(), o.side,
+                     o.price.value(), o.leaves_quantity.value());
+  });
+  return out;
+}
+
+// The records of three sessions trading together: two `mixed` streams
+// (every command kind, self-trades, rejects) and a `churn` stream (replaces
+// that cross and that keep priority), interleaved by a fixed draw.
+std::vector<std::pair<std::uint32_t, Bytes>> InterleavedStreams(
+    std::size_t per_stream) {
+  const std::vector<std::vector<codec::Command>> streams = {
+      workload::Generate(workload::Workload::kMixed, per_stream, 11),
+      workload::Generate(workload::Workload::kMixed, per_stream, 12),
+      workload::Generate(workload::Workload::kChurn, per_stream, 13)};
+  std::vector<std::size_t> next(streams.size(), 0);
+  std::vector<std::pair<std::uint32_t, Bytes>> records;
+  std::uint64_t draw = 0x9E3779B97F4A7C15ull;
+  while (records.size() < streams.size() * per_stream) {
+    draw = draw * 6364136223846793005ull + 1442695040888963407ull;
+    std::size_t s = (draw >> 33) % streams.size();
+    while (next[s] == per_stream) s = (s + 1) % streams.size();
+    Bytes frame(codec::kMaxFrameSize);
+    const auto size = codec::EncodeCommand(streams[s][next[s]++], frame);
+    EXPECT_TRUE(size.ok());
+    frame.resize(*size);
+    records.emplace_back(static_cast<std::uint32_t>(s + 1), std::move(frame));
+  }
+  return records;
+}
+
+// The heart of the contract: a subscriber applying the feed holds the
+// engine's books, order by order and in queue order, after every record
+// (the first 1,500, then every 50th and the last, for time).
+TEST(FeedFromTheJournal, ABookMadeFromTheFeedIsTheEnginesAfterEveryRecord) {
+  const auto records = InterleavedStreams(6000);
+  FeedRun run;
+  FeedBook book;
+  std::size_t applied = 0;
+  std::size_t messages = 0;
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    run.Apply(records[r].first, records[r].second, 1000 + r);
+    for (; messages < run.messages().size(); ++messages) {
+      ASSERT_NO_FATAL_FAILURE(book.Apply(run.messages()[messages]))
+          << "message " << messages + 1 << ", record " << r + 1;
+    }
+    if (r < 1500 || r % 50 == 0 || r + 1 == records.size()) {
+      ASSERT_EQ(book.Orders(), EngineOrders(run.machine().engine()))
+          << "after record " << r + 1;
+      ++applied;
+    }
+  }
+  EXPECT_GT(applied, 1500u);
+  EXPECT_GT(run.machine().engine().live_orders(), 100u);
+  EXPECT_GT(run.machine().engine().next_match_id(), 1000u);
+}
+
+// The feed's state is state: a machine restored from a snapshot taken at
+// any of several points makes, from there, the very messages with the very
+// numbers of a machine that applied everything (restart == replay), also
+// across a reconfiguration made before the snapshot and shown after it.
+TEST(FeedFromTheJournal, ASnapshotCarriesTheFeedOnByteForByte) {
+  const auto records = InterleavedStreams(1500);
+  engine::EngineConfig narrower;
+  narrower.max_instrument = 16;
+  // The reference: every record, reconfigured before record 2001.
+  FeedRun reference;
+  std::vector<std::size_t> messages_before(records.size() + 1, 0);
+  for (std::size_t r = 0; r < records.size(); ++r) {
+    if (r == 2000) {
+      ASSERT_TRUE(reference.machine().Reconfigure(narrower, 1024).ok());
+    }
+    messages_before[r] = reference.messages().size();
+    reference.Apply(records[r].first, records[r].second, 1000 + r);
+  }
+  for (const std::size_t at : {std::size_t{1}, std::size_t{1999},
+                               std::size_t{2000}, std::size_t{3333}}) {
+    SCOPED_TRACE("snapshot after record " + std::to_string(at));
+    FeedRun first;
+    for (std::size_t r = 0; r < at; ++r) {
+      if (r == 2000) {
+        ASSERT_TRUE(first.machine().Reconfigure(narrower, 1024).ok());
+      }
+      first.Apply(records[r].first, records[r].second, 1000 + r);
+    }
+    // At 2000 the snapshot is taken after the reconfiguration, before the
+    // record that shows it.
+    if (at == 2000) {
+      ASSERT_TRUE(first.machine().Reconfigure(narrower, 1024).ok());
+    }
+    auto loaded =
+        DecodeSnapshot(EncodeSnapshot(first.machine(), 7, 0), "feed-state", 7);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(loaded->machine->feed_producer().next_sequence(),
+              messages_before[at] + 1);
+    FeedRun restored(std::move(loaded->machine));
+    for (std::size_t r = at; r < records.size(); ++r) {
+      if (r == 2000 && at < 2000) {
+        ASSERT_TRUE(restored.machine().Reconfigure(narrower, 1024).ok());
+      }
+      restored.Apply(records[r].first, records[r].second, 1000 + r);
+    }
+    const auto& all = reference.messages();
+    ASSERT_EQ(restored.messages().size(), all.size() - messages_before[at]);
+    for (std::size_t i = 0; i < restored.messages().size(); ++i) {
+      ASSERT_EQ(restored.messages()[i], all[messages_before[at] + i])
+          << "message " << messages_before[at] + i + 1;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace orderwire::state
