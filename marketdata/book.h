@@ -287,6 +287,7 @@ class Book {
     std::uint32_t next;   // next is also the free list's link
     codec::Side side;
   };
+  static_assert(sizeof(Order) == 48, "the design note's 48-byte records");
   struct Level {
     codec::Price price;
     codec::Quantity quantity;
