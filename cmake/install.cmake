@@ -1,14 +1,16 @@
 # cmake --install: what a program outside this tree needs to use the codec,
-# the market-data feed's codec and the order-entry client, and nothing else.
+# the market-data feed's codec, the subscriber's book and the order-entry
+# client, and nothing else.
 #
-#   include/orderwire/{base,codec,feed,auth,net,client}/...h   public
-#       headers, at the paths the sources use: -I<prefix>/include/orderwire,
-#       then #include "client/session.h"
-#   lib/liborderwire_{codec,feed,auth,net,client}.a       static libraries
+#   include/orderwire/{base,codec,feed,marketdata,auth,net,client}/...h
+#       public headers, at the paths the sources use:
+#       -I<prefix>/include/orderwire, then #include "client/session.h"
+#   lib/liborderwire_{codec,feed,marketdata,auth,net,client}.a   static
+#       libraries
 #   lib/cmake/orderwire/                                  the CMake package:
 #       find_package(orderwire CONFIG REQUIRED) gives orderwire::base,
-#       orderwire::codec, orderwire::feed, orderwire::auth, orderwire::net,
-#       orderwire::client
+#       orderwire::codec, orderwire::feed, orderwire::marketdata,
+#       orderwire::auth, orderwire::net, orderwire::client
 #   lib/pkgconfig/orderwire-codec.pc                      the codec for
 #       pkg-config
 #   bin/orderwire                                         the binary
@@ -48,6 +50,8 @@ set(ORDERWIRE_PUBLIC_HEADERS
   feed/messages.h
   feed/packet.h
   feed/types.h
+  # the subscriber's L3 book (docs/MARKETDATA.md "A subscriber")
+  marketdata/book.h
   auth/mac.h
   net/udp.h
   client/session.h
@@ -63,8 +67,8 @@ endforeach()
 # The installed targets and their names in the package (orderwire::codec,
 # not orderwire::orderwire_codec).
 set(ORDERWIRE_INSTALLED_LIBRARIES
-  orderwire_base orderwire_codec orderwire_feed orderwire_auth orderwire_net
-  orderwire_client)
+  orderwire_base orderwire_codec orderwire_feed orderwire_marketdata
+  orderwire_auth orderwire_net orderwire_client)
 foreach(library IN LISTS ORDERWIRE_INSTALLED_LIBRARIES)
   string(REPLACE "orderwire_" "" export_name ${library})
   set_target_properties(${library} PROPERTIES EXPORT_NAME ${export_name})

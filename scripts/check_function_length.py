@@ -28,9 +28,9 @@ import subprocess
 import sys
 
 ROOT = os.path.normpath(os.path.join(os.path.dirname(__file__), ".."))
-DEFAULT_DIRS = ["base", "codec", "feed", "jsonl", "auth", "engine", "journal",
-                "net", "client", "replication", "config", "state", "service",
-                "cluster", "cli"]
+DEFAULT_DIRS = ["base", "codec", "feed", "marketdata", "jsonl", "auth",
+                "engine", "journal", "net", "client", "replication", "config",
+                "state", "service", "cluster", "cli"]
 EXCEPTIONS = os.path.join(ROOT, "scripts", "function_length_exceptions.txt")
 
 CONTAINER = re.compile(

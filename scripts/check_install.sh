@@ -51,8 +51,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake --preset release >"$work/configure.log" 2>&1 ||
     { cat "$work/configure.log" >&2; fail "cmake --preset release"; }
 fi
-step "building what is installed (orderwire, orderwire_client, orderwire_feed) in $build"
+step "building what is installed (orderwire, orderwire_client, orderwire_feed, orderwire_marketdata) in $build"
 cmake --build "$build" -j "$jobs" --target orderwire orderwire_client orderwire_feed \
+  orderwire_marketdata \
   >"$work/build.log" 2>&1 ||
   { tail -n 60 "$work/build.log" >&2; fail "building the install targets in $build"; }
 
@@ -65,10 +66,10 @@ for f in bin/orderwire lib/cmake/orderwire/orderwire-config.cmake \
          lib/cmake/orderwire/orderwire-targets.cmake \
          lib/pkgconfig/orderwire-codec.pc \
          include/orderwire/client/session.h include/orderwire/codec/frame.h \
-         include/orderwire/feed/packet.h; do
+         include/orderwire/feed/packet.h include/orderwire/marketdata/book.h; do
   [ -e "$prefix/$f" ] || fail "cmake --install did not put $f in place"
 done
-for lib in codec feed auth net client; do
+for lib in codec feed marketdata auth net client; do
   [ -f "$prefix/lib/liborderwire_$lib.a" ] || fail "no lib/liborderwire_$lib.a installed"
 done
 

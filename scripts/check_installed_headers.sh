@@ -12,7 +12,7 @@
 #
 # Fails, naming the file, when
 #   - a header is installed outside the public components (base, codec,
-#     feed, auth, net, client), or is an internal/ or testing/ header, or
+#     feed, marketdata, auth, net, client), or is an internal/ or testing/ header, or
 #     jsonl/ (the JSON Lines form), or anything not a .h file is under include/orderwire;
 #   - a header does not compile alone (twice, so a missing include guard
 #     fails too) with -std=c++20 and the project's warnings as errors, with
@@ -44,16 +44,17 @@ for file in "${installed[@]}"; do
     */internal/* | */testing/* | jsonl/*)
       echo "check_installed_headers: $include/$file: not public API, must not be installed" >&2
       failed=1 ;;
-    base/*.h | codec/*.h | feed/*.h | auth/*.h | net/*.h | client/*.h) ;;
+    base/*.h | codec/*.h | feed/*.h | marketdata/*.h | auth/*.h | net/*.h | \
+      client/*.h) ;;
     *)
-      echo "check_installed_headers: $include/$file: not a header of a public component (base, codec, feed, auth, net, client)" >&2
+      echo "check_installed_headers: $include/$file: not a header of a public component (base, codec, feed, marketdata, auth, net, client)" >&2
       failed=1 ;;
   esac
 done
 # Nothing of ours beside include/orderwire/ (a header installed as
 # include/codec/frame.h would shadow or be shadowed by other projects').
-for folder in base codec feed auth net client engine journal config state service \
-    replication cluster cli; do
+for folder in base codec feed marketdata auth net client engine journal config \
+    state service replication cluster cli; do
   if [ -e "$prefix/include/$folder" ]; then
     echo "check_installed_headers: $prefix/include/$folder: headers belong under include/orderwire/" >&2
     failed=1
@@ -61,7 +62,8 @@ for folder in base codec feed auth net client engine journal config state servic
 done
 
 # The dependencies' include paths, as a program using the package gets them.
-dep_flags=$(pkg-config --cflags absl_status absl_statusor absl_strings absl_str_format libsodium)
+dep_flags=$(pkg-config --cflags absl_status absl_statusor absl_strings absl_str_format \
+  absl_btree absl_flat_hash_map libsodium)
 warnings=(-Wall -Wextra -Wpedantic -Wshadow -Wconversion -Wsign-conversion
           -Wnon-virtual-dtor -Werror)
 mkdir -p "$work/tu"

@@ -18,8 +18,9 @@
 #   codec/     base/
 #   feed/      codec/ base/          (the market-data feed's wire codec;
 #                                    included by state/, service/, cluster/,
-#                                    cli/ and a future marketdata/
-#                                    subscriber library)
+#                                    marketdata/ and cli/)
+#   marketdata/  base/ codec/ feed/  (the feed's subscriber side: the L3
+#                                    book; included by cli/ only)
 #   jsonl/     codec/ base/          (the JSON Lines form of frames; codec/
 #                                    must not include it)
 #   engine/    codec/ base/
@@ -72,6 +73,7 @@ declare -A allowed=(
   [base]=""
   [codec]="base"
   [feed]="base codec"
+  [marketdata]="base codec feed"
   [jsonl]="codec base"
   [engine]="codec base"
   [journal]="codec base"
@@ -89,7 +91,7 @@ declare -A allowed=(
   [fuzz]="*"
   [examples]="*"
 )
-libs="base codec feed jsonl engine journal auth net client config state service replication cluster cli"
+libs="base codec feed marketdata jsonl engine journal auth net client config state service replication cluster cli"
 
 components="${!allowed[*]}"
 # Every top-level directory of the repository (so that a new one that is not

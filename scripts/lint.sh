@@ -31,8 +31,8 @@ CLANG_TIDY=${CLANG_TIDY:-clang-tidy}
 TIDY_JOBS=${TIDY_JOBS:-1}
 # Components whose translation units clang-tidy reads (tests/, bench/ and
 # fuzz/ are not tidied; fuzz/ needs a clang build of its own).
-TIDY_DIRS=(base codec feed jsonl auth engine journal net client replication config
-  state service cluster cli)
+TIDY_DIRS=(base codec feed marketdata jsonl auth engine journal net client
+  replication config state service cluster cli)
 
 usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2

@@ -4,7 +4,8 @@
 # it passes while the includes follow the table, and exits 1 naming the
 # file, the line and the include once a deliberate violation is added (the
 # service including the NATS side, the feed's codec including the engine or
-# state/, an internal/ header from another component, a top-level directory
+# state/ or the subscriber's book, the book including the engine or state/,
+# an internal/ header from another component, a top-level directory
 # the table does not know).
 #
 #   check_layering_test.sh PATH/TO/check_layering.sh
@@ -88,6 +89,31 @@ expect_refusal "feed/ including state/" feed/packet.h 1 \
 printf '#include "codec/frame.h"\n' > feed/packet.h
 printf '#include "codec/frame.h"\n' > state/state_machine.h
 expect_pass "the feed's violations removed"
+
+# The subscriber's book: on feed/ and codec/, included by cli/; it may
+# include neither the engine nor state/, and the feed's codec may not
+# include it.
+mkdir -p marketdata
+printf '#include "feed/packet.h"\n#include "codec/frame.h"\n' \
+  > marketdata/book.h
+printf '#include "cluster/replication_link.h"\n#include "marketdata/book.h"\n' \
+  > cli/main.cc
+expect_pass "marketdata/ including feed/, cli/ including marketdata/"
+printf '#include "feed/packet.h"\n#include "engine/engine.h"\n' \
+  > marketdata/book.h
+expect_refusal "marketdata/ including engine/" marketdata/book.h 2 \
+  '#include "engine/engine.h"'
+printf '#include "state/state_machine.h"\n' > marketdata/book.h
+expect_refusal "marketdata/ including state/" marketdata/book.h 1 \
+  '#include "state/state_machine.h"'
+printf '#include "feed/packet.h"\n' > marketdata/book.h
+printf '#include "codec/frame.h"\n#include "marketdata/book.h"\n' \
+  > feed/packet.h
+expect_refusal "feed/ including marketdata/" feed/packet.h 2 \
+  '#include "marketdata/book.h"'
+printf '#include "codec/frame.h"\n' > feed/packet.h
+printf '#include "cluster/replication_link.h"\n' > cli/main.cc
+expect_pass "the book's violations removed"
 
 # Another component's internal/ header (cli/ may include cluster/, not its
 # internal/ part).
