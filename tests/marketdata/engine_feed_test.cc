@@ -1,9 +1,13 @@
-// marketdata::Book against the engine itself: random commands run through
-// engine::Engine, each command's reports turned into feed messages by the
-// table of docs/MARKETDATA.md "From the journal to the feed" (step 3; the
-// publisher is not built yet, so the table is written out here), applied to
-// a Book; after every command the book must hold the engine's live orders,
-// field by field, in the same (canonical) order, and the same levels.
+// marketdata::Book against the engine itself: random commands applied as
+// journal records by a state::StateMachine, which makes each record's feed
+// messages (docs/MARKETDATA.md "From the journal to the feed"); their bytes
+// are applied to a Book, and after every command the book must hold the
+// engine's live orders, field by field, in the same (canonical) order, and
+// the same levels. tests/state/feed_producer_test.cc holds the feed's own
+// rules; this test holds the subscriber's book to the engine on a stream
+// made for crossing and self-trades (three instruments, eleven prices, four
+// accounts).
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
@@ -11,20 +15,20 @@
 #include <random>
 #include <span>
 #include <utility>
-#include <variant>
 #include <vector>
 
 #include "codec/command.h"
+#include "codec/kind_table.h"
 #include "codec/messages.h"
 #include "codec/strong.h"
 #include "codec/types.h"
 #include "engine/config.h"
 #include "engine/engine.h"
-#include "engine/report.h"
 #include "feed/messages.h"
 #include "feed/types.h"
 #include "gtest/gtest.h"
 #include "marketdata/book.h"
+#include "state/state_machine.h"
 #include "tests/marketdata/book_test_support.h"
 
 namespace orderwire::marketdata {
@@ -32,118 +36,7 @@ namespace {
 
 using codec::Side;
 
-using EngineFeedMessage =
-    std::variant<feed::OrderAdded, feed::OrderExecuted, feed::OrderReduced,
-                 feed::OrderDeleted, feed::OrderReplaced>;
-
 constexpr std::uint32_t kEngineInstruments = 3;
-
-// What the table needs to know of the book before the command: the order a
-// Replace names, and the best opposite level it could reach.
-struct BeforeCommand {
-  std::optional<engine::OrderInfo> replaced;
-  std::optional<engine::LevelInfo> best_opposite;
-};
-
-BeforeCommand Observe(const engine::Engine& engine,
-                      const codec::Command& command) {
-  BeforeCommand before;
-  if (command.kind != codec::Kind::kReplace) return before;
-  before.replaced = engine.FindOrder(command.order_id);
-  if (before.replaced) {
-    const Side opposite =
-        before.replaced->side == Side::kBuy ? Side::kSell : Side::kBuy;
-    before.best_opposite =
-        engine.Book(before.replaced->instrument_id).Best(opposite);
-  }
-  return before;
-}
-
-// The feed messages of one command's reports, in report order, then the
-// OrderAdded of the order that rests at its end.
-class FeedTable {
- public:
-  FeedTable(const engine::Engine& engine, const engine::ReportBuffer& reports,
-            const BeforeCommand& before)
-      : engine_(engine), reports_(reports), before_(before) {}
-
-  std::vector<EngineFeedMessage> Messages() {
-    for (const engine::Report& report : reports_.reports()) Translate(report);
-    if (taker_ != 0) {
-      const std::optional<engine::OrderInfo> rests =
-          engine_.FindOrder(codec::OrderId(taker_));
-      if (rests) {
-        out_.push_back(test::Added(taker_, rests->instrument_id.value(),
-                                   rests->side, rests->price.value(),
-                                   rests->leaves_quantity.value()));
-      }
-    }
-    return out_;
-  }
-
- private:
-  void Translate(const engine::Report& report) {
-    switch (report.kind) {
-      case codec::Kind::kAccepted:
-        taker_ = reports_.Get<codec::Accepted>(report).order_id;
-        return;
-      case codec::Kind::kFilled: {
-        const codec::Filled f = reports_.Get<codec::Filled>(report);
-        if (f.liquidity == codec::Liquidity::kMaker) {
-          out_.push_back(test::Executed(f.order_id, f.instrument_id, f.side,
-                                        f.price, f.quantity, f.match_id));
-        }
-        return;
-      }
-      case codec::Kind::kCancelled: {
-        const codec::Cancelled c = reports_.Get<codec::Cancelled>(report);
-        if (c.reason == codec::CancelReason::kRequested ||
-            (c.reason == codec::CancelReason::kSelfTrade &&
-             c.order_id != taker_)) {
-          out_.push_back(test::Deleted(c.order_id, c.instrument_id));
-        }
-        return;
-      }
-      case codec::Kind::kReplaced:
-        Replaced(reports_.Get<codec::Replaced>(report));
-        return;
-      default:
-        return;  // Rejected: nothing, never
-    }
-  }
-
-  void Replaced(const codec::Replaced& r) {
-    ASSERT_TRUE(before_.replaced.has_value());
-    const engine::OrderInfo& old = *before_.replaced;
-    const std::uint32_t instrument = old.instrument_id.value();
-    if (r.priority_kept == codec::PriorityKept::kYes) {
-      if (r.quantity < old.leaves_quantity.value()) {
-        out_.push_back(test::Reduced(r.order_id, instrument,
-                                     old.leaves_quantity.value() - r.quantity));
-      }
-      return;
-    }
-    const bool crossing =
-        before_.best_opposite.has_value() &&
-        (old.side == Side::kBuy
-             ? before_.best_opposite->price.value() <= r.price
-             : before_.best_opposite->price.value() >= r.price);
-    if (!crossing) {
-      out_.push_back(
-          test::Replaced(r.order_id, instrument, r.price, r.quantity));
-      return;
-    }
-    // Out of the book while it trades; added again if it rests.
-    out_.push_back(test::Deleted(r.order_id, instrument));
-    taker_ = r.order_id;
-  }
-
-  const engine::Engine& engine_;
-  const engine::ReportBuffer& reports_;
-  const BeforeCommand& before_;
-  std::uint64_t taker_ = 0;
-  std::vector<EngineFeedMessage> out_;
-};
 
 // Random commands over a narrow band of prices, a few accounts (so that
 // self-trade prevention fires), every time in force, cancels and replaces
@@ -248,36 +141,36 @@ void ExpectBookIsEngines(const Book& book, const engine::Engine& engine) {
 
 void RunEngineFeed(std::uint64_t seed, int commands) {
   SCOPED_TRACE(::testing::Message() << "seed " << seed);
-  engine::EngineConfig config;
-  config.min_instrument = 1;
-  config.max_instrument = kEngineInstruments;
-  engine::Engine engine(config);
-  engine::ReportBuffer reports;
+  state::StateMachineOptions options;
+  options.engine.min_instrument = 1;
+  options.engine.max_instrument = kEngineInstruments;
+  state::StateMachine machine(options);
   Book book;
-  // The feed's start (MARKETDATA.md step 1): every instrument listed.
-  for (std::uint32_t id = 1; id <= kEngineInstruments; ++id) {
-    test::List(book, id);
-  }
   CommandSource source(seed);
   std::size_t messages = 0;
   std::size_t executions = 0;
+  std::array<std::byte, codec::kMaxFrameSize> frame{};
   for (int i = 0; i < commands; ++i) {
-    const codec::Command command = source.Next(engine);
-    const BeforeCommand before = Observe(engine, command);
-    reports.Clear();
-    ASSERT_EQ(engine.Execute(command, reports), engine::ExecuteStatus::kOk);
-    FeedTable table(engine, reports, before);
-    for (const EngineFeedMessage& message : table.Messages()) {
-      const BookError error =
-          std::visit([&](const auto& m) { return book.Apply(m); }, message);
-      ASSERT_EQ(error, BookError::kOk)
-          << "command " << i << ", message kind " << message.index();
+    const codec::Command command = source.Next(machine.engine());
+    const auto size = codec::EncodeCommand(command, frame);
+    ASSERT_TRUE(size.ok());
+    const auto index = static_cast<std::uint64_t>(i) + 1;
+    ASSERT_TRUE(machine
+                    .Apply(state::Record{index, 1000 + index, 1, 0,
+                                         std::span(frame).first(*size)})
+                    .ok());
+    for (const state::FeedMessage& message : machine.feed()) {
+      ASSERT_EQ(book.ApplyMessage(message.bytes), BookError::kOk)
+          << "command " << i << ", feed message " << message.sequence;
       ++messages;
-      executions += message.index() == 1 ? 1U : 0U;
+      executions += static_cast<feed::MessageKind>(message.bytes[0]) ==
+                            feed::MessageKind::kOrderExecuted
+                        ? 1U
+                        : 0U;
     }
-    ExpectBookIsEngines(book, engine);
+    ExpectBookIsEngines(book, machine.engine());
     if (::testing::Test::HasFatalFailure()) FAIL() << "after command " << i;
-    source.Note(engine);
+    source.Note(machine.engine());
   }
   // Not a trivial run: the book traded and held orders.
   EXPECT_GT(executions, static_cast<std::size_t>(commands / 20));

@@ -1,10 +1,10 @@
 // The market-data feed the StateMachine makes of each record
 // (state/feed_producer.h, docs/MARKETDATA.md "From the journal to the
 // feed"): the golden feed of the contract byte for byte, each row of the
-// report-to-feed table, the directory's changes, a book rebuilt from the
-// feed alone equal to the engine's after every record of long random
-// streams, and the feed's state through a snapshot (restart == replay).
-#include <algorithm>
+// report-to-feed table, the directory's changes, a subscriber's book
+// (marketdata::Book) made from the feed alone equal to the engine's after
+// every record of long random streams, and the feed's state through a
+// snapshot (restart == replay).
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +12,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -27,6 +26,7 @@
 #include "feed/messages.h"
 #include "feed/packet.h"
 #include "gtest/gtest.h"
+#include "marketdata/book.h"
 #include "state/snapshot.h"
 #include "state/state_machine.h"
 #include "tests/feed/feed_test_support.h"
@@ -364,98 +364,19 @@ TEST(FeedFromTheJournal, ARecordAfterAReconfigurationStartsWithTheChanges) {
   EXPECT_EQ(MessageAs<feed::OrderAdded>(m[before + 5]).instrument_id, 4u);
 }
 
-// A book made from the feed alone (MARKETDATA.md "Meaning for a book"),
-// failing the test on any message the book contradicts.
-class FeedBook {
- public:
-  using Entry = std::tuple<std::uint64_t, std::uint32_t, Side, std::int64_t,
-                           std::uint64_t>;  // id, instrument, side, price, qty
-
-  void Apply(const std::vector<std::byte>& m) {
-    switch (static_cast<MessageKind>(m[0])) {
-      case MessageKind::kOrderAdded: {
-        const auto a = MessageAs<feed::OrderAdded>(m);
-        ASSERT_FALSE(orders_.contains(a.order_id)) << "added twice";
-        orders_[a.order_id] =
-            Order{a.instrument_id, a.side, a.price, a.quantity, arrival_++};
-        break;
-      }
-      case MessageKind::kOrderExecuted: {
-        const auto e = MessageAs<feed::OrderExecuted>(m);
-        ASSERT_TRUE(orders_.contains(e.order_id)) << "executed unknown";
-        Order& o = orders_[e.order_id];
-        ASSERT_EQ(o.side, e.side);
-        ASSERT_EQ(o.instrument, e.instrument_id);
-        ASSERT_EQ(o.price, e.price);  // trades at the maker's price
-        ASSERT_LE(e.quantity, o.quantity);
-        ASSERT_EQ(e.match_id, next_match_++);  // 1, 2, 3, ... no gap
-        o.quantity -= e.quantity;
-        if (o.quantity == 0) orders_.erase(e.order_id);
-        break;
-      }
-      case MessageKind::kOrderReduced: {
-        const auto x = MessageAs<feed::OrderReduced>(m);
-        ASSERT_TRUE(orders_.contains(x.order_id)) << "reduced unknown";
-        ASSERT_LT(x.cancelled_quantity, orders_[x.order_id].quantity);
-        orders_[x.order_id].quantity -= x.cancelled_quantity;
-        break;
-      }
-      case MessageKind::kOrderDeleted: {
-        const auto d = MessageAs<feed::OrderDeleted>(m);
-        ASSERT_EQ(orders_.erase(d.order_id), 1u) << "deleted unknown";
-        break;
-      }
-      case MessageKind::kOrderReplaced: {
-        const auto u = MessageAs<feed::OrderReplaced>(m);
-        ASSERT_TRUE(orders_.contains(u.order_id)) << "replaced unknown";
-        Order& o = orders_[u.order_id];
-        o.price = u.price;
-        o.quantity = u.quantity;
-        o.arrival = arrival_++;  // the back of its new level
-        break;
-      }
-      default:  // the directory and status: no order changes
-        break;
-    }
-  }
-
-  // The orders in the engine's order: instrument ascending, bids then
-  // asks, best price first, oldest first.
-  [[nodiscard]] std::vector<Entry> Orders() const {
-    std::vector<std::pair<
-        std::tuple<std::uint32_t, int, std::int64_t, std::uint64_t>, Entry>>
-        keyed;
-    for (const auto& [id, o] : orders_) {
-      const bool buy = o.side == Side::kBuy;
-      keyed.push_back(
-          {{o.instrument, buy ? 0 : 1, buy ? -o.price : o.price, o.arrival},
-           Entry{id, o.instrument, o.side, o.price, o.quantity}});
-    }
-    std::sort(keyed.begin(), keyed.end());
-    std::vector<Entry> out;
-    for (const auto& [key, entry] : keyed) out.push_back(entry);
-    return out;
-  }
-
- private:
-  struct Order {
-    std::uint32_t instrument;
-    Side side;
-    std::int64_t price;
-    std::uint64_t quantity;
-    std::uint64_t arrival;
-  };
-  std::map<std::uint64_t, Order> orders_;
-  std::uint64_t arrival_ = 0;
-  std::uint64_t next_match_ = 1;
-};
-
-std::vector<FeedBook::Entry> EngineOrders(const engine::Engine& engine) {
-  std::vector<FeedBook::Entry> out;
+// The engine's live orders, as a subscriber's book lists them.
+std::vector<marketdata::BookOrder> EngineOrders(const engine::Engine& engine) {
+  std::vector<marketdata::BookOrder> out;
   engine.ForEachLiveOrder([&](const engine::OrderInfo& o) {
-    out.emplace_back(o.order_id.value(), o.instrument_id.value(), o.side,
-                     o.price.value(), o.leaves_quantity.value());
+    out.push_back(
+        {o.order_id, o.instrument_id, o.side, o.price, o.leaves_quantity});
   });
+  return out;
+}
+
+std::vector<marketdata::BookOrder> BookOrders(const marketdata::Book& book) {
+  std::vector<marketdata::BookOrder> out;
+  book.ForEachOrder([&](const marketdata::BookOrder& o) { out.push_back(o); });
   return out;
 }
 
@@ -490,24 +411,31 @@ std::vector<std::pair<std::uint32_t, Bytes>> InterleavedStreams(
 TEST(FeedFromTheJournal, ABookMadeFromTheFeedIsTheEnginesAfterEveryRecord) {
   const auto records = InterleavedStreams(6000);
   FeedRun run;
-  FeedBook book;
-  std::size_t applied = 0;
+  marketdata::Book book;
+  std::size_t compared = 0;
   std::size_t messages = 0;
+  std::uint64_t next_match = 1;
   for (std::size_t r = 0; r < records.size(); ++r) {
     run.Apply(records[r].first, records[r].second, 1000 + r);
     for (; messages < run.messages().size(); ++messages) {
-      ASSERT_NO_FATAL_FAILURE(book.Apply(run.messages()[messages]))
+      const std::vector<std::byte>& m = run.messages()[messages];
+      ASSERT_EQ(book.ApplyMessage(m), marketdata::BookError::kOk)
           << "message " << messages + 1 << ", record " << r + 1;
+      if (static_cast<MessageKind>(m[0]) == MessageKind::kOrderExecuted) {
+        // One execution per match: match ids 1, 2, 3, ... with no gap.
+        ASSERT_EQ(MessageAs<feed::OrderExecuted>(m).match_id, next_match++);
+      }
     }
     if (r < 1500 || r % 50 == 0 || r + 1 == records.size()) {
-      ASSERT_EQ(book.Orders(), EngineOrders(run.machine().engine()))
+      ASSERT_EQ(BookOrders(book), EngineOrders(run.machine().engine()))
           << "after record " << r + 1;
-      ++applied;
+      ++compared;
     }
   }
-  EXPECT_GT(applied, 1500u);
+  EXPECT_GT(compared, 1500u);
   EXPECT_GT(run.machine().engine().live_orders(), 100u);
-  EXPECT_GT(run.machine().engine().next_match_id(), 1000u);
+  EXPECT_EQ(next_match, run.machine().engine().next_match_id());
+  EXPECT_GT(next_match, 1000u);
 }
 
 // The feed's state is state: a machine restored from a snapshot taken at
