@@ -32,7 +32,6 @@ FeedDirectory FeedDirectory::Of(const engine::EngineConfig& config) {
 
 FeedProducer::FeedProducer() {
   bytes_.resize(std::size_t{1} << 12);
-  offsets_.resize(64);
   messages_.resize(64);
 }
 
@@ -41,19 +40,33 @@ void FeedProducer::Restore(std::uint64_t sequence,
   assert(sequence >= 1);
   next_sequence_ = sequence;
   announced_ = announced;
+  check_directory_ = true;
+}
+
+void FeedProducer::Grow(std::size_t at_least) {
+  const std::byte* const old = bytes_.data();
+  bytes_.resize(std::max(2 * bytes_.size(), at_least));
+  for (std::size_t i = 0; i < count_; ++i) {
+    const auto offset =
+        static_cast<std::size_t>(messages_[i].bytes.data() - old);
+    messages_[i].bytes = std::span<const std::byte>(bytes_.data() + offset,
+                                                    messages_[i].bytes.size());
+  }
 }
 
 template <typename Model>
 void FeedProducer::Emit(const Model& model) {
   constexpr std::size_t kSize = feed::kMessageSize<Model>;
   if (used_ + kSize > bytes_.size()) [[unlikely]] {
-    bytes_.resize(std::max(2 * bytes_.size(), used_ + kSize));
+    Grow(used_ + kSize);
   }
-  if (count_ == offsets_.size()) [[unlikely]] {
-    offsets_.resize(2 * offsets_.size());
+  if (count_ == messages_.size()) [[unlikely]] {
+    messages_.resize(2 * messages_.size());
   }
-  feed::EncodeMessage(model, bytes_.data() + used_);
-  offsets_[count_] = used_;
+  std::byte* const at = bytes_.data() + used_;
+  feed::EncodeMessage(model, at);
+  messages_[count_] = FeedMessage{next_sequence_ + count_,
+                                  std::span<const std::byte>(at, kSize)};
   used_ += kSize;
   ++count_;
 }
@@ -112,15 +125,18 @@ void FeedProducer::Begin(std::uint64_t receive_ns,
   timestamp_ = receive_ns;
   used_ = 0;
   count_ = 0;
-  may_rest_ = 0;
+  may_rest_.quantity = 0;
   replaced_.reset();
-  const FeedDirectory in_force = FeedDirectory::Of(engine.config());
-  if (next_sequence_ == 1) {
-    StartOfFeed(in_force);
-    announced_ = in_force;
-  } else if (!(in_force == announced_)) [[unlikely]] {
-    DirectoryChanges(announced_, in_force);
-    announced_ = in_force;
+  if (check_directory_) [[unlikely]] {
+    check_directory_ = false;
+    const FeedDirectory in_force = FeedDirectory::Of(engine.config());
+    if (next_sequence_ == 1) {
+      StartOfFeed(in_force);
+      announced_ = in_force;
+    } else if (!(in_force == announced_)) {
+      DirectoryChanges(announced_, in_force);
+      announced_ = in_force;
+    }
   }
   if (command.kind == codec::Kind::kReplace) {
     replaced_ = engine.FindOrder(command.order_id);
@@ -152,7 +168,12 @@ void FeedProducer::OnReplaced(const engine::ReportBuffer& reports,
     Emit(feed::OrderDeleted{.timestamp = timestamp_,
                             .order_id = replaced.order_id,
                             .instrument_id = instrument});
-    may_rest_ = replaced.order_id;
+    may_rest_ = feed::OrderAdded{.timestamp = timestamp_,
+                                 .order_id = replaced.order_id,
+                                 .instrument_id = instrument,
+                                 .side = before.side,
+                                 .price = replaced.price,
+                                 .quantity = replaced.quantity};
     return;
   }
   Emit(feed::OrderReplaced{.timestamp = timestamp_,
@@ -162,17 +183,36 @@ void FeedProducer::OnReplaced(const engine::ReportBuffer& reports,
                            .quantity = replaced.quantity});
 }
 
-void FeedProducer::Finish(const engine::ReportBuffer& reports,
-                          const engine::Engine& engine) {
+void FeedProducer::OnAccepted(const codec::Accepted& accepted) {
+  // Only these rest, and an accepted one always can (BookFull is a reject).
+  if (accepted.time_in_force != codec::TimeInForce::kGoodTillCancel &&
+      accepted.time_in_force != codec::TimeInForce::kPostOnly) {
+    return;
+  }
+  may_rest_ = feed::OrderAdded{.timestamp = timestamp_,
+                               .order_id = accepted.order_id,
+                               .instrument_id = accepted.instrument_id,
+                               .side = accepted.side,
+                               .price = accepted.price,
+                               .quantity = accepted.quantity};
+}
+
+void FeedProducer::Finish(const engine::ReportBuffer& reports) {
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const engine::Report& report = reports[i];
     switch (report.kind) {
       case codec::Kind::kAccepted:
-        may_rest_ = reports.Get<codec::Accepted>(report).order_id;
+        OnAccepted(reports.Get<codec::Accepted>(report));
         break;
       case codec::Kind::kFilled: {
         const auto fill = reports.Get<codec::Filled>(report);
-        if (fill.liquidity != codec::Liquidity::kMaker) break;
+        if (fill.liquidity != codec::Liquidity::kMaker) {
+          // The order that may rest: what this taker fill left of it.
+          if (fill.order_id == may_rest_.order_id) {
+            may_rest_.quantity = fill.leaves_quantity;
+          }
+          break;
+        }
         Emit(feed::OrderExecuted{.timestamp = timestamp_,
                                  .order_id = fill.order_id,
                                  .instrument_id = fill.instrument_id,
@@ -202,31 +242,7 @@ void FeedProducer::Finish(const engine::ReportBuffer& reports,
         break;
     }
   }
-  if (may_rest_ != 0) {
-    if (const std::optional<engine::OrderInfo> rests =
-            engine.FindOrder(codec::OrderId(may_rest_))) {
-      Emit(feed::OrderAdded{.timestamp = timestamp_,
-                            .order_id = may_rest_,
-                            .instrument_id = rests->instrument_id.value(),
-                            .side = rests->side,
-                            .price = rests->price.value(),
-                            .quantity = rests->leaves_quantity.value()});
-    }
-  }
-  Seal();
-}
-
-void FeedProducer::Seal() {
-  if (count_ > messages_.size()) [[unlikely]] {
-    messages_.resize(offsets_.size());
-  }
-  for (std::size_t i = 0; i < count_; ++i) {
-    const std::size_t end = i + 1 < count_ ? offsets_[i + 1] : used_;
-    messages_[i] =
-        FeedMessage{next_sequence_ + i,
-                    std::span<const std::byte>(bytes_.data() + offsets_[i],
-                                               end - offsets_[i])};
-  }
+  if (may_rest_.quantity != 0) Emit(may_rest_);
   next_sequence_ += count_;
 }
 

@@ -18,11 +18,14 @@
 // so where exactly the StateMachine was reconfigured between two records
 // changes nothing.
 //
-// Cost: a few stores per message; one FindOrder for a Replace (before) and
-// one for a new order or a crossing replace (after: does it rest?). No
-// allocation once the buffers have held the largest record's messages: the
-// first record's (the start of the feed: 1 + 2 x instruments messages) or
-// a reconfiguration's directory, allocated then.
+// Cost: a few stores per message, one FindOrder per Replace (before the
+// engine acts); whether an order rests at the end is read from its reports
+// (an accepted GoodTillCancel or PostOnly order, or a crossing replace,
+// rests with the leaves its last taker fill left: ENGINE.md "Capacity and
+// BookFull"). The directory is compared only after a reconfiguration or a
+// restore. No allocation once the buffers have held the largest record's
+// messages: the first record's (the start of the feed: 1 + 2 x instruments
+// messages) or a reconfiguration's directory, allocated then.
 // Not thread-safe: the StateMachine's thread only.
 #ifndef ORDERWIRE_STATE_FEED_PRODUCER_H_
 #define ORDERWIRE_STATE_FEED_PRODUCER_H_
@@ -34,9 +37,11 @@
 #include <vector>
 
 #include "codec/command.h"
+#include "codec/messages.h"
 #include "engine/config.h"
 #include "engine/engine.h"
 #include "engine/report.h"
+#include "feed/messages.h"
 
 namespace orderwire::state {
 
@@ -76,8 +81,7 @@ class FeedProducer {
              const engine::Engine& engine);
   // The messages of the command's reports, in report order, then the
   // resting remainder of a new order or of a crossing replace.
-  void Finish(const engine::ReportBuffer& reports,
-              const engine::Engine& engine);
+  void Finish(const engine::ReportBuffer& reports);
 
   // The messages of the last record, in feed order.
   [[nodiscard]] std::span<const FeedMessage> messages() const noexcept {
@@ -98,6 +102,9 @@ class FeedProducer {
   // A state restored from a snapshot: the next message gets `sequence`
   // (>= 1), `announced` was the directory announced last.
   void Restore(std::uint64_t sequence, const FeedDirectory& announced);
+  // The engine's configuration may have changed (StateMachine::Reconfigure):
+  // the next record compares the directory in force with the one announced.
+  void ConfigurationChanged() noexcept { check_directory_ = true; }
 
  private:
   template <typename Model>
@@ -106,24 +113,25 @@ class FeedProducer {
   void DirectoryChanges(const FeedDirectory& before,
                         const FeedDirectory& after);
   void Directory(std::uint32_t instrument, const FeedDirectory& directory);
+  void OnAccepted(const codec::Accepted& accepted);
   void OnReplaced(const engine::ReportBuffer& reports, std::size_t i);
-  // Points messages_ at the bytes once the record's messages are made
-  // (bytes_ may have grown while they were).
-  void Seal();
+  // bytes_ grows: the messages made so far point into the new buffer.
+  void Grow(std::size_t at_least);
 
   std::uint64_t next_sequence_ = 1;
   FeedDirectory announced_;
   std::uint64_t timestamp_ = 0;  // of the record being made
-  // Encoded messages of the record, back to back, and where each starts.
+  bool check_directory_ = true;
+  // Encoded messages of the record, back to back, and each one's view.
   std::vector<std::byte> bytes_;
   std::size_t used_ = 0;
-  std::vector<std::size_t> offsets_;
   std::vector<FeedMessage> messages_;
   std::size_t count_ = 0;
-  // The record's order that may rest at its end (a new order, or a
-  // replace that crossed and so left the book: 0 for none), and the order
-  // a Replace acts on, as it was before the command.
-  std::uint64_t may_rest_ = 0;
+  // The record's order that may rest at its end (an accepted
+  // GoodTillCancel or PostOnly order, or a replace that crossed and so left
+  // the book), with the leaves its taker fills left (0: none rests), and
+  // the order a Replace acts on, as it was before the command.
+  feed::OrderAdded may_rest_{};
   std::optional<engine::OrderInfo> replaced_;
 };
 

@@ -25,6 +25,7 @@ absl::Status StateMachine::Reconfigure(const engine::EngineConfig& engine,
     return absl::InvalidArgumentError("max_sessions must be at least 1");
   }
   if (absl::Status s = engine_->Reconfigure(engine); !s.ok()) return s;
+  feed_.ConfigurationChanged();
   options_.engine = engine;
   options_.max_sessions = max_sessions;
   return absl::OkStatus();
@@ -120,7 +121,7 @@ absl::Status StateMachine::Apply(const Record& record) {
   } else {
     (void)engine_->Execute(command, owner, reports_);
   }
-  feed_.Finish(reports_, *engine_);
+  feed_.Finish(reports_);
 
   // Number each report, in place, on the session it goes to.
   const std::size_t count = reports_.size();
