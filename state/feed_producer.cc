@@ -44,14 +44,15 @@ void FeedProducer::Restore(std::uint64_t sequence,
 }
 
 void FeedProducer::Grow(std::size_t at_least) {
-  const std::byte* const old = bytes_.data();
-  bytes_.resize(std::max(2 * bytes_.size(), at_least));
+  std::vector<std::byte> bigger(std::max(2 * bytes_.size(), at_least));
+  std::copy_n(bytes_.data(), used_, bigger.data());
   for (std::size_t i = 0; i < count_; ++i) {
     const auto offset =
-        static_cast<std::size_t>(messages_[i].bytes.data() - old);
-    messages_[i].bytes = std::span<const std::byte>(bytes_.data() + offset,
+        static_cast<std::size_t>(messages_[i].bytes.data() - bytes_.data());
+    messages_[i].bytes = std::span<const std::byte>(bigger.data() + offset,
                                                     messages_[i].bytes.size());
   }
+  bytes_.swap(bigger);
 }
 
 template <typename Model>
@@ -125,7 +126,7 @@ void FeedProducer::Begin(std::uint64_t receive_ns,
   timestamp_ = receive_ns;
   used_ = 0;
   count_ = 0;
-  may_rest_.quantity = 0;
+  may_rest_ = feed::OrderAdded{};
   replaced_.reset();
   if (check_directory_) [[unlikely]] {
     check_directory_ = false;
@@ -150,7 +151,9 @@ void FeedProducer::Begin(std::uint64_t receive_ns,
 void FeedProducer::OnReplaced(const engine::ReportBuffer& reports,
                               std::size_t i) {
   const auto replaced = reports.Get<codec::Replaced>(reports[i]);
-  if (!replaced_.has_value()) return;  // cannot be: it was live
+  // A Replaced report names an order that was live before the command.
+  assert(replaced_.has_value());
+  if (!replaced_.has_value()) return;
   const engine::OrderInfo& before = *replaced_;
   const std::uint32_t instrument = before.instrument_id.value();
   if (replaced.priority_kept == codec::PriorityKept::kYes) {

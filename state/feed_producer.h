@@ -23,9 +23,9 @@
 // (an accepted GoodTillCancel or PostOnly order, or a crossing replace,
 // rests with the leaves its last taker fill left: ENGINE.md "Capacity and
 // BookFull"). The directory is compared only after a reconfiguration or a
-// restore. No allocation once the buffers have held the largest record's
-// messages: the first record's (the start of the feed: 1 + 2 x instruments
-// messages) or a reconfiguration's directory, allocated then.
+// restore. No allocation once the buffers have held the most messages a
+// record has made so far (the start of the feed makes 1 + 2 x instruments,
+// a reconfiguration up to 3 x instruments, a sweep one per maker).
 // Not thread-safe: the StateMachine's thread only.
 #ifndef ORDERWIRE_STATE_FEED_PRODUCER_H_
 #define ORDERWIRE_STATE_FEED_PRODUCER_H_
@@ -80,10 +80,13 @@ class FeedProducer {
   void Begin(std::uint64_t receive_ns, const codec::Command& command,
              const engine::Engine& engine);
   // The messages of the command's reports, in report order, then the
-  // resting remainder of a new order or of a crossing replace.
+  // resting remainder of a new order or of a crossing replace. `reports`
+  // holds exactly this command's reports (a Replaced followed by more
+  // reports is a replace that crossed).
   void Finish(const engine::ReportBuffer& reports);
 
-  // The messages of the last record, in feed order.
+  // The messages of the last record, in feed order; valid until the next
+  // Begin or Clear.
   [[nodiscard]] std::span<const FeedMessage> messages() const noexcept {
     return {messages_.data(), count_};
   }

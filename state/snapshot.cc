@@ -340,18 +340,29 @@ FeedDirectory FeedDirectoryOf(const SnapshotConfigRecord& config) {
                        .max_quantity = config.feed_max_quantity};
 }
 
-// Why the feed's state in `config` cannot be, or empty: the directory is
-// all zero while nothing was published (sequence 1), else a valid range
-// with valid bands.
-std::string FeedStateProblem(const SnapshotConfigRecord& config) {
+// Why the feed's state in `config` cannot be the state after record
+// `index`, or empty: the first record always starts the feed, so the
+// sequence is 1 exactly when no record was applied; the directory is all
+// zero then, else a valid range with valid bands.
+std::string FeedStateProblem(const SnapshotConfigRecord& config,
+                             std::uint64_t index) {
   const FeedDirectory directory = FeedDirectoryOf(config);
   if (config.next_feed_sequence == 0) return "next_feed_sequence 0";
+  if ((index == 0) != (config.next_feed_sequence == 1)) {
+    return absl::StrFormat(
+        "next_feed_sequence %d after record %d (1 exactly when no record "
+        "was applied: the first one starts the feed)",
+        config.next_feed_sequence, index);
+  }
   if (config.next_feed_sequence == 1) {
     return directory == FeedDirectory{}
                ? std::string()
                : "a directory announced while the sequence is 1";
   }
+  // The range and the bands as the engine checks them; the capacity is not
+  // the feed's (1: no capacity bound on the bands).
   engine::EngineConfig announced;
+  announced.max_live_orders = 1;
   announced.min_instrument = directory.min_instrument;
   announced.max_instrument = directory.max_instrument;
   announced.min_price = directory.min_price;
@@ -403,10 +414,10 @@ class SnapshotReader {
   absl::StatusOr<SectionTable> Sections() const;
   // The trailer: its magic and the whole-file CRC32C, which it returns.
   absl::StatusOr<std::uint32_t> Trailer() const;
-  // Section 1: the engine's configuration, the pinned settings and the id
-  // counters, in range.
-  absl::StatusOr<SnapshotConfigRecord> Config(
-      const SnapshotSectionEntry& entry) const;
+  // Section 1: the engine's configuration, the pinned settings, the id
+  // counters and the feed's state after record `index`, in range.
+  absl::StatusOr<SnapshotConfigRecord> Config(const SnapshotSectionEntry& entry,
+                                              std::uint64_t index) const;
   // Section 2: the statistics (any values).
   [[nodiscard]] StateMachineStats Stats(
       const SnapshotSectionEntry& entry) const;
@@ -606,7 +617,7 @@ absl::StatusOr<std::uint32_t> SnapshotReader::Trailer() const {
 }
 
 absl::StatusOr<SnapshotConfigRecord> SnapshotReader::Config(
-    const SnapshotSectionEntry& entry) const {
+    const SnapshotSectionEntry& entry, std::uint64_t index) const {
   const std::uint64_t config_at = entry.offset;
   const auto config =
       journal::LoadStruct<kSnapshotConfigLayout, SnapshotConfigRecord>(
@@ -636,7 +647,8 @@ absl::StatusOr<SnapshotConfigRecord> SnapshotReader::Config(
         absl::StrFormat("%d/%d: both must be at least 1", config.next_order_id,
                         config.next_match_id));
   }
-  if (const std::string problem = FeedStateProblem(config); !problem.empty()) {
+  if (const std::string problem = FeedStateProblem(config, index);
+      !problem.empty()) {
     return Damaged(
         config_at +
             codec::OffsetOf<kSnapshotConfigLayout,
@@ -901,7 +913,8 @@ absl::StatusOr<VerifiedSnapshot> SnapshotReader::Verify(
   if (!file_crc.ok()) return file_crc.status();
   v.file_crc = *file_crc;
   const SnapshotSectionEntry* const entries = v.table.entries;
-  absl::StatusOr<SnapshotConfigRecord> config = Config(entries[0]);
+  absl::StatusOr<SnapshotConfigRecord> config =
+      Config(entries[0], v.header.index);
   if (!config.ok()) return config.status();
   v.config = *config;
   v.stats = Stats(entries[1]);

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -27,6 +28,7 @@
 #include "feed/packet.h"
 #include "gtest/gtest.h"
 #include "marketdata/book.h"
+#include "state/record_flags.h"
 #include "state/snapshot.h"
 #include "state/state_machine.h"
 #include "tests/feed/feed_test_support.h"
@@ -65,9 +67,9 @@ class FeedRun {
 
   // Applies one record; returns the number of feed messages it made.
   std::size_t Apply(std::uint32_t session, const Bytes& frame,
-                    std::uint64_t receive_ns = 1000) {
-    const absl::Status applied =
-        machine_->Apply(Record{next_index_++, receive_ns, session, 0, frame});
+                    std::uint64_t receive_ns = 1000, std::uint32_t flags = 0) {
+    const absl::Status applied = machine_->Apply(
+        Record{next_index_++, receive_ns, session, flags, frame});
     EXPECT_TRUE(applied.ok()) << applied;
     for (const FeedMessage& m : machine_->feed()) {
       EXPECT_EQ(m.sequence, next_expected_++);
@@ -250,6 +252,69 @@ TEST(FeedFromTheJournal, WhatChangesNoDisplayedOrderMakesNoMessage) {
       0u);
 }
 
+// An order that trades on arrival and does not rest shows only the
+// makers' executions: an ImmediateOrCancel's remainder, a market order, a
+// FillOrKill filled in full; a record the service journaled as
+// Unauthorized (record_flags.h) and a PostOnly that would cross show
+// nothing.
+TEST(FeedFromTheJournal, WhatTradesWithoutRestingShowsOnlyExecutions) {
+  FeedRun run(Instrument42());
+  const auto ask = [&](std::uint64_t id, std::int64_t price,
+                       std::uint64_t quantity) {
+    return run.Apply(2, Frame(run.Next(2), Limit({.account_id = 2,
+                                                  .client_order_id = id,
+                                                  .instrument_id = 42,
+                                                  .side = Side::kSell,
+                                                  .price = price,
+                                                  .quantity = quantity})));
+  };
+  ASSERT_EQ(ask(1, 100, 5), 4u);  // start of feed (3), order 1
+  ASSERT_EQ(ask(2, 101, 5), 1u);  // order 2
+  ASSERT_EQ(ask(3, 102, 5), 1u);  // order 3
+  const auto buy = [&](std::uint64_t id, codec::TimeInForce tif,
+                       std::int64_t price, std::uint64_t quantity,
+                       std::uint32_t flags = 0) {
+    return run.Apply(1,
+                     Frame(run.Next(1), Limit({.account_id = 1,
+                                               .client_order_id = id,
+                                               .instrument_id = 42,
+                                               .time_in_force = tif,
+                                               .price = price,
+                                               .quantity = quantity})),
+                     1000, flags);
+  };
+  // Unauthorized: rejected, nothing trades.
+  EXPECT_EQ(
+      buy(1, codec::TimeInForce::kGoodTillCancel, 102, 15, kRecordUnauthorized),
+      0u);
+  // PostOnly at the ask: WouldCross, rejected.
+  EXPECT_EQ(buy(2, codec::TimeInForce::kPostOnly, 100, 1), 0u);
+  // IOC for 8 at 100: 5 of order 1, the rest cancelled, not added.
+  std::size_t before = run.messages().size();
+  EXPECT_EQ(buy(3, codec::TimeInForce::kImmediateOrCancel, 100, 8), 1u);
+  EXPECT_EQ(run.KindsFrom(before),
+            std::vector<MessageKind>{MessageKind::kOrderExecuted});
+  EXPECT_EQ(MessageAs<feed::OrderExecuted>(run.messages().back()).quantity, 5u);
+  // FillOrKill for 2 at 101: filled from order 2 in full.
+  EXPECT_EQ(buy(4, codec::TimeInForce::kFillOrKill, 101, 2), 1u);
+  // A market buy of 6: 3 left of order 2, then 3 of order 3.
+  before = run.messages().size();
+  EXPECT_EQ(
+      run.Apply(1, Frame(run.Next(1), codec::NewMarket{.account_id = 1,
+                                                       .client_order_id = 5,
+                                                       .instrument_id = 42,
+                                                       .side = Side::kBuy,
+                                                       .quantity = 6})),
+      2u);
+  EXPECT_EQ(run.KindsFrom(before),
+            (std::vector<MessageKind>{MessageKind::kOrderExecuted,
+                                      MessageKind::kOrderExecuted}));
+  EXPECT_EQ(MessageAs<feed::OrderExecuted>(run.messages()[before]).order_id,
+            2u);
+  EXPECT_EQ(MessageAs<feed::OrderExecuted>(run.messages().back()).order_id, 3u);
+  EXPECT_EQ(run.machine().engine().live_orders(), 1u);  // 2 left of order 3
+}
+
 // A replace that crosses leaves the book while it trades: OrderDeleted,
 // the makers' executions, then OrderAdded with its remainder (its id comes
 // back); an aggressor's self-trade cancel of a resting order of its own
@@ -405,37 +470,96 @@ std::vector<std::pair<std::uint32_t, Bytes>> InterleavedStreams(
   return records;
 }
 
-// The heart of the contract: a subscriber applying the feed holds the
-// engine's books, order by order and in queue order, after every record
-// (the first 1,500, then every 50th and the last, for time).
-TEST(FeedFromTheJournal, ABookMadeFromTheFeedIsTheEnginesAfterEveryRecord) {
-  const auto records = InterleavedStreams(6000);
+// One session's stream, as `orderwire submit --workload` sends it: the
+// generator follows a default engine of its own, so alone on a machine its
+// cancels and replaces find their orders live.
+std::vector<std::pair<std::uint32_t, Bytes>> OneStream(
+    workload::Workload workload, std::size_t count, std::uint64_t seed) {
+  std::vector<std::pair<std::uint32_t, Bytes>> records;
+  for (const codec::Command& command :
+       workload::Generate(workload, count, seed)) {
+    Bytes frame(codec::kMaxFrameSize);
+    const auto size = codec::EncodeCommand(command, frame);
+    EXPECT_TRUE(size.ok());
+    frame.resize(*size);
+    records.emplace_back(1, std::move(frame));
+  }
+  return records;
+}
+
+// How many messages of each kind a run made, and how many records both
+// deleted and added one order (a crossing replace that rested again).
+struct KindCounts {
+  std::map<MessageKind, std::size_t> kinds;
+  std::size_t deleted_then_added = 0;
+};
+
+// Applies `records`, the feed to a subscriber's book (marketdata::Book),
+// and compares the book with the engine's after every record (every
+// `stride`-th after the first `every_until`, for time); fails on any
+// message the book contradicts or a match id out of turn.
+KindCounts BookAgainstEngine(
+    const std::vector<std::pair<std::uint32_t, Bytes>>& records,
+    std::size_t every_until, std::size_t stride) {
   FeedRun run;
   marketdata::Book book;
-  std::size_t compared = 0;
+  KindCounts counts;
   std::size_t messages = 0;
   std::uint64_t next_match = 1;
   for (std::size_t r = 0; r < records.size(); ++r) {
     run.Apply(records[r].first, records[r].second, 1000 + r);
+    std::set<std::uint64_t> deleted;  // by this record
     for (; messages < run.messages().size(); ++messages) {
       const std::vector<std::byte>& m = run.messages()[messages];
-      ASSERT_EQ(book.ApplyMessage(m), marketdata::BookError::kOk)
+      EXPECT_EQ(book.ApplyMessage(m), marketdata::BookError::kOk)
           << "message " << messages + 1 << ", record " << r + 1;
-      if (static_cast<MessageKind>(m[0]) == MessageKind::kOrderExecuted) {
+      const auto kind = static_cast<MessageKind>(m[0]);
+      ++counts.kinds[kind];
+      if (kind == MessageKind::kOrderExecuted) {
         // One execution per match: match ids 1, 2, 3, ... with no gap.
-        ASSERT_EQ(MessageAs<feed::OrderExecuted>(m).match_id, next_match++);
+        EXPECT_EQ(MessageAs<feed::OrderExecuted>(m).match_id, next_match++);
+      } else if (kind == MessageKind::kOrderDeleted) {
+        deleted.insert(MessageAs<feed::OrderDeleted>(m).order_id);
+      } else if (kind == MessageKind::kOrderAdded &&
+                 deleted.contains(MessageAs<feed::OrderAdded>(m).order_id)) {
+        ++counts.deleted_then_added;
       }
     }
-    if (r < 1500 || r % 50 == 0 || r + 1 == records.size()) {
-      ASSERT_EQ(BookOrders(book), EngineOrders(run.machine().engine()))
+    if (r < every_until || r % stride == 0 || r + 1 == records.size()) {
+      EXPECT_EQ(BookOrders(book), EngineOrders(run.machine().engine()))
           << "after record " << r + 1;
-      ++compared;
     }
+    if (::testing::Test::HasFailure()) return counts;
   }
-  EXPECT_GT(compared, 1500u);
-  EXPECT_GT(run.machine().engine().live_orders(), 100u);
   EXPECT_EQ(next_match, run.machine().engine().next_match_id());
-  EXPECT_GT(next_match, 1000u);
+  return counts;
+}
+
+// The heart of the contract: a subscriber applying the feed holds the
+// engine's books, order by order and in queue order, after every record:
+// a `mixed` session (every command kind, self-trades, rejects) and a
+// `churn` session (replaces that keep priority, reprice and cross), each
+// checked to make every kind of order message; then three sessions
+// trading together (their cancels and replaces mostly refused: the
+// generators follow engines of their own), checked every 25th record.
+TEST(FeedFromTheJournal, ABookMadeFromTheFeedIsTheEnginesAfterEveryRecord) {
+  for (const auto workload :
+       {workload::Workload::kMixed, workload::Workload::kChurn}) {
+    SCOPED_TRACE(std::string(workload::Name(workload)));
+    const KindCounts counts =
+        BookAgainstEngine(OneStream(workload, 6000, 21), 6000, 1);
+    ASSERT_FALSE(::testing::Test::HasFailure());
+    for (const MessageKind kind :
+         {MessageKind::kOrderAdded, MessageKind::kOrderExecuted,
+          MessageKind::kOrderReduced, MessageKind::kOrderDeleted,
+          MessageKind::kOrderReplaced}) {
+      EXPECT_GT(counts.kinds.count(kind) ? counts.kinds.at(kind) : 0u, 20u)
+          << "kind 0x" << std::hex << static_cast<int>(kind);
+    }
+    EXPECT_GE(counts.deleted_then_added, 1u);
+  }
+  KindCounts together = BookAgainstEngine(InterleavedStreams(3000), 0, 25);
+  EXPECT_GT(together.kinds[MessageKind::kOrderExecuted], 1000u);
 }
 
 // The feed's state is state: a machine restored from a snapshot taken at

@@ -19,11 +19,13 @@
 #include "codec/command.h"
 #include "codec/kind_table.h"
 #include "codec/testing/random_commands.h"
+#include "engine/config.h"
 #include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "journal/format.h"
 #include "state/record_flags.h"
 #include "tests/support/bytes.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 
 namespace orderwire::state {
@@ -366,6 +368,41 @@ TEST(Snapshot, AnImpossibleFeedStateIsRefused) {
     EXPECT_NE(bad.status().message().find("feed state"), std::string::npos)
         << bad.status();
   }
+}
+
+// The feed's directory is checked as a range and bands, not against the
+// default capacity: bands the engine takes with a small max_live_orders
+// load (a quantity band of 10^13 with 100,000 live orders: 10^18 < 2^63).
+// An empty machine's snapshot (index 0) has sequence 1; one with another
+// sequence is refused.
+TEST(Snapshot, TheFeedStateOfAnyValidConfigurationLoads) {
+  StateMachineOptions options;
+  options.engine.max_quantity = 10'000'000'000'000;
+  options.engine.max_live_orders = 100'000;
+  ASSERT_TRUE(engine::ValidateConfig(options.engine).ok());
+  StateMachine machine(options);
+  const auto empty = DecodeSnapshot(EncodeSnapshot(machine, kJournalId, 1),
+                                    "empty", kJournalId);
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_EQ(empty->machine->feed_producer().next_sequence(), 1u);
+  EXPECT_FALSE(DecodeWithConfigField<&SnapshotConfigRecord::next_feed_sequence>(
+                   EncodeSnapshot(machine, kJournalId, 1), std::uint64_t{2})
+                   .ok());
+  ASSERT_TRUE(machine
+                  .Apply(Record{1, 1000, 1, 0,
+                                test_support::Frame(
+                                    1, test_support::Limit(
+                                           {.client_order_id = 1,
+                                            .price = 100,
+                                            .quantity = 5'000'000'000'000}))})
+                  .ok());
+  const auto loaded = DecodeSnapshot(EncodeSnapshot(machine, kJournalId, 1),
+                                     "large", kJournalId);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->machine->feed_producer().next_sequence(),
+            machine.feed_producer().next_sequence());
+  EXPECT_EQ(loaded->machine->feed_producer().announced().max_quantity,
+            10'000'000'000'000u);
 }
 
 TEST(Snapshot, AFileNamedForAnotherIndexIsRefused) {
