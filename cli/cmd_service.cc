@@ -63,6 +63,8 @@ const CommandSpec kServeSpec{
         "[--snapshot-every RECORDS|DURATION] [--no-snapshot]\n"
         "[--retain SEGMENTS|BYTES|DURATION] [--send auto|sendmmsg|gso] "
         "[--metrics-listen HOST:PORT]\n"
+        "[--md-target HOST:PORT[,...] [--md-ttl N] [--md-interface IF] "
+        "[--md-heartbeat-ms MS]]\n"
         "--standby --nats nats://HOST:PORT[,...] [--engine-name NAME] "
         "--journal DIR "
         "[--durability MODE] [--config FILE] [--stats-interval S] "
@@ -124,6 +126,12 @@ const CommandSpec kServeSpec{
         "--metrics-listen serves every counter at GET /metrics over HTTP in\n"
         "the Prometheus text format (docs/SERVICE.md \"Metrics\"), from a\n"
         "thread of its own; a port that cannot be bound stops the start.\n\n"
+        "--md-target publishes the market-data feed (docs/MARKETDATA.md):\n"
+        "every applied record's messages, once durable, in packets to one\n"
+        "multicast group (--md-ttl, --md-interface) or to each of a list of\n"
+        "unicast HOST:PORTs; a Heartbeat at start and when idle for\n"
+        "--md-heartbeat-ms; EndOfSession on a clean stop. A standby\n"
+        "publishes once it has taken over, continuing the same feed.\n\n"
         "--durability replicated answers a command once it is durable here\n"
         "AND acknowledged by the engine's journal stream on NATS JetStream\n"
         "(--nats). Before it serves, the start takes the lease (--lease),\n"
@@ -257,6 +265,17 @@ const CommandSpec kServeSpec{
             {"metrics-listen", "HOST:PORT", "",
              "serve the counters for Prometheus at http://HOST:PORT/metrics "
              "(off by default)"},
+            {"md-target", "HOST:PORT[,...]", "",
+             "publish the market-data feed to this multicast group, or to "
+             "each of these unicast destinations (off by default)"},
+            {"md-ttl", "N", "1",
+             "--md-target: multicast TTL (IPv6: hop limit), 0-255"},
+            {"md-interface", "ADDRESS|NAME", "",
+             "--md-target: the interface multicast leaves by (an IPv4 "
+             "address of it, or its name); default: by route"},
+            {"md-heartbeat-ms", "MS", "1000",
+             "--md-target: a Heartbeat when no feed packet went for MS "
+             "(1-60000)"},
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
@@ -469,6 +488,7 @@ absl::StatusOr<ServeSettings> ParseServeFlags(const Args& args) {
     if (!endpoint.ok()) return FlagError("metrics-listen", endpoint.status());
     settings.metrics_listen = *endpoint;
   }
+  if (absl::Status s = ParseMarketDataFlags(args, options); !s.ok()) return s;
   return settings;
 }
 
@@ -1028,5 +1048,34 @@ absl::Status Submit(const Args& args) {
 const Command kServeCommand{&kServeSpec, Serve};
 
 const Command kSubmitCommand{&kSubmitSpec, Submit};
+
+absl::Status ParseMarketDataFlags(const Args& args,
+                                  service::ServiceOptions& options) {
+  for (const char* flag : {"md-ttl", "md-interface", "md-heartbeat-ms"}) {
+    if (args.Has(flag) && !args.Has("md-target")) {
+      return FlagError(flag, absl::InvalidArgumentError(
+                                 "it applies to --md-target, not given"));
+    }
+  }
+  if (!args.Has("md-target")) return absl::OkStatus();
+  service::FeedPublisherOptions feed;
+  const std::vector<std::string> targets =
+      absl::StrSplit(args.String("md-target"), ',', absl::SkipEmpty());
+  for (const std::string& target : targets) {
+    absl::StatusOr<net::Endpoint> endpoint = net::Endpoint::Parse(target);
+    if (!endpoint.ok()) return FlagError("md-target", endpoint.status());
+    feed.targets.push_back(*endpoint);
+  }
+  absl::StatusOr<std::uint64_t> ttl = args.Uint("md-ttl", 0, 255);
+  if (!ttl.ok()) return ttl.status();
+  feed.multicast_ttl = static_cast<int>(*ttl);
+  feed.multicast_interface = args.String("md-interface");
+  absl::StatusOr<std::uint64_t> heartbeat_ms =
+      args.Uint("md-heartbeat-ms", 1, 60000);
+  if (!heartbeat_ms.ok()) return heartbeat_ms.status();
+  feed.heartbeat_ns = static_cast<std::int64_t>(*heartbeat_ms) * 1'000'000;
+  options.market_data = std::move(feed);
+  return absl::OkStatus();
+}
 
 }  // namespace orderwire::cli

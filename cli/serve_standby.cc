@@ -166,6 +166,9 @@ absl::StatusOr<std::uint64_t> ParsePrimaryFlags(
                     "'%s' is not auto, sendmmsg or gso", args.String("send"))));
   }
   primary.snapshot_every_records = options.snapshot_every_records;
+  if (absl::Status s = ParseMarketDataFlags(args, primary); !s.ok()) {
+    return s;
+  }
   cluster::ReplicationOptions replication;
   if (absl::Status s = ParseReplicationTuning(args, &replication); !s.ok()) {
     return s;

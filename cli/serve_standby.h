@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "cli/common.h"
 #include "cluster/replication_options.h"
+#include "service/service.h"
 
 namespace orderwire::cli {
 
@@ -47,6 +48,12 @@ cluster::LeaseOptions LeaseForDuration(std::chrono::milliseconds d,
 // primary and for the primary a standby becomes: --replicas (1 or 3),
 // --replication-window (1-4096 messages) and --ack-timeout-ms
 // (1-600000). A flag error names the flag.
+// --md-target, --md-ttl, --md-interface, --md-heartbeat-ms into
+// options.market_data (cmd_service.cc): the primary's and, once it takes
+// over, a standby's. Errors: a usage error naming the flag.
+absl::Status ParseMarketDataFlags(const Args& args,
+                                  service::ServiceOptions& options);
+
 absl::Status ParseReplicationTuning(const Args& args,
                                     cluster::ReplicationOptions* replication);
 

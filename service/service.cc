@@ -219,6 +219,8 @@ class Service::Impl final : public Sequencer::Backpressure,
   // Start() has the journal. Continuations: jobs in a row for the active
   // session because its history moved past a job's end meanwhile.
   std::unique_ptr<ReportRegenerator> regenerator_;
+  // ServiceOptions::market_data: the live feed (null: none).
+  std::unique_ptr<FeedPublisher> publisher_;
   std::uint32_t regeneration_continuations_ = 0;
   // Unlisted sessions that gave their slot back (RecycleIdleSessions), the
   // next sweep, and whether the histories of the sessions not held since
@@ -377,6 +379,16 @@ class Service::Impl final : public Sequencer::Backpressure,
   absl::Status BindSocket();
   // Chooses the send path at start (probe), for the start-up report.
   absl::Status ChooseSendPath();
+  absl::Status OpenPublisher();
+  // The idle wait: 50 ms (1 ms while a regeneration streams), and not past
+  // the feed's next Heartbeat.
+  [[nodiscard]] int IdleWaitMs() const {
+    const std::int64_t wait_ms = regenerator_->active() ? 1 : 50;
+    if (publisher_ == nullptr) return static_cast<int>(wait_ms);
+    const std::int64_t until_ns = publisher_->next_heartbeat_ns() - now_ns_;
+    return static_cast<int>(
+        std::clamp<std::int64_t>((until_ns + 999'999) / 1'000'000, 0, wait_ms));
+  }
   // FlushOutput's two ways: slots from `first` on each as its own sendmmsg
   // entry; all of them in UDP_SEGMENT runs (falling back to the first way
   // on EIO/EINVAL).
@@ -495,7 +507,26 @@ absl::Status Service::Impl::BindSocket() {
   absl::StatusOr<net::Endpoint> local = socket_->LocalEndpoint();
   if (!local.ok()) return local.status();
   local_ = *local;
-  return ChooseSendPath();
+  if (absl::Status s = ChooseSendPath(); !s.ok()) return s;
+  return OpenPublisher();
+}
+
+absl::Status Service::Impl::OpenPublisher() {
+  if (!options_.market_data.has_value()) return absl::OkStatus();
+  if (!options_.market_data->on_event && options_.on_event) {
+    options_.market_data->on_event = options_.on_event;
+  }
+  absl::StatusOr<std::unique_ptr<FeedPublisher>> publisher =
+      FeedPublisher::Open(*options_.market_data);
+  if (!publisher.ok()) {
+    return absl::Status(publisher.status().code(),
+                        absl::StrFormat("%s (the journal %s was not opened)",
+                                        publisher.status().message(),
+                                        options_.journal.directory));
+  }
+  publisher_ = *std::move(publisher);
+  absl::StrAppendFormat(&startup_report_, "\n  %s", publisher_->description());
+  return absl::OkStatus();
 }
 
 absl::Status Service::Impl::ChooseSendPath() {
@@ -616,6 +647,12 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   snapshot_base_ns_ = started_ns_;
   snapshot_every_ns_ =
       static_cast<std::int64_t>(options_.snapshot_every_seconds * 1e9);
+  if (publisher_ != nullptr) {
+    // The live feed goes on from the recovered state: what the records
+    // replayed at start made is for the request server, not sent again.
+    publisher_->Start(writer_->journal_id(),
+                      machine_->feed_producer().next_sequence(), started_ns_);
+  }
   while (!stop.load(std::memory_order_relaxed)) {
     if (Stopped()) [[unlikely]] {
       return StopStatus();
@@ -631,6 +668,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     }
     if (now_ns_ >= next_idle_sweep_ns_) ReleaseIdleHistories();
     if (now_ns_ >= next_recycle_sweep_ns_) RecycleIdleSessions();
+    if (publisher_ != nullptr) publisher_->Tick(now_ns_);
     if (options_.metrics != nullptr && now_ns_ >= next_publish_ns_) {
       PublishMetrics();
     }
@@ -677,7 +715,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
       }
       // While a regeneration streams, the loop comes back for its reports
       // every millisecond.
-      socket_->WaitReadable(regenerator_->active() ? 1 : 50);
+      socket_->WaitReadable(IdleWaitMs());
     }
   }
   return Shutdown();
@@ -704,6 +742,8 @@ absl::Status Service::Impl::Shutdown() {
   ApplyDurable();
   // A failed journal is closed below, and Close() returns its error.
   if (Stopped() && stop_cause_ != StopCause::kJournal) return StopStatus();
+  // Every applied record's messages are out: the feed's end, for now.
+  if (publisher_ != nullptr && !Stopped()) publisher_->End();
   absl::Status closed = writer_->Close();
   stats_.durable_index = writer_->durable_index();
   // A snapshot being written is finished (its counters then final).
@@ -991,6 +1031,7 @@ void Service::Impl::ApplyDurable() {
       Stop(StopCause::kStateMachine);
       return;
     }
+    if (publisher_ != nullptr) publisher_->Add(machine_->feed());
     for (const Output& out : machine_->outputs()) {
       Session* target = SessionOfState(out.session);
       // Recovered from the journal and not heard from since: nowhere to
@@ -1001,6 +1042,13 @@ void Service::Impl::ApplyDurable() {
     }
   });
   FlushOutput();
+  if (publisher_ != nullptr) {
+    // The feed after the reports (MARKETDATA.md: nothing orders them).
+    if (const std::uint64_t lag = publisher_->Flush(MonotonicNs(), pass_ns);
+        lag != 0) {
+      stats_.md_publication_lag.Record(lag);
+    }
+  }
   // After the reports went out: a fork here delays no report of these.
   if (mode_ != Mode::kStopped) MaybeSnapshot();
 }
@@ -1521,6 +1569,16 @@ void Service::Impl::RefreshStats() const {
     s.journal_bytes_written = w.bytes_written;
     s.journal_reduced_segments = w.reduced_segments;
   }
+  if (publisher_ != nullptr) {
+    const FeedPublisherStats& f = publisher_->stats();
+    s.md = 1;
+    s.md_messages = f.messages;
+    s.md_packets = f.packets;
+    s.md_heartbeats = f.heartbeats;
+    s.md_send_failures = f.send_failures;
+    s.md_subscribers = publisher_->unicast_targets();
+  }
+  s.md_next_sequence = machine_->feed_producer().next_sequence();
   if (gate_ != nullptr) {
     const ReplicationStats r = gate_->stats();
     s.replication = 1;

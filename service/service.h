@@ -95,6 +95,7 @@
 #include "journal/retention.h"
 #include "journal/writer.h"
 #include "net/udp.h"
+#include "service/feed_publisher.h"
 #include "service/replication_gate.h"
 #include "service/service_stats.h"
 #include "service/session_table.h"
@@ -193,6 +194,14 @@ struct ServiceOptions {
   // stops the service: nothing more is answered and Run() returns it.
   // Null: local only.
   std::shared_ptr<const ReplicationStarter> replication;
+  // `serve --md-target` (feed_publisher.h, docs/MARKETDATA.md
+  // "Publishing"): the feed of every record applied live, sent in the pass
+  // that answers the record, after its reports; a Heartbeat when Run()
+  // starts and when idle; EndOfSession when Run() stops cleanly. Its
+  // socket is made before the journal is opened (a refused target leaves
+  // the journal as it was). Null: no feed is sent (the StateMachine makes
+  // it all the same: it is state).
+  std::optional<FeedPublisherOptions> market_data;
 };
 
 class Service {

@@ -157,6 +157,8 @@ std::string_view Name(ReportSection section) {
       return "sessions";
     case ReportSection::kReplication:
       return "replication";
+    case ReportSection::kMarketData:
+      return "market data";
   }
   return "";
 }

@@ -37,9 +37,10 @@ namespace orderwire::service {
 // a gauge of nanoseconds written in seconds.
 enum class MetricKind : std::uint8_t { kCounter, kGauge, kSecondsGauge };
 
-// kReplicated: meaningful only under `--durability replicated`: exported to
-// Prometheus and printed in the report only then (always in the JSON).
-enum class CounterScope : std::uint8_t { kAlways, kReplicated };
+// kReplicated: meaningful only under `--durability replicated`; kMarketData:
+// only with `--md-target`. Exported to Prometheus and printed in the report
+// only then (always in the JSON).
+enum class CounterScope : std::uint8_t { kAlways, kReplicated, kMarketData };
 
 // The sections of the report at exit, in the order printed.
 enum class ReportSection : std::uint8_t {
@@ -53,8 +54,9 @@ enum class ReportSection : std::uint8_t {
   kSnapshots,
   kSessions,
   kReplication,
+  kMarketData,
 };
-inline constexpr std::size_t kReportSectionCount = 10;
+inline constexpr std::size_t kReportSectionCount = 11;
 [[nodiscard]] std::string_view Name(ReportSection section);
 
 // X(field, metric, kind, scope, section, label, help), in JSON key order.
@@ -248,7 +250,27 @@ inline constexpr std::size_t kReportSectionCount = 10;
     "orderwire_replication_republished_messages_total", kCounter,             \
     kReplicated, kReplication, "messages republished",                        \
     "Messages published again to the journal stream while it "               \
-    "re-elected its leader.")
+    "re-elected its leader.")                                                 \
+  X(md, "", kGauge, kMarketData, kMarketData, "on",                           \
+    "1 while the market-data feed is published (--md-target).")               \
+  X(md_messages, "orderwire_md_messages_total", kCounter, kMarketData,        \
+    kMarketData, "messages sent",                                             \
+    "Feed messages sent live (in Data packets).")                             \
+  X(md_packets, "orderwire_md_packets_total", kCounter, kMarketData,          \
+    kMarketData, "packets sent",                                              \
+    "Data packets of the live feed (each to every target).")                  \
+  X(md_heartbeats, "orderwire_md_heartbeats_total", kCounter, kMarketData,    \
+    kMarketData, "heartbeats", "Heartbeat packets of the live feed.")         \
+  X(md_send_failures, "orderwire_md_send_failures_total", kCounter,           \
+    kMarketData, kMarketData, "datagrams not sent",                           \
+    "Feed datagrams the kernel would not take (lost: subscribers ask for "    \
+    "them again).")                                                           \
+  X(md_next_sequence, "orderwire_md_next_sequence", kGauge, kMarketData,      \
+    kMarketData, "next sequence",                                             \
+    "The feed sequence of the next message (the state's).")                   \
+  X(md_subscribers, "orderwire_md_subscribers", kGauge, kMarketData,          \
+    kMarketData, "subscribers known",                                         \
+    "Unicast feed targets (a multicast group counts none).")
 // clang-format on
 
 // Every counter the service keeps: the scalars above, then the labelled
@@ -272,6 +294,9 @@ struct ServiceStats {
   LatencyBuckets journal_wait;
   // Replicated only: each message's publish to acknowledgement.
   LatencyBuckets replication_publish_latency;
+  // With --md-target: per loop pass that sent feed packets, from the pass
+  // finding their records answerable to the last packet sent.
+  LatencyBuckets md_publication_lag;
 };
 static_assert(std::is_trivially_copyable_v<ServiceStats>);
 static_assert(sizeof(ServiceStats) % sizeof(std::uint64_t) == 0);
@@ -350,11 +375,24 @@ inline constexpr Histogram kHistograms[] = {
      ReportSection::kReplication, "latency, publish to acknowledgement",
      "Seconds from publishing a message to the journal stream to its "
      "acknowledgement."},
+    {"md_publication_lag", &ServiceStats::md_publication_lag,
+     "orderwire_md_publication_lag_seconds", CounterScope::kMarketData,
+     ReportSection::kMarketData, "latency, answerable to feed sent",
+     "Seconds from the loop finding records answerable to their feed "
+     "messages sent (per pass that sent some)."},
 };
 
 // Whether a row of scope `scope` is shown (report, Prometheus) for `stats`.
 [[nodiscard]] inline bool Shown(CounterScope scope, const ServiceStats& stats) {
-  return scope == CounterScope::kAlways || stats.replication != 0;
+  switch (scope) {
+    case CounterScope::kAlways:
+      return true;
+    case CounterScope::kReplicated:
+      return stats.replication != 0;
+    case CounterScope::kMarketData:
+      return stats.md != 0;
+  }
+  return true;
 }
 
 // Every counter as one JSON object: each scalar under its name, in table

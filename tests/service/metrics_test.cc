@@ -293,6 +293,26 @@ TEST(ServiceStatsTables, NamesAreUniqueAndCountersEndInTotal) {
   }
 }
 
+// Each combination of the two switches of CounterScope: replicated
+// durability, and the market-data feed.
+struct Switches {
+  bool replicated;
+  bool md;
+};
+constexpr Switches kSwitches[] = {
+    {false, false}, {true, false}, {false, true}, {true, true}};
+
+// Whether a row of `scope` is exported and reported under `on`.
+bool ShownUnder(CounterScope scope, Switches on) {
+  return scope == CounterScope::kAlways ||
+         (scope == CounterScope::kReplicated && on.replicated) ||
+         (scope == CounterScope::kMarketData && on.md);
+}
+
+std::string TraceOf(Switches on) {
+  return absl::StrFormat("replicated %d, md %d", on.replicated, on.md);
+}
+
 TEST(ServiceStatsTables, JsonHoldsEveryRowWithItsValue) {
   const ServiceStats s = EveryCounterDistinct();
   const std::string json = FormatStatsJson(s);
@@ -331,15 +351,16 @@ TEST(ServiceStatsTables, JsonHoldsEveryRowWithItsValue) {
 
 TEST(ServiceStatsTables, PrometheusHoldsEveryRowWithItsValue) {
   ServiceStats s = EveryCounterDistinct();
-  for (const bool replicated : {true, false}) {
-    SCOPED_TRACE(replicated ? "replicated" : "local");
-    s.replication = replicated ? 1 : 0;
+  for (const Switches on : kSwitches) {
+    SCOPED_TRACE(TraceOf(on));
+    s.replication = on.replicated ? 1 : 0;
+    s.md = on.md ? 1 : 0;
     std::string out;
     AppendServiceMetrics(s, &out);
     for (const ScalarCounter& c : kScalarCounters) {
       if (c.metric.empty()) continue;
       const std::string metric(c.metric);
-      const bool shown = replicated || c.scope == CounterScope::kAlways;
+      const bool shown = ShownUnder(c.scope, on);
       const char* type = c.kind == MetricKind::kCounter ? "counter" : "gauge";
       EXPECT_EQ(HasLine(out, "# TYPE " + metric + " " + type), shown) << metric;
       EXPECT_EQ(HasLine(out, "# HELP " + metric + " " + std::string(c.help)),
@@ -364,7 +385,7 @@ TEST(ServiceStatsTables, PrometheusHoldsEveryRowWithItsValue) {
     }
     for (const Histogram& h : kHistograms) {
       const std::string metric(h.metric);
-      const bool shown = replicated || h.scope == CounterScope::kAlways;
+      const bool shown = ShownUnder(h.scope, on);
       EXPECT_EQ(HasLine(out, "# TYPE " + metric + " histogram"), shown);
       EXPECT_EQ(
           HasLine(out, Metric(metric + "_sum",
@@ -377,9 +398,10 @@ TEST(ServiceStatsTables, PrometheusHoldsEveryRowWithItsValue) {
 
 TEST(ServiceStatsTables, ReportHoldsEveryRowWithItsValue) {
   ServiceStats s = EveryCounterDistinct();
-  for (const bool replicated : {true, false}) {
-    SCOPED_TRACE(replicated ? "replicated" : "local");
-    s.replication = replicated ? 1 : 0;
+  for (const Switches on : kSwitches) {
+    SCOPED_TRACE(TraceOf(on));
+    s.replication = on.replicated ? 1 : 0;
+    s.md = on.md ? 1 : 0;
     const std::string report = FormatStatsReport(s);
     // A line "    LABEL   VALUE" (VALUE alone or followed by a space).
     const auto has = [&](std::string_view label, std::uint64_t value) {
@@ -395,8 +417,9 @@ TEST(ServiceStatsTables, ReportHoldsEveryRowWithItsValue) {
       return false;
     };
     for (const ScalarCounter& c : kScalarCounters) {
-      if (c.name == "replication") continue;  // its value is the switch
-      const bool shown = replicated || c.scope == CounterScope::kAlways;
+      // Their values are the switches.
+      if (c.name == "replication" || c.name == "md") continue;
+      const bool shown = ShownUnder(c.scope, on);
       EXPECT_EQ(has(c.label, s.*c.member), shown) << c.name << "\n" << report;
     }
     for (const CounterGroup& g : CounterGroups()) {
@@ -411,7 +434,7 @@ TEST(ServiceStatsTables, ReportHoldsEveryRowWithItsValue) {
       }
     }
     for (const Histogram& h : kHistograms) {
-      const bool shown = replicated || h.scope == CounterScope::kAlways;
+      const bool shown = ShownUnder(h.scope, on);
       EXPECT_EQ(has(h.report_label, 1), shown) << h.json_key;
     }
   }

@@ -37,6 +37,10 @@ SessionReplay ReplayJournalBySession(const std::string& directory,
       replay.reports_by_session[out.session_id].emplace_back(out.frame.begin(),
                                                              out.frame.end());
     }
+    for (const state::FeedMessage& message : machine->feed()) {
+      EXPECT_EQ(message.sequence, replay.feed.size() + 1);
+      replay.feed.emplace_back(message.bytes.begin(), message.bytes.end());
+    }
   }
   EXPECT_EQ(result, journal::ReadResult::kEnd) << (*reader)->status();
   return replay;

@@ -25,6 +25,8 @@ struct SessionReplay {
   std::map<std::uint32_t, std::uint64_t> records_by_session;
   // Each session's report frames, in report-sequence order.
   std::map<std::uint32_t, std::vector<Bytes>> reports_by_session;
+  // The market-data feed's messages: feed[i] is the one of sequence i + 1.
+  std::vector<Bytes> feed;
 };
 
 // Reads the journal in `directory` to its end and applies every record
