@@ -64,7 +64,8 @@ const CommandSpec kServeSpec{
         "[--retain SEGMENTS|BYTES|DURATION] [--send auto|sendmmsg|gso] "
         "[--metrics-listen HOST:PORT]\n"
         "[--md-target HOST:PORT[,...] [--md-ttl N] [--md-interface IF] "
-        "[--md-heartbeat-ms MS]]\n"
+        "[--md-heartbeat-ms MS] [--md-request-listen HOST:PORT "
+        "[--md-ring-bytes N]]]\n"
         "--standby --nats nats://HOST:PORT[,...] [--engine-name NAME] "
         "--journal DIR "
         "[--durability MODE] [--config FILE] [--stats-interval S] "
@@ -131,7 +132,10 @@ const CommandSpec kServeSpec{
         "multicast group (--md-ttl, --md-interface) or to each of a list of\n"
         "unicast HOST:PORTs; a Heartbeat at start and when idle for\n"
         "--md-heartbeat-ms; EndOfSession on a clean stop. A standby\n"
-        "publishes once it has taken over, continuing the same feed.\n\n"
+        "publishes once it has taken over, continuing the same feed.\n"
+        "--md-request-listen answers retransmission requests for it, on a\n"
+        "thread of its own, from a ring of the last --md-ring-bytes of\n"
+        "the live feed (per source: 100 requests a second).\n\n"
         "--durability replicated answers a command once it is durable here\n"
         "AND acknowledged by the engine's journal stream on NATS JetStream\n"
         "(--nats). Before it serves, the start takes the lease (--lease),\n"
@@ -276,6 +280,12 @@ const CommandSpec kServeSpec{
             {"md-heartbeat-ms", "MS", "1000",
              "--md-target: a Heartbeat when no feed packet went for MS "
              "(1-60000)"},
+            {"md-request-listen", "HOST:PORT", "",
+             "--md-target: answer the feed's retransmission requests here "
+             "(UDP)"},
+            {"md-ring-bytes", "N", "67108864",
+             "--md-request-listen: the recent feed kept for retransmission "
+             "(rounded up to a power of two, at least 65536)"},
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
@@ -1051,7 +1061,8 @@ const Command kSubmitCommand{&kSubmitSpec, Submit};
 
 absl::Status ParseMarketDataFlags(const Args& args,
                                   service::ServiceOptions& options) {
-  for (const char* flag : {"md-ttl", "md-interface", "md-heartbeat-ms"}) {
+  for (const char* flag :
+       {"md-ttl", "md-interface", "md-heartbeat-ms", "md-request-listen"}) {
     if (args.Has(flag) && !args.Has("md-target")) {
       return FlagError(flag, absl::InvalidArgumentError(
                                  "it applies to --md-target, not given"));
@@ -1075,6 +1086,22 @@ absl::Status ParseMarketDataFlags(const Args& args,
   if (!heartbeat_ms.ok()) return heartbeat_ms.status();
   feed.heartbeat_ns = static_cast<std::int64_t>(*heartbeat_ms) * 1'000'000;
   options.market_data = std::move(feed);
+  if (args.Has("md-ring-bytes") && !args.Has("md-request-listen")) {
+    return FlagError("md-ring-bytes",
+                     absl::InvalidArgumentError(
+                         "it applies to --md-request-listen, not given"));
+  }
+  if (!args.Has("md-request-listen")) return absl::OkStatus();
+  service::FeedRequestServerOptions requests;
+  absl::StatusOr<net::Endpoint> listen =
+      net::Endpoint::Parse(args.String("md-request-listen"));
+  if (!listen.ok()) return FlagError("md-request-listen", listen.status());
+  requests.listen = *listen;
+  absl::StatusOr<std::uint64_t> ring = args.Uint(
+      "md-ring-bytes", service::kMinFeedRingBytes, std::uint64_t{1} << 36);
+  if (!ring.ok()) return ring.status();
+  requests.ring_bytes = *ring;
+  options.md_requests = requests;
   return absl::OkStatus();
 }
 

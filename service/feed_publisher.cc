@@ -206,6 +206,7 @@ void FeedPublisher::Start(std::uint64_t session, std::uint64_t next_sequence,
   session_ = session;
   next_sequence_ = next_sequence;
   queued_ = 0;
+  if (ring_ != nullptr) ring_->Reset(next_sequence);
   builder_.emplace(buffers_->packets[0]);
   builder_->BeginData(session_, next_sequence_);
   Heartbeat(now_ns);
@@ -224,6 +225,10 @@ void FeedPublisher::Add(std::span<const state::FeedMessage> messages) {
 void FeedPublisher::ClosePacket() {
   const std::span<const std::byte> packet = builder_->Finish();
   if (!packet.empty()) {
+    if (ring_ != nullptr) {
+      ring_->Append(builder_->next_sequence() - builder_->count(),
+                    builder_->count(), packet.subspan(feed::kPacketHeaderSize));
+    }
     buffers_->iov[queued_].iov_len = packet.size();
     stats_.messages += builder_->count();
     ++stats_.packets;

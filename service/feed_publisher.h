@@ -46,6 +46,7 @@
 #include "feed/builder.h"
 #include "feed/packet.h"
 #include "net/udp.h"
+#include "service/feed_ring.h"
 #include "state/feed_producer.h"
 
 namespace orderwire::service {
@@ -100,6 +101,10 @@ class FeedPublisher {
   // Where packets go, for the start-up banner ("multicast 239.1.2.3:7500
   // ttl 1 interface lo" or "unicast to A, B").
   [[nodiscard]] std::string description() const;
+
+  // Every Data packet sent from Start() on is appended to `ring` too (the
+  // request server's; null: none). Set before Start().
+  void set_ring(FeedRing* ring) noexcept { ring_ = ring; }
 
   // The feed `session` continues at `next_sequence` (the recovered
   // state's): a Heartbeat now, at `now_ns` (monotonic). Messages below it
@@ -161,6 +166,7 @@ class FeedPublisher {
   FeedPublisherOptions options_;
   net::UdpSocket socket_;
   std::unique_ptr<Buffers> buffers_;
+  FeedRing* ring_ = nullptr;
   std::uint64_t session_ = 0;
   std::uint64_t next_sequence_ = 0;             // of the next message queued
   std::size_t queued_ = 0;                      // packets closed, not yet sent

@@ -221,6 +221,8 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::unique_ptr<ReportRegenerator> regenerator_;
   // ServiceOptions::market_data: the live feed (null: none).
   std::unique_ptr<FeedPublisher> publisher_;
+  // ServiceOptions::md_requests (null: none); its thread runs from Run().
+  std::unique_ptr<FeedRequestServer> request_server_;
   std::uint32_t regeneration_continuations_ = 0;
   // Unlisted sessions that gave their slot back (RecycleIdleSessions), the
   // next sweep, and whether the histories of the sessions not held since
@@ -449,6 +451,11 @@ const ServiceStats& Service::stats() const {
   return impl_->stats_;
 }
 const StateMachine& Service::state() const { return *impl_->machine_; }
+const net::Endpoint* Service::md_request_endpoint() const {
+  return impl_->request_server_ == nullptr
+             ? nullptr
+             : &impl_->request_server_->local_endpoint();
+}
 const std::string& Service::startup_report() const {
   return impl_->startup_report_;
 }
@@ -512,7 +519,14 @@ absl::Status Service::Impl::BindSocket() {
 }
 
 absl::Status Service::Impl::OpenPublisher() {
-  if (!options_.market_data.has_value()) return absl::OkStatus();
+  if (!options_.market_data.has_value()) {
+    if (options_.md_requests.has_value()) {
+      return absl::InvalidArgumentError(
+          "--md-request-listen: the request server answers for the feed "
+          "--md-target publishes; give --md-target too");
+    }
+    return absl::OkStatus();
+  }
   if (!options_.market_data->on_event && options_.on_event) {
     options_.market_data->on_event = options_.on_event;
   }
@@ -526,6 +540,19 @@ absl::Status Service::Impl::OpenPublisher() {
   }
   publisher_ = *std::move(publisher);
   absl::StrAppendFormat(&startup_report_, "\n  %s", publisher_->description());
+  if (!options_.md_requests.has_value()) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<FeedRequestServer>> server =
+      FeedRequestServer::Open(*options_.md_requests);
+  if (!server.ok()) {
+    return absl::Status(
+        server.status().code(),
+        absl::StrFormat("%s (the journal %s was not opened)",
+                        server.status().message(), options_.journal.directory));
+  }
+  request_server_ = *std::move(server);
+  publisher_->set_ring(&request_server_->ring());
+  absl::StrAppendFormat(&startup_report_, "\n  %s",
+                        request_server_->description());
   return absl::OkStatus();
 }
 
@@ -652,6 +679,9 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     // replayed at start made is for the request server, not sent again.
     publisher_->Start(writer_->journal_id(),
                       machine_->feed_producer().next_sequence(), started_ns_);
+    if (request_server_ != nullptr) {
+      request_server_->Start(writer_->journal_id());
+    }
   }
   while (!stop.load(std::memory_order_relaxed)) {
     if (Stopped()) [[unlikely]] {
@@ -1577,6 +1607,19 @@ void Service::Impl::RefreshStats() const {
     s.md_heartbeats = f.heartbeats;
     s.md_send_failures = f.send_failures;
     s.md_subscribers = publisher_->unicast_targets();
+  }
+  if (request_server_ != nullptr) {
+    const FeedRequestCounters r = request_server_->counters();
+    s.md_subscribers += r.sources;
+    s.md_first_retained_sequence =
+        request_server_->ring().Retained().first_retained;
+    s.md_retransmit_requests = r.retransmit_requests;
+    s.md_retransmit_messages = r.retransmit_messages;
+    s.md_snapshot_requests = r.snapshot_requests;
+    s.md_requests_dropped = r.dropped;
+    s.md_reply_send_failures = r.send_failures;
+    std::copy(r.refused.begin(), r.refused.end(), s.md_refused.begin());
+    std::copy(r.malformed.begin(), r.malformed.end(), s.md_malformed.begin());
   }
   s.md_next_sequence = machine_->feed_producer().next_sequence();
   if (gate_ != nullptr) {

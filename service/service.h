@@ -96,6 +96,7 @@
 #include "journal/writer.h"
 #include "net/udp.h"
 #include "service/feed_publisher.h"
+#include "service/feed_request_server.h"
 #include "service/replication_gate.h"
 #include "service/service_stats.h"
 #include "service/session_table.h"
@@ -202,6 +203,11 @@ struct ServiceOptions {
   // the journal as it was). Null: no feed is sent (the StateMachine makes
   // it all the same: it is state).
   std::optional<FeedPublisherOptions> market_data;
+  // `serve --md-request-listen` (feed_request_server.h): the feed's request
+  // server, on a thread of its own, answering from the live feed's ring.
+  // Needs market_data (Start() refuses it alone). Bound before the journal
+  // is opened; answers once Run() starts.
+  std::optional<FeedRequestServerOptions> md_requests;
 };
 
 class Service {
@@ -241,6 +247,9 @@ class Service {
   [[nodiscard]] const state::StateMachine& state() const;
   // The bound address (with the port the kernel chose for port 0).
   [[nodiscard]] const net::Endpoint& local_endpoint() const;
+  // The feed's request server's bound address (ServiceOptions::md_requests;
+  // null without one).
+  [[nodiscard]] const net::Endpoint* md_request_endpoint() const;
   [[nodiscard]] const ServiceStats& stats() const;
   // One line of the main counters (for --stats-interval).
   [[nodiscard]] std::string StatsLine() const;

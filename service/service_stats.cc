@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "codec/kind_table.h"
 #include "codec/types.h"
+#include "feed/types.h"
 
 namespace orderwire::service {
 
@@ -48,6 +49,37 @@ std::string_view AdmissionName(std::size_t a) {
   return a == 0 ? std::string_view() : Name(static_cast<Admission>(a));
 }
 bool IsRefusal(std::size_t a) { return a != 0; }
+std::string_view RefusedReasonName(std::size_t r) {
+  return r >= 1 && r <= static_cast<std::size_t>(
+                            feed::RefusedReason::kUnavailable)
+             ? feed::Name(static_cast<feed::RefusedReason>(r))
+             : std::string_view();
+}
+bool IsRefusedReason(std::size_t r) { return !RefusedReasonName(r).empty(); }
+std::string_view CheckCauseName(std::size_t c) {
+  return c >= 1 && c < static_cast<std::size_t>(feed::kCheckCauseCount)
+             ? feed::Name(static_cast<feed::CheckCause>(c))
+             : std::string_view();
+}
+// The causes RequestView::Parse gives (MARKETDATA.md "Checks").
+bool IsRequestCause(std::size_t c) {
+  using feed::CheckCause;
+  switch (static_cast<CheckCause>(c)) {
+    case CheckCause::kOversize:
+    case CheckCause::kTruncated:
+    case CheckCause::kBadMagic:
+    case CheckCause::kBadVersion:
+    case CheckCause::kBadType:
+    case CheckCause::kBadToken:
+    case CheckCause::kBadSequence:
+    case CheckCause::kBadCount:
+    case CheckCause::kZeroCount:
+    case CheckCause::kTrailingBytes:
+      return true;
+    default:
+      return false;
+  }
+}
 
 template <auto Member>
 std::span<const std::uint64_t> Values(const ServiceStats& s) {
@@ -77,6 +109,17 @@ constexpr CounterGroup kCounterGroups[] = {
      ReportSection::kTraffic, "dropped refused",
      "Datagrams dropped by the session rules, by cause; never "
      "answered (serve --log-refusals names each)."},
+    {"md_refused", &Values<&ServiceStats::md_refused>, &RefusedReasonName,
+     false, "orderwire_md_requests_refused_total", "reason", &IsRefusedReason,
+     ReportSection::kMarketData, "requests refused",
+     "Feed requests answered Refused, by reason (docs/MARKETDATA.md).",
+     CounterScope::kMarketData},
+    {"md_malformed", &Values<&ServiceStats::md_malformed>, &CheckCauseName,
+     false, "orderwire_md_requests_malformed_total", "cause", &IsRequestCause,
+     ReportSection::kMarketData, "requests malformed",
+     "Datagrams to the feed's request server dropped unanswered, by the "
+     "cause of docs/MARKETDATA.md \"Checks\".",
+     CounterScope::kMarketData},
 };
 
 double MeanUs(const LatencyBuckets& h) {

@@ -28,6 +28,7 @@
 #include <type_traits>
 
 #include "codec/error.h"
+#include "feed/types.h"
 #include "service/latency_buckets.h"
 #include "service/session_table.h"
 
@@ -270,7 +271,28 @@ inline constexpr std::size_t kReportSectionCount = 11;
     "The feed sequence of the next message (the state's).")                   \
   X(md_subscribers, "orderwire_md_subscribers", kGauge, kMarketData,          \
     kMarketData, "subscribers known",                                         \
-    "Unicast feed targets (a multicast group counts none).")
+    "Unicast feed targets plus request sources of the last minute (a "        \
+    "multicast group's members are not known).")                              \
+  X(md_first_retained_sequence, "orderwire_md_first_retained_sequence",       \
+    kGauge, kMarketData, kMarketData, "first retained sequence",              \
+    "F: the oldest feed message the request server can send.")                \
+  X(md_retransmit_requests, "orderwire_md_retransmit_requests_total",         \
+    kCounter, kMarketData, kMarketData, "retransmissions served",             \
+    "RetransmitRequests answered with messages.")                             \
+  X(md_retransmit_messages, "orderwire_md_retransmit_messages_total",         \
+    kCounter, kMarketData, kMarketData, "messages retransmitted",             \
+    "Feed messages sent in answer to RetransmitRequests.")                    \
+  X(md_snapshot_requests, "orderwire_md_snapshot_requests_total", kCounter,   \
+    kMarketData, kMarketData, "snapshot requests",                            \
+    "Well-formed SnapshotRequests received.")                                 \
+  X(md_requests_dropped, "orderwire_md_requests_dropped_total", kCounter,     \
+    kMarketData, kMarketData, "requests dropped",                             \
+    "Requests dropped unanswered: over a source's budget after its "          \
+    "RateLimited, or from a new source with 65536 known.")                    \
+  X(md_reply_send_failures, "orderwire_md_reply_send_failures_total",         \
+    kCounter, kMarketData, kMarketData, "reply datagrams not sent",           \
+    "Request server replies the kernel would not take (the subscriber "       \
+    "asks again).")
 // clang-format on
 
 // Every counter the service keeps: the scalars above, then the labelled
@@ -286,6 +308,10 @@ struct ServiceStats {
   std::array<std::uint64_t, 16> rejects{};      // by RejectReason
   std::array<std::uint64_t, codec::kCodecErrorCount> malformed{};  // by cause
   std::array<std::uint64_t, kAdmissionCount> refused{};  // by Admission
+  // The feed's request server: Refused sent by reason, requests dropped
+  // malformed by cause.
+  std::array<std::uint64_t, 8> md_refused{};
+  std::array<std::uint64_t, 16> md_malformed{};
   // Receipt (the receive time journaled with the command) to the loop
   // finding it durable and applying it; replayed commands not counted.
   LatencyBuckets command_latency;
@@ -299,6 +325,8 @@ struct ServiceStats {
   LatencyBuckets md_publication_lag;
 };
 static_assert(std::is_trivially_copyable_v<ServiceStats>);
+static_assert(feed::kCheckCauseCount <= 16 &&
+              static_cast<int>(feed::RefusedReason::kUnavailable) < 8);
 static_assert(sizeof(ServiceStats) % sizeof(std::uint64_t) == 0);
 
 // One scalar row of ORDERWIRE_SERVICE_SCALARS.
@@ -345,8 +373,10 @@ struct CounterGroup {
   ReportSection section;
   std::string_view report_label;  // each nonzero count is a report line
   std::string_view help;
+  CounterScope scope = CounterScope::kAlways;  // exported only then
 };
-// In JSON order: commands_in, reports_out, rejects, malformed, refused.
+// In JSON order: commands_in, reports_out, rejects, malformed, refused,
+// md_refused, md_malformed.
 [[nodiscard]] std::span<const CounterGroup> CounterGroups();
 
 // A LatencyBuckets of ServiceStats.

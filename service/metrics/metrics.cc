@@ -130,6 +130,7 @@ void AppendServiceMetrics(const ServiceStats& s, std::string* out) {
     AppendScalar(text, c, s.*c.member);
   }
   for (const CounterGroup& g : CounterGroups()) {
+    if (!Shown(g.scope, s)) continue;
     text.Family(g.metric, Type::kCounter, g.help);
     const std::span<const std::uint64_t> values = g.values(s);
     for (std::size_t i = 0; i < values.size(); ++i) {

@@ -213,6 +213,12 @@ Messages MakeMessages(std::uint64_t first, std::size_t count) {
   return m;
 }
 
+// The feed session of the first packet `listener` received (0: none).
+std::uint64_t FeedSessionOf(FeedListener& listener) {
+  if (!listener.WaitFor(1)) return 0;
+  return Parse({listener.packets().front()}).session;
+}
+
 FeedPublisherOptions OptionsTo(std::vector<net::Endpoint> targets) {
   FeedPublisherOptions options;
   options.targets = std::move(targets);
@@ -594,6 +600,77 @@ TEST(ServiceFeed, ARestartContinuesTheFeedWithoutSendingAMessageAgain) {
   EXPECT_THAT(live.end_of_session,
               ::testing::ElementsAre(first_end, first_end, first_end,
                                      second_end, second_end, second_end));
+}
+
+TEST(ServiceFeed, TheRequestServerSendsAgainWhatWasPublishedLive) {
+  test_support::ScratchDir dir;
+  FeedListener listener;
+  ServiceOptions options =
+      PublishingOptions(dir.path() + "/j", listener.endpoint());
+  options.md_requests =
+      FeedRequestServerOptions{.listen = *net::Endpoint::Parse("127.0.0.1:0")};
+  auto service = test_support::RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  test_support::TestClient trader(service->endpoint());
+  for (std::uint64_t d = 0; d < 10; ++d) {
+    std::vector<Bytes> frames;
+    for (std::uint64_t q = 1 + d * 8; q < 9 + d * 8; ++q) {
+      frames.push_back(TraderCommand(d % 2, q));
+    }
+    trader.Send(kTraders[0], frames);
+    ASSERT_TRUE(service->WaitFor([&](const ServiceStats& st) {
+      return st.durable_index >= 8 * (d + 1);
+    }));
+  }
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& st) { return st.md_packets > 0; }));
+  // A subscriber that missed everything asks from 1, 1024 at a time.
+  absl::StatusOr<net::UdpSocket> subscriber =
+      net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(subscriber.ok());
+  ASSERT_NE(service->service().md_request_endpoint(), nullptr);
+  const net::Endpoint server = *service->service().md_request_endpoint();
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(options.journal.directory,
+                                           options.config.engine);
+  ASSERT_GT(replay.feed.size(), 20u);
+  std::vector<Bytes> replies;
+  net::DatagramBatch batch(64);
+  const std::uint64_t session = FeedSessionOf(listener);
+  std::uint64_t asked = 0;
+  for (std::uint64_t next = 1; next <= replay.feed.size(); ++asked) {
+    std::array<std::byte, feed::kPacketHeaderSize> request;
+    const auto size =
+        feed::EncodeRetransmitRequest(request, session, next, 1024, 77);
+    std::copy(request.begin(), request.begin() + *size,
+              batch.buffer(0).begin());
+    batch.set_length(0, *size);
+    batch.set_peer(0, server);
+    ASSERT_EQ(subscriber->Send(batch, 1), 1);
+    const std::size_t before = replies.size();
+    while (subscriber->WaitReadable(300)) {
+      const int n = subscriber->Receive(batch, batch.capacity());
+      for (int i = 0; i < n; ++i) {
+        const auto d = batch.datagram(static_cast<std::size_t>(i));
+        replies.emplace_back(d.begin(), d.end());
+      }
+    }
+    const LiveFeed got = Parse(std::vector<Bytes>(
+        replies.begin() + static_cast<std::ptrdiff_t>(before), replies.end()));
+    ASSERT_FALSE(got.sequences.empty()) << "nothing from " << next;
+    ASSERT_EQ(got.sequences.front(), next);
+    next = got.sequences.back() + 1;
+  }
+  ASSERT_TRUE(service->Stop().ok());
+  const LiveFeed resent = Parse(replies);
+  EXPECT_EQ(resent.malformed, 0u);
+  ASSERT_EQ(resent.messages.size(), replay.feed.size());
+  for (std::size_t i = 0; i < resent.messages.size(); ++i) {
+    ASSERT_EQ(resent.sequences[i], i + 1);
+    ASSERT_EQ(resent.messages[i], replay.feed[i]) << "feed message " << i + 1;
+  }
+  EXPECT_EQ(service->final_stats().md_retransmit_requests, asked);
+  EXPECT_EQ(service->final_stats().md_retransmit_messages, replay.feed.size());
 }
 
 TEST(ServiceFeed, WithoutATargetNothingIsPublishedAndNoCounterShows) {

@@ -1,0 +1,358 @@
+#include "service/feed_request_server.h"
+
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_format.h"
+#include "base/background_thread.h"
+#include "base/clock.h"
+#include "feed/builder.h"
+#include "feed/packet.h"
+
+namespace orderwire::service {
+namespace {
+
+constexpr std::int64_t kSecondNs = 1'000'000'000;
+// A source not heard from for this long loses its budget's state.
+constexpr std::int64_t kSourceIdleNs = 60 * kSecondNs;
+constexpr std::size_t kBatch = 64;
+
+// A source address without its port: IPv4 in the low word.
+struct SourceKey {
+  std::uint64_t high = 0;
+  std::uint64_t low = 0;
+  friend bool operator==(const SourceKey&, const SourceKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const SourceKey& k) {
+    return H::combine(std::move(h), k.high, k.low);
+  }
+};
+
+SourceKey KeyOf(const net::Endpoint& source) {
+  SourceKey key;
+  if (source.family() == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(source.addr());
+    key.low = in->sin_addr.s_addr;
+  } else {
+    const auto* in6 = reinterpret_cast<const sockaddr_in6*>(source.addr());
+    std::memcpy(&key.high, in6->sin6_addr.s6_addr, 8);
+    std::memcpy(&key.low, in6->sin6_addr.s6_addr + 8, 8);
+  }
+  return key;
+}
+
+// A token bucket per source, and when it was last told RateLimited.
+struct Budget {
+  double tokens = 0;
+  std::int64_t refilled_ns = 0;
+  std::int64_t refused_ns = 0;
+};
+
+}  // namespace
+
+// The server thread's own state, and the counters others read.
+struct FeedRequestServer::State {
+  explicit State(std::size_t batch) : rx(batch), tx(batch) {}
+
+  std::uint64_t session = 0;
+  net::DatagramBatch rx;
+  net::DatagramBatch tx;
+  std::size_t tx_used = 0;
+  std::vector<std::byte> copied;  // blocks from the ring
+  absl::flat_hash_map<SourceKey, Budget> budgets;
+  std::int64_t next_sweep_ns = 0;
+
+  std::atomic<std::uint64_t> retransmit_requests{0};
+  std::atomic<std::uint64_t> retransmit_messages{0};
+  std::atomic<std::uint64_t> snapshot_requests{0};
+  std::atomic<std::uint64_t> dropped{0};
+  std::atomic<std::uint64_t> send_failures{0};
+  std::atomic<std::uint64_t> sources{0};
+  std::array<std::atomic<std::uint64_t>, 8> refused{};
+  std::array<std::atomic<std::uint64_t>, feed::kCheckCauseCount> malformed{};
+
+  static void Bump(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
+    counter.store(counter.load(std::memory_order_relaxed) + n,
+                  std::memory_order_relaxed);
+  }
+};
+
+absl::StatusOr<std::unique_ptr<FeedRequestServer>> FeedRequestServer::Open(
+    const FeedRequestServerOptions& options) {
+  absl::StatusOr<net::UdpSocket> socket = net::UdpSocket::Bind(
+      options.listen, net::UdpSocket::Options{.receive_buffer_bytes = 1 << 20,
+                                              .send_buffer_bytes = 4 << 20,
+                                              .non_blocking = true});
+  if (!socket.ok()) {
+    return absl::Status(
+        socket.status().code(),
+        absl::StrFormat("--md-request-listen: %s", socket.status().message()));
+  }
+  absl::StatusOr<net::Endpoint> local = socket->LocalEndpoint();
+  if (!local.ok()) return local.status();
+  return std::unique_ptr<FeedRequestServer>(
+      new FeedRequestServer(options, *std::move(socket), *local));
+}
+
+FeedRequestServer::FeedRequestServer(const FeedRequestServerOptions& options,
+                                     net::UdpSocket socket, net::Endpoint local)
+    : options_(options),
+      socket_(std::move(socket)),
+      local_(local),
+      ring_(options.ring_bytes),
+      state_(std::make_unique<State>(kBatch)) {
+  state_->copied.reserve(kMaxRetransmitMessages * 2 * feed::kMaxPacketBytes /
+                         8);
+}
+
+FeedRequestServer::~FeedRequestServer() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
+}
+
+void FeedRequestServer::Start(std::uint64_t session) {
+  state_->session = session;
+  thread_ = base::StartWithStopSignalsBlocked([this] { Run(); });
+}
+
+std::string FeedRequestServer::description() const {
+  return absl::StrFormat(
+      "market data requests on %s (ring %d MiB; %g requests/s per source, "
+      "burst %g)",
+      local_.ToString(), ring_.capacity_bytes() >> 20,
+      options_.requests_per_second, options_.burst);
+}
+
+FeedRequestCounters FeedRequestServer::counters() const noexcept {
+  const State& s = *state_;
+  FeedRequestCounters c;
+  c.retransmit_requests = s.retransmit_requests.load(std::memory_order_relaxed);
+  c.retransmit_messages = s.retransmit_messages.load(std::memory_order_relaxed);
+  c.snapshot_requests = s.snapshot_requests.load(std::memory_order_relaxed);
+  c.dropped = s.dropped.load(std::memory_order_relaxed);
+  c.send_failures = s.send_failures.load(std::memory_order_relaxed);
+  c.sources = s.sources.load(std::memory_order_relaxed);
+  for (std::size_t i = 0; i < c.refused.size(); ++i) {
+    c.refused[i] = s.refused[i].load(std::memory_order_relaxed);
+  }
+  for (std::size_t i = 0; i < c.malformed.size(); ++i) {
+    c.malformed[i] = s.malformed[i].load(std::memory_order_relaxed);
+  }
+  return c;
+}
+
+namespace {
+
+// What one request is owed after the checks: nothing (dropped), a Refused,
+// or the messages.
+enum class Verdict { kDrop, kRefuse, kServe };
+
+}  // namespace
+
+// The server's work on one datagram; a class so each step stays short.
+class FeedRequestHandler {
+ public:
+  FeedRequestHandler(FeedRequestServer::State& state, const FeedRing& ring,
+                     const FeedRequestServerOptions& options,
+                     std::int64_t now_ns)
+      : s_(state), ring_(ring), options_(options), now_ns_(now_ns) {}
+
+  // Queues the answer to the datagram in rx slot `slot` (nothing for a
+  // malformed or dropped one). `flush` sends the queued replies when full.
+  template <typename Flush>
+  void Handle(std::size_t slot, Flush&& flush) {
+    const std::span<const std::byte> bytes = s_.rx.datagram(slot);
+    const net::Endpoint& source = s_.rx.peer(slot);
+    const auto request = feed::RequestView::Parse(bytes);
+    if (!request.ok()) {
+      FeedRequestServer::State::Bump(
+          s_.malformed[static_cast<std::size_t>(request.error())]);
+      return;
+    }
+    const bool snapshot = request->type() == feed::PacketType::kSnapshotRequest;
+    if (snapshot) FeedRequestServer::State::Bump(s_.snapshot_requests);
+    const Verdict verdict = Check(*request, source, snapshot);
+    if (verdict == Verdict::kDrop) return;
+    if (verdict == Verdict::kRefuse) {
+      Refuse(*request, source, reason_, flush);
+      return;
+    }
+    Serve(*request, source, flush);
+  }
+
+ private:
+  Verdict Check(const feed::RequestView& request, const net::Endpoint& source,
+                bool snapshot) {
+    Budget* const over = OverBudget(source);
+    if (over == &no_room_) {
+      FeedRequestServer::State::Bump(s_.dropped);
+      return Verdict::kDrop;
+    }
+    if (over != nullptr) {
+      Budget& b = *over;
+      if (now_ns_ - b.refused_ns < kSecondNs) {
+        FeedRequestServer::State::Bump(s_.dropped);
+        return Verdict::kDrop;
+      }
+      b.refused_ns = now_ns_;
+      reason_ = feed::RefusedReason::kRateLimited;
+      return Verdict::kRefuse;
+    }
+    const std::uint64_t session = request.session();
+    if (session != s_.session && !(snapshot && session == 0)) {
+      reason_ = feed::RefusedReason::kWrongSession;
+      return Verdict::kRefuse;
+    }
+    if (snapshot) {
+      reason_ = feed::RefusedReason::kUnavailable;
+      return Verdict::kRefuse;
+    }
+    range_ = ring_.Retained();
+    if (request.sequence() < range_.first_retained) {
+      reason_ = feed::RefusedReason::kNotRetained;
+      return Verdict::kRefuse;
+    }
+    if (request.sequence() >= range_.next_sequence) {
+      reason_ = feed::RefusedReason::kBeyondEnd;
+      return Verdict::kRefuse;
+    }
+    return Verdict::kServe;
+  }
+
+  // Takes a token from the source's bucket (refilled at the configured
+  // rate up to the burst): null when it had one, else the bucket, or
+  // &no_room_ for a new source when kMaxRequestSources are known.
+  Budget* OverBudget(const net::Endpoint& source) {
+    const SourceKey key = KeyOf(source);
+    auto it = s_.budgets.find(key);
+    if (it == s_.budgets.end()) {
+      if (s_.budgets.size() >= kMaxRequestSources) return &no_room_;
+      it = s_.budgets.emplace(key, Budget{options_.burst, now_ns_, 0}).first;
+    }
+    Budget& b = it->second;
+    const double elapsed_s = static_cast<double>(now_ns_ - b.refilled_ns) / 1e9;
+    b.tokens = std::min(options_.burst,
+                        b.tokens + elapsed_s * options_.requests_per_second);
+    b.refilled_ns = now_ns_;
+    if (b.tokens < 1) return &b;
+    b.tokens -= 1;
+    return nullptr;
+  }
+
+  template <typename Flush>
+  std::span<std::byte> NextSlot(const net::Endpoint& source, Flush& flush) {
+    if (s_.tx_used == s_.tx.capacity()) flush();
+    const std::size_t slot = s_.tx_used++;
+    s_.tx.set_peer(slot, source);
+    return s_.tx.buffer(slot);
+  }
+
+  template <typename Flush>
+  void Refuse(const feed::RequestView& request, const net::Endpoint& source,
+              feed::RefusedReason reason, Flush& flush) {
+    FeedRequestServer::State::Bump(
+        s_.refused[static_cast<std::size_t>(reason)]);
+    const FeedRing::Range range = ring_.Retained();
+    const std::span<std::byte> out = NextSlot(source, flush);
+    const codec::Result<std::size_t> size = feed::EncodeRefused(
+        out, s_.session, request.sequence(), request.token(),
+        feed::RefusedBody{reason, range.first_retained, range.next_sequence});
+    s_.tx.set_length(s_.tx_used - 1, *size);
+  }
+
+  template <typename Flush>
+  void Serve(const feed::RequestView& request, const net::Endpoint& source,
+             Flush& flush) {
+    const std::uint64_t first = request.sequence();
+    const std::size_t want =
+        std::min<std::uint64_t>({request.count(), kMaxRetransmitMessages,
+                                 range_.next_sequence - first});
+    const std::uint64_t copied_from = ring_.Copy(first, want, s_.copied);
+    if (copied_from == 0) {
+      // Overwritten between the check and the copy.
+      Refuse(request, source, feed::RefusedReason::kNotRetained, flush);
+      return;
+    }
+    std::uint64_t sequence = copied_from;
+    std::size_t sent = 0;
+    std::optional<feed::PacketBuilder> builder;
+    std::size_t at = 0;
+    while (at + feed::kBlockLengthSize <= s_.copied.size() && sent < want) {
+      const auto length = codec::LoadLE<std::uint16_t>(s_.copied.data() + at);
+      const std::span<const std::byte> message(
+          s_.copied.data() + at + feed::kBlockLengthSize, length);
+      at += feed::kBlockLengthSize + length;
+      if (sequence++ < first) continue;
+      if (!builder.has_value() || !builder->FitsLength(length)) {
+        if (builder.has_value()) Close(*builder);
+        builder.emplace(NextSlot(source, flush));
+        builder->BeginData(s_.session, sequence - 1, request.token());
+      }
+      (void)builder->AppendMessage(message);
+      ++sent;
+    }
+    if (builder.has_value()) Close(*builder);
+    FeedRequestServer::State::Bump(s_.retransmit_requests);
+    FeedRequestServer::State::Bump(s_.retransmit_messages, sent);
+  }
+
+  void Close(feed::PacketBuilder& builder) {
+    s_.tx.set_length(s_.tx_used - 1, builder.Finish().size());
+  }
+
+  FeedRequestServer::State& s_;
+  const FeedRing& ring_;
+  const FeedRequestServerOptions& options_;
+  std::int64_t now_ns_;
+  feed::RefusedReason reason_{};
+  FeedRing::Range range_{};
+  Budget no_room_{};
+};
+
+void FeedRequestServer::Run() {
+  State& s = *state_;
+  const auto flush = [&] {
+    std::size_t done = 0;
+    while (done < s.tx_used) {
+      const int n = socket_.SendRange(s.tx, done, s.tx_used - done);
+      if (n <= 0) {
+        // Lost: the subscriber asks again.
+        State::Bump(s.send_failures, s.tx_used - done);
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    s.tx_used = 0;
+  };
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (!socket_.WaitReadable(100)) continue;
+    const int n = socket_.Receive(s.rx, s.rx.capacity());
+    if (n <= 0) continue;
+    const std::int64_t now_ns = base::MonotonicNs();
+    FeedRequestHandler handler(s, ring_, options_, now_ns);
+    for (int i = 0; i < n; ++i) {
+      if (s.rx.truncated(static_cast<std::size_t>(i))) {
+        State::Bump(
+            s.malformed[static_cast<std::size_t>(feed::CheckCause::kOversize)]);
+        continue;
+      }
+      handler.Handle(static_cast<std::size_t>(i), flush);
+    }
+    flush();
+    if (now_ns >= s.next_sweep_ns) {
+      absl::erase_if(s.budgets, [&](const auto& entry) {
+        return now_ns - entry.second.refilled_ns > kSourceIdleNs;
+      });
+      s.sources.store(s.budgets.size(), std::memory_order_relaxed);
+      s.next_sweep_ns = now_ns + kSecondNs;
+    }
+  }
+}
+
+}  // namespace orderwire::service

@@ -1,0 +1,138 @@
+#include "service/feed_ring.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+namespace orderwire::service {
+namespace {
+
+// A packet of the ring holds at least this many bytes (a block of the
+// shortest message): the entries are sized for the fullest ring.
+constexpr std::size_t kBytesPerEntry = 64;
+// A reader overtaken by the writer while it copied tries this many times.
+constexpr int kCopyAttempts = 8;
+
+}  // namespace
+
+FeedRing::FeedRing(std::size_t bytes)
+    : data_(std::bit_ceil(std::max(bytes, kMinFeedRingBytes))),
+      data_mask_(data_.size() - 1),
+      entries_(new Entry[data_.size() / kBytesPerEntry]),
+      entry_mask_(data_.size() / kBytesPerEntry - 1) {}
+
+void FeedRing::Reset(std::uint64_t next_sequence) noexcept {
+  write_position_ = 0;
+  written_ = 0;
+  oldest_ = 0;
+  empty_next_.store(next_sequence, std::memory_order_relaxed);
+  low_water_.store(0, std::memory_order_relaxed);
+  entries_written_.store(0, std::memory_order_release);
+}
+
+void FeedRing::Append(std::uint64_t first_sequence, std::uint16_t count,
+                      std::span<const std::byte> blocks) noexcept {
+  const std::size_t capacity = data_.size();
+  std::uint64_t position = write_position_;
+  // A packet is never split: one that would cross the end starts at 0.
+  if ((position & data_mask_) + blocks.size() > capacity) {
+    position += capacity - (position & data_mask_);
+  }
+  const std::uint64_t end = position + blocks.size();
+  const std::uint64_t byte_low = end > capacity ? end - capacity : 0;
+  const std::uint64_t slots = entry_mask_ + 1;
+  while (oldest_ < written_ &&
+         (entry(oldest_).position.load(std::memory_order_relaxed) < byte_low ||
+          written_ - oldest_ >= slots)) {
+    ++oldest_;
+  }
+  // Readers that copy what follows see the raised mark (seqlock order).
+  low_water_.store(oldest_, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::memcpy(data_.data() + (position & data_mask_), blocks.data(),
+              blocks.size());
+  Entry& e = entry(written_);
+  e.first_sequence.store(first_sequence, std::memory_order_relaxed);
+  e.position.store(position, std::memory_order_relaxed);
+  e.length.store(static_cast<std::uint32_t>(blocks.size()),
+                 std::memory_order_relaxed);
+  e.count.store(count, std::memory_order_relaxed);
+  write_position_ = end;
+  ++written_;
+  entries_written_.store(written_, std::memory_order_release);
+}
+
+FeedRing::Range FeedRing::Retained() const noexcept {
+  for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
+    const std::uint64_t written =
+        entries_written_.load(std::memory_order_acquire);
+    const std::uint64_t low = low_water_.load(std::memory_order_acquire);
+    if (written == 0) {
+      const std::uint64_t next = empty_next_.load(std::memory_order_relaxed);
+      return {next, next};
+    }
+    const Entry& first = entry(low);
+    const Entry& last = entry(written - 1);
+    const Range range{first.first_sequence.load(std::memory_order_relaxed),
+                      last.first_sequence.load(std::memory_order_relaxed) +
+                          last.count.load(std::memory_order_relaxed)};
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (low_water_.load(std::memory_order_relaxed) == low) return range;
+  }
+  // Overtaken every time: the writer wraps faster than this thread reads.
+  const std::uint64_t written =
+      entries_written_.load(std::memory_order_acquire);
+  const Entry& last = entry(written - 1);
+  const std::uint64_t next =
+      last.first_sequence.load(std::memory_order_relaxed) +
+      last.count.load(std::memory_order_relaxed);
+  return {next, next};
+}
+
+std::uint64_t FeedRing::Copy(std::uint64_t first, std::size_t max,
+                             std::vector<std::byte>& out) const {
+  for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
+    out.clear();
+    const std::uint64_t written =
+        entries_written_.load(std::memory_order_acquire);
+    const std::uint64_t low = low_water_.load(std::memory_order_acquire);
+    if (low >= written) return 0;
+    // The last entry of [low, written) whose first sequence <= first.
+    std::uint64_t lo = low;
+    std::uint64_t hi = written;
+    std::uint64_t touched = written;  // the lowest entry read
+    while (hi - lo > 1) {
+      const std::uint64_t mid = lo + (hi - lo) / 2;
+      touched = std::min(touched, mid);
+      if (entry(mid).first_sequence.load(std::memory_order_relaxed) <= first) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    touched = std::min(touched, lo);
+    const std::uint64_t start = lo;
+    const std::uint64_t start_sequence =
+        entry(start).first_sequence.load(std::memory_order_relaxed);
+    std::uint64_t covered = start_sequence;  // one past the copied messages
+    for (std::uint64_t i = start; i < written && covered < first + max; ++i) {
+      const Entry& e = entry(i);
+      const std::uint64_t position = e.position.load(std::memory_order_relaxed);
+      const std::uint32_t length = e.length.load(std::memory_order_relaxed);
+      if (length > data_.size()) break;  // torn: validated below
+      const std::size_t at = out.size();
+      out.resize(at + length);
+      std::memcpy(out.data() + at, data_.data() + (position & data_mask_),
+                  length);
+      covered = e.first_sequence.load(std::memory_order_relaxed) +
+                e.count.load(std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (low_water_.load(std::memory_order_relaxed) > touched) continue;
+    if (first < start_sequence || first >= covered) return 0;
+    return start_sequence;
+  }
+  return 0;
+}
+
+}  // namespace orderwire::service
