@@ -40,6 +40,7 @@
 #include "cli/book_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "cli/journal_apply.h"
 #include "cli/progress.h"
 #include "codec/command.h"
 #include "codec/frame.h"
@@ -383,45 +384,6 @@ std::string CheckpointText(const journal::RecoveryReport& report) {
         "end could not be checked this time; one is kept from now on\n";
   }
   return out;
-}
-
-// A DataLoss error gets the way out: --accept-loss.
-absl::Status WithAcceptLossHint(const absl::Status& status) {
-  if (status.code() != absl::StatusCode::kDataLoss) return status;
-  return absl::DataLossError(
-      absl::StrFormat("%s. To go on with what is left, accepting the loss, add "
-                      "--accept-loss",
-                      status.message()));
-}
-
-// Under --accept-loss a DataLoss error is a loss reported loudly on
-// standard error, and the command succeeds; otherwise it fails.
-absl::Status AcceptedOrFailed(std::string_view command,
-                              const absl::Status& status, bool accept_loss) {
-  if (status.ok() || !accept_loss ||
-      status.code() != absl::StatusCode::kDataLoss) {
-    return WithAcceptLossHint(status);
-  }
-  return Print(stderr, absl::StrFormat(
-                           "orderwire %s: DATA LOSS ACCEPTED (--accept-loss): "
-                           "%s\n",
-                           command, status.message()));
-}
-
-// The end of a reading: every loss the reader let pass, then its status.
-absl::Status Losses(std::string_view command,
-                    const journal::JournalReader& reader, bool accept_loss) {
-  for (const std::string& loss : reader.accepted_losses()) {
-    if (absl::Status s =
-            Print(stderr,
-                  absl::StrFormat(
-                      "orderwire %s: DATA LOSS ACCEPTED (--accept-loss): %s\n",
-                      command, loss));
-        !s.ok()) {
-      return s;
-    }
-  }
-  return AcceptedOrFailed(command, reader.status(), accept_loss);
 }
 
 // ---------------------------------------------------------------------------
@@ -906,19 +868,6 @@ absl::Status Follow(const Args& args) {
 // ---------------------------------------------------------------------------
 // replay
 
-// Replay through the engine needs every record from index 1, or from a
-// snapshot's index + 1: a pruned journal whose first index is later cannot
-// rebuild the state.
-absl::Status PrunedReplayError(const std::string& dir, std::uint64_t first) {
-  return absl::FailedPreconditionError(absl::StrFormat(
-      "journal %s starts at index %s: indexes 1..%s were pruned, and replay "
-      "cannot rebuild the engine's state without them. Replay from a "
-      "snapshot taken at an index >= %s (in %s/%s), or check what is left "
-      "with --verify",
-      dir, journal::GroupedDigits(first), journal::GroupedDigits(first - 1),
-      journal::GroupedDigits(first - 1), dir, journal::kSnapshotDirName));
-}
-
 absl::Status Verify(const std::string& dir, bool accept_loss,
                     std::uint64_t from_index) {
   absl::StatusOr<std::unique_ptr<journal::JournalReader>> opened =
@@ -966,7 +915,7 @@ absl::Status Verify(const std::string& dir, bool accept_loss,
       seconds > 0 ? static_cast<double>(reader.bytes_done()) / seconds / 1e6
                   : 0.0);
   if (absl::Status s = Print(stdout, out); !s.ok()) return s;
-  return Losses("replay --verify", reader, accept_loss);
+  return ReportLosses("replay --verify", reader, accept_loss);
 }
 
 // replay --verify: no flag of the engine's run, --from-index allowed.
@@ -1070,44 +1019,6 @@ class ReplayReportSinks {
   std::vector<std::optional<ReportSink>> sessions_;
 };
 
-// A note on standard error for each new segment (from segments_noted on)
-// that pins a configuration other than --config's: the journal's own is
-// used.
-void NotePinnedConfigs(const journal::JournalReader& reader,
-                       const state::PinnedConfig& unpinned,
-                       std::size_t& segments_noted) {
-  for (; segments_noted < reader.segments().size(); ++segments_noted) {
-    const journal::SegmentInfo& segment = reader.segments()[segments_noted];
-    absl::StatusOr<state::PinnedConfig> pinned =
-        state::SegmentConfig(segment, unpinned);
-    if (pinned.ok() && !(*pinned == unpinned)) {
-      std::fprintf(stderr,
-                   "replay: note: segment %s pins its own configuration "
-                   "from index %llu, used instead of --config (journal vs "
-                   "--config: %s)\n",
-                   segment.path.c_str(),
-                   static_cast<unsigned long long>(segment.header.first_index),
-                   state::DescribeDifferences(*pinned, unpinned).c_str());
-    }
-  }
-}
-
-// Snapshots passed over, and the one the replay starts from.
-void PrintReplayStart(const state::RebuiltState& rebuilt) {
-  for (const std::string& skipped : rebuilt.skipped) {
-    std::fprintf(stderr, "replay: %s\n", skipped.c_str());
-  }
-  if (rebuilt.snapshot.has_value()) {
-    const std::uint64_t snapshot_index = rebuilt.snapshot->index;
-    const std::string from = absl::StrFormat(
-        "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
-        "reports of records %d.. only\n",
-        rebuilt.snapshot->path, snapshot_index, rebuilt.snapshot->sessions,
-        rebuilt.snapshot->live_orders, snapshot_index + 1);
-    std::fputs(from.c_str(), stderr);
-  }
-}
-
 // What a replay of `count` records (after the snapshot at snapshot_index,
 // if not 0) made, in `seconds`.
 std::string ReplaySummary(const state::RebuiltState& rebuilt,
@@ -1147,79 +1058,61 @@ std::string ReplaySummary(const state::RebuiltState& rebuilt,
   return out;
 }
 
+// Snapshots passed over are named by JournalApplication; this is the one
+// the replay starts from.
+void PrintReplayStart(const state::RebuiltState& rebuilt) {
+  if (!rebuilt.snapshot.has_value()) return;
+  const std::uint64_t snapshot_index = rebuilt.snapshot->index;
+  const std::string from = absl::StrFormat(
+      "replay: from snapshot %s (index %d, %d sessions, %d live orders); "
+      "reports of records %d.. only\n",
+      rebuilt.snapshot->path, snapshot_index, rebuilt.snapshot->sessions,
+      rebuilt.snapshot->live_orders, snapshot_index + 1);
+  std::fputs(from.c_str(), stderr);
+}
+
 // Replays the journal in `dir` through the state machine (from the newest
 // usable snapshot unless --no-snapshot), writing the reports to `sinks`,
 // then prints the summary and, with --book, the depth of the books.
 absl::Status RunReplay(const Args& args, const std::string& dir,
                        const config::ServiceConfig& config,
                        std::int64_t book_levels, ReplayReportSinks& sinks) {
-  const bool accept_loss = args.Bool("accept-loss");
-  // The journal's own configuration, segment by segment; --config (or the
-  // defaults) for segments that pin none.
-  const state::PinnedConfig unpinned = state::PinnedConfigOf(config);
-  std::size_t segments_noted = 0;
   ReaderProgress progress("replay");
   std::uint64_t report_count = 0;
-  state::StateRebuild rebuild(state::RebuildOptions{
+  JournalApplication application(JournalApplyOptions{
+      .command = "replay",
       .directory = dir,
-      .reader_options = {.accept_loss = accept_loss},
+      .config = config,
+      .note_pinned = args.Has("config"),
+      .accept_loss = args.Bool("accept-loss"),
       .use_snapshots = !args.Bool("no-snapshot"),
-      // Replay needs no report history: a session's reports are written,
-      // not sent again. (A snapshot brings its own.)
-      .machine_options = {.engine = config.engine,
-                          .max_sessions = static_cast<std::uint32_t>(
-                              config.max_sessions + config.sessions.size()),
-                          .report_history = 1,
-                          .history_budget_bytes = 0},
-      .unpinned = unpinned,
-      .pruned_error =
-          [&](std::uint64_t first) { return PrunedReplayError(dir, first); },
-      .on_new_segments =
-          [&](const journal::JournalReader& reader, std::size_t) {
-            // Cold: a new segment.
-            if (args.Has("config")) {
-              NotePinnedConfigs(reader, unpinned, segments_noted);
-            }
-            return absl::OkStatus();
-          },
-      .on_applied = [&](const journal::Record&,
-                        const state::StateMachine& machine,
-                        const journal::JournalReader& reader) -> absl::Status {
+      .on_applied =
+          [&](const journal::Record&, const state::StateMachine& machine,
+              const journal::JournalReader& reader) -> absl::StatusOr<bool> {
         for (const state::Output& out : machine.outputs()) {
           ++report_count;
           if (absl::Status s = sinks.Write(out); !s.ok()) return s;
         }
         progress.Count(reader);
-        return absl::OkStatus();
+        return true;
       }});
-  const absl::Status begun = rebuild.Begin();
-  state::RebuiltState& rebuilt = rebuild.state();
+  const absl::StatusOr<bool> begun = application.Begin();
+  state::RebuiltState& rebuilt = application.state();
   PrintReplayStart(rebuilt);
-  const std::uint64_t snapshot_index =
-      rebuilt.snapshot.has_value() ? rebuilt.snapshot->index : 0;
-  if (!begun.ok()) return AcceptedOrFailed("replay", begun, accept_loss);
-  if (rebuilt.reader == nullptr) {
-    return absl::InternalError("replay: no journal reader was opened");
-  }
-  journal::JournalReader& reader = *rebuilt.reader;
+  if (!begun.ok() || !*begun) return begun.status();
   const auto start = Clock::now();
-  if (absl::Status s = rebuild.ApplyTail(); !s.ok()) return s;
+  if (absl::Status s = application.ApplyTail(); !s.ok()) return s;
   const std::uint64_t count = progress.records();
   const double seconds = Seconds(Clock::now() - start);
   progress.Finish();
   if (absl::Status s = sinks.Finish(); !s.ok()) return s;
-
-  if (snapshot_index > reader.last_index() &&
-      rebuilt.end == journal::ReadResult::kEnd) {
-    return absl::DataLossError(absl::StrFormat(
-        "replay: snapshot %s holds the state up to index %d, but the journal "
-        "ends at index %d: records it was made from are gone (--no-snapshot "
-        "replays what the journal holds)",
-        rebuilt.snapshot->path, snapshot_index, reader.last_index()));
+  if (absl::Status s = application.CheckSnapshotWithinJournal(); !s.ok()) {
+    return s;
   }
-  if (absl::Status s = Print(
-          sinks.summary(),
-          ReplaySummary(rebuilt, count, report_count, snapshot_index, seconds));
+  if (absl::Status s =
+          Print(sinks.summary(),
+                ReplaySummary(rebuilt, count, report_count,
+                              application.snapshot_index(), seconds));
       !s.ok()) {
     return s;
   }
@@ -1228,7 +1121,7 @@ absl::Status RunReplay(const Args& args, const std::string& dir,
         rebuilt.machine->engine(), static_cast<std::size_t>(book_levels));
     if (absl::Status s = Print(stderr, depth); !s.ok()) return s;
   }
-  return Losses("replay", reader, accept_loss);
+  return application.Finish();
 }
 
 absl::Status Replay(const Args& args) {

@@ -26,6 +26,8 @@ extern const Command kServeCommand;
 extern const Command kSubmitCommand;
 // `cluster status`.
 extern const Command kClusterCommand;
+// `md from-journal`.
+extern const Command kMdCommand;
 
 }  // namespace orderwire::cli
 

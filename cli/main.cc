@@ -44,6 +44,8 @@ constexpr Subcommand kSubcommands[] = {
      "send a session's commands to serve; print acks and latency"},
     {&orderwire::cli::kReplayCommand,
      "replay a journal through the engine, or --verify it"},
+    {&orderwire::cli::kMdCommand,
+     "md from-journal: the market-data feed a journal produces (JSON Lines)"},
     {&orderwire::cli::kSnapshotCommand,
      "write a snapshot of a journal's state; snapshot inspect FILE"},
     {&orderwire::cli::kConfigCommand,

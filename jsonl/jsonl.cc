@@ -13,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "feed/kind_table.h"
+#include "feed/messages.h"
 #include "simdjson.h"
 
 namespace orderwire::jsonl {
@@ -50,6 +52,25 @@ std::string ViewToJson(const View<Model>& view) {
     absl::StrAppendFormat(&out, ",\"%s\":", field.name);
     AppendValue(out, model.*field.member);
   });
+  out.push_back('}');
+  return out;
+}
+
+// A feed message of kind Model: "sequence", "kind", then its layout's
+// fields (timestamp first), as MARKETDATA.md "Text form" orders them.
+template <typename Model>
+std::string FeedViewToJson(std::uint64_t sequence,
+                           const feed::MessageView<Model>& view) {
+  std::string out;
+  out.reserve(256);
+  absl::StrAppendFormat(&out, "{\"sequence\":%d,\"kind\":\"%s\"", sequence,
+                        feed::MessageTraits<Model>::kName);
+  const Model model = view.ToModel();
+  feed::MessageTraits<Model>::kLayout.ForEach(
+      [&](const auto& field, std::size_t) {
+        absl::StrAppendFormat(&out, ",\"%s\":", field.name);
+        AppendValue(out, model.*field.member);
+      });
   out.push_back('}');
   return out;
 }
@@ -502,6 +523,25 @@ absl::StatusOr<std::size_t> JsonToFrame(std::string_view line,
                        absl::StrFormat("unknown kind \"%s\"", kind->name));
   }
   return *std::move(result);
+}
+
+std::string FeedMessageToJson(std::uint64_t sequence,
+                              feed::MessageBlock block) {
+  std::string out;
+  feed::ForEachMessage([&](auto model) {
+    using Model = typename decltype(model)::type;
+    if (block.kind() != feed::MessageTraits<Model>::kKind) return;
+    const auto view = feed::MessageView<Model>::FromBlock(block);
+    if (view.ok()) out = FeedViewToJson(sequence, *view);
+  });
+  if (out.empty()) {
+    out = absl::StrFormat(
+        "{\"sequence\":%d,\"kind\":\"Unknown\",\"kind_byte\":%d,"
+        "\"timestamp\":%d,\"length\":%d}",
+        sequence, static_cast<unsigned>(block.kind()), block.timestamp(),
+        block.length());
+  }
+  return out;
 }
 
 }  // namespace orderwire::jsonl

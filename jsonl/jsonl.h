@@ -1,12 +1,28 @@
-// orderwire::jsonl: the JSON Lines form of frames, for the CLI, logs, tests
-// and fuzzing. A library of its own, beside the codec and not part of it: the
-// hot codec (orderwire::codec) neither compiles nor links any JSON. Cold path.
+// orderwire::jsonl: the JSON Lines form of frames and of market-data feed
+// messages, for the CLI, logs, tests and fuzzing. A library of its own,
+// beside the codec and not part of it: the hot codec (orderwire::codec)
+// neither compiles nor links any JSON, nor does the feed's (orderwire::feed).
+// Cold path.
 //
 // One frame is one flat JSON object: "kind" with the PROTOCOL.md name, then
 // "sequence", then every body field under its PROTOCOL.md name in wire order.
 // Integers (enumerations included) are JSON numbers:
 //
 //   {"kind":"CancelByOrder","sequence":4,"account_id":7,"order_id":42}
+//
+// A message of the market-data feed is one flat JSON object too, with the
+// order docs/MARKETDATA.md "Text form" gives: "sequence" (its feed
+// sequence), "kind" with the MARKETDATA.md name, then every field under its
+// name in wire order, timestamp first; enumerations as integers:
+//
+//   {"sequence":6,"kind":"OrderAdded","timestamp":1700000000000250000,
+//    "order_id":2,"instrument_id":42,"side":2,"price":10040,"quantity":100}
+//
+// Field names and order come from feed/messages.h's layouts, as a frame's
+// come from codec/'s: neither is typed here. Feed messages have no reader
+// (nothing takes their text as input). jsonl/ may include feed/ (its row
+// in scripts/check_layering.sh): feed/ is a wire codec on codec/ alone and
+// may not include jsonl/, so it stays free of JSON as codec/ does.
 //
 // The reader (simdjson's on-demand parser, with this format's rules on top)
 // accepts the keys in any order and whitespace anywhere JSON allows it; it
@@ -19,6 +35,7 @@
 #define ORDERWIRE_JSONL_JSONL_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
+#include "feed/packet.h"
 
 namespace orderwire::jsonl {
 
@@ -37,6 +55,16 @@ namespace orderwire::jsonl {
 //  "frame_count":...,"reserved":0,"size":...}
 [[nodiscard]] std::string DatagramHeaderToJson(
     const codec::DatagramView& datagram);
+
+// The JSON object of the feed message in `block`, numbered `sequence`,
+// without a trailing newline. A kind version 1 does not define (MARKETDATA.md
+// "Messages": skipped by a subscriber, yet numbered) is written as
+//   {"sequence":N,"kind":"Unknown","kind_byte":80,"timestamp":T,"length":L}
+// with its kind byte and block length. A block of a parsed packet, or of
+// state::FeedMessage::bytes, meets MessageBlock's precondition. Cold:
+// allocates the string; cost linear in the message's fields.
+[[nodiscard]] std::string FeedMessageToJson(std::uint64_t sequence,
+                                            feed::MessageBlock block);
 
 // Parses one JSON object and encodes its frame at the start of `out`.
 // Returns the frame size. Errors: InvalidArgument naming the column (0-based

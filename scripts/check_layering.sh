@@ -21,8 +21,9 @@
 #                                    marketdata/ and cli/)
 #   marketdata/  base/ codec/ feed/  (the feed's subscriber side: the L3
 #                                    book; included by cli/ only)
-#   jsonl/     codec/ base/          (the JSON Lines form of frames; codec/
-#                                    must not include it)
+#   jsonl/     codec/ base/ feed/    (the JSON Lines form of frames and of
+#                                    feed messages; neither codec/ nor
+#                                    feed/ may include it)
 #   engine/    codec/ base/
 #   journal/   codec/ base/
 #   auth/      codec/ base/          (the datagram MAC and session keys)
@@ -74,7 +75,7 @@ declare -A allowed=(
   [codec]="base"
   [feed]="base codec"
   [marketdata]="base codec feed"
-  [jsonl]="codec base"
+  [jsonl]="codec base feed"
   [engine]="codec base"
   [journal]="codec base"
   [auth]="codec base"

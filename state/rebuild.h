@@ -131,6 +131,7 @@ class StateRebuild {
   absl::Status ApplyTail();
 
   [[nodiscard]] RebuiltState& state() { return state_; }
+  [[nodiscard]] const RebuiltState& state() const { return state_; }
   [[nodiscard]] const RebuildOptions& options() const { return options_; }
 
  private:

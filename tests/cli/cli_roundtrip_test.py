@@ -477,6 +477,18 @@ EXIT_CASES = [
     # --accept-loss accepts lost records, not a journal that is not there.
     ("replay", ["--journal", "{tmp}/nope", "--verify", "--accept-loss"], b"",
      1, "does not exist"),
+    # md from-journal
+    ("md", [], b"", 2, "usage: orderwire md"),
+    ("md", ["from-journal", "--help"], b"", 0, ""),
+    ("md", ["from-journal"], b"", 2, "--journal DIR is required"),
+    ("md", ["from-journal", "--journal", "{tmp}/j", "--from", "0"], b"", 2,
+     "--from: 0 is out of range"),
+    ("md", ["from-journal", "--journal", "{tmp}/j", "--count", "x"], b"", 2,
+     "--count: 'x'"),
+    ("md", ["from-journal", "--journal", "{tmp}/nope"], b"", 1,
+     "does not exist"),
+    ("md", ["from-journal", "--journal", "{tmp}/nope", "--accept-loss"], b"",
+     1, "does not exist"),
     # The parser's own errors (CLI11), each naming its culprit.
     ("journal", ["write", "--journal"], b"", 2,
      "orderwire journal write: flag '--journal' needs a value (DIR)"),
