@@ -166,7 +166,7 @@ struct SubscriberOptions {
   // Out-of-order packets held at most: count, and bytes (at least one
   // packet's, kMaxPacketBytes).
   std::size_t hold_packets = 256;
-  std::size_t hold_bytes = 256 * 1024;
+  std::size_t hold_bytes = 256 * feed::kMaxPacketBytes;
   // The token of the first request (then +1 for each, 0 skipped).
   std::uint16_t first_token = 1;
 };
