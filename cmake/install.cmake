@@ -52,6 +52,7 @@ set(ORDERWIRE_PUBLIC_HEADERS
   feed/types.h
   # the subscriber and its L3 book (docs/MARKETDATA.md "A subscriber")
   marketdata/book.h
+  marketdata/feed_socket.h
   marketdata/subscriber.h
   auth/mac.h
   net/udp.h
