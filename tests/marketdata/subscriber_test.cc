@@ -219,6 +219,28 @@ TEST_F(SubscriberTest, AsksAgainEvery50MsThenRecoversBySnapshot) {
   EXPECT_EQ(counters().snapshot_requests, 1U);
 }
 
+TEST_F(SubscriberTest, AReplyToAnEarlierRequestIsAppliedAllTheSame) {
+  Start(FromStart());
+  Receive(feed_.Data(1, 3));
+  Receive(feed_.Data(7, 9));
+  At(kT0 + 50 * kMs);  // asked again, a new token
+  ASSERT_EQ(recorder_.requests.size(), 2U);
+  Receive(feed_.Data(4, 6, recorder_.requests[0].token));  // the old one's
+  ExpectBookAt(9);
+  Receive(feed_.Data(4, 6, recorder_.requests[1].token));  // duplicates
+  EXPECT_EQ(counters().duplicates, 3U);
+  EXPECT_EQ(counters().stale_replies, 0U);
+}
+
+TEST_F(SubscriberTest, WrongSessionToASnapshotRequestStops) {
+  Start(SubscriberOptions());
+  Receive(feed_.Refused(0, recorder_.requests[0].token,
+                        RefusedReason::kWrongSession));
+  EXPECT_EQ(sub_->state(), SubscriberState::kStopped);
+  At(kT0 + 5'000 * kMs);
+  EXPECT_EQ(recorder_.requests.size(), 1U);
+}
+
 TEST_F(SubscriberTest, ProgressResetsTheTries) {
   Start(FromStart());
   Receive(feed_.Data(1, 3));
@@ -365,6 +387,21 @@ TEST_F(SubscriberTest, SnapshotPacketsOutOfOrderAreHeld) {
   EXPECT_EQ(recorder_.requests.size(), 1U);
 }
 
+TEST_F(SubscriberTest, OverlappingSnapshotPacketsApplyEachPositionOnce) {
+  Start(SubscriberOptions());
+  const std::uint16_t token = recorder_.requests[0].token;
+  const Book at30 = BookAt(feed_, 30);
+  const std::vector<Bytes> by3 = SnapshotOf(at30, kFeedSession, token, 30, 3);
+  const std::vector<Bytes> by5 = SnapshotOf(at30, kFeedSession, token, 30, 5);
+  Receive(by3[0]);  // 1 to 3
+  Receive(by5[0]);  // 1 to 5: 4 and 5 new
+  Receive(by3[1]);  // 4 to 6: 6 new
+  for (std::size_t i = 2; i < by3.size(); ++i) Receive(by3[i]);
+  ExpectBookAt(30);
+  EXPECT_EQ(counters().contradictions, 0U);
+  EXPECT_EQ(recorder_.requests.size(), 1U);
+}
+
 TEST_F(SubscriberTest, ALostSnapshotPacketIsAskedAgainWithANewToken) {
   Start(SubscriberOptions());
   const std::uint16_t first_token = recorder_.requests[0].token;
@@ -422,6 +459,51 @@ TEST_F(SubscriberTest, AContradictionRecoversBySnapshot) {
     Receive(p);
   }
   ExpectBookAt(14);
+}
+
+TEST_F(SubscriberTest, AContradictionInAHeldPacketRecoversBySnapshot) {
+  Start(FromStart());
+  FeedScript bad(kFeedSession);
+  for (std::uint64_t s = 1; s <= 10; ++s) bad.AddBytes(feed_.message(s));
+  bad.Add(test::Deleted(999, kInstrument));  // 11 contradicts
+  bad.AddBytes(feed_.message(12));
+  Receive(feed_.Data(1, 5));
+  Receive(bad.Data(9, 12));  // held
+  ASSERT_EQ(recorder_.requests.size(), 1U);
+  Receive(feed_.Data(6, 8, recorder_.requests[0].token));  // drains to 11
+  EXPECT_EQ(counters().contradictions, 1U);
+  EXPECT_EQ(sub_->next_sequence(), 11U);
+  ASSERT_EQ(recorder_.requests.size(), 2U);
+  EXPECT_EQ(recorder_.requests[1].type, PacketType::kSnapshotRequest);
+  EXPECT_EQ(sub_->held(), 1U);  // kept: the snapshot may not cover it
+  for (const Bytes& p : SnapshotOf(BookAt(feed_, 11), kFeedSession,
+                                   recorder_.requests[1].token, 11)) {
+    Receive(p);
+  }
+  ExpectBookAt(12);  // 12 from the held packet
+}
+
+TEST_F(SubscriberTest, HoldOverflowWhileRecoveringEvictsTheLowest) {
+  SubscriberOptions options;
+  options.hold_packets = 2;
+  Start(options);
+  Receive(feed_.Data(10, 12));
+  Receive(feed_.Data(13, 15));
+  Receive(feed_.Data(16, 18));  // (10, 12) goes
+  EXPECT_EQ(counters().hold_overflows, 1U);
+  Receive(feed_.Data(5, 6));  // lower than all held: not kept
+  EXPECT_EQ(counters().hold_overflows, 2U);
+  EXPECT_EQ(sub_->held(), 2U);
+  EXPECT_EQ(counters().snapshot_requests, 1U);  // still the one snapshot
+  for (const Bytes& p : SnapshotOf(BookAt(feed_, 11), kFeedSession,
+                                   recorder_.requests[0].token, 11)) {
+    Receive(p);
+  }
+  ASSERT_EQ(recorder_.requests.size(), 2U);
+  EXPECT_EQ(recorder_.requests[1].sequence, 12U);
+  EXPECT_EQ(recorder_.requests[1].count, 1U);
+  Receive(feed_.Data(12, 12, recorder_.requests[1].token));
+  ExpectBookAt(18);
 }
 
 TEST_F(SubscriberTest, ASnapshotOfTheWrongShapeIsAskedAgain) {
