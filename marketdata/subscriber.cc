@@ -87,6 +87,7 @@ Subscriber::Subscriber(const SubscriberOptions& options,
   options_.hold_packets = std::max<std::size_t>(options_.hold_packets, 1);
   options_.retransmit_tries = std::max(options_.retransmit_tries, 1);
   arena_.resize(options_.hold_bytes);
+  book_.Reserve(options_.reserve_orders, options_.reserve_levels);
   held_.reserve(options_.hold_packets);
   if (options_.session) {
     session_ = *options_.session;

@@ -24,17 +24,19 @@
 // replies and held packets are applied as they fill the gap. A Heartbeat
 // or EndOfSession above `next` is a gap too. No progress for
 // `retransmit_timeout_ns`: ask again; after `retransmit_tries` requests
-// without progress, snapshot recovery. A reply that covers its request
-// while a gap remains (a reply is at most 1024 messages) is followed at
+// without progress or answer, snapshot recovery. A reply that covers its
+// request while a gap remains (a reply is at most 1024 messages) is followed at
 // once by the next request.
 //
-// Refusals, matched by token: NotRetained and BeyondEnd (also counted as a
-// Contradiction) -> snapshot recovery; RateLimited, Unavailable,
-// UnknownInstrument and reserved reasons -> the same request again after
-// `refused_retry_ns`; WrongSession -> Stopped for good (the feed is another
-// journal's). A reply or refusal whose token is not the current request's
-// is counted (`stale_replies`); a stale reply's Data is still applied (it
-// carries the live feed's bytes).
+// Refusals, matched by token: to a RetransmitRequest, NotRetained and
+// BeyondEnd (also counted as a Contradiction) -> snapshot recovery;
+// WrongSession, to either request -> Stopped for good (the feed is another
+// journal's); anything else (RateLimited, Unavailable, UnknownInstrument,
+// reserved reasons, and NotRetained or BeyondEnd to a SnapshotRequest) ->
+// the same request again after `refused_retry_ns`, with a new token. A reply or
+// refusal whose token is not the current request's is counted
+// (`stale_replies`); a stale reply's Data is still applied (it carries the live
+// feed's bytes).
 //
 // Snapshot recovery (step 5), also how the subscriber joins when
 // `first_sequence` is 0 (the default): live packets are held; a
@@ -71,15 +73,17 @@
 // packet ends it.
 //
 // Errors. Malformed packets are dropped and counted by the cause of
-// feed::PacketView::Parse ("Checks"); nothing here throws or fails: the
-// counters and the state tell what happened.
+// feed::PacketView::Parse ("Checks"); nothing here fails or throws (but
+// std::bad_alloc, as the Book grows): the counters and the state tell what
+// happened.
 //
-// Costs. The constructor allocates the hold storage; after it, OnPacket
-// and Poll allocate nothing except as the Book grows (book.h
-// "Allocation"; Reserve it through book_for_reserve()) and the first time
-// an instrument is listed (its best-price record). OnPacket: O(messages of
-// the packet) to parse and apply, plus O(held packets) while a gap or a
-// recovery is under way. Poll: O(1).
+// Costs. The constructor allocates the hold storage (and reserves the
+// book); after it, OnPacket and Poll allocate nothing except as the Book
+// grows past that (book.h "Allocation") and the first time an instrument
+// is listed (its best-price record). OnPacket: O(messages of
+// the packet) to parse and apply, plus O(held packets) for each held
+// packet applied or evicted while a gap or a recovery is under way. Poll:
+// O(1), or O(held packets) when it sends a request.
 //
 // Threading: none. One thread at a time calls a Subscriber; the listener
 // is called on that thread, from inside OnPacket or Poll, and must not
@@ -169,6 +173,9 @@ struct SubscriberOptions {
   std::size_t hold_bytes = 256 * feed::kMaxPacketBytes;
   // The token of the first request (then +1 for each, 0 skipped).
   std::uint16_t first_token = 1;
+  // Book::Reserve at construction: live orders and open levels, in all.
+  std::size_t reserve_orders = 0;
+  std::size_t reserve_levels = 0;
 };
 
 struct SubscriberCounters {
@@ -219,7 +226,8 @@ class Subscriber {
   void OnPacket(std::span<const std::byte> bytes, std::int64_t now_ns);
   // The timers: retransmission and snapshot timeouts, refusal back-off,
   // staleness; and, on the first call (or first OnPacket), the late join's
-  // SnapshotRequest. Call it at least every retransmit_timeout_ns. O(1).
+  // SnapshotRequest. Call it at least every retransmit_timeout_ns. Costs:
+  // the design note's.
   void Poll(std::int64_t now_ns);
 
   [[nodiscard]] SubscriberState state() const noexcept { return state_; }
@@ -228,8 +236,6 @@ class Subscriber {
   // The session followed; 0 until known.
   [[nodiscard]] std::uint64_t session() const noexcept { return session_; }
   [[nodiscard]] const Book& book() const noexcept { return book_; }
-  // To Reserve() the book before the feed starts; not to change it.
-  [[nodiscard]] Book& book_for_reserve() noexcept { return book_; }
   [[nodiscard]] const SubscriberCounters& counters() const noexcept {
     return counters_;
   }

@@ -137,8 +137,9 @@ TEST(SubscriberAlloc, InOrderGapsRetriesAndRepliesAllocateNothing) {
   LastRequest listener;
   SubscriberOptions options;
   options.first_sequence = 1;
+  options.reserve_orders = 1024;
+  options.reserve_levels = 64;
   Subscriber sub(options, listener);
-  sub.book_for_reserve().Reserve(1024, 64);
   std::int64_t now = 1'000'000'000;
   sub.OnPacket(feed.Data(1, 23), now);
   ASSERT_EQ(sub.next_sequence(), 24U);
