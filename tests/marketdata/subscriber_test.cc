@@ -5,8 +5,10 @@
 // staleness, sessions and malformed packets, one rule to a test.
 #include "marketdata/subscriber.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <random>
 #include <span>
 #include <vector>
 
@@ -671,6 +673,90 @@ TEST_F(SubscriberTest, HoldBytesBoundCompactsBeforeEvicting) {
   EXPECT_EQ(recorder_.requests[1].sequence, 26U);
   Receive(feed_.Data(26, 29, recorder_.requests[1].token));
   ExpectBookAt(50);
+}
+
+// Random packets of every type (out of order, duplicated, truncated, of
+// stale or random tokens, refusals of every retryable reason, snapshots at
+// random points) at random times: the bounds hold throughout, and once the
+// network behaves the subscriber ends at the feed's book.
+TEST_F(SubscriberTest, SurvivesChaosThenCatchesUp) {
+  feed_ = MakeFeed(200);
+  const std::uint64_t last = feed_.next() - 1;
+  SubscriberOptions options = FromStart();
+  options.hold_packets = 8;
+  options.hold_bytes = 4 * feed::kMaxPacketBytes;
+  Start(options);
+  std::mt19937_64 rng(77);
+  auto below = [&](std::uint64_t n) { return rng() % n; };
+  auto token = [&]() -> std::uint16_t {
+    if (recorder_.requests.empty() || below(4) == 0) {
+      return static_cast<std::uint16_t>(1 + below(60000));
+    }
+    return recorder_.requests.back().token;
+  };
+  for (int i = 0; i < 4000; ++i) {
+    const std::uint64_t roll = below(100);
+    std::uint64_t first = 1 + below(last);
+    if (roll < 50 && below(4) != 0) {  // near `next`: the apply path
+      first = std::clamp<std::uint64_t>(sub_->next_sequence() + below(8), 3,
+                                        last + 2) -
+              2;
+    }
+    if (roll < 40) {
+      Receive(feed_.Data(first, std::min(first + below(6), last),
+                         below(3) == 0 ? token() : 0));
+    } else if (roll < 50) {
+      Bytes bytes = feed_.Data(first, std::min(first + 3, last));
+      bytes.resize(below(bytes.size()));  // fails a check
+      Receive(bytes);
+    } else if (roll < 58) {
+      Receive(feed_.Heartbeat(1 + below(last + 1)));
+    } else if (roll < 61) {
+      static constexpr RefusedReason kReasons[] = {
+          RefusedReason::kNotRetained, RefusedReason::kBeyondEnd,
+          RefusedReason::kRateLimited, RefusedReason::kUnknownInstrument,
+          RefusedReason::kUnavailable, static_cast<RefusedReason>(8)};
+      Receive(feed_.Refused(first, token(), kReasons[below(6)]));
+    } else if (roll < 72) {
+      std::vector<Bytes> snapshot =
+          SnapshotOf(BookAt(feed_, first), kFeedSession, token(), first, 7);
+      std::shuffle(snapshot.begin(), snapshot.end() - 1, rng);
+      for (const Bytes& p : snapshot) {
+        if (below(10) != 0) Receive(p);
+      }
+    } else {
+      At(now_ + static_cast<std::int64_t>(below(200)) * kMs);
+    }
+    ASSERT_LE(sub_->held(), options.hold_packets);
+    ASSERT_NE(sub_->state(), SubscriberState::kStopped);
+    ASSERT_LE(sub_->next_sequence(), last + 1);
+  }
+  EXPECT_GT(counters().snapshots_completed, 0U);
+  EXPECT_GT(counters().contradictions, 0U);      // BeyondEnd at least
+  EXPECT_GT(counters().messages_applied, 100U);  // not all snapshots
+  // The network behaves: every request answered in full.
+  for (int round = 0; round < 100; ++round) {
+    if (sub_->state() == SubscriberState::kFollowing &&
+        sub_->next_sequence() == last + 1) {
+      break;
+    }
+    At(now_ + 60 * kMs);
+    Receive(feed_.Heartbeat(last + 1));
+    const auto request = recorder_.requests.back();
+    if (request.type == PacketType::kSnapshotRequest) {
+      for (const Bytes& p :
+           SnapshotOf(BookAt(feed_, last), kFeedSession, request.token, last)) {
+        Receive(p);
+      }
+    } else if (request.sequence <= last) {
+      Receive(feed_.Data(
+          request.sequence,
+          std::min<std::uint64_t>(request.sequence + request.count - 1, last),
+          request.token));
+    }
+  }
+  EXPECT_EQ(sub_->state(), SubscriberState::kFollowing);
+  ExpectBookAt(last);
 }
 
 }  // namespace
