@@ -89,6 +89,27 @@
 // is called on that thread, from inside OnPacket or Poll, and must not
 // call OnPacket or Poll itself. Views passed to it are valid during the
 // call only.
+//
+// Usage, with the transport of feed_socket.h:
+//
+//   class Feed : public marketdata::SubscriberListener {
+//    public:
+//     void SendRequest(std::span<const std::byte> r) override {
+//       (void)socket->Send(r);  // lost: asked again on the timer
+//     }
+//     void OnBestPrices(codec::InstrumentId id,
+//                       const marketdata::BestPrices& best) override { ... }
+//     marketdata::FeedSocket* socket = nullptr;
+//   };
+//   Feed feed;
+//   feed.socket = &socket;  // FeedSocket::Open(...)
+//   marketdata::Subscriber subscriber(options, feed);
+//   for (;;) {
+//     poll(socket.fd(), 10 ms);
+//     const std::int64_t now = base::MonotonicNs();
+//     (void)socket.Receive(subscriber, now);
+//     subscriber.Poll(now);
+//   }
 #ifndef ORDERWIRE_MARKETDATA_SUBSCRIBER_H_
 #define ORDERWIRE_MARKETDATA_SUBSCRIBER_H_
 
