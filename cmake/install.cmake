@@ -50,8 +50,10 @@ set(ORDERWIRE_PUBLIC_HEADERS
   feed/messages.h
   feed/packet.h
   feed/types.h
-  # the subscriber's L3 book (docs/MARKETDATA.md "A subscriber")
+  # the subscriber and its L3 book (docs/MARKETDATA.md "A subscriber")
   marketdata/book.h
+  marketdata/feed_socket.h
+  marketdata/subscriber.h
   auth/mac.h
   net/udp.h
   client/session.h

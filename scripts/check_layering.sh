@@ -19,8 +19,9 @@
 #   feed/      codec/ base/          (the market-data feed's wire codec;
 #                                    included by state/, service/, cluster/,
 #                                    marketdata/ and cli/)
-#   marketdata/  base/ codec/ feed/  (the feed's subscriber side: the L3
-#                                    book; included by cli/ only)
+#   marketdata/  base/ codec/ feed/  (the feed's subscriber side: the
+#                                    Subscriber and its L3 book; included
+#                                    by cli/ only)
 #   jsonl/     codec/ base/ feed/    (the JSON Lines form of frames and of
 #                                    feed messages; neither codec/ nor
 #                                    feed/ may include it)
