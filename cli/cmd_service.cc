@@ -285,7 +285,7 @@ const CommandSpec kServeSpec{
              "(UDP)"},
             {"md-ring-bytes", "N", "67108864",
              "--md-request-listen: the recent feed kept for retransmission "
-             "(rounded up to a power of two, at least 65536)"},
+             "(rounded up to a power of two, 65536 to 4294967296)"},
             {"quiet", "", "",
              "no start-up banner (a torn tail cut off at "
              "recovery is still reported)"},
@@ -1098,7 +1098,7 @@ absl::Status ParseMarketDataFlags(const Args& args,
   if (!listen.ok()) return FlagError("md-request-listen", listen.status());
   requests.listen = *listen;
   absl::StatusOr<std::uint64_t> ring = args.Uint(
-      "md-ring-bytes", service::kMinFeedRingBytes, std::uint64_t{1} << 36);
+      "md-ring-bytes", service::kMinFeedRingBytes, std::uint64_t{1} << 32);
   if (!ring.ok()) return ring.status();
   requests.ring_bytes = *ring;
   options.md_requests = requests;

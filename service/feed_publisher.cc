@@ -79,6 +79,12 @@ absl::StatusOr<std::unique_ptr<FeedPublisher>> FeedPublisher::Open(
           "socket sends to all: give IPv4 or IPv6 destinations only)",
           options.targets.front().ToString(), target.ToString()));
     }
+    if (IsMulticast(target) && options.targets.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "--md-target: %s is a multicast group: give one group, or a list "
+          "of unicast destinations",
+          target.ToString()));
+    }
     if (target.port() == 0) {
       return absl::InvalidArgumentError(
           absl::StrFormat("--md-target: %s has no port", target.ToString()));
@@ -214,10 +220,25 @@ void FeedPublisher::Start(std::uint64_t session, std::uint64_t next_sequence,
 
 void FeedPublisher::Add(std::span<const state::FeedMessage> messages) {
   for (const state::FeedMessage& message : messages) {
+    if (message.sequence != next_sequence_) [[unlikely]] {
+      // Never renumbered: a packet holds consecutive messages, so the
+      // next one starts at the message's own number (a subscriber sees
+      // the gap and asks). Only a bug makes this happen; it is counted.
+      ++stats_.sequence_breaks;
+      if (!builder_->empty()) ClosePacket();
+      next_sequence_ = message.sequence;
+      builder_->BeginData(session_, next_sequence_);
+    }
     if (!builder_->FitsLength(message.bytes.size())) ClosePacket();
     // A message the state machine made always fits an empty packet and is
-    // of a kind a Data packet carries (feed_producer.h).
-    (void)builder_->AppendMessage(message.bytes);
+    // of a kind a Data packet carries (feed_producer.h); one that does not
+    // is left out as a gap, never renumbered over.
+    if (builder_->AppendMessage(message.bytes) != codec::CodecError::kOk)
+        [[unlikely]] {
+      ++stats_.sequence_breaks;
+      if (!builder_->empty()) ClosePacket();
+      builder_->BeginData(session_, next_sequence_ + 1);
+    }
     ++next_sequence_;
   }
 }

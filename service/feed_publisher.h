@@ -85,6 +85,9 @@ struct FeedPublisherStats {
   std::uint64_t end_of_session = 0;
   std::uint64_t datagrams = 0;      // datagrams the kernel took
   std::uint64_t send_failures = 0;  // datagrams it did not (lost)
+  // Messages whose number did not follow the last one's (a bug upstream;
+  // each starts a new packet at its own number).
+  std::uint64_t sequence_breaks = 0;
 };
 
 class FeedPublisher {

@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -23,7 +24,8 @@ constexpr std::int64_t kSecondNs = 1'000'000'000;
 constexpr std::int64_t kSourceIdleNs = 60 * kSecondNs;
 constexpr std::size_t kBatch = 64;
 
-// A source address without its port: IPv4 in the low word.
+// A source address without its port: IPv4 in the low word, IPv6's first
+// 64 bits in the high one.
 struct SourceKey {
   std::uint64_t high = 0;
   std::uint64_t low = 0;
@@ -40,9 +42,9 @@ SourceKey KeyOf(const net::Endpoint& source) {
     const auto* in = reinterpret_cast<const sockaddr_in*>(source.addr());
     key.low = in->sin_addr.s_addr;
   } else {
+    // IPv6 by its /64: one host holds a whole /64, so that is a source.
     const auto* in6 = reinterpret_cast<const sockaddr_in6*>(source.addr());
     std::memcpy(&key.high, in6->sin6_addr.s6_addr, 8);
-    std::memcpy(&key.low, in6->sin6_addr.s6_addr + 8, 8);
   }
   return key;
 }
@@ -66,6 +68,7 @@ struct FeedRequestServer::State {
   std::size_t tx_used = 0;
   std::vector<std::byte> copied;  // blocks from the ring
   absl::flat_hash_map<SourceKey, Budget> budgets;
+  Budget overflow;  // shared by new sources when `budgets` is full
   std::int64_t next_sweep_ns = 0;
 
   std::atomic<std::uint64_t> retransmit_requests{0};
@@ -111,10 +114,7 @@ FeedRequestServer::FeedRequestServer(const FeedRequestServerOptions& options,
                          8);
 }
 
-FeedRequestServer::~FeedRequestServer() {
-  stop_.store(true, std::memory_order_relaxed);
-  if (thread_.joinable()) thread_.join();
-}
+FeedRequestServer::~FeedRequestServer() { Stop(); }
 
 void FeedRequestServer::Start(std::uint64_t session) {
   state_->session = session;
@@ -189,11 +189,8 @@ class FeedRequestHandler {
  private:
   Verdict Check(const feed::RequestView& request, const net::Endpoint& source,
                 bool snapshot) {
+    range_ = {0, 0};  // read when a check needs it, else by Refuse
     Budget* const over = OverBudget(source);
-    if (over == &no_room_) {
-      FeedRequestServer::State::Bump(s_.dropped);
-      return Verdict::kDrop;
-    }
     if (over != nullptr) {
       Budget& b = *over;
       if (now_ns_ - b.refused_ns < kSecondNs) {
@@ -214,6 +211,10 @@ class FeedRequestHandler {
       return Verdict::kRefuse;
     }
     range_ = ring_.Retained();
+    if (range_.next_sequence == 0) {  // the writer overtook every read
+      reason_ = feed::RefusedReason::kUnavailable;
+      return Verdict::kRefuse;
+    }
     if (request.sequence() < range_.first_retained) {
       reason_ = feed::RefusedReason::kNotRetained;
       return Verdict::kRefuse;
@@ -226,16 +227,23 @@ class FeedRequestHandler {
   }
 
   // Takes a token from the source's bucket (refilled at the configured
-  // rate up to the burst): null when it had one, else the bucket, or
-  // &no_room_ for a new source when kMaxRequestSources are known.
+  // rate up to the burst; new sources beyond kMaxRequestSources share one):
+  // null when it had one, else the bucket.
   Budget* OverBudget(const net::Endpoint& source) {
     const SourceKey key = KeyOf(source);
     auto it = s_.budgets.find(key);
-    if (it == s_.budgets.end()) {
-      if (s_.budgets.size() >= kMaxRequestSources) return &no_room_;
-      it = s_.budgets.emplace(key, Budget{options_.burst, now_ns_, 0}).first;
+    Budget* budget = nullptr;
+    if (it != s_.budgets.end()) {
+      budget = &it->second;
+    } else if (s_.budgets.size() < kMaxRequestSources) {
+      budget = &s_.budgets.emplace(key, Budget{options_.burst, now_ns_, 0})
+                    .first->second;
+    } else {
+      // The table is full: new sources share one budget, so a flood of
+      // forged addresses costs this bucket, not the known subscribers'.
+      budget = &s_.overflow;
     }
-    Budget& b = it->second;
+    Budget& b = *budget;
     const double elapsed_s = static_cast<double>(now_ns_ - b.refilled_ns) / 1e9;
     b.tokens = std::min(options_.burst,
                         b.tokens + elapsed_s * options_.requests_per_second);
@@ -258,7 +266,10 @@ class FeedRequestHandler {
               feed::RefusedReason reason, Flush& flush) {
     FeedRequestServer::State::Bump(
         s_.refused[static_cast<std::size_t>(reason)]);
-    const FeedRing::Range range = ring_.Retained();
+    // The body says what the checks saw; a refusal before they read the
+    // ring reads it now.
+    const FeedRing::Range range =
+        range_.next_sequence != 0 ? range_ : ring_.Retained();
     const std::span<std::byte> out = NextSlot(source, flush);
     const codec::Result<std::size_t> size = feed::EncodeRefused(
         out, s_.session, request.sequence(), request.token(),
@@ -312,29 +323,48 @@ class FeedRequestHandler {
   std::int64_t now_ns_;
   feed::RefusedReason reason_{};
   FeedRing::Range range_{};
-  Budget no_room_{};
 };
+
+void FeedRequestServer::SendReplies() {
+  State& s = *state_;
+  std::size_t done = 0;
+  while (done < s.tx_used) {
+    const int n = socket_.SendRange(s.tx, done, s.tx_used - done);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n == -EINTR) continue;
+    // Lost (the subscriber asks again): with the socket buffer full all
+    // that is left, else the one reply the kernel refused (a source it
+    // cannot send to), and the others go on.
+    const std::size_t lost =
+        n == -EAGAIN || n == -ENOBUFS ? s.tx_used - done : 1;
+    State::Bump(s.send_failures, lost);
+    done += lost;
+  }
+  s.tx_used = 0;
+}
+
+void FeedRequestServer::Sweep(std::int64_t now_ns) {
+  State& s = *state_;
+  absl::erase_if(s.budgets, [&](const auto& entry) {
+    return now_ns - entry.second.refilled_ns > kSourceIdleNs;
+  });
+  s.sources.store(s.budgets.size(), std::memory_order_relaxed);
+  s.next_sweep_ns = now_ns + kSecondNs;
+}
 
 void FeedRequestServer::Run() {
   State& s = *state_;
-  const auto flush = [&] {
-    std::size_t done = 0;
-    while (done < s.tx_used) {
-      const int n = socket_.SendRange(s.tx, done, s.tx_used - done);
-      if (n <= 0) {
-        // Lost: the subscriber asks again.
-        State::Bump(s.send_failures, s.tx_used - done);
-        break;
-      }
-      done += static_cast<std::size_t>(n);
-    }
-    s.tx_used = 0;
-  };
+  const auto flush = [this] { SendReplies(); };
   while (!stop_.load(std::memory_order_relaxed)) {
-    if (!socket_.WaitReadable(100)) continue;
+    const bool readable = socket_.WaitReadable(100);
+    const std::int64_t now_ns = base::MonotonicNs();
+    if (now_ns >= s.next_sweep_ns) Sweep(now_ns);
+    if (!readable) continue;
     const int n = socket_.Receive(s.rx, s.rx.capacity());
     if (n <= 0) continue;
-    const std::int64_t now_ns = base::MonotonicNs();
     FeedRequestHandler handler(s, ring_, options_, now_ns);
     for (int i = 0; i < n; ++i) {
       if (s.rx.truncated(static_cast<std::size_t>(i))) {
@@ -344,15 +374,13 @@ void FeedRequestServer::Run() {
       }
       handler.Handle(static_cast<std::size_t>(i), flush);
     }
-    flush();
-    if (now_ns >= s.next_sweep_ns) {
-      absl::erase_if(s.budgets, [&](const auto& entry) {
-        return now_ns - entry.second.refilled_ns > kSourceIdleNs;
-      });
-      s.sources.store(s.budgets.size(), std::memory_order_relaxed);
-      s.next_sweep_ns = now_ns + kSecondNs;
-    }
+    SendReplies();
   }
+}
+
+void FeedRequestServer::Stop() {
+  stop_.store(true, std::memory_order_relaxed);
+  if (thread_.joinable()) thread_.join();
 }
 
 }  // namespace orderwire::service

@@ -21,9 +21,12 @@
 // running, a failed send is counted and the request forgotten (the
 // subscriber asks again).
 //
-// Memory: the ring (FeedRingBytes), one reply buffer, and per source
-// address seen in the last minute a few words, at most kMaxRequestSources
-// (a request from a new source beyond it is dropped and counted).
+// Budgets are per source address (IPv6: per /64), any port; once
+// kMaxRequestSources are known, new sources share one budget, so forged
+// addresses cannot lock known subscribers out.
+//
+// Memory: the ring (`ring_bytes`), one reply batch, and per source address
+// seen in the last minute a few words, at most kMaxRequestSources.
 #ifndef ORDERWIRE_SERVICE_FEED_REQUEST_SERVER_H_
 #define ORDERWIRE_SERVICE_FEED_REQUEST_SERVER_H_
 
@@ -84,6 +87,10 @@ class FeedRequestServer {
   [[nodiscard]] FeedRing& ring() noexcept { return ring_; }
   // Starts answering for the feed `session`.
   void Start(std::uint64_t session);
+  // Stops answering (the thread joined within 100 ms); idempotent. The
+  // service stops it when Run() returns: a stopped primary, or one that
+  // lost its lease, answers nothing more.
+  void Stop();
 
   [[nodiscard]] const net::Endpoint& local_endpoint() const noexcept {
     return local_;
@@ -97,6 +104,10 @@ class FeedRequestServer {
   FeedRequestServer(const FeedRequestServerOptions& options,
                     net::UdpSocket socket, net::Endpoint local);
   void Run();
+  // Sends the replies queued in the State's tx batch.
+  void SendReplies();
+  // Forgets sources idle for a minute; updates the sources gauge.
+  void Sweep(std::int64_t now_ns);
 
   FeedRequestServerOptions options_;
   net::UdpSocket socket_;

@@ -7,8 +7,8 @@
 namespace orderwire::service {
 namespace {
 
-// A packet of the ring holds at least this many bytes (a block of the
-// shortest message): the entries are sized for the fullest ring.
+// Entries: one per 64 bytes of ring. Packets of fewer bytes (a packet of
+// one short message is 12 bytes of blocks) are held by entry count.
 constexpr std::size_t kBytesPerEntry = 64;
 // A reader overtaken by the writer while it copied tries this many times.
 constexpr int kCopyAttempts = 8;
@@ -64,39 +64,42 @@ void FeedRing::Append(std::uint64_t first_sequence, std::uint16_t count,
 
 FeedRing::Range FeedRing::Retained() const noexcept {
   for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
+    // The mark first: an entry count read after it is at least as new, so
+    // [low, written) never runs backwards.
+    const std::uint64_t low = low_water_.load(std::memory_order_acquire);
     const std::uint64_t written =
         entries_written_.load(std::memory_order_acquire);
-    const std::uint64_t low = low_water_.load(std::memory_order_acquire);
     if (written == 0) {
       const std::uint64_t next = empty_next_.load(std::memory_order_relaxed);
       return {next, next};
     }
+    if (low >= written) continue;  // the writer is between the two stores
     const Entry& first = entry(low);
     const Entry& last = entry(written - 1);
     const Range range{first.first_sequence.load(std::memory_order_relaxed),
                       last.first_sequence.load(std::memory_order_relaxed) +
                           last.count.load(std::memory_order_relaxed)};
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (low_water_.load(std::memory_order_relaxed) == low) return range;
+    if (low_water_.load(std::memory_order_relaxed) == low &&
+        range.first_retained < range.next_sequence) {
+      return range;
+    }
   }
-  // Overtaken every time: the writer wraps faster than this thread reads.
-  const std::uint64_t written =
-      entries_written_.load(std::memory_order_acquire);
-  const Entry& last = entry(written - 1);
-  const std::uint64_t next =
-      last.first_sequence.load(std::memory_order_relaxed) +
-      last.count.load(std::memory_order_relaxed);
-  return {next, next};
+  // Overtaken every time (the writer wraps the ring faster than this
+  // thread reads two entries): nothing is said to be retained.
+  overtaken_.fetch_add(1, std::memory_order_relaxed);
+  return {0, 0};
 }
 
 std::uint64_t FeedRing::Copy(std::uint64_t first, std::size_t max,
                              std::vector<std::byte>& out) const {
   for (int attempt = 0; attempt < kCopyAttempts; ++attempt) {
     out.clear();
+    const std::uint64_t low = low_water_.load(std::memory_order_acquire);
     const std::uint64_t written =
         entries_written_.load(std::memory_order_acquire);
-    const std::uint64_t low = low_water_.load(std::memory_order_acquire);
-    if (low >= written) return 0;
+    if (written == 0) return 0;
+    if (low >= written) continue;  // the writer is between the two stores
     // The last entry of [low, written) whose first sequence <= first.
     std::uint64_t lo = low;
     std::uint64_t hi = written;
@@ -119,7 +122,8 @@ std::uint64_t FeedRing::Copy(std::uint64_t first, std::size_t max,
       const Entry& e = entry(i);
       const std::uint64_t position = e.position.load(std::memory_order_relaxed);
       const std::uint32_t length = e.length.load(std::memory_order_relaxed);
-      if (length > data_.size()) break;  // torn: validated below
+      // A torn entry (validated below) must not send the copy outside.
+      if ((position & data_mask_) + length > data_.size()) break;
       const std::size_t at = out.size();
       out.resize(at + length);
       std::memcpy(out.data() + at, data_.data() + (position & data_mask_),
@@ -132,6 +136,7 @@ std::uint64_t FeedRing::Copy(std::uint64_t first, std::size_t max,
     if (first < start_sequence || first >= covered) return 0;
     return start_sequence;
   }
+  overtaken_.fetch_add(1, std::memory_order_relaxed);
   return 0;
 }
 

@@ -9,13 +9,15 @@
 // messages it holds, [first_retained, next_sequence). Copy() gives a reader
 // the blocks from a sequence on.
 //
-// Threading: one writer (Append, Reset) and any number of readers (Copy,
-// Retained) on other threads. The writer never waits: before it overwrites
-// bytes or a packet's entry it raises a low-water mark; a reader copies,
-// then checks the mark (a fence between, as in a seqlock), and a copy the
-// writer overtook is refused as not retained. Copy() and Retained() may say
-// a message is retained that is gone by the time the reader uses it; what
-// they copied is whole and correct.
+// Threading: one writer (Append; Reset only before readers start) and any
+// number of readers (Copy, Retained) on other threads. The writer never waits:
+// before it overwrites bytes or a packet's entry it raises a low-water mark; a
+// reader copies, then checks the mark (a fence between, as in a seqlock), and a
+// copy the writer overtook is refused as not retained. Copy() and Retained()
+// may say a message is retained that is gone by the time the reader uses it;
+// what they copied is whole and correct. The bytes are copied with plain memcpy
+// while the writer may overwrite them (the seqlock pattern: a copy the
+// validation refuses is never used); a thread sanitizer would report it.
 //
 // Cost: Append is one copy of the blocks and a few stores, no allocation;
 // Copy a binary search over the packets and one copy. Memory: `bytes` plus
@@ -57,8 +59,13 @@ class FeedRing {
     std::uint64_t first_retained;  // F
     std::uint64_t next_sequence;   // the next message the live feed sends
   };
-  // Any thread: what the ring holds now.
+  // Any thread: what the ring holds now; {0, 0} when the writer overtook
+  // this reader every time it tried (counted in overtaken()).
   [[nodiscard]] Range Retained() const noexcept;
+  // Reads that gave up because the writer kept overwriting what they read.
+  [[nodiscard]] std::uint64_t overtaken() const noexcept {
+    return overtaken_.load(std::memory_order_relaxed);
+  }
 
   // Any thread: copies into `out` (cleared first) the blocks of the packets
   // from the one holding `first` on, until they hold at least `max`
@@ -100,6 +107,7 @@ class FeedRing {
   std::atomic<std::uint64_t> entries_written_{0};
   std::atomic<std::uint64_t> low_water_{0};
   std::atomic<std::uint64_t> empty_next_{1};
+  mutable std::atomic<std::uint64_t> overtaken_{0};
 };
 
 }  // namespace orderwire::service

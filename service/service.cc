@@ -387,7 +387,8 @@ class Service::Impl final : public Sequencer::Backpressure,
   [[nodiscard]] int IdleWaitMs() const {
     const std::int64_t wait_ms = regenerator_->active() ? 1 : 50;
     if (publisher_ == nullptr) return static_cast<int>(wait_ms);
-    const std::int64_t until_ns = publisher_->next_heartbeat_ns() - now_ns_;
+    const std::int64_t until_ns =
+        publisher_->next_heartbeat_ns() - MonotonicNs();
     return static_cast<int>(
         std::clamp<std::int64_t>((until_ns + 999'999) / 1'000'000, 0, wait_ms));
   }
@@ -527,6 +528,16 @@ absl::Status Service::Impl::OpenPublisher() {
     }
     return absl::OkStatus();
   }
+  if (options_.journal.accept_loss) {
+    // MARKETDATA.md "Decided here": an accepted loss starts a new feed
+    // session, which is not built yet; without it the feed would send
+    // numbers it already published, with other messages.
+    return absl::FailedPreconditionError(
+        "--md-target with --accept-loss: after an accepted loss the feed "
+        "would publish again sequence numbers it already sent, with other "
+        "messages (a new feed session for it is not built yet); start with "
+        "--accept-loss without --md-target, and tell the feed's subscribers");
+  }
   if (!options_.market_data->on_event && options_.on_event) {
     options_.market_data->on_event = options_.on_event;
   }
@@ -661,6 +672,8 @@ void Service::Impl::StartRetention() {
 
 absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   absl::Status status = RunLoop(stop);
+  // Only a serving primary answers feed requests.
+  if (request_server_ != nullptr) request_server_->Stop();
   // A stopped primary stops renewing: a standby takes over after D.
   if (leadership_ != nullptr) leadership_->StopRenewal();
   return status;
@@ -993,8 +1006,11 @@ bool Service::Impl::WaitForJournal() {
   } else {
     (void)writer_->Wait();
   }
+  const std::int64_t waited_until = MonotonicNs();
   stats_.journal_wait.Record(
-      static_cast<std::uint64_t>(MonotonicNs() - wait_start));
+      static_cast<std::uint64_t>(waited_until - wait_start));
+  // A long wait for the disk does not silence the feed's Heartbeats.
+  if (publisher_ != nullptr) publisher_->Tick(waited_until);
   ApplyDurable();
   return !Stopped();
 }

@@ -89,6 +89,23 @@ class FeedListener {
     std::lock_guard lock(mu_);
     return packets_.size();
   }
+  // Waits until `count` EndOfSession packets arrived (false after 5 s): a
+  // stopped run's last packets are in.
+  bool WaitForEnds(std::size_t count) {
+    const std::int64_t deadline = base::MonotonicNs() + 5'000'000'000;
+    while (base::MonotonicNs() < deadline) {
+      std::size_t ends = 0;
+      for (const Bytes& p : packets()) {
+        if (p.size() > 3 && static_cast<feed::PacketType>(p[3]) ==
+                                feed::PacketType::kEndOfSession) {
+          ++ends;
+        }
+      }
+      if (ends >= count) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  }
   [[nodiscard]] std::vector<Bytes> packets() {
     std::lock_guard lock(mu_);
     return packets_;
@@ -269,6 +286,9 @@ TEST(FeedPublisherOpen, RefusesTargetsItCannotSendTo) {
               HasSubstr("at most 64"));
   EXPECT_THAT(refused(OptionsTo({*net::Endpoint::Parse("127.0.0.1:0")})),
               HasSubstr("has no port"));
+  EXPECT_THAT(refused(OptionsTo({*net::Endpoint::Parse("239.1.2.3:7"),
+                                 *net::Endpoint::Parse("127.0.0.1:7")})),
+              HasSubstr("239.1.2.3:7 is a multicast group: give one group"));
   FeedPublisherOptions ttl = OptionsTo({*net::Endpoint::Parse("239.1.2.3:7")});
   ttl.multicast_ttl = 256;
   EXPECT_THAT(refused(ttl), HasSubstr("--md-ttl: 256"));
@@ -547,6 +567,7 @@ TEST(ServiceFeed, WhatASubscriberReceivesLiveIsTheJournalsFeed) {
   const ServiceOptions options =
       PublishingOptions(dir.path() + "/j", listener.endpoint());
   const std::uint64_t next = TradeAndStop(options, 1, 20);
+  ASSERT_TRUE(listener.WaitForEnds(3));
   const test_support::SessionReplay replay =
       test_support::ReplayJournalBySession(options.journal.directory,
                                            options.config.engine);
@@ -574,9 +595,10 @@ TEST(ServiceFeed, ARestartContinuesTheFeedWithoutSendingAMessageAgain) {
   const ServiceOptions options =
       PublishingOptions(dir.path() + "/j", listener.endpoint());
   const std::uint64_t first_end = TradeAndStop(options, 1, 10);
-  ASSERT_TRUE(listener.WaitFor(1));
+  ASSERT_TRUE(listener.WaitForEnds(3));
   const std::size_t first_run = listener.size();
   const std::uint64_t second_end = TradeAndStop(options, 81, 10);
+  ASSERT_TRUE(listener.WaitForEnds(6));
   ASSERT_GT(second_end, first_end);
   const test_support::SessionReplay replay =
       test_support::ReplayJournalBySession(options.journal.directory,
@@ -648,11 +670,17 @@ TEST(ServiceFeed, TheRequestServerSendsAgainWhatWasPublishedLive) {
     batch.set_peer(0, server);
     ASSERT_EQ(subscriber->Send(batch, 1), 1);
     const std::size_t before = replies.size();
-    while (subscriber->WaitReadable(300)) {
+    const std::size_t want =
+        std::min<std::size_t>(1024, replay.feed.size() + 1 - next);
+    const std::int64_t deadline = base::MonotonicNs() + 10'000'000'000;
+    std::size_t got_messages = 0;
+    while (got_messages < want && base::MonotonicNs() < deadline) {
+      if (!subscriber->WaitReadable(100)) continue;
       const int n = subscriber->Receive(batch, batch.capacity());
       for (int i = 0; i < n; ++i) {
         const auto d = batch.datagram(static_cast<std::size_t>(i));
         replies.emplace_back(d.begin(), d.end());
+        got_messages += codec::LoadLE<std::uint16_t>(d.data() + 20);
       }
     }
     const LiveFeed got = Parse(std::vector<Bytes>(
@@ -671,6 +699,68 @@ TEST(ServiceFeed, TheRequestServerSendsAgainWhatWasPublishedLive) {
   }
   EXPECT_EQ(service->final_stats().md_retransmit_requests, asked);
   EXPECT_EQ(service->final_stats().md_retransmit_messages, replay.feed.size());
+}
+
+TEST(ServiceFeed, AnIdleServiceHeartbeatsWithTheNextSequence) {
+  test_support::ScratchDir dir;
+  FeedListener listener;
+  ServiceOptions options =
+      PublishingOptions(dir.path() + "/j", listener.endpoint());
+  options.market_data->heartbeat_ns = 20'000'000;
+  auto service = test_support::RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  ASSERT_TRUE(listener.WaitFor(4));  // the start's, then one per 20 ms
+  ASSERT_TRUE(service->Stop().ok());
+  ASSERT_TRUE(listener.WaitForEnds(3));
+  const LiveFeed live = Parse(listener.packets());
+  ASSERT_GE(live.heartbeats.size(), 4u);
+  for (const std::uint64_t next : live.heartbeats) EXPECT_EQ(next, 1u);
+  EXPECT_TRUE(live.sequences.empty());
+}
+
+TEST(ServiceFeed, RefusesToPublishAfterAnAcceptedLoss) {
+  test_support::ScratchDir dir;
+  FeedListener listener;
+  ServiceOptions options =
+      PublishingOptions(dir.path() + "/j", listener.endpoint());
+  options.journal.accept_loss = true;
+  absl::StatusOr<std::unique_ptr<Service>> service =
+      Service::Start(std::move(options));
+  ASSERT_FALSE(service.ok());
+  EXPECT_THAT(service.status().message(),
+              HasSubstr("--md-target with --accept-loss"));
+}
+
+TEST(ServiceFeed, TheRequestServerStopsAnsweringWhenTheServiceStops) {
+  test_support::ScratchDir dir;
+  FeedListener listener;
+  ServiceOptions options =
+      PublishingOptions(dir.path() + "/j", listener.endpoint());
+  options.md_requests =
+      FeedRequestServerOptions{.listen = *net::Endpoint::Parse("127.0.0.1:0")};
+  auto service = test_support::RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  const net::Endpoint server = *service->service().md_request_endpoint();
+  const std::uint64_t session = FeedSessionOf(listener);
+  absl::StatusOr<net::UdpSocket> subscriber =
+      net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+  ASSERT_TRUE(subscriber.ok());
+  net::DatagramBatch batch(4);
+  const auto ask = [&] {
+    std::array<std::byte, feed::kPacketHeaderSize> request;
+    const auto size = feed::EncodeRetransmitRequest(request, session, 1, 1, 3);
+    std::copy(request.begin(), request.begin() + *size,
+              batch.buffer(0).begin());
+    batch.set_length(0, *size);
+    batch.set_peer(0, server);
+    ASSERT_EQ(subscriber->Send(batch, 1), 1);
+  };
+  ask();  // BeyondEnd: nothing published yet, but answered
+  ASSERT_TRUE(subscriber->WaitReadable(10'000));
+  ASSERT_EQ(subscriber->Receive(batch, batch.capacity()), 1);
+  ASSERT_TRUE(service->Stop().ok());
+  ask();
+  EXPECT_FALSE(subscriber->WaitReadable(300)) << "answered after the stop";
 }
 
 TEST(ServiceFeed, WithoutATargetNothingIsPublishedAndNoCounterShows) {

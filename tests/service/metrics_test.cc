@@ -376,8 +376,7 @@ TEST(ServiceStatsTables, PrometheusHoldsEveryRowWithItsValue) {
     for (const CounterGroup& g : CounterGroups()) {
       const std::string metric(g.metric);
       const bool shown = ShownUnder(g.scope, on);
-      EXPECT_EQ(HasLine(out, "# TYPE " + metric + " counter"), shown)
-          << metric;
+      EXPECT_EQ(HasLine(out, "# TYPE " + metric + " counter"), shown) << metric;
       const std::span<const std::uint64_t> values = g.values(s);
       for (std::size_t i = 0; i < values.size(); ++i) {
         const std::string line = absl::StrFormat(
