@@ -1,12 +1,13 @@
 // `orderwire md record`, `md watch` and `md print` against a live `orderwire
 // serve` (child processes, loopback UDP): a client trades 2000 mixed
 // commands; recorders that follow the feed from its start (--from-start:
-// retransmission, no snapshot) write exactly the JSON Lines `md
-// from-journal` makes of the journal afterwards, in both forms (--json, and
-// the binary file `md print` shows); --count stops a recorder by itself;
-// EndOfSession stops the others; `md watch` off a terminal prints its
-// documented lines and stops on SIGTERM with exit status 0; `md print`
-// refuses a file cut short or not one; usage errors exit 2.
+// retransmission, no snapshot), one of them started after the trading,
+// write exactly the JSON Lines `md from-journal` makes of the journal
+// afterwards, in both forms (--json, and the binary file `md print` shows);
+// --count stops a recorder by itself; EndOfSession stops the others; `md
+// watch` off a terminal prints its documented lines and stops on SIGTERM
+// with exit status 0; `md print` refuses a file cut short or not one; usage
+// errors exit 2.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -39,6 +40,7 @@ using test_support::ChildProcess;
 using test_support::ReadText;
 using test_support::ScratchDir;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // `n` distinct loopback UDP ports free now: each bound to port 0 while the
 // others are held, then all released (the children bind them next).
@@ -156,14 +158,15 @@ void ExpectWatchLines(const std::string& log) {
 
 TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
   ScratchDir dir;
-  const std::vector<int> ports = FreeUdpPorts(6);
-  ASSERT_EQ(ports.size(), 6u);
+  const std::vector<int> ports = FreeUdpPorts(7);
+  ASSERT_EQ(ports.size(), 7u);
   const std::string listen = Loopback(ports[0]);
   const std::string request = Loopback(ports[1]);
   auto serve = Spawn(
       {"serve", "--journal", dir.Sub("j"), "--listen", listen, "--md-target",
        absl::StrCat(Loopback(ports[2]), ",", Loopback(ports[3]), ",",
-                    Loopback(ports[4]), ",", Loopback(ports[5])),
+                    Loopback(ports[4]), ",", Loopback(ports[5]), ",",
+                    Loopback(ports[6])),
        "--md-request-listen", request, "--md-heartbeat-ms", "100"},
       dir.Sub("serve.log"));
   ASSERT_NE(serve, nullptr);
@@ -201,6 +204,21 @@ TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
                         " --session 1 --workload mixed --count 2000"));
   ASSERT_EQ(submit.status, 0) << submit.err;
 
+  // A recorder that starts after the trading gets all of it by
+  // retransmission; serve is stopped once it has caught up with the live
+  // recorder.
+  auto late = Spawn(with(live("record", ports[6]),
+                         {"--json", "--output", dir.Sub("late.jsonl")}),
+                    dir.Sub("late.log"));
+  ASSERT_NE(late, nullptr);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < deadline &&
+         (ReadText(dir.Sub("late.jsonl")).empty() ||
+          ReadText(dir.Sub("late.jsonl")) != ReadText(dir.Sub("feed.jsonl")))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+
   // --count: that recorder stops by itself.
   const std::optional<int> counted_exit = ExitWithin(*counted, 60);
   EXPECT_TRUE(ExitedZero(counted_exit)) << counted->LogTail();
@@ -219,7 +237,7 @@ TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
   absl::StatusOr<int> served = serve->Stop(SIGTERM, std::chrono::seconds(30));
   ASSERT_TRUE(served.ok()) << served.status();
   EXPECT_TRUE(ExitedZero(*served)) << serve->LogTail();
-  for (ChildProcess* child : {json.get(), binary.get()}) {
+  for (ChildProcess* child : {json.get(), binary.get(), late.get()}) {
     const std::optional<int> status = ExitWithin(*child, 60);
     EXPECT_TRUE(ExitedZero(status)) << child->LogTail();
     EXPECT_THAT(child->LogTail(), HasSubstr("; end of session"));
@@ -231,6 +249,9 @@ TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
   ASSERT_GT(LineCount(journal.out), 2000u);
   EXPECT_TRUE(ReadText(dir.Sub("feed.jsonl")) == journal.out)
       << "md record --json differs from md from-journal";
+  EXPECT_TRUE(ReadText(dir.Sub("late.jsonl")) == journal.out)
+      << "the late recorder differs from md from-journal";
+  EXPECT_THAT(late->LogTail(), Not(HasSubstr("retransmit requests 0,")));
   EXPECT_EQ(ReadText(dir.Sub("five.jsonl")), FirstLines(journal.out, 5));
   const test_support::ShellOutcome printed =
       Orderwire(dir, "md print feed.owmd");
