@@ -6,8 +6,8 @@
 // afterwards, in both forms (--json, and the binary file `md print` shows);
 // --count stops a recorder by itself; EndOfSession stops the others; `md
 // watch` off a terminal prints its documented lines and stops on SIGTERM
-// with exit status 0; `md print` refuses a file cut short or not one; usage
-// errors exit 2.
+// with exit status 0, and without --from-start asks for a snapshot; `md
+// print` refuses a file cut short or not one; usage errors exit 2.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -158,15 +158,15 @@ void ExpectWatchLines(const std::string& log) {
 
 TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
   ScratchDir dir;
-  const std::vector<int> ports = FreeUdpPorts(7);
-  ASSERT_EQ(ports.size(), 7u);
+  const std::vector<int> ports = FreeUdpPorts(8);
+  ASSERT_EQ(ports.size(), 8u);
   const std::string listen = Loopback(ports[0]);
   const std::string request = Loopback(ports[1]);
   auto serve = Spawn(
       {"serve", "--journal", dir.Sub("j"), "--listen", listen, "--md-target",
        absl::StrCat(Loopback(ports[2]), ",", Loopback(ports[3]), ",",
                     Loopback(ports[4]), ",", Loopback(ports[5]), ",",
-                    Loopback(ports[6])),
+                    Loopback(ports[6]), ",", Loopback(ports[7])),
        "--md-request-listen", request, "--md-heartbeat-ms", "100"},
       dir.Sub("serve.log"));
   ASSERT_NE(serve, nullptr);
@@ -193,8 +193,12 @@ TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
                  {"--json", "--count", "5", "--output", dir.Sub("five.jsonl")}),
             dir.Sub("counted.log"));
   auto watch = Spawn(live("watch", ports[5]), dir.Sub("watch.log"));
+  // Without --from-start the watch joins by snapshot: it asks for one.
+  auto joining = Spawn({"md", "watch", "--target", Loopback(ports[7]),
+                        "--request", request, "--duration", "300"},
+                       dir.Sub("joining.log"));
   for (ChildProcess* child :
-       {json.get(), binary.get(), counted.get(), watch.get()}) {
+       {json.get(), binary.get(), counted.get(), watch.get(), joining.get()}) {
     ASSERT_NE(child, nullptr);
     ASSERT_TRUE(LogShows(*child, "receiving on")) << child->LogTail();
   }
@@ -232,6 +236,12 @@ TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
   const std::string watch_log = ReadText(watch->log_path());
   EXPECT_THAT(watch_log, HasSubstr("md watch: session "));
   ExpectWatchLines(watch_log);
+
+  absl::StatusOr<int> joined = joining->Stop(SIGTERM, std::chrono::seconds(20));
+  ASSERT_TRUE(joined.ok()) << joined.status();
+  EXPECT_TRUE(ExitedZero(*joined)) << joining->LogTail();
+  EXPECT_THAT(joining->LogTail(), HasSubstr("md watch: session "));
+  EXPECT_THAT(joining->LogTail(), Not(HasSubstr("snapshot requests 0,")));
 
   // A clean stop sends EndOfSession: the recorders finish by themselves.
   absl::StatusOr<int> served = serve->Stop(SIGTERM, std::chrono::seconds(30));
