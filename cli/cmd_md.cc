@@ -23,6 +23,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/journal_apply.h"
+#include "cli/md_live.h"
 #include "cli/progress.h"
 #include "feed/messages.h"
 #include "feed/packet.h"
@@ -235,10 +236,13 @@ absl::Status FromJournal(const Args& args) {
 const CommandSpec kMdSpec{
     .name = "md",
     .synopsis = "<command> [flags]",
-    .summary = "The market-data feed: from-journal.",
+    .summary = "The market-data feed: from-journal, watch, record, print.",
 };
 
-const Command kMdSubcommands[] = {{&kFromJournalSpec, FromJournal}};
+const Command kMdSubcommands[] = {{&kFromJournalSpec, FromJournal},
+                                  {&kMdWatchSpec, MdWatch},
+                                  {&kMdRecordSpec, MdRecord},
+                                  {&kMdPrintSpec, MdPrint}};
 
 }  // namespace
 

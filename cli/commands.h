@@ -26,7 +26,7 @@ extern const Command kServeCommand;
 extern const Command kSubmitCommand;
 // `cluster status`.
 extern const Command kClusterCommand;
-// `md from-journal`.
+// `md from-journal`, `md watch`, `md record`, `md print`.
 extern const Command kMdCommand;
 
 }  // namespace orderwire::cli

@@ -45,7 +45,7 @@ constexpr Subcommand kSubcommands[] = {
     {&orderwire::cli::kReplayCommand,
      "replay a journal through the engine, or --verify it"},
     {&orderwire::cli::kMdCommand,
-     "md from-journal: the market-data feed a journal produces (JSON Lines)"},
+     "the market-data feed: md from-journal, md watch, md record, md print"},
     {&orderwire::cli::kSnapshotCommand,
      "write a snapshot of a journal's state; snapshot inspect FILE"},
     {&orderwire::cli::kConfigCommand,
