@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +21,10 @@
 
 #include "codec/datagram.h"
 #include "codec/frame.h"
+#include "codec/wire.h"
+#include "feed/messages.h"
+#include "feed/packet.h"
+#include "fuzz/subscriber_script.h"
 #include "journal/reader.h"
 #include "jsonl/jsonl.h"
 #include "replication/group_message.h"
@@ -196,6 +201,140 @@ bool WriteFeedPacketSeeds(const fs::path& dir) {
   return seeds.ok();
 }
 
+// A fuzz_subscriber script (fuzz/subscriber_script.h) being written.
+class Script {
+ public:
+  explicit Script(std::uint8_t config) : bytes_{std::byte{config}} {}
+
+  // A packet after k units of time, with the step's flags.
+  Script& Send(std::span<const std::byte> packet, int k = 0, int unit = 0,
+               std::uint8_t flags = 0) {
+    orderwire::fuzz::AppendSubscriberStep(
+        bytes_, orderwire::fuzz::SubscriberWhen(k, unit, flags), packet);
+    return *this;
+  }
+  Script& Send(const feed_golden::GoldenBytes& packet, int k = 0, int unit = 0,
+               std::uint8_t flags = 0) {
+    return Send(FromHex(packet.hex), k, unit, flags);
+  }
+  // A packet 1 ms later, a reply to the last request (its token stamped).
+  Script& Reply(std::span<const std::byte> packet) {
+    return Send(packet, 1, 0, orderwire::fuzz::subscriber_step::kStampToken);
+  }
+  Script& Reply(const feed_golden::GoldenBytes& packet) {
+    return Reply(FromHex(packet.hex));
+  }
+  // No datagram: Poll after k units.
+  Script& Poll(int k, int unit) {
+    orderwire::fuzz::AppendSubscriberStep(
+        bytes_,
+        orderwire::fuzz::SubscriberWhen(
+            k, unit, orderwire::fuzz::subscriber_step::kPoll),
+        {});
+    return *this;
+  }
+  [[nodiscard]] const Bytes& bytes() const { return bytes_; }
+
+ private:
+  Bytes bytes_;
+};
+
+// The golden snapshot reply, at S = `s` instead of 6.
+Bytes GoldenSnapshotAt(std::uint64_t s) {
+  namespace feed = orderwire::feed;
+  Bytes packet = FromHex(feed_golden::kSnapshotReply.hex);
+  // Its first block is the SnapshotStart, its last the SnapshotEnd.
+  codec::StoreLE(
+      packet.data() + feed::kPacketHeaderSize + feed::kBlockLengthSize +
+          feed::MessageOffsetOf<&feed::SnapshotStart::feed_sequence>(),
+      s);
+  codec::StoreLE(packet.data() + packet.size() -
+                     feed::kMessageSize<feed::SnapshotEnd> +
+                     feed::MessageOffsetOf<&feed::SnapshotEnd::feed_sequence>(),
+                 s);
+  return packet;
+}
+
+// A golden packet at `sequence` (its header's).
+Bytes GoldenAt(const feed_golden::GoldenBytes& golden, std::uint64_t sequence) {
+  namespace feed = orderwire::feed;
+  Bytes packet = FromHex(golden.hex);
+  codec::StoreLE(
+      packet.data() + feed::PacketOffsetOf<&feed::PacketHeader::sequence>(),
+      sequence);
+  return packet;
+}
+
+// fuzz_subscriber: MARKETDATA.md's golden exchange as scripts: the feed in
+// order, a gap filled, a gap given up on, a late join, each refusal, a
+// small hold storage, staleness, tokens that wrap, and sequences at the
+// top of their range. The golden snapshot is at S = 6 (StartOfFeed and
+// ExecutedAdded are 1 to 6; Heartbeat 7).
+bool WriteSubscriberSeeds(const fs::path& dir) {
+  namespace config = orderwire::fuzz::subscriber_config;
+  constexpr std::uint8_t kFromStart = config::kFromStart;
+  SeedDir seeds(dir);
+  seeds.Write("InOrder", Script(kFromStart | config::kGivenSession)
+                             .Send(feed_golden::kStartOfFeed)
+                             .Send(feed_golden::kExecutedAdded, 1, 0)
+                             .Send(feed_golden::kHeartbeat, 1, 3)
+                             .Send(feed_golden::kEndOfSession, 1, 0)
+                             .bytes());
+  seeds.Write("GapFilled", Script(kFromStart)
+                               .Send(feed_golden::kExecutedAdded)
+                               .Reply(feed_golden::kStartOfFeed)
+                               .Send(feed_golden::kHeartbeat, 1, 2)
+                               .bytes());
+  seeds.Write("GapGivenUp", Script(kFromStart | (1u << config::kTriesShift))
+                                .Send(feed_golden::kExecutedAdded)
+                                .Poll(6, 1)
+                                .Poll(6, 1)
+                                .Reply(feed_golden::kSnapshotReply)
+                                .Send(feed_golden::kHeartbeat, 1, 0)
+                                .bytes());
+  seeds.Write("LateJoin", Script(0)
+                              .Poll(0, 0)
+                              .Send(feed_golden::kExecutedAdded, 1, 0)
+                              .Reply(feed_golden::kSnapshotReply)
+                              .Send(feed_golden::kHeartbeat, 1, 0)
+                              .bytes());
+  for (const feed_golden::GoldenBytes& refusal :
+       {feed_golden::kRefusedNotRetained, feed_golden::kRefusedBeyondEnd}) {
+    seeds.Write(refusal.name, Script(kFromStart)
+                                  .Send(feed_golden::kExecutedAdded)
+                                  .Reply(refusal)
+                                  .Reply(feed_golden::kSnapshotReply)
+                                  .Send(feed_golden::kHeartbeat, 1, 0)
+                                  .bytes());
+  }
+  seeds.Write("SmallHoldAndStale", Script(kFromStart | config::kSmallHold)
+                                       .Send(feed_golden::kHeartbeat)
+                                       .Send(feed_golden::kExecutedAdded)
+                                       .Send(feed_golden::kExecutedAdded)
+                                       .Poll(4, 3)
+                                       .Reply(feed_golden::kStartOfFeed)
+                                       .bytes());
+  seeds.Write("TokensWrap", Script(config::kTokenWrap)
+                                .Poll(0, 0)
+                                .Poll(1, 3)
+                                .Poll(1, 3)
+                                .Reply(feed_golden::kSnapshotReply)
+                                .bytes());
+  constexpr std::uint64_t kLast = std::numeric_limits<std::uint64_t>::max();
+  // The snapshot at 2^64 - 6, the feed's 4 next messages, then 2 past the
+  // last sequence.
+  seeds.Write("NearTheLastSequence",
+              Script(0)
+                  .Poll(0, 0)
+                  .Reply(GoldenSnapshotAt(kLast - 5))
+                  .Send(GoldenAt(feed_golden::kStartOfFeed, kLast - 4), 1, 0)
+                  .Send(GoldenAt(feed_golden::kExecutedAdded, kLast), 1, 0)
+                  .bytes());
+  seeds.Write("SnapshotAtTheLastSequence",
+              Script(0).Poll(0, 0).Reply(GoldenSnapshotAt(kLast)).bytes());
+  return seeds.ok();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -211,6 +350,7 @@ int main(int argc, char** argv) {
       {"fuzz_decode_paths", WriteDecodePathsSeeds},
       {"fuzz_group_message", WriteGroupMessageSeeds},
       {"fuzz_feed_packet", WriteFeedPacketSeeds},
+      {"fuzz_subscriber", WriteSubscriberSeeds},
   };
   for (const auto& [target, write] : writers) {
     if (!write(fs::path(argv[1]) / target)) {
