@@ -215,97 +215,108 @@ class Harness {
       const Submitted oldest = Oldest();
       const bool echo = input_.ConsumeIntegralInRange<int>(0, 7) != 0;
       const std::uint64_t any = input_.ConsumeIntegral<std::uint8_t>();
-      codec::CodecError error = codec::CodecError::kOk;
-      switch (input_.ConsumeIntegralInRange<int>(0, 7)) {
-        case 0: {
-          codec::Accepted a{};
-          a.order_id = ++next_order_id_;
-          a.account_id = echo ? kAccount : any;
-          a.client_order_id = echo ? oldest.client_order_id : any;
-          a.instrument_id = 1;
-          a.side = codec::Side::kBuy;
-          a.time_in_force = codec::TimeInForce::kGoodTillCancel;
-          a.price = 1;
-          a.quantity = 1;
-          error = builder.Append(sequence++, a);
-          break;
-        }
-        case 1: {
-          codec::Rejected r{};
-          r.account_id = kAccount;
-          r.client_order_id = oldest.client_order_id;
-          r.command_kind = echo ? oldest.kind : codec::Kind::kReplace;
-          r.reason = codec::RejectReason::kUnknownOrder;
-          error = builder.Append(sequence++, r);
-          break;
-        }
-        case 2: {
-          codec::Cancelled c{};
-          c.order_id = echo ? oldest.order_id : any;
-          c.account_id = kAccount;
-          c.client_order_id = oldest.client_order_id;
-          c.instrument_id = 1;
-          c.cancelled_quantity = 1;
-          c.reason = input_.ConsumeBool() ? codec::CancelReason::kRequested
-                                          : codec::CancelReason::kSelfTrade;
-          error = builder.Append(sequence++, c);
-          break;
-        }
-        case 3: {
-          codec::Filled f{};
-          f.order_id = any;
-          f.account_id = kAccount;
-          f.client_order_id = oldest.client_order_id;
-          f.match_id = any;
-          f.instrument_id = 1;
-          f.side = codec::Side::kSell;
-          f.liquidity = codec::Liquidity::kMaker;
-          f.price = 1;
-          f.quantity = 1;
-          error = builder.Append(sequence++, f);
-          break;
-        }
-        case 4: {
-          codec::Replaced r{};
-          r.order_id = echo ? oldest.order_id : any;
-          r.account_id = kAccount;
-          r.client_order_id = any;
-          r.price = 1;
-          r.quantity = 1;
-          r.priority_kept = codec::PriorityKept::kNo;
-          error = builder.Append(sequence++, r);
-          break;
-        }
-        case 5: {
-          codec::SequenceGap gap{};
-          gap.expected_sequence =
-              first_sequence_ +
-              input_.ConsumeIntegralInRange<std::uint64_t>(0, 12);
-          error = builder.Append(0, gap);
-          break;
-        }
-        case 6: {
-          codec::Busy busy{};
-          busy.expected_sequence =
-              input_.ConsumeIntegralInRange<std::uint64_t>(0, 12);
-          busy.cause = codec::BusyCause::kJournalFull;
-          error = builder.Append(0, busy);
-          break;
-        }
-        default: {
-          codec::ReportsGone gone{};
-          gone.resend_command =
-              input_.ConsumeIntegralInRange<std::uint64_t>(0, 16);
-          gone.resend_from = expected_report_ +
-                             input_.ConsumeIntegralInRange<std::uint64_t>(0, 4);
-          error = builder.Append(0, gone);
-          break;
-        }
-      }
+      const int kind = input_.ConsumeIntegralInRange<int>(0, 7);
+      const codec::CodecError error =
+          kind < 5
+              ? AppendOrderReport(builder, kind, sequence++, oldest, echo, any)
+              : AppendSessionReport(builder, kind);
       FUZZ_CHECK(error == codec::CodecError::kOk);
     }
     const auto bytes = builder.bytes();
     SendToSession(bytes.data(), bytes.size());
+  }
+
+  // A report of an order (`kind` 0 to 4) at `sequence`, answering
+  // `oldest` when `echo`, else naming `any`.
+  codec::CodecError AppendOrderReport(codec::DatagramBuilder& builder, int kind,
+                                      std::uint64_t sequence,
+                                      const Submitted& oldest, bool echo,
+                                      std::uint64_t any) {
+    switch (kind) {
+      case 0: {
+        codec::Accepted a{};
+        a.order_id = ++next_order_id_;
+        a.account_id = echo ? kAccount : any;
+        a.client_order_id = echo ? oldest.client_order_id : any;
+        a.instrument_id = 1;
+        a.side = codec::Side::kBuy;
+        a.time_in_force = codec::TimeInForce::kGoodTillCancel;
+        a.price = 1;
+        a.quantity = 1;
+        return builder.Append(sequence, a);
+      }
+      case 1: {
+        codec::Rejected r{};
+        r.account_id = kAccount;
+        r.client_order_id = oldest.client_order_id;
+        r.command_kind = echo ? oldest.kind : codec::Kind::kReplace;
+        r.reason = codec::RejectReason::kUnknownOrder;
+        return builder.Append(sequence, r);
+      }
+      case 2: {
+        codec::Cancelled c{};
+        c.order_id = echo ? oldest.order_id : any;
+        c.account_id = kAccount;
+        c.client_order_id = oldest.client_order_id;
+        c.instrument_id = 1;
+        c.cancelled_quantity = 1;
+        c.reason = input_.ConsumeBool() ? codec::CancelReason::kRequested
+                                        : codec::CancelReason::kSelfTrade;
+        return builder.Append(sequence, c);
+      }
+      case 3: {
+        codec::Filled f{};
+        f.order_id = any;
+        f.account_id = kAccount;
+        f.client_order_id = oldest.client_order_id;
+        f.match_id = any;
+        f.instrument_id = 1;
+        f.side = codec::Side::kSell;
+        f.liquidity = codec::Liquidity::kMaker;
+        f.price = 1;
+        f.quantity = 1;
+        return builder.Append(sequence, f);
+      }
+      default: {
+        codec::Replaced r{};
+        r.order_id = echo ? oldest.order_id : any;
+        r.account_id = kAccount;
+        r.client_order_id = any;
+        r.price = 1;
+        r.quantity = 1;
+        r.priority_kept = codec::PriorityKept::kNo;
+        return builder.Append(sequence, r);
+      }
+    }
+  }
+
+  // A session report (`kind` 5 to 7): SequenceGap, Busy, ReportsGone.
+  codec::CodecError AppendSessionReport(codec::DatagramBuilder& builder,
+                                        int kind) {
+    switch (kind) {
+      case 5: {
+        codec::SequenceGap gap{};
+        gap.expected_sequence =
+            first_sequence_ +
+            input_.ConsumeIntegralInRange<std::uint64_t>(0, 12);
+        return builder.Append(0, gap);
+      }
+      case 6: {
+        codec::Busy busy{};
+        busy.expected_sequence =
+            input_.ConsumeIntegralInRange<std::uint64_t>(0, 12);
+        busy.cause = codec::BusyCause::kJournalFull;
+        return builder.Append(0, busy);
+      }
+      default: {
+        codec::ReportsGone gone{};
+        gone.resend_command =
+            input_.ConsumeIntegralInRange<std::uint64_t>(0, 16);
+        gone.resend_from = expected_report_ +
+                           input_.ConsumeIntegralInRange<std::uint64_t>(0, 4);
+        return builder.Append(0, gone);
+      }
+    }
   }
 
   [[nodiscard]] Submitted Oldest() const {

@@ -8,8 +8,10 @@
 // field by field through its Model, the other types with their Encode*
 // function. A parsed packet holds exactly `count` blocks that cover it, each
 // at least 9 bytes and at least its known kind's size, of a kind its type
-// may carry. No input parses both as a packet and as a request. ASan checks
-// that nothing reads outside the input.
+// may carry. No input parses both as a packet and as a request. A failed
+// parse's cause is one of "Checks" (the subscriber and the request server
+// count malformed datagrams in arrays indexed by it). ASan checks that
+// nothing reads outside the input.
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -101,6 +103,7 @@ bool CheckPacket(std::span<const std::byte> bytes) {
   const auto any = PacketView::Parse(bytes, SessionFilter::Any());
   if (!any.ok()) {
     FUZZ_CHECK(any.error() != CheckCause::kOk);
+    FUZZ_CHECK(static_cast<int>(any.error()) < kCheckCauseCount);
     FUZZ_CHECK(any.error() != CheckCause::kOtherSession);
     FUZZ_CHECK((any.error() == CheckCause::kOversize) ==
                (bytes.size() > kMaxPacketBytes));
@@ -133,6 +136,7 @@ bool CheckRequest(std::span<const std::byte> bytes) {
   const auto request = RequestView::Parse(bytes);
   if (!request.ok()) {
     FUZZ_CHECK(request.error() != CheckCause::kOk);
+    FUZZ_CHECK(static_cast<int>(request.error()) < kCheckCauseCount);
     return false;
   }
   FUZZ_CHECK(SameBytes(request->bytes(), bytes));

@@ -776,6 +776,95 @@ File* PickFile(Directory& dir, std::uint8_t operand) {
   return dir.empty() ? nullptr : &dir[operand % dir.size()];
 }
 
+// kXorAt: one byte of all the files back to back.
+void XorAt(Directory& dir, const RecipeStep& step) {
+  std::uint64_t total = 0;
+  for (const File& f : dir) total += f.bytes.size();
+  if (total == 0) return;
+  std::uint64_t at = step.Le(0, 3) % total;
+  for (File& f : dir) {
+    if (at < f.bytes.size()) {
+      f.bytes[at] ^= std::byte{step.operand[3]};
+      return;
+    }
+    at -= f.bytes.size();
+  }
+}
+
+// kResealGroup: the trailer CRC of the group at a place of a file.
+void ResealGroup(Directory& dir, const RecipeStep& step) {
+  File* f = PickFile(dir, step.operand[0]);
+  if (f == nullptr || f->bytes.empty()) return;
+  const std::uint64_t at = PlaceIn(*f, step.operand[1]);
+  const std::size_t group_header = DocFramingOf(f->bytes).group_header;
+  if (at + group_header > f->bytes.size()) return;
+  const std::uint64_t covered =
+      group_header +
+      LoadLE<std::uint32_t>(f->bytes.data() + at + kGroupRecordsBytesAt);
+  if (at + covered + kTrailerMagicAt > f->bytes.size()) return;
+  codec::StoreLE(f->bytes.data() + at + covered + kTrailerCrcAt,
+                 Crc32c(std::span(f->bytes).subspan(at, covered)));
+}
+
+// kResealHeader: a segment header's CRC, and its metadata's when its size
+// fits the file.
+void ResealHeader(Directory& dir, const RecipeStep& step) {
+  File* f = PickFile(dir, step.operand[0]);
+  if (f == nullptr || f->bytes.size() < kSegmentHeaderSize) return;
+  if (const std::uint32_t size =
+          LoadLE<std::uint32_t>(f->bytes.data() + kSegMetadataSizeAt);
+      size != 0 && size <= kMetadataMax &&
+      kMetadataAt + size <= f->bytes.size()) {
+    codec::StoreLE(f->bytes.data() + kSegMetadataCrcAt,
+                   Crc32c(std::span(f->bytes).subspan(kMetadataAt, size)));
+  }
+  codec::StoreLE(f->bytes.data() + kHeaderCrcAt,
+                 Crc32c(std::span(f->bytes).first(kHeaderCrcAt)));
+}
+
+// kRenameFile: to next.owj.prep (name 0) or a segment's name, replacing a
+// file of that name.
+void RenameFile(Directory& dir, const RecipeStep& step) {
+  File* f = PickFile(dir, step.operand[0]);
+  if (f == nullptr) return;
+  const std::string name = step.operand[1] == 0
+                               ? std::string(kPreparedFileName)
+                               : SegmentFileName(step.operand[1]);
+  if (f->name == name) return;
+  File moved = std::move(*f);
+  dir.erase(dir.begin() + (f - dir.data()));
+  std::erase_if(dir, [&](const File& other) { return other.name == name; });
+  moved.name = name;
+  dir.push_back(std::move(moved));
+  SortByName(dir);
+}
+
+// kZeroAt: zero a run of bytes of a file.
+void ZeroAt(Directory& dir, const RecipeStep& step) {
+  File* f = PickFile(dir, step.operand[0]);
+  if (f == nullptr || f->bytes.empty()) return;
+  const std::uint64_t from = step.Le(1, 3) % f->bytes.size();
+  const std::uint64_t to =
+      std::min<std::uint64_t>(from + step.Le(4, 2), f->bytes.size());
+  std::fill(f->bytes.begin() + static_cast<std::ptrdiff_t>(from),
+            f->bytes.begin() + static_cast<std::ptrdiff_t>(to), std::byte{0});
+}
+
+// kCopyGroup: base group g's original bytes at a place of a file.
+void CopyGroup(Directory& dir, const RecipeStep& step, std::size_t g) {
+  File* f = PickFile(dir, step.operand[1]);
+  if (f == nullptr || f->bytes.empty()) return;
+  const std::uint64_t at = PlaceIn(*f, step.operand[2]);
+  if (at >= f->bytes.size()) return;
+  const std::uint64_t start = base->groups[g].offset;
+  const Bytes& from = FindFile(base->files, base->groups[g].file)->bytes;
+  const std::uint64_t n =
+      std::min<std::uint64_t>(base->group_extent[g], f->bytes.size() - at);
+  std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(start), n,
+              f->bytes.begin() + static_cast<std::ptrdiff_t>(at));
+}
+
+// One op of a recipe (journal_recipe.h has their meaning).
 void Apply(Directory& dir, const RecipeStep& step) {
   const std::size_t g = step.operand[0] % base->groups.size();
   const std::uint64_t start = base->groups[g].offset;
@@ -789,20 +878,9 @@ void Apply(Directory& dir, const RecipeStep& step) {
       }
       return;
     }
-    case JournalOp::kXorAt: {
-      std::uint64_t total = 0;
-      for (const File& f : dir) total += f.bytes.size();
-      if (total == 0) return;
-      std::uint64_t at = step.Le(0, 3) % total;
-      for (File& f : dir) {
-        if (at < f.bytes.size()) {
-          f.bytes[at] ^= std::byte{step.operand[3]};
-          return;
-        }
-        at -= f.bytes.size();
-      }
+    case JournalOp::kXorAt:
+      XorAt(dir, step);
       return;
-    }
     case JournalOp::kXorInHeader: {
       File* f = PickFile(dir, step.operand[0]);
       const std::size_t at = step.operand[1] % 128u;
@@ -831,79 +909,27 @@ void Apply(Directory& dir, const RecipeStep& step) {
       if (f != nullptr) f->bytes.resize(step.Le(1, 3) % (f->bytes.size() + 1));
       return;
     }
-    case JournalOp::kResealGroup: {
-      File* f = PickFile(dir, step.operand[0]);
-      if (f == nullptr || f->bytes.empty()) return;
-      const std::uint64_t at = PlaceIn(*f, step.operand[1]);
-      const std::size_t group_header = DocFramingOf(f->bytes).group_header;
-      if (at + group_header > f->bytes.size()) return;
-      const std::uint64_t covered =
-          group_header +
-          LoadLE<std::uint32_t>(f->bytes.data() + at + kGroupRecordsBytesAt);
-      if (at + covered + kTrailerMagicAt > f->bytes.size()) return;
-      codec::StoreLE(f->bytes.data() + at + covered + kTrailerCrcAt,
-                     Crc32c(std::span(f->bytes).subspan(at, covered)));
+    case JournalOp::kResealGroup:
+      ResealGroup(dir, step);
       return;
-    }
-    case JournalOp::kResealHeader: {
-      File* f = PickFile(dir, step.operand[0]);
-      if (f == nullptr || f->bytes.size() < kSegmentHeaderSize) return;
-      // The metadata's CRC too, when its size fits the file.
-      if (const std::uint32_t size =
-              LoadLE<std::uint32_t>(f->bytes.data() + kSegMetadataSizeAt);
-          size != 0 && size <= kMetadataMax &&
-          kMetadataAt + size <= f->bytes.size()) {
-        codec::StoreLE(f->bytes.data() + kSegMetadataCrcAt,
-                       Crc32c(std::span(f->bytes).subspan(kMetadataAt, size)));
-      }
-      codec::StoreLE(f->bytes.data() + kHeaderCrcAt,
-                     Crc32c(std::span(f->bytes).first(kHeaderCrcAt)));
+    case JournalOp::kResealHeader:
+      ResealHeader(dir, step);
       return;
-    }
     case JournalOp::kRemoveFile: {
       if (File* f = PickFile(dir, step.operand[0]); f != nullptr) {
         dir.erase(dir.begin() + (f - dir.data()));
       }
       return;
     }
-    case JournalOp::kRenameFile: {
-      File* f = PickFile(dir, step.operand[0]);
-      if (f == nullptr) return;
-      const std::string name = step.operand[1] == 0
-                                   ? std::string(kPreparedFileName)
-                                   : SegmentFileName(step.operand[1]);
-      if (f->name == name) return;
-      File moved = std::move(*f);
-      dir.erase(dir.begin() + (f - dir.data()));
-      std::erase_if(dir, [&](const File& other) { return other.name == name; });
-      moved.name = name;
-      dir.push_back(std::move(moved));
-      SortByName(dir);
+    case JournalOp::kRenameFile:
+      RenameFile(dir, step);
       return;
-    }
-    case JournalOp::kZeroAt: {
-      File* f = PickFile(dir, step.operand[0]);
-      if (f == nullptr || f->bytes.empty()) return;
-      const std::uint64_t from = step.Le(1, 3) % f->bytes.size();
-      const std::uint64_t to =
-          std::min<std::uint64_t>(from + step.Le(4, 2), f->bytes.size());
-      std::fill(f->bytes.begin() + static_cast<std::ptrdiff_t>(from),
-                f->bytes.begin() + static_cast<std::ptrdiff_t>(to),
-                std::byte{0});
+    case JournalOp::kZeroAt:
+      ZeroAt(dir, step);
       return;
-    }
-    case JournalOp::kCopyGroup: {
-      File* f = PickFile(dir, step.operand[1]);
-      if (f == nullptr || f->bytes.empty()) return;
-      const std::uint64_t at = PlaceIn(*f, step.operand[2]);
-      if (at >= f->bytes.size()) return;
-      const Bytes& from = FindFile(base->files, base->groups[g].file)->bytes;
-      const std::uint64_t n =
-          std::min<std::uint64_t>(extent, f->bytes.size() - at);
-      std::copy_n(from.begin() + static_cast<std::ptrdiff_t>(start), n,
-                  f->bytes.begin() + static_cast<std::ptrdiff_t>(at));
+    case JournalOp::kCopyGroup:
+      CopyGroup(dir, step, g);
       return;
-    }
   }
 }
 

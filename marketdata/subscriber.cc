@@ -22,6 +22,8 @@ namespace orderwire::marketdata {
 namespace {
 
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+constexpr std::uint64_t kLastSequence =
+    std::numeric_limits<std::uint64_t>::max();
 
 template <typename Model>
 std::optional<codec::InstrumentId> InstrumentField(feed::MessageBlock block) {
@@ -117,6 +119,15 @@ void Subscriber::OnPacket(std::span<const std::byte> bytes,
                             : feed::SessionFilter::Any());
   if (!parsed.ok()) {
     ++counters_.malformed[static_cast<std::size_t>(parsed.error())];
+    return;
+  }
+  // A message numbered 2^64 - 1 or beyond: the sequence after it would
+  // wrap to 0.
+  if (parsed->type() == feed::PacketType::kData &&
+      parsed->count() > kLastSequence - parsed->sequence()) {
+    constexpr auto kBadSequence =
+        static_cast<std::size_t>(feed::CheckCause::kBadSequence);
+    ++counters_.malformed[kBadSequence];
     return;
   }
   OnValid(*parsed, now_ns);
@@ -375,7 +386,11 @@ bool Subscriber::ApplySnapshotMessage(feed::MessageBlock block) {
     snapshot_.message_count = start->Get<&feed::SnapshotStart::message_count>();
     const std::uint32_t instrument =
         start->Get<&feed::SnapshotStart::instrument_id>();
-    if (snapshot_.message_count < 2) return false;
+    // S + 1 becomes `next`: a snapshot at 2^64 - 1 has none.
+    if (snapshot_.message_count < 2 ||
+        snapshot_.feed_sequence == kLastSequence) {
+      return false;
+    }
     if (instrument == 0) {
       book_.Clear();
     } else {

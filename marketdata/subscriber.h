@@ -63,6 +63,10 @@
 // Contradictions (step 6): a message the Book refuses (book.h) is counted,
 // its packet is held from that message on, and snapshot recovery starts.
 //
+// The last sequence: `next` is at most 2^64 - 1. A Data packet with a
+// message at 2^64 - 1 or beyond is dropped as malformed (BadSequence), and a
+// snapshot at S = 2^64 - 1 is one that breaks its own shape.
+//
 // Session (step 1): `session` from the options, else the first valid
 // packet's. A packet of another session is dropped and counted
 // (`malformed[OtherSession]`): following a new session (an accepted loss)

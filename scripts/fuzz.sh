@@ -28,7 +28,7 @@ case "$seconds" in
 esac
 
 targets=(fuzz_frame fuzz_datagram fuzz_decode_paths fuzz_json fuzz_journal fuzz_config fuzz_snapshot
-  fuzz_client_session fuzz_group_message fuzz_feed_packet)
+  fuzz_client_session fuzz_group_message fuzz_feed_packet fuzz_subscriber)
 fuzz_dir=$build_dir/fuzz
 artifacts=$fuzz_dir/artifacts
 for target in "${targets[@]}"; do

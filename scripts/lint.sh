@@ -13,7 +13,8 @@
 #   scripts/lint.sh layering           scripts/check_layering.sh
 #   scripts/lint.sh functions          scripts/check_function_length.py:
 #                                      no function of the library and binary
-#                                      components over 100 lines, except
+#                                      components or of fuzz/ over 100
+#                                      lines, except
 #                                      scripts/function_length_exceptions.txt
 #
 # BUILD_DIR only needs to be configured (cmake --preset release), not built:

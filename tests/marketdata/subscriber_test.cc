@@ -6,14 +6,17 @@
 #include "marketdata/subscriber.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <span>
 #include <vector>
 
 #include "codec/strong.h"
 #include "codec/types.h"
+#include "feed/builder.h"
 #include "feed/messages.h"
 #include "feed/packet.h"
 #include "feed/types.h"
@@ -520,6 +523,47 @@ TEST_F(SubscriberTest, ASnapshotOfTheWrongShapeIsAskedAgain) {
   ASSERT_EQ(recorder_.requests.size(), 2U);
   EXPECT_EQ(recorder_.requests[1].type, PacketType::kSnapshotRequest);
   EXPECT_EQ(counters().snapshots_completed, 0U);
+}
+
+// `next` never wraps: a snapshot at S = 2^64 - 2 makes it 2^64 - 1, and a
+// Data packet there (whose next would be 0) is dropped as BadSequence.
+TEST_F(SubscriberTest, ADataPacketAtTheLastSequenceIsDropped) {
+  constexpr std::uint64_t kLast = std::numeric_limits<std::uint64_t>::max();
+  Start(SubscriberOptions());
+  for (const Bytes& p : SnapshotOf(BookAt(feed_, 3), kFeedSession,
+                                   recorder_.requests[0].token, kLast - 1)) {
+    Receive(p);
+  }
+  ASSERT_EQ(counters().snapshots_completed, 1U);
+  ASSERT_EQ(sub_->next_sequence(), kLast);
+  std::array<std::byte, feed::kMaxPacketBytes> buffer{};
+  feed::PacketBuilder builder(buffer);
+  builder.BeginData(kFeedSession, kLast, 0);
+  ASSERT_EQ(builder.AppendMessage(feed_.message(4)), codec::CodecError::kOk);
+  const auto packet = builder.Finish();
+  Receive(Bytes(packet.begin(), packet.end()));
+  EXPECT_EQ(counters().malformed_for(feed::CheckCause::kBadSequence), 1U);
+  EXPECT_EQ(sub_->next_sequence(), kLast);
+  EXPECT_TRUE(recorder_.sequences.empty());
+  EXPECT_EQ(sub_->book().order_count(), 0U);
+  EXPECT_EQ(sub_->state(), SubscriberState::kFollowing);
+}
+
+// A snapshot at S = 2^64 - 1 would make `next` 0: it is of the wrong
+// shape, asked again.
+TEST_F(SubscriberTest, ASnapshotAtTheLastSequenceIsAskedAgain) {
+  constexpr std::uint64_t kLast = std::numeric_limits<std::uint64_t>::max();
+  Start(SubscriberOptions());
+  for (const Bytes& p : SnapshotOf(BookAt(feed_, 3), kFeedSession,
+                                   recorder_.requests[0].token, kLast)) {
+    Receive(p);
+  }
+  EXPECT_EQ(counters().contradictions, 1U);
+  EXPECT_EQ(counters().snapshots_completed, 0U);
+  ASSERT_EQ(recorder_.requests.size(), 2U);
+  EXPECT_EQ(recorder_.requests[1].type, PacketType::kSnapshotRequest);
+  EXPECT_EQ(sub_->state(), SubscriberState::kRecovering);
+  EXPECT_EQ(sub_->next_sequence(), 0U);
 }
 
 TEST_F(SubscriberTest, AHeartbeatOrEndOfSessionAheadIsAGap) {
