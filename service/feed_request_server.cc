@@ -145,9 +145,10 @@ void FeedRequestServer::Start(std::uint64_t session, FeedReplicaSeed seed) {
 std::string FeedRequestServer::description() const {
   return absl::StrFormat(
       "market data requests on %s (ring %d MiB; %g requests/s per source, "
-      "burst %g)",
+      "burst %g; snapshots paced at %g MiB/s)",
       local_.ToString(), ring_.capacity_bytes() >> 20,
-      options_.requests_per_second, options_.burst);
+      options_.requests_per_second, options_.burst,
+      options_.snapshot_bytes_per_second / (1 << 20));
 }
 
 FeedRequestCounters FeedRequestServer::counters() const noexcept {

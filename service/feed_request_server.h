@@ -21,7 +21,8 @@
 // (neither 0 nor the feed's); UnknownInstrument (neither 0 nor listed);
 // Unavailable (kMaxSnapshotsUnderWay under way in all, or the replica lost
 // or not yet knowing S's timestamp). The packets are made at once (a copy
-// of the books: later messages change nothing of it) and sent paced at
+// of the books: later messages change nothing of it; O(its orders) on this
+// thread, other requests waiting in the socket's buffer) and sent paced at
 // `snapshot_bytes_per_second` each, interleaved with the answers to other
 // requests: the thread waits at most 1 ms on its socket while a snapshot is
 // under way, so retransmissions are answered meanwhile.
@@ -111,7 +112,7 @@ class FeedRequestServer {
   [[nodiscard]] FeedRing& ring() noexcept { return ring_; }
   // Starts answering for the feed `session`, with the replica seeded from
   // `seed` (SeedFeedReplica(), made after the ring's Reset and before any
-  // Append).
+  // Append; the default is a feed with nothing sent, S = 0).
   void Start(std::uint64_t session, FeedReplicaSeed seed = {});
 
   [[nodiscard]] const net::Endpoint& local_endpoint() const noexcept {
