@@ -665,8 +665,9 @@ std::unique_ptr<FeedRequestServer> OpenPacedServer(double bytes_per_second) {
 }
 
 TEST(FeedRequestServerSnapshots, RefuseWhatTheContractRefusesInItsOrder) {
-  // Slow: a snapshot of 100 orders (4 KB) stays under way for seconds.
-  auto server = OpenPacedServer(1024);
+  // Slow: a snapshot of 100 orders (3 packets, 4 KB) stays under way for
+  // 11 s after its first packet.
+  auto server = OpenPacedServer(256);
   ASSERT_NE(server, nullptr);
   server->ring().Reset(101);
   server->Start(77, ThreeBooks(50));
