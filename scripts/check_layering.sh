@@ -21,7 +21,8 @@
 #                                    marketdata/ and cli/)
 #   marketdata/  base/ codec/ feed/  (the feed's subscriber side: the
 #                                    Subscriber and its L3 book; included
-#                                    by cli/ only)
+#                                    by service/ (the snapshot server's
+#                                    replica of the book) and cli/)
 #   jsonl/     codec/ base/ feed/    (the JSON Lines form of frames and of
 #                                    feed messages; neither codec/ nor
 #                                    feed/ may include it)
@@ -34,9 +35,11 @@
 #   state/     base/ codec/ feed/ engine/ journal/ config/  (the
 #              deterministic core that the service, replay and the standby
 #              share)
-#   service/   base/ codec/ feed/ engine/ journal/ net/ auth/ config/ state/
-#              (the primary's loop; it knows nothing of NATS: the
-#              replicated mode comes in through service/replication_gate.h)
+#   service/   base/ codec/ feed/ marketdata/ engine/ journal/ net/ auth/
+#              config/ state/ (the primary's loop; marketdata/ for the
+#              Book the feed's request server keeps to serve snapshots; it
+#              knows nothing of NATS: the replicated mode comes in through
+#              service/replication_gate.h)
 #   replication/  base/ codec/ journal/  (the journal on NATS JetStream; it
 #              links libnats, so only cluster/ and cli/ include it)
 #   cluster/   base/ codec/ feed/ engine/ journal/ net/ auth/ config/
@@ -84,7 +87,7 @@ declare -A allowed=(
   [client]="base codec auth net"
   [config]="base codec engine auth net"
   [state]="base codec feed engine journal config"
-  [service]="base codec feed engine journal net auth config state"
+  [service]="base codec feed marketdata engine journal net auth config state"
   [cluster]="base codec feed engine journal net auth config state service replication"
   [replication]="base codec journal"
   [cli]="lib"

@@ -266,6 +266,9 @@ std::uint64_t FeedPublisher::Flush(std::int64_t now_ns,
   if (!builder_->empty()) ClosePacket();
   if (queued_ == 0) return 0;
   SendQueued(now_ns);
+  // The pass's records are whole and sent: the snapshot replica may
+  // follow up to here.
+  if (ring_ != nullptr) ring_->Commit();
   const std::uint64_t sent_ns = base::RealtimeNs();
   if (answerable_ns == 0) return 0;
   // A clock stepped back between the two reads counts as 0.

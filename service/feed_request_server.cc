@@ -49,12 +49,27 @@ SourceKey KeyOf(const net::Endpoint& source) {
   return key;
 }
 
-// A token bucket per source, and when it was last told RateLimited.
+// A token bucket per source, when it was last told RateLimited, and when
+// it started its last snapshots (a ring of kSnapshotsPerSourceMinute).
 struct Budget {
   double tokens = 0;
   std::int64_t refilled_ns = 0;
   std::int64_t refused_ns = 0;
+  std::array<std::int64_t, kSnapshotsPerSourceMinute> snapshot_ns{};
+  std::size_t snapshots = 0;  // started, ever
 };
+
+// A snapshot being sent: to whom, its packets, the next one and when.
+struct SnapshotUnderWay {
+  SourceKey key;
+  net::Endpoint peer;
+  SnapshotPackets packets;
+  std::size_t next = 0;
+  std::int64_t due_ns = 0;
+};
+
+// A snapshot's pace may catch up on at most this much lateness.
+constexpr std::int64_t kPaceSlackNs = 1'000'000;
 
 }  // namespace
 
@@ -66,7 +81,10 @@ struct FeedRequestServer::State {
   net::DatagramBatch rx;
   net::DatagramBatch tx;
   std::size_t tx_used = 0;
-  std::vector<std::byte> copied;  // blocks from the ring
+  std::vector<std::byte> copied;    // blocks from the ring
+  std::vector<std::byte> followed;  // blocks the replica applies
+  std::optional<FeedReplica> replica;
+  std::vector<SnapshotUnderWay> snapshots;  // at most kMaxSnapshotsUnderWay
   absl::flat_hash_map<SourceKey, Budget> budgets;
   Budget overflow;  // shared by new sources when `budgets` is full
   std::int64_t next_sweep_ns = 0;
@@ -74,6 +92,8 @@ struct FeedRequestServer::State {
   std::atomic<std::uint64_t> retransmit_requests{0};
   std::atomic<std::uint64_t> retransmit_messages{0};
   std::atomic<std::uint64_t> snapshot_requests{0};
+  std::atomic<std::uint64_t> snapshots_sent{0};
+  std::atomic<std::uint64_t> replica_lost{0};
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<std::uint64_t> send_failures{0};
   std::atomic<std::uint64_t> sources{0};
@@ -116,17 +136,19 @@ FeedRequestServer::FeedRequestServer(const FeedRequestServerOptions& options,
 
 FeedRequestServer::~FeedRequestServer() { Stop(); }
 
-void FeedRequestServer::Start(std::uint64_t session) {
+void FeedRequestServer::Start(std::uint64_t session, FeedReplicaSeed seed) {
   state_->session = session;
+  state_->replica.emplace(std::move(seed));
   thread_ = base::StartWithStopSignalsBlocked([this] { Run(); });
 }
 
 std::string FeedRequestServer::description() const {
   return absl::StrFormat(
       "market data requests on %s (ring %d MiB; %g requests/s per source, "
-      "burst %g)",
+      "burst %g; snapshots paced at %g MiB/s)",
       local_.ToString(), ring_.capacity_bytes() >> 20,
-      options_.requests_per_second, options_.burst);
+      options_.requests_per_second, options_.burst,
+      options_.snapshot_bytes_per_second / (1 << 20));
 }
 
 FeedRequestCounters FeedRequestServer::counters() const noexcept {
@@ -135,6 +157,8 @@ FeedRequestCounters FeedRequestServer::counters() const noexcept {
   c.retransmit_requests = s.retransmit_requests.load(std::memory_order_relaxed);
   c.retransmit_messages = s.retransmit_messages.load(std::memory_order_relaxed);
   c.snapshot_requests = s.snapshot_requests.load(std::memory_order_relaxed);
+  c.snapshots_sent = s.snapshots_sent.load(std::memory_order_relaxed);
+  c.replica_lost = s.replica_lost.load(std::memory_order_relaxed);
   c.dropped = s.dropped.load(std::memory_order_relaxed);
   c.send_failures = s.send_failures.load(std::memory_order_relaxed);
   c.sources = s.sources.load(std::memory_order_relaxed);
@@ -183,6 +207,10 @@ class FeedRequestHandler {
       Refuse(*request, source, reason_, flush);
       return;
     }
+    if (snapshot) {
+      StartSnapshot(*request, source);
+      return;
+    }
     Serve(*request, source, flush);
   }
 
@@ -201,15 +229,19 @@ class FeedRequestHandler {
       reason_ = feed::RefusedReason::kRateLimited;
       return Verdict::kRefuse;
     }
+    if (snapshot) {
+      EndSnapshotOf(KeyOf(source));
+      if (!SnapshotAllowed(BudgetOf(source))) {
+        reason_ = feed::RefusedReason::kRateLimited;
+        return Verdict::kRefuse;
+      }
+    }
     const std::uint64_t session = request.session();
     if (session != s_.session && !(snapshot && session == 0)) {
       reason_ = feed::RefusedReason::kWrongSession;
       return Verdict::kRefuse;
     }
-    if (snapshot) {
-      reason_ = feed::RefusedReason::kUnavailable;
-      return Verdict::kRefuse;
-    }
+    if (snapshot) return CheckSnapshot(request, source);
     range_ = ring_.Retained();
     if (range_.next_sequence == 0) {  // the writer overtook every read
       reason_ = feed::RefusedReason::kUnavailable;
@@ -224,6 +256,55 @@ class FeedRequestHandler {
       return Verdict::kRefuse;
     }
     return Verdict::kServe;
+  }
+
+  // After RateLimited and WrongSession: UnknownInstrument, Unavailable.
+  Verdict CheckSnapshot(const feed::RequestView& request,
+                        const net::Endpoint& source) {
+    const std::uint32_t instrument = request.instrument_id();
+    if (instrument != 0 && !s_.replica->Listed(instrument)) {
+      reason_ = feed::RefusedReason::kUnknownInstrument;
+      return Verdict::kRefuse;
+    }
+    if (s_.snapshots.size() >= kMaxSnapshotsUnderWay || !s_.replica->ready()) {
+      reason_ = feed::RefusedReason::kUnavailable;
+      return Verdict::kRefuse;
+    }
+    Budget& b = BudgetOf(source);
+    b.snapshot_ns[b.snapshots++ % kSnapshotsPerSourceMinute] = now_ns_;
+    return Verdict::kServe;
+  }
+
+  // The source's budget (OverBudget made it, or the shared one when the
+  // table is full).
+  Budget& BudgetOf(const net::Endpoint& source) {
+    const auto it = s_.budgets.find(KeyOf(source));
+    return it != s_.budgets.end() ? it->second : s_.overflow;
+  }
+
+  // Whether the source started fewer than kSnapshotsPerSourceMinute
+  // snapshots in the last minute.
+  [[nodiscard]] bool SnapshotAllowed(const Budget& b) const {
+    if (b.snapshots < kSnapshotsPerSourceMinute) return true;
+    const std::int64_t oldest =
+        b.snapshot_ns[b.snapshots % kSnapshotsPerSourceMinute];
+    return now_ns_ - oldest >= kSourceIdleNs;
+  }
+
+  void EndSnapshotOf(const SourceKey& key) {
+    std::erase_if(s_.snapshots, [&](const SnapshotUnderWay& under_way) {
+      return under_way.key == key;
+    });
+  }
+
+  void StartSnapshot(const feed::RequestView& request,
+                     const net::Endpoint& source) {
+    SnapshotUnderWay& under_way = s_.snapshots.emplace_back();
+    under_way.key = KeyOf(source);
+    under_way.peer = source;
+    under_way.due_ns = now_ns_;
+    s_.replica->Snapshot(s_.session, request.token(), request.instrument_id(),
+                         under_way.packets);
   }
 
   // Takes a token from the source's bucket (refilled at the configured
@@ -359,28 +440,64 @@ void FeedRequestServer::Run() {
   State& s = *state_;
   const auto flush = [this] { SendReplies(); };
   while (!stop_.load(std::memory_order_relaxed)) {
-    const bool readable = socket_.WaitReadable(100);
-    const std::int64_t now_ns = base::MonotonicNs();
-    if (now_ns >= s.next_sweep_ns) Sweep(now_ns);
-    if (!readable) continue;
-    const int n = socket_.Receive(s.rx, s.rx.capacity());
-    if (n <= 0) continue;
-    FeedRequestHandler handler(s, ring_, options_, now_ns);
-    for (int i = 0; i < n; ++i) {
-      if (s.rx.truncated(static_cast<std::size_t>(i))) {
-        State::Bump(
-            s.malformed[static_cast<std::size_t>(feed::CheckCause::kOversize)]);
-        continue;
+    Follow();
+    // While a snapshot is under way, wake each millisecond to pace it.
+    if (socket_.WaitReadable(s.snapshots.empty() ? 10 : 1)) {
+      const int n = socket_.Receive(s.rx, s.rx.capacity());
+      if (n > 0) Follow();
+      FeedRequestHandler handler(s, ring_, options_, base::MonotonicNs());
+      for (int i = 0; i < n; ++i) {
+        if (s.rx.truncated(static_cast<std::size_t>(i))) {
+          State::Bump(s.malformed[static_cast<std::size_t>(
+              feed::CheckCause::kOversize)]);
+          continue;
+        }
+        handler.Handle(static_cast<std::size_t>(i), flush);
       }
-      handler.Handle(static_cast<std::size_t>(i), flush);
+      flush();
     }
-    SendReplies();
+    const std::int64_t now_ns = base::MonotonicNs();
+    SendSnapshots(now_ns, flush);
+    flush();
+    if (now_ns >= s.next_sweep_ns) Sweep(now_ns);
   }
 }
 
 void FeedRequestServer::Stop() {
   stop_.store(true, std::memory_order_relaxed);
   if (thread_.joinable()) thread_.join();
+}
+
+void FeedRequestServer::Follow() {
+  State& s = *state_;
+  if (s.replica->lost()) return;
+  s.replica->Follow(ring_, s.followed);
+  if (s.replica->lost()) s.replica_lost.store(1, std::memory_order_relaxed);
+}
+
+template <typename Flush>
+void FeedRequestServer::SendSnapshots(std::int64_t now_ns, Flush& flush) {
+  State& s = *state_;
+  const double ns_per_byte = 1e9 / options_.snapshot_bytes_per_second;
+  for (SnapshotUnderWay& under_way : s.snapshots) {
+    under_way.due_ns = std::max(under_way.due_ns, now_ns - kPaceSlackNs);
+    const std::size_t packets = under_way.packets.ends.size();
+    while (under_way.next < packets && under_way.due_ns <= now_ns) {
+      const std::span<const std::byte> packet =
+          under_way.packets.packet(under_way.next++);
+      if (s.tx_used == s.tx.capacity()) flush();
+      const std::size_t slot = s.tx_used++;
+      s.tx.set_peer(slot, under_way.peer);
+      std::copy(packet.begin(), packet.end(), s.tx.buffer(slot).begin());
+      s.tx.set_length(slot, packet.size());
+      under_way.due_ns += static_cast<std::int64_t>(
+          static_cast<double>(packet.size()) * ns_per_byte);
+    }
+    if (under_way.next == packets) State::Bump(s.snapshots_sent);
+  }
+  std::erase_if(s.snapshots, [](const SnapshotUnderWay& under_way) {
+    return under_way.next == under_way.packets.ends.size();
+  });
 }
 
 }  // namespace orderwire::service

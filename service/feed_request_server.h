@@ -9,13 +9,28 @@
 // source over its budget (Refused RateLimited, at most once a second per
 // source, else dropped), WrongSession, S below what the ring retains
 // (NotRetained with F), S at or beyond the next sequence (BeyondEnd). A
-// SnapshotRequest is checked the same way (session 0 allowed) and then
-// answered Unavailable: this version serves no snapshot yet. A datagram
-// that fails RequestView's checks is dropped and counted by cause.
+// datagram that fails RequestView's checks is dropped and counted by cause.
 //
-// Never the loop's business: the loop appends to the ring (lock-free) and
-// reads the counters (relaxed atomics). A flood of requests costs this
-// thread's CPU, not the loop's.
+// A SnapshotRequest is answered from the FeedReplica (feed_replica.h: the
+// books the thread keeps by following the ring, seeded at Start) with the
+// Snapshot packets of the books at its S. The source's budget is checked
+// first (as above); a request within it ends the snapshot under way to the
+// same source address, if any (the subscriber asks again after a loss);
+// then, in order: RateLimited (the address started
+// kSnapshotsPerSourceMinute snapshots in the last minute); WrongSession
+// (neither 0 nor the feed's); UnknownInstrument (neither 0 nor listed);
+// Unavailable (kMaxSnapshotsUnderWay under way in all, or the replica lost
+// or not yet knowing S's timestamp). The packets are made at once (a copy
+// of the books: later messages change nothing of it; O(its orders) on this
+// thread, other requests waiting in the socket's buffer) and sent paced at
+// `snapshot_bytes_per_second` each, interleaved with the answers to other
+// requests: the thread waits at most 1 ms on its socket while a snapshot is
+// under way, so retransmissions are answered meanwhile.
+//
+// Never the loop's business: the loop appends to the ring (lock-free), and
+// reads the counters (relaxed atomics); the seed is made once, before the
+// thread starts. A flood of requests costs this thread's CPU, not the
+// loop's.
 //
 // Errors: Open() refuses an address it cannot bind (naming it). While
 // running, a failed send is counted and the request forgotten (the
@@ -25,8 +40,10 @@
 // kMaxRequestSources are known, new sources share one budget, so forged
 // addresses cannot lock known subscribers out.
 //
-// Memory: the ring (`ring_bytes`), one reply batch, and per source address
-// seen in the last minute a few words, at most kMaxRequestSources.
+// Memory: the ring (`ring_bytes`), the replica (a marketdata::Book of the
+// live orders), one reply batch, each snapshot under way (about 40 bytes an
+// order), and per source address seen in the last minute a few words, at
+// most kMaxRequestSources.
 #ifndef ORDERWIRE_SERVICE_FEED_REQUEST_SERVER_H_
 #define ORDERWIRE_SERVICE_FEED_REQUEST_SERVER_H_
 
@@ -41,6 +58,7 @@
 #include "absl/status/statusor.h"
 #include "feed/types.h"
 #include "net/udp.h"
+#include "service/feed_replica.h"
 #include "service/feed_ring.h"
 
 namespace orderwire::service {
@@ -50,6 +68,12 @@ namespace orderwire::service {
 inline constexpr std::size_t kMaxRetransmitMessages = 1024;
 // Source addresses with a budget, at most.
 inline constexpr std::size_t kMaxRequestSources = 65536;
+// Snapshots a source address may start in a minute (RateLimited beyond).
+inline constexpr std::size_t kSnapshotsPerSourceMinute = 6;
+// Snapshots under way in all, at most (Unavailable beyond).
+inline constexpr std::size_t kMaxSnapshotsUnderWay = 4;
+// The default pace of one snapshot: 32 MiB/s.
+inline constexpr double kDefaultSnapshotBytesPerSecond = 32.0 * (1 << 20);
 
 struct FeedRequestServerOptions {
   net::Endpoint listen;                            // `--md-request-listen`
@@ -57,6 +81,8 @@ struct FeedRequestServerOptions {
   // Per source address (any port): requests a second, and the burst.
   double requests_per_second = 100;
   double burst = 100;
+  // Each snapshot's packets go out at this rate.
+  double snapshot_bytes_per_second = kDefaultSnapshotBytesPerSecond;
 };
 
 // What the server did; read from any thread (relaxed).
@@ -64,6 +90,8 @@ struct FeedRequestCounters {
   std::uint64_t retransmit_requests = 0;   // answered with messages
   std::uint64_t retransmit_messages = 0;   // messages in those answers
   std::uint64_t snapshot_requests = 0;     // SnapshotRequests received, valid
+  std::uint64_t snapshots_sent = 0;        // snapshots sent whole
+  std::uint64_t replica_lost = 0;          // 1 once the replica is lost
   std::uint64_t dropped = 0;               // over budget beyond the Refused
   std::uint64_t send_failures = 0;         // reply datagrams not sent
   std::uint64_t sources = 0;               // addresses seen in the last minute
@@ -85,8 +113,10 @@ class FeedRequestServer {
   // The ring the publisher appends to (FeedPublisher::set_ring). Reset it
   // before Start().
   [[nodiscard]] FeedRing& ring() noexcept { return ring_; }
-  // Starts answering for the feed `session`.
-  void Start(std::uint64_t session);
+  // Starts answering for the feed `session`, with the replica seeded from
+  // `seed` (SeedFeedReplica(), made after the ring's Reset and before any
+  // Append; the default is a feed with nothing sent, S = 0).
+  void Start(std::uint64_t session, FeedReplicaSeed seed = {});
   // Stops answering (the thread joined within 100 ms); idempotent. The
   // service stops it when Run() returns: a stopped primary, or one that
   // lost its lease, answers nothing more.
@@ -108,6 +138,11 @@ class FeedRequestServer {
   void SendReplies();
   // Forgets sources idle for a minute; updates the sources gauge.
   void Sweep(std::int64_t now_ns);
+  // Applies to the replica what the ring committed since.
+  void Follow();
+  // Sends the snapshots' packets that are due.
+  template <typename Flush>
+  void SendSnapshots(std::int64_t now_ns, Flush& flush);
 
   FeedRequestServerOptions options_;
   net::UdpSocket socket_;

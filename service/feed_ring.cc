@@ -25,6 +25,8 @@ void FeedRing::Reset(std::uint64_t next_sequence) noexcept {
   write_position_ = 0;
   written_ = 0;
   oldest_ = 0;
+  writer_next_ = next_sequence;
+  committed_.store(next_sequence, std::memory_order_relaxed);
   empty_next_.store(next_sequence, std::memory_order_relaxed);
   low_water_.store(0, std::memory_order_relaxed);
   entries_written_.store(0, std::memory_order_release);
@@ -58,6 +60,7 @@ void FeedRing::Append(std::uint64_t first_sequence, std::uint16_t count,
                  std::memory_order_relaxed);
   e.count.store(count, std::memory_order_relaxed);
   write_position_ = end;
+  writer_next_ = first_sequence + count;
   ++written_;
   entries_written_.store(written_, std::memory_order_release);
 }

@@ -7,7 +7,11 @@
 // packet). The ring keeps the newest packets that fit `bytes` (and at most
 // bytes / 64 packets); older ones are overwritten. Retained() says which
 // messages it holds, [first_retained, next_sequence). Copy() gives a reader
-// the blocks from a sequence on.
+// the blocks from a sequence on. Commit() marks the end of what the writer
+// appended as a record boundary (the publisher calls it once a pass's
+// packets are sent): Committed() is the next sequence there, so a reader
+// that stops there (the snapshot replica, feed_replica.h) sees whole
+// records only.
 //
 // Threading: one writer (Append; Reset only before readers start) and any
 // number of readers (Copy, Retained) on other threads. The writer never waits:
@@ -54,6 +58,10 @@ class FeedRing {
   // sequence (the ring's next) and its message count (>= 1).
   void Append(std::uint64_t first_sequence, std::uint16_t count,
               std::span<const std::byte> blocks) noexcept;
+  // Writer: every message appended so far ends a record and was sent.
+  void Commit() noexcept {
+    committed_.store(writer_next_, std::memory_order_release);
+  }
 
   struct Range {
     std::uint64_t first_retained;  // F
@@ -65,6 +73,11 @@ class FeedRing {
   // Reads that gave up because the writer kept overwriting what they read.
   [[nodiscard]] std::uint64_t overtaken() const noexcept {
     return overtaken_.load(std::memory_order_relaxed);
+  }
+  // Any thread: the sequence after the last Commit() (the Reset's
+  // next_sequence before any); the messages below it were appended.
+  [[nodiscard]] std::uint64_t Committed() const noexcept {
+    return committed_.load(std::memory_order_acquire);
   }
 
   // Any thread: copies into `out` (cleared first) the blocks of the packets
@@ -101,6 +114,7 @@ class FeedRing {
   std::uint64_t write_position_ = 0;
   std::uint64_t written_ = 0;
   std::uint64_t oldest_ = 0;
+  std::uint64_t writer_next_ = 1;  // the sequence after the last appended
   // Published: packets appended since Reset, the oldest entry whose slot
   // and bytes are not overwritten (raised before they are), and the next
   // sequence of an empty ring.
@@ -108,6 +122,7 @@ class FeedRing {
   std::atomic<std::uint64_t> low_water_{0};
   std::atomic<std::uint64_t> empty_next_{1};
   mutable std::atomic<std::uint64_t> overtaken_{0};
+  std::atomic<std::uint64_t> committed_{1};
 };
 
 }  // namespace orderwire::service

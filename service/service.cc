@@ -30,6 +30,7 @@
 #include "journal/format.h"
 #include "journal/prune.h"
 #include "journal/start.h"
+#include "service/feed_replica.h"
 #include "service/metrics/metrics.h"
 #include "service/retention.h"
 #include "service/sequencer.h"
@@ -693,7 +694,11 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     publisher_->Start(writer_->journal_id(),
                       machine_->feed_producer().next_sequence(), started_ns_);
     if (request_server_ != nullptr) {
-      request_server_->Start(writer_->journal_id());
+      // The snapshot replica starts from the books of the recovered state
+      // (O(live orders), once, before the loop runs).
+      request_server_->Start(
+          writer_->journal_id(),
+          SeedFeedReplica(machine_->engine(), machine_->feed_producer()));
     }
   }
   while (!stop.load(std::memory_order_relaxed)) {
@@ -1632,6 +1637,8 @@ void Service::Impl::RefreshStats() const {
     s.md_retransmit_requests = r.retransmit_requests;
     s.md_retransmit_messages = r.retransmit_messages;
     s.md_snapshot_requests = r.snapshot_requests;
+    s.md_snapshots_sent = r.snapshots_sent;
+    s.md_snapshot_replica_lost = r.replica_lost;
     s.md_requests_dropped = r.dropped;
     s.md_reply_send_failures = r.send_failures;
     std::copy(r.refused.begin(), r.refused.end(), s.md_refused.begin());

@@ -285,6 +285,13 @@ inline constexpr std::size_t kReportSectionCount = 11;
   X(md_snapshot_requests, "orderwire_md_snapshot_requests_total", kCounter,   \
     kMarketData, kMarketData, "snapshot requests",                            \
     "Well-formed SnapshotRequests received.")                                 \
+  X(md_snapshots_sent, "orderwire_md_snapshots_sent_total", kCounter,         \
+    kMarketData, kMarketData, "snapshots sent",                               \
+    "Snapshots sent whole (not those a new request of the source ended).")    \
+  X(md_snapshot_replica_lost, "orderwire_md_snapshot_replica_lost", kGauge,   \
+    kMarketData, kMarketData, "snapshot replica lost",                        \
+    "1 once the request server's book fell behind the ring: snapshots "       \
+    "are Unavailable until a restart.")                                       \
   X(md_requests_dropped, "orderwire_md_requests_dropped_total", kCounter,     \
     kMarketData, kMarketData, "requests dropped",                             \
     "Requests dropped unanswered: over a source's budget after its "          \

@@ -41,6 +41,8 @@ void FeedProducer::Restore(std::uint64_t sequence,
   next_sequence_ = sequence;
   announced_ = announced;
   check_directory_ = true;
+  last_timestamp_ =
+      sequence == 1 ? std::optional<std::uint64_t>(0) : std::nullopt;
 }
 
 void FeedProducer::Grow(std::size_t at_least) {
@@ -70,6 +72,7 @@ void FeedProducer::Emit(const Model& model) {
                                   std::span<const std::byte>(at, kSize)};
   used_ += kSize;
   ++count_;
+  last_timestamp_ = model.timestamp;
 }
 
 void FeedProducer::Directory(std::uint32_t instrument,

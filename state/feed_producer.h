@@ -102,6 +102,12 @@ class FeedProducer {
   [[nodiscard]] const FeedDirectory& announced() const noexcept {
     return announced_;
   }
+  // The timestamp of message next_sequence() - 1: 0 while none was made;
+  // unknown (nullopt) after Restore() until a record makes one (the
+  // snapshot file does not carry it).
+  [[nodiscard]] std::optional<std::uint64_t> last_timestamp() const noexcept {
+    return last_timestamp_;
+  }
   // A state restored from a snapshot: the next message gets `sequence`
   // (>= 1), `announced` was the directory announced last.
   void Restore(std::uint64_t sequence, const FeedDirectory& announced);
@@ -124,6 +130,7 @@ class FeedProducer {
   std::uint64_t next_sequence_ = 1;
   FeedDirectory announced_;
   std::uint64_t timestamp_ = 0;  // of the record being made
+  std::optional<std::uint64_t> last_timestamp_ = 0;
   bool check_directory_ = true;
   // Encoded messages of the record, back to back, and each one's view.
   std::vector<std::byte> bytes_;

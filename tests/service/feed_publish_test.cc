@@ -10,7 +10,10 @@
 //   - the service end to end: what a subscriber receives live is the feed a
 //     replay of the journal makes, byte for byte, number for number, and a
 //     restart continues it (Heartbeat at the recovered next sequence, no
-//     message sent twice, one contiguous sequence over both runs).
+//     message sent twice, one contiguous sequence over both runs); a late
+//     joiner that takes a snapshot while traders trade, then the live feed
+//     from S + 1, holds the journal's books at S and at the end, also when
+//     the snapshot comes from a restarted service's seeded replica.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -18,26 +21,31 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "codec/messages.h"
+#include "codec/wire.h"
 #include "feed/builder.h"
 #include "feed/messages.h"
 #include "feed/packet.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "marketdata/book.h"
 #include "net/udp.h"
 #include "service/feed_publisher.h"
 #include "service/service.h"
@@ -527,18 +535,22 @@ ServiceOptions PublishingOptions(const std::string& journal,
   return options;
 }
 
-// Runs a service that publishes to `listener` while both traders send
-// `datagrams` datagrams each (commands from `first` on), then stops it
-// cleanly. Returns the feed's next sequence at the stop.
-std::uint64_t TradeAndStop(const ServiceOptions& options, std::uint64_t first,
-                           std::uint64_t datagrams) {
-  auto service = test_support::RunningService::Start(options);
-  if (service == nullptr) return 0;
-  std::vector<std::unique_ptr<test_support::TestClient>> clients;
+using Traders = std::vector<std::unique_ptr<test_support::TestClient>>;
+
+// A client for each of kTraders.
+Traders TradersOf(test_support::RunningService& service) {
+  Traders clients;
   for (std::size_t t = 0; t < std::size(kTraders); ++t) {
     clients.push_back(
-        std::make_unique<test_support::TestClient>(service->endpoint()));
+        std::make_unique<test_support::TestClient>(service.endpoint()));
   }
+  return clients;
+}
+
+// Both traders send `datagrams` datagrams each (commands from `first` on)
+// to `service`, each pair waited for until durable.
+void Trade(test_support::RunningService& service, Traders& clients,
+           std::uint64_t first, std::uint64_t datagrams) {
   for (std::uint64_t d = 0; d < datagrams; ++d) {
     for (std::size_t t = 0; t < std::size(kTraders); ++t) {
       std::vector<Bytes> frames;
@@ -550,9 +562,20 @@ std::uint64_t TradeAndStop(const ServiceOptions& options, std::uint64_t first,
     }
     const std::uint64_t want =
         (first - 1 + (d + 1) * kCommandsPerDatagram) * std::size(kTraders);
-    EXPECT_TRUE(service->WaitFor(
+    EXPECT_TRUE(service.WaitFor(
         [&](const ServiceStats& st) { return st.durable_index >= want; }));
   }
+}
+
+// Runs a service that publishes to `listener` while both traders send
+// `datagrams` datagrams each (commands from `first` on), then stops it
+// cleanly. Returns the feed's next sequence at the stop.
+std::uint64_t TradeAndStop(const ServiceOptions& options, std::uint64_t first,
+                           std::uint64_t datagrams) {
+  auto service = test_support::RunningService::Start(options);
+  if (service == nullptr) return 0;
+  Traders clients = TradersOf(*service);
+  Trade(*service, clients, first, datagrams);
   EXPECT_TRUE(service->Stop().ok());
   const ServiceStats& stats = service->final_stats();
   EXPECT_EQ(stats.md, 1u);
@@ -774,6 +797,183 @@ TEST(ServiceFeed, WithoutATargetNothingIsPublishedAndNoCounterShows) {
   EXPECT_EQ(service->final_stats().md, 0u);
   EXPECT_THAT(service->service().StatsReport(),
               ::testing::Not(HasSubstr("market data")));
+}
+
+// A snapshot collected whole: S, its session and its messages in position
+// order (no messages if it did not come whole within 5 s).
+struct TakenSnapshot {
+  std::uint64_t sequence = 0;
+  std::vector<Bytes> messages;
+};
+
+// Asks the request server at `server` for every instrument (session 0) from
+// a socket of its own, as a late joiner does.
+TakenSnapshot TakeSnapshot(const net::Endpoint& server, std::uint16_t token) {
+  TakenSnapshot taken;
+  absl::StatusOr<net::UdpSocket> socket =
+      net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
+  EXPECT_TRUE(socket.ok());
+  if (!socket.ok()) return taken;
+  net::DatagramBatch batch(64);
+  std::array<std::byte, 64> request;
+  const auto size = feed::EncodeSnapshotRequest(request, 0, token, 0);
+  std::copy(request.begin(), request.begin() + *size, batch.buffer(0).begin());
+  batch.set_length(0, *size);
+  batch.set_peer(0, server);
+  EXPECT_EQ(socket->Send(batch, 1), 1);
+  std::map<std::uint64_t, Bytes> by_position;
+  std::uint64_t count = 0;
+  const std::int64_t deadline = base::MonotonicNs() + 5'000'000'000;
+  while ((count == 0 || by_position.size() < count) &&
+         base::MonotonicNs() < deadline) {
+    if (!socket->WaitReadable(100)) continue;
+    const int n = socket->Receive(batch, batch.capacity());
+    for (int i = 0; i < n; ++i) {
+      const auto view =
+          feed::PacketView::Parse(batch.datagram(static_cast<std::size_t>(i)),
+                                  feed::SessionFilter::Any());
+      EXPECT_TRUE(view.ok());
+      if (!view.ok()) continue;
+      EXPECT_EQ(view->type(), feed::PacketType::kSnapshot);
+      EXPECT_EQ(view->token(), token);
+      std::uint64_t position = view->sequence();
+      for (const feed::MessageBlock block : *view) {
+        Bytes m(block.bytes().begin(), block.bytes().end());
+        if (position == 1) {
+          taken.sequence = codec::LoadLE<std::uint64_t>(m.data() + 9);
+          count = codec::LoadLE<std::uint32_t>(m.data() + 21);
+        }
+        by_position[position++] = std::move(m);
+      }
+    }
+  }
+  if (count == 0 || by_position.size() != count) return taken;
+  for (auto& [position, m] : by_position) {
+    taken.messages.push_back(std::move(m));
+  }
+  return taken;
+}
+
+// Every resting order of `book`, in the canonical order.
+std::vector<marketdata::BookOrder> AllOrders(const marketdata::Book& book) {
+  std::vector<marketdata::BookOrder> orders;
+  book.ForEachOrder(
+      [&](const marketdata::BookOrder& o) { orders.push_back(o); });
+  return orders;
+}
+
+// The books after the journal's feed messages 1 to `through`.
+marketdata::Book ReplayBook(const std::vector<Bytes>& feed,
+                            std::uint64_t through) {
+  marketdata::Book book;
+  for (std::uint64_t s = 1; s <= through; ++s) {
+    EXPECT_EQ(book.ApplyMessage(feed[s - 1]), marketdata::BookError::kOk)
+        << "feed message " << s;
+  }
+  return book;
+}
+
+// A late joiner: the snapshot, then what it received live after S, as
+// MARKETDATA.md "A subscriber" step 5 says. Checks the snapshot against
+// the journal's books at S and returns the joiner's books at the end.
+marketdata::Book JoinLate(const TakenSnapshot& snapshot,
+                          const std::vector<Bytes>& live_packets,
+                          const std::vector<Bytes>& journal_feed) {
+  marketdata::Book book;
+  EXPECT_FALSE(snapshot.messages.empty());
+  for (const Bytes& m : snapshot.messages) {
+    // All at the timestamp of message S.
+    EXPECT_EQ(codec::LoadLE<std::uint64_t>(m.data() + 1),
+              codec::LoadLE<std::uint64_t>(
+                  journal_feed[snapshot.sequence - 1].data() + 1));
+    EXPECT_EQ(book.ApplyMessage(m), marketdata::BookError::kOk);
+  }
+  const marketdata::Book at_s = ReplayBook(journal_feed, snapshot.sequence);
+  EXPECT_EQ(AllOrders(book), AllOrders(at_s));
+  EXPECT_GT(book.order_count(), 0u) << "a snapshot with resting orders";
+  const LiveFeed live = Parse(live_packets);
+  std::uint64_t next = snapshot.sequence + 1;
+  for (std::size_t i = 0; i < live.messages.size(); ++i) {
+    if (live.sequences[i] < next) continue;
+    EXPECT_EQ(live.sequences[i], next) << "a gap in the live feed";
+    EXPECT_EQ(book.ApplyMessage(live.messages[i]), marketdata::BookError::kOk);
+    ++next;
+  }
+  EXPECT_EQ(next, journal_feed.size() + 1);
+  return book;
+}
+
+ServiceOptions ServingOptions(const std::string& journal,
+                              const net::Endpoint& target) {
+  ServiceOptions options = PublishingOptions(journal, target);
+  options.md_requests =
+      FeedRequestServerOptions{.listen = *net::Endpoint::Parse("127.0.0.1:0")};
+  return options;
+}
+
+TEST(ServiceFeed, ALateJoinerFromASnapshotHoldsTheJournalsBooks) {
+  test_support::ScratchDir dir;
+  FeedListener listener;
+  const ServiceOptions options =
+      ServingOptions(dir.path() + "/j", listener.endpoint());
+  auto service = test_support::RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  Traders clients = TradersOf(*service);
+  Trade(*service, clients, 1, 10);
+  ASSERT_NE(service->service().md_request_endpoint(), nullptr);
+  const net::Endpoint server = *service->service().md_request_endpoint();
+  // Taken while the traders go on, from another thread.
+  TakenSnapshot snapshot;
+  std::thread joiner([&] { snapshot = TakeSnapshot(server, 5); });
+  Trade(*service, clients, 81, 10);
+  joiner.join();
+  ASSERT_TRUE(service->Stop().ok());
+  EXPECT_EQ(service->final_stats().md_snapshots_sent, 1u);
+  EXPECT_EQ(service->final_stats().md_snapshot_replica_lost, 0u);
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(options.journal.directory,
+                                           options.config.engine);
+  ASSERT_GT(snapshot.sequence, 1u);
+  ASSERT_LE(snapshot.sequence, replay.feed.size());
+  const marketdata::Book joined =
+      JoinLate(snapshot, listener.packets(), replay.feed);
+  const marketdata::Book full = ReplayBook(replay.feed, replay.feed.size());
+  EXPECT_EQ(AllOrders(joined), AllOrders(full));
+  EXPECT_GT(full.order_count(), 0u);
+}
+
+TEST(ServiceFeed, ARestartedServiceServesSnapshotsOfItsRecoveredBooks) {
+  test_support::ScratchDir dir;
+  FeedListener listener;
+  const ServiceOptions options =
+      ServingOptions(dir.path() + "/j", listener.endpoint());
+  const std::uint64_t first_end = TradeAndStop(options, 1, 10);
+  ASSERT_GT(first_end, 1u);
+  ASSERT_TRUE(listener.WaitFor(1));
+  const std::size_t first_run = listener.size();
+  auto service = test_support::RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  ASSERT_NE(service->service().md_request_endpoint(), nullptr);
+  const net::Endpoint server = *service->service().md_request_endpoint();
+  // Nothing sent since the start: the seeded replica, S = first_end - 1.
+  const TakenSnapshot snapshot = TakeSnapshot(server, 6);
+  EXPECT_EQ(snapshot.sequence, first_end - 1);
+  Traders clients = TradersOf(*service);
+  Trade(*service, clients, 81, 10);
+  ASSERT_TRUE(service->Stop().ok());
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(options.journal.directory,
+                                           options.config.engine);
+  ASSERT_GT(replay.feed.size(), first_end);
+  const std::vector<Bytes> packets = listener.packets();
+  const marketdata::Book joined =
+      JoinLate(snapshot,
+               std::vector<Bytes>(
+                   packets.begin() + static_cast<std::ptrdiff_t>(first_run),
+                   packets.end()),
+               replay.feed);
+  EXPECT_EQ(AllOrders(joined),
+            AllOrders(ReplayBook(replay.feed, replay.feed.size())));
 }
 
 }  // namespace

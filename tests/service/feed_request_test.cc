@@ -5,9 +5,15 @@
 //     never gets torn bytes while the writer wraps;
 //   - the server: the golden request/reply pairs of MARKETDATA.md byte for
 //     byte, replies capped at 1024 messages and at the next sequence, each
-//     Refused reason with F and next, SnapshotRequest answered Unavailable,
-//     malformed requests counted by cause and never answered, the budget
-//     per source (RateLimited once a second, beyond that dropped).
+//     Refused reason with F and next, malformed requests counted by cause
+//     and never answered, the budget per source (RateLimited once a second,
+//     beyond that dropped);
+//   - snapshots (service/feed_replica.h): the golden SnapshotRequest and its
+//     reply byte for byte, from a replica that followed the ring and from
+//     one seeded; only committed messages followed; one instrument or all,
+//     in the canonical order, rebuilding the books; each refusal; a replica
+//     lost or not yet knowing S's timestamp; pacing that leaves
+//     retransmissions answered; a new request ending the source's snapshot.
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -20,13 +26,16 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "base/clock.h"
 #include "codec/wire.h"
 #include "feed/builder.h"
 #include "feed/packet.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "marketdata/book.h"
 #include "net/udp.h"
+#include "service/feed_replica.h"
 #include "service/feed_request_server.h"
 #include "service/feed_ring.h"
 #include "tests/feed/golden.h"
@@ -199,10 +208,11 @@ TEST(FeedRing, AReaderOnAnotherThreadNeverGetsTornBytes) {
 // replies.
 class Requester {
  public:
-  explicit Requester(const net::Endpoint& server,
-                     std::string_view local = "127.0.0.1:0")
+  explicit Requester(
+      const net::Endpoint& server,
+      const net::Endpoint& local = *net::Endpoint::Parse("127.0.0.1:0"))
       : server_(server), rx_(64) {
-    socket_.emplace(*net::UdpSocket::Bind(*net::Endpoint::Parse(local)));
+    socket_.emplace(*net::UdpSocket::Bind(local));
   }
   void Send(std::span<const std::byte> bytes) {
     net::DatagramBatch tx(1);
@@ -242,6 +252,45 @@ class Requester {
       }
       return n >= messages;
     });
+  }
+  // Replies until a whole snapshot came (its packets hold SnapshotStart's
+  // message_count messages) or a Refused did.
+  std::vector<Blob> Snapshot() {
+    return Await([](const std::vector<Blob>& replies) {
+      std::uint64_t want = 0;
+      std::uint64_t got = 0;
+      for (const Blob& r : replies) {
+        const auto view = feed::PacketView::Parse(r, feed::SessionFilter::Any());
+        if (!view.ok()) continue;
+        if (view->type() == feed::PacketType::kRefused) return true;
+        if (view->type() != feed::PacketType::kSnapshot) continue;
+        got += view->count();
+        if (view->sequence() == 1) {
+          want = codec::LoadLE<std::uint32_t>(
+              r.data() + feed::kPacketHeaderSize + feed::kBlockLengthSize +
+              feed::MessageOffsetOf<&feed::SnapshotStart::message_count>());
+        }
+      }
+      return want != 0 && got >= want;
+    });
+  }
+  // Every reply of the next `ms` milliseconds.
+  std::vector<Blob> RepliesFor(int ms) {
+    std::vector<Blob> replies;
+    const std::int64_t end = base::MonotonicNs() + std::int64_t{ms} * 1'000'000;
+    for (std::int64_t now = base::MonotonicNs(); now < end;
+         now = base::MonotonicNs()) {
+      if (!socket_->WaitReadable(static_cast<int>((end - now) / 1'000'000) +
+                                 1)) {
+        continue;
+      }
+      const int n = socket_->Receive(rx_, rx_.capacity());
+      for (int i = 0; i < n; ++i) {
+        const auto d = rx_.datagram(static_cast<std::size_t>(i));
+        replies.emplace_back(d.begin(), d.end());
+      }
+    }
+    return replies;
   }
 
  private:
@@ -369,7 +418,7 @@ TEST(FeedRequestServer, ServesAtMost1024MessagesAndNothingBeyondTheEnd) {
   EXPECT_EQ(near_end, 11u);
 }
 
-TEST(FeedRequestServer, RefusesOtherSessionsAndSnapshotsForNow) {
+TEST(FeedRequestServer, RefusesOtherSessions) {
   auto server = OpenServer();
   ASSERT_NE(server, nullptr);
   server->ring().Reset(1);
@@ -382,15 +431,13 @@ TEST(FeedRequestServer, RefusesOtherSessionsAndSnapshotsForNow) {
   EXPECT_EQ(body->reason, feed::RefusedReason::kWrongSession);
   EXPECT_EQ(body->first_retained, 1u);
   EXPECT_EQ(body->next_sequence, 11u);
-  for (const std::uint64_t session : {0u, 9u}) {
-    std::array<std::byte, 64> out;
-    const auto size = feed::EncodeSnapshotRequest(out, session, 3, 0);
-    requester.Send(std::span(out).first(*size));
-    body = RefusedOf(requester.Replies());
-    ASSERT_TRUE(body.has_value());
-    EXPECT_EQ(body->reason, feed::RefusedReason::kUnavailable) << session;
-  }
-  EXPECT_EQ(server->counters().snapshot_requests, 2u);
+  std::array<std::byte, 64> out;
+  const auto size = feed::EncodeSnapshotRequest(out, 8, 3, 0);
+  requester.Send(std::span(out).first(*size));
+  body = RefusedOf(requester.Replies());
+  ASSERT_TRUE(body.has_value());
+  EXPECT_EQ(body->reason, feed::RefusedReason::kWrongSession);
+  EXPECT_EQ(server->counters().snapshot_requests, 1u);
 }
 
 TEST(FeedRequestServer, DropsMalformedRequestsCountingEachCause) {
@@ -431,7 +478,8 @@ TEST(FeedRequestServer, ASourceOverItsBudgetIsToldOnceThenDropped) {
   for (int i = 0; i < 40; ++i) requester.Retransmit(9, 1, 1, 1);
   // Another source (its own budget) asks last: answered after the flood
   // was taken, in order.
-  Requester probe(server->local_endpoint(), "127.0.0.2:0");
+  Requester probe(server->local_endpoint(),
+                  *net::Endpoint::Parse("127.0.0.2:0"));
   probe.Retransmit(9, 1, 1, 2);
   ASSERT_EQ(probe.Replies().size(), 1u);
   std::size_t data = 0;
@@ -457,6 +505,385 @@ TEST(FeedRequestServer, ASourceOverItsBudgetIsToldOnceThenDropped) {
   EXPECT_EQ(
       c.refused[static_cast<std::size_t>(feed::RefusedReason::kRateLimited)],
       1u);
+}
+
+// --- Snapshots -------------------------------------------------------------
+
+// The golden feed's messages 1 to 6 applied to a book: the seed of a
+// replica at S = 6.
+FeedReplicaSeed GoldenSeed() {
+  FeedReplicaSeed seed;
+  for (const auto& g :
+       {feed::golden::kStartOfFeed, feed::golden::kExecutedAdded}) {
+    const Blob packet = Golden(g);
+    const auto view =
+        feed::PacketView::Parse(packet, feed::SessionFilter::Any());
+    EXPECT_TRUE(view.ok());
+    for (const feed::MessageBlock block : *view) {
+      EXPECT_EQ(seed.book.Apply(block), marketdata::BookError::kOk);
+    }
+  }
+  seed.sequence = 6;
+  seed.timestamp = 1700000000000250000;  // T2
+  return seed;
+}
+
+Blob SnapshotRequestBytes(std::uint64_t session, std::uint16_t token,
+                          std::uint32_t instrument) {
+  std::array<std::byte, 64> out;
+  const auto size =
+      feed::EncodeSnapshotRequest(out, session, token, instrument);
+  return Blob(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(*size));
+}
+
+void SendSnapshotRequest(Requester& requester, std::uint64_t session,
+                         std::uint16_t token, std::uint32_t instrument) {
+  requester.Send(SnapshotRequestBytes(session, token, instrument));
+}
+
+TEST(FeedRequestServerSnapshots, AnswerTheGoldenRequestByteForByte) {
+  // A replica that followed the golden feed through the ring.
+  auto followed = OpenServer();
+  ASSERT_NE(followed, nullptr);
+  AppendGolden(followed->ring(), /*from_five=*/false);
+  followed->ring().Commit();
+  followed->Start(feed::golden::kSession);
+  Requester a(followed->local_endpoint());
+  a.Send(Golden(feed::golden::kSnapshotRequest));
+  EXPECT_THAT(a.Replies(),
+              ::testing::ElementsAre(Golden(feed::golden::kSnapshotReply)));
+  // A replica seeded with the same books at S = 6.
+  auto seeded = OpenServer();
+  ASSERT_NE(seeded, nullptr);
+  seeded->ring().Reset(7);
+  seeded->Start(feed::golden::kSession, GoldenSeed());
+  Requester b(seeded->local_endpoint());
+  b.Send(Golden(feed::golden::kSnapshotRequest));
+  EXPECT_THAT(b.Replies(),
+              ::testing::ElementsAre(Golden(feed::golden::kSnapshotReply)));
+  // All instruments, session 0: the same but for SnapshotStart's
+  // instrument_id (header 24, block length 2, offset 17).
+  SendSnapshotRequest(b, 0, 8, 0);
+  Blob expected = Golden(feed::golden::kSnapshotReply);
+  expected[24 + 2 + 17] = std::byte{0};
+  EXPECT_THAT(b.Replies(), ::testing::ElementsAre(expected));
+  EXPECT_EQ(seeded->counters().snapshots_sent, 2u);
+  EXPECT_EQ(seeded->counters().snapshot_requests, 2u);
+}
+
+// The snapshot's messages, from its packets in position order.
+struct ReceivedSnapshot {
+  std::vector<Blob> messages;
+  std::uint16_t token = 0;
+  std::size_t other_packets = 0;  // not the next Snapshot packet
+};
+ReceivedSnapshot Collect(const std::vector<Blob>& replies) {
+  ReceivedSnapshot r;
+  std::uint64_t position = 1;
+  for (const Blob& reply : replies) {
+    EXPECT_LE(reply.size(), feed::kMaxPacketBytes);
+    const auto view =
+        feed::PacketView::Parse(reply, feed::SessionFilter::Any());
+    if (!view.ok() || view->type() != feed::PacketType::kSnapshot ||
+        view->sequence() != position) {
+      ++r.other_packets;
+      continue;
+    }
+    r.token = view->token();
+    for (const feed::MessageBlock block : *view) {
+      r.messages.emplace_back(block.bytes().begin(), block.bytes().end());
+      ++position;
+    }
+  }
+  return r;
+}
+
+TEST(FeedRequestServerSnapshots, FollowOnlyWhatTheRingCommitted) {
+  auto server = OpenServer();
+  ASSERT_NE(server, nullptr);
+  AppendGolden(server->ring(), /*from_five=*/false);
+  server->Start(feed::golden::kSession);  // nothing committed: S = 0
+  Requester requester(server->local_endpoint());
+  SendSnapshotRequest(requester, 0, 3, 0);
+  ReceivedSnapshot got = Collect(requester.Snapshot());
+  ASSERT_EQ(got.messages.size(), 2u);  // SnapshotStart(0), SnapshotEnd(0)
+  EXPECT_EQ(codec::LoadLE<std::uint64_t>(got.messages[0].data() + 9), 0u);
+  server->ring().Commit();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  requester.Send(Golden(feed::golden::kSnapshotRequest));
+  EXPECT_THAT(requester.Replies(),
+              ::testing::ElementsAre(Golden(feed::golden::kSnapshotReply)));
+}
+
+// Instruments 1 to 3 listed, 4 Unlisted; `orders_per_book` orders on 1 and
+// on 3, several levels and ties on both sides; S = 100 at timestamp 555.
+FeedReplicaSeed ThreeBooks(std::size_t orders_per_book) {
+  FeedReplicaSeed seed;
+  for (std::uint32_t id = 1; id <= 4; ++id) {
+    EXPECT_EQ(seed.book.Apply(feed::InstrumentDirectory{.timestamp = 1,
+                                                        .instrument_id = id,
+                                                        .min_price = 1,
+                                                        .max_price = 1000 * id,
+                                                        .min_quantity = id,
+                                                        .max_quantity = 10000}),
+              marketdata::BookError::kOk);
+    EXPECT_EQ(seed.book.Apply(feed::TradingStatus{
+                  .timestamp = 1,
+                  .instrument_id = id,
+                  .state = id == 4 ? feed::TradingState::kUnlisted
+                                   : feed::TradingState::kTrading}),
+              marketdata::BookError::kOk);
+  }
+  std::uint64_t order_id = 1;
+  for (const std::uint32_t id : {1u, 3u}) {
+    for (std::size_t i = 0; i < orders_per_book; ++i) {
+      const bool buy = i % 2 == 0;
+      EXPECT_EQ(seed.book.Apply(feed::OrderAdded{
+                    .timestamp = 1,
+                    .order_id = order_id++,
+                    .instrument_id = id,
+                    .side = buy ? codec::Side::kBuy : codec::Side::kSell,
+                    .price = static_cast<std::int64_t>(buy ? 100 - (i * 7) % 5
+                                                           : 200 + (i * 3) % 4),
+                    .quantity = 1 + i % 9}),
+                marketdata::BookError::kOk);
+    }
+  }
+  seed.sequence = 100;
+  seed.timestamp = 555;
+  return seed;
+}
+
+// The orders of `book` (canonical order) of one instrument or all (0).
+std::vector<marketdata::BookOrder> OrdersOf(const marketdata::Book& book,
+                                            std::uint32_t instrument) {
+  std::vector<marketdata::BookOrder> orders;
+  book.ForEachOrder([&](const marketdata::BookOrder& o) {
+    if (instrument == 0 || o.instrument_id.value() == instrument) {
+      orders.push_back(o);
+    }
+  });
+  return orders;
+}
+
+TEST(FeedRequestServerSnapshots, ListOneInstrumentOrAllInCanonicalOrder) {
+  auto server = OpenServer();
+  ASSERT_NE(server, nullptr);
+  server->ring().Reset(101);
+  const FeedReplicaSeed seed = ThreeBooks(300);  // 600 orders: 17 packets
+  server->Start(77, seed);
+  Requester requester(server->local_endpoint());
+  for (const std::uint32_t instrument : {0u, 3u, 2u}) {
+    SendSnapshotRequest(requester, 77, 40, instrument);
+    const ReceivedSnapshot got = Collect(requester.Snapshot());
+    EXPECT_EQ(got.other_packets, 0u);
+    EXPECT_EQ(got.token, 40u);
+    ASSERT_GE(got.messages.size(), 2u);
+    // SnapshotStart(100, instrument, count), ..., SnapshotEnd(100), at 555.
+    const Blob& start = got.messages.front();
+    ASSERT_EQ(start[0], std::byte{'G'});
+    EXPECT_EQ(codec::LoadLE<std::uint64_t>(start.data() + 9), 100u);
+    EXPECT_EQ(codec::LoadLE<std::uint32_t>(start.data() + 17), instrument);
+    EXPECT_EQ(codec::LoadLE<std::uint32_t>(start.data() + 21),
+              got.messages.size());
+    ASSERT_EQ(got.messages.back()[0], std::byte{'Z'});
+    EXPECT_EQ(codec::LoadLE<std::uint64_t>(got.messages.back().data() + 9),
+              100u);
+    // Applied to an empty book, in order, they rebuild the books asked for,
+    // each queue in its order; the OrderAdded come in the canonical order.
+    marketdata::Book rebuilt;
+    std::vector<std::uint32_t> instruments;
+    std::vector<marketdata::BookOrder> added;
+    for (const Blob& m : got.messages) {
+      EXPECT_EQ(codec::LoadLE<std::uint64_t>(m.data() + 1), 555u);
+      ASSERT_EQ(rebuilt.ApplyMessage(m), marketdata::BookError::kOk);
+      if (m[0] == std::byte{'R'}) {
+        instruments.push_back(codec::LoadLE<std::uint32_t>(m.data() + 9));
+      }
+      if (m[0] == std::byte{'A'}) {
+        added.push_back(*rebuilt.FindOrder(
+            codec::OrderId(codec::LoadLE<std::uint64_t>(m.data() + 9))));
+      }
+    }
+    const std::vector<std::uint32_t> listed =
+        instrument == 0 ? std::vector<std::uint32_t>{1, 2, 3}
+                        : std::vector<std::uint32_t>{instrument};
+    EXPECT_EQ(instruments, listed);
+    EXPECT_EQ(added, OrdersOf(seed.book, instrument));
+    EXPECT_EQ(OrdersOf(rebuilt, 0), OrdersOf(seed.book, instrument));
+    for (const std::uint32_t id : listed) {
+      EXPECT_EQ(rebuilt.FindInstrument(codec::InstrumentId(id))->max_price,
+                codec::Price(1000 * id));
+    }
+  }
+  EXPECT_EQ(server->counters().snapshots_sent, 3u);
+}
+
+// The reason of the Refused among `replies`, if there is one.
+std::optional<feed::RefusedReason> ReasonOf(const std::vector<Blob>& replies) {
+  for (const Blob& reply : replies) {
+    const auto view =
+        feed::PacketView::Parse(reply, feed::SessionFilter::Any());
+    if (view.ok() && view->type() == feed::PacketType::kRefused) {
+      return view->refused().reason;
+    }
+  }
+  return std::nullopt;
+}
+
+std::unique_ptr<FeedRequestServer> OpenPacedServer(double bytes_per_second) {
+  FeedRequestServerOptions options;
+  options.listen = *net::Endpoint::Parse("127.0.0.1:0");
+  options.ring_bytes = kMinFeedRingBytes;
+  options.snapshot_bytes_per_second = bytes_per_second;
+  absl::StatusOr<std::unique_ptr<FeedRequestServer>> server =
+      FeedRequestServer::Open(options);
+  EXPECT_TRUE(server.ok()) << server.status();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+TEST(FeedRequestServerSnapshots, RefuseWhatTheContractRefusesInItsOrder) {
+  // Slow: a snapshot of 100 orders (3 packets, 4 KB) stays under way for
+  // 11 s after its first packet.
+  auto server = OpenPacedServer(256);
+  ASSERT_NE(server, nullptr);
+  server->ring().Reset(101);
+  server->Start(77, ThreeBooks(50));
+  const net::Endpoint at = server->local_endpoint();
+  Requester requester(at);
+  SendSnapshotRequest(requester, 78, 1, 0);
+  EXPECT_EQ(ReasonOf(requester.Replies()),
+            feed::RefusedReason::kWrongSession);
+  SendSnapshotRequest(requester, 77, 2, 9);  // not in the directory
+  EXPECT_EQ(ReasonOf(requester.Replies()),
+            feed::RefusedReason::kUnknownInstrument);
+  SendSnapshotRequest(requester, 77, 3, 4);  // Unlisted
+  EXPECT_EQ(ReasonOf(requester.Replies()),
+            feed::RefusedReason::kUnknownInstrument);
+  // Six snapshots a minute per source address, each ending the one before.
+  for (std::uint16_t token = 10; token < 16; ++token) {
+    SendSnapshotRequest(requester, 77, token, 0);
+    const std::vector<Blob> replies = requester.Replies();
+    ASSERT_FALSE(replies.empty());
+    EXPECT_EQ(Collect({replies.front()}).token, token);
+  }
+  SendSnapshotRequest(requester, 77, 16, 0);
+  EXPECT_EQ(ReasonOf(requester.Replies()),
+            feed::RefusedReason::kRateLimited);
+  // ... the seventh ended the sixth: none under way. Four in all from
+  // other addresses; a fifth address gets Unavailable.
+  std::vector<std::unique_ptr<Requester>> others;
+  for (int i = 2; i <= 6; ++i) {
+    others.push_back(std::make_unique<Requester>(
+        at, *net::Endpoint::Parse(absl::StrFormat("127.0.0.%d:0", i))));
+    SendSnapshotRequest(*others.back(), 0, 30, 0);
+    const std::vector<Blob> replies = others.back()->Replies();
+    if (i <= 5) {
+      ASSERT_FALSE(replies.empty()) << i;
+      EXPECT_EQ(Collect({replies.front()}).token, 30u) << i;
+    } else {
+      EXPECT_EQ(ReasonOf(replies), feed::RefusedReason::kUnavailable);
+    }
+  }
+  const FeedRequestCounters c = server->counters();
+  const auto refused = [&](feed::RefusedReason reason) {
+    return c.refused[static_cast<std::size_t>(reason)];
+  };
+  EXPECT_EQ(refused(feed::RefusedReason::kWrongSession), 1u);
+  EXPECT_EQ(refused(feed::RefusedReason::kUnknownInstrument), 2u);
+  EXPECT_EQ(refused(feed::RefusedReason::kRateLimited), 1u);
+  EXPECT_EQ(refused(feed::RefusedReason::kUnavailable), 1u);
+  EXPECT_EQ(c.snapshot_requests, 3u + 7u + 5u);
+  EXPECT_EQ(c.snapshots_sent, 0u);  // all ended or still under way
+}
+
+TEST(FeedRequestServerSnapshots, UnavailableWhileSTimestampIsUnknown) {
+  auto server = OpenServer();
+  ASSERT_NE(server, nullptr);
+  // Restarted from a snapshot file at S = 6 whose tail made no message.
+  FeedReplicaSeed seed = GoldenSeed();
+  seed.timestamp = std::nullopt;
+  server->ring().Reset(7);
+  server->Start(feed::golden::kSession, std::move(seed));
+  Requester requester(server->local_endpoint());
+  requester.Send(Golden(feed::golden::kSnapshotRequest));
+  EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kUnavailable);
+  // Message 7 (OrderReduced order 2 by 40, at T2) is followed: S = 7.
+  const Blob reduced = feed::golden::FromHex(
+      "5890d02d36fe9c971702000000000000002a0000002800000000000000");
+  Blob block(2);
+  codec::StoreLE(block.data(), static_cast<std::uint16_t>(reduced.size()));
+  block.insert(block.end(), reduced.begin(), reduced.end());
+  server->ring().Append(7, 1, block);
+  server->ring().Commit();
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  requester.Send(Golden(feed::golden::kSnapshotRequest));
+  const ReceivedSnapshot got = Collect(requester.Snapshot());
+  ASSERT_EQ(got.messages.size(), 5u);
+  EXPECT_EQ(codec::LoadLE<std::uint64_t>(got.messages[0].data() + 9), 7u);
+  EXPECT_EQ(codec::LoadLE<std::uint64_t>(got.messages[3].data() + 30), 60u);
+}
+
+TEST(FeedRequestServerSnapshots, UnavailableForGoodOnceTheReplicaIsLost) {
+  auto server = OpenServer();
+  ASSERT_NE(server, nullptr);
+  // The ring wrapped before the replica (at S = 0) followed it.
+  server->ring().Reset(1);
+  (void)AppendPackets(server->ring(), 9, 1, 20000);
+  server->ring().Commit();
+  server->Start(9);
+  Requester requester(server->local_endpoint());
+  SendSnapshotRequest(requester, 9, 1, 0);
+  EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kUnavailable);
+  EXPECT_EQ(server->counters().replica_lost, 1u);
+  // Retransmission goes on.
+  requester.Retransmit(9, 19990, 5, 2);
+  const std::vector<Blob> replies = requester.Replies();
+  ASSERT_EQ(replies.size(), 1u);
+  EXPECT_EQ(
+      feed::PacketView::Parse(replies[0], feed::SessionFilter::Any())->count(),
+      5u);
+}
+
+TEST(FeedRequestServerSnapshots, PacingLeavesRetransmissionsAnswered) {
+  // 20,000 orders, about 800 KB, at 100 KB/s: 8 s under way.
+  auto server = OpenPacedServer(100'000);
+  ASSERT_NE(server, nullptr);
+  server->ring().Reset(1);
+  (void)AppendPackets(server->ring(), 77, 101, 10);  // not committed
+  server->Start(77, ThreeBooks(10000));
+  Requester snapshotter(server->local_endpoint());
+  Requester retransmitter(server->local_endpoint());
+  SendSnapshotRequest(snapshotter, 77, 1, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::int64_t asked_ns = base::MonotonicNs();
+  retransmitter.Retransmit(77, 101, 10, 2);
+  std::vector<Blob> replies = retransmitter.Replies();
+  ASSERT_FALSE(replies.empty());
+  EXPECT_LT(base::MonotonicNs() - asked_ns, 1'000'000'000);
+  EXPECT_EQ(
+      feed::PacketView::Parse(replies[0], feed::SessionFilter::Any())->type(),
+      feed::PacketType::kData);
+  // Paced: after ~0.4 s, far less than the whole snapshot has come.
+  const ReceivedSnapshot first = Collect(snapshotter.RepliesFor(300));
+  EXPECT_GT(first.messages.size(), 10u);
+  EXPECT_LT(first.messages.size(), 5000u);
+  EXPECT_EQ(server->counters().snapshots_sent, 0u);
+  // A new request from the source ends it: a small snapshot follows, and
+  // nothing more of the first.
+  SendSnapshotRequest(snapshotter, 77, 2, 2);
+  std::size_t of_first = 0;
+  std::size_t of_second = 0;
+  for (const Blob& reply : snapshotter.RepliesFor(1000)) {
+    const auto view =
+        feed::PacketView::Parse(reply, feed::SessionFilter::Any());
+    ASSERT_TRUE(view.ok());
+    (view->token() == 1 ? of_first : of_second) += 1;
+  }
+  // At most what fell due before the request was read (not ~70 a second).
+  EXPECT_LE(of_first, 10u);
+  EXPECT_EQ(of_second, 1u);
+  EXPECT_EQ(server->counters().snapshots_sent, 1u);
 }
 
 }  // namespace

@@ -616,5 +616,43 @@ TEST(FeedFromTheJournal, ASnapshotCarriesTheFeedOnByteForByte) {
   }
 }
 
+// The timestamp of the last message (the snapshot server's S): 0 before
+// any, then its record's receive_ns; a record without message keeps it; a
+// state restored from a snapshot file does not know it until a message.
+TEST(FeedFromTheJournal, KnowsTheTimestampOfItsLastMessageUnlessRestored) {
+  using feed::golden::kT1;
+  using feed::golden::kT2;
+  FeedRun run(Instrument42());
+  EXPECT_EQ(run.machine().feed_producer().last_timestamp(), 0u);
+  const auto limit = [&](std::uint32_t session, std::uint32_t instrument,
+                         Side side) {
+    return Frame(run.Next(session), Limit({.account_id = session,
+                                           .client_order_id = 1,
+                                           .instrument_id = instrument,
+                                           .side = side,
+                                           .price = 10050,
+                                           .quantity = 300}));
+  };
+  EXPECT_EQ(run.Apply(1, limit(1, 42, Side::kBuy), kT1), 4u);
+  EXPECT_EQ(run.machine().feed_producer().last_timestamp(), kT1);
+  EXPECT_EQ(run.Apply(2, limit(2, 43, Side::kSell), kT2), 0u);  // rejected
+  EXPECT_EQ(run.machine().feed_producer().last_timestamp(), kT1);
+  auto loaded =
+      DecodeSnapshot(EncodeSnapshot(run.machine(), 7, 0), "feed-state", 7);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  FeedRun restored(std::move(loaded->machine));
+  EXPECT_EQ(restored.machine().feed_producer().last_timestamp(), std::nullopt);
+  EXPECT_EQ(restored.Apply(3,
+                           Frame(restored.Next(3), Limit({.account_id = 3,
+                                                          .client_order_id = 1,
+                                                          .instrument_id = 42,
+                                                          .side = Side::kSell,
+                                                          .price = 10050,
+                                                          .quantity = 100})),
+                           kT2),
+            1u);
+  EXPECT_EQ(restored.machine().feed_producer().last_timestamp(), kT2);
+}
+
 }  // namespace
 }  // namespace orderwire::state
