@@ -260,7 +260,8 @@ class Requester {
       std::uint64_t want = 0;
       std::uint64_t got = 0;
       for (const Blob& r : replies) {
-        const auto view = feed::PacketView::Parse(r, feed::SessionFilter::Any());
+        const auto view =
+            feed::PacketView::Parse(r, feed::SessionFilter::Any());
         if (!view.ok()) continue;
         if (view->type() == feed::PacketType::kRefused) return true;
         if (view->type() != feed::PacketType::kSnapshot) continue;
@@ -752,8 +753,7 @@ TEST(FeedRequestServerSnapshots, RefuseWhatTheContractRefusesInItsOrder) {
   const net::Endpoint at = server->local_endpoint();
   Requester requester(at);
   SendSnapshotRequest(requester, 78, 1, 0);
-  EXPECT_EQ(ReasonOf(requester.Replies()),
-            feed::RefusedReason::kWrongSession);
+  EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kWrongSession);
   SendSnapshotRequest(requester, 77, 2, 9);  // not in the directory
   EXPECT_EQ(ReasonOf(requester.Replies()),
             feed::RefusedReason::kUnknownInstrument);
@@ -768,8 +768,7 @@ TEST(FeedRequestServerSnapshots, RefuseWhatTheContractRefusesInItsOrder) {
     EXPECT_EQ(Collect({replies.front()}).token, token);
   }
   SendSnapshotRequest(requester, 77, 16, 0);
-  EXPECT_EQ(ReasonOf(requester.Replies()),
-            feed::RefusedReason::kRateLimited);
+  EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kRateLimited);
   // ... the seventh ended the sixth: none under way. Four in all from
   // other addresses; a fifth address gets Unavailable.
   std::vector<std::unique_ptr<Requester>> others;
