@@ -6,8 +6,9 @@
 // replication/ turns each libnats failure into an absl::Status of a kind
 // that says whether a later try may succeed (internal::NatsError): a
 // timeout is DeadlineExceeded; no server reachable, no responders (a stream
-// or bucket without a leader) and a connection lost, closed or reconnecting
-// are Unavailable. Everything else is a definite answer that trying again
+// or bucket without a leader), JetStream's "temporarily unavailable" (error
+// 10008, while a leader is elected) and a connection lost, closed or
+// reconnecting are Unavailable. Everything else is a definite answer that trying again
 // does not change: a refusal (a fence, a lease held by another member), a
 // stream or bucket with other settings, a permission or authorization
 // error, a bad argument, a message that does not parse.

@@ -18,6 +18,9 @@ absl::Status NatsError(natsStatus status, std::string_view what, int js_error) {
   if (detail != nullptr && *detail != '\0' && last == status) {
     absl::StrAppend(&text, ": ", detail);
   }
+  // JetStream's own "temporarily unavailable" (HTTP 503: its meta leader
+  // or the stream's leader is being elected) goes away by itself too.
+  if (js_error == JSClusterNotAvailErr) return absl::UnavailableError(text);
   switch (status) {
     case NATS_TIMEOUT:
       return absl::DeadlineExceededError(text);

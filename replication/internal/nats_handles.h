@@ -38,8 +38,9 @@ using KvStoreHandle = std::unique_ptr<kvStore, NatsDeleter>;
 using KvEntryHandle = std::unique_ptr<kvEntry, NatsDeleter>;
 
 // "`what`: <libnats status text> (<libnats last error>)", as a status of the
-// matching kind (timeouts are DeadlineExceeded, no server, no responders and
-// lost connections Unavailable, the rest Internal): the kinds that
+// matching kind (timeouts are DeadlineExceeded, no server, no responders,
+// lost connections and JetStream error 10008 "temporarily unavailable"
+// Unavailable, the rest Internal): the kinds that
 // IsTransientNatsError (replication/nats_error.h) reads. `js_error` adds
 // the JetStream error code.
 absl::Status NatsError(natsStatus status, std::string_view what,
