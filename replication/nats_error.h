@@ -8,10 +8,10 @@
 // timeout is DeadlineExceeded; no server reachable, no responders (a stream
 // or bucket without a leader), JetStream's "temporarily unavailable" (error
 // 10008, while a leader is elected) and a connection lost, closed or
-// reconnecting are Unavailable. Everything else is a definite answer that trying again
-// does not change: a refusal (a fence, a lease held by another member), a
-// stream or bucket with other settings, a permission or authorization
-// error, a bad argument, a message that does not parse.
+// reconnecting are Unavailable. Everything else is a definite answer that
+// trying again does not change: a refusal (a fence, a lease held by another
+// member), a stream or bucket with other settings, a permission or
+// authorization error, a bad argument, a message that does not parse.
 #ifndef ORDERWIRE_REPLICATION_NATS_ERROR_H_
 #define ORDERWIRE_REPLICATION_NATS_ERROR_H_
 
