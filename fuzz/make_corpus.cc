@@ -1,5 +1,5 @@
 // Writes the fuzz seed corpus: PROTOCOL.md's golden frames and datagram
-// (tests/codec/golden.h) and MARKETDATA.md's golden packets
+// (tests/codec/golden.h) and MARKETDATA-GOLDEN.md's golden packets
 // (tests/feed/golden.h), and what is built from them, into DIR/<target>/,
 // one writer per target. Run at build time by fuzz/CMakeLists.txt.
 //
@@ -265,7 +265,7 @@ Bytes GoldenAt(const feed_golden::GoldenBytes& golden, std::uint64_t sequence) {
   return packet;
 }
 
-// fuzz_subscriber: MARKETDATA.md's golden exchange as scripts: the feed in
+// fuzz_subscriber: MARKETDATA-GOLDEN.md's golden exchange as scripts: the feed in
 // order, a gap filled, a gap given up on, a late join, each refusal, a
 // small hold storage, staleness, tokens that wrap, and sequences at the
 // top of their range. The golden snapshot is at S = 6 (StartOfFeed and

@@ -1,6 +1,6 @@
 // `orderwire md from-journal` as a user runs it: the real binary on a
 // journal written here, text and exit status out. The golden journal of
-// docs/MARKETDATA.md "Golden packets" gives the golden feed as its exact
+// docs/MARKETDATA-GOLDEN.md gives the golden feed as its exact
 // JSON Lines (typed from the document); --from, --count and --instrument
 // select from it; usage and journal errors give the CLI's exit statuses;
 // and on a random journal of many segments, with snapshots, the output is
@@ -89,7 +89,7 @@ std::uint64_t WriteJournal(const std::string& dir,
   return id;
 }
 
-// MARKETDATA.md "Golden packets": instrument 42 only, default bands;
+// MARKETDATA-GOLDEN.md: instrument 42 only, default bands;
 // record 1 at T1 a buy of 300 at 10050, record 2 at T2 a sell of 400 at
 // 10040 (another session and account).
 void WriteGoldenJournal(const std::string& dir) {
@@ -116,7 +116,7 @@ void WriteGoldenJournal(const std::string& dir) {
         kT2}});
 }
 
-// The golden feed, messages 1 to 6, as MARKETDATA.md lists it.
+// The golden feed, messages 1 to 6, as MARKETDATA-GOLDEN.md lists it.
 const std::vector<std::string> kGoldenLines = {
     R"({"sequence":1,"kind":"SystemEvent","timestamp":1700000000000000000,)"
     R"("event":1})",

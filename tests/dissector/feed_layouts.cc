@@ -14,7 +14,7 @@
 //     Name() functions of feed/types.h and codec/types.h;
 //   * "causes": the check causes in feed/types.h's order (CheckCause);
 //   * "limits": packet size limit, magic, version;
-//   * "golden": the golden packets and messages of MARKETDATA.md, from
+//   * "golden": the golden packets and messages of MARKETDATA-GOLDEN.md, from
 //     tests/feed/golden.h.
 //
 // So the Lua dissector cannot drift from the C++ layouts unnoticed: the test

@@ -5,7 +5,7 @@ Everything the test knows of the feed comes from the C++ sources, printed by
 feed_layouts: the packet header and body layouts (feed/packet.h), every
 message kind's layout, size and carriers (feed/messages.h, feed/kind_table.h),
 the enumeration names (feed/types.h, codec/types.h), the check causes in
-their order (CheckCause) and docs/MARKETDATA.md's golden packets
+their order (CheckCause) and docs/MARKETDATA-GOLDEN.md's golden packets
 (tests/feed/golden.h). The test encodes messages with those layouts (checked
 against the golden messages), builds packets, well-formed and with each
 malformation of docs/MARKETDATA.md "Checks", writes them into a pcap file
@@ -617,7 +617,7 @@ def Diff(expected, observed):
 
 
 def CheckLayouts(checker):
-    """The layouts feed_layouts printed are docs/MARKETDATA.md's golden bytes'
+    """The layouts feed_layouts printed are MARKETDATA-GOLDEN.md's golden bytes'
     (the test's encoder, built on them, reproduces the golden messages)."""
     golden = {"OrderReduced": Message("OrderReduced", timestamp=T2,
                                       order_id=2, instrument_id=42,

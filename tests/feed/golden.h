@@ -1,7 +1,7 @@
-// The golden packets and messages of docs/MARKETDATA.md ("Golden packets"),
+// The golden packets and messages of docs/MARKETDATA-GOLDEN.md,
 // as hex, and the small hex helpers the feed tests share.
 //
-// Copied by hand from docs/MARKETDATA.md; they are the published vectors
+// Copied by hand from docs/MARKETDATA-GOLDEN.md; they are the published vectors
 // every encoder and parser must reproduce byte for byte. The field values
 // each one encodes are typed out in golden_test.cc from the same section,
 // not derived from here. The fuzz seed corpus is built from these too
@@ -20,7 +20,7 @@ namespace orderwire::feed::golden {
 
 struct GoldenBytes {
   std::string_view name;
-  std::size_t size;  // as stated by docs/MARKETDATA.md
+  std::size_t size;  // as stated by docs/MARKETDATA-GOLDEN.md
   std::string_view hex;
 };
 

@@ -1,4 +1,4 @@
-// The published vectors of docs/MARKETDATA.md ("Golden packets"): every
+// The published vectors of docs/MARKETDATA-GOLDEN.md: every
 // golden packet and message is built byte for byte by the encoders, and
 // parses back to exactly the fields the document states for it. The values
 // below are typed from the text of docs/MARKETDATA.md.

@@ -1,6 +1,6 @@
 // The text form of feed messages (jsonl::FeedMessageToJson, docs/
 // MARKETDATA.md "Text form"): one test per message kind, each on a golden
-// message of MARKETDATA.md "Golden packets", its expected line typed from
+// message of MARKETDATA-GOLDEN.md, its expected line typed from
 // the document's values and field table (not derived from the layouts), so
 // a field missing, renamed, moved or misread fails the kind's test. Then
 // extreme values, and a kind version 1 does not define.

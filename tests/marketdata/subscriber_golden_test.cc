@@ -1,4 +1,4 @@
-// marketdata::Subscriber on docs/MARKETDATA.md "Golden packets": the live
+// marketdata::Subscriber on docs/MARKETDATA-GOLDEN.md: the live
 // packets followed from the start; a gap after the start of feed asked for
 // with the golden RetransmitRequest's bytes (token 7) and filled by its
 // golden reply; a refusal of the golden BeyondEnd; a late join rebuilt from

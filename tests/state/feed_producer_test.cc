@@ -133,7 +133,7 @@ std::string HexOf(const std::vector<std::byte>& bytes) {
   return feed::test::Hex(bytes);
 }
 
-// MARKETDATA.md "Golden packets": records 1 and 2 make messages 1 to 6,
+// MARKETDATA-GOLDEN.md: records 1 and 2 make messages 1 to 6,
 // which pack into the two golden Data packets; then a size-down, a
 // reprice and a cancel of order 2 at T2 make the golden OrderReduced,
 // OrderReplaced and OrderDeleted.
