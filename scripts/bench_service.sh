@@ -36,7 +36,8 @@
 # duplicates, gaps; the client's retransmitted and out_of_order_reports show
 # it from the other side. A run is "clean" when all of them are 0. The
 # server's CPU per command is its user + system time (/proc/PID/stat, read
-# just before the stop; clock ticks of 1/CLK_TCK s) over the commands. The load
+# once it listens and again just before the stop, so neither its start-up
+# nor its shutdown counts; clock ticks of 1/CLK_TCK s) over the commands. The load
 # average and the CPU and I/O pressure (/proc/pressure, "some avg10") are
 # recorded at the start of each run: the machine is shared, and the figures
 # move with it.
@@ -63,7 +64,15 @@
 # "auto" for a binary without --send), INPUT (command frames for `submit
 # --input` instead of the mixed workload; COUNT is then what the client
 # acknowledged).
-# SNAPSHOT_EVERY (empty: no snapshot runs).
+# SNAPSHOT_EVERY (empty: no snapshot runs). FEEDS ("off"; "off on": each
+# run also once with the market-data feed on, alternating): `serve
+# --md-target` to a unicast port on loopback where `orderwire md record
+# --from-start` (on CLIENT_CPU) records the whole feed, and
+# `--md-request-listen`; its rows are labelled SEND+feed, the summary gives
+# the ratios to the same send path without, and the feed's publication lag
+# (the service's md_publication_lag: records found answerable to their
+# packets sent, per pass) as its mean and the bucket bounds holding p50 and
+# p99. A feed run is clean when md record got every message published.
 #
 # Exit status: 0 when every run completed (clean or not: the table says),
 # 1 when a server or client failed, 2 on a usage error. Needs python3 (for
@@ -97,6 +106,7 @@ if [ -n "${SEGMENT_SIZE:-}" ]; then segment_args=(--segment-size "$SEGMENT_SIZE"
 snapshot_every=${SNAPSHOT_EVERY:-}
 sends=${SENDS:-sendmmsg gso}
 input=${INPUT:-}
+feeds=${FEEDS:-off}
 needed=("$ow")
 [ "$baseline" != 0 ] && needed+=("$net_bench")
 [ "$device_baseline" != 0 ] && needed+=("$journal_bench")
@@ -122,8 +132,10 @@ out=$build/bench/service.jsonl
 : >"$out"
 work=$(mktemp -d "${TMPDIR:-/tmp}/ow-bench-service.XXXXXX")
 server_pid=
+recorder_pid=
 cleanup() {
   if [ -n "$server_pid" ]; then kill -INT "$server_pid" 2>/dev/null || true; fi
+  if [ -n "$recorder_pid" ]; then kill -INT "$recorder_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -182,9 +194,18 @@ if [ "$device_baseline" != 0 ]; then
 fi
 
 # --- 2 and 3: the service -----------------------------------------------------
-# run_once KIND MODE WINDOW RATE COUNT RUN SEND
+# Two free UDP ports on loopback (the kernel's choice, released at once).
+free_udp_ports() {
+  python3 -c 'import socket
+s = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(2)]
+for x in s: x.bind(("127.0.0.1", 0))
+print(" ".join(str(x.getsockname()[1]) for x in s))'
+}
+
+# run_once KIND MODE WINDOW RATE COUNT RUN SEND FEED
 run_once() {
   local kind=$1 mode=$2 window=$3 rate_arg=$4 n=$5 run=$6 send=${7:-auto}
+  local feed=${8:-off}
   local send_args=()
   if [ "$send" != auto ]; then send_args=(--send "$send"); fi
   local dir=$work/run
@@ -196,9 +217,19 @@ run_once() {
   if [ "$kind" = latency_snapshot ]; then
     snapshot_args=(--snapshot-every "$snapshot_every")
   fi
+  local feed_args=() md_port= md_request=
+  if [ "$feed" = on ]; then
+    read -r md_port md_request < <(free_udp_ports)
+    feed_args=(--md-target "127.0.0.1:$md_port"
+      --md-request-listen "127.0.0.1:$md_request")
+    taskset -c "$client_cpu" "$ow" md record --target "127.0.0.1:$md_port" \
+      --request "127.0.0.1:$md_request" --from-start \
+      --output "$dir/feed.bin" 2>"$dir/record.err" &
+    recorder_pid=$!
+  fi
   taskset -c "$server_cpu" "$ow" serve --listen 127.0.0.1:0 \
     --journal "$dir/journal" --durability "$mode" "${segment_args[@]}" \
-    "${snapshot_args[@]}" "${send_args[@]}" \
+    "${snapshot_args[@]}" "${send_args[@]}" "${feed_args[@]}" \
     --stats-json "$dir/stats.json" 2>"$dir/serve.log" &
   server_pid=$!
   local port=
@@ -214,6 +245,9 @@ run_once() {
     sleep 0.05
   done
   [ -n "$port" ] || { echo "bench_service.sh: serve did not start" >&2; return 1; }
+  # Its CPU time so far (start-up): not counted in the figure.
+  local start_ticks
+  start_ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat" 2>/dev/null || echo 0)
   local client_rc=0
   local workload_args=(--workload mixed --count "$n" --seed 1)
   if [ -n "$input" ]; then workload_args=(--input "$input"); fi
@@ -224,11 +258,26 @@ run_once() {
   # The server's CPU time (user + system, clock ticks) while it served:
   # read before the stop, so the shutdown is not counted.
   local ticks
-  ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat" 2>/dev/null || echo 0)
+  ticks=$(awk -v s="$start_ticks" '{print $14 + $15 - s}' "/proc/$server_pid/stat" 2>/dev/null || echo 0)
   kill -INT "$server_pid"
   local server_rc=0
   wait "$server_pid" || server_rc=$?
   server_pid=
+  local recorded=-1
+  if [ -n "$recorder_pid" ]; then
+    # It stops at the EndOfSession once it holds every message before it.
+    local waited=0
+    while kill -0 "$recorder_pid" 2>/dev/null && [ "$waited" -lt 300 ]; do
+      sleep 0.1
+      waited=$((waited + 1))
+    done
+    kill -INT "$recorder_pid" 2>/dev/null || true
+    wait "$recorder_pid" || true
+    recorder_pid=
+    recorded=$(sed -n 's/.*messages applied \([0-9]*\).*/\1/p' \
+      "$dir/record.err" | tail -n 1)
+    recorded=${recorded:--1}
+  fi
   if [ "$client_rc" -ne 0 ] || [ "$server_rc" -ne 0 ] ||
     [ ! -s "$dir/client.json" ]; then
     echo "bench_service.sh: $kind $mode window $window run $run failed" \
@@ -243,8 +292,10 @@ run_once() {
   segments=$(find "$dir/journal" -maxdepth 1 -name '*.owj' | wc -l)
   local cpu_s
   cpu_s=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", t / hz}')
-  printf '{"kind":"%s","send":"%s","durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"segments":%d,"client":%s,"server":%s}\n' \
-    "$kind" "$send" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" "$cpu_s" \
+  local label=$send
+  [ "$feed" = on ] && label=$send+feed
+  printf '{"kind":"%s","send":"%s","feed":"%s","recorded":%d,"durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"segments":%d,"client":%s,"server":%s}\n' \
+    "$kind" "$label" "$feed" "$recorded" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" "$cpu_s" \
     "$segments" \
     "$(cat "$dir/client.json")" "$(cat "$dir/stats.json")" >>"$out"
   python3 - "$out" <<'EOF'
@@ -265,6 +316,9 @@ print(f'  {r["kind"]:8} {r["send"]:8} {r["durability"]:5} w={r["window"]:<6} run
          f'{s.get("fork_ns_max", 0) / 1e3:.0f} us  '
          if s.get("snapshots_taken", 0) or s.get("snapshots_failed", 0)
          else '')
+      + (f'feed {s.get("md_messages", 0)} messages, recorded {r["recorded"]}, '
+         f'lag mean {s["md_publication_lag"]["sum_ns"] / max(1, s["md_publication_lag"]["count"]) / 1e3:.1f} us  '
+         if r["feed"] == "on" else '')
       + f'(load {r["load"]})')
 EOF
 }
@@ -274,15 +328,19 @@ for mode in $modes; do
   for window in $windows; do
     for run in $(seq 1 "$runs"); do
       for send in $sends; do
-        run_once max_rate "$mode" "$window" 0 "$count" "$run" "$send" ||
-          status=1
+        for feed in $feeds; do
+          run_once max_rate "$mode" "$window" 0 "$count" "$run" "$send" \
+            "$feed" || status=1
+        done
       done
     done
   done
   for run in $(seq 1 "$runs"); do
     for send in $sends; do
-      run_once latency "$mode" "$lat_window" "$rate" "$lat_count" "$run" \
-        "$send" || status=1
+      for feed in $feeds; do
+        run_once latency "$mode" "$lat_window" "$rate" "$lat_count" "$run" \
+          "$send" "$feed" || status=1
+      done
       if [ -n "$snapshot_every" ]; then
         run_once latency_snapshot "$mode" "$lat_window" "$rate" "$lat_count" \
           "$run" "$send" || status=1
@@ -301,8 +359,24 @@ def med(xs):
     return statistics.median(xs) if xs else float("nan")
 def loss(r):
     c, s = r["client"], r["server"]
+    feed_lost = 0
+    if r.get("feed") == "on":
+        feed_lost = (s.get("md_send_failures", 0)
+                     + abs(s.get("md_messages", 0) - r["recorded"]))
     return (c["retransmitted"] + c["out_of_order_reports"] + s["send_failures"]
-            + s["reports_resent"] + s["duplicates"] + s["gaps"])
+            + s["reports_resent"] + s["duplicates"] + s["gaps"] + feed_lost)
+def lag_bound(rs, q):
+    # The bound of the bucket holding quantile q of md_publication_lag, all
+    # runs' buckets summed (us; inf past the last bound).
+    bounds = rs[0]["server"]["bounds_ns"]
+    counts = [sum(x) for x in zip(*[r["server"]["md_publication_lag"]["buckets"]
+                                    for r in rs])]
+    total, seen = sum(counts), 0
+    for i, c in enumerate(counts):
+        seen += c
+        if total and seen >= q * total:
+            return bounds[i] / 1e3 if i < len(bounds) else float("inf")
+    return float("nan")
 summary = []
 groups = {}
 for r in rows:
@@ -364,6 +438,21 @@ for b in rows:
         print(f"| baseline {name}: {b['dgrams_per_s']:,.0f} datagrams/s | - | - | - | "
               f"{runs} | {b['items_per_second']:,.0f} frames/s | | | | | | | | "
               f"lost {b['lost']:.0f} | {load1} |")
+print()
+# The feed's publication lag, per figure with the feed on.
+for (kind, send, mode, window), rs in groups.items():
+    if not send.endswith("+feed"):
+        continue
+    lags = [r["server"]["md_publication_lag"] for r in rs]
+    mean = sum(l["sum_ns"] for l in lags) / max(1, sum(l["count"] for l in lags))
+    p50, p99 = lag_bound(rs, 0.5), lag_bound(rs, 0.99)
+    print(f"feed publication lag, {kind} {send} {mode} window {window}: "
+          f"mean {mean / 1e3:.1f} us, p50 <= {p50:g} us, p99 <= {p99:g} us "
+          f"({sum(l['count'] for l in lags)} passes)")
+    summary.append({"kind": "summary", "figure": "md_publication_lag",
+                    "run_kind": kind, "send": send, "durability": mode,
+                    "window": window, "mean_us": mean / 1e3,
+                    "p50_bound_us": p50, "p99_bound_us": p99})
 print()
 # The second send path against the first, in the same invocation.
 for (kind, mode, window), paths in by_send.items():

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 
 namespace orderwire::service {
 namespace {
@@ -13,13 +15,25 @@ constexpr std::size_t kBytesPerEntry = 64;
 // A reader overtaken by the writer while it copied tries this many times.
 constexpr int kCopyAttempts = 8;
 
+// `count` zeroed T from calloc: for sizes like these, pages the kernel maps
+// on first touch (no memset at construction). Throws std::bad_alloc.
+template <typename T>
+T* ZeroedArray(std::size_t count) {
+  void* p = std::calloc(count, sizeof(T));
+  if (p == nullptr) throw std::bad_alloc();
+  return static_cast<T*>(p);
+}
+
 }  // namespace
 
+void FeedRing::Free::operator()(void* p) const noexcept { std::free(p); }
+
 FeedRing::FeedRing(std::size_t bytes)
-    : data_(std::bit_ceil(std::max(bytes, kMinFeedRingBytes))),
-      data_mask_(data_.size() - 1),
-      entries_(new Entry[data_.size() / kBytesPerEntry]),
-      entry_mask_(data_.size() / kBytesPerEntry - 1) {}
+    : data_size_(std::bit_ceil(std::max(bytes, kMinFeedRingBytes))),
+      data_(ZeroedArray<std::byte>(data_size_)),
+      data_mask_(data_size_ - 1),
+      entries_(ZeroedArray<Entry>(data_size_ / kBytesPerEntry)),
+      entry_mask_(data_size_ / kBytesPerEntry - 1) {}
 
 void FeedRing::Reset(std::uint64_t next_sequence) noexcept {
   write_position_ = 0;
@@ -34,7 +48,7 @@ void FeedRing::Reset(std::uint64_t next_sequence) noexcept {
 
 void FeedRing::Append(std::uint64_t first_sequence, std::uint16_t count,
                       std::span<const std::byte> blocks) noexcept {
-  const std::size_t capacity = data_.size();
+  const std::size_t capacity = data_size_;
   std::uint64_t position = write_position_;
   // A packet is never split: one that would cross the end starts at 0.
   if ((position & data_mask_) + blocks.size() > capacity) {
@@ -43,22 +57,20 @@ void FeedRing::Append(std::uint64_t first_sequence, std::uint16_t count,
   const std::uint64_t end = position + blocks.size();
   const std::uint64_t byte_low = end > capacity ? end - capacity : 0;
   const std::uint64_t slots = entry_mask_ + 1;
-  while (oldest_ < written_ &&
-         (entry(oldest_).position.load(std::memory_order_relaxed) < byte_low ||
-          written_ - oldest_ >= slots)) {
+  while (oldest_ < written_ && (Load(entry(oldest_).position) < byte_low ||
+                                written_ - oldest_ >= slots)) {
     ++oldest_;
   }
   // Readers that copy what follows see the raised mark (seqlock order).
   low_water_.store(oldest_, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
-  std::memcpy(data_.data() + (position & data_mask_), blocks.data(),
+  std::memcpy(data_.get() + (position & data_mask_), blocks.data(),
               blocks.size());
   Entry& e = entry(written_);
-  e.first_sequence.store(first_sequence, std::memory_order_relaxed);
-  e.position.store(position, std::memory_order_relaxed);
-  e.length.store(static_cast<std::uint32_t>(blocks.size()),
-                 std::memory_order_relaxed);
-  e.count.store(count, std::memory_order_relaxed);
+  Store(e.first_sequence, first_sequence);
+  Store(e.position, position);
+  Store(e.length, static_cast<std::uint32_t>(blocks.size()));
+  Store(e.count, static_cast<std::uint32_t>(count));
   write_position_ = end;
   writer_next_ = first_sequence + count;
   ++written_;
@@ -77,11 +89,10 @@ FeedRing::Range FeedRing::Retained() const noexcept {
       return {next, next};
     }
     if (low >= written) continue;  // the writer is between the two stores
-    const Entry& first = entry(low);
-    const Entry& last = entry(written - 1);
-    const Range range{first.first_sequence.load(std::memory_order_relaxed),
-                      last.first_sequence.load(std::memory_order_relaxed) +
-                          last.count.load(std::memory_order_relaxed)};
+    Entry& first = entry(low);
+    Entry& last = entry(written - 1);
+    const Range range{Load(first.first_sequence),
+                      Load(last.first_sequence) + Load(last.count)};
     std::atomic_thread_fence(std::memory_order_acquire);
     if (low_water_.load(std::memory_order_relaxed) == low &&
         range.first_retained < range.next_sequence) {
@@ -110,7 +121,7 @@ std::uint64_t FeedRing::Copy(std::uint64_t first, std::size_t max,
     while (hi - lo > 1) {
       const std::uint64_t mid = lo + (hi - lo) / 2;
       touched = std::min(touched, mid);
-      if (entry(mid).first_sequence.load(std::memory_order_relaxed) <= first) {
+      if (Load(entry(mid).first_sequence) <= first) {
         lo = mid;
       } else {
         hi = mid;
@@ -118,21 +129,19 @@ std::uint64_t FeedRing::Copy(std::uint64_t first, std::size_t max,
     }
     touched = std::min(touched, lo);
     const std::uint64_t start = lo;
-    const std::uint64_t start_sequence =
-        entry(start).first_sequence.load(std::memory_order_relaxed);
+    const std::uint64_t start_sequence = Load(entry(start).first_sequence);
     std::uint64_t covered = start_sequence;  // one past the copied messages
     for (std::uint64_t i = start; i < written && covered < first + max; ++i) {
-      const Entry& e = entry(i);
-      const std::uint64_t position = e.position.load(std::memory_order_relaxed);
-      const std::uint32_t length = e.length.load(std::memory_order_relaxed);
+      Entry& e = entry(i);
+      const std::uint64_t position = Load(e.position);
+      const std::uint32_t length = Load(e.length);
       // A torn entry (validated below) must not send the copy outside.
-      if ((position & data_mask_) + length > data_.size()) break;
+      if ((position & data_mask_) + length > data_size_) break;
       const std::size_t at = out.size();
       out.resize(at + length);
-      std::memcpy(out.data() + at, data_.data() + (position & data_mask_),
+      std::memcpy(out.data() + at, data_.get() + (position & data_mask_),
                   length);
-      covered = e.first_sequence.load(std::memory_order_relaxed) +
-                e.count.load(std::memory_order_relaxed);
+      covered = Load(e.first_sequence) + Load(e.count);
     }
     std::atomic_thread_fence(std::memory_order_acquire);
     if (low_water_.load(std::memory_order_relaxed) > touched) continue;

@@ -25,7 +25,9 @@
 //
 // Cost: Append is one copy of the blocks and a few stores, no allocation;
 // Copy a binary search over the packets and one copy. Memory: `bytes` plus
-// 32 bytes per packet entry, allocated at construction.
+// 24 bytes per packet entry (one per 64 bytes), allocated at construction
+// as zero pages the kernel maps on first touch: a ring costs no start-up
+// time for its size, and only what the feed has filled is resident.
 #ifndef ORDERWIRE_SERVICE_FEED_RING_H_
 #define ORDERWIRE_SERVICE_FEED_RING_H_
 
@@ -90,24 +92,38 @@ class FeedRing {
                      std::vector<std::byte>& out) const;
 
   [[nodiscard]] std::size_t capacity_bytes() const noexcept {
-    return data_.size();
+    return data_size_;
   }
 
  private:
-  // A packet's place; written by the writer, read under validation.
+  // A packet's place; written by the writer, read under validation, each
+  // field through std::atomic_ref (Load, Store): plain integers, so the
+  // entries can be zero pages from calloc.
   struct Entry {
-    std::atomic<std::uint64_t> first_sequence{0};
-    std::atomic<std::uint64_t> position{0};  // absolute byte position
-    std::atomic<std::uint32_t> length{0};
-    std::atomic<std::uint32_t> count{0};
+    std::uint64_t first_sequence;
+    std::uint64_t position;  // absolute byte position
+    std::uint32_t length;
+    std::uint32_t count;
   };
+  struct Free {
+    void operator()(void* p) const noexcept;
+  };
+  template <typename T>
+  [[nodiscard]] static T Load(T& field) noexcept {
+    return std::atomic_ref<T>(field).load(std::memory_order_relaxed);
+  }
+  template <typename T>
+  static void Store(T& field, T value) noexcept {
+    std::atomic_ref<T>(field).store(value, std::memory_order_relaxed);
+  }
   [[nodiscard]] Entry& entry(std::uint64_t index) const noexcept {
     return entries_[index & entry_mask_];
   }
 
-  std::vector<std::byte> data_;
+  std::size_t data_size_;
+  std::unique_ptr<std::byte[], Free> data_;
   std::size_t data_mask_;
-  std::unique_ptr<Entry[]> entries_;
+  std::unique_ptr<Entry[], Free> entries_;
   std::size_t entry_mask_;
   // The writer's own: the byte position of the next packet, packets
   // appended, and the oldest entry still whole.
