@@ -265,11 +265,11 @@ Bytes GoldenAt(const feed_golden::GoldenBytes& golden, std::uint64_t sequence) {
   return packet;
 }
 
-// fuzz_subscriber: MARKETDATA-GOLDEN.md's golden exchange as scripts: the feed in
-// order, a gap filled, a gap given up on, a late join, each refusal, a
-// small hold storage, staleness, tokens that wrap, and sequences at the
-// top of their range. The golden snapshot is at S = 6 (StartOfFeed and
-// ExecutedAdded are 1 to 6; Heartbeat 7).
+// fuzz_subscriber: MARKETDATA-GOLDEN.md's golden exchange as scripts: the feed
+// in order, a gap filled, a gap given up on, a late join, each refusal, a small
+// hold storage, staleness, tokens that wrap, and sequences at the top of their
+// range. The golden snapshot is at S = 6 (StartOfFeed and ExecutedAdded are 1
+// to 6; Heartbeat 7).
 bool WriteSubscriberSeeds(const fs::path& dir) {
   namespace config = orderwire::fuzz::subscriber_config;
   constexpr std::uint8_t kFromStart = config::kFromStart;

@@ -1,6 +1,6 @@
-// marketdata::Book on docs/MARKETDATA-GOLDEN.md's golden feed ("Golden packets"):
-// the live packets of messages 1 to 6, parsed and applied block by block;
-// the snapshot reply at S = 6, which must rebuild the same book; and the
+// marketdata::Book on docs/MARKETDATA-GOLDEN.md's golden feed ("Golden
+// packets"): the live packets of messages 1 to 6, parsed and applied block by
+// block; the snapshot reply at S = 6, which must rebuild the same book; and the
 // "other kinds at T2" applied to the book after message 6.
 #include "tests/feed/golden.h"
 
