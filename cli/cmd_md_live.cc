@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_format.h"
 #include "base/clock.h"
+#include "cli/book_text.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/md_live.h"
@@ -466,7 +467,8 @@ absl::Status MdRecord(const Args& args) {
 
 const CommandSpec kMdWatchSpec{
     .name = "watch",
-    .synopsis = ORDERWIRE_MD_LIVE_SYNOPSIS " [--instrument ID] [--depth N]",
+    .synopsis =
+        ORDERWIRE_MD_LIVE_SYNOPSIS " [--instrument ID] [--depth N] [--book N]",
     .summary = "Follow the live feed: book ladder, best prices, trades.",
     .details =
         "On a terminal: a ladder of --depth price levels a side (quantity\n"
@@ -479,16 +481,22 @@ const CommandSpec kMdWatchSpec{
         "  trade seq=S instrument=I price=P quantity=Q maker=buy|sell "
         "match=M\n"
         "  snapshot seq=S | state from=A to=B | end seq=S\n"
-        "--instrument ID keeps that instrument's "
-        "lines.\n\n" ORDERWIRE_MD_LIVE_DETAILS,
+        "--instrument ID keeps that instrument's lines. --book N prints, at\n"
+        "the end, the top N levels of every instrument with resting orders\n"
+        "to standard error, in the text of 'replay --book N', so a\n"
+        "subscriber's books and the journal's compare with "
+        "diff.\n\n" ORDERWIRE_MD_LIVE_DETAILS,
     .flags =
         LiveFlags({{"instrument", "ID", "", "only this instrument"},
-                   {"depth", "N", "10", "levels a side in the ladder (1-50)"}}),
+                   {"depth", "N", "10", "levels a side in the ladder (1-50)"},
+                   {"book", "N", "0", "depth table of every book at the end"}}),
 };
 
 namespace {
 
 constexpr std::size_t kMaxDepth = 50;
+// --book: levels a side in the final depth tables, at most.
+constexpr std::uint64_t kMaxBookLevels = 1'000'000;
 constexpr std::size_t kTradesShown = 10;
 constexpr std::int64_t kRedrawNs = 100'000'000;
 
@@ -653,6 +661,9 @@ absl::Status MdWatch(const Args& args) {
   }
   absl::StatusOr<std::uint64_t> depth = args.Uint("depth", 1, kMaxDepth);
   if (!depth.ok()) return depth.status();
+  absl::StatusOr<std::uint64_t> book_levels =
+      args.Uint("book", 0, kMaxBookLevels);
+  if (!book_levels.ok()) return book_levels.status();
   const bool terminal = ::isatty(STDOUT_FILENO) == 1;
   Watcher watcher(instrument, *depth, terminal);
   marketdata::Subscriber subscriber(options->subscriber, watcher);
@@ -671,9 +682,10 @@ absl::Status MdWatch(const Args& args) {
                 }
                 return false;
               });
-  if (absl::Status s = WriteAll(stderr, CountersText("md watch", subscriber),
-                                "standard error");
-      status.ok()) {
+  std::string text;
+  if (*book_levels > 0) text = DepthTables(subscriber.book(), *book_levels);
+  text += CountersText("md watch", subscriber);
+  if (absl::Status s = WriteAll(stderr, text, "standard error"); status.ok()) {
     status = s;
   }
   return status;

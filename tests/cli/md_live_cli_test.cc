@@ -1,13 +1,14 @@
 // `orderwire md record`, `md watch` and `md print` against a live `orderwire
-// serve` (child processes, loopback UDP): a client trades 2000 mixed
-// commands; recorders that follow the feed from its start (--from-start:
-// retransmission, no snapshot), one of them started after the trading,
-// write exactly the JSON Lines `md from-journal` makes of the journal
-// afterwards, in both forms (--json, and the binary file `md print` shows);
-// --count stops a recorder by itself; EndOfSession stops the others; `md
-// watch` off a terminal prints its documented lines and stops on SIGTERM
-// with exit status 0, and without --from-start asks for a snapshot; `md
-// print` refuses a file cut short or not one; usage errors exit 2.
+// serve` (child processes, loopback UDP), one run shared by the suite: a
+// client trades 2000 mixed commands; recorders that follow the feed from
+// its start (--from-start: retransmission, no snapshot), one of them
+// started after the trading, write exactly the JSON Lines `md from-journal`
+// makes of the journal afterwards, in both forms (--json, and the binary
+// file `md print` shows); --count stops a recorder by itself; EndOfSession
+// stops the others; `md watch` off a terminal prints its documented lines
+// and stops on SIGTERM with exit status 0; without --from-start it joins by
+// snapshot and ends with the journal's books (--book, as `replay --book`);
+// `md print` refuses a file cut short or not one; usage errors exit 2.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -156,128 +157,224 @@ void ExpectWatchLines(const std::string& log) {
   EXPECT_GT(trades, 0u);
 }
 
-TEST(MdLiveCli, RecordingsOfALiveRunAreTheJournalsFeed) {
-  ScratchDir dir;
-  const std::vector<int> ports = FreeUdpPorts(8);
-  ASSERT_EQ(ports.size(), 8u);
-  const std::string listen = Loopback(ports[0]);
-  const std::string request = Loopback(ports[1]);
-  auto serve = Spawn(
-      {"serve", "--journal", dir.Sub("j"), "--listen", listen, "--md-target",
-       absl::StrCat(Loopback(ports[2]), ",", Loopback(ports[3]), ",",
-                    Loopback(ports[4]), ",", Loopback(ports[5]), ",",
-                    Loopback(ports[6]), ",", Loopback(ports[7])),
-       "--md-request-listen", request, "--md-heartbeat-ms", "100"},
-      dir.Sub("serve.log"));
-  ASSERT_NE(serve, nullptr);
-  ASSERT_TRUE(LogShows(*serve, "listening on")) << serve->LogTail();
+// The depth-table lines of `text` (cli/book_text.h: `replay --book` and `md
+// watch --book` print the same), in order.
+std::string BookLines(const std::string& text) {
+  const std::regex table(R"((instrument \d+:|  |every book is empty).*)");
+  std::istringstream lines(text);
+  std::string line;
+  std::string out;
+  while (std::getline(lines, line)) {
+    if (std::regex_match(line, table)) absl::StrAppend(&out, line, "\n");
+  }
+  return out;
+}
 
-  const auto live = [&](const char* command, int port) {
-    return std::vector<std::string>{"md",           command,      "--target",
-                                    Loopback(port), "--request",  request,
-                                    "--from-start", "--duration", "300"};
+// One live run shared by the tests below: `serve` publishing to six unicast
+// targets, each followed by one `md` process, a client trading 2000 mixed
+// commands, a recorder started after the trading, then a clean stop. Each
+// step's outcome is kept; the tests check one process each.
+class MdLiveRun : public ::testing::Test {
+ protected:
+  struct Run {
+    ScratchDir dir;
+    std::vector<int> ports;
+    std::string request;
+    std::unique_ptr<ChildProcess> serve, json, binary, counted, watch, joining,
+        late;
+    std::optional<int> counted_exit;
+    absl::StatusOr<int> watched = absl::UnknownError("not stopped");
+    absl::StatusOr<int> joined = absl::UnknownError("not stopped");
+    std::string journal_feed;   // md from-journal of the journal
+    std::string journal_books;  // replay --book of the journal
   };
-  auto with = [](std::vector<std::string> args,
-                 const std::vector<std::string>& more) {
+
+  static void SetUpTestSuite() {
+    run_ = new Run;
+    Start(*run_);
+    if (!::testing::Test::HasFatalFailure()) Trade(*run_);
+    if (!::testing::Test::HasFatalFailure()) Finish(*run_);
+    ready_ = !::testing::Test::HasFailure();
+  }
+  static void TearDownTestSuite() {
+    delete run_;
+    run_ = nullptr;
+  }
+  void SetUp() override {
+    ASSERT_TRUE(ready_) << "the live run failed (see the suite's set-up)";
+  }
+
+  static std::vector<std::string> Live(const Run& r, const char* command,
+                                       int port,
+                                       std::vector<std::string> more = {}) {
+    std::vector<std::string> args{"md",           command,      "--target",
+                                  Loopback(port), "--request",  r.request,
+                                  "--from-start", "--duration", "300"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
-  };
-  auto json = Spawn(with(live("record", ports[2]),
-                         {"--json", "--output", dir.Sub("feed.jsonl")}),
-                    dir.Sub("json.log"));
-  auto binary =
-      Spawn(with(live("record", ports[3]), {"--output", dir.Sub("feed.owmd")}),
-            dir.Sub("binary.log"));
-  auto counted =
-      Spawn(with(live("record", ports[4]),
-                 {"--json", "--count", "5", "--output", dir.Sub("five.jsonl")}),
-            dir.Sub("counted.log"));
-  auto watch = Spawn(live("watch", ports[5]), dir.Sub("watch.log"));
-  // Without --from-start the watch joins by snapshot: it asks for one.
-  auto joining = Spawn({"md", "watch", "--target", Loopback(ports[7]),
-                        "--request", request, "--duration", "300"},
-                       dir.Sub("joining.log"));
-  for (ChildProcess* child :
-       {json.get(), binary.get(), counted.get(), watch.get(), joining.get()}) {
-    ASSERT_NE(child, nullptr);
-    ASSERT_TRUE(LogShows(*child, "receiving on")) << child->LogTail();
   }
 
-  const test_support::ShellOutcome submit = Orderwire(
-      dir, absl::StrCat("submit --target ", listen,
-                        " --session 1 --workload mixed --count 2000"));
-  ASSERT_EQ(submit.status, 0) << submit.err;
-
-  // A recorder that starts after the trading gets all of it by
-  // retransmission; serve is stopped once it has caught up with the live
-  // recorder.
-  auto late = Spawn(with(live("record", ports[6]),
-                         {"--json", "--output", dir.Sub("late.jsonl")}),
-                    dir.Sub("late.log"));
-  ASSERT_NE(late, nullptr);
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < deadline &&
-         (ReadText(dir.Sub("late.jsonl")).empty() ||
-          ReadText(dir.Sub("late.jsonl")) != ReadText(dir.Sub("feed.jsonl")))) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  // serve, and the followers that start before the trading.
+  static void Start(Run& r) {
+    r.ports = FreeUdpPorts(8);
+    ASSERT_EQ(r.ports.size(), 8u);
+    r.request = Loopback(r.ports[1]);
+    std::string targets;
+    for (std::size_t i = 2; i < 8; ++i) {
+      absl::StrAppend(&targets, i == 2 ? "" : ",", Loopback(r.ports[i]));
+    }
+    r.serve =
+        Spawn({"serve", "--journal", r.dir.Sub("j"), "--listen",
+               Loopback(r.ports[0]), "--md-target", targets,
+               "--md-request-listen", r.request, "--md-heartbeat-ms", "100"},
+              r.dir.Sub("serve.log"));
+    ASSERT_NE(r.serve, nullptr);
+    ASSERT_TRUE(LogShows(*r.serve, "listening on")) << r.serve->LogTail();
+    r.json = Spawn(Live(r, "record", r.ports[2],
+                        {"--json", "--output", r.dir.Sub("feed.jsonl")}),
+                   r.dir.Sub("json.log"));
+    r.binary = Spawn(
+        Live(r, "record", r.ports[3], {"--output", r.dir.Sub("feed.owmd")}),
+        r.dir.Sub("binary.log"));
+    r.counted = Spawn(
+        Live(r, "record", r.ports[4],
+             {"--json", "--count", "5", "--output", r.dir.Sub("five.jsonl")}),
+        r.dir.Sub("counted.log"));
+    r.watch = Spawn(Live(r, "watch", r.ports[5]), r.dir.Sub("watch.log"));
+    // Without --from-start the watch joins by snapshot: it asks for one.
+    r.joining =
+        Spawn({"md", "watch", "--target", Loopback(r.ports[7]), "--request",
+               r.request, "--duration", "300", "--book", "1000000"},
+              r.dir.Sub("joining.log"));
+    for (ChildProcess* child : {r.json.get(), r.binary.get(), r.counted.get(),
+                                r.watch.get(), r.joining.get()}) {
+      ASSERT_NE(child, nullptr);
+      ASSERT_TRUE(LogShows(*child, "receiving on")) << child->LogTail();
+    }
   }
 
-  // --count: that recorder stops by itself.
-  const std::optional<int> counted_exit = ExitWithin(*counted, 60);
-  EXPECT_TRUE(ExitedZero(counted_exit)) << counted->LogTail();
-  EXPECT_THAT(counted->LogTail(), HasSubstr("--count reached"));
-
-  // md watch: lines, then a clean stop on SIGTERM.
-  ASSERT_TRUE(LogShows(*watch, "trade seq=")) << watch->LogTail();
-  absl::StatusOr<int> watched = watch->Stop(SIGTERM, std::chrono::seconds(20));
-  ASSERT_TRUE(watched.ok()) << watched.status();
-  EXPECT_TRUE(ExitedZero(*watched)) << watch->LogTail();
-  const std::string watch_log = ReadText(watch->log_path());
-  EXPECT_THAT(watch_log, HasSubstr("md watch: session "));
-  ExpectWatchLines(watch_log);
-
-  absl::StatusOr<int> joined = joining->Stop(SIGTERM, std::chrono::seconds(20));
-  ASSERT_TRUE(joined.ok()) << joined.status();
-  EXPECT_TRUE(ExitedZero(*joined)) << joining->LogTail();
-  EXPECT_THAT(joining->LogTail(), HasSubstr("md watch: session "));
-  EXPECT_THAT(joining->LogTail(), Not(HasSubstr("snapshot requests 0,")));
-
-  // A clean stop sends EndOfSession: the recorders finish by themselves.
-  absl::StatusOr<int> served = serve->Stop(SIGTERM, std::chrono::seconds(30));
-  ASSERT_TRUE(served.ok()) << served.status();
-  EXPECT_TRUE(ExitedZero(*served)) << serve->LogTail();
-  for (ChildProcess* child : {json.get(), binary.get(), late.get()}) {
-    const std::optional<int> status = ExitWithin(*child, 60);
-    EXPECT_TRUE(ExitedZero(status)) << child->LogTail();
-    EXPECT_THAT(child->LogTail(), HasSubstr("; end of session"));
+  // The client's commands; then a recorder that starts after them gets all
+  // of it by retransmission, waited for until it has caught up with the
+  // live recorder.
+  static void Trade(Run& r) {
+    const test_support::ShellOutcome submit = Orderwire(
+        r.dir, absl::StrCat("submit --target ", Loopback(r.ports[0]),
+                            " --session 1 --workload mixed --count 2000"));
+    ASSERT_EQ(submit.status, 0) << submit.err;
+    r.late = Spawn(Live(r, "record", r.ports[6],
+                        {"--json", "--output", r.dir.Sub("late.jsonl")}),
+                   r.dir.Sub("late.log"));
+    ASSERT_NE(r.late, nullptr);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (std::chrono::steady_clock::now() < deadline &&
+           (ReadText(r.dir.Sub("late.jsonl")).empty() ||
+            ReadText(r.dir.Sub("late.jsonl")) !=
+                ReadText(r.dir.Sub("feed.jsonl")))) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
 
-  const test_support::ShellOutcome journal =
-      Orderwire(dir, "md from-journal --journal j");
-  ASSERT_EQ(journal.status, 0) << journal.err;
-  ASSERT_GT(LineCount(journal.out), 2000u);
-  EXPECT_TRUE(ReadText(dir.Sub("feed.jsonl")) == journal.out)
+  // The stops: --count by itself, the watchers on SIGTERM, serve cleanly
+  // (its EndOfSession ends the recorders); then the journal's feed and
+  // books.
+  static void Finish(Run& r) {
+    r.counted_exit = ExitWithin(*r.counted, 60);
+    ASSERT_TRUE(LogShows(*r.watch, "trade seq=")) << r.watch->LogTail();
+    ASSERT_TRUE(LogShows(*r.joining, "snapshot seq=")) << r.joining->LogTail();
+    r.watched = r.watch->Stop(SIGTERM, std::chrono::seconds(20));
+    // The joining watcher keeps its books until the EndOfSession.
+    absl::StatusOr<int> served =
+        r.serve->Stop(SIGTERM, std::chrono::seconds(30));
+    ASSERT_TRUE(served.ok()) << served.status();
+    EXPECT_TRUE(ExitedZero(*served)) << r.serve->LogTail();
+    ASSERT_TRUE(LogShows(*r.joining, "end seq=")) << r.joining->LogTail();
+    r.joined = r.joining->Stop(SIGTERM, std::chrono::seconds(20));
+    const test_support::ShellOutcome journal =
+        Orderwire(r.dir, "md from-journal --journal j");
+    ASSERT_EQ(journal.status, 0) << journal.err;
+    r.journal_feed = journal.out;
+    const test_support::ShellOutcome books =
+        Orderwire(r.dir, "replay --journal j --book 1000000");
+    ASSERT_EQ(books.status, 0) << books.err;
+    r.journal_books = BookLines(books.err);
+  }
+
+  static Run* run_;
+  static bool ready_;
+};
+
+MdLiveRun::Run* MdLiveRun::run_ = nullptr;
+bool MdLiveRun::ready_ = false;
+
+TEST_F(MdLiveRun, RecordJsonWritesTheJournalsFeedAndEndsAtEndOfSession) {
+  const std::optional<int> status = ExitWithin(*run_->json, 60);
+  EXPECT_TRUE(ExitedZero(status)) << run_->json->LogTail();
+  EXPECT_THAT(run_->json->LogTail(), HasSubstr("; end of session"));
+  ASSERT_GT(LineCount(run_->journal_feed), 2000u);
+  EXPECT_TRUE(ReadText(run_->dir.Sub("feed.jsonl")) == run_->journal_feed)
       << "md record --json differs from md from-journal";
-  EXPECT_TRUE(ReadText(dir.Sub("late.jsonl")) == journal.out)
-      << "the late recorder differs from md from-journal";
-  EXPECT_THAT(late->LogTail(), Not(HasSubstr("retransmit requests 0,")));
-  EXPECT_EQ(ReadText(dir.Sub("five.jsonl")), FirstLines(journal.out, 5));
-  const test_support::ShellOutcome printed =
-      Orderwire(dir, "md print feed.owmd");
-  ASSERT_EQ(printed.status, 0) << printed.err;
-  EXPECT_TRUE(printed.out == journal.out)
-      << "md print of the binary recording differs from md from-journal";
+}
 
-  // md print: a file cut inside its last record prints the records before
-  // it and fails naming the offset; a file that is not one fails.
+TEST_F(MdLiveRun, ARecorderStartedAfterTheTradingGetsItAllByRetransmission) {
+  const std::optional<int> status = ExitWithin(*run_->late, 60);
+  EXPECT_TRUE(ExitedZero(status)) << run_->late->LogTail();
+  EXPECT_TRUE(ReadText(run_->dir.Sub("late.jsonl")) == run_->journal_feed)
+      << "the late recorder differs from md from-journal";
+  EXPECT_THAT(run_->late->LogTail(), Not(HasSubstr("retransmit requests 0,")));
+}
+
+TEST_F(MdLiveRun, CountStopsARecorderByItself) {
+  EXPECT_TRUE(ExitedZero(run_->counted_exit)) << run_->counted->LogTail();
+  EXPECT_THAT(run_->counted->LogTail(), HasSubstr("--count reached"));
+  EXPECT_EQ(ReadText(run_->dir.Sub("five.jsonl")),
+            FirstLines(run_->journal_feed, 5));
+}
+
+TEST_F(MdLiveRun, TheBinaryRecordingPrintsAsTheJournalsFeed) {
+  const std::optional<int> status = ExitWithin(*run_->binary, 60);
+  EXPECT_TRUE(ExitedZero(status)) << run_->binary->LogTail();
+  const test_support::ShellOutcome printed =
+      Orderwire(run_->dir, "md print feed.owmd");
+  ASSERT_EQ(printed.status, 0) << printed.err;
+  EXPECT_TRUE(printed.out == run_->journal_feed)
+      << "md print of the binary recording differs from md from-journal";
+}
+
+TEST_F(MdLiveRun, WatchPrintsItsDocumentedLinesAndStopsOnSigterm) {
+  ASSERT_TRUE(run_->watched.ok()) << run_->watched.status();
+  EXPECT_TRUE(ExitedZero(*run_->watched)) << run_->watch->LogTail();
+  const std::string log = ReadText(run_->watch->log_path());
+  EXPECT_THAT(log, HasSubstr("md watch: session "));
+  ExpectWatchLines(log);
+}
+
+// Joined by snapshot (no --from-start), its --book tables at the end are
+// `replay --book`'s of the journal, line for line.
+TEST_F(MdLiveRun, AWatcherJoiningBySnapshotEndsWithTheJournalsBooks) {
+  ASSERT_TRUE(run_->joined.ok()) << run_->joined.status();
+  EXPECT_TRUE(ExitedZero(*run_->joined)) << run_->joining->LogTail();
+  const std::string log = ReadText(run_->joining->log_path());
+  EXPECT_THAT(log, HasSubstr("md watch: session "));
+  EXPECT_THAT(log, Not(HasSubstr("snapshot requests 0,")));
+  ASSERT_THAT(run_->journal_books, HasSubstr("instrument "));
+  EXPECT_EQ(BookLines(log), run_->journal_books);
+}
+
+// md print: a file cut inside its last record prints the records before it
+// and fails naming the offset; a file that is not one fails.
+TEST_F(MdLiveRun, PrintRefusesARecordingCutShortOrNotOne) {
+  ASSERT_TRUE(ExitedZero(ExitWithin(*run_->binary, 60)));
+  const ScratchDir& dir = run_->dir;
+  const std::string& feed = run_->journal_feed;
   std::string bytes = ReadText(dir.Sub("feed.owmd"));
+  ASSERT_GT(bytes.size(), 18u);
   test_support::WriteText(dir.Sub("cut.owmd"),
                           bytes.substr(0, bytes.size() - 1));
   const test_support::ShellOutcome cut = Orderwire(dir, "md print cut.owmd");
   EXPECT_EQ(cut.status, 1) << cut.err;
   EXPECT_THAT(cut.err, HasSubstr("a record cut short"));
-  EXPECT_EQ(cut.out, FirstLines(journal.out, LineCount(journal.out) - 1));
+  EXPECT_EQ(cut.out, FirstLines(feed, LineCount(feed) - 1));
   test_support::WriteText(dir.Sub("jsonl.owmd"),
                           ReadText(dir.Sub("feed.jsonl")));
   const test_support::ShellOutcome not_one =
@@ -306,6 +403,7 @@ TEST(MdLiveCli, UsageErrorsExitTwo) {
       "watch --target 127.0.0.1:9 --request [::1]:9",
       "watch " + ok + " --interface 127.0.0.1",
       "watch " + ok + " --depth 0",
+      "watch " + ok + " --book x",
       "watch " + ok + " --instrument 0",
       "watch " + ok + " --heartbeat-ms 0",
       "watch " + ok + " --duration 0",
