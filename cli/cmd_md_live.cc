@@ -132,23 +132,10 @@ absl::StatusOr<HostPort> ParseHostPort(const Args& args,
   absl::StatusOr<net::Endpoint> endpoint =
       net::Endpoint::Parse(args.String(flag));
   if (!endpoint.ok()) return FlagError(flag, endpoint.status());
-  HostPort out;
-  char text[INET6_ADDRSTRLEN] = {};
-  out.family = endpoint->storage.ss_family;
-  if (out.family == AF_INET) {
-    sockaddr_in a;
-    std::memcpy(&a, &endpoint->storage, sizeof(a));
-    inet_ntop(AF_INET, &a.sin_addr, text, sizeof(text));
-    out.port = ntohs(a.sin_port);
-    out.multicast = IN_MULTICAST(ntohl(a.sin_addr.s_addr));
-  } else {
-    sockaddr_in6 a;
-    std::memcpy(&a, &endpoint->storage, sizeof(a));
-    inet_ntop(AF_INET6, &a.sin6_addr, text, sizeof(text));
-    out.port = ntohs(a.sin6_port);
-    out.multicast = IN6_IS_ADDR_MULTICAST(&a.sin6_addr);
-  }
-  out.address = text;
+  HostPort out{.address = endpoint->Address(),
+               .port = endpoint->port(),
+               .multicast = endpoint->IsMulticast(),
+               .family = endpoint->family()};
   if (out.port == 0) {
     return FlagError(flag, absl::InvalidArgumentError("port 0"));
   }

@@ -113,21 +113,38 @@ std::uint16_t Endpoint::port() const {
   return 0;
 }
 
-std::string Endpoint::ToString() const {
+std::string Endpoint::Address() const {
   char text[INET6_ADDRSTRLEN] = "?";
   if (family() == AF_INET) {
     inet_ntop(AF_INET,
               &reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr, text,
               sizeof(text));
-    return absl::StrFormat("%s:%d", text, port());
-  }
-  if (family() == AF_INET6) {
+  } else if (family() == AF_INET6) {
     inet_ntop(AF_INET6,
               &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr, text,
               sizeof(text));
-    return absl::StrFormat("[%s]:%d", text, port());
+  }
+  return text;
+}
+
+std::string Endpoint::ToString() const {
+  if (family() == AF_INET) return absl::StrFormat("%s:%d", Address(), port());
+  if (family() == AF_INET6) {
+    return absl::StrFormat("[%s]:%d", Address(), port());
   }
   return "(no address)";
+}
+
+bool Endpoint::IsMulticast() const {
+  if (family() == AF_INET) {
+    return IN_MULTICAST(
+        ntohl(reinterpret_cast<const sockaddr_in*>(&storage)->sin_addr.s_addr));
+  }
+  if (family() == AF_INET6) {
+    return IN6_IS_ADDR_MULTICAST(
+        &reinterpret_cast<const sockaddr_in6*>(&storage)->sin6_addr);
+  }
+  return false;
 }
 
 bool Endpoint::operator==(const Endpoint& other) const {

@@ -73,7 +73,12 @@ struct Endpoint {
   }
   [[nodiscard]] int family() const { return storage.ss_family; }
   [[nodiscard]] std::uint16_t port() const;
+  // The numeric address alone ("127.0.0.1", "::1"); "?" for no address.
+  [[nodiscard]] std::string Address() const;
+  // "ADDRESS:PORT", "[ADDRESS]:PORT" for IPv6.
   [[nodiscard]] std::string ToString() const;
+  // A multicast group (224.0.0.0/4, ff00::/8).
+  [[nodiscard]] bool IsMulticast() const;
   // Same family, address and port.
   [[nodiscard]] bool operator==(const Endpoint& other) const;
 };

@@ -24,15 +24,6 @@ namespace {
 // sendmmsg takes at most UIO_MAXIOV entries a call.
 constexpr std::size_t kMaxEntriesPerCall = 1024;
 
-bool IsMulticast(const net::Endpoint& endpoint) {
-  if (endpoint.family() == AF_INET) {
-    const auto* in = reinterpret_cast<const sockaddr_in*>(endpoint.addr());
-    return IN_MULTICAST(ntohl(in->sin_addr.s_addr));
-  }
-  const auto* in6 = reinterpret_cast<const sockaddr_in6*>(endpoint.addr());
-  return IN6_IS_ADDR_MULTICAST(&in6->sin6_addr);
-}
-
 absl::Status SetOption(int fd, int level, int name, const void* value,
                        socklen_t size, std::string_view what) {
   if (::setsockopt(fd, level, name, value, size) != 0) {
@@ -79,7 +70,7 @@ absl::StatusOr<std::unique_ptr<FeedPublisher>> FeedPublisher::Open(
           "socket sends to all: give IPv4 or IPv6 destinations only)",
           options.targets.front().ToString(), target.ToString()));
     }
-    if (IsMulticast(target) && options.targets.size() > 1) {
+    if (target.IsMulticast() && options.targets.size() > 1) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "--md-target: %s is a multicast group: give one group, or a list "
           "of unicast destinations",
@@ -184,12 +175,12 @@ absl::Status FeedPublisher::ConfigureMulticast() {
 std::size_t FeedPublisher::unicast_targets() const noexcept {
   return static_cast<std::size_t>(
       std::count_if(options_.targets.begin(), options_.targets.end(),
-                    [](const net::Endpoint& t) { return !IsMulticast(t); }));
+                    [](const net::Endpoint& t) { return !t.IsMulticast(); }));
 }
 
 std::string FeedPublisher::description() const {
   const net::Endpoint& first = options_.targets.front();
-  if (options_.targets.size() == 1 && IsMulticast(first)) {
+  if (options_.targets.size() == 1 && first.IsMulticast()) {
     return absl::StrFormat(
         "market data: multicast to %s, ttl %d, interface %s, heartbeat %d ms",
         first.ToString(), options_.multicast_ttl,

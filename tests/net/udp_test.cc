@@ -34,6 +34,23 @@ TEST(Endpoint, ParsesIpv4Ipv6AndNames) {
                *Endpoint::Parse("127.0.0.1:2"));
 }
 
+TEST(Endpoint, SaysItsAddressAndWhetherItIsAMulticastGroup) {
+  EXPECT_EQ(Endpoint::Parse("127.0.0.1:7400")->Address(), "127.0.0.1");
+  EXPECT_EQ(Endpoint::Parse("[::1]:9")->Address(), "::1");
+  EXPECT_EQ(Endpoint::Parse("[::1]:9")->ToString(), "[::1]:9");
+  EXPECT_EQ(Endpoint{}.Address(), "?");
+  for (const char* group :
+       {"224.0.0.1:1", "239.1.2.3:5000", "239.255.255.255:1", "[ff02::1]:1",
+        "[ff0e::1234]:9"}) {
+    EXPECT_TRUE(Endpoint::Parse(group)->IsMulticast()) << group;
+  }
+  for (const char* unicast : {"127.0.0.1:1", "223.255.255.255:1", "240.0.0.1:1",
+                              "[::1]:1", "[fe80::1]:1"}) {
+    EXPECT_FALSE(Endpoint::Parse(unicast)->IsMulticast()) << unicast;
+  }
+  EXPECT_FALSE(Endpoint{}.IsMulticast());
+}
+
 TEST(Endpoint, RejectsWhatIsNotHostPort) {
   for (const char* bad : {"", "127.0.0.1", "127.0.0.1:", "127.0.0.1:99999",
                           "127.0.0.1:x", "[::1:7400"}) {
