@@ -240,46 +240,17 @@ class LiveListener : public marketdata::SubscriberListener {
   marketdata::FeedSocket* socket_ = nullptr;
 };
 
-// What the loop knows besides the subscriber: the EndOfSession seen.
-struct FeedEnd {
-  std::optional<std::uint64_t> end_of_session;  // its sequence
-  // Every message before EndOfSession applied.
-  [[nodiscard]] bool Reached(const marketdata::Subscriber& s) const {
-    return end_of_session.has_value() && s.next_sequence() >= *end_of_session;
-  }
-};
-
-// Hands every waiting datagram to the subscriber (as FeedSocket::Receive
-// does) and notes an EndOfSession of the session followed.
-absl::Status ReceiveAll(int fd, marketdata::Subscriber& subscriber,
-                        std::int64_t now_ns, FeedEnd& end) {
-  std::array<std::byte, feed::kMaxPacketBytes + 1> buffer;
-  for (int i = 0; i < 64; ++i) {
-    const ssize_t n = ::recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return absl::OkStatus();
-      if (errno == EINTR || errno == ECONNREFUSED) continue;
-      return absl::UnavailableError(
-          absl::StrFormat("receiving the feed: %s", std::strerror(errno)));
-    }
-    const std::span<const std::byte> bytes(buffer.data(),
-                                           static_cast<std::size_t>(n));
-    subscriber.OnPacket(bytes, now_ns);
-    const auto packet =
-        feed::PacketView::Parse(bytes, feed::SessionFilter::Any());
-    if (packet.ok() && packet->type() == feed::PacketType::kEndOfSession &&
-        packet->session() == subscriber.session()) {
-      end.end_of_session = packet->sequence();
-    }
-  }
-  return absl::OkStatus();
+// Every message before the feed's EndOfSession applied.
+bool EndReached(const marketdata::Subscriber& s) {
+  return s.end_of_session().has_value() &&
+         s.next_sequence() >= *s.end_of_session();
 }
 
 // Runs the subscriber until a signal, --duration, or `tick` (called after
 // each pass with the time) returns true or an error. WrongSession fails.
 absl::Status RunFeed(
     const LiveOptions& options, std::string_view command,
-    LiveListener& listener, marketdata::Subscriber& subscriber, FeedEnd& end,
+    LiveListener& listener, marketdata::Subscriber& subscriber,
     absl::FunctionRef<absl::StatusOr<bool>(std::int64_t)> tick) {
   absl::StatusOr<marketdata::FeedSocket> socket =
       marketdata::FeedSocket::Open(options.socket);
@@ -304,7 +275,9 @@ absl::Status RunFeed(
     pollfd pfd{.fd = socket->fd(), .events = POLLIN, .revents = 0};
     (void)::poll(&pfd, 1, 10);
     const std::int64_t now = base::MonotonicNs();
-    if (status = ReceiveAll(socket->fd(), subscriber, now, end); !status.ok()) {
+    if (absl::StatusOr<int> received = socket->Receive(subscriber, now);
+        !received.ok()) {
+      status = received.status();
       break;
     }
     subscriber.Poll(now);
@@ -413,20 +386,19 @@ absl::Status MdRecord(const Args& args) {
   const bool json = args.Bool("json");
   Recorder recorder(json, limit);
   marketdata::Subscriber subscriber(options->subscriber, recorder);
-  FeedEnd end;
   absl::Status status =
       json ? absl::OkStatus() : WriteAll(file, kRecordFileMagic, path);
   std::string why = "stopped";
   if (status.ok()) {
     status =
-        RunFeed(*options, "md record", recorder, subscriber, end,
+        RunFeed(*options, "md record", recorder, subscriber,
                 [&](std::int64_t) -> absl::StatusOr<bool> {
                   if (absl::Status s = recorder.Flush(file, path); !s.ok()) {
                     return s;
                   }
                   if (recorder.full()) why = "--count reached";
-                  if (end.Reached(subscriber)) why = "end of session";
-                  return recorder.full() || end.Reached(subscriber);
+                  if (EndReached(subscriber)) why = "end of session";
+                  return recorder.full() || EndReached(subscriber);
                 });
   }
   if (absl::Status s = recorder.Flush(file, path); status.ok()) status = s;
@@ -654,14 +626,13 @@ absl::Status MdWatch(const Args& args) {
   const bool terminal = ::isatty(STDOUT_FILENO) == 1;
   Watcher watcher(instrument, *depth, terminal);
   marketdata::Subscriber subscriber(options->subscriber, watcher);
-  FeedEnd end;
   bool end_told = false;
   if (terminal) (void)WriteAll(stdout, std::string_view("\x1b[2J"));
   absl::Status status =
-      RunFeed(*options, "md watch", watcher, subscriber, end,
+      RunFeed(*options, "md watch", watcher, subscriber,
               [&](std::int64_t now) -> absl::StatusOr<bool> {
-                if (!end_told && end.Reached(subscriber)) {
-                  watcher.OnEnd(*end.end_of_session);
+                if (!end_told && EndReached(subscriber)) {
+                  watcher.OnEnd(*subscriber.end_of_session());
                   end_told = true;
                 }
                 if (absl::Status s = watcher.Output(subscriber, now); !s.ok()) {

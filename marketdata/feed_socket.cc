@@ -197,6 +197,9 @@ absl::StatusOr<int> FeedSocket::Receive(Subscriber& subscriber,
     const ssize_t n = recv(fd_, buffer_.data(), buffer_.size(), MSG_TRUNC);
     if (n < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
+      // An ICMP error of an earlier request (the request server not
+      // there yet): the subscriber asks again; the feed goes on.
+      if (errno == ECONNREFUSED) continue;
       return Errno("recv", errno);
     }
     const std::size_t size =

@@ -13,7 +13,8 @@
 // numeric IPv4 or IPv6 one (or a group of the other family than the bind
 // address), and the errno text of a socket call that fails (bind, join).
 // Send() and Receive() return the errno of a failed call (EAGAIN is not
-// one: nothing waiting); a request lost is asked again by the subscriber's
+// one: nothing waiting; nor, to Receive, ECONNREFUSED: the ICMP answer to
+// an earlier request, skipped); a request lost is asked again by the subscriber's
 // timer. A datagram larger than the feed's largest packet is handed over
 // at kMaxPacketBytes + 1 bytes, so that the subscriber counts it
 // Oversize.
@@ -81,7 +82,7 @@ class FeedSocket {
   absl::Status Send(std::span<const std::byte> request);
   // Hands every datagram waiting, at most `max`, to subscriber.OnPacket
   // with `now_ns`, and returns how many. Errors: the errno of a failed
-  // receive (not EAGAIN). No allocation.
+  // receive (not EAGAIN, EINTR or ECONNREFUSED). No allocation.
   [[nodiscard]] absl::StatusOr<int> Receive(Subscriber& subscriber,
                                             std::int64_t now_ns, int max = 64);
 

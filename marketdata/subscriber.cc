@@ -152,6 +152,7 @@ void Subscriber::OnValid(const feed::PacketView& packet, std::int64_t now_ns) {
         ++counters_.heartbeats;
       } else {
         ++counters_.end_of_session;
+        end_of_session_ = packet.sequence();
       }
       SeeRange(packet.sequence(), packet.sequence());
       if (mode_ == Mode::kFollowing) AfterProgress(now_ns);

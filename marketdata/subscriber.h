@@ -266,6 +266,12 @@ class Subscriber {
   }
   // Packets held (out of order, or during recovery).
   [[nodiscard]] std::size_t held() const noexcept { return held_.size(); }
+  // The sequence of the last EndOfSession of the session followed, if one
+  // came: the publisher sent every message below it. With next_sequence()
+  // at or past it, the subscriber holds all of that publisher's feed.
+  [[nodiscard]] std::optional<std::uint64_t> end_of_session() const noexcept {
+    return end_of_session_;
+  }
 
  private:
   enum class Mode : std::uint8_t { kFollowing, kRecovering, kStopped };
@@ -348,6 +354,7 @@ class Subscriber {
   bool stale_ = false;
   std::uint64_t session_ = 0;
   std::uint64_t next_ = 0;
+  std::optional<std::uint64_t> end_of_session_;
   std::uint64_t seen_end_ = 0;  // one past the highest sequence seen
   std::int64_t last_packet_ns_ = 0;
   std::uint16_t token_;

@@ -586,6 +586,20 @@ TEST_F(SubscriberTest, AHeartbeatOrEndOfSessionAheadIsAGap) {
   EXPECT_EQ(counters().messages_missing, 5U);
 }
 
+TEST_F(SubscriberTest, KeepsTheSequenceOfTheLastEndOfSession) {
+  Start(FromStart());
+  Receive(feed_.Data(1, 5));
+  Receive(feed_.Heartbeat(6));
+  EXPECT_EQ(sub_->end_of_session(), std::nullopt);
+  Receive(feed_.EndOfSession(6));
+  EXPECT_EQ(sub_->end_of_session(), std::optional<std::uint64_t>(6));
+  EXPECT_EQ(sub_->next_sequence(), 6U);  // every message below it applied
+  // A later publisher of the session goes on, and ends later.
+  Receive(feed_.Data(6, 8));
+  Receive(feed_.EndOfSession(9));
+  EXPECT_EQ(sub_->end_of_session(), std::optional<std::uint64_t>(9));
+}
+
 TEST_F(SubscriberTest, StaleAfterThreeHeartbeatIntervals) {
   SubscriberOptions options = FromStart();
   options.heartbeat_interval_ns = 100 * kMs;
