@@ -14,9 +14,9 @@
 // address), and the errno text of a socket call that fails (bind, join).
 // Send() and Receive() return the errno of a failed call (EAGAIN is not
 // one: nothing waiting; nor, to Receive, ECONNREFUSED: the ICMP answer to
-// an earlier request, skipped); a request lost is asked again by the subscriber's
-// timer. A datagram larger than the feed's largest packet is handed over
-// at kMaxPacketBytes + 1 bytes, so that the subscriber counts it
+// an earlier request, skipped); a request lost is asked again by the
+// subscriber's timer. A datagram larger than the feed's largest packet is
+// handed over at kMaxPacketBytes + 1 bytes, so that the subscriber counts it
 // Oversize.
 //
 // Costs: Open() allocates; Send() and Receive() allocate nothing (one
