@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cinttypes>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -72,11 +73,14 @@ class FeedCrashServer {
   [[nodiscard]] const net::Endpoint& requests() const { return requests_; }
   [[nodiscard]] std::string journal() const { return dir_.Sub("journal"); }
   [[nodiscard]] int runs() const { return runs_; }
+  [[nodiscard]] std::string log(int run) const {
+    return dir_.Sub("serve." + std::to_string(run));
+  }
 
   // Starts the next run, publishing to `target`, and waits until it
   // listens (a loaded machine: up to 60 s).
   ::testing::AssertionResult Start(const net::Endpoint& target) {
-    const std::string log = dir_.Sub("serve." + std::to_string(runs_++));
+    const std::string log = this->log(runs_++);
     auto child = ChildProcess::Spawn(
         {ORDERWIRE_BINARY, "serve", "--journal", journal(), "--durability",
          "batch", "--listen", listen_.ToString(), "--segment-size", "1048576",
@@ -115,6 +119,21 @@ class FeedCrashServer {
   int runs_ = 0;
   std::unique_ptr<ChildProcess> child_;
 };
+
+// The last journal index a restart's log says it replayed ("replayed N
+// records (1 to LAST)"); 0 if it says none.
+std::uint64_t ReplayedThrough(const std::string& log) {
+  const std::size_t at = log.find("replayed ");
+  if (at == std::string::npos) return 0;
+  std::uint64_t first = 0;
+  std::uint64_t last = 0;
+  if (std::sscanf(log.c_str() + at,
+                  "replayed %*u records (%" SCNu64 " to %" SCNu64 ")", &first,
+                  &last) != 2) {
+    return 0;
+  }
+  return last;
+}
 
 // The clients, one per session on a thread of its own, retransmitting
 // through the restarts.
@@ -202,6 +221,15 @@ TEST(FeedCrash, ASubscriberSeesOneContiguousFeedAcrossKillsAndRestarts) {
       test_support::ExpectEachPublisherContinuesTheFeed(follower.packets());
   ASSERT_EQ(runs.size(), static_cast<std::size_t>(server.runs()));
   EXPECT_EQ(runs.front().start, 1u);
+  // Each restart starts at the next sequence of the records it recovered.
+  for (std::size_t r = 1; r < runs.size(); ++r) {
+    const std::uint64_t last = ReplayedThrough(
+        test_support::ReadText(server.log(static_cast<int>(r))));
+    ASSERT_GT(last, 0u) << "run " << r + 1 << " replayed nothing";
+    ASSERT_LE(last, replay.feed_after.size());
+    EXPECT_EQ(runs[r].start, replay.feed_after[last - 1] + 1)
+        << "run " << r + 1;
+  }
   for (std::size_t r = 0; r < runs.size(); ++r) {
     std::printf("run %zu: live messages %llu to %llu\n", r + 1,
                 static_cast<unsigned long long>(runs[r].start),

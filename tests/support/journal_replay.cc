@@ -48,6 +48,7 @@ SessionReplay ReplayRecordsBySession(
       EXPECT_EQ(message.sequence, replay.feed.size() + 1);
       replay.feed.emplace_back(message.bytes.begin(), message.bytes.end());
     }
+    replay.feed_after.push_back(replay.feed.size());
   }
   machine->engine().ForEachLiveOrder([&](const engine::OrderInfo& order) {
     replay.live_orders.push_back(order);

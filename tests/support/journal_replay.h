@@ -28,6 +28,9 @@ struct SessionReplay {
   std::map<std::uint32_t, std::vector<Bytes>> reports_by_session;
   // The market-data feed's messages: feed[i] is the one of sequence i + 1.
   std::vector<Bytes> feed;
+  // feed_after[i]: how many feed messages the first i + 1 records made (the
+  // next feed sequence of a state that applied them, less 1).
+  std::vector<std::uint64_t> feed_after;
   // The engine's live orders at the end (Engine::ForEachLiveOrder's order).
   std::vector<engine::OrderInfo> live_orders;
 };
