@@ -15,6 +15,12 @@
 //  - The primary is SIGSTOPped past its lease: the standby takes over; after
 //    SIGCONT the old primary sends not one datagram more to a client that
 //    has commands waiting at it, and exits saying it lost the lease.
+//  - Both publish the market-data feed (docs/MARKETDATA.md) to one
+//    subscriber (tests/support/feed_follower.h), the primary SIGKILLed
+//    mid-load: the new primary's first packet is a Heartbeat of the same
+//    session at the next sequence of its state, and the subscriber, asking
+//    the new primary's request server for what it lacks, ends with the new
+//    primary's journal's feed, one contiguous sequence, and its books.
 #include <sys/wait.h>
 
 #include <array>
@@ -46,6 +52,7 @@
 #include "replication/cluster_status.h"
 #include "tests/support/bytes.h"
 #include "tests/support/child_process.h"
+#include "tests/support/feed_follower.h"
 #include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
@@ -139,28 +146,31 @@ class Members {
   // after a 3-node cluster starts, creating the lease bucket or the R3
   // stream may time out for a moment (scripts/nats_cluster.sh says the
   // same): a primary that exits so is started again, up to 5 times.
-  std::unique_ptr<ChildProcess> StartPrimary() {
-    const std::vector<std::string> args = {ORDERWIRE_BINARY,
-                                           "serve",
-                                           "--durability",
-                                           "replicated",
-                                           "--lease",
-                                           "--nats",
-                                           servers(),
-                                           "--engine-name",
-                                           kEngine,
-                                           "--replicas",
-                                           absl::StrCat(nodes_),
-                                           "--lease-ms",
-                                           kLeaseMs,
-                                           "--journal",
-                                           journal_a(),
-                                           "--listen",
-                                           address_a_.ToString(),
-                                           "--member-name",
-                                           "member-a",
-                                           "--config",
-                                           config_path()};
+  // `extra`: more flags (e.g. the feed's).
+  std::unique_ptr<ChildProcess> StartPrimary(
+      const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {ORDERWIRE_BINARY,
+                                     "serve",
+                                     "--durability",
+                                     "replicated",
+                                     "--lease",
+                                     "--nats",
+                                     servers(),
+                                     "--engine-name",
+                                     kEngine,
+                                     "--replicas",
+                                     absl::StrCat(nodes_),
+                                     "--lease-ms",
+                                     kLeaseMs,
+                                     "--journal",
+                                     journal_a(),
+                                     "--listen",
+                                     address_a_.ToString(),
+                                     "--member-name",
+                                     "member-a",
+                                     "--config",
+                                     config_path()};
+    args.insert(args.end(), extra.begin(), extra.end());
     for (int attempt = 1; attempt <= 5; ++attempt) {
       auto child = ChildProcess::Spawn(args, dir_.Sub("primary-a.log"));
       EXPECT_TRUE(child.ok()) << child.status();
@@ -180,34 +190,36 @@ class Members {
   }
 
   // `orderwire serve --standby` for `member` on `journal`, taking over on
-  // `listen` when the lease expires; waits until it follows.
-  std::unique_ptr<ChildProcess> StartStandby(const std::string& member,
-                                             const std::string& journal,
-                                             const net::Endpoint& listen,
-                                             const std::string& log_name,
-                                             const std::string& ready_line) {
-    return Spawn({ORDERWIRE_BINARY,
-                  "serve",
-                  "--standby",
-                  "--nats",
-                  servers(),
-                  "--engine-name",
-                  kEngine,
-                  "--journal",
-                  journal,
-                  "--member-name",
-                  member,
-                  "--config",
-                  config_path(),
-                  "--listen",
-                  listen.ToString(),
-                  "--lease-ms",
-                  kLeaseMs,
-                  "--replicas",
-                  absl::StrCat(nodes_),
-                  "--stats-interval",
-                  "0.2"},
-                 log_name, ready_line);
+  // `listen` when the lease expires; waits until it follows. `extra`: more
+  // flags (e.g. the feed's).
+  std::unique_ptr<ChildProcess> StartStandby(
+      const std::string& member, const std::string& journal,
+      const net::Endpoint& listen, const std::string& log_name,
+      const std::string& ready_line,
+      const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {ORDERWIRE_BINARY,
+                                     "serve",
+                                     "--standby",
+                                     "--nats",
+                                     servers(),
+                                     "--engine-name",
+                                     kEngine,
+                                     "--journal",
+                                     journal,
+                                     "--member-name",
+                                     member,
+                                     "--config",
+                                     config_path(),
+                                     "--listen",
+                                     listen.ToString(),
+                                     "--lease-ms",
+                                     kLeaseMs,
+                                     "--replicas",
+                                     absl::StrCat(nodes_),
+                                     "--stats-interval",
+                                     "0.2"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return Spawn(std::move(args), log_name, ready_line);
   }
 
   // The cluster as `orderwire cluster status` reads it; nullopt while it
@@ -257,11 +269,13 @@ class Trading {
  public:
   static constexpr std::size_t kCommands = 4000;
 
-  Trading(const Members& members, const std::string& reports_dir)
+  // `rate`: commands per second per session.
+  Trading(const Members& members, const std::string& reports_dir,
+          double rate = 2000)
       : results_(kIds.size(), absl::UnknownError("not run")) {
     for (std::size_t s = 0; s < kIds.size(); ++s) {
       paths_.push_back(absl::StrCat(reports_dir, "/session-", kIds[s], ".bin"));
-      threads_.emplace_back([this, &members, s] {
+      threads_.emplace_back([this, &members, s, rate] {
         const std::vector<std::byte> input = workload::EncodeCommands(
             workload::Generate(workload::Workload::kMixed, kCommands, 500 + s));
         std::FILE* reports = std::fopen(paths_[s].c_str(), "wb");
@@ -274,7 +288,7 @@ class Trading {
         client.session_id = kIds[s];
         client.window = 256;
         // Paced, so that the load is still running when the primary goes.
-        client.rate = 2000;
+        client.rate = rate;
         client.give_up_ms = 40'000;
         client.reports_out = reports;
         results_[s] = client::RunClient(client, input, stop_);
@@ -442,6 +456,147 @@ TEST_P(FailoverKill, EveryAcknowledgedCommandOnceAndTheOldPrimaryRejoins) {
 INSTANTIATE_TEST_SUITE_P(Nodes, FailoverKill, ::testing::Values(3, 1),
                          [](const ::testing::TestParamInfo<int>& nodes) {
                            return absl::StrCat("R", nodes.param);
+                         });
+
+// --- The market-data feed across the takeover ---------------------------
+
+constexpr std::int64_t kFeedHeartbeatMs = 100;
+
+// The feed's flags of a member: publishing to `target`, requests on
+// `requests`.
+std::vector<std::string> FeedFlags(const net::Endpoint& target,
+                                   const net::Endpoint& requests) {
+  return {"--md-target",         target.ToString(),
+          "--md-request-listen", requests.ToString(),
+          "--md-heartbeat-ms",   absl::StrCat(kFeedHeartbeatMs)};
+}
+
+// The newest snapshot file the primary has written in `journal` (empty:
+// none yet).
+std::string NewestSnapshot(const std::string& journal) {
+  std::string newest;
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(journal + "/snapshots", error)) {
+    if (entry.path().extension() == ".ows" && entry.path().string() > newest) {
+      newest = entry.path().string();
+    }
+  }
+  return newest;
+}
+
+// After the follower stopped: it holds `replay`'s feed and books; the
+// primary published from 1, then the new primary (whose log is `b_log`)
+// from the next sequence of the records it took over with (those below its
+// epoch marker's next index).
+void ExpectTheNewPrimaryContinuedTheFeed(
+    const test_support::FeedFollower& follower,
+    const test_support::SessionReplay& replay, const std::string& b_log) {
+  test_support::ExpectFollowedTheJournalsFeed(follower, replay);
+  const std::vector<test_support::PublisherRun> runs =
+      test_support::ExpectEachPublisherContinuesTheFeed(follower.packets());
+  ASSERT_EQ(runs.size(), 2u) << "the primary's, then the new primary's";
+  EXPECT_EQ(runs[0].start, 1u);
+  const std::uint64_t marker_next = MarkerNextIndex(b_log);
+  ASSERT_GT(marker_next, 1u) << b_log;
+  ASSERT_LE(marker_next - 1, replay.feed_after.size());
+  EXPECT_EQ(runs[1].start, replay.feed_after[marker_next - 2] + 1);
+  EXPECT_LT(runs[1].start, runs[1].end)
+      << "the new primary published nothing live";
+  const marketdata::SubscriberCounters& c = follower.subscriber().counters();
+  std::printf(
+      "primary: live 1 to %llu; new primary: live %llu to %llu; subscriber: "
+      "%llu retransmission requests, %llu snapshots\n",
+      static_cast<unsigned long long>(runs[0].end - 1),
+      static_cast<unsigned long long>(runs[1].start),
+      static_cast<unsigned long long>(runs[1].end - 1),
+      static_cast<unsigned long long>(c.retransmit_requests),
+      static_cast<unsigned long long>(c.snapshots_completed));
+}
+
+// Whether the standby is started from the primary's snapshot
+// (--seed-snapshot: its journal then has the primary's journal_id) or
+// follows the stream from an empty journal.
+class FailoverFeed : public ::testing::TestWithParam<bool> {};
+
+// The primary publishes the feed and is SIGKILLed mid-load; the standby
+// takes over and continues the same feed: its first packet is a Heartbeat
+// of the same session with the next sequence of its state, and a
+// subscriber that listened to both, asking the new primary's request
+// server for what it lacks, ends with one contiguous sequence equal to the
+// new primary's journal's feed and the engine's books.
+TEST_P(FailoverFeed, TheNewPrimaryContinuesOneContiguousFeed) {
+  const bool seeded = GetParam();
+  Members members(1);
+  ASSERT_TRUE(members.ok());
+  const net::Endpoint requests_a = FreeUdpEndpoint();
+  const net::Endpoint requests_b = FreeUdpEndpoint();
+  test_support::FeedFollower follower({requests_a, requests_b},
+                                      kFeedHeartbeatMs * 1'000'000);
+  std::vector<std::string> primary_flags =
+      FeedFlags(follower.endpoint(), requests_a);
+  primary_flags.insert(primary_flags.end(), {"--snapshot-every", "300"});
+  std::unique_ptr<ChildProcess> a = members.StartPrimary(primary_flags);
+  ASSERT_NE(a, nullptr);
+  ScratchDir reports;
+  Trading trading(members, reports.path(), 700);
+  std::vector<std::string> standby_flags =
+      FeedFlags(follower.endpoint(), requests_b);
+  if (seeded) {
+    ASSERT_TRUE(
+        PollUntil([&] { return !NewestSnapshot(members.journal_a()).empty(); },
+                  milliseconds(40'000)))
+        << a->LogTail();
+    standby_flags.insert(
+        standby_flags.end(),
+        {"--seed-snapshot", NewestSnapshot(members.journal_a())});
+  }
+  std::unique_ptr<ChildProcess> b = members.StartStandby(
+      "member-b", members.journal_b(), members.address_b(), "standby-b.log",
+      "standby (answering no client", standby_flags);
+  ASSERT_NE(b, nullptr);
+  // Mid-load, with the subscriber well into the feed.
+  ASSERT_TRUE(
+      PollUntil([&] { return members.StreamLastIndex() >= Trading::kCommands; },
+                milliseconds(60'000)))
+      << a->LogTail();
+  const std::uint64_t heard_from_a = follower.next_sequence();
+  ASSERT_GT(heard_from_a, 1u) << "the primary published nothing";
+  ASSERT_TRUE(a->Kill().ok());
+  ASSERT_TRUE(WaitForLog(
+      *b,
+      "serving on " + members.address_b().ToString() + " as primary of epoch",
+      milliseconds(30'000)))
+      << b->LogTail();
+  trading.Join();
+  absl::StatusOr<int> b_exit = b->Stop(SIGTERM, milliseconds(20'000));
+  ASSERT_TRUE(b_exit.ok()) << b_exit.status();
+  // The new primary's journal (seeded: after the records of the
+  // primary's that its snapshot holds).
+  const test_support::SessionReplay replay =
+      seeded ? test_support::ReplaySeededJournalBySession(
+                   members.journal_a(), members.journal_b(), members.engine())
+             : test_support::ReplayJournalBySession(members.journal_b(),
+                                                    members.engine());
+  EXPECT_TRUE(
+      follower.WaitForNext(replay.feed.size() + 1, milliseconds(60'000)))
+      << "the subscriber expects " << follower.next_sequence() << " of "
+      << replay.feed.size() + 1;
+  follower.Stop();
+  ExpectTheNewPrimaryContinuedTheFeed(follower, replay, LogOf(*b));
+}
+
+// Seeded: the standby's journal is made from the primary's snapshot and
+// has its journal_id. Not seeded (::testing::Values(false)), the test fails
+// today: a standby that follows the stream from an empty journal makes its
+// journal with a journal_id of its own (the stream does not carry the
+// primary's) and after the takeover publishes the feed under that other
+// session, so the subscriber drops it all (OtherSession) and never catches
+// up (docs/MARKETDATA.md "Sequence numbers and sessions"). Add `false`
+// once the stream carries the journal_id.
+INSTANTIATE_TEST_SUITE_P(Failover, FailoverFeed, ::testing::Values(true),
+                         [](const ::testing::TestParamInfo<bool>& seeded) {
+                           return seeded.param ? "Seeded" : "NotSeeded";
                          });
 
 // Session 7's commands `first`..`last`, one per datagram.

@@ -50,6 +50,7 @@
 #include "service/feed_publisher.h"
 #include "service/service.h"
 #include "tests/support/bytes.h"
+#include "tests/support/feed_follower.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -854,25 +855,6 @@ TakenSnapshot TakeSnapshot(const net::Endpoint& server, std::uint16_t token) {
   return taken;
 }
 
-// Every resting order of `book`, in the canonical order.
-std::vector<marketdata::BookOrder> AllOrders(const marketdata::Book& book) {
-  std::vector<marketdata::BookOrder> orders;
-  book.ForEachOrder(
-      [&](const marketdata::BookOrder& o) { orders.push_back(o); });
-  return orders;
-}
-
-// The books after the journal's feed messages 1 to `through`.
-marketdata::Book ReplayBook(const std::vector<Bytes>& feed,
-                            std::uint64_t through) {
-  marketdata::Book book;
-  for (std::uint64_t s = 1; s <= through; ++s) {
-    EXPECT_EQ(book.ApplyMessage(feed[s - 1]), marketdata::BookError::kOk)
-        << "feed message " << s;
-  }
-  return book;
-}
-
 // A late joiner: the snapshot, then what it received live after S, as
 // MARKETDATA.md "A subscriber" step 5 says. Checks the snapshot against
 // the journal's books at S and returns the joiner's books at the end.
@@ -888,8 +870,9 @@ marketdata::Book JoinLate(const TakenSnapshot& snapshot,
                   journal_feed[snapshot.sequence - 1].data() + 1));
     EXPECT_EQ(book.ApplyMessage(m), marketdata::BookError::kOk);
   }
-  const marketdata::Book at_s = ReplayBook(journal_feed, snapshot.sequence);
-  EXPECT_EQ(AllOrders(book), AllOrders(at_s));
+  const marketdata::Book at_s =
+      test_support::BookOfFeed(journal_feed, snapshot.sequence);
+  EXPECT_EQ(test_support::OrdersOf(book), test_support::OrdersOf(at_s));
   EXPECT_GT(book.order_count(), 0u) << "a snapshot with resting orders";
   const LiveFeed live = Parse(live_packets);
   std::uint64_t next = snapshot.sequence + 1;
@@ -937,8 +920,9 @@ TEST(ServiceFeed, ALateJoinerFromASnapshotHoldsTheJournalsBooks) {
   ASSERT_LE(snapshot.sequence, replay.feed.size());
   const marketdata::Book joined =
       JoinLate(snapshot, listener.packets(), replay.feed);
-  const marketdata::Book full = ReplayBook(replay.feed, replay.feed.size());
-  EXPECT_EQ(AllOrders(joined), AllOrders(full));
+  const marketdata::Book full =
+      test_support::BookOfFeed(replay.feed, replay.feed.size());
+  EXPECT_EQ(test_support::OrdersOf(joined), test_support::OrdersOf(full));
   EXPECT_GT(full.order_count(), 0u);
 }
 
@@ -972,8 +956,9 @@ TEST(ServiceFeed, ARestartedServiceServesSnapshotsOfItsRecoveredBooks) {
                    packets.begin() + static_cast<std::ptrdiff_t>(first_run),
                    packets.end()),
                replay.feed);
-  EXPECT_EQ(AllOrders(joined),
-            AllOrders(ReplayBook(replay.feed, replay.feed.size())));
+  EXPECT_EQ(test_support::OrdersOf(joined),
+            test_support::OrdersOf(
+                test_support::BookOfFeed(replay.feed, replay.feed.size())));
 }
 
 }  // namespace

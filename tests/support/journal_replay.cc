@@ -2,6 +2,8 @@
 #include "tests/support/journal_replay.h"
 
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -15,19 +17,24 @@
 
 namespace orderwire::test_support {
 
-SessionReplay ReplayJournalBySession(const std::string& directory,
-                                     const engine::EngineConfig& engine) {
+namespace {
+
+// Applies `records` (consecutive indexes) through a fresh StateMachine with
+// `engine`.
+SessionReplay ReplayRecordsBySession(
+    const std::vector<JournalRecordCopy>& records,
+    const engine::EngineConfig& engine) {
   SessionReplay replay;
-  absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
-      journal::JournalReader::Open(directory);
-  EXPECT_TRUE(reader.ok()) << reader.status();
-  if (!reader.ok()) return replay;
   state::StateMachineOptions options;
   options.engine = engine;
   auto machine = std::make_unique<state::StateMachine>(options);
-  journal::Record record;
-  journal::ReadResult result;
-  while ((result = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
+  for (const JournalRecordCopy& copy : records) {
+    journal::Record record;
+    record.index = copy.index;
+    record.receive_ns = copy.receive_ns;
+    record.session_id = copy.session_id;
+    record.flags = copy.flags;
+    record.frame = *codec::FrameView::Parse(copy.frame);
     ++replay.records;
     ++replay.records_by_session[record.session_id];
     const absl::Status applied =
@@ -41,9 +48,37 @@ SessionReplay ReplayJournalBySession(const std::string& directory,
       EXPECT_EQ(message.sequence, replay.feed.size() + 1);
       replay.feed.emplace_back(message.bytes.begin(), message.bytes.end());
     }
+    replay.feed_after.push_back(replay.feed.size());
   }
-  EXPECT_EQ(result, journal::ReadResult::kEnd) << (*reader)->status();
+  machine->engine().ForEachLiveOrder([&](const engine::OrderInfo& order) {
+    replay.live_orders.push_back(order);
+  });
   return replay;
+}
+
+}  // namespace
+
+SessionReplay ReplayJournalBySession(const std::string& directory,
+                                     const engine::EngineConfig& engine) {
+  return ReplayRecordsBySession(ReadJournalRecords(directory), engine);
+}
+
+SessionReplay ReplaySeededJournalBySession(const std::string& source,
+                                           const std::string& directory,
+                                           const engine::EngineConfig& engine) {
+  const std::vector<JournalRecordCopy> seeded = ReadJournalRecords(directory);
+  std::vector<JournalRecordCopy> records;
+  for (JournalRecordCopy& r : ReadJournalRecords(source)) {
+    if (seeded.empty() || r.index < seeded.front().index) {
+      records.push_back(std::move(r));
+    }
+  }
+  EXPECT_FALSE(records.empty() || seeded.empty());
+  EXPECT_TRUE(seeded.empty() || records.empty() ||
+              records.back().index + 1 == seeded.front().index)
+      << "the source does not reach the seeded journal's first record";
+  records.insert(records.end(), seeded.begin(), seeded.end());
+  return ReplayRecordsBySession(records, engine);
 }
 
 std::size_t ExpectLiveIsReplayPrefix(std::uint32_t session, const Bytes& live,

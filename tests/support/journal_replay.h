@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/config.h"
+#include "engine/engine.h"
 #include "tests/support/bytes.h"
 
 namespace orderwire::test_support {
@@ -27,6 +28,11 @@ struct SessionReplay {
   std::map<std::uint32_t, std::vector<Bytes>> reports_by_session;
   // The market-data feed's messages: feed[i] is the one of sequence i + 1.
   std::vector<Bytes> feed;
+  // feed_after[i]: how many feed messages the first i + 1 records made (the
+  // next feed sequence of a state that applied them, less 1).
+  std::vector<std::uint64_t> feed_after;
+  // The engine's live orders at the end (Engine::ForEachLiveOrder's order).
+  std::vector<engine::OrderInfo> live_orders;
 };
 
 // Reads the journal in `directory` to its end and applies every record
@@ -47,6 +53,13 @@ SessionReplay ReplayJournalBySession(const std::string& directory,
 // `session` named); returns how many frames were received live.
 std::size_t ExpectLiveIsReplayPrefix(std::uint32_t session, const Bytes& live,
                                      const std::vector<Bytes>& replayed);
+
+// The same for a journal seeded from a snapshot of `source`'s state
+// (cluster/seed.h: it starts past index 1): the records of `source` below
+// its first index, then its own, applied from an empty state.
+SessionReplay ReplaySeededJournalBySession(const std::string& source,
+                                           const std::string& directory,
+                                           const engine::EngineConfig& engine);
 
 // A journal record with its own bytes, comparable field by field.
 struct JournalRecordCopy {
