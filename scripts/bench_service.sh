@@ -73,6 +73,10 @@
 # (the service's md_publication_lag: records found answerable to their
 # packets sent, per pass) as its mean and the bucket bounds holding p50 and
 # p99. A feed run is clean when md record got every message published.
+# FEEDS may also name "flood": the feed on as above while BUILD_DIR/bench/
+# md_flood sends FLOOD_RATE (200000) requests a second from 1,024 source
+# addresses to the request server (on CLIENT_CPU), rows SEND+feed+flood: a
+# hostile neighbour, against the same runs without it.
 #
 # Exit status: 0 when every run completed (clean or not: the table says),
 # 1 when a server or client failed, 2 on a usage error. Needs python3 (for
@@ -107,6 +111,7 @@ snapshot_every=${SNAPSHOT_EVERY:-}
 sends=${SENDS:-sendmmsg gso}
 input=${INPUT:-}
 feeds=${FEEDS:-off}
+flood_rate=${FLOOD_RATE:-200000}
 needed=("$ow")
 [ "$baseline" != 0 ] && needed+=("$net_bench")
 [ "$device_baseline" != 0 ] && needed+=("$journal_bench")
@@ -133,9 +138,11 @@ out=$build/bench/service.jsonl
 work=$(mktemp -d "${TMPDIR:-/tmp}/ow-bench-service.XXXXXX")
 server_pid=
 recorder_pid=
+flood_pid=
 cleanup() {
   if [ -n "$server_pid" ]; then kill -INT "$server_pid" 2>/dev/null || true; fi
   if [ -n "$recorder_pid" ]; then kill -INT "$recorder_pid" 2>/dev/null || true; fi
+  if [ -n "$flood_pid" ]; then kill "$flood_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -218,7 +225,7 @@ run_once() {
     snapshot_args=(--snapshot-every "$snapshot_every")
   fi
   local feed_args=() md_port= md_request=
-  if [ "$feed" = on ]; then
+  if [ "$feed" != off ]; then
     read -r md_port md_request < <(free_udp_ports)
     feed_args=(--md-target "127.0.0.1:$md_port"
       --md-request-listen "127.0.0.1:$md_request")
@@ -248,6 +255,15 @@ run_once() {
   # Its CPU time so far (start-up): not counted in the figure.
   local start_ticks
   start_ticks=$(awk '{print $14 + $15}' "/proc/$server_pid/stat" 2>/dev/null || echo 0)
+  if [ "$feed" = flood ]; then
+    local session
+    session=0x$("$ow" journal inspect "$dir/journal" |
+      sed -n 's/.*journal id \([0-9a-f]*\).*/\1/p' | head -n 1)
+    taskset -c "$client_cpu" "$build/bench/md_flood" \
+      --target "127.0.0.1:$md_request" --session "$session" \
+      --rate "$flood_rate" --seconds 3600 >"$dir/flood.out" 2>&1 &
+    flood_pid=$!
+  fi
   local client_rc=0
   local workload_args=(--workload mixed --count "$n" --seed 1)
   if [ -n "$input" ]; then workload_args=(--input "$input"); fi
@@ -255,6 +271,11 @@ run_once() {
     --session 1 "${workload_args[@]}" --window "$window" \
     --rate "$rate_arg" "${send_args[@]}" --json >"$dir/client.json" 2>"$dir/client.err" ||
     client_rc=$?
+  if [ -n "$flood_pid" ]; then
+    kill "$flood_pid" 2>/dev/null || true
+    wait "$flood_pid" 2>/dev/null || true
+    flood_pid=
+  fi
   # The server's CPU time (user + system, clock ticks) while it served:
   # read before the stop, so the shutdown is not counted.
   local ticks
@@ -294,6 +315,7 @@ run_once() {
   cpu_s=$(awk -v t="$ticks" -v hz="$(getconf CLK_TCK)" 'BEGIN{printf "%.3f", t / hz}')
   local label=$send
   [ "$feed" = on ] && label=$send+feed
+  [ "$feed" = flood ] && label=$send+feed+flood
   printf '{"kind":"%s","send":"%s","feed":"%s","recorded":%d,"durability":"%s","window":%d,"rate":%s,"count":%d,"run":%d,"load":"%s","server_cpu_s":%s,"segments":%d,"client":%s,"server":%s}\n' \
     "$kind" "$label" "$feed" "$recorded" "$mode" "$window" "$rate_arg" "$n" "$run" "$start_load" "$cpu_s" \
     "$segments" \
@@ -318,7 +340,11 @@ print(f'  {r["kind"]:8} {r["send"]:8} {r["durability"]:5} w={r["window"]:<6} run
          else '')
       + (f'feed {s.get("md_messages", 0)} messages, recorded {r["recorded"]}, '
          f'lag mean {s["md_publication_lag"]["sum_ns"] / max(1, s["md_publication_lag"]["count"]) / 1e3:.1f} us  '
-         if r["feed"] == "on" else '')
+         if r["feed"] != "off" else '')
+      + (f'requests dropped {s.get("md_requests_dropped", 0)}, refused '
+         f'{sum(s.get("md_refused", {}).values())}, malformed '
+         f'{sum(s.get("md_malformed", {}).values())}  '
+         if r["feed"] == "flood" else '')
       + f'(load {r["load"]})')
 EOF
 }
@@ -360,7 +386,7 @@ def med(xs):
 def loss(r):
     c, s = r["client"], r["server"]
     feed_lost = 0
-    if r.get("feed") == "on":
+    if r.get("feed", "off") != "off":
         feed_lost = (s.get("md_send_failures", 0)
                      + abs(s.get("md_messages", 0) - r["recorded"]))
     return (c["retransmitted"] + c["out_of_order_reports"] + s["send_failures"]
@@ -441,7 +467,7 @@ for b in rows:
 print()
 # The feed's publication lag, per figure with the feed on.
 for (kind, send, mode, window), rs in groups.items():
-    if not send.endswith("+feed"):
+    if "+feed" not in send:
         continue
     lags = [r["server"]["md_publication_lag"] for r in rs]
     mean = sum(l["sum_ns"] for l in lags) / max(1, sum(l["count"] for l in lags))
@@ -457,17 +483,20 @@ print()
 # The second send path against the first, in the same invocation.
 for (kind, mode, window), paths in by_send.items():
     names = [p for p in paths]
-    if kind != "max_rate" or len(names) < 2:
-        continue
-    a, b = paths[names[0]], paths[names[1]]
-    rate = b["commands_per_second"] / a["commands_per_second"]
-    cpu = b["server_cpu_ns_per_command"] / a["server_cpu_ns_per_command"]
-    print(f"{names[1]} / {names[0]}, {mode}, window {window}: rate x{rate:.2f}, "
-          f"server CPU per command x{cpu:.2f}")
-    summary.append({"kind": "summary", "figure": "send_ratio",
-                    "durability": mode, "window": window,
-                    "paths": [names[1], names[0]], "rate_ratio": rate,
-                    "server_cpu_ratio": cpu})
+    for other in names[1:]:
+        a, b = paths[names[0]], paths[other]
+        rate = b["commands_per_second"] / a["commands_per_second"]
+        cpu = b["server_cpu_ns_per_command"] / a["server_cpu_ns_per_command"]
+        p50 = b["latency_us"]["p50"] / a["latency_us"]["p50"]
+        p99 = b["latency_us"]["p99"] / a["latency_us"]["p99"]
+        print(f"{other} / {names[0]}, {kind} {mode}, window {window}: rate "
+              f"x{rate:.2f}, server CPU per command x{cpu:.2f}, p50 x{p50:.2f}, "
+              f"p99 x{p99:.2f}")
+        summary.append({"kind": "summary", "figure": "send_ratio",
+                        "run_kind": kind, "durability": mode, "window": window,
+                        "paths": [other, names[0]], "rate_ratio": rate,
+                        "server_cpu_ratio": cpu, "p50_ratio": p50,
+                        "p99_ratio": p99})
 print()
 for (mode, send), row in sorted(best.items()):
     print(f"highest rate with no loss, {mode}, send {send}: "
