@@ -537,7 +537,7 @@ std::size_t Subscriber::LowestHeld(bool snapshot) const {
 }
 
 void Subscriber::CheckBest(codec::InstrumentId instrument_id) {
-  BestPrices& last = best_[instrument_id];
+  BestPrices& last = LastBestOf(instrument_id);
   const BestPrices now{book_.Best(instrument_id, codec::Side::kBuy),
                        book_.Best(instrument_id, codec::Side::kSell)};
   if (SameLevel(now.bid, last.bid) && SameLevel(now.ask, last.ask)) return;
@@ -545,14 +545,31 @@ void Subscriber::CheckBest(codec::InstrumentId instrument_id) {
   listener_.OnBestPrices(instrument_id, now);
 }
 
+BestPrices& Subscriber::LastBestOf(codec::InstrumentId instrument_id) {
+  if (instrument_id.value() >= kDirectBestIds) return best_[instrument_id];
+  if (instrument_id.value() >= direct_best_.size()) {
+    direct_best_.resize(instrument_id.value() + 1);
+  }
+  LastBest& entry = direct_best_[instrument_id.value()];
+  entry.seen = true;
+  return entry.prices;
+}
+
 void Subscriber::CheckAllBest() {
-  for (auto& [instrument_id, last] : best_) {
+  const auto check = [&](codec::InstrumentId instrument_id, BestPrices& last) {
     const BestPrices now{book_.Best(instrument_id, codec::Side::kBuy),
                          book_.Best(instrument_id, codec::Side::kSell)};
-    if (SameLevel(now.bid, last.bid) && SameLevel(now.ask, last.ask)) continue;
+    if (SameLevel(now.bid, last.bid) && SameLevel(now.ask, last.ask)) return;
     last = now;
     listener_.OnBestPrices(instrument_id, now);
+  };
+  for (std::size_t id = 0; id < direct_best_.size(); ++id) {
+    if (direct_best_[id].seen) {
+      check(codec::InstrumentId(static_cast<std::uint32_t>(id)),
+            direct_best_[id].prices);
+    }
   }
+  for (auto& [instrument_id, last] : best_) check(instrument_id, last);
   book_.ForEachInstrument(
       [&](const InstrumentInfo& info) { CheckBest(info.instrument_id); });
 }

@@ -338,6 +338,15 @@ class Subscriber {
   [[nodiscard]] std::uint16_t NewToken() noexcept;
   void UpdateState();
 
+  struct LastBest {
+    BestPrices prices;
+    bool seen = false;  // reported (or checked) at least once
+  };
+  static constexpr std::uint32_t kDirectBestIds = 4096;
+  // The record of what was last reported for `instrument_id`, made (empty)
+  // the first time.
+  [[nodiscard]] BestPrices& LastBestOf(codec::InstrumentId instrument_id);
+
   SubscriberOptions options_;
   SubscriberListener& listener_;
   Book book_;
@@ -357,6 +366,9 @@ class Subscriber {
   std::size_t arena_end_ = 0;
   std::size_t held_bytes_ = 0;
   std::vector<Held> held_;
+  // The best prices last reported, by instrument: ids below kDirectBestIds
+  // in direct_best_ (as far as the largest such id seen), others in best_.
+  std::vector<LastBest> direct_best_;
   absl::flat_hash_map<codec::InstrumentId, BestPrices> best_;
   std::array<std::byte,
              feed::kPacketHeaderSize + feed::kSnapshotRequestBodySize>
