@@ -227,7 +227,9 @@ bool Subscriber::ApplyOne(std::uint64_t sequence, feed::MessageBlock block) {
         sequence,
         feed::MessageView<feed::OrderExecuted>::FromBlock(block)->ToModel());
   }
-  if (const auto instrument = InstrumentOf(block)) CheckBest(*instrument);
+  if (const auto instrument = InstrumentOf(block)) {
+    if (!AddedBehindBest(block, *instrument)) CheckBest(*instrument);
+  }
   return true;
 }
 
@@ -534,6 +536,18 @@ std::size_t Subscriber::LowestHeld(bool snapshot) const {
     }
   }
   return lowest;
+}
+
+bool Subscriber::AddedBehindBest(feed::MessageBlock block,
+                                 codec::InstrumentId instrument_id) {
+  if (block.kind() != feed::MessageKind::kOrderAdded) return false;
+  const auto added = feed::MessageView<feed::OrderAdded>::FromBlock(block);
+  const codec::Price price(added->Get<&feed::OrderAdded::price>());
+  const BestPrices& last = LastBestOf(instrument_id);
+  if (added->Get<&feed::OrderAdded::side>() == codec::Side::kBuy) {
+    return last.bid.has_value() && price < last.bid->price;
+  }
+  return last.ask.has_value() && price > last.ask->price;
 }
 
 void Subscriber::CheckBest(codec::InstrumentId instrument_id) {
