@@ -49,8 +49,9 @@
 // - Orders live in a slab (a std::vector of 48-byte records addressed by a
 //   32-bit index) with a LIFO free list; a level's orders form an intrusive
 //   doubly linked FIFO through those indices, so unlinking any order is O(1).
-//   An order records its level, so no message but OrderAdded and
-//   OrderReplaced looks a level up.
+//   An order records its level, so only opening or closing a level (and
+//   OrderAdded or OrderReplaced finding the level of its price) searches a
+//   side.
 // - order_id -> slab index: a direct-mapped table indexed by the id's low
 //   bits (8 bytes a cell, a power of two of at least twice the live orders,
 //   so at most half full; it doubles, re-placing every live order, when one
@@ -66,11 +67,14 @@
 //   and tail of the FIFO) with a free list. Each side of each book keeps
 //   its open levels in a std::vector of (key, level index) sorted by a key
 //   that is larger for a better price (the price for bids, ~price for
-//   asks), so the best level is the back. A price is looked up by scanning
-//   the 8 levels nearest the best, then a binary search of the rest;
-//   opening a level shifts the better levels up one entry, closing one
-//   shifts them down (closing the best is a pop). Nearly all activity is
-//   at the top of the book, where this costs a few compares and moves.
+//   asks), so the best level is the back. Keys are distinct integers, so a
+//   key d ticks from the best has at most d levels between: a search
+//   checks the entry d + 1 from the back (exact where every tick is
+//   taken), then binary-searches at most those d entries, so a price near
+//   the best costs a few compares however deep the side. Opening a level
+//   shifts the better levels up one entry, closing one shifts them down
+//   (closing the best is a pop). Nearly all activity is near the top of
+//   the book, where this costs a few compares and a short move.
 // - Instruments: a vector of books; instrument id -> slot through a direct
 //   array for ids below 65,536 (4 bytes an id, as far as the largest such
 //   id seen: at most 256 KiB), an absl::flat_hash_map for larger ids; and
@@ -81,9 +85,9 @@
 // Costs. OrderAdded, OrderExecuted, OrderReduced, OrderDeleted: O(1)
 // average (an array index for the instrument, one cell of the order index,
 // an O(1) list operation), plus, when OrderAdded opens or a message closes
-// a level, a search of its side (O(1) within 8 levels of the best, O(log
-// levels) deeper) and a shift of the levels better than it (O(1) near the
-// best, O(levels) at worst, e.g. a feed building a deep book from the best
+// a level, a search of its side (O(log min(levels, ticks from the
+// best))) and a shift of the levels better than it (O(1) near the best,
+// O(levels) at worst, e.g. a feed building a deep book from the best
 // outward). OrderReplaced: a delete and an add. InstrumentDirectory: O(1),
 // plus O(instruments) the first time an id is seen. TradingStatus: O(1).
 // Queries: FindOrder, FindInstrument, Best and order_count O(1);
@@ -102,9 +106,9 @@
 // overflow map grows; an instrument seen for the first time allocates its
 // slot. Reserve() sizes the slabs and the order index up front, and the
 // overflow map for a quarter of the orders (not the side vectors of books
-// not yet seen). Clear() keeps all of
-// that memory. Only running out of memory throws (std::bad_alloc); the book
-// is then unspecified until Clear().
+// not yet seen). Clear() keeps all of that memory. Only running out of
+// memory throws (std::bad_alloc); the book is then unspecified until
+// Clear().
 //
 // Threading: none. A Book is used by one thread at a time; const members
 // may run concurrently with each other, not with Apply or Clear.
