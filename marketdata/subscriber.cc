@@ -559,11 +559,9 @@ void Subscriber::CheckBest(codec::InstrumentId instrument_id) {
   listener_.OnBestPrices(instrument_id, now);
 }
 
-BestPrices& Subscriber::LastBestOf(codec::InstrumentId instrument_id) {
+BestPrices& Subscriber::NewLastBest(codec::InstrumentId instrument_id) {
   if (instrument_id.value() >= kDirectBestIds) return best_[instrument_id];
-  if (instrument_id.value() >= direct_best_.size()) {
-    direct_best_.resize(instrument_id.value() + 1);
-  }
+  direct_best_.resize(instrument_id.value() + 1);
   LastBest& entry = direct_best_[instrument_id.value()];
   entry.seen = true;
   return entry.prices;

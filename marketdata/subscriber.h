@@ -355,7 +355,16 @@ class Subscriber {
                                      codec::InstrumentId instrument_id);
   // The record of what was last reported for `instrument_id`, made (empty)
   // the first time.
-  [[nodiscard]] BestPrices& LastBestOf(codec::InstrumentId instrument_id);
+  [[nodiscard]] BestPrices& LastBestOf(codec::InstrumentId instrument_id) {
+    if (instrument_id.value() < direct_best_.size()) {
+      LastBest& entry = direct_best_[instrument_id.value()];
+      entry.seen = true;
+      return entry.prices;
+    }
+    return NewLastBest(instrument_id);
+  }
+  // LastBestOf for an id past the direct array: grows it, or uses best_.
+  [[nodiscard]] BestPrices& NewLastBest(codec::InstrumentId instrument_id);
 
   SubscriberOptions options_;
   SubscriberListener& listener_;
