@@ -499,33 +499,18 @@ std::uint32_t Book::FindLevel(const SideLevels& side, Side side_value,
   return side[at].level;
 }
 
-std::uint32_t Book::FindId(std::uint64_t order_id) const {
-  if (id_cells_.empty()) return kNil;
-  const IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
-  if (cell.index != kNil && orders_[cell.index].order_id.value() == order_id) {
-    return cell.index;
-  }
-  if (cell.overflow == 0) return kNil;
+std::uint32_t Book::FindOverflowId(std::uint64_t order_id) const {
   const auto it = id_overflow_.find(order_id);
   return it == id_overflow_.end() ? kNil : it->second;
 }
 
-void Book::InsertId(std::uint64_t order_id, std::uint32_t index) {
-  IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
-  if (cell.index == kNil) {
-    cell.index = index;
-    return;
-  }
-  ++cell.overflow;  // the cell holds an older order: this one overflows
+void Book::InsertOverflowId(IdCell& cell, std::uint64_t order_id,
+                            std::uint32_t index) {
+  ++cell.overflow;
   id_overflow_.emplace(order_id, index);
 }
 
-void Book::EraseId(std::uint64_t order_id, std::uint32_t index) {
-  IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
-  if (cell.index == index) {
-    cell.index = kNil;
-    return;
-  }
+void Book::EraseOverflowId(IdCell& cell, std::uint64_t order_id) {
   --cell.overflow;
   id_overflow_.erase(order_id);
 }

@@ -377,11 +377,38 @@ class Book {
                                         codec::Side side_value,
                                         codec::Price price) const noexcept;
   // The slab index of live order `order_id`, or kNil. O(1) average.
-  [[nodiscard]] std::uint32_t FindId(std::uint64_t order_id) const;
+  [[nodiscard]] std::uint32_t FindId(std::uint64_t order_id) const {
+    if (id_cells_.empty()) return kNil;
+    const IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
+    if (cell.index != kNil &&
+        orders_[cell.index].order_id.value() == order_id) {
+      return cell.index;
+    }
+    return cell.overflow == 0 ? kNil : FindOverflowId(order_id);
+  }
+  // FindId in the overflow map.
+  [[nodiscard]] std::uint32_t FindOverflowId(std::uint64_t order_id) const;
   // Indexes order `index` under `order_id` (not live).
-  void InsertId(std::uint64_t order_id, std::uint32_t index);
+  void InsertId(std::uint64_t order_id, std::uint32_t index) {
+    IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
+    if (cell.index == kNil) {
+      cell.index = index;
+    } else {
+      InsertOverflowId(cell, order_id, index);  // the cell holds another
+    }
+  }
+  void InsertOverflowId(IdCell& cell, std::uint64_t order_id,
+                        std::uint32_t index);
   // Forgets order `index` (live) under `order_id`.
-  void EraseId(std::uint64_t order_id, std::uint32_t index);
+  void EraseId(std::uint64_t order_id, std::uint32_t index) {
+    IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
+    if (cell.index == index) {
+      cell.index = kNil;
+    } else {
+      EraseOverflowId(cell, order_id);
+    }
+  }
+  void EraseOverflowId(IdCell& cell, std::uint64_t order_id);
   // Grows the direct order index (re-placing every live order) when one
   // more order would fill more than half of it. Allocates only then.
   void EnsureIdRoom();
