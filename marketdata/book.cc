@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "codec/strong.h"
 #include "codec/types.h"
@@ -27,8 +28,6 @@ using codec::OrderId;
 using codec::Price;
 using codec::Quantity;
 using codec::Side;
-
-constexpr std::array<Side, 2> kSides = {Side::kBuy, Side::kSell};
 
 [[nodiscard]] bool ValidSide(Side side) noexcept {
   return side == Side::kBuy || side == Side::kSell;
@@ -97,9 +96,11 @@ absl::Status ToStatus(BookError error) {
 
 void Book::Reserve(std::size_t orders, std::size_t levels) {
   orders_.reserve(orders);
-  order_index_.reserve(orders);
   levels_.reserve(levels);
-  level_index_.reserve(levels);
+  std::size_t cells = kMinIdCells;
+  while (cells < 2 * orders) cells *= 2;
+  if (cells > id_cells_.size()) RebuildIds(cells);
+  id_overflow_.reserve(orders / 4);  // ids whose cell is taken: few
 }
 
 BookError Book::Apply(feed::MessageBlock block) {
@@ -165,19 +166,20 @@ BookError Book::Apply(const feed::TradingStatus& message) {
 BookError Book::Apply(const feed::OrderAdded& message) {
   const std::uint32_t slot = ListedSlot(InstrumentId(message.instrument_id));
   if (slot == kNil) return BookError::kInstrumentNotListed;
-  const OrderId order_id(message.order_id);
-  if (order_index_.contains(order_id)) return BookError::kOrderIdLive;
+  if (FindId(message.order_id) != kNil) return BookError::kOrderIdLive;
   if (!ValidSide(message.side)) return BookError::kBadValue;
   if (message.quantity == 0) return BookError::kZeroQuantity;
+  EnsureIdRoom();
   const std::uint32_t index = NewOrder();
   Order& order = orders_[index];
-  order.order_id = order_id;
+  order.order_id = OrderId(message.order_id);
   order.price = Price(message.price);
   order.quantity = Quantity(message.quantity);
   order.slot = slot;
   order.side = message.side;
-  order_index_.emplace(order_id, index);
   Rest(index);
+  InsertId(message.order_id, index);
+  ++live_orders_;
   ++books_[slot].order_count;
   return BookError::kOk;
 }
@@ -244,22 +246,24 @@ void Book::Clear(InstrumentId instrument_id) {
   const std::uint32_t slot = KnownSlot(instrument_id);
   if (slot == kNil) return;
   InstrumentBook& book = books_[slot];
-  for (std::size_t s = 0; s < kSides.size(); ++s) {
-    for (const auto& [price, level_index] : book.sides[s]) {
-      Level& level = levels_[level_index];
+  for (SideLevels& side : book.sides) {
+    for (const LevelRef& ref : side) {
+      Level& level = levels_[ref.level];
       for (std::uint32_t i = level.head; i != kNil;) {
-        const std::uint32_t next = orders_[i].next;
-        order_index_.erase(orders_[i].order_id);
-        orders_[i].next = free_order_;
+        Order& order = orders_[i];
+        const std::uint32_t next = order.next;
+        EraseId(order.order_id.value(), i);
+        order.level = kNil;
+        order.next = free_order_;
         free_order_ = i;
         i = next;
       }
-      level_index_.erase(LevelKey{slot, kSides[s], price});
       level.head = free_level_;
-      free_level_ = level_index;
+      free_level_ = ref.level;
     }
-    book.sides[s].clear();
+    side.clear();  // keeps its memory
   }
+  live_orders_ -= book.order_count;
   book.order_count = 0;
   book.known = false;
   book.info = InstrumentInfo{};
@@ -271,8 +275,10 @@ void Book::Clear() {
   free_order_ = kNil;
   levels_.clear();
   free_level_ = kNil;
-  order_index_.clear();
-  level_index_.clear();
+  live_orders_ = 0;
+  std::fill(id_cells_.begin(), id_cells_.end(), IdCell{});
+  // Erased one by one: clear() would free a large table.
+  absl::erase_if(id_overflow_, [](const auto&) { return true; });
   for (InstrumentBook& book : books_) {
     for (SideLevels& side : book.sides) side.clear();
     book.order_count = 0;
@@ -284,9 +290,9 @@ void Book::Clear() {
 }
 
 std::optional<BookOrder> Book::FindOrder(OrderId order_id) const {
-  const auto it = order_index_.find(order_id);
-  if (it == order_index_.end()) return std::nullopt;
-  return ToBookOrder(orders_[it->second]);
+  const std::uint32_t index = FindId(order_id.value());
+  if (index == kNil) return std::nullopt;
+  return ToBookOrder(orders_[index]);
 }
 
 std::optional<InstrumentInfo> Book::FindInstrument(
@@ -296,25 +302,15 @@ std::optional<InstrumentInfo> Book::FindInstrument(
   return books_[slot].info;
 }
 
-std::optional<LevelInfo> Book::Best(InstrumentId instrument_id,
-                                    Side side) const {
-  const std::uint32_t slot = KnownSlot(instrument_id);
-  if (slot == kNil) return std::nullopt;
-  const SideLevels& levels = books_[slot].sides[SideIndex(side)];
-  if (levels.empty()) return std::nullopt;
-  const Level& level = levels_[levels.begin()->second];  // best first
-  return LevelInfo{level.price, level.quantity, level.order_count};
-}
-
 std::size_t Book::Depth(InstrumentId instrument_id, Side side,
                         std::span<LevelInfo> out) const {
   const std::uint32_t slot = KnownSlot(instrument_id);
   if (slot == kNil) return 0;
   const SideLevels& levels = books_[slot].sides[SideIndex(side)];
   std::size_t written = 0;
-  for (auto it = levels.begin(); it != levels.end() && written < out.size();
+  for (auto it = levels.rbegin(); it != levels.rend() && written < out.size();
        ++it) {
-    const Level& level = levels_[it->second];
+    const Level& level = levels_[it->level];
     out[written++] = {level.price, level.quantity, level.order_count};
   }
   return written;
@@ -330,10 +326,9 @@ std::size_t Book::order_count(InstrumentId instrument_id) const {
   return slot == kNil ? 0 : books_[slot].order_count;
 }
 
-std::uint32_t Book::KnownSlot(InstrumentId instrument_id) const {
+std::uint32_t Book::LargeSlot(InstrumentId instrument_id) const noexcept {
   const auto it = slot_index_.find(instrument_id);
-  if (it == slot_index_.end() || !books_[it->second].known) return kNil;
-  return it->second;
+  return it == slot_index_.end() ? kNil : it->second;
 }
 
 std::uint32_t Book::ListedSlot(InstrumentId instrument_id) const {
@@ -346,18 +341,26 @@ BookError Book::FindLive(std::uint64_t order_id, std::uint32_t instrument_id,
                          std::uint32_t* index) const {
   const std::uint32_t slot = ListedSlot(InstrumentId(instrument_id));
   if (slot == kNil) return BookError::kInstrumentNotListed;
-  const auto it = order_index_.find(OrderId(order_id));
-  if (it == order_index_.end()) return BookError::kOrderIdUnknown;
-  if (orders_[it->second].slot != slot) return BookError::kInstrumentMismatch;
-  *index = it->second;
+  const std::uint32_t found = FindId(order_id);
+  if (found == kNil) return BookError::kOrderIdUnknown;
+  if (orders_[found].slot != slot) return BookError::kInstrumentMismatch;
+  *index = found;
   return BookError::kOk;
 }
 
 std::uint32_t Book::SlotFor(InstrumentId instrument_id) {
-  const auto [it, inserted] = slot_index_.try_emplace(
-      instrument_id, static_cast<std::uint32_t>(books_.size()));
-  if (!inserted) return it->second;
-  const std::uint32_t slot = it->second;
+  const auto slot = static_cast<std::uint32_t>(books_.size());
+  if (instrument_id.value() < kDirectInstrumentIds) {
+    if (instrument_id.value() >= direct_slots_.size()) {
+      direct_slots_.resize(instrument_id.value() + 1, kNil);
+    }
+    std::uint32_t& direct = direct_slots_[instrument_id.value()];
+    if (direct != kNil) return direct;
+    direct = slot;
+  } else {
+    const auto [it, inserted] = slot_index_.try_emplace(instrument_id, slot);
+    if (!inserted) return it->second;
+  }
   books_.emplace_back();
   books_.back().info.instrument_id = instrument_id;
   const auto at =
@@ -370,16 +373,19 @@ std::uint32_t Book::SlotFor(InstrumentId instrument_id) {
 }
 
 void Book::Rest(std::uint32_t index) {
-  const LevelKey key{orders_[index].slot, orders_[index].side,
-                     orders_[index].price};
-  const auto [it, inserted] = level_index_.try_emplace(key, kNil);
-  if (inserted) {
-    const std::uint32_t fresh = NewLevel();
-    levels_[fresh] = Level{key.price, Quantity(0), 0, kNil, kNil};
-    books_[key.slot].sides[SideIndex(key.side)].emplace(key.price, fresh);
-    it->second = fresh;
+  const Order& resting = orders_[index];
+  SideLevels& side = books_[resting.slot].sides[SideIndex(resting.side)];
+  const std::int64_t key = SortKey(resting.side, resting.price);
+  const std::size_t at = LowerBound(side, key);
+  std::uint32_t level_index = kNil;
+  if (at < side.size() && side[at].key == key) {
+    level_index = side[at].level;
+  } else {
+    level_index = NewLevel();
+    levels_[level_index] = Level{resting.price, Quantity(0), 0, kNil, kNil};
+    side.insert(side.begin() + static_cast<std::ptrdiff_t>(at),
+                LevelRef{key, level_index});
   }
-  const std::uint32_t level_index = it->second;
   Order& order = orders_[index];
   Level& level = levels_[level_index];
   order.level = level_index;
@@ -411,8 +417,13 @@ void Book::Unlink(std::uint32_t index) {
   level.quantity -= order.quantity;
   --level.order_count;
   if (level.order_count == 0) {
-    books_[order.slot].sides[SideIndex(order.side)].erase(order.price);
-    level_index_.erase(LevelKey{order.slot, order.side, order.price});
+    SideLevels& side = books_[order.slot].sides[SideIndex(order.side)];
+    if (side.back().level == order.level) {
+      side.pop_back();  // the best: most closes are
+    } else {
+      const std::size_t at = LowerBound(side, SortKey(order.side, order.price));
+      side.erase(side.begin() + static_cast<std::ptrdiff_t>(at));
+    }
     level.head = free_level_;
     free_level_ = order.level;
   }
@@ -424,7 +435,8 @@ void Book::Unlink(std::uint32_t index) {
 void Book::Remove(std::uint32_t index) {
   Unlink(index);
   Order& order = orders_[index];
-  order_index_.erase(order.order_id);
+  EraseId(order.order_id.value(), index);
+  --live_orders_;
   --books_[order.slot].order_count;
   order.next = free_order_;
   free_order_ = index;
@@ -448,6 +460,74 @@ std::uint32_t Book::NewLevel() {
   }
   levels_.emplace_back();
   return static_cast<std::uint32_t>(levels_.size() - 1);
+}
+
+std::size_t Book::LowerBound(const SideLevels& side,
+                             std::int64_t key) noexcept {
+  const std::size_t size = side.size();
+  if (size == 0 || side.back().key < key) return size;  // a new best
+  // Keys are distinct integers, so at most `distance` keys lie in
+  // [key, best): the answer is at or after size - 1 - distance, exactly
+  // there when the levels between are dense (every tick taken), as they
+  // are near the best.
+  const auto distance = static_cast<std::uint64_t>(side.back().key) -
+                        static_cast<std::uint64_t>(key);
+  std::size_t low = 0;
+  if (distance < size) {
+    low = size - 1 - static_cast<std::size_t>(distance);
+    if (side[low].key >= key) return low;
+    ++low;
+  }
+  std::size_t count = size - 1 - low;  // side[size - 1].key >= key
+  while (count > 0) {  // the first of [low, size - 1] whose key is >= key
+    const std::size_t half = count / 2;
+    if (side[low + half].key < key) {
+      low += half + 1;
+      count -= half + 1;
+    } else {
+      count = half;
+    }
+  }
+  return low;
+}
+
+std::uint32_t Book::FindLevel(const SideLevels& side, Side side_value,
+                              Price price) const noexcept {
+  const std::int64_t key = SortKey(side_value, price);
+  const std::size_t at = LowerBound(side, key);
+  if (at == side.size() || side[at].key != key) return kNil;
+  return side[at].level;
+}
+
+std::uint32_t Book::FindOverflowId(std::uint64_t order_id) const {
+  const auto it = id_overflow_.find(order_id);
+  return it == id_overflow_.end() ? kNil : it->second;
+}
+
+void Book::InsertOverflowId(IdCell& cell, std::uint64_t order_id,
+                            std::uint32_t index) {
+  ++cell.overflow;
+  id_overflow_.emplace(order_id, index);
+}
+
+void Book::EraseOverflowId(IdCell& cell, std::uint64_t order_id) {
+  --cell.overflow;
+  id_overflow_.erase(order_id);
+}
+
+void Book::EnsureIdRoom() {
+  if (2 * (live_orders_ + 1) <= id_cells_.size()) return;
+  RebuildIds(std::max(kMinIdCells, 2 * id_cells_.size()));
+}
+
+void Book::RebuildIds(std::size_t cells) {
+  id_cells_.assign(cells, IdCell{});
+  absl::erase_if(id_overflow_, [](const auto&) { return true; });
+  for (std::size_t i = 0; i < orders_.size(); ++i) {
+    if (orders_[i].level != kNil) {
+      InsertId(orders_[i].order_id.value(), static_cast<std::uint32_t>(i));
+    }
+  }
 }
 
 }  // namespace orderwire::marketdata

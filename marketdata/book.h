@@ -49,36 +49,65 @@
 // - Orders live in a slab (a std::vector of 48-byte records addressed by a
 //   32-bit index) with a LIFO free list; a level's orders form an intrusive
 //   doubly linked FIFO through those indices, so unlinking any order is O(1).
-// - order_id -> slab index is an absl::flat_hash_map; only indices are
-//   stored, never pointers into a table that moves.
+//   An order records its level, so only opening or closing a level (and
+//   OrderAdded or OrderReplaced finding the level of its price) searches a
+//   side.
+// - order_id -> slab index: a direct-mapped table indexed by the id's low
+//   bits (8 bytes a cell, a power of two of at least twice the live orders,
+//   so at most half full; it doubles, re-placing every live order, when one
+//   more would fill more than half), each cell holding one live order
+//   (checked against the order's own id) and a count of live orders of
+//   those low bits that found the cell taken; those go to an
+//   absl::flat_hash_map, looked in only when the count is not 0. The
+//   engine's ids come from one increasing counter, so nearly every live id
+//   has its own cell; any other ids (repeated low bits, huge values) stay
+//   correct, through the overflow map. Only indices are stored, never
+//   pointers into a table that moves.
 // - Levels live in a second slab (price, total quantity, order count, head
-//   and tail of the FIFO), found by (instrument, side, price) through one
-//   absl::flat_hash_map, so adding to an existing level is O(1).
-// - Each side of each book keeps its prices in an absl::btree_map (price ->
-//   level index) ordered best first (bids descending, asks ascending: one
-//   comparator that knows its side), so the best level is begin() and every
-//   query walks forward. Only opening and closing a level touches it:
-//   O(log levels).
-// - Instruments: a vector of books, a flat_hash_map from instrument id to
-//   its slot, and the slots sorted by instrument id for the canonical order.
-//   A slot, once given, stays the id's (Clear forgets the instrument and
-//   empties the book, and a later InstrumentDirectory lists it again there).
+//   and tail of the FIFO) with a free list. Each side of each book keeps
+//   its open levels in a std::vector of (key, level index) sorted by a key
+//   that is larger for a better price (the price for bids, ~price for
+//   asks), so the best level is the back. Keys are distinct integers, so a
+//   key d ticks from the best has at most d levels between: a search
+//   checks the entry d + 1 from the back (exact where every tick is
+//   taken), then binary-searches at most those d entries, so a price near
+//   the best costs a few compares however deep the side. Opening a level
+//   shifts the better levels up one entry, closing one shifts them down
+//   (closing the best is a pop). Nearly all activity is near the top of
+//   the book, where this costs a few compares and a short move.
+// - Instruments: a vector of books; instrument id -> slot through a direct
+//   array for ids below 65,536 (4 bytes an id, as far as the largest such
+//   id seen: at most 256 KiB), an absl::flat_hash_map for larger ids; and
+//   the slots sorted by instrument id for the canonical order. A slot, once
+//   given, stays the id's (Clear forgets the instrument and empties the
+//   book, and a later InstrumentDirectory lists it again there).
 //
 // Costs. OrderAdded, OrderExecuted, OrderReduced, OrderDeleted: O(1)
-// average (a few hash lookups and an O(1) list operation), plus O(log levels)
-// when a level opens or closes. OrderReplaced: a delete and an add.
-// InstrumentDirectory: O(1), plus O(instruments) the first time an id is
-// seen. TradingStatus: O(1). Queries: FindOrder, FindInstrument, Best and
-// order_count O(1); the ForEach* functions O(what they visit).
+// average (an array index for the instrument, one cell of the order index,
+// an O(1) list operation), plus, when OrderAdded opens or a message closes
+// a level, a search of its side (O(log min(levels, ticks from the
+// best))) and a shift of the levels better than it (O(1) near the best,
+// O(levels) at worst, e.g. a feed building a deep book from the best
+// outward). OrderReplaced: a delete and an add. InstrumentDirectory: O(1),
+// plus O(instruments) the first time an id is seen. TradingStatus: O(1).
+// Queries: FindOrder, FindInstrument, Best and order_count O(1);
+// ForEachOrderAt O(log levels + its orders); the ForEach* functions O(what
+// they visit).
 //
-// Allocation. A book allocates only as it grows: the order slab and the id
-// map grow (by doubling, amortised O(1)) past their largest size so far; a
-// level opened may allocate a btree node (and a level closed may free one)
-// even below the high-water mark; the level slab and level map grow like
-// the order slab; an instrument seen for the first time allocates its slot.
-// Reserve() sizes the slabs and maps up front. Clear() keeps the slabs'
-// memory (Abseil's hash maps free a large table on clear). Only running out
-// of memory throws (std::bad_alloc); the book is then unspecified until
+// Memory: bounded by what the book holds, never by id values: the slabs
+// (48 bytes an order, 32 a level, at their high-water marks), the order
+// index (16 to 32 bytes a live order at the high-water mark, plus the
+// overflow map's entries), 16 bytes a level in the side vectors, and the
+// instrument map above.
+//
+// Allocation. A book allocates only as it grows past its largest size so
+// far: the order slab, the level slab and a side's vector grow by
+// doubling; the order index doubles (an O(orders) re-placing) and its
+// overflow map grows; an instrument seen for the first time allocates its
+// slot. Reserve() sizes the slabs and the order index up front, and the
+// overflow map for a quarter of the orders (not the side vectors of books
+// not yet seen). Clear() keeps all of that memory. Only running out of
+// memory throws (std::bad_alloc); the book is then unspecified until
 // Clear().
 //
 // Threading: none. A Book is used by one thread at a time; const members
@@ -104,7 +133,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/btree_map.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "codec/strong.h"
@@ -195,8 +223,9 @@ class Book {
   Book& operator=(Book&&) noexcept = default;
   ~Book() = default;
 
-  // Sizes the structures for `orders` live orders and `levels` open levels
-  // in all, so that a book no larger allocates only btree nodes. Cold.
+  // Sizes the slabs and the order index for `orders` live orders and
+  // `levels` open levels in all, so that a book no larger allocates only
+  // as a side's vector of levels grows past its largest size. Cold.
   void Reserve(std::size_t orders, std::size_t levels);
 
   // Applies one message of a parsed packet (feed::PacketView): its kind
@@ -226,7 +255,8 @@ class Book {
   // O(its orders + its levels); allocates nothing.
   void Clear(codec::InstrumentId instrument_id);
   // Forgets everything (snapshot recovery of all instruments, SnapshotStart
-  // with instrument 0). O(slots + orders); keeps the slabs' memory.
+  // with instrument 0). O(slots + the order index's cells); keeps all the
+  // memory.
   void Clear();
 
   // The resting order `order_id`, if any. O(1) average.
@@ -237,7 +267,14 @@ class Book {
       codec::InstrumentId instrument_id) const;
   // The best level of one side of a book, if any. O(1) average.
   [[nodiscard]] std::optional<LevelInfo> Best(codec::InstrumentId instrument_id,
-                                              codec::Side side) const;
+                                              codec::Side side) const {
+    const std::uint32_t slot = KnownSlot(instrument_id);
+    if (slot == kNil) return std::nullopt;
+    const SideLevels& levels = books_[slot].sides[SideIndex(side)];
+    if (levels.empty()) return std::nullopt;
+    const Level& level = levels_[levels.back().level];  // best at the back
+    return LevelInfo{level.price, level.quantity, level.order_count};
+  }
   // Writes the top `out.size()` levels of a side, best first (bids highest
   // price first, asks lowest), and returns how many it wrote. O(written).
   [[nodiscard]] std::size_t Depth(codec::InstrumentId instrument_id,
@@ -248,7 +285,7 @@ class Book {
                                         codec::Side side) const;
   // The number of resting orders, all instruments.
   [[nodiscard]] std::size_t order_count() const noexcept {
-    return order_index_.size();
+    return live_orders_;
   }
   // The resting orders of one instrument (0 for an unknown one).
   [[nodiscard]] std::size_t order_count(
@@ -281,10 +318,10 @@ class Book {
     codec::OrderId order_id;
     codec::Price price;
     codec::Quantity quantity;
-    std::uint32_t slot;   // the instrument's
-    std::uint32_t level;  // index in levels_
-    std::uint32_t prev;   // FIFO neighbours in the level, kNil at the ends;
-    std::uint32_t next;   // next is also the free list's link
+    std::uint32_t slot;          // the instrument's
+    std::uint32_t level = kNil;  // index in levels_; kNil when free
+    std::uint32_t prev;  // FIFO neighbours in the level, kNil at the ends;
+    std::uint32_t next;  // next is also the free list's link
     codec::Side side;
   };
   static_assert(sizeof(Order) == 48, "the design note's 48-byte records");
@@ -295,42 +332,102 @@ class Book {
     std::uint32_t head;  // oldest; also the free list's link
     std::uint32_t tail;  // newest
   };
-  // Orders prices best first: descending for bids, ascending for asks.
-  struct BestFirst {
-    bool bids;
-    [[nodiscard]] bool operator()(codec::Price a,
-                                  codec::Price b) const noexcept {
-      return bids ? b < a : a < b;
-    }
+  // One open level of a side: its sort key (SortKey) and index in levels_.
+  struct LevelRef {
+    std::int64_t key;
+    std::uint32_t level;
   };
-  // Levels of one side, best first: index in levels_.
-  using SideLevels = absl::btree_map<codec::Price, std::uint32_t, BestFirst>;
+  // Levels of one side by ascending key, so the best level is at the back.
+  using SideLevels = std::vector<LevelRef>;
   struct InstrumentBook {
     InstrumentInfo info{};
     bool known = false;
     std::uint32_t order_count = 0;
-    // [0] bids, [1] asks.
-    SideLevels sides[2] = {SideLevels(BestFirst{true}),
-                           SideLevels(BestFirst{false})};
+    SideLevels sides[2];  // [0] bids, [1] asks
   };
-  struct LevelKey {
-    std::uint32_t slot;
-    codec::Side side;
-    codec::Price price;
-
-    friend bool operator==(const LevelKey&, const LevelKey&) = default;
-    template <typename H>
-    friend H AbslHashValue(H h, const LevelKey& k) {
-      return H::combine(std::move(h), k.slot, k.side, k.price);
-    }
+  // A cell of the direct-mapped order index (the order id's low bits):
+  // the slab index of the live order it holds (kNil if none), and how
+  // many live orders of ids with those low bits are in id_overflow_.
+  struct IdCell {
+    std::uint32_t index = kNil;
+    std::uint32_t overflow = 0;
   };
+  // Instrument ids below this find their slot in a direct array.
+  static constexpr std::uint32_t kDirectInstrumentIds = 1U << 16;
+  // The direct order index never holds more than half its cells.
+  static constexpr std::size_t kMinIdCells = 64;
 
   [[nodiscard]] static std::size_t SideIndex(codec::Side side) noexcept {
     return side == codec::Side::kBuy ? 0 : 1;
   }
+  // A level's key in its side: larger is better on both sides (the price
+  // for bids, its bitwise complement, -price - 1, for asks).
+  [[nodiscard]] static std::int64_t SortKey(codec::Side side,
+                                            codec::Price price) noexcept {
+    return side == codec::Side::kBuy ? price.value() : ~price.value();
+  }
+  // The position of the first level of `side` whose key is >= `key`
+  // (side.size() if none): a guess from the distance to the best (exact
+  // where the levels are dense), then a binary search of at most that many
+  // levels nearer the best.
+  [[nodiscard]] static std::size_t LowerBound(const SideLevels& side,
+                                              std::int64_t key) noexcept;
+  // The open level of `price` on one side of a book, or kNil.
+  [[nodiscard]] std::uint32_t FindLevel(const SideLevels& side,
+                                        codec::Side side_value,
+                                        codec::Price price) const noexcept;
+  // The slab index of live order `order_id`, or kNil. O(1) average.
+  [[nodiscard]] std::uint32_t FindId(std::uint64_t order_id) const {
+    if (id_cells_.empty()) return kNil;
+    const IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
+    if (cell.index != kNil &&
+        orders_[cell.index].order_id.value() == order_id) {
+      return cell.index;
+    }
+    return cell.overflow == 0 ? kNil : FindOverflowId(order_id);
+  }
+  // FindId in the overflow map.
+  [[nodiscard]] std::uint32_t FindOverflowId(std::uint64_t order_id) const;
+  // Indexes order `index` under `order_id` (not live).
+  void InsertId(std::uint64_t order_id, std::uint32_t index) {
+    IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
+    if (cell.index == kNil) {
+      cell.index = index;
+    } else {
+      InsertOverflowId(cell, order_id, index);  // the cell holds another
+    }
+  }
+  void InsertOverflowId(IdCell& cell, std::uint64_t order_id,
+                        std::uint32_t index);
+  // Forgets order `index` (live) under `order_id`.
+  void EraseId(std::uint64_t order_id, std::uint32_t index) {
+    IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
+    if (cell.index == index) {
+      cell.index = kNil;
+    } else {
+      EraseOverflowId(cell, order_id);
+    }
+  }
+  void EraseOverflowId(IdCell& cell, std::uint64_t order_id);
+  // Grows the direct order index (re-placing every live order) when one
+  // more order would fill more than half of it. Allocates only then.
+  void EnsureIdRoom();
+  // Re-places every live order into a direct index of `cells` cells.
+  void RebuildIds(std::size_t cells);
   // The slot of a known instrument, or kNil.
   [[nodiscard]] std::uint32_t KnownSlot(
-      codec::InstrumentId instrument_id) const;
+      codec::InstrumentId instrument_id) const noexcept {
+    std::uint32_t slot = kNil;
+    if (instrument_id.value() < direct_slots_.size()) {
+      slot = direct_slots_[instrument_id.value()];
+    } else if (instrument_id.value() >= kDirectInstrumentIds) {
+      slot = LargeSlot(instrument_id);
+    }
+    return slot != kNil && books_[slot].known ? slot : kNil;
+  }
+  // The slot of an id at or above kDirectInstrumentIds, or kNil.
+  [[nodiscard]] std::uint32_t LargeSlot(
+      codec::InstrumentId instrument_id) const noexcept;
   // The slot of a listed instrument (known, not Unlisted), or kNil.
   [[nodiscard]] std::uint32_t ListedSlot(
       codec::InstrumentId instrument_id) const;
@@ -362,13 +459,17 @@ class Book {
     }
   }
 
-  std::vector<Order> orders_;
+  std::vector<Order> orders_;  // a free one has level == kNil
   std::uint32_t free_order_ = kNil;
   std::vector<Level> levels_;
   std::uint32_t free_level_ = kNil;
-  absl::flat_hash_map<codec::OrderId, std::uint32_t> order_index_;
-  absl::flat_hash_map<LevelKey, std::uint32_t> level_index_;
+  std::size_t live_orders_ = 0;
+  std::vector<IdCell> id_cells_;  // a power of two in size, or empty
+  absl::flat_hash_map<std::uint64_t, std::uint32_t> id_overflow_;
   std::vector<InstrumentBook> books_;
+  // Slots of instrument ids below kDirectInstrumentIds (kNil: none yet),
+  // as far as the largest such id seen; the others through slot_index_.
+  std::vector<std::uint32_t> direct_slots_;
   absl::flat_hash_map<codec::InstrumentId, std::uint32_t> slot_index_;
   std::vector<std::uint32_t> slots_by_id_;  // sorted by instrument id
 };
@@ -385,8 +486,9 @@ void Book::ForEachLevel(codec::InstrumentId instrument_id, codec::Side side,
                         Fn&& fn) const {
   const std::uint32_t slot = KnownSlot(instrument_id);
   if (slot == kNil) return;
-  for (const auto& entry : books_[slot].sides[SideIndex(side)]) {
-    const Level& level = levels_[entry.second];
+  const SideLevels& levels = books_[slot].sides[SideIndex(side)];
+  for (std::size_t i = levels.size(); i-- > 0;) {  // best first
+    const Level& level = levels_[levels[i].level];
     fn(LevelInfo{level.price, level.quantity, level.order_count});
   }
 }
@@ -396,17 +498,18 @@ void Book::ForEachOrderAt(codec::InstrumentId instrument_id, codec::Side side,
                           codec::Price price, Fn&& fn) const {
   const std::uint32_t slot = KnownSlot(instrument_id);
   if (slot == kNil) return;
-  const auto it = level_index_.find(LevelKey{slot, side, price});
-  if (it == level_index_.end()) return;
-  ForEachOrderOfLevel(levels_[it->second], fn);
+  const std::uint32_t level =
+      FindLevel(books_[slot].sides[SideIndex(side)], side, price);
+  if (level == kNil) return;
+  ForEachOrderOfLevel(levels_[level], fn);
 }
 
 template <typename Fn>
 void Book::ForEachOrder(Fn&& fn) const {
   for (const std::uint32_t slot : slots_by_id_) {
     for (const SideLevels& side : books_[slot].sides) {  // bids, then asks
-      for (const auto& entry : side) {
-        ForEachOrderOfLevel(levels_[entry.second], fn);
+      for (std::size_t i = side.size(); i-- > 0;) {      // best first
+        ForEachOrderOfLevel(levels_[side[i].level], fn);
       }
     }
   }

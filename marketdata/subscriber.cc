@@ -228,7 +228,9 @@ bool Subscriber::ApplyOne(std::uint64_t sequence, feed::MessageBlock block) {
         sequence,
         feed::MessageView<feed::OrderExecuted>::FromBlock(block)->ToModel());
   }
-  if (const auto instrument = InstrumentOf(block)) CheckBest(*instrument);
+  if (const auto instrument = InstrumentOf(block)) {
+    if (!AddedBehindBest(block, *instrument)) CheckBest(*instrument);
+  }
   return true;
 }
 
@@ -537,8 +539,20 @@ std::size_t Subscriber::LowestHeld(bool snapshot) const {
   return lowest;
 }
 
+bool Subscriber::AddedBehindBest(feed::MessageBlock block,
+                                 codec::InstrumentId instrument_id) {
+  if (block.kind() != feed::MessageKind::kOrderAdded) return false;
+  const auto added = feed::MessageView<feed::OrderAdded>::FromBlock(block);
+  const codec::Price price(added->Get<&feed::OrderAdded::price>());
+  const BestPrices& last = LastBestOf(instrument_id);
+  if (added->Get<&feed::OrderAdded::side>() == codec::Side::kBuy) {
+    return last.bid.has_value() && price < last.bid->price;
+  }
+  return last.ask.has_value() && price > last.ask->price;
+}
+
 void Subscriber::CheckBest(codec::InstrumentId instrument_id) {
-  BestPrices& last = best_[instrument_id];
+  BestPrices& last = LastBestOf(instrument_id);
   const BestPrices now{book_.Best(instrument_id, codec::Side::kBuy),
                        book_.Best(instrument_id, codec::Side::kSell)};
   if (SameLevel(now.bid, last.bid) && SameLevel(now.ask, last.ask)) return;
@@ -546,14 +560,29 @@ void Subscriber::CheckBest(codec::InstrumentId instrument_id) {
   listener_.OnBestPrices(instrument_id, now);
 }
 
+BestPrices& Subscriber::NewLastBest(codec::InstrumentId instrument_id) {
+  if (instrument_id.value() >= kDirectBestIds) return best_[instrument_id];
+  direct_best_.resize(instrument_id.value() + 1);
+  LastBest& entry = direct_best_[instrument_id.value()];
+  entry.seen = true;
+  return entry.prices;
+}
+
 void Subscriber::CheckAllBest() {
-  for (auto& [instrument_id, last] : best_) {
+  const auto check = [&](codec::InstrumentId instrument_id, BestPrices& last) {
     const BestPrices now{book_.Best(instrument_id, codec::Side::kBuy),
                          book_.Best(instrument_id, codec::Side::kSell)};
-    if (SameLevel(now.bid, last.bid) && SameLevel(now.ask, last.ask)) continue;
+    if (SameLevel(now.bid, last.bid) && SameLevel(now.ask, last.ask)) return;
     last = now;
     listener_.OnBestPrices(instrument_id, now);
+  };
+  for (std::size_t id = 0; id < direct_best_.size(); ++id) {
+    if (direct_best_[id].seen) {
+      check(codec::InstrumentId(static_cast<std::uint32_t>(id)),
+            direct_best_[id].prices);
+    }
   }
+  for (auto& [instrument_id, last] : best_) check(instrument_id, last);
   book_.ForEachInstrument(
       [&](const InstrumentInfo& info) { CheckBest(info.instrument_id); });
 }

@@ -85,7 +85,10 @@
 // book); after it, OnPacket and Poll allocate nothing except as the Book
 // grows past that (book.h "Allocation") and the first time an instrument
 // is listed (its best-price record). OnPacket: O(messages of
-// the packet) to parse and apply, plus O(held packets) for each held
+// the packet) to parse and apply (each applied message that changes a book
+// compares its instrument's best bid and offer with those last told, but
+// an OrderAdded strictly behind the last told best of its side, which
+// cannot change either), plus O(held packets) for each held
 // packet applied or evicted while a gap or a recovery is under way. Poll:
 // O(1), or O(held packets) when it sends a request.
 //
@@ -344,6 +347,31 @@ class Subscriber {
   [[nodiscard]] std::uint16_t NewToken() noexcept;
   void UpdateState();
 
+  struct LastBest {
+    BestPrices prices;
+    bool seen = false;  // reported (or checked) at least once
+  };
+  static constexpr std::uint32_t kDirectBestIds = 4096;
+  // Whether `block` is an OrderAdded of `instrument_id` (just applied)
+  // strictly behind the best last reported on its side: a level worse than
+  // the best changed, so neither best did (the last reported bests are the
+  // book's after every message applied while following, and after a
+  // snapshot's CheckAllBest), and CheckBest can be skipped.
+  [[nodiscard]] bool AddedBehindBest(feed::MessageBlock block,
+                                     codec::InstrumentId instrument_id);
+  // The record of what was last reported for `instrument_id`, made (empty)
+  // the first time.
+  [[nodiscard]] BestPrices& LastBestOf(codec::InstrumentId instrument_id) {
+    if (instrument_id.value() < direct_best_.size()) {
+      LastBest& entry = direct_best_[instrument_id.value()];
+      entry.seen = true;
+      return entry.prices;
+    }
+    return NewLastBest(instrument_id);
+  }
+  // LastBestOf for an id past the direct array: grows it, or uses best_.
+  [[nodiscard]] BestPrices& NewLastBest(codec::InstrumentId instrument_id);
+
   SubscriberOptions options_;
   SubscriberListener& listener_;
   Book book_;
@@ -364,6 +392,9 @@ class Subscriber {
   std::size_t arena_end_ = 0;
   std::size_t held_bytes_ = 0;
   std::vector<Held> held_;
+  // The best prices last reported, by instrument: ids below kDirectBestIds
+  // in direct_best_ (as far as the largest such id seen), others in best_.
+  std::vector<LastBest> direct_best_;
   absl::flat_hash_map<codec::InstrumentId, BestPrices> best_;
   std::array<std::byte,
              feed::kPacketHeaderSize + feed::kSnapshotRequestBodySize>

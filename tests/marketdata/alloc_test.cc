@@ -79,6 +79,43 @@ TEST(BookAlloc, MessagesAtOpenLevelsAndQueriesAllocateNothing) {
   EXPECT_EQ(book.order_count(), 20U);
 }
 
+TEST(BookAlloc, CollidingIdsAndLevelsWithinTheHighWaterAllocateNothing) {
+  // Ids sharing their low bits with a resting order go to the order
+  // index's overflow map, reserved for a quarter of the orders; levels
+  // opened and closed (near the best and deep) reuse the side's vector
+  // once it has held that many.
+  constexpr std::uint32_t kInstrumentId = 70000;  // above the direct array
+  Book book;
+  book.Reserve(1024, 64);
+  test::List(book, kInstrumentId);
+  for (std::uint64_t id = 1; id <= 8; ++id) {
+    ASSERT_EQ(book.Apply(test::Added(id, kInstrumentId, Side::kBuy,
+                                     100 + static_cast<std::int64_t>(id), 1)),
+              BookError::kOk);
+  }
+  std::size_t errors = 0;
+  const auto round = [&](std::uint64_t n) {
+    const std::uint64_t id = (n << 40) | (n % 8 + 1);  // collides with n%8+1
+    const std::int64_t price = n % 2 == 0 ? 50 : 200;  // deep bid, new best
+    errors += book.Apply(test::Added(id, kInstrumentId, Side::kBuy, price,
+                                     5)) != BookError::kOk;
+    errors += book.Apply(test::Added(id + 1024, kInstrumentId, Side::kSell,
+                                     300 + price, 5)) != BookError::kOk;
+    errors += book.Apply(test::Deleted(id, kInstrumentId)) != BookError::kOk;
+    errors +=
+        book.Apply(test::Deleted(id + 1024, kInstrumentId)) != BookError::kOk;
+  };
+  for (std::uint64_t n = 1; n <= 4; ++n) round(n);  // the sides' high water
+
+  StartCountingAllocations();
+  for (std::uint64_t n = 5; n < 20000; ++n) round(n);
+  const std::size_t allocations = StopCountingAllocations();
+
+  EXPECT_EQ(errors, 0U);
+  EXPECT_EQ(allocations, 0U);
+  EXPECT_EQ(book.order_count(), 8U);
+}
+
 // Remembers the last request in plain fields: a listener that allocates
 // would hide the subscriber's own allocations.
 class LastRequest : public SubscriberListener {
