@@ -396,7 +396,10 @@ class Service::Impl final : public Sequencer::Backpressure,
   // the feed's next Heartbeat.
   [[nodiscard]] int IdleWaitMs() const {
     const std::int64_t wait_ms = regenerator_->active() ? 1 : 50;
-    if (publisher_ == nullptr) return static_cast<int>(wait_ms);
+    // Before the feed starts (after an accepted loss) no Heartbeat is due.
+    if (publisher_ == nullptr || !feed_started_) {
+      return static_cast<int>(wait_ms);
+    }
     const std::int64_t until_ns =
         publisher_->next_heartbeat_ns() - MonotonicNs();
     return static_cast<int>(
