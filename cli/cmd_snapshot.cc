@@ -22,6 +22,7 @@
 #include "cli/common.h"
 #include "cli/progress.h"
 #include "config/service_config.h"
+#include "feed/session.h"
 #include "journal/reader.h"
 #include "state/pinned_config.h"
 #include "state/rebuild.h"
@@ -196,7 +197,7 @@ absl::Status Inspect(const Args& args) {
   std::string out = absl::StrFormat(
       "snapshot %s: format version %d, %d bytes, whole-file CRC32C 0x%08x; "
       "every checksum and cross-reference verified\n",
-      path, state::kSnapshotVersion, info.file_bytes, loaded->file_crc);
+      path, loaded->version, info.file_bytes, loaded->file_crc);
   absl::StrAppendFormat(&out,
                         "  journal_id %016x, index %d (last record included), "
                         "created %s\n",
@@ -255,6 +256,14 @@ absl::Status Inspect(const Args& args) {
                           feed.next_sequence(), d.min_instrument,
                           d.max_instrument, d.min_price, d.max_price,
                           d.min_quantity, d.max_quantity);
+  }
+  if (feed.session_start() != 0) {
+    absl::StrAppendFormat(
+        &out,
+        "  market-data feed session: began at record %d "
+        "(after an accepted loss), id %016x\n",
+        feed.session_start(),
+        feed::FeedSession(info.journal_id, feed.session_start()));
   }
   absl::StrAppendFormat(&out,
                         "  statistics: %d records applied, %d "

@@ -346,6 +346,7 @@ void FeedPublisher::Heartbeat(std::int64_t now_ns) {
 }
 
 void FeedPublisher::End() {
+  if (!builder_.has_value()) return;  // never started: nothing was sent
   const std::int64_t now_ns = base::MonotonicNs();
   Flush(now_ns, 0);
   const codec::Result<std::size_t> size =

@@ -12,7 +12,10 @@
 // sequence of the recovered state and makes it the first the live feed
 // sends; Tick() sends a Heartbeat whenever no packet has gone for the
 // heartbeat interval; End() sends EndOfSession three times, 1 ms apart, on
-// a clean stop. Only the service's primary owns one (a standby's is made
+// a clean stop. Before Start() nothing is sent (Tick(), Flush() and End()
+// do nothing): after an accepted loss the service starts it at the first
+// record, whose feed session only then exists. Only the service's primary
+// owns one (a standby's is made
 // when it takes over, in the primary it becomes).
 //
 // Errors: Open() refuses, naming the flag, a target list that is empty,
@@ -35,6 +38,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -174,7 +178,8 @@ class FeedPublisher {
   std::uint64_t next_sequence_ = 0;             // of the next message queued
   std::size_t queued_ = 0;                      // packets closed, not yet sent
   std::optional<feed::PacketBuilder> builder_;  // the packet being built
-  std::int64_t next_heartbeat_ns_ = 0;
+  // No Heartbeat is due before Start().
+  std::int64_t next_heartbeat_ns_ = std::numeric_limits<std::int64_t>::max();
   bool failing_ = false;  // the last send failed (reported once)
   FeedPublisherStats stats_;
 };

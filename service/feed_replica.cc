@@ -14,16 +14,11 @@ namespace {
 // Messages copied from the ring at a time.
 constexpr std::size_t kFollowBatch = 4096;
 
-}  // namespace
-
-FeedReplicaSeed SeedFeedReplica(const engine::Engine& engine,
-                                const state::FeedProducer& producer) {
-  FeedReplicaSeed seed;
-  seed.sequence = producer.next_sequence() - 1;
-  seed.timestamp = producer.last_timestamp();
-  if (seed.sequence == 0) return seed;  // nothing announced yet
+// The engine's live orders under `d`, every instrument of its range
+// Trading, into seed.book.
+void ListBooks(const engine::Engine& engine, const state::FeedDirectory& d,
+               FeedReplicaSeed& seed) {
   seed.book.Reserve(engine.live_orders(), engine.live_orders());
-  const state::FeedDirectory& d = producer.announced();
   for (std::uint64_t id = d.min_instrument; id <= d.max_instrument; ++id) {
     const auto instrument = static_cast<std::uint32_t>(id);
     (void)seed.book.Apply(
@@ -48,6 +43,27 @@ FeedReplicaSeed SeedFeedReplica(const engine::Engine& engine,
                          .quantity = order.leaves_quantity.value()});
     if (error != marketdata::BookError::kOk) seed.exact = false;
   });
+}
+
+}  // namespace
+
+FeedReplicaSeed SeedFeedReplica(const engine::Engine& engine,
+                                const state::FeedProducer& producer) {
+  FeedReplicaSeed seed;
+  seed.sequence = producer.next_sequence() - 1;
+  seed.timestamp = producer.last_timestamp();
+  if (seed.sequence == 0) return seed;  // nothing announced yet
+  ListBooks(engine, producer.announced(), seed);
+  return seed;
+}
+
+FeedReplicaSeed SeedNewFeedSession(const engine::Engine& engine,
+                                   const state::FeedProducer& producer) {
+  FeedReplicaSeed seed;  // S = 0, its timestamp 0
+  // A feed that never started has no directory and no order.
+  if (producer.next_sequence() > 1) {
+    ListBooks(engine, producer.announced(), seed);
+  }
   return seed;
 }
 

@@ -9,7 +9,8 @@
 // InstrumentDirectory, bands included, and its TradingStatus) and S, the
 // last message applied, with that message's timestamp:
 // - Seeded once, on the loop's thread when the publisher starts (a restart,
-//   a takeover, or a fresh journal), before the request server's thread
+//   a takeover, a fresh journal, or the first record after an accepted
+//   loss: SeedNewFeedSession()), before the request server's thread
 //   does: SeedFeedReplica() lists the engine's live orders (the engine's
 //   canonical order: each queue in time priority) under the directory the
 //   feed announced last (state::FeedProducer::announced()), every
@@ -73,6 +74,14 @@ struct FeedReplicaSeed {
 // The books after message producer.next_sequence() - 1, from the engine's
 // live orders and the directory announced. Loop thread; O(live orders).
 [[nodiscard]] FeedReplicaSeed SeedFeedReplica(
+    const engine::Engine& engine, const state::FeedProducer& producer);
+
+// The books at S = 0 of a feed session that the next record begins (an
+// accepted loss: MARKETDATA.md "Sequence numbers and sessions"): the
+// engine's live orders under the directory announced last, as in
+// SeedFeedReplica, S's timestamp 0. The session's StartOfFeed and directory,
+// first in the ring, keep them. Loop thread; O(live orders).
+[[nodiscard]] FeedReplicaSeed SeedNewFeedSession(
     const engine::Engine& engine, const state::FeedProducer& producer);
 
 // A snapshot's packets, back to back; ends[i] is where packet i ends.

@@ -154,6 +154,26 @@ Sequencer::JournalOutcome Sequencer::Journal(Session& session,
                                              std::size_t count,
                                              std::uint64_t receive_ns,
                                              std::uint32_t flags) {
+  if (!new_feed_session_ || count == 0) [[likely]] {
+    return Append(session, frames, count, receive_ns, flags);
+  }
+  const auto kind =
+      codec::LoadLE<std::uint8_t>(frames.data() + codec::kKindOffset);
+  const std::size_t first = codec::kKindTable[kind].frame_size;
+  const JournalOutcome outcome =
+      Append(session, frames.first(first), 1, receive_ns,
+             flags | state::kRecordNewFeedSession);
+  if (outcome != JournalOutcome::kOk) return outcome;
+  new_feed_session_ = false;
+  if (count == 1) return outcome;
+  return Append(session, frames.subspan(first), count - 1, receive_ns, flags);
+}
+
+Sequencer::JournalOutcome Sequencer::Append(Session& session,
+                                            std::span<const std::byte> frames,
+                                            std::size_t count,
+                                            std::uint64_t receive_ns,
+                                            std::uint32_t flags) {
   // Room in the pending ring first (back-pressure on the apply side).
   while (pending_size_ + count > pending_.size()) {
     if (!owner_.WaitForJournal()) return JournalOutcome::kFailed;
@@ -169,7 +189,7 @@ Sequencer::JournalOutcome Sequencer::Journal(Session& session,
     // Back-pressure on the disk side.
     if (!owner_.WaitForJournal()) return JournalOutcome::kFailed;
   }
-  if (flags != 0) stats_.unauthorized += count;
+  if ((flags & state::kRecordUnauthorized) != 0) stats_.unauthorized += count;
   std::uint64_t index = writer_.last_index() - count + 1;
   std::size_t offset = 0;
   for (std::size_t i = 0; i < count; ++i) {

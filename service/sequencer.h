@@ -26,6 +26,11 @@
 // its slot back; it continues at the journal's next sequence); otherwise
 // nothing is kept (docs/PROTOCOL.md "A session begins with frame 1").
 //
+// A new feed session: after BeginNewFeedSession() (a start that accepted a
+// loss), the first record journaled carries kRecordNewFeedSession
+// (state/record_flags.h) on its own: its append holds that one frame, the
+// rest of its run follows in another.
+//
 // Disk full: when the journal answers kJournalFull, the frames from there on
 // are not taken (the session's next sequence stays at the first of them),
 // Sequenced::journal_full says so and the owner answers Busy; counted.
@@ -114,6 +119,14 @@ class Sequencer {
   template <typename Fn>
   void ForEachDurable(std::uint64_t durable, Fn&& apply);
 
+  // The next record journaled begins a new feed session (the service
+  // started on a journal whose recovery accepted a loss). Cold.
+  void BeginNewFeedSession() noexcept { new_feed_session_ = true; }
+  // A record still waits to carry kRecordNewFeedSession.
+  [[nodiscard]] bool new_feed_session_pending() const noexcept {
+    return new_feed_session_;
+  }
+
   [[nodiscard]] std::size_t pending() const noexcept { return pending_size_; }
   [[nodiscard]] SessionTable& sessions() noexcept { return sessions_; }
   [[nodiscard]] const SequencerStats& stats() const noexcept { return stats_; }
@@ -134,9 +147,14 @@ class Sequencer {
   // Journals `frames` (whole command frames of `session`, `count` of them)
   // with `flags`, waiting when the writer has no free buffer. kJournalFull:
   // no room on the disk, nothing journaled; kFailed: the writer failed.
+  // The first frame alone with kRecordNewFeedSession added when a new feed
+  // session is due (BeginNewFeedSession), then the rest.
   JournalOutcome Journal(Session& session, std::span<const std::byte> frames,
                          std::size_t count, std::uint64_t receive_ns,
                          std::uint32_t flags);
+  JournalOutcome Append(Session& session, std::span<const std::byte> frames,
+                        std::size_t count, std::uint64_t receive_ns,
+                        std::uint32_t flags);
 
   SessionTable sessions_;
   journal::JournalWriter& writer_;
@@ -144,6 +162,7 @@ class Sequencer {
   std::vector<Pending> pending_;  // ring
   std::size_t pending_head_ = 0;
   std::size_t pending_size_ = 0;
+  bool new_feed_session_ = false;
   SequencerStats stats_;
 };
 

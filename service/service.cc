@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -27,6 +28,7 @@
 #include "codec/command.h"
 #include "codec/datagram.h"
 #include "codec/frame.h"
+#include "feed/session.h"
 #include "journal/format.h"
 #include "journal/prune.h"
 #include "journal/start.h"
@@ -35,6 +37,7 @@
 #include "service/retention.h"
 #include "service/sequencer.h"
 #include "state/pinned_config.h"
+#include "state/record_flags.h"
 #include "state/report_regenerator.h"
 #include "state/restart.h"
 #include "state/snapshot.h"
@@ -137,6 +140,11 @@ class Service::Impl final : public Sequencer::Backpressure,
   // With ServiceOptions::retain: starts the retention thread (stopped when
   // Run() returns).
   void StartRetention();
+  // Starts the live feed and the request server: from the recovered
+  // state (`new_session_at` 0), or at sequence 1 of the feed session the
+  // record `new_session_at` begins, before it is applied (after an
+  // accepted loss). Once.
+  void StartFeed(std::uint64_t new_session_at);
   bool WaitForJournal() override;
   // The StateMachine's next sequence of session `id` (0: the journal holds
   // none): every record of a session the table does not hold is applied.
@@ -222,6 +230,7 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::unique_ptr<ReportRegenerator> regenerator_;
   // ServiceOptions::market_data: the live feed (null: none).
   std::unique_ptr<FeedPublisher> publisher_;
+  bool feed_started_ = false;  // StartFeed() ran
   // ServiceOptions::md_requests (null: none); its thread runs from Run().
   std::unique_ptr<FeedRequestServer> request_server_;
   std::uint32_t regeneration_continuations_ = 0;
@@ -387,7 +396,10 @@ class Service::Impl final : public Sequencer::Backpressure,
   // the feed's next Heartbeat.
   [[nodiscard]] int IdleWaitMs() const {
     const std::int64_t wait_ms = regenerator_->active() ? 1 : 50;
-    if (publisher_ == nullptr) return static_cast<int>(wait_ms);
+    // Before the feed starts (after an accepted loss) no Heartbeat is due.
+    if (publisher_ == nullptr || !feed_started_) {
+      return static_cast<int>(wait_ms);
+    }
     const std::int64_t until_ns =
         publisher_->next_heartbeat_ns() - MonotonicNs();
     return static_cast<int>(
@@ -492,6 +504,10 @@ absl::Status Service::Impl::Start() {
   // continuing at its next sequence (NextExpected).
   sequencer_ = std::make_unique<Sequencer>(
       options_.config, options_.max_pending, *writer_, *this, *this);
+  // MARKETDATA.md "Sequence numbers and sessions": the feed numbers after
+  // the loss may have been published with other messages; the next record
+  // begins a new feed session, and the journal keeps that fact.
+  if (writer_->recovery().loss_accepted) sequencer_->BeginNewFeedSession();
   regenerator_ = std::make_unique<ReportRegenerator>(
       ReportRegeneratorOptions{.journal_dir = options_.journal.directory,
                                .journal_id = writer_->journal_id(),
@@ -528,16 +544,6 @@ absl::Status Service::Impl::OpenPublisher() {
           "--md-target publishes; give --md-target too");
     }
     return absl::OkStatus();
-  }
-  if (options_.journal.accept_loss) {
-    // MARKETDATA.md "Decided here": an accepted loss starts a new feed
-    // session, which is not built yet; without it the feed would send
-    // numbers it already published, with other messages.
-    return absl::FailedPreconditionError(
-        "--md-target with --accept-loss: after an accepted loss the feed "
-        "would publish again sequence numbers it already sent, with other "
-        "messages (a new feed session for it is not built yet); start with "
-        "--accept-loss without --md-target, and tell the feed's subscribers");
   }
   if (!options_.market_data->on_event && options_.on_event) {
     options_.market_data->on_event = options_.on_event;
@@ -671,6 +677,35 @@ void Service::Impl::StartRetention() {
                        .on_event = options_.on_retention});
 }
 
+void Service::Impl::StartFeed(std::uint64_t new_session_at) {
+  feed_started_ = true;
+  const state::FeedProducer& producer = machine_->feed_producer();
+  const std::uint64_t journal_id = writer_->journal_id();
+  if (new_session_at == 0) {
+    // The live feed goes on from the recovered state: what the records
+    // replayed at start made is for the request server, not sent again.
+    const std::uint64_t session =
+        feed::FeedSession(journal_id, producer.session_start());
+    publisher_->Start(session, producer.next_sequence(), MonotonicNs());
+    // The snapshot replica starts from the books of the recovered state
+    // (O(live orders), once, before the loop runs).
+    if (request_server_ != nullptr) {
+      request_server_->Start(session,
+                             SeedFeedReplica(machine_->engine(), producer));
+    }
+    return;
+  }
+  // The record at `new_session_at`, about to be applied, begins a session
+  // (its kRecordNewFeedSession flag): the feed starts at its sequence 1,
+  // the replica from the books as they are before it.
+  const std::uint64_t session = feed::FeedSession(journal_id, new_session_at);
+  publisher_->Start(session, 1, MonotonicNs());
+  if (request_server_ != nullptr) {
+    request_server_->Start(session,
+                           SeedNewFeedSession(machine_->engine(), producer));
+  }
+}
+
 absl::Status Service::Impl::Run(const std::atomic<bool>& stop) {
   absl::Status status = RunLoop(stop);
   // Only a serving primary answers feed requests.
@@ -688,18 +723,10 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   snapshot_base_ns_ = started_ns_;
   snapshot_every_ns_ =
       static_cast<std::int64_t>(options_.snapshot_every_seconds * 1e9);
-  if (publisher_ != nullptr) {
-    // The live feed goes on from the recovered state: what the records
-    // replayed at start made is for the request server, not sent again.
-    publisher_->Start(writer_->journal_id(),
-                      machine_->feed_producer().next_sequence(), started_ns_);
-    if (request_server_ != nullptr) {
-      // The snapshot replica starts from the books of the recovered state
-      // (O(live orders), once, before the loop runs).
-      request_server_->Start(
-          writer_->journal_id(),
-          SeedFeedReplica(machine_->engine(), machine_->feed_producer()));
-    }
+  // After an accepted loss the feed starts at the first record, in the
+  // session it begins (ApplyDurable); nothing is sent before.
+  if (publisher_ != nullptr && !sequencer_->new_feed_session_pending()) {
+    StartFeed(/*new_session_at=*/0);
   }
   while (!stop.load(std::memory_order_relaxed)) {
     if (Stopped()) [[unlikely]] {
@@ -1072,6 +1099,11 @@ void Service::Impl::ApplyDurable() {
     // back counts as 0.
     stats_.command_latency.Record(
         pass_ns > record.receive_ns ? pass_ns - record.receive_ns : 0);
+    if (publisher_ != nullptr && !feed_started_) [[unlikely]] {
+      // The first record journaled since a start that accepted a loss.
+      assert((record.flags & state::kRecordNewFeedSession) != 0);
+      StartFeed(record.index);
+    }
     if (absl::Status s = machine_->Apply(record); !s.ok()) [[unlikely]] {
       // The Sequencer journals only whole commands in sequence: a refusal
       // here is a bug, and answering anything after it would be wrong. The

@@ -35,11 +35,22 @@ FeedProducer::FeedProducer() {
   messages_.resize(64);
 }
 
+void FeedProducer::NewSession(std::uint64_t index) noexcept {
+  assert(index >= 1);
+  session_start_ = index;
+  next_sequence_ = 1;
+  last_timestamp_ = 0;
+  // Begin() starts the feed again: StartOfFeed, the directory in force.
+  check_directory_ = true;
+}
+
 void FeedProducer::Restore(std::uint64_t sequence,
-                           const FeedDirectory& announced) {
+                           const FeedDirectory& announced,
+                           std::uint64_t session_start) {
   assert(sequence >= 1);
   next_sequence_ = sequence;
   announced_ = announced;
+  session_start_ = session_start;
   check_directory_ = true;
   last_timestamp_ =
       sequence == 1 ? std::optional<std::uint64_t>(0) : std::nullopt;

@@ -11,8 +11,13 @@
 // Finish() after it, with the engine's reports; messages() then holds the
 // record's messages in feed order.
 //
-// State (the StateMachine's snapshot carries both): the next feed sequence,
-// and the instrument directory the feed last announced (range and bands).
+// State (the StateMachine's snapshot carries all three): the next feed
+// sequence, the instrument directory the feed last announced (range and
+// bands), and the index of the journal record that began the feed's
+// current session (0: the journal's own session; feed/session.h makes the
+// id). NewSession() begins another at a record (record_flags.h
+// kRecordNewFeedSession): sequence 1, StartOfFeed and the directory again;
+// the books are not re-announced (a subscriber takes a snapshot).
 // A record applied under another directory than the one announced (the
 // journal pinned a new configuration before it) starts with the changes,
 // so where exactly the StateMachine was reconfigured between two records
@@ -108,9 +113,20 @@ class FeedProducer {
   [[nodiscard]] std::optional<std::uint64_t> last_timestamp() const noexcept {
     return last_timestamp_;
   }
+  // The index of the journal record that began the current feed session;
+  // 0: the journal's own (feed::FeedSession gives the session id).
+  [[nodiscard]] std::uint64_t session_start() const noexcept {
+    return session_start_;
+  }
+  // The record `index`, about to Begin, begins a new feed session: its
+  // messages are numbered from 1, starting with StartOfFeed and the
+  // directory in force. Precondition: index >= 1.
+  void NewSession(std::uint64_t index) noexcept;
   // A state restored from a snapshot: the next message gets `sequence`
-  // (>= 1), `announced` was the directory announced last.
-  void Restore(std::uint64_t sequence, const FeedDirectory& announced);
+  // (>= 1), `announced` was the directory announced last, the session
+  // began at record `session_start` (0: the journal's own).
+  void Restore(std::uint64_t sequence, const FeedDirectory& announced,
+               std::uint64_t session_start);
   // The engine's configuration may have changed (StateMachine::Reconfigure):
   // the next record compares the directory in force with the one announced.
   void ConfigurationChanged() noexcept { check_directory_ = true; }
@@ -129,6 +145,7 @@ class FeedProducer {
 
   std::uint64_t next_sequence_ = 1;
   FeedDirectory announced_;
+  std::uint64_t session_start_ = 0;
   std::uint64_t timestamp_ = 0;  // of the record being made
   std::optional<std::uint64_t> last_timestamp_ = 0;
   bool check_directory_ = true;

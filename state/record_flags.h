@@ -14,9 +14,16 @@ namespace orderwire::state {
 // effect.
 inline constexpr std::uint32_t kRecordUnauthorized = 1u << 0;
 
+// The first record journaled after a start that accepted a loss
+// (journal::RecoveryReport::loss_accepted): the market-data feed begins a
+// new session at it, sequence 1 again (docs/MARKETDATA.md "Sequence numbers
+// and sessions"). The command applies as any other.
+inline constexpr std::uint32_t kRecordNewFeedSession = 1u << 1;
+
 // Every bit with a meaning. A record with any other bit set was not written
 // by this version of the service: the StateMachine refuses it.
-inline constexpr std::uint32_t kKnownRecordFlags = kRecordUnauthorized;
+inline constexpr std::uint32_t kKnownRecordFlags =
+    kRecordUnauthorized | kRecordNewFeedSession;
 
 }  // namespace orderwire::state
 

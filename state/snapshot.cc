@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cerrno>
 #include <cstring>
@@ -188,7 +189,8 @@ void EncodeConfig(const StateMachineOptions& options,
       .feed_min_price = announced.min_price,
       .feed_max_price = announced.max_price,
       .feed_min_quantity = announced.min_quantity,
-      .feed_max_quantity = announced.max_quantity};
+      .feed_max_quantity = announced.max_quantity,
+      .feed_session_start = feed.session_start()};
   journal::StoreStruct<kSnapshotConfigLayout>(config, out);
 }
 
@@ -459,6 +461,20 @@ class SnapshotReader {
                       const SnapshotSessionRecord& s, std::uint64_t previous,
                       ReportHistory::Slot* slot) const;
 
+  // The header's version (read once Header() accepted it).
+  [[nodiscard]] std::uint32_t version() const noexcept {
+    return codec::LoadLE<std::uint32_t>(
+        bytes_.data() +
+        codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::version>());
+  }
+  // The record size of section kind k + 1 in this file's version.
+  [[nodiscard]] std::size_t RecordSize(std::uint32_t k) const noexcept {
+    return k + 1 == kSectionConfig &&
+                   version() == kSnapshotVersionWithoutFeedSession
+               ? kSnapshotConfigV2Size
+               : kRecordSize[k];
+  }
+
   std::span<const std::byte> bytes_;
   const std::string& name_;
 };
@@ -479,12 +495,14 @@ absl::StatusOr<SnapshotHeader> SnapshotReader::Header(
   if (header.magic != kSnapshotMagic) {
     return Damaged(0, "magic", "not a snapshot file (magic is not OWSNAPSH)");
   }
-  if (header.version != kSnapshotVersion) {
+  if (header.version != kSnapshotVersion &&
+      header.version != kSnapshotVersionWithoutFeedSession) {
     return Damaged(
         codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::version>(),
         "version",
-        absl::StrFormat("version %d; this build reads version %d",
-                        header.version, kSnapshotVersion));
+        absl::StrFormat("version %d; this build reads versions %d and %d",
+                        header.version, kSnapshotVersionWithoutFeedSession,
+                        kSnapshotVersion));
   }
   const std::uint32_t header_crc =
       journal::Crc32c(bytes_.subspan(0, kHeaderCrcOffset));
@@ -559,7 +577,7 @@ absl::StatusOr<SectionTable> SnapshotReader::Sections() const {
                                      e.offset, expected_offset));
     }
     const std::uint64_t room = sections_end - expected_offset;
-    const std::uint64_t record = kRecordSize[k];
+    const std::uint64_t record = RecordSize(k);
     const bool single = k + 1 == kSectionConfig || k + 1 == kSectionStats;
     if ((single && e.count != 1) || e.count > room / record ||
         e.bytes != e.count * record) {
@@ -619,9 +637,14 @@ absl::StatusOr<std::uint32_t> SnapshotReader::Trailer() const {
 absl::StatusOr<SnapshotConfigRecord> SnapshotReader::Config(
     const SnapshotSectionEntry& entry, std::uint64_t index) const {
   const std::uint64_t config_at = entry.offset;
+  // Version 2 has no feed_session_start: its feed session is the journal's
+  // own (0).
+  std::array<std::byte, kSnapshotConfigLayout.kSize> record{};
+  std::copy_n(bytes_.data() + config_at, RecordSize(kSectionConfig - 1),
+              record.data());
   const auto config =
       journal::LoadStruct<kSnapshotConfigLayout, SnapshotConfigRecord>(
-          bytes_.data() + config_at);
+          record.data());
   if (absl::Status s = engine::ValidateConfig(EngineConfigOf(config));
       !s.ok()) {
     return Damaged(config_at, "config", std::string(s.message()));
@@ -646,6 +669,16 @@ absl::StatusOr<SnapshotConfigRecord> SnapshotReader::Config(
         "next_order_id/next_match_id",
         absl::StrFormat("%d/%d: both must be at least 1", config.next_order_id,
                         config.next_match_id));
+  }
+  if (config.feed_session_start > index) {
+    return Damaged(
+        config_at +
+            codec::OffsetOf<kSnapshotConfigLayout,
+                            &SnapshotConfigRecord::feed_session_start>(),
+        "feed_session_start",
+        absl::StrFormat("the feed session began at record %d, after the "
+                        "snapshot's record %d",
+                        config.feed_session_start, index));
   }
   if (const std::string problem = FeedStateProblem(config, index);
       !problem.empty()) {
@@ -1004,6 +1037,7 @@ absl::StatusOr<LoadedSnapshot> SnapshotCodec::Decode(
       .live_orders = verified->orders.size()};
   loaded.sections = std::move(verified->table.sections);
   loaded.file_crc = verified->file_crc;
+  loaded.version = verified->header.version;
   loaded.machine = *std::move(machine);
   return loaded;
 }
@@ -1021,7 +1055,8 @@ absl::StatusOr<std::unique_ptr<StateMachine>> SnapshotCodec::Build(
   machine->last_index_ = snapshot.header.index;
   machine->stats_ = snapshot.stats;
   machine->feed_.Restore(snapshot.config.next_feed_sequence,
-                         FeedDirectoryOf(snapshot.config));
+                         FeedDirectoryOf(snapshot.config),
+                         snapshot.config.feed_session_start);
   return machine;
 }
 

@@ -106,6 +106,7 @@ struct LoadedSnapshot {
   // Added for inspection: the section table and the whole-file CRC32C.
   std::vector<SnapshotSection> sections;
   std::uint32_t file_crc = 0;
+  std::uint32_t version = 0;  // the header's (kSnapshotVersion or 2)
 };
 absl::StatusOr<LoadedSnapshot> LoadSnapshot(const std::string& path,
                                             std::uint64_t expected_journal_id);
@@ -155,7 +156,11 @@ void ResealSnapshot(std::span<std::byte> bytes);
 
 inline constexpr std::uint64_t kSnapshotMagic = 0x4853'5041'4E53'574Full;
 inline constexpr std::uint32_t kSnapshotTrailerMagic = 0x4553'574Fu;
-inline constexpr std::uint32_t kSnapshotVersion = 2;
+inline constexpr std::uint32_t kSnapshotVersion = 3;
+// The version before the feed's session start was in section 1 (its config
+// record 8 bytes shorter): still read, as a feed session that began at the
+// journal's first record (docs/SNAPSHOT.md).
+inline constexpr std::uint32_t kSnapshotVersionWithoutFeedSession = 2;
 
 struct SnapshotHeader {
   std::uint64_t magic;  // "OWSNAPSH"
@@ -208,8 +213,9 @@ inline constexpr std::uint32_t kSectionOrders = 5;
 inline constexpr std::uint32_t kSnapshotSectionCount = 5;
 
 // Section 1: the options in force, the engine's id counters and the
-// market-data feed's state (state/feed_producer.h: its next sequence and
-// the directory it announced, all 0 while the sequence is 1).
+// market-data feed's state (state/feed_producer.h: its next sequence, the
+// directory it announced, all 0 while the sequence is 1, and the record its
+// session began at, 0: the journal's own; absent from version 2).
 struct SnapshotConfigRecord {
   std::uint32_t min_instrument;
   std::uint32_t max_instrument;
@@ -230,6 +236,7 @@ struct SnapshotConfigRecord {
   std::int64_t feed_max_price;
   std::uint64_t feed_min_quantity;
   std::uint64_t feed_max_quantity;
+  std::uint64_t feed_session_start;
 };
 inline constexpr auto kSnapshotConfigLayout = codec::MakeLayout(
     codec::Field{"min_instrument", &SnapshotConfigRecord::min_instrument},
@@ -254,9 +261,12 @@ inline constexpr auto kSnapshotConfigLayout = codec::MakeLayout(
     codec::Field{"feed_min_price", &SnapshotConfigRecord::feed_min_price},
     codec::Field{"feed_max_price", &SnapshotConfigRecord::feed_max_price},
     codec::Field{"feed_min_quantity", &SnapshotConfigRecord::feed_min_quantity},
-    codec::Field{"feed_max_quantity",
-                 &SnapshotConfigRecord::feed_max_quantity});
-static_assert(kSnapshotConfigLayout.kSize == 128);
+    codec::Field{"feed_max_quantity", &SnapshotConfigRecord::feed_max_quantity},
+    codec::Field{"feed_session_start",
+                 &SnapshotConfigRecord::feed_session_start});
+static_assert(kSnapshotConfigLayout.kSize == 136);
+// Version 2's config record: the fields above but feed_session_start.
+inline constexpr std::size_t kSnapshotConfigV2Size = 128;
 
 // Section 2: StateMachineStats, as 2 + 256 + 256 + 16 u64 (records,
 // unauthorized, commands by kind, reports by kind, rejects by reason).

@@ -114,6 +114,9 @@ absl::Status StateMachine::Apply(const Record& record) {
   ++stats_.commands[static_cast<std::uint8_t>(command.kind)];
   reports_.Clear();
   const engine::OwnerTag owner = submitter->index;
+  if ((record.flags & kRecordNewFeedSession) != 0) [[unlikely]] {
+    feed_.NewSession(record.index);
+  }
   feed_.Begin(record.receive_ns, command, *engine_);
   if ((record.flags & kRecordUnauthorized) != 0) {
     ++stats_.unauthorized;

@@ -15,9 +15,11 @@
 // - per session, in order of first appearance in the journal: its id, the
 //   next inbound sequence to apply, the next report sequence, and its report
 //   history (the recent report frames, for the service to send again);
-// - the market-data feed's next sequence and the instrument directory it
-//   announced (feed_producer.h): each record's feed messages are made here
-//   too (docs/MARKETDATA.md "From the journal to the feed").
+// - the market-data feed's next sequence, the instrument directory it
+//   announced and the record its session began at (feed_producer.h): each
+//   record's feed messages are made here too (docs/MARKETDATA.md "From the
+//   journal to the feed"); a record flagged kRecordNewFeedSession begins a
+//   new feed session.
 //
 // Routing. A session's dense index (0, 1, 2, ... in order of first
 // appearance) is the engine owner tag of every order the session enters; the
@@ -162,7 +164,8 @@ class StateMachine {
   [[nodiscard]] std::span<const FeedMessage> feed() const noexcept {
     return feed_.messages();
   }
-  // The feed's state: its next sequence and the directory it announced.
+  // The feed's state: its next sequence, the directory it announced and
+  // where its session began.
   [[nodiscard]] const FeedProducer& feed_producer() const noexcept {
     return feed_;
   }

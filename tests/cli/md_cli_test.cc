@@ -13,10 +13,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "codec/command.h"
 #include "codec/frame.h"
 #include "engine/workload.h"
 #include "feed/packet.h"
+#include "feed/session.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/format.h"
@@ -24,6 +26,7 @@
 #include "journal/writer.h"
 #include "jsonl/jsonl.h"
 #include "state/pinned_config.h"
+#include "state/record_flags.h"
 #include "state/snapshot.h"
 #include "state/state_machine.h"
 #include "tests/support/bytes.h"
@@ -53,6 +56,7 @@ struct JournalRecord {
   std::uint32_t session;
   Bytes frame;
   std::uint64_t receive_ns;
+  std::uint32_t flags = 0;  // state/record_flags.h
 };
 
 // Writes `records` as a new journal in `dir` pinning `pinned`, a group
@@ -75,7 +79,8 @@ std::uint64_t WriteJournal(const std::string& dir,
   for (std::size_t i = 0; i < records.size(); ++i) {
     const JournalRecord& r = records[i];
     journal::AppendStatus status;
-    while ((status = (*writer)->Append(r.frame, r.session, r.receive_ns)) ==
+    while ((status =
+                (*writer)->Append(r.frame, r.session, r.receive_ns, r.flags)) ==
            journal::AppendStatus::kFull) {
       EXPECT_TRUE((*writer)->Wait().ok());
     }
@@ -208,6 +213,91 @@ TEST(MdFromJournalCli, UsageErrorsExitTwoJournalErrorsOne) {
   const Outcome missing = Md(dir, "from-journal --journal nowhere");
   EXPECT_EQ(missing.status, 1) << missing.err;
   EXPECT_THAT(missing.err, HasSubstr("orderwire md from-journal: "));
+}
+
+// MARKETDATA.md "Sequence numbers and sessions": the golden journal, then
+// a record flagged NewFeedSession (the first after an accepted loss) and
+// one more: the golden feed 1 to 6, then the new session from 1:
+// StartOfFeed, the directory, then the records' messages, as a
+// StateMachine applying the same records makes them.
+TEST(MdFromJournalCli, ANewFeedSessionPrintsFromSequenceOneAgain) {
+  ScratchDir dir;
+  state::PinnedConfig pinned;
+  pinned.engine.min_instrument = 42;
+  pinned.engine.max_instrument = 42;
+  constexpr std::uint64_t kT3 = kT2 + 1000;
+  const auto buy = [](std::uint64_t sequence, std::int64_t price) {
+    return test_support::Frame(sequence,
+                               test_support::Limit({.account_id = 1,
+                                                    .client_order_id = sequence,
+                                                    .instrument_id = 42,
+                                                    .side = codec::Side::kBuy,
+                                                    .price = price,
+                                                    .quantity = 5}));
+  };
+  const std::vector<JournalRecord> records = {
+      {1,
+       test_support::Frame(1, test_support::Limit({.account_id = 1,
+                                                   .client_order_id = 1,
+                                                   .instrument_id = 42,
+                                                   .side = codec::Side::kBuy,
+                                                   .price = 10050,
+                                                   .quantity = 300})),
+       kT1},
+      {2,
+       test_support::Frame(1, test_support::Limit({.account_id = 2,
+                                                   .client_order_id = 1,
+                                                   .instrument_id = 42,
+                                                   .side = codec::Side::kSell,
+                                                   .price = 10040,
+                                                   .quantity = 400})),
+       kT2},
+      {1, buy(2, 10000), kT3, state::kRecordNewFeedSession},
+      {1, buy(3, 10001), kT3 + 1}};
+  const std::uint64_t journal_id = WriteJournal(dir.Sub("j"), pinned, records);
+  // The reference: the same records through a StateMachine, as text.
+  state::StateMachineOptions options;
+  options.engine = pinned.engine;
+  state::StateMachine machine(options);
+  std::string expected;
+  std::uint64_t index = 0;
+  for (const JournalRecord& r : records) {
+    ++index;
+    ASSERT_TRUE(machine
+                    .Apply(state::Record{index, r.receive_ns, r.session,
+                                         r.flags, r.frame})
+                    .ok());
+    for (const state::FeedMessage& m : machine.feed()) {
+      expected += jsonl::FeedMessageToJson(
+          m.sequence,
+          feed::MessageBlock(m.bytes.data(),
+                             static_cast<std::uint16_t>(m.bytes.size())));
+      expected += "\n";
+    }
+  }
+  ASSERT_EQ(machine.feed_producer().session_start(), 3u);
+  const Outcome md = Md(dir, "from-journal --journal j");
+  ASSERT_EQ(md.status, 0) << md.err;
+  EXPECT_EQ(md.out, expected);
+  EXPECT_EQ(md.out.substr(0, GoldenText(1, 6).size()), GoldenText(1, 6));
+  EXPECT_THAT(md.out, HasSubstr(absl::StrCat(
+                          R"({"sequence":1,"kind":"SystemEvent",)",
+                          R"("timestamp":)", kT3, R"(,"event":1})")));
+  EXPECT_THAT(md.err, HasSubstr("the feed's next sequence 6"));
+
+  // A snapshot after it keeps where the session began (SNAPSHOT.md version
+  // 3), and `snapshot inspect` names the session.
+  const Outcome written = test_support::RunShell(
+      dir.path(),
+      absl::StrCat("'", ORDERWIRE_BINARY, "' snapshot --journal j && '",
+                   ORDERWIRE_BINARY, "' snapshot inspect j/snapshots/*.ows"));
+  ASSERT_EQ(written.status, 0) << written.err;
+  EXPECT_THAT(written.out, HasSubstr("format version 3"));
+  EXPECT_THAT(written.out,
+              HasSubstr(absl::StrFormat(
+                  "market-data feed session: began at record 3 (after an "
+                  "accepted loss), id %016x",
+                  feed::FeedSession(journal_id, 3))));
 }
 
 // A journal cut in its last record: the messages before it are printed,

@@ -742,19 +742,6 @@ TEST(ServiceFeed, AnIdleServiceHeartbeatsWithTheNextSequence) {
   EXPECT_TRUE(live.sequences.empty());
 }
 
-TEST(ServiceFeed, RefusesToPublishAfterAnAcceptedLoss) {
-  test_support::ScratchDir dir;
-  FeedListener listener;
-  ServiceOptions options =
-      PublishingOptions(dir.path() + "/j", listener.endpoint());
-  options.journal.accept_loss = true;
-  absl::StatusOr<std::unique_ptr<Service>> service =
-      Service::Start(std::move(options));
-  ASSERT_FALSE(service.ok());
-  EXPECT_THAT(service.status().message(),
-              HasSubstr("--md-target with --accept-loss"));
-}
-
 TEST(ServiceFeed, TheRequestServerStopsAnsweringWhenTheServiceStops) {
   test_support::ScratchDir dir;
   FeedListener listener;

@@ -429,6 +429,63 @@ TEST(FeedFromTheJournal, ARecordAfterAReconfigurationStartsWithTheChanges) {
   EXPECT_EQ(MessageAs<feed::OrderAdded>(m[before + 5]).instrument_id, 4u);
 }
 
+// PROTOCOL.md "Journal record flags", MARKETDATA.md "Sequence numbers and
+// sessions": a record flagged NewFeedSession begins a session at its index
+// before its messages: sequence 1 is StartOfFeed, then the directory and
+// the statuses, then the record's own messages; the records after it go
+// on in that session. A refused flagged record changes nothing.
+TEST(FeedFromTheJournal, AFlaggedRecordBeginsANewSessionAtSequenceOne) {
+  StateMachineOptions options;
+  options.engine.min_instrument = 1;
+  options.engine.max_instrument = 2;
+  StateMachine machine(options);
+  const auto apply = [&](std::uint64_t index, std::uint64_t sequence,
+                         std::uint32_t flags) {
+    return machine.Apply(
+        Record{index, 1000 + index, 1, flags,
+               Frame(sequence,
+                     Limit({.client_order_id = sequence,
+                            .instrument_id = 1,
+                            .price = 100 + static_cast<std::int64_t>(sequence),
+                            .quantity = 10}))});
+  };
+  ASSERT_TRUE(apply(1, 1, 0).ok());
+  ASSERT_EQ(machine.feed_producer().next_sequence(), 7u);  // S, 2 x (R, H), A
+  EXPECT_EQ(machine.feed_producer().session_start(), 0u);
+  // Refused (its session sequence is wrong): nothing changes.
+  ASSERT_FALSE(apply(2, 5, kRecordNewFeedSession).ok());
+  EXPECT_EQ(machine.feed_producer().next_sequence(), 7u);
+  EXPECT_EQ(machine.feed_producer().session_start(), 0u);
+  // Another bit has no meaning: refused.
+  ASSERT_FALSE(apply(2, 2, 1u << 2).ok());
+
+  ASSERT_TRUE(apply(2, 2, kRecordNewFeedSession).ok());
+  EXPECT_EQ(machine.feed_producer().session_start(), 2u);
+  std::vector<MessageKind> kinds;
+  std::uint64_t expected = 1;
+  for (const FeedMessage& m : machine.feed()) {
+    EXPECT_EQ(m.sequence, expected++);
+    kinds.push_back(static_cast<MessageKind>(m.bytes[0]));
+  }
+  EXPECT_EQ(kinds,
+            (std::vector<MessageKind>{
+                MessageKind::kSystemEvent, MessageKind::kInstrumentDirectory,
+                MessageKind::kTradingStatus, MessageKind::kInstrumentDirectory,
+                MessageKind::kTradingStatus, MessageKind::kOrderAdded}));
+  const std::vector<std::byte> start(machine.feed()[0].bytes.begin(),
+                                     machine.feed()[0].bytes.end());
+  EXPECT_EQ(MessageAs<feed::SystemEvent>(start).event,
+            feed::SystemEventCode::kStartOfFeed);
+  EXPECT_EQ(MessageAs<feed::SystemEvent>(start).timestamp, 1002u);
+  // The order of record 1 still rests (the books are not re-announced).
+  EXPECT_EQ(machine.engine().live_orders(), 2u);
+
+  ASSERT_TRUE(apply(3, 3, 0).ok());
+  ASSERT_EQ(machine.feed().size(), 1u);
+  EXPECT_EQ(machine.feed()[0].sequence, 7u);
+  EXPECT_EQ(machine.feed_producer().session_start(), 2u);
+}
+
 // The engine's live orders, as a subscriber's book lists them.
 std::vector<marketdata::BookOrder> EngineOrders(const engine::Engine& engine) {
   std::vector<marketdata::BookOrder> out;

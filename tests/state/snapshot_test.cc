@@ -319,7 +319,7 @@ TEST(Snapshot, AnotherJournalsSnapshotIsRefused) {
 // Version 1 (before the market-data feed: its feed sequence unknown) and a
 // later version are refused by their version (SNAPSHOT.md "Version 1").
 TEST(Snapshot, AnotherVersionIsRefusedByItsVersion) {
-  for (const std::uint32_t version : {1u, 3u}) {
+  for (const std::uint32_t version : {1u, 4u}) {
     std::vector<std::byte> bad = SmallSnapshot();
     codec::StoreLE(
         bad.data() +
@@ -329,7 +329,7 @@ TEST(Snapshot, AnotherVersionIsRefusedByItsVersion) {
     const auto loaded = DecodeSnapshot(bad, "f", 0);
     ASSERT_FALSE(loaded.ok());
     EXPECT_NE(loaded.status().message().find(absl::StrFormat(
-                  "version %d; this build reads version 2", version)),
+                  "version %d; this build reads versions 2 and 3", version)),
               std::string::npos)
         << loaded.status();
   }
@@ -348,6 +348,87 @@ absl::StatusOr<LoadedSnapshot> DecodeWithConfigField(
                  value);
   ResealSnapshot(bytes);
   return DecodeSnapshot(bytes, "f", 0);
+}
+
+// `v3` (this build's snapshot) as version 2 wrote it: the config record
+// without its last field (feed_session_start), the sections after it moved
+// up, resealed.
+std::vector<std::byte> AsVersion2(const std::vector<std::byte>& v3) {
+  constexpr std::size_t kCut =
+      kSnapshotConfigLayout.kSize - kSnapshotConfigV2Size;
+  const SnapshotSectionEntry config = SectionEntry(v3, kSectionConfig);
+  std::vector<std::byte> v2(
+      v3.begin(), v3.begin() + static_cast<std::ptrdiff_t>(
+                                   config.offset + kSnapshotConfigV2Size));
+  v2.insert(
+      v2.end(),
+      v3.begin() + static_cast<std::ptrdiff_t>(config.offset + config.bytes),
+      v3.end());
+  for (std::uint32_t kind = 1; kind <= kSnapshotSectionCount; ++kind) {
+    SnapshotSectionEntry entry = SectionEntry(v3, kind);
+    if (kind == kSectionConfig) {
+      entry.bytes = kSnapshotConfigV2Size;
+    } else {
+      entry.offset -= kCut;
+    }
+    journal::StoreStruct<kSnapshotSectionLayout>(
+        entry, v2.data() + kSnapshotHeaderLayout.kSize +
+                   (kind - 1) * kSnapshotSectionLayout.kSize);
+  }
+  auto header =
+      journal::LoadStruct<kSnapshotHeaderLayout, SnapshotHeader>(v2.data());
+  header.version = kSnapshotVersionWithoutFeedSession;
+  header.file_bytes = v2.size();
+  journal::StoreStruct<kSnapshotHeaderLayout>(header, v2.data());
+  ResealSnapshot(v2);
+  return v2;
+}
+
+// A machine whose feed session began at record 30 (kRecordNewFeedSession):
+// the snapshot keeps where (version 3), and restores it.
+TEST(Snapshot, TheFeedSessionStartIsKeptAndRestored) {
+  const Stream stream = MakeStream(/*sessions=*/2, /*per_session=*/30, 3);
+  StateMachine machine(SmallOptions());
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    Record record = stream.RecordAt(i);
+    if (record.index == 30) record.flags |= kRecordNewFeedSession;
+    ASSERT_TRUE(machine.Apply(record).ok());
+  }
+  ASSERT_EQ(machine.feed_producer().session_start(), 30u);
+  const std::vector<std::byte> bytes =
+      EncodeSnapshot(machine, kJournalId, machine.last_index());
+  const auto loaded = DecodeSnapshot(bytes, "f", kJournalId);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->machine->feed_producer().session_start(), 30u);
+  EXPECT_EQ(loaded->machine->feed_producer().next_sequence(),
+            machine.feed_producer().next_sequence());
+  // A session said to begin after the snapshot's last record is refused.
+  const auto later =
+      DecodeWithConfigField<&SnapshotConfigRecord::feed_session_start>(
+          bytes, machine.last_index() + 1);
+  ASSERT_FALSE(later.ok());
+  EXPECT_NE(later.status().message().find("feed_session_start"),
+            std::string::npos)
+      << later.status();
+}
+
+// A version-2 snapshot loads, its feed session the journal's own (0), the
+// rest of its state as version 3 has it.
+TEST(Snapshot, AVersion2SnapshotLoadsWithTheJournalsOwnFeedSession) {
+  const std::vector<std::byte> v3 = SmallSnapshot();
+  const auto loaded3 = DecodeSnapshot(v3, "f", kJournalId);
+  ASSERT_TRUE(loaded3.ok()) << loaded3.status();
+  const std::vector<std::byte> v2 = AsVersion2(v3);
+  ASSERT_EQ(v2.size() + 8, v3.size());
+  const auto loaded2 = DecodeSnapshot(v2, "f", kJournalId);
+  ASSERT_TRUE(loaded2.ok()) << loaded2.status();
+  EXPECT_EQ(loaded2->machine->feed_producer().session_start(), 0u);
+  EXPECT_EQ(loaded2->machine->feed_producer().next_sequence(),
+            loaded3->machine->feed_producer().next_sequence());
+  EXPECT_EQ(loaded2->machine->engine().live_orders(),
+            loaded3->machine->engine().live_orders());
+  // Re-encoded, it is this build's version 3 again, byte for byte.
+  EXPECT_EQ(EncodeSnapshot(*loaded2->machine, kJournalId, 42), v3);
 }
 
 // The feed's state is checked like the rest of the configuration: a
