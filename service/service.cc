@@ -553,6 +553,9 @@ absl::Status Service::Impl::OpenPublisher() {
   publisher_ = *std::move(publisher);
   absl::StrAppendFormat(&startup_report_, "\n  %s", publisher_->description());
   if (!options_.md_requests.has_value()) return absl::OkStatus();
+  if (!options_.md_requests->on_event && options_.on_event) {
+    options_.md_requests->on_event = options_.on_event;
+  }
   absl::StatusOr<std::unique_ptr<FeedRequestServer>> server =
       FeedRequestServer::Open(*options_.md_requests);
   if (!server.ok()) {
@@ -696,9 +699,15 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     if (request_server_ != nullptr) {
       // The snapshot replica starts from the books of the recovered state
       // (O(live orders), once, before the loop runs).
+      // Below the ring, retransmissions are made again from the journal
+      // (feed_regenerator.h), from its snapshots or its start.
       request_server_->Start(
           writer_->journal_id(),
-          SeedFeedReplica(machine_->engine(), machine_->feed_producer()));
+          SeedFeedReplica(machine_->engine(), machine_->feed_producer()),
+          FeedRegeneratorOptions{.journal_dir = options_.journal.directory,
+                                 .journal_id = writer_->journal_id(),
+                                 .machine = MachineOptions(options_),
+                                 .unpinned = PinnedConfigOf(options_.config)});
     }
   }
   while (!stop.load(std::memory_order_relaxed)) {
@@ -1632,8 +1641,7 @@ void Service::Impl::RefreshStats() const {
   if (request_server_ != nullptr) {
     const FeedRequestCounters r = request_server_->counters();
     s.md_subscribers += r.sources;
-    s.md_first_retained_sequence =
-        request_server_->ring().Retained().first_retained;
+    s.md_first_retained_sequence = r.first_retained;
     s.md_retransmit_requests = r.retransmit_requests;
     s.md_retransmit_messages = r.retransmit_messages;
     s.md_snapshot_requests = r.snapshot_requests;
@@ -1641,6 +1649,11 @@ void Service::Impl::RefreshStats() const {
     s.md_snapshot_replica_lost = r.replica_lost;
     s.md_requests_dropped = r.dropped;
     s.md_reply_send_failures = r.send_failures;
+    s.md_regenerations = r.regenerations;
+    s.md_regeneration_starts = r.regeneration_starts;
+    s.md_regeneration_records = r.regeneration_records;
+    s.md_regenerated_messages = r.regenerated_messages;
+    s.md_regeneration_failures = r.regeneration_failures;
     std::copy(r.refused.begin(), r.refused.end(), s.md_refused.begin());
     std::copy(r.malformed.begin(), r.malformed.end(), s.md_malformed.begin());
   }
