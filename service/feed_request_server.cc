@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -67,6 +68,15 @@ struct SnapshotUnderWay {
   std::size_t next = 0;
   std::int64_t due_ns = 0;
 };
+
+// A line for the operator: to `on_event`, else standard error.
+void Say(const FeedRequestServerOptions& options, const std::string& line) {
+  if (options.on_event) {
+    options.on_event(line);
+  } else {
+    std::fprintf(stderr, "orderwire serve: %s\n", line.c_str());
+  }
+}
 
 // A snapshot's pace may catch up on at most this much lateness.
 constexpr std::int64_t kPaceSlackNs = 1'000'000;
@@ -344,12 +354,10 @@ class FeedRequestHandler {
                                std::memory_order_relaxed);
     if (regenerator.counters().failures != failures) {
       FeedRequestServer::State::Bump(s_.regeneration_failures);
-      if (options_.on_event) {
-        options_.on_event(absl::StrFormat(
-            "market data: the journal cannot be read for retransmissions "
-            "below the ring: %s",
-            first.status().ToString()));
-      }
+      Say(options_,
+          absl::StrFormat("market data: the journal cannot be read for "
+                          "retransmissions below the ring: %s",
+                          first.status().ToString()));
     }
     return first;
   }
@@ -633,12 +641,10 @@ void FeedRequestServer::Regenerate(std::int64_t now_ns, Flush& flush) {
   if (progress == FeedRegenerator::Progress::kWorking) return;
   if (progress == FeedRegenerator::Progress::kFailed) {
     State::Bump(s.regeneration_failures);
-    if (options_.on_event) {
-      options_.on_event(absl::StrFormat(
-          "market data: retransmission from sequence %d not made again from "
-          "the journal: %s",
-          s.job->first, regenerator.status().ToString()));
-    }
+    Say(options_,
+        absl::StrFormat("market data: retransmission from sequence %d not "
+                        "made again from the journal: %s",
+                        s.job->first, regenerator.status().ToString()));
   }
   s.regenerator_used_ns = now_ns;
   FeedRequestHandler handler(s, ring_, options_, now_ns);

@@ -106,7 +106,8 @@ struct FeedRequestServerOptions {
   double burst = 100;
   // Each snapshot's packets go out at this rate.
   double snapshot_bytes_per_second = kDefaultSnapshotBytesPerSecond;
-  // Told of each regeneration that failed (from the server's thread).
+  // Lines for the operator (a regeneration that failed), from the server's
+  // thread; null: standard error.
   std::function<void(std::string_view)> on_event{};
   // Tests: while it holds true, a regeneration under way does no work.
   const std::atomic<bool>* hold_regeneration_for_testing = nullptr;
