@@ -2,6 +2,7 @@
 // (service/feed_regenerator.h, service/feed_request_server.h;
 // docs/MARKETDATA.md "Retransmission"), on a real journal of two trading
 // sessions whose feed a plain replay gives:
+//   - a pass of the regenerator applies at most records_per_pass records;
 //   - a request below a small ring gets the journal's feed, byte for byte;
 //   - a subscriber catching up request by request goes on from the
 //     regenerator's position: one start, each record applied once;
@@ -249,6 +250,45 @@ void ExpectFeed(const Answer& a, const TradingFeed& t, std::uint64_t first,
     ASSERT_EQ(a.messages[i], t.feed[first - 1 + i])
         << "feed message " << first + i;
   }
+}
+
+TEST(FeedRegeneration, APassAppliesAtMostRecordsPerPass) {
+  auto t = MakeTradingFeed();
+  FeedRegenerator regenerator(JournalOf(*t, /*records_per_pass=*/3));
+  regenerator.Begin(1, 200);
+  ASSERT_TRUE(regenerator.busy());
+  // The first pass opens the journal (no snapshot here), applying nothing.
+  ASSERT_EQ(regenerator.Work(), FeedRegenerator::Progress::kWorking);
+  EXPECT_EQ(regenerator.counters().records_applied, 0u);
+  FeedRegenerator::Progress p = FeedRegenerator::Progress::kWorking;
+  std::uint64_t passes = 0;
+  while (p == FeedRegenerator::Progress::kWorking) {
+    const std::uint64_t before = regenerator.counters().records_applied;
+    p = regenerator.Work();
+    const std::uint64_t applied =
+        regenerator.counters().records_applied - before;
+    EXPECT_LE(applied, 3u);
+    if (p == FeedRegenerator::Progress::kWorking) {
+      EXPECT_EQ(applied, 3u);
+    }
+    ASSERT_LT(++passes, 1000u);
+  }
+  ASSERT_EQ(p, FeedRegenerator::Progress::kDone) << regenerator.status();
+  EXPECT_FALSE(regenerator.busy());
+  EXPECT_GT(passes, 10u);
+  // The blocks: messages 1 to 200, each as the journal's feed has it.
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < 200; ++i) {
+    const std::span<const std::byte> blocks = regenerator.blocks();
+    ASSERT_LE(at + 2, blocks.size());
+    const auto length = codec::LoadLE<std::uint16_t>(blocks.data() + at);
+    const Blob got(
+        blocks.begin() + static_cast<std::ptrdiff_t>(at + 2),
+        blocks.begin() + static_cast<std::ptrdiff_t>(at + 2 + length));
+    ASSERT_EQ(got, t->feed[i]) << "feed message " << i + 1;
+    at += 2 + length;
+  }
+  EXPECT_EQ(at, regenerator.blocks().size());
 }
 
 TEST(FeedRegeneration, BelowTheRingSendsTheJournalsFeedByteForByte) {
