@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -68,8 +69,25 @@ struct SnapshotUnderWay {
   std::int64_t due_ns = 0;
 };
 
+// A line for the operator: to `on_event`, else standard error.
+void Say(const FeedRequestServerOptions& options, const std::string& line) {
+  if (options.on_event) {
+    options.on_event(line);
+  } else {
+    std::fprintf(stderr, "orderwire serve: %s\n", line.c_str());
+  }
+}
+
 // A snapshot's pace may catch up on at most this much lateness.
 constexpr std::int64_t kPaceSlackNs = 1'000'000;
+
+// A retransmission being made again from the journal: for whom, and what.
+struct RegenerationJob {
+  net::Endpoint peer;
+  std::uint64_t first = 0;
+  std::size_t count = 0;
+  std::uint16_t token = 0;
+};
 
 }  // namespace
 
@@ -88,6 +106,9 @@ struct FeedRequestServer::State {
   absl::flat_hash_map<SourceKey, Budget> budgets;
   Budget overflow;  // shared by new sources when `budgets` is full
   std::int64_t next_sweep_ns = 0;
+  std::optional<FeedRegenerator> regenerator;  // with the journal
+  std::optional<RegenerationJob> job;          // the one under way
+  std::int64_t regenerator_used_ns = 0;        // its last request's time
 
   std::atomic<std::uint64_t> retransmit_requests{0};
   std::atomic<std::uint64_t> retransmit_messages{0};
@@ -97,6 +118,12 @@ struct FeedRequestServer::State {
   std::atomic<std::uint64_t> dropped{0};
   std::atomic<std::uint64_t> send_failures{0};
   std::atomic<std::uint64_t> sources{0};
+  std::atomic<std::uint64_t> first_regenerable{0};  // 0: none (yet)
+  std::atomic<std::uint64_t> regenerations{0};
+  std::atomic<std::uint64_t> regeneration_starts{0};
+  std::atomic<std::uint64_t> regeneration_records{0};
+  std::atomic<std::uint64_t> regenerated_messages{0};
+  std::atomic<std::uint64_t> regeneration_failures{0};
   std::array<std::atomic<std::uint64_t>, 8> refused{};
   std::array<std::atomic<std::uint64_t>, feed::kCheckCauseCount> malformed{};
 
@@ -136,9 +163,11 @@ FeedRequestServer::FeedRequestServer(const FeedRequestServerOptions& options,
 
 FeedRequestServer::~FeedRequestServer() { Stop(); }
 
-void FeedRequestServer::Start(std::uint64_t session, FeedReplicaSeed seed) {
+void FeedRequestServer::Start(std::uint64_t session, FeedReplicaSeed seed,
+                              std::optional<FeedRegeneratorOptions> journal) {
   state_->session = session;
   state_->replica.emplace(std::move(seed));
+  if (journal.has_value()) state_->regenerator.emplace(*std::move(journal));
   thread_ = base::StartWithStopSignalsBlocked([this] { Run(); });
 }
 
@@ -162,6 +191,15 @@ FeedRequestCounters FeedRequestServer::counters() const noexcept {
   c.dropped = s.dropped.load(std::memory_order_relaxed);
   c.send_failures = s.send_failures.load(std::memory_order_relaxed);
   c.sources = s.sources.load(std::memory_order_relaxed);
+  c.first_retained = first_retained();
+  c.regenerations = s.regenerations.load(std::memory_order_relaxed);
+  c.regeneration_starts = s.regeneration_starts.load(std::memory_order_relaxed);
+  c.regeneration_records =
+      s.regeneration_records.load(std::memory_order_relaxed);
+  c.regenerated_messages =
+      s.regenerated_messages.load(std::memory_order_relaxed);
+  c.regeneration_failures =
+      s.regeneration_failures.load(std::memory_order_relaxed);
   for (std::size_t i = 0; i < c.refused.size(); ++i) {
     c.refused[i] = s.refused[i].load(std::memory_order_relaxed);
   }
@@ -171,11 +209,18 @@ FeedRequestCounters FeedRequestServer::counters() const noexcept {
   return c;
 }
 
+std::uint64_t FeedRequestServer::first_retained() const noexcept {
+  const std::uint64_t ring = ring_.Retained().first_retained;
+  const std::uint64_t journal =
+      state_->first_regenerable.load(std::memory_order_relaxed);
+  return journal != 0 && (ring == 0 || journal < ring) ? journal : ring;
+}
+
 namespace {
 
 // What one request is owed after the checks: nothing (dropped), a Refused,
-// or the messages.
-enum class Verdict { kDrop, kRefuse, kServe };
+// the messages, or their making again from the journal.
+enum class Verdict { kDrop, kRefuse, kServe, kRegenerate };
 
 }  // namespace
 
@@ -211,7 +256,28 @@ class FeedRequestHandler {
       StartSnapshot(*request, source);
       return;
     }
+    if (verdict == Verdict::kRegenerate) {
+      StartRegeneration(*request, source);
+      return;
+    }
     Serve(*request, source, flush);
+  }
+
+  // The reply of the regeneration under way, once done, or its refusal.
+  template <typename Flush>
+  void EndRegeneration(FeedRegenerator::Progress progress, Flush& flush) {
+    const RegenerationJob job = *s_.job;
+    s_.job.reset();
+    if (progress == FeedRegenerator::Progress::kFailed) {
+      Refuse(job.first, job.token, job.peer, feed::RefusedReason::kUnavailable,
+             flush);
+      return;
+    }
+    const std::span<const std::byte> blocks = s_.regenerator->blocks();
+    const std::size_t sent = Pack(blocks, job.first, job.first, job.count,
+                                  job.peer, job.token, flush);
+    FeedRequestServer::State::Bump(s_.retransmit_requests);
+    FeedRequestServer::State::Bump(s_.retransmit_messages, sent);
   }
 
  private:
@@ -248,14 +314,63 @@ class FeedRequestHandler {
       return Verdict::kRefuse;
     }
     if (request.sequence() < range_.first_retained) {
-      reason_ = feed::RefusedReason::kNotRetained;
-      return Verdict::kRefuse;
+      return CheckJournal(request);
     }
     if (request.sequence() >= range_.next_sequence) {
       reason_ = feed::RefusedReason::kBeyondEnd;
       return Verdict::kRefuse;
     }
     return Verdict::kServe;
+  }
+
+  // Below the ring: NotRetained below the journal's F too; Unavailable when
+  // the journal cannot be read or another regeneration is under way.
+  Verdict CheckJournal(const feed::RequestView& request) {
+    reason_ = feed::RefusedReason::kNotRetained;
+    if (!s_.regenerator.has_value()) return Verdict::kRefuse;
+    s_.regenerator_used_ns = now_ns_;
+    const absl::StatusOr<std::uint64_t> first = FirstRegenerable();
+    if (!first.ok()) {
+      reason_ = feed::RefusedReason::kUnavailable;
+      return Verdict::kRefuse;
+    }
+    if (*first == 0 || request.sequence() < *first) return Verdict::kRefuse;
+    if (s_.job.has_value()) {
+      // The one under way still answers its own request (its token): a
+      // subscriber applies a Data reply of any token.
+      reason_ = feed::RefusedReason::kUnavailable;
+      return Verdict::kRefuse;
+    }
+    return Verdict::kRegenerate;
+  }
+
+  // The journal's F (cached by the regenerator for a second), published for
+  // first_retained(); a failure to read it is counted and said.
+  absl::StatusOr<std::uint64_t> FirstRegenerable() {
+    FeedRegenerator& regenerator = *s_.regenerator;
+    const std::uint64_t failures = regenerator.counters().failures;
+    absl::StatusOr<std::uint64_t> first = regenerator.FirstRegenerable(now_ns_);
+    s_.first_regenerable.store(first.ok() ? *first : 0,
+                               std::memory_order_relaxed);
+    if (regenerator.counters().failures != failures) {
+      FeedRequestServer::State::Bump(s_.regeneration_failures);
+      Say(options_,
+          absl::StrFormat("market data: the journal cannot be read for "
+                          "retransmissions below the ring: %s",
+                          first.status().ToString()));
+    }
+    return first;
+  }
+
+  void StartRegeneration(const feed::RequestView& request,
+                         const net::Endpoint& source) {
+    const std::uint64_t first = request.sequence();
+    const std::size_t count =
+        std::min<std::uint64_t>({request.count(), kMaxRetransmitMessages,
+                                 range_.next_sequence - first});
+    s_.job = RegenerationJob{source, first, count, request.token()};
+    s_.regenerator->Begin(first, count);
+    FeedRequestServer::State::Bump(s_.regenerations);
   }
 
   // After RateLimited and WrongSession: UnknownInstrument, Unavailable.
@@ -345,16 +460,28 @@ class FeedRequestHandler {
   template <typename Flush>
   void Refuse(const feed::RequestView& request, const net::Endpoint& source,
               feed::RefusedReason reason, Flush& flush) {
+    Refuse(request.sequence(), request.token(), source, reason, flush);
+  }
+
+  template <typename Flush>
+  void Refuse(std::uint64_t sequence, std::uint16_t token,
+              const net::Endpoint& source, feed::RefusedReason reason,
+              Flush& flush) {
     FeedRequestServer::State::Bump(
         s_.refused[static_cast<std::size_t>(reason)]);
     // The body says what the checks saw; a refusal before they read the
-    // ring reads it now.
+    // ring reads it now. F is the journal's when it reaches lower.
     const FeedRing::Range range =
         range_.next_sequence != 0 ? range_ : ring_.Retained();
+    std::uint64_t first = range.first_retained;
+    if (s_.regenerator.has_value()) {
+      const absl::StatusOr<std::uint64_t> journal = FirstRegenerable();
+      if (journal.ok() && *journal != 0 && *journal < first) first = *journal;
+    }
     const std::span<std::byte> out = NextSlot(source, flush);
     const codec::Result<std::size_t> size = feed::EncodeRefused(
-        out, s_.session, request.sequence(), request.token(),
-        feed::RefusedBody{reason, range.first_retained, range.next_sequence});
+        out, s_.session, sequence, token,
+        feed::RefusedBody{reason, first, range.next_sequence});
     s_.tx.set_length(s_.tx_used - 1, *size);
   }
 
@@ -371,27 +498,40 @@ class FeedRequestHandler {
       Refuse(request, source, feed::RefusedReason::kNotRetained, flush);
       return;
     }
-    std::uint64_t sequence = copied_from;
+    const std::size_t sent = Pack(s_.copied, copied_from, first, want, source,
+                                  request.token(), flush);
+    FeedRequestServer::State::Bump(s_.retransmit_requests);
+    FeedRequestServer::State::Bump(s_.retransmit_messages, sent);
+  }
+
+  // Queues Data packets to `peer` holding messages [first, first + want)
+  // of `blocks` (whose first message is `blocks_first`), packed greedily;
+  // returns how many it sent.
+  template <typename Flush>
+  std::size_t Pack(std::span<const std::byte> blocks,
+                   std::uint64_t blocks_first, std::uint64_t first,
+                   std::size_t want, const net::Endpoint& peer,
+                   std::uint16_t token, Flush& flush) {
+    std::uint64_t sequence = blocks_first;
     std::size_t sent = 0;
     std::optional<feed::PacketBuilder> builder;
     std::size_t at = 0;
-    while (at + feed::kBlockLengthSize <= s_.copied.size() && sent < want) {
-      const auto length = codec::LoadLE<std::uint16_t>(s_.copied.data() + at);
+    while (at + feed::kBlockLengthSize <= blocks.size() && sent < want) {
+      const auto length = codec::LoadLE<std::uint16_t>(blocks.data() + at);
       const std::span<const std::byte> message(
-          s_.copied.data() + at + feed::kBlockLengthSize, length);
+          blocks.data() + at + feed::kBlockLengthSize, length);
       at += feed::kBlockLengthSize + length;
       if (sequence++ < first) continue;
       if (!builder.has_value() || !builder->FitsLength(length)) {
         if (builder.has_value()) Close(*builder);
-        builder.emplace(NextSlot(source, flush));
-        builder->BeginData(s_.session, sequence - 1, request.token());
+        builder.emplace(NextSlot(peer, flush));
+        builder->BeginData(s_.session, sequence - 1, token);
       }
       (void)builder->AppendMessage(message);
       ++sent;
     }
     if (builder.has_value()) Close(*builder);
-    FeedRequestServer::State::Bump(s_.retransmit_requests);
-    FeedRequestServer::State::Bump(s_.retransmit_messages, sent);
+    return sent;
   }
 
   void Close(feed::PacketBuilder& builder) {
@@ -441,8 +581,13 @@ void FeedRequestServer::Run() {
   const auto flush = [this] { SendReplies(); };
   while (!stop_.load(std::memory_order_relaxed)) {
     Follow();
-    // While a snapshot is under way, wake each millisecond to pace it.
-    if (socket_.WaitReadable(s.snapshots.empty() ? 10 : 1)) {
+    // While a snapshot is under way, wake each millisecond to pace it;
+    // while a regeneration is, do not wait.
+    const bool held = options_.hold_regeneration_for_testing != nullptr &&
+                      options_.hold_regeneration_for_testing->load();
+    const int wait_ms =
+        s.job.has_value() && !held ? 0 : (s.snapshots.empty() ? 10 : 1);
+    if (socket_.WaitReadable(wait_ms)) {
       const int n = socket_.Receive(s.rx, s.rx.capacity());
       if (n > 0) Follow();
       FeedRequestHandler handler(s, ring_, options_, base::MonotonicNs());
@@ -458,6 +603,7 @@ void FeedRequestServer::Run() {
     }
     const std::int64_t now_ns = base::MonotonicNs();
     SendSnapshots(now_ns, flush);
+    if (!held) Regenerate(now_ns, flush);
     flush();
     if (now_ns >= s.next_sweep_ns) Sweep(now_ns);
   }
@@ -473,6 +619,36 @@ void FeedRequestServer::Follow() {
   if (s.replica->lost()) return;
   s.replica->Follow(ring_, s.followed);
   if (s.replica->lost()) s.replica_lost.store(1, std::memory_order_relaxed);
+}
+
+template <typename Flush>
+void FeedRequestServer::Regenerate(std::int64_t now_ns, Flush& flush) {
+  State& s = *state_;
+  if (!s.regenerator.has_value()) return;
+  FeedRegenerator& regenerator = *s.regenerator;
+  if (!s.job.has_value()) {
+    if (regenerator.positioned() &&
+        now_ns - s.regenerator_used_ns > kRegeneratorIdleNs) {
+      regenerator.Release();
+    }
+    return;
+  }
+  const FeedRegenerator::Progress progress = regenerator.Work();
+  const FeedRegenerationCounters& c = regenerator.counters();
+  s.regeneration_starts.store(c.starts, std::memory_order_relaxed);
+  s.regeneration_records.store(c.records_applied, std::memory_order_relaxed);
+  s.regenerated_messages.store(c.messages, std::memory_order_relaxed);
+  if (progress == FeedRegenerator::Progress::kWorking) return;
+  if (progress == FeedRegenerator::Progress::kFailed) {
+    State::Bump(s.regeneration_failures);
+    Say(options_,
+        absl::StrFormat("market data: retransmission from sequence %d not "
+                        "made again from the journal: %s",
+                        s.job->first, regenerator.status().ToString()));
+  }
+  s.regenerator_used_ns = now_ns;
+  FeedRequestHandler handler(s, ring_, options_, now_ns);
+  handler.EndRegeneration(progress, flush);
 }
 
 template <typename Flush>

@@ -5,11 +5,25 @@
 // A RetransmitRequest (S, N) is answered by unicast to its source with Data
 // packets, the request's token echoed, holding messages S to S + N' - 1,
 // N' = min(N, 1024, next - S), the bytes the live feed sent, from the
-// FeedRing the publisher appends to. Checks, in the contract's order: the
-// source over its budget (Refused RateLimited, at most once a second per
-// source, else dropped), WrongSession, S below what the ring retains
-// (NotRetained with F), S at or beyond the next sequence (BeyondEnd). A
-// datagram that fails RequestView's checks is dropped and counted by cause.
+// FeedRing the publisher appends to, or, below the ring, made again from the
+// journal (feed_regenerator.h, when Start() is given the journal). Checks,
+// in the contract's order: the source over its budget (Refused RateLimited,
+// at most once a second per source, else dropped), WrongSession, S below F
+// (NotRetained with F: the ring's first, or the journal's first regenerable
+// sequence if lower), S at or beyond the next sequence (BeyondEnd), the
+// journal cannot be read (Unavailable). A datagram that fails RequestView's
+// checks is dropped and counted by cause.
+//
+// Regeneration: one at a time; another request below the ring meanwhile is
+// refused Unavailable (the subscriber asks again; the same request again
+// too, while its reply is being made, with the first request's token). Each
+// pass of the thread applies at most FeedRegeneratorOptions::
+// records_per_pass records, then serves what is waiting (retransmissions
+// from the ring, snapshot packets), and waits on its socket not at all
+// while a regeneration is under way. The regenerator keeps its position
+// for a subscriber catching up, and is freed after kRegeneratorIdleNs
+// without a request below the ring. A failure (journal damaged, pruned
+// under it) is refused Unavailable, counted and reported (`on_event`).
 //
 // A SnapshotRequest is answered from the FeedReplica (feed_replica.h: the
 // books the thread keeps by following the ring, seeded at Start) with the
@@ -42,8 +56,10 @@
 //
 // Memory: the ring (`ring_bytes`), the replica (a marketdata::Book of the
 // live orders), one reply batch, each snapshot under way (about 40 bytes an
-// order), and per source address seen in the last minute a few words, at
-// most kMaxRequestSources.
+// order), per source address seen in the last minute a few words, at most
+// kMaxRequestSources; with the journal, while regenerating and until idle,
+// one StateMachine more (the engine's pools for max_live_orders) and the
+// journal's segments mapped.
 #ifndef ORDERWIRE_SERVICE_FEED_REQUEST_SERVER_H_
 #define ORDERWIRE_SERVICE_FEED_REQUEST_SERVER_H_
 
@@ -51,13 +67,17 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "absl/status/statusor.h"
 #include "feed/types.h"
 #include "net/udp.h"
+#include "service/feed_regenerator.h"
 #include "service/feed_replica.h"
 #include "service/feed_ring.h"
 
@@ -74,6 +94,9 @@ inline constexpr std::size_t kSnapshotsPerSourceMinute = 6;
 inline constexpr std::size_t kMaxSnapshotsUnderWay = 4;
 // The default pace of one snapshot: 32 MiB/s.
 inline constexpr double kDefaultSnapshotBytesPerSecond = 32.0 * (1 << 20);
+// The regenerator's machine is freed after this long without a request
+// below the ring.
+inline constexpr std::int64_t kRegeneratorIdleNs = 10'000'000'000;
 
 struct FeedRequestServerOptions {
   net::Endpoint listen;                            // `--md-request-listen`
@@ -83,18 +106,33 @@ struct FeedRequestServerOptions {
   double burst = 100;
   // Each snapshot's packets go out at this rate.
   double snapshot_bytes_per_second = kDefaultSnapshotBytesPerSecond;
+  // Lines for the operator (a regeneration that failed), from the server's
+  // thread; null: standard error.
+  std::function<void(std::string_view)> on_event{};
+  // Tests: while it holds true, a regeneration under way does no work.
+  const std::atomic<bool>* hold_regeneration_for_testing = nullptr;
 };
 
 // What the server did; read from any thread (relaxed).
 struct FeedRequestCounters {
-  std::uint64_t retransmit_requests = 0;   // answered with messages
-  std::uint64_t retransmit_messages = 0;   // messages in those answers
-  std::uint64_t snapshot_requests = 0;     // SnapshotRequests received, valid
-  std::uint64_t snapshots_sent = 0;        // snapshots sent whole
-  std::uint64_t replica_lost = 0;          // 1 once the replica is lost
-  std::uint64_t dropped = 0;               // over budget beyond the Refused
-  std::uint64_t send_failures = 0;         // reply datagrams not sent
-  std::uint64_t sources = 0;               // addresses seen in the last minute
+  std::uint64_t retransmit_requests = 0;  // answered with messages
+  std::uint64_t retransmit_messages = 0;  // messages in those answers
+  std::uint64_t snapshot_requests = 0;    // SnapshotRequests received, valid
+  std::uint64_t snapshots_sent = 0;       // snapshots sent whole
+  std::uint64_t replica_lost = 0;         // 1 once the replica is lost
+  std::uint64_t dropped = 0;              // over budget beyond the Refused
+  std::uint64_t send_failures = 0;        // reply datagrams not sent
+  std::uint64_t sources = 0;              // addresses seen in the last minute
+  std::uint64_t first_retained = 0;       // F, as the last Refused said
+  // Retransmissions answered from the journal (also retransmit_requests),
+  // those begun from a snapshot or the journal's start (the others went on
+  // from the regenerator's position), the records applied, the messages
+  // made, and the failures (journal unreadable, damaged, pruned under it).
+  std::uint64_t regenerations = 0;
+  std::uint64_t regeneration_starts = 0;
+  std::uint64_t regeneration_records = 0;
+  std::uint64_t regenerated_messages = 0;
+  std::uint64_t regeneration_failures = 0;
   std::array<std::uint64_t, 8> refused{};  // by feed::RefusedReason
   std::array<std::uint64_t, feed::kCheckCauseCount> malformed{};  // by cause
 };
@@ -115,8 +153,13 @@ class FeedRequestServer {
   [[nodiscard]] FeedRing& ring() noexcept { return ring_; }
   // Starts answering for the feed `session`, with the replica seeded from
   // `seed` (SeedFeedReplica(), made after the ring's Reset and before any
-  // Append; the default is a feed with nothing sent, S = 0).
-  void Start(std::uint64_t session, FeedReplicaSeed seed = {});
+  // Append; the default is a feed with nothing sent, S = 0), and, given
+  // `journal`, answering below the ring from the journal.
+  void Start(std::uint64_t session, FeedReplicaSeed seed = {},
+             std::optional<FeedRegeneratorOptions> journal = std::nullopt);
+  // F now: the ring's first, or the journal's first regenerable if lower
+  // (as of the last request below the ring or Refused). Any thread.
+  [[nodiscard]] std::uint64_t first_retained() const noexcept;
   // Stops answering (the thread joined within 100 ms); idempotent. The
   // service stops it when Run() returns: a stopped primary, or one that
   // lost its lease, answers nothing more.
@@ -140,6 +183,9 @@ class FeedRequestServer {
   void Sweep(std::int64_t now_ns);
   // Applies to the replica what the ring committed since.
   void Follow();
+  // A pass of the regeneration under way; its reply when done.
+  template <typename Flush>
+  void Regenerate(std::int64_t now_ns, Flush& flush);
   // Sends the snapshots' packets that are due.
   template <typename Flush>
   void SendSnapshots(std::int64_t now_ns, Flush& flush);

@@ -559,6 +559,9 @@ absl::Status Service::Impl::OpenPublisher() {
   publisher_ = *std::move(publisher);
   absl::StrAppendFormat(&startup_report_, "\n  %s", publisher_->description());
   if (!options_.md_requests.has_value()) return absl::OkStatus();
+  if (!options_.md_requests->on_event && options_.on_event) {
+    options_.md_requests->on_event = options_.on_event;
+  }
   absl::StatusOr<std::unique_ptr<FeedRequestServer>> server =
       FeedRequestServer::Open(*options_.md_requests);
   if (!server.ok()) {
@@ -689,9 +692,21 @@ void Service::Impl::StartFeed(std::uint64_t new_session_at) {
     publisher_->Start(session, producer.next_sequence(), MonotonicNs());
     // The snapshot replica starts from the books of the recovered state
     // (O(live orders), once, before the loop runs).
+    // Below the ring, retransmissions are made again from the journal
+    // (feed_regenerator.h), from its snapshots or its start: for the
+    // journal's own session only (a session begun by an accepted loss is
+    // answered from the ring: MARKETDATA.md "Retransmission").
     if (request_server_ != nullptr) {
-      request_server_->Start(session,
-                             SeedFeedReplica(machine_->engine(), producer));
+      std::optional<FeedRegeneratorOptions> journal;
+      if (producer.session_start() == 0) {
+        journal = FeedRegeneratorOptions{
+            .journal_dir = options_.journal.directory,
+            .journal_id = journal_id,
+            .machine = MachineOptions(options_),
+            .unpinned = PinnedConfigOf(options_.config)};
+      }
+      request_server_->Start(
+          session, SeedFeedReplica(machine_->engine(), producer), journal);
     }
     return;
   }
@@ -1664,8 +1679,7 @@ void Service::Impl::RefreshStats() const {
   if (request_server_ != nullptr) {
     const FeedRequestCounters r = request_server_->counters();
     s.md_subscribers += r.sources;
-    s.md_first_retained_sequence =
-        request_server_->ring().Retained().first_retained;
+    s.md_first_retained_sequence = r.first_retained;
     s.md_retransmit_requests = r.retransmit_requests;
     s.md_retransmit_messages = r.retransmit_messages;
     s.md_snapshot_requests = r.snapshot_requests;
@@ -1673,6 +1687,11 @@ void Service::Impl::RefreshStats() const {
     s.md_snapshot_replica_lost = r.replica_lost;
     s.md_requests_dropped = r.dropped;
     s.md_reply_send_failures = r.send_failures;
+    s.md_regenerations = r.regenerations;
+    s.md_regeneration_starts = r.regeneration_starts;
+    s.md_regeneration_records = r.regeneration_records;
+    s.md_regenerated_messages = r.regenerated_messages;
+    s.md_regeneration_failures = r.regeneration_failures;
     std::copy(r.refused.begin(), r.refused.end(), s.md_refused.begin());
     std::copy(r.malformed.begin(), r.malformed.end(), s.md_malformed.begin());
   }

@@ -151,8 +151,9 @@ struct ServiceOptions {
   double interval_s = 0;
   std::function<void()> on_interval;
   // Called from the service's thread with a line for the operator when the
-  // service changes state (the journal full, and resumed). Null: the line
-  // goes to stderr.
+  // service changes state (the journal full, and resumed), and from the
+  // feed request server's for its lines (a retransmission the journal
+  // could not make again). Null: the line goes to stderr.
   std::function<void(std::string_view)> on_event;
   // Snapshots of the state while serving (see above): after at least this
   // many records since the last one (0: no such trigger), and/or after at

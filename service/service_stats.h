@@ -299,7 +299,25 @@ inline constexpr std::size_t kReportSectionCount = 11;
   X(md_reply_send_failures, "orderwire_md_reply_send_failures_total",         \
     kCounter, kMarketData, kMarketData, "reply datagrams not sent",           \
     "Request server replies the kernel would not take (the subscriber "       \
-    "asks again).")
+    "asks again).")                                                           \
+  X(md_regenerations, "orderwire_md_regenerations_total", kCounter,           \
+    kMarketData, kMarketData, "retransmissions from the journal",             \
+    "RetransmitRequests below the ring taken to be made again from the "     \
+    "journal.")                                                               \
+  X(md_regeneration_starts, "orderwire_md_regeneration_starts_total",         \
+    kCounter, kMarketData, kMarketData, "regenerations started afresh",       \
+    "Of those, the ones begun from a snapshot or the journal's start (the "  \
+    "others went on from where the last one ended).")                         \
+  X(md_regeneration_records, "orderwire_md_regeneration_records_total",       \
+    kCounter, kMarketData, kMarketData, "records applied for them",           \
+    "Journal records applied to make feed messages again (their CPU cost).")  \
+  X(md_regenerated_messages, "orderwire_md_regenerated_messages_total",       \
+    kCounter, kMarketData, kMarketData, "messages made again",                \
+    "Feed messages made again from the journal for retransmissions.")         \
+  X(md_regeneration_failures, "orderwire_md_regeneration_failures_total",     \
+    kCounter, kMarketData, kMarketData, "regenerations failed",               \
+    "Retransmissions below the ring refused Unavailable because the "        \
+    "journal could not be read (each logged).")
 // clang-format on
 
 // Every counter the service keeps: the scalars above, then the labelled

@@ -106,65 +106,86 @@ absl::Status StateRebuild::Begin() {
 }
 
 absl::Status StateRebuild::ApplyTail() {
+  while (true) {
+    absl::StatusOr<bool> applied = ApplyNext();
+    if (!applied.ok()) return applied.status();
+    if (!*applied) return absl::OkStatus();
+  }
+}
+
+absl::StatusOr<bool> StateRebuild::ApplyNext() {
   RebuiltState& state = state_;
-  state.end = journal::ReadResult::kRecord;
-  if (state.reader == nullptr) return absl::OkStatus();  // nothing after it
+  if (next_index_ == 0) {  // the first call
+    next_index_ = state.from_index;
+    state.end = journal::ReadResult::kRecord;
+    tail_over_ = state.reader == nullptr;  // nothing after the snapshot
+  }
+  if (tail_over_) return false;
   journal::JournalReader& reader = *state.reader;
   StateMachine& machine = *state.machine;
   // Each segment's configuration is in force from its first record
   // (segments that pin none: options_.unpinned); the one in force at a
   // snapshot's index came with the snapshot.
-  std::size_t segments_seen = 0;
   journal::Record record;
-  for (std::uint64_t next = state.from_index; next <= options_.up_to_index;
-       next = record.index + 1) {
-    const journal::ReadResult result = reader.Next(record);
-    if (result != journal::ReadResult::kRecord) {
-      state.end = result;
-      break;
+  const journal::ReadResult result = next_index_ <= options_.up_to_index
+                                         ? reader.Next(record)
+                                         : journal::ReadResult::kRecord;
+  if (next_index_ > options_.up_to_index ||
+      result != journal::ReadResult::kRecord) {
+    if (next_index_ <= options_.up_to_index) state.end = result;
+    EndTail();
+    return false;
+  }
+  if (state.replayed == 0) {
+    if (record.index != state.from_index) {
+      return absl::DataLossError(absl::StrFormat(
+          "journal %s: the records after the snapshot start at index %d, "
+          "not %d",
+          options_.directory, record.index, state.from_index));
     }
-    if (state.replayed == 0) {
-      if (record.index != state.from_index) {
-        return absl::DataLossError(absl::StrFormat(
-            "journal %s: the records after the snapshot start at index %d, "
-            "not %d",
-            options_.directory, record.index, state.from_index));
-      }
-      if (state.snapshot.has_value()) {
-        // Only the segments from this record's on may change it.
-        segments_seen = reader.segments().size() - 1;
-      }
+    if (state.snapshot.has_value()) {
+      // Only the segments from this record's on may change it.
+      segments_seen_ = reader.segments().size() - 1;
     }
-    if (reader.segments().size() != segments_seen) [[unlikely]] {
-      if (options_.on_new_segments) {
-        if (absl::Status s = options_.on_new_segments(reader, segments_seen);
-            !s.ok()) {
-          return s;
-        }
-      }
-      if (absl::Status s =
-              FollowSegments(reader, segments_seen, options_.unpinned, machine,
-                             &state.reconfigurations);
+  }
+  if (reader.segments().size() != segments_seen_) [[unlikely]] {
+    if (options_.on_new_segments) {
+      if (absl::Status s = options_.on_new_segments(reader, segments_seen_);
           !s.ok()) {
         return s;
       }
     }
-    if (absl::Status s = machine.Apply(Record::FromJournal(record)); !s.ok()) {
+    if (absl::Status s =
+            FollowSegments(reader, segments_seen_, options_.unpinned, machine,
+                           &state.reconfigurations);
+        !s.ok()) {
       return s;
     }
-    ++state.replayed;
-    if (options_.on_applied) {
-      if (absl::Status s = options_.on_applied(record, machine, reader);
-          !s.ok()) {
-        return s;
-      }
+  }
+  if (absl::Status s = machine.Apply(Record::FromJournal(record)); !s.ok()) {
+    return s;
+  }
+  ++state.replayed;
+  if (options_.on_applied) {
+    if (absl::Status s = options_.on_applied(record, machine, reader);
+        !s.ok()) {
+      return s;
     }
-    if (record.index == std::numeric_limits<std::uint64_t>::max()) break;
   }
-  if (state.journal_id == 0 && !reader.segments().empty()) {
-    state.journal_id = reader.segments().front().header.journal_id;
+  if (record.index == std::numeric_limits<std::uint64_t>::max()) {
+    EndTail();  // no index after it
+  } else {
+    next_index_ = record.index + 1;
   }
-  return absl::OkStatus();
+  return true;
+}
+
+void StateRebuild::EndTail() {
+  tail_over_ = true;
+  const journal::JournalReader& reader = *state_.reader;
+  if (state_.journal_id == 0 && !reader.segments().empty()) {
+    state_.journal_id = reader.segments().front().header.journal_id;
+  }
 }
 
 absl::StatusOr<RebuiltState> RebuildState(RebuildOptions options) {

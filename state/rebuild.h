@@ -22,6 +22,9 @@
 // Begin() does 1-3, ApplyTail() does 4, so that a caller can tell a journal
 // that cannot be opened from a record that cannot be applied (`replay
 // --accept-loss` accepts only the former). RebuildState() does both.
+// ApplyNext() does 4 one record at a time, for a caller that paces the work
+// or stops where it has what it needs (the feed's regenerator,
+// service/feed_regenerator.h); ApplyTail() is ApplyNext() until the end.
 //
 // Cold path: a restart or an offline tool; per record one Apply, one
 // comparison for a new segment, and the caller's hook if it gave one.
@@ -129,14 +132,27 @@ class StateRebuild {
   // and DataLoss if the tail does not start at from_index. Damage in the
   // journal is not an error here: state().end is kError.
   absl::Status ApplyTail();
+  // Step 4's next record, after Begin(): true when one was applied (its
+  // outputs and feed are the machine's), false when the tail is over
+  // (state().end: kRecord at up_to_index, kEnd, kError). Errors: as
+  // ApplyTail(); after one, no further call.
+  absl::StatusOr<bool> ApplyNext();
 
   [[nodiscard]] RebuiltState& state() { return state_; }
   [[nodiscard]] const RebuiltState& state() const { return state_; }
   [[nodiscard]] const RebuildOptions& options() const { return options_; }
 
  private:
+  // The tail is over: the journal id from the reader if still unknown.
+  void EndTail();
+
   RebuildOptions options_;
   RebuiltState state_;
+  // ApplyNext()'s place: the segments whose configuration is followed, the
+  // next index wanted, and whether the tail is over.
+  std::size_t segments_seen_ = 0;
+  std::uint64_t next_index_ = 0;
+  bool tail_over_ = false;
 };
 
 // Begin() then ApplyTail(): the state at up_to_index (or at the journal's

@@ -148,6 +148,33 @@ TEST(RebuildState, StartsFromTheNewestValidSnapshotPastADamagedOne) {
   EXPECT_EQ(EncodeSnapshot(*rebuilt->machine, id, 0), full);
 }
 
+TEST(RebuildState, ApplyNextIsTheTailOneRecordAtATime) {
+  ScratchDir dir;
+  const std::uint64_t id = WriteTradingJournal(dir.path());
+  (void)TradingReference(dir.path(), kRecords, id, {100});
+  RebuildOptions options = Options(dir.path());
+  options.up_to_index = 250;
+  StateRebuild rebuild(options);
+  ASSERT_TRUE(rebuild.Begin().ok());
+  ASSERT_TRUE(rebuild.state().snapshot.has_value());
+  for (std::uint64_t index = 101; index <= 250; ++index) {
+    const absl::StatusOr<bool> applied = rebuild.ApplyNext();
+    ASSERT_TRUE(applied.ok()) << applied.status();
+    ASSERT_TRUE(*applied) << index;
+    ASSERT_EQ(rebuild.state().machine->last_index(), index);
+  }
+  // Over at up_to_index, with nothing after it read; again and again.
+  for (int again = 0; again < 2; ++again) {
+    const absl::StatusOr<bool> applied = rebuild.ApplyNext();
+    ASSERT_TRUE(applied.ok());
+    EXPECT_FALSE(*applied);
+  }
+  EXPECT_EQ(rebuild.state().end, journal::ReadResult::kRecord);
+  EXPECT_EQ(rebuild.state().replayed, 150u);
+  EXPECT_EQ(EncodeSnapshot(*rebuild.state().machine, id, 0),
+            TradingReference(dir.path(), 250, id));
+}
+
 TEST(RebuildState, StopsAtUpToIndexAndIgnoresLaterSnapshots) {
   ScratchDir dir;
   const std::uint64_t id = WriteTradingJournal(dir.path());
