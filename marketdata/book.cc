@@ -148,6 +148,7 @@ BookError Book::Apply(const feed::InstrumentDirectory& message) {
   book.info.min_quantity = Quantity(message.min_quantity);
   book.info.max_quantity = Quantity(message.max_quantity);
   book.known = true;  // a known instrument keeps its state and orders
+  ++best_changes_;
   return BookError::kOk;
 }
 
@@ -160,6 +161,7 @@ BookError Book::Apply(const feed::TradingStatus& message) {
     return BookError::kUnlistedNotEmpty;
   }
   book.info.state = message.state;
+  ++best_changes_;
   return BookError::kOk;
 }
 
@@ -201,6 +203,7 @@ BookError Book::Apply(const feed::OrderExecuted& message) {
   }
   order.quantity -= executed;
   levels_[order.level].quantity -= executed;
+  best_changes_ += static_cast<std::uint64_t>(AtBest(order));
   return BookError::kOk;
 }
 
@@ -216,6 +219,7 @@ BookError Book::Apply(const feed::OrderReduced& message) {
   if (cancelled == order.quantity) return BookError::kReducedToZero;
   order.quantity -= cancelled;  // keeps its place
   levels_[order.level].quantity -= cancelled;
+  best_changes_ += static_cast<std::uint64_t>(AtBest(order));
   return BookError::kOk;
 }
 
@@ -264,6 +268,7 @@ void Book::Clear(InstrumentId instrument_id) {
     side.clear();  // keeps its memory
   }
   live_orders_ -= book.order_count;
+  ++best_changes_;
   book.order_count = 0;
   book.known = false;
   book.info = InstrumentInfo{};
@@ -276,6 +281,7 @@ void Book::Clear() {
   levels_.clear();
   free_level_ = kNil;
   live_orders_ = 0;
+  ++best_changes_;
   std::fill(id_cells_.begin(), id_cells_.end(), IdCell{});
   // Erased one by one: clear() would free a large table.
   absl::erase_if(id_overflow_, [](const auto&) { return true; });
@@ -399,10 +405,12 @@ void Book::Rest(std::uint32_t index) {
   level.tail = index;
   level.quantity += order.quantity;
   ++level.order_count;
+  best_changes_ += static_cast<std::uint64_t>(side.back().level == level_index);
 }
 
 void Book::Unlink(std::uint32_t index) {
   Order& order = orders_[index];
+  best_changes_ += static_cast<std::uint64_t>(AtBest(order));
   Level& level = levels_[order.level];
   if (order.prev == kNil) {
     level.head = order.next;

@@ -90,9 +90,12 @@
 // O(levels) at worst, e.g. a feed building a deep book from the best
 // outward). OrderReplaced: a delete and an add. InstrumentDirectory: O(1),
 // plus O(instruments) the first time an id is seen. TradingStatus: O(1).
-// Queries: FindOrder, FindInstrument, Best and order_count O(1);
-// ForEachOrderAt O(log levels + its orders); the ForEach* functions O(what
-// they visit).
+// Every Apply also counts, in best_changes(), each message that touched a
+// side's best level (a compare of the order's level with the side's back),
+// so a subscriber re-reads Best() only after those.
+// Queries: FindOrder, FindInstrument, Best, best_changes and order_count
+// O(1); ForEachOrderAt O(log levels + its orders); the ForEach* functions
+// O(what they visit).
 //
 // Memory: bounded by what the book holds, never by id values: the slabs
 // (48 bytes an order, 32 a level, at their high-water marks), the order
@@ -283,6 +286,15 @@ class Book {
   // The number of levels of a side (0 for an unknown instrument).
   [[nodiscard]] std::size_t level_count(codec::InstrumentId instrument_id,
                                         codec::Side side) const;
+  // A count that grows whenever Apply or Clear may have changed Best() of
+  // some side (an order entering, leaving or changing at a side's best
+  // level, a new best, a directory or state change, a Clear); it may grow
+  // when no Best() changed, and never stays when one did. So a reader that
+  // compared every Best() at count c need not look again while it is c.
+  // O(1).
+  [[nodiscard]] std::uint64_t best_changes() const noexcept {
+    return best_changes_;
+  }
   // The number of resting orders, all instruments.
   [[nodiscard]] std::size_t order_count() const noexcept {
     return live_orders_;
@@ -444,6 +456,11 @@ class Book {
   void Rest(std::uint32_t index);
   // Unlinks order `index` from its level, closing the level if it empties.
   void Unlink(std::uint32_t index);
+  // Whether order `order` (linked) rests at the best level of its side.
+  [[nodiscard]] bool AtBest(const Order& order) const noexcept {
+    return books_[order.slot].sides[SideIndex(order.side)].back().level ==
+           order.level;
+  }
   // Unlinks, erases from the index and frees order `index`.
   void Remove(std::uint32_t index);
   std::uint32_t NewOrder();
@@ -464,7 +481,8 @@ class Book {
   std::vector<Level> levels_;
   std::uint32_t free_level_ = kNil;
   std::size_t live_orders_ = 0;
-  std::vector<IdCell> id_cells_;  // a power of two in size, or empty
+  std::uint64_t best_changes_ = 0;  // best_changes()
+  std::vector<IdCell> id_cells_;    // a power of two in size, or empty
   absl::flat_hash_map<std::uint64_t, std::uint32_t> id_overflow_;
   std::vector<InstrumentBook> books_;
   // Slots of instrument ids below kDirectInstrumentIds (kNil: none yet),

@@ -217,6 +217,7 @@ bool Subscriber::ApplyOne(std::uint64_t sequence, feed::MessageBlock block) {
     ++counters_.unknown_kinds;
     return true;
   }
+  const std::uint64_t best_changes = book_.best_changes();
   if (IsContradiction(book_.Apply(block))) {
     ++counters_.contradictions;
     return false;
@@ -228,9 +229,8 @@ bool Subscriber::ApplyOne(std::uint64_t sequence, feed::MessageBlock block) {
         sequence,
         feed::MessageView<feed::OrderExecuted>::FromBlock(block)->ToModel());
   }
-  if (const auto instrument = InstrumentOf(block)) {
-    if (!AddedBehindBest(block, *instrument)) CheckBest(*instrument);
-  }
+  if (book_.best_changes() == best_changes) return true;  // no best moved
+  if (const auto instrument = InstrumentOf(block)) CheckBest(*instrument);
   return true;
 }
 
@@ -537,18 +537,6 @@ std::size_t Subscriber::LowestHeld(bool snapshot) const {
     }
   }
   return lowest;
-}
-
-bool Subscriber::AddedBehindBest(feed::MessageBlock block,
-                                 codec::InstrumentId instrument_id) {
-  if (block.kind() != feed::MessageKind::kOrderAdded) return false;
-  const auto added = feed::MessageView<feed::OrderAdded>::FromBlock(block);
-  const codec::Price price(added->Get<&feed::OrderAdded::price>());
-  const BestPrices& last = LastBestOf(instrument_id);
-  if (added->Get<&feed::OrderAdded::side>() == codec::Side::kBuy) {
-    return last.bid.has_value() && price < last.bid->price;
-  }
-  return last.ask.has_value() && price > last.ask->price;
 }
 
 void Subscriber::CheckBest(codec::InstrumentId instrument_id) {

@@ -85,10 +85,10 @@
 // book); after it, OnPacket and Poll allocate nothing except as the Book
 // grows past that (book.h "Allocation") and the first time an instrument
 // is listed (its best-price record). OnPacket: O(messages of
-// the packet) to parse and apply (each applied message that changes a book
-// compares its instrument's best bid and offer with those last told, but
-// an OrderAdded strictly behind the last told best of its side, which
-// cannot change either), plus O(held packets) for each held
+// the packet) to parse and apply (an applied message after which
+// Book::best_changes() moved compares its instrument's best bid and offer
+// with those last told; the others, most of them, cannot have changed
+// either), plus O(held packets) for each held
 // packet applied or evicted while a gap or a recovery is under way. Poll:
 // O(1), or O(held packets) when it sends a request.
 //
@@ -352,13 +352,6 @@ class Subscriber {
     bool seen = false;  // reported (or checked) at least once
   };
   static constexpr std::uint32_t kDirectBestIds = 4096;
-  // Whether `block` is an OrderAdded of `instrument_id` (just applied)
-  // strictly behind the best last reported on its side: a level worse than
-  // the best changed, so neither best did (the last reported bests are the
-  // book's after every message applied while following, and after a
-  // snapshot's CheckAllBest), and CheckBest can be skipped.
-  [[nodiscard]] bool AddedBehindBest(feed::MessageBlock block,
-                                     codec::InstrumentId instrument_id);
   // The record of what was last reported for `instrument_id`, made (empty)
   // the first time.
   [[nodiscard]] BestPrices& LastBestOf(codec::InstrumentId instrument_id) {
