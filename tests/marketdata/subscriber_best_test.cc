@@ -1,8 +1,8 @@
 // marketdata::Subscriber's best prices (subscriber.h "OnBestPrices"): told
 // exactly when an instrument's best bid or offer (price or quantity)
-// changes, including when an OrderAdded behind the best skips the check
-// (subscriber.h AddedBehindBest): the last told bests always equal the
-// book's.
+// changes, including when a message behind the best skips the check
+// (Book::best_changes() did not move): the last told bests always equal
+// the book's.
 #include <cstddef>
 #include <cstdint>
 #include <map>
