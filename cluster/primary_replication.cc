@@ -197,7 +197,7 @@ absl::Status Connect(ReplicationOptions& replication,
             if (absl::Status lost = lease_lost(); !lost.ok()) return lost;
             absl::StatusOr<std::unique_ptr<ReplicationLink>> link =
                 ReplicationLink::Open(replication, context.journal_directory,
-                                      last);
+                                      last, context.journal_id);
             if (!link.ok()) return link.status();
             c.link = *std::move(link);
             // The link's own code: a fence stays FailedPrecondition, a

@@ -14,9 +14,11 @@
 //      handed over in held_lease taken as it is (a standby that took over,
 //      cluster_member.h; refused if no longer held);
 //   2. the ReplicationLink (replication_link.h) opened on the engine's
-//      journal stream, and every local record the stream lacks published
-//      and acknowledged: nothing is served before (those records were never
-//      answered); a node behind the stream is refused;
+//      journal stream (labelled with the local journal_id if new; refused,
+//      FailedPrecondition, if it carries another journal), and every local
+//      record the stream lacks published and acknowledged: nothing is
+//      served before (those records were never answered); a node behind
+//      the stream is refused;
 //   3. with the lease: its last renewal recent enough that the first pass
 //      may answer.
 // Any error is returned prefixed "--durability replicated: "; a lease

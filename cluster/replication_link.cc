@@ -49,16 +49,20 @@ struct StreamEnd {
   std::uint64_t last_sequence = 0;
   std::uint64_t last_index = 0;
   std::uint64_t epoch = 0;
+  std::uint64_t journal_id = 0;  // the stream's label (0: none)
 };
 
-absl::StatusOr<StreamEnd> ReadStreamEnd(const ReplicationOptions& options) {
+absl::StatusOr<StreamEnd> ReadStreamEnd(const ReplicationOptions& options,
+                                        std::uint64_t journal_id) {
   replication::JournalStreamSpec spec{.engine_name = options.engine_name,
-                                      .replicas = options.replicas};
+                                      .replicas = options.replicas,
+                                      .journal_id = journal_id};
   absl::StatusOr<replication::JournalStreamState> state =
       replication::EnsureJournalStream(options.servers, spec,
                                        options.connect_timeout);
   if (!state.ok()) return state.status();
-  StreamEnd end{.last_sequence = state->last_sequence};
+  StreamEnd end{.last_sequence = state->last_sequence,
+                .journal_id = state->journal_id};
   if (end.last_sequence == 0) return end;
   // Read by sequence (one request to the stream's leader), not with a
   // consumer: creating one needs the JetStream meta leader, which may still
@@ -84,11 +88,37 @@ absl::StatusOr<StreamEnd> ReadStreamEnd(const ReplicationOptions& options) {
   return end;
 }
 
+// The link's line for the start-up banner.
+std::string LinkDescription(const ReplicationOptions& options,
+                            const StreamEnd& end,
+                            std::uint64_t local_last_index,
+                            std::uint64_t journal_id) {
+  std::string out = absl::StrFormat(
+      "replicated to stream %s (R%d, %s), epoch %d, window %d: the stream "
+      "holds journal indexes up to %d (sequence %d); the local journal up to "
+      "%d%s",
+      replication::JournalStreamName(options.engine_name), options.replicas,
+      options.servers, options.epoch, options.window, end.last_index,
+      end.last_sequence, local_last_index,
+      local_last_index > end.last_index
+          ? absl::StrFormat(" (%d never acknowledged: published first)",
+                            local_last_index - end.last_index)
+          : std::string());
+  if (end.journal_id == 0) {
+    absl::StrAppendFormat(
+        &out,
+        "; the stream names no journal (made before streams were labelled), "
+        "so journal %016x is not checked against it",
+        journal_id);
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
     const ReplicationOptions& options, const std::string& journal_directory,
-    std::uint64_t local_last_index) {
+    std::uint64_t local_last_index, std::uint64_t journal_id) {
   if (options.servers.empty()) {
     return absl::InvalidArgumentError(
         "replicated durability needs NATS servers (--nats nats://HOST:PORT)");
@@ -105,7 +135,7 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
         options.max_message_bytes,
         replication::kGroupMessageHeaderSize + journal::kMaxRecordSize));
   }
-  absl::StatusOr<StreamEnd> end = ReadStreamEnd(options);
+  absl::StatusOr<StreamEnd> end = ReadStreamEnd(options, journal_id);
   if (!end.ok()) return end.status();
   const std::string stream =
       replication::JournalStreamName(options.engine_name);
@@ -153,6 +183,7 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
   publisher_options.servers = options.servers;
   publisher_options.stream.engine_name = options.engine_name;
   publisher_options.stream.replicas = options.replicas;
+  publisher_options.stream.journal_id = journal_id;
   publisher_options.epoch = options.epoch;
   publisher_options.window = options.window;
   publisher_options.ack_timeout = options.ack_timeout;
@@ -164,16 +195,8 @@ absl::StatusOr<std::unique_ptr<ReplicationLink>> ReplicationLink::Open(
       replication::JournalPublisher::Open(std::move(publisher_options));
   if (!publisher.ok()) return publisher.status();
   link->publisher_ = std::move(*publisher);
-  link->description_ = absl::StrFormat(
-      "replicated to stream %s (R%d, %s), epoch %d, window %d: the stream "
-      "holds journal indexes up to %d (sequence %d); the local journal up to "
-      "%d%s",
-      stream, options.replicas, options.servers, options.epoch, options.window,
-      end->last_index, end->last_sequence, local_last_index,
-      local_last_index > end->last_index
-          ? absl::StrFormat(" (%d never acknowledged: published first)",
-                            local_last_index - end->last_index)
-          : std::string());
+  link->description_ =
+      LinkDescription(options, *end, local_last_index, journal_id);
   if (!options.member_name.empty()) {
     absl::StatusOr<std::unique_ptr<replication::MemberBoard>> board =
         replication::MemberBoard::Open(options.servers, options.engine_name,

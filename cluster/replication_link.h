@@ -23,7 +23,11 @@
 // node is behind the stream and must not serve: FailedPrecondition (run it
 // as a standby first); an empty stream: everything from the journal's first
 // index. The publisher expects the stream's last sequence read then (the
-// fence: a writer that appended since is refused with 10071).
+// fence: a writer that appended since is refused with 10071). The stream
+// must carry this journal (replication/journal_stream.h: a new stream is
+// labelled with the local journal_id; one labelled with another is refused,
+// FailedPrecondition naming both; an unlabelled one is accepted as it is,
+// and the description says so).
 //
 // Failure is fail-stop: the first publisher failure (fenced, acknowledgement
 // timeout, connection closed, a local journal read error, ...) sets failed()
@@ -69,12 +73,13 @@ namespace orderwire::cluster {
 class ReplicationLink final : public service::ReplicationGate {
  public:
   // See above. `journal_directory` is the local journal (already opened by
-  // the service's writer), `local_last_index` its last index (L). Errors:
-  // NATS unreachable, the stream with other settings, a last message that
-  // does not parse, L < R (FailedPrecondition), the publisher's.
+  // the service's writer), `local_last_index` its last index (L),
+  // `journal_id` its id. Errors: NATS unreachable, the stream with other
+  // settings or of another journal, a last message that does not parse,
+  // L < R (FailedPrecondition), the publisher's.
   static absl::StatusOr<std::unique_ptr<ReplicationLink>> Open(
       const ReplicationOptions& options, const std::string& journal_directory,
-      std::uint64_t local_last_index);
+      std::uint64_t local_last_index, std::uint64_t journal_id);
 
   ReplicationLink(const ReplicationLink&) = delete;
   ReplicationLink& operator=(const ReplicationLink&) = delete;

@@ -333,6 +333,26 @@ absl::Status ValidateStandbyOptions(const StandbyOptions& options) {
   return absl::OkStatus();
 }
 
+// The journal_id the engine's stream names (0: none), read once the
+// stream exists: tried again every 200 ms until connect_timeout while it
+// does not exist or NATS does not answer. Errors: the last of those then
+// (NotFound: no stream); at once any other (a description that is not a
+// label: FailedPrecondition).
+absl::StatusOr<std::uint64_t> WaitForStreamJournalId(const StandbyOptions& o) {
+  const std::int64_t deadline =
+      base::MonotonicNs() + std::chrono::nanoseconds(o.connect_timeout).count();
+  for (;;) {
+    absl::StatusOr<replication::JournalStreamState> stream =
+        replication::GetJournalStreamState(o.nats_servers, o.engine_name,
+                                           StreamRequestTimeout(o));
+    if (stream.ok()) return stream->journal_id;
+    const bool again = absl::IsNotFound(stream.status()) ||
+                       replication::IsTransientNatsError(stream.status());
+    if (!again || base::MonotonicNs() > deadline) return stream.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
 // The local journal and the state it holds, as a primary restarts.
 absl::StatusOr<RestartedJournal> RestartLocalJournal(const StandbyOptions& o) {
   return RestartFromJournal({
@@ -361,8 +381,15 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
   if (absl::Status s = ValidateStandbyOptions(options); !s.ok()) return s;
   std::unique_ptr<Standby> standby(new Standby(std::move(options)));
   const StandbyOptions& o = standby->options_;
+  // A journal created now takes the stream's journal_id (the primary's).
+  absl::StatusOr<std::uint64_t> stream_journal = WaitForStreamJournalId(o);
+  if (!stream_journal.ok()) return stream_journal.status();
+  standby->options_.journal.new_journal_id = *stream_journal;
   absl::StatusOr<RestartedJournal> restarted = RestartLocalJournal(o);
   if (!restarted.ok()) return restarted.status();
+  if (absl::Status s = standby->CheckJournalOfStream(*restarted); !s.ok()) {
+    return s;
+  }
   // An old primary's journal may end with records the stream never
   // acknowledged, which a new primary replaced: cut them (see standby.h).
   if (absl::Status s = standby->RejoinIfReplaced(*restarted); !s.ok()) {
@@ -379,6 +406,38 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
   if (absl::Status s = standby->OpenFirstFollower(seeded); !s.ok()) return s;
   if (absl::Status s = standby->OpenMemberBoard(); !s.ok()) return s;
   return standby;
+}
+
+absl::Status Standby::CheckJournalOfStream(RestartedJournal& restarted) {
+  const StandbyOptions& o = options_;
+  const std::uint64_t theirs = o.journal.new_journal_id;  // the stream's
+  const std::uint64_t ours = restarted.writer->journal_id();
+  const std::string stream = replication::JournalStreamName(o.engine_name);
+  if (theirs != 0 && ours != theirs) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "the local journal %s is journal %016x, but stream %s carries journal "
+        "%016x (its description): this standby would follow another "
+        "journal's records into its own, and serve under another journal_id "
+        "after a takeover. Not followed: empty %s and start again (the new "
+        "journal gets the stream's journal_id), or seed it from a snapshot of "
+        "the primary",
+        o.journal.directory, ours, stream, theirs, o.journal.directory));
+  }
+  if (!restarted.writer->recovery().created) return absl::OkStatus();
+  if (theirs != 0) {
+    absl::StrAppendFormat(&restarted.report,
+                          "\n  journal %016x: the stream's (its primary's)",
+                          ours);
+    return absl::OkStatus();
+  }
+  Event(absl::StrFormat(
+      "stream %s names no journal (made before streams were labelled): the "
+      "new journal %s gets a random journal_id, %016x, not the primary's, so "
+      "after a takeover by this standby the market-data feed goes on under "
+      "another session. Seed it from a primary's snapshot to keep the "
+      "primary's journal_id",
+      stream, o.journal.directory, ours));
+  return absl::OkStatus();
 }
 
 absl::Status Standby::RejoinIfReplaced(RestartedJournal& restarted) {

@@ -6,9 +6,17 @@
 // prefix of the primary's and its state the one that prefix makes. It
 // answers no client: it opens no UDP socket.
 //
-//   Start: RestartFromJournal (restart.h: the local journal recovered, the
-//          state rebuilt from the newest snapshot and the tail, exactly as
-//          Service::Start does), then the rejoin check (below), then
+//   Start: the stream's journal_id (replication/journal_stream.h: its
+//          description; waited for until connect_timeout while the stream
+//          does not exist), then RestartFromJournal (restart.h: the local
+//          journal recovered, or created with the stream's journal_id so
+//          that it is the primary's journal; the state rebuilt from the
+//          newest snapshot and the tail, exactly as Service::Start does),
+//          then the journal_id check (a local journal of another id than
+//          the stream names is refused, FailedPrecondition: it would
+//          diverge; an unlabelled stream checks nothing and a journal
+//          created for it gets a random id, logged), then the rejoin check
+//          (below), then
 //          FindStreamPosition
 //          (replication/stream_position.h: a binary search for the stream
 //          sequence holding local last index + 1), then a
@@ -202,7 +210,8 @@ struct StandbyState {
 class Standby {
  public:
   // See the header comment. Errors: RestartFromJournal's, the stream
-  // search's (NotFound: no stream), the follower's, options.
+  // search's (NotFound: no stream), the journal_id check's
+  // (FailedPrecondition), the follower's, options.
   static absl::StatusOr<std::unique_ptr<Standby>> Start(StandbyOptions options);
   ~Standby();
   Standby(const Standby&) = delete;
@@ -259,6 +268,13 @@ class Standby {
 
   explicit Standby(StandbyOptions options);
   // Start's steps, in this order.
+  //
+  // The journal just restarted (created with options_.journal.
+  // new_journal_id, the stream's journal_id, if the directory held none)
+  // must be the stream's journal: FailedPrecondition when the stream names
+  // another (an unlabelled stream checks nothing; a journal created for one
+  // gets a random id, logged).
+  absl::Status CheckJournalOfStream(state::RestartedJournal& restarted);
   //
   // The rejoin check ("Rejoining" above) on the journal just restarted:
   // when a new primary replaced its tail, cuts the tail (logged, counted)

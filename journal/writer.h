@@ -164,7 +164,8 @@ struct WriterOptions {
   // Its last_index() and durable_index() are new_journal_first_index - 1
   // until it holds a record. It opens again only once its start record
   // (start.h) says it starts there, which the seeding writes last. An
-  // existing journal ignores both.
+  // existing journal ignores both. (A journal whose only segment never got
+  // its header is created again: it takes new_journal_id too.)
   std::uint64_t new_journal_first_index = 1;
   std::uint64_t new_journal_id = 0;
   // The operator accepts losing records that were durable: where recovery

@@ -496,10 +496,11 @@ JournalWriter::Recovery::RemoveHeaderless(const internal::Damage& damage) {
         directory_, first_index_, damage.message));
   }
   if (entries_.empty()) {
+    // A journal whose creation was cut short: created again, as new.
     w_.recovery_.created = true;
-    if (absl::Status s = w_.CreateFirstSegment(RandomJournalId()); !s.ok()) {
-      return s;
-    }
+    std::uint64_t id = w_.options_.new_journal_id;
+    if (id == 0) id = RandomJournalId();
+    if (absl::Status s = w_.CreateFirstSegment(id); !s.ok()) return s;
     w_.recovery_.last_index = 0;
     return std::nullopt;
   }

@@ -139,6 +139,9 @@ struct ReplicationStartContext {
   // last_index is durable.
   std::string journal_directory;
   std::uint64_t last_index = 0;
+  // Its journal_id (journal/format.h: the segments'), which the replicated
+  // journal must be of.
+  std::uint64_t journal_id = 0;
   // Writes a line for the operator (ServiceOptions::on_event, or stderr).
   std::function<void(const std::string&)> log;
 };

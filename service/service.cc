@@ -616,6 +616,7 @@ absl::Status Service::Impl::StartReplication() {
   absl::StatusOr<StartedReplication> started = options_.replication->Start(
       {.journal_directory = options_.journal.directory,
        .last_index = writer_->last_index(),
+       .journal_id = writer_->journal_id(),
        .log = [this](const std::string& line) { Log(line); }});
   if (!started.ok()) return started.status();
   gate_ = std::move(started->gate);

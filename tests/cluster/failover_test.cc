@@ -587,14 +587,12 @@ TEST_P(FailoverFeed, TheNewPrimaryContinuesOneContiguousFeed) {
 }
 
 // Seeded: the standby's journal is made from the primary's snapshot and
-// has its journal_id. Not seeded (::testing::Values(false)), the test fails
-// today: a standby that follows the stream from an empty journal makes its
-// journal with a journal_id of its own (the stream does not carry the
-// primary's) and after the takeover publishes the feed under that other
-// session, so the subscriber drops it all (OtherSession) and never catches
-// up (docs/MARKETDATA.md "Sequence numbers and sessions"). Add `false`
-// once the stream carries the journal_id.
-INSTANTIATE_TEST_SUITE_P(Failover, FailoverFeed, ::testing::Values(true),
+// has its journal_id. Not seeded: it follows the stream from an empty
+// journal, which it creates with the journal_id the primary labelled the
+// stream with (docs/REPLICATION.md "The stream"), so it continues the same
+// session all the same (docs/MARKETDATA.md "Sequence numbers and
+// sessions").
+INSTANTIATE_TEST_SUITE_P(Failover, FailoverFeed, ::testing::Bool(),
                          [](const ::testing::TestParamInfo<bool>& seeded) {
                            return seeded.param ? "Seeded" : "NotSeeded";
                          });

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -18,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "cluster/primary_replication.h"
 #include "codec/messages.h"
 #include "codec/types.h"
@@ -33,6 +35,7 @@
 #include "service/service.h"
 #include "tests/cluster/cluster_test_support.h"
 #include "tests/support/bytes.h"
+#include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -50,6 +53,7 @@ using cluster_test::Trade;
 using std::chrono::milliseconds;
 using test_support::Bytes;
 using test_support::Frame;
+using test_support::JournalIdOf;
 using test_support::NatsCluster;
 using test_support::RunningService;
 using test_support::ScratchDir;
@@ -333,17 +337,23 @@ TEST(ReplicatedService, ARestartPublishesTheLocalTailTheStreamLacksFirst) {
   EXPECT_TRUE(StreamRecords(*cluster) == local);
 }
 
-// A journal that lacks records the stream has (L < R) must not serve.
+// A journal that lacks records the stream has (L < R) must not serve: a
+// copy of the primary's journal taken after its first command.
 TEST(ReplicatedService, ANodeBehindTheStreamIsRefused) {
   auto cluster = StartNatsCluster(1);
   ASSERT_NE(cluster, nullptr);
   ScratchDir dir;
-  {
+  for (int run = 0; run < 2; ++run) {
     auto service = RunningService::Start(Replicated(dir.Sub("a"), *cluster));
     ASSERT_NE(service, nullptr);
     TestClient client(service->endpoint());
-    Trade(client, 1, 3);
+    Trade(client, run == 0 ? 1 : 2, run == 0 ? 1 : 3);
     ASSERT_TRUE(service->Stop().ok());
+    service.reset();
+    if (run == 0) {
+      std::filesystem::copy(dir.Sub("a"), dir.Sub("b"),
+                            std::filesystem::copy_options::recursive);
+    }
   }
   absl::StatusOr<std::unique_ptr<Service>> behind =
       Service::Start(Replicated(dir.Sub("b"), *cluster));
@@ -351,6 +361,69 @@ TEST(ReplicatedService, ANodeBehindTheStreamIsRefused) {
   EXPECT_EQ(behind.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(behind.status().message(), HasSubstr("behind"));
   EXPECT_THAT(behind.status().message(), HasSubstr("up to 3"));
+}
+
+// A primary labels the stream it creates with its journal_id
+// (replication/journal_stream.h), and a primary on another journal is
+// refused by that label, naming both ids, before it publishes anything.
+TEST(ReplicatedService, AStreamCarriesOneJournal) {
+  auto cluster = StartNatsCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  ScratchDir dir;
+  {
+    auto service = RunningService::Start(Replicated(dir.Sub("a"), *cluster));
+    ASSERT_NE(service, nullptr);
+    TestClient client(service->endpoint());
+    Trade(client, 1, 2);
+    ASSERT_TRUE(service->Stop().ok());
+  }
+  const std::uint64_t id = JournalIdOf(dir.Sub("a"));
+  ASSERT_NE(id, 0u);
+  auto state = replication::GetJournalStreamState(cluster->ServersUrl(), "svc");
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->journal_id, id);
+  // Another journal with more records than the stream: without the label it
+  // would publish its records 3..4 on top of journal `id`'s 1..2.
+  {
+    auto other = RunningService::Start(
+        TestOptions(dir.Sub("b"), journal::Durability::kBatch));
+    ASSERT_NE(other, nullptr);
+    TestClient client(other->endpoint());
+    Trade(client, 1, 4);
+    ASSERT_TRUE(other->Stop().ok());
+  }
+  const std::uint64_t other_id = JournalIdOf(dir.Sub("b"));
+  absl::StatusOr<std::unique_ptr<Service>> refused =
+      Service::Start(Replicated(dir.Sub("b"), *cluster));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrFormat("carries journal %016x", id)));
+  EXPECT_THAT(
+      refused.status().message(),
+      HasSubstr(absl::StrFormat("not this node's journal %016x", other_id)));
+  EXPECT_EQ(StreamLastSequence(*cluster), state->last_sequence);
+}
+
+// A stream without a label (made before streams were labelled) is used as
+// it is: not labelled, nothing checked, and the start-up says so.
+TEST(ReplicatedService, AnUnlabelledStreamIsUsedAsItIs) {
+  auto cluster = StartNatsCluster(1);
+  ASSERT_NE(cluster, nullptr);
+  replication::JournalStreamSpec spec{.engine_name = "svc", .replicas = 1};
+  ASSERT_TRUE(
+      replication::EnsureJournalStream(cluster->ServersUrl(), spec).ok());
+  ScratchDir dir;
+  auto service = RunningService::Start(Replicated(dir.Sub("a"), *cluster));
+  ASSERT_NE(service, nullptr);
+  EXPECT_THAT(service->service().startup_report(),
+              HasSubstr("the stream names no journal"));
+  TestClient client(service->endpoint());
+  Trade(client, 1, 1);
+  ASSERT_TRUE(service->Stop().ok());
+  auto state = replication::GetJournalStreamState(cluster->ServersUrl(), "svc");
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->journal_id, 0u);
 }
 
 // With the lease: a short one, so that the tests run in seconds.

@@ -35,6 +35,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/run_client.h"
 #include "cluster/primary_replication.h"
 #include "engine/workload.h"
@@ -48,6 +49,7 @@
 #include "state/snapshot.h"
 #include "tests/cluster/standby_test_support.h"
 #include "tests/support/child_process.h"
+#include "tests/support/journal_replay.h"
 #include "tests/support/nats_cluster.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -351,6 +353,79 @@ TEST(Standby, FollowsALiveReplicatedPrimary) {
   service.reset();
   EXPECT_TRUE(ReadJournal(dir.Sub("standby")) ==
               ReadJournal(dir.Sub("primary")));
+  // Not seeded, its journal is the primary's journal all the same: the
+  // journal_id the primary labelled the stream with (the feed's session).
+  const std::uint64_t primary_id =
+      test_support::JournalIdOf(dir.Sub("primary"));
+  EXPECT_NE(primary_id, 0u);
+  EXPECT_EQ(test_support::JournalIdOf(dir.Sub("standby")), primary_id);
+}
+
+// The standby's journal is the stream's journal (replication/journal_stream.h
+// "names the journal it carries"): created in an empty directory with the
+// journal_id the stream names; a local journal of another id is refused,
+// naming both, before anything is followed; for an unlabelled stream a new
+// journal gets a random id, and the standby says so.
+TEST(Standby, ItsJournalIsTheJournalTheStreamNames) {
+  const SourceJournal& source = SourceJournal::Get();
+  const std::vector<OwnedRecord>& records = source.records();
+  ASSERT_GE(records.size(), 100u);
+  auto nats = NatsCluster::Start(1);
+  ASSERT_TRUE(nats.ok()) << nats.status();
+  const std::uint64_t source_id = test_support::JournalIdOf(source.dir());
+  ASSERT_NE(source_id, 0u);
+  {
+    replication::PublisherOptions options;
+    options.servers = (*nats)->ServersUrl();
+    options.stream.engine_name = "labelled";
+    options.stream.journal_id = source_id;
+    options.ack_timeout = std::chrono::seconds(20);
+    auto pub = replication::JournalPublisher::Open(std::move(options));
+    ASSERT_TRUE(pub.ok()) << pub.status();
+    PublishRecords(**pub, records, 0, 100, 1);
+  }
+  ScratchDir dir;
+  {
+    auto standby =
+        StartStandby(StandbyOptionsFor(**nats, "labelled", dir.Sub("new")));
+    ASSERT_NE(standby, nullptr);
+    ASSERT_TRUE(FollowUntil(*standby, records[99].index).ok());
+  }
+  EXPECT_EQ(test_support::JournalIdOf(dir.Sub("new")), source_id);
+
+  // A journal made from an unlabelled stream of the same records.
+  auto plain = OpenPublisher(**nats, "plain", 1);
+  ASSERT_NE(plain, nullptr);
+  PublishRecords(*plain, records, 0, 10, 1);
+  std::vector<std::string> events;
+  {
+    cluster::StandbyOptions options =
+        StandbyOptionsFor(**nats, "plain", dir.Sub("other"));
+    options.on_event = [&](std::string_view line) {
+      events.emplace_back(line);
+    };
+    auto standby = StartStandby(options);
+    ASSERT_NE(standby, nullptr);
+    ASSERT_TRUE(FollowUntil(*standby, records[9].index).ok());
+  }
+  const std::uint64_t other_id = test_support::JournalIdOf(dir.Sub("other"));
+  ASSERT_NE(other_id, source_id);
+  EXPECT_THAT(events, ::testing::Contains(HasSubstr(absl::StrFormat(
+                          "names no journal (made before streams were "
+                          "labelled): the new journal %s gets a random "
+                          "journal_id, %016x",
+                          dir.Sub("other"), other_id))));
+
+  absl::StatusOr<std::unique_ptr<cluster::Standby>> refused =
+      cluster::Standby::Start(
+          StandbyOptionsFor(**nats, "labelled", dir.Sub("other")));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrFormat("is journal %016x", other_id)));
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr(absl::StrFormat("carries journal %016x", source_id)));
+  EXPECT_EQ(ReadJournal(dir.Sub("other")).size(), 10u);
 }
 
 // The state at `up_to` that a plain replay of `dir` makes, encoded as

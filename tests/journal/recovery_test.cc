@@ -525,6 +525,26 @@ TEST(RecoveryTest, AHeaderlessLastSegmentIsARotationCutShort) {
   EXPECT_EQ(back.records, 16u);
 }
 
+// A journal whose only segment never got its header (its creation cut
+// short) is created again, with WriterOptions::new_journal_id when given
+// (a standby's journal takes its stream's journal_id: cluster/standby.h).
+TEST(RecoveryTest, AJournalCreatedAgainTakesTheNewJournalId) {
+  ScratchDir dir;
+  BuildJournal(dir.path(), 0, 1);
+  auto paths = SegmentPaths(dir.path());
+  ASSERT_EQ(paths.size(), 1u);
+  ZeroRange(paths[0], 0, kSegmentHeaderSize);
+  WriterOptions options = RecoveryReopen(dir.path());
+  options.new_journal_id = 0x5eed0001;
+  auto writer = JournalWriter::Open(options);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_TRUE((*writer)->recovery().created);
+  EXPECT_EQ((*writer)->journal_id(), 0x5eed0001u);
+  AppendOne(**writer, 1);
+  ASSERT_TRUE((*writer)->Close().ok());
+  EXPECT_EQ(ReadAndCheck(dir.path(), 1).records, 1u);
+}
+
 TEST(RecoveryTest, AHeaderlessSegmentFollowedByDurableGroupsIsDataLoss) {
   ScratchDir dir;
   BuildJournal(dir.path(), 17, 1);  // the second segment has two groups

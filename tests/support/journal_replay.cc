@@ -133,4 +133,18 @@ std::vector<JournalRecordCopy> ReadJournalRecords(
   return out;
 }
 
+std::uint64_t JournalIdOf(const std::string& directory) {
+  absl::StatusOr<std::unique_ptr<journal::JournalReader>> reader =
+      journal::JournalReader::Open(directory);
+  EXPECT_TRUE(reader.ok()) << reader.status();
+  if (!reader.ok()) return 0;
+  journal::Record record;
+  journal::ReadResult result;
+  while ((result = (*reader)->Next(record)) == journal::ReadResult::kRecord) {
+  }
+  EXPECT_EQ(result, journal::ReadResult::kEnd) << (*reader)->status();
+  if ((*reader)->segments().empty()) return 0;
+  return (*reader)->segments().front().header.journal_id;
+}
+
 }  // namespace orderwire::test_support

@@ -2,7 +2,8 @@
 // gives, for end-to-end tests that compare what clients received live with
 // the journal the service left (tests/client/failover_test.cc,
 // tests/cluster/failover_test.cc); and a journal's records as owned
-// copies, to compare two members' journals record by record. Part of
+// copies, to compare two members' journals record by record, and its
+// journal_id. Part of
 // orderwire::test_support_service.
 #ifndef ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
 #define ORDERWIRE_TESTS_SUPPORT_JOURNAL_REPLAY_H_
@@ -74,6 +75,10 @@ struct JournalRecordCopy {
 // Every record of the journal in `directory`, in index order. A journal
 // that does not open or read to a clean end fails the test.
 std::vector<JournalRecordCopy> ReadJournalRecords(const std::string& directory);
+
+// The journal_id of the journal in `directory` (its segments' header). A
+// journal that does not open or read to a clean end fails the test (0).
+std::uint64_t JournalIdOf(const std::string& directory);
 
 }  // namespace orderwire::test_support
 
