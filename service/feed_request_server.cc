@@ -1,6 +1,9 @@
 #include "service/feed_request_server.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -577,6 +580,11 @@ void FeedRequestServer::Sweep(std::int64_t now_ns) {
 }
 
 void FeedRequestServer::Run() {
+  // Named for top -H and ps; the lowest priority, so that on a CPU shared
+  // with the loop a flood of requests takes only what the loop leaves.
+  ::pthread_setname_np(::pthread_self(), kRequestThreadName);
+  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()),
+                kRequestThreadNice);
   State& s = *state_;
   const auto flush = [this] { SendReplies(); };
   while (!stop_.load(std::memory_order_relaxed)) {

@@ -700,11 +700,11 @@ void Service::Impl::StartFeed(std::uint64_t new_session_at) {
     if (request_server_ != nullptr) {
       std::optional<FeedRegeneratorOptions> journal;
       if (producer.session_start() == 0) {
-        journal = FeedRegeneratorOptions{
-            .journal_dir = options_.journal.directory,
-            .journal_id = journal_id,
-            .machine = MachineOptions(options_),
-            .unpinned = PinnedConfigOf(options_.config)};
+        journal =
+            FeedRegeneratorOptions{.journal_dir = options_.journal.directory,
+                                   .journal_id = journal_id,
+                                   .machine = MachineOptions(options_),
+                                   .unpinned = PinnedConfigOf(options_.config)};
       }
       request_server_->Start(
           session, SeedFeedReplica(machine_->engine(), producer), journal);

@@ -18,10 +18,14 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <span>
+#include <sstream>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -439,6 +443,38 @@ TEST(FeedRequestServer, RefusesOtherSessions) {
   ASSERT_TRUE(body.has_value());
   EXPECT_EQ(body->reason, feed::RefusedReason::kWrongSession);
   EXPECT_EQ(server->counters().snapshot_requests, 1u);
+}
+
+// The server's thread is named and runs at the lowest priority: a flood
+// of requests yields the CPU to the loop (feed_request_server.h).
+TEST(FeedRequestServer, ItsThreadIsNamedAndRunsAtTheLowestPriority) {
+  auto server = OpenServer();
+  ASSERT_NE(server, nullptr);
+  server->ring().Reset(1);
+  server->Start(9);
+  // Answered once the thread runs (and has set its name and nice value).
+  Requester requester(server->local_endpoint());
+  requester.Retransmit(8, 1, 1, 1);
+  ASSERT_TRUE(RefusedOf(requester.Replies()).has_value());
+  int found = 0;
+  for (const auto& task :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name != service::kRequestThreadName) continue;
+    ++found;
+    std::ifstream stat(task.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)),
+                     std::istreambuf_iterator<char>());
+    // Fields after the parenthesised name: state is field 3, nice 19.
+    std::istringstream fields(text.substr(text.rfind(')') + 2));
+    std::vector<std::string> f((std::istream_iterator<std::string>(fields)),
+                               std::istream_iterator<std::string>());
+    ASSERT_GT(f.size(), 16u);
+    EXPECT_EQ(f[16], std::to_string(service::kRequestThreadNice));
+  }
+  EXPECT_EQ(found, 1);
 }
 
 TEST(FeedRequestServer, DropsMalformedRequestsCountingEachCause) {
