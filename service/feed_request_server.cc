@@ -108,6 +108,7 @@ struct FeedRequestServer::State {
   std::vector<SnapshotUnderWay> snapshots;  // at most kMaxSnapshotsUnderWay
   absl::flat_hash_map<SourceKey, Budget> budgets;
   Budget overflow;  // shared by new sources when `budgets` is full
+  Budget replies;   // messages in retransmission replies, all sources
   std::int64_t next_sweep_ns = 0;
   std::optional<FeedRegenerator> regenerator;  // with the journal
   std::optional<RegenerationJob> job;          // the one under way
@@ -177,9 +178,11 @@ void FeedRequestServer::Start(std::uint64_t session, FeedReplicaSeed seed,
 std::string FeedRequestServer::description() const {
   return absl::StrFormat(
       "market data requests on %s (ring %d MiB; %g requests/s per source, "
-      "burst %g; snapshots paced at %g MiB/s)",
+      "burst %g; replies at most %g messages/s in all; snapshots paced at %g "
+      "MiB/s)",
       local_.ToString(), ring_.capacity_bytes() >> 20,
       options_.requests_per_second, options_.burst,
+      options_.retransmit_messages_per_second,
       options_.snapshot_bytes_per_second / (1 << 20));
 }
 
@@ -311,6 +314,15 @@ class FeedRequestHandler {
       return Verdict::kRefuse;
     }
     if (snapshot) return CheckSnapshot(request, source);
+    if (!TakeReplyMessages(request.count())) {
+      if (now_ns_ - BudgetOf(source).refused_ns < kSecondNs) {
+        FeedRequestServer::State::Bump(s_.dropped);
+        return Verdict::kDrop;
+      }
+      BudgetOf(source).refused_ns = now_ns_;
+      reason_ = feed::RefusedReason::kRateLimited;
+      return Verdict::kRefuse;
+    }
     range_ = ring_.Retained();
     if (range_.next_sequence == 0) {  // the writer overtook every read
       reason_ = feed::RefusedReason::kUnavailable;
@@ -423,6 +435,24 @@ class FeedRequestHandler {
     under_way.due_ns = now_ns_;
     s_.replica->Snapshot(s_.session, request.token(), request.instrument_id(),
                          under_way.packets);
+  }
+
+  // Takes min(count, 1024) messages from the bucket of all replies
+  // (refilled at retransmit_messages_per_second, one second's at most);
+  // false, taking nothing, when it holds fewer. A request answered with
+  // fewer (the end, or a refusal) gives back nothing: the budget bounds
+  // what may be sent.
+  bool TakeReplyMessages(std::uint16_t count) {
+    Budget& b = s_.replies;
+    const double rate = options_.retransmit_messages_per_second;
+    const double elapsed_s = static_cast<double>(now_ns_ - b.refilled_ns) / 1e9;
+    b.tokens = std::min(rate, b.tokens + elapsed_s * rate);
+    b.refilled_ns = now_ns_;
+    const auto wanted = static_cast<double>(
+        std::min<std::size_t>(count, kMaxRetransmitMessages));
+    if (b.tokens < wanted) return false;
+    b.tokens -= wanted;
+    return true;
   }
 
   // Takes a token from the source's bucket (refilled at the configured

@@ -54,7 +54,11 @@
 //
 // Budgets are per source address (IPv6: per /64), any port; once
 // kMaxRequestSources are known, new sources share one budget, so forged
-// addresses cannot lock known subscribers out.
+// addresses cannot lock known subscribers out. Over all sources, replies
+// carry at most `retransmit_messages_per_second` messages a second (the
+// burst: one second's): a 24-byte request asks for up to 1,024 messages,
+// so without it forged sources would make the server a 1,000-fold
+// amplifier.
 //
 // Memory: the ring (`ring_bytes`), the replica (a marketdata::Book of the
 // live orders), one reply batch, each snapshot under way (about 40 bytes an
@@ -97,6 +101,9 @@ inline constexpr std::size_t kMaxRequestSources = 65536;
 inline constexpr std::size_t kSnapshotsPerSourceMinute = 6;
 // Snapshots under way in all, at most (Unavailable beyond).
 inline constexpr std::size_t kMaxSnapshotsUnderWay = 4;
+// Messages a second in all retransmission replies, by default: about
+// 40 MB/s of packets.
+inline constexpr double kDefaultRetransmitMessagesPerSecond = 1'000'000;
 // The default pace of one snapshot: 32 MiB/s.
 inline constexpr double kDefaultSnapshotBytesPerSecond = 32.0 * (1 << 20);
 // The regenerator's machine is freed after this long without a request
@@ -111,6 +118,10 @@ struct FeedRequestServerOptions {
   double burst = 100;
   // Each snapshot's packets go out at this rate.
   double snapshot_bytes_per_second = kDefaultSnapshotBytesPerSecond;
+  // All sources together: messages a second in retransmission replies
+  // (the burst: one second's). A request beyond it is refused
+  // RateLimited: forged sources cannot make the server send more.
+  double retransmit_messages_per_second = kDefaultRetransmitMessagesPerSecond;
   // Lines for the operator (a regeneration that failed), from the server's
   // thread; null: standard error.
   std::function<void(std::string_view)> on_event{};

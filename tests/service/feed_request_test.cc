@@ -22,6 +22,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <random>
 #include <span>
@@ -314,13 +315,15 @@ class Requester {
   net::DatagramBatch rx_;
 };
 
-std::unique_ptr<FeedRequestServer> OpenServer(double per_second = 100,
-                                              double burst = 100) {
+std::unique_ptr<FeedRequestServer> OpenServer(
+    double per_second = 100, double burst = 100,
+    double reply_messages_per_second = kDefaultRetransmitMessagesPerSecond) {
   FeedRequestServerOptions options;
   options.listen = *net::Endpoint::Parse("127.0.0.1:0");
   options.ring_bytes = kMinFeedRingBytes;
   options.requests_per_second = per_second;
   options.burst = burst;
+  options.retransmit_messages_per_second = reply_messages_per_second;
   absl::StatusOr<std::unique_ptr<FeedRequestServer>> server =
       FeedRequestServer::Open(options);
   EXPECT_TRUE(server.ok()) << server.status();
@@ -503,6 +506,47 @@ TEST(FeedRequestServer, DropsMalformedRequestsCountingEachCause) {
   EXPECT_EQ(at(feed::CheckCause::kTruncated), 1u);
   EXPECT_EQ(at(feed::CheckCause::kBadMagic), 1u);
   EXPECT_EQ(at(feed::CheckCause::kBadToken), 1u);
+}
+
+// All sources together get at most the reply budget's messages a second:
+// each of three sources within its own budget asks for 1,024; the third is
+// refused RateLimited once, then dropped, while the budget is spent.
+TEST(FeedRequestServer, RepliesOfAllSourcesStayWithinTheMessageBudget) {
+  auto server = OpenServer(/*per_second=*/100, /*burst=*/100,
+                           /*reply_messages_per_second=*/2048);
+  ASSERT_NE(server, nullptr);
+  server->ring().Reset(1);
+  (void)AppendPackets(server->ring(), 9, 1, 1100);
+  server->Start(9);
+  std::vector<std::unique_ptr<Requester>> sources;
+  for (const char* address : {"127.0.0.2:0", "127.0.0.3:0", "127.0.0.4:0"}) {
+    sources.push_back(std::make_unique<Requester>(
+        server->local_endpoint(), *net::Endpoint::Parse(address)));
+  }
+  std::vector<std::vector<Blob>> replies;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    sources[i]->Retransmit(9, 1, 1024, static_cast<std::uint16_t>(i + 1));
+    replies.push_back(sources[i]->Replies());
+    ASSERT_FALSE(replies.back().empty()) << "source " << i;
+  }
+  sources[2]->Retransmit(9, 1, 1024, 9);  // within the second: dropped
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto view =
+        feed::PacketView::Parse(replies[i][0], feed::SessionFilter::Any());
+    ASSERT_TRUE(view.ok());
+    EXPECT_EQ(view->type(), feed::PacketType::kData) << "source " << i;
+  }
+  std::optional<feed::RefusedBody> body = RefusedOf(replies[2]);
+  ASSERT_TRUE(body.has_value());
+  EXPECT_EQ(body->reason, feed::RefusedReason::kRateLimited);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const FeedRequestCounters c = server->counters();
+  EXPECT_EQ(c.retransmit_requests, 2u);
+  EXPECT_EQ(c.retransmit_messages, 2048u);
+  EXPECT_EQ(c.dropped, 1u);
+  EXPECT_EQ(
+      c.refused[static_cast<std::size_t>(feed::RefusedReason::kRateLimited)],
+      1u);
 }
 
 TEST(FeedRequestServer, ASourceOverItsBudgetIsToldOnceThenDropped) {
