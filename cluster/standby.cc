@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -318,6 +321,27 @@ absl::Status CheckStreamContinuesSnapshot(
 
 // Errors: the engine configuration's (ValidateConfig), InvalidArgument
 // for a zero report history, session count, poll or connect timeout.
+// Whether the journal directory exists as one or could be made: an
+// existing path that is not a directory, or an ancestor that is not, is
+// reported before NATS is asked anything (nothing is created here).
+absl::Status CheckJournalPath(const std::string& directory) {
+  std::error_code error;
+  std::filesystem::path path(directory);
+  if (std::filesystem::exists(path, error)) {
+    if (std::filesystem::is_directory(path, error)) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "journal %s: exists and is not a directory", directory));
+  }
+  for (path = path.parent_path(); !path.empty(); path = path.parent_path()) {
+    if (!std::filesystem::exists(path, error)) continue;
+    if (std::filesystem::is_directory(path, error)) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrFormat("journal %s cannot be made: %s is not a directory",
+                        directory, path.string()));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateStandbyOptions(const StandbyOptions& options) {
   if (absl::Status s = engine::ValidateConfig(options.config.engine); !s.ok()) {
     return s;
@@ -381,6 +405,9 @@ absl::StatusOr<std::unique_ptr<Standby>> Standby::Start(
   if (absl::Status s = ValidateStandbyOptions(options); !s.ok()) return s;
   std::unique_ptr<Standby> standby(new Standby(std::move(options)));
   const StandbyOptions& o = standby->options_;
+  if (absl::Status s = CheckJournalPath(o.journal.directory); !s.ok()) {
+    return s;
+  }
   // A journal created now takes the stream's journal_id (the primary's).
   absl::StatusOr<std::uint64_t> stream_journal = WaitForStreamJournalId(o);
   if (!stream_journal.ok()) return stream_journal.status();
