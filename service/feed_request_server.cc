@@ -2,8 +2,7 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sys/resource.h>
-#include <unistd.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -610,11 +609,12 @@ void FeedRequestServer::Sweep(std::int64_t now_ns) {
 }
 
 void FeedRequestServer::Run() {
-  // Named for top -H and ps; the lowest priority, so that on a CPU shared
-  // with the loop a flood of requests takes only what the loop leaves.
+  // Named for top -H and ps; SCHED_IDLE, so that on a CPU shared with the
+  // loop a flood of requests takes only what the loop leaves (allowed
+  // unprivileged; a refusal leaves the thread as it was).
   ::pthread_setname_np(::pthread_self(), kRequestThreadName);
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()),
-                kRequestThreadNice);
+  const sched_param idle{};
+  (void)::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
   State& s = *state_;
   const auto flush = [this] { SendReplies(); };
   while (!stop_.load(std::memory_order_relaxed)) {
