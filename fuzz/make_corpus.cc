@@ -1,4 +1,4 @@
-// Writes the fuzz seed corpus: PROTOCOL.md's golden frames and datagram
+// Writes the fuzz seed corpus: PROTOCOL-GOLDEN.md's golden frames and datagram
 // (tests/codec/golden.h) and MARKETDATA-GOLDEN.md's golden packets
 // (tests/feed/golden.h), and what is built from them, into DIR/<target>/,
 // one writer per target. Run at build time by fuzz/CMakeLists.txt.

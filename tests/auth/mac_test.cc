@@ -21,7 +21,7 @@ using test_support::Bytes;
 using test_support::FromHex;
 using test_support::Hex;
 
-// docs/PROTOCOL.md, "Golden frames": the authenticated datagram
+// docs/PROTOCOL-GOLDEN.md: the authenticated datagram
 // (tests/codec/golden.h) and its key.
 constexpr std::string_view kGoldenAuthenticatedHex =
     codec::golden::kAuthenticatedDatagramHex;

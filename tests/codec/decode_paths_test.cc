@@ -2,10 +2,10 @@
 // one-frame-at-a-time DecodeCommand: the portable path (what a CPU without
 // AVX-512 VBMI runs), the VBMI path (where this CPU has it), the pair-step
 // baselines and the block scan (a benchmark baseline, bench/baselines/). On the
-// golden frames of docs/PROTOCOL.md, on the golden datagram, and on malformed
-// input (a stream cut at every byte, a bad kind byte in every frame, trailing
-// bytes, every output size) each must give the same DecodeBatch (frames, byte
-// offset, error) and the same Commands as the reference.
+// golden frames of docs/PROTOCOL-GOLDEN.md, on the golden datagram, and on
+// malformed input (a stream cut at every byte, a bad kind byte in every frame,
+// trailing bytes, every output size) each must give the same DecodeBatch
+// (frames, byte offset, error) and the same Commands as the reference.
 #include <cstddef>
 #include <cstdint>
 #include <span>

@@ -1,6 +1,6 @@
-// The golden frames and the golden datagram of docs/PROTOCOL.md, as hex.
+// The golden frames and the golden datagram of docs/PROTOCOL-GOLDEN.md.
 //
-// Copied by hand from docs/PROTOCOL.md ("Golden frames"); they are the
+// Copied by hand from docs/PROTOCOL-GOLDEN.md; they are the
 // published vectors every encoder and decoder must reproduce byte for byte.
 // The field values each frame encodes are typed out in golden_test.cc and
 // json_test.cc, from the same section of docs/PROTOCOL.md, not derived from

@@ -1,4 +1,4 @@
-// The published vectors of docs/PROTOCOL.md ("Golden frames"): every golden
+// The published vectors of docs/PROTOCOL-GOLDEN.md: every golden
 // frame decodes to exactly the field values docs/PROTOCOL.md states for it, and
 // encoding those values gives exactly its bytes, through every decoder and
 // encoder the codec has. The values below are typed from the text of
@@ -32,7 +32,7 @@ struct Stated {
   Model model;
 };
 
-// docs/PROTOCOL.md, "Golden frames", one line each.
+// docs/PROTOCOL-GOLDEN.md, one line each.
 // NewLimit seq=1 account=7 client_order_id=1001 instrument=42 Buy GTC
 // price=10050 qty=300
 constexpr Stated<NewLimit> kNewLimitBuy{
