@@ -2,7 +2,8 @@
 
 #include <netinet/in.h>
 #include <pthread.h>
-#include <sched.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -609,12 +610,15 @@ void FeedRequestServer::Sweep(std::int64_t now_ns) {
 }
 
 void FeedRequestServer::Run() {
-  // Named for top -H and ps; SCHED_IDLE, so that on a CPU shared with the
-  // loop a flood of requests takes only what the loop leaves (allowed
-  // unprivileged; a refusal leaves the thread as it was).
+  // Named for top -H and ps; niced, so that on a CPU shared with the loop
+  // it takes a small share (raising one's own nice value is allowed
+  // unprivileged; a refusal leaves the thread as it was). Not SCHED_IDLE:
+  // that policy never runs while any other thread of the machine can, so
+  // a busy machine would starve retransmission and snapshots (and this
+  // thread's Stop) for as long as it stays busy.
   ::pthread_setname_np(::pthread_self(), kRequestThreadName);
-  const sched_param idle{};
-  (void)::pthread_setschedparam(::pthread_self(), SCHED_IDLE, &idle);
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()),
+                      kRequestThreadNice);
   State& s = *state_;
   const auto flush = [this] { SendReplies(); };
   while (!stop_.load(std::memory_order_relaxed)) {

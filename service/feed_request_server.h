@@ -43,10 +43,13 @@
 //
 // Never the loop's business: the loop appends to the ring (lock-free), and
 // reads the counters (relaxed atomics); the seed is made once, before the
-// thread starts. A flood of requests costs this thread's CPU, not the
-// loop's: the thread ("md-requests" in top -H) runs under SCHED_IDLE,
-// so where it shares a CPU with the loop it runs only when the loop does
-// not.
+// thread starts. The thread ("md-requests" in top -H) runs at nice
+// kRequestThreadNice: where it shares a CPU with the loop (nice 0) it gets
+// about a tenth of it under contention, and never nothing (SCHED_IDLE
+// would starve it, retransmission and snapshots stopping whenever the
+// machine is busy). Its work is bounded by the budgets below; the kernel's
+// cost of receiving a flood is not the thread's (BENCHMARKS.md "Market
+// data" measures a flood).
 //
 // Errors: Open() refuses an address it cannot bind (naming it). While
 // running, a failed send is counted and the request forgotten (the
@@ -92,8 +95,9 @@ namespace orderwire::service {
 // Messages in one reply, at most (MARKETDATA.md: a larger N is served in
 // part).
 inline constexpr std::size_t kMaxRetransmitMessages = 1024;
-// The request server thread's name (its policy is SCHED_IDLE).
+// The request server thread's name and nice value (SCHED_OTHER).
 inline constexpr char kRequestThreadName[] = "md-requests";
+inline constexpr int kRequestThreadNice = 10;
 // Source addresses with a budget, at most.
 inline constexpr std::size_t kMaxRequestSources = 65536;
 // Snapshots a source address may start in a minute (RateLimited beyond).

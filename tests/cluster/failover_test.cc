@@ -503,15 +503,11 @@ void ExpectTheNewPrimaryContinuedTheFeed(
   EXPECT_EQ(runs[1].start, replay.feed_after[marker_next - 2] + 1);
   EXPECT_LT(runs[1].start, runs[1].end)
       << "the new primary published nothing live";
-  const marketdata::SubscriberCounters& c = follower.subscriber().counters();
-  std::printf(
-      "primary: live 1 to %llu; new primary: live %llu to %llu; subscriber: "
-      "%llu retransmission requests, %llu snapshots\n",
-      static_cast<unsigned long long>(runs[0].end - 1),
-      static_cast<unsigned long long>(runs[1].start),
-      static_cast<unsigned long long>(runs[1].end - 1),
-      static_cast<unsigned long long>(c.retransmit_requests),
-      static_cast<unsigned long long>(c.snapshots_completed));
+  std::printf("primary: live 1 to %llu; new primary: live %llu to %llu; %s\n",
+              static_cast<unsigned long long>(runs[0].end - 1),
+              static_cast<unsigned long long>(runs[1].start),
+              static_cast<unsigned long long>(runs[1].end - 1),
+              test_support::Summary(follower.subscriber()).c_str());
 }
 
 // Whether the standby is started from the primary's snapshot
@@ -569,6 +565,11 @@ TEST_P(FailoverFeed, TheNewPrimaryContinuesOneContiguousFeed) {
       milliseconds(30'000)))
       << b->LogTail();
   trading.Join();
+  // The messages the primary made durable but did not publish come from
+  // the new primary's request server only: the subscriber has them before
+  // it stops.
+  EXPECT_TRUE(follower.WaitCaughtUp(milliseconds(60'000)))
+      << follower.SummaryNow();
   absl::StatusOr<int> b_exit = b->Stop(SIGTERM, milliseconds(20'000));
   ASSERT_TRUE(b_exit.ok()) << b_exit.status();
   // The new primary's journal (seeded: after the records of the

@@ -450,9 +450,11 @@ TEST(FeedRequestServer, RefusesOtherSessions) {
   EXPECT_EQ(server->counters().snapshot_requests, 1u);
 }
 
-// The server's thread is named and runs under SCHED_IDLE: a flood of
-// requests yields the CPU to the loop (feed_request_server.h).
-TEST(FeedRequestServer, ItsThreadIsNamedAndRunsOnlyWhenTheCpuIsIdle) {
+// The server's thread is named, SCHED_OTHER at nice kRequestThreadNice:
+// it yields a shared CPU to the loop, yet always runs
+// (feed_request_server.h). Under SCHED_IDLE a FailoverFeed run beside the
+// rest of the suite got no retransmission or snapshot in 60 s.
+TEST(FeedRequestServer, ItsThreadIsNamedAndNiced) {
   auto server = OpenServer();
   ASSERT_NE(server, nullptr);
   server->ring().Reset(1);
@@ -472,13 +474,14 @@ TEST(FeedRequestServer, ItsThreadIsNamedAndRunsOnlyWhenTheCpuIsIdle) {
     std::ifstream stat(task.path() / "stat");
     std::string text((std::istreambuf_iterator<char>(stat)),
                      std::istreambuf_iterator<char>());
-    // Fields after the parenthesised name: state is field 3, policy 41.
+    // Fields after the parenthesised name, from state (field 3): nice is
+    // field 19, policy field 41.
     std::istringstream fields(text.substr(text.rfind(')') + 2));
     std::vector<std::string> f((std::istream_iterator<std::string>(fields)),
                                std::istream_iterator<std::string>());
-    ASSERT_GT(f.size(), 16u);
     ASSERT_GT(f.size(), 38u);
-    EXPECT_EQ(f[38], std::to_string(SCHED_IDLE));
+    EXPECT_EQ(f[16], std::to_string(service::kRequestThreadNice));
+    EXPECT_EQ(f[38], std::to_string(SCHED_OTHER));
   }
   EXPECT_EQ(found, 1);
 }

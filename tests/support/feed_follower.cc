@@ -7,6 +7,7 @@
 #include <tuple>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "feed/packet.h"
 #include "gtest/gtest.h"
@@ -48,6 +49,26 @@ bool FeedFollower::WaitForNext(std::uint64_t next,
   return true;
 }
 
+bool FeedFollower::WaitCaughtUp(std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    {
+      std::lock_guard lock(mu_);
+      if (subscriber_ == nullptr) return false;
+      if (idle_next_ != 0 && subscriber_->next_sequence() >= idle_next_) {
+        return true;
+      }
+    }
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
+std::string FeedFollower::SummaryNow() {
+  std::lock_guard lock(mu_);
+  return subscriber_ == nullptr ? "no subscriber" : Summary(*subscriber_);
+}
+
 void FeedFollower::Stop() {
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
@@ -64,11 +85,20 @@ void FeedFollower::Loop() {
         const auto slot = static_cast<std::size_t>(i);
         const std::span<const std::byte> d = rx_.datagram(slot);
         packets_.push_back({rx_.peer(slot), Bytes(d.begin(), d.end())});
+        NoteLive(d);
         subscriber_->OnPacket(d, now);
       }
     }
     subscriber_->Poll(now);
   }
+}
+
+void FeedFollower::NoteLive(std::span<const std::byte> datagram) {
+  const auto view =
+      feed::PacketView::Parse(datagram, feed::SessionFilter::Any());
+  if (!view.ok() || view->token() != 0) return;  // a reply, or malformed
+  idle_next_ =
+      view->type() == feed::PacketType::kHeartbeat ? view->sequence() : 0;
 }
 
 void FeedFollower::SendRequest(std::span<const std::byte> request) {
@@ -94,6 +124,24 @@ void FeedFollower::OnSnapshot(std::uint64_t feed_sequence) {
   event.sequence = feed_sequence;
   event.book = OrdersOf(subscriber_->book());
   events_.push_back(std::move(event));
+}
+
+std::string Summary(const marketdata::Subscriber& subscriber) {
+  const marketdata::SubscriberCounters& c = subscriber.counters();
+  std::string refused;
+  for (std::size_t r = 1; r < c.refused.size(); ++r) {
+    if (c.refused[r] == 0) continue;
+    absl::StrAppend(&refused, refused.empty() ? "" : ", ", "reason ", r, " x",
+                    c.refused[r]);
+  }
+  return absl::StrCat(
+      "subscriber ", std::string(marketdata::Name(subscriber.state())),
+      ", next ", subscriber.next_sequence(), ": ", c.gaps, " gaps, ",
+      c.retransmit_requests, " retransmission requests (", c.retransmit_replies,
+      " Data replies, refused: ", refused.empty() ? "none" : refused, ", ",
+      c.stale_replies, " stale), ", c.snapshot_requests, " snapshot requests, ",
+      c.snapshots_completed, " snapshots, ", c.contradictions,
+      " contradictions, ", subscriber.held(), " packets held");
 }
 
 std::vector<marketdata::BookOrder> OrdersOf(const marketdata::Book& book) {

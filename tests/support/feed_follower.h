@@ -28,6 +28,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -70,6 +71,15 @@ class FeedFollower : private marketdata::SubscriberListener {
   // Waits until the subscriber expects `next` or later; false after
   // `timeout`.
   bool WaitForNext(std::uint64_t next, std::chrono::milliseconds timeout);
+  // Waits until the live feed is idle (the last live packet received is a
+  // Heartbeat) and the subscriber expects that Heartbeat's sequence or
+  // later: every message published so far is applied. A test calls it
+  // before stopping the publisher whose request server fills the last gap
+  // (a message no publisher sent live, its publisher killed first); false
+  // after `timeout`.
+  bool WaitCaughtUp(std::chrono::milliseconds timeout);
+  // Summary(subscriber()) while the thread runs (it locks).
+  [[nodiscard]] std::string SummaryNow();
   // Stops and joins the thread (idempotent).
   void Stop();
 
@@ -86,6 +96,7 @@ class FeedFollower : private marketdata::SubscriberListener {
 
  private:
   void Loop();
+  void NoteLive(std::span<const std::byte> datagram);
   void SendRequest(std::span<const std::byte> request) override;
   void OnMessage(std::uint64_t sequence, feed::MessageBlock message) override;
   void OnSnapshot(std::uint64_t feed_sequence) override;
@@ -98,10 +109,16 @@ class FeedFollower : private marketdata::SubscriberListener {
   std::unique_ptr<marketdata::Subscriber> subscriber_;
   std::vector<ReceivedPacket> packets_;
   std::vector<FollowedEvent> events_;
+  // The last live packet's sequence if it was a Heartbeat, else 0.
+  std::uint64_t idle_next_ = 0;
   std::mutex mu_;
   std::atomic<bool> stop_{false};
   std::thread thread_;
 };
+
+// One line of what the subscriber did, for a test's output: its state,
+// next sequence, gaps, requests and their answers by kind, snapshots.
+std::string Summary(const marketdata::Subscriber& subscriber);
 
 // Every order of `book`, in Book::ForEachOrder's order.
 std::vector<marketdata::BookOrder> OrdersOf(const marketdata::Book& book);
