@@ -18,7 +18,7 @@
 // with the baselines of the same run. Each pass starts from an empty book
 // (cleared or rebuilt outside the timing) whose slabs already grew in an
 // earlier pass: the steady state. Run pinned: scripts/bench.sh
-// (docs/BENCHMARKS.md "Market data").
+// (docs/BENCHMARKS-MARKETDATA.md).
 #include <algorithm>
 #include <array>
 #include <cstddef>

@@ -48,8 +48,8 @@
 // about a tenth of it under contention, and never nothing (SCHED_IDLE
 // would starve it, retransmission and snapshots stopping whenever the
 // machine is busy). Its work is bounded by the budgets below; the kernel's
-// cost of receiving a flood is not the thread's (BENCHMARKS.md "Market
-// data" measures a flood).
+// cost of receiving a flood is not the thread's
+// (docs/BENCHMARKS-MARKETDATA.md measures a flood).
 //
 // Errors: Open() refuses an address it cannot bind (naming it). While
 // running, a failed send is counted and the request forgotten (the
