@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -107,8 +109,10 @@ struct FeedRequestServer::State {
   std::optional<FeedReplica> replica;
   std::vector<SnapshotUnderWay> snapshots;  // at most kMaxSnapshotsUnderWay
   absl::flat_hash_map<SourceKey, Budget> budgets;
-  Budget overflow;  // shared by new sources when `budgets` is full
-  Budget replies;   // messages in retransmission replies, all sources
+  Budget overflow;          // shared by new sources when `budgets` is full
+  Budget replies;           // messages in retransmission replies, all sources
+  Budget reads;             // request datagrams read, all sources
+  bool throttling = false;  // `reads` ran out and has not refilled yet
   std::int64_t next_sweep_ns = 0;
   std::optional<FeedRegenerator> regenerator;  // with the journal
   std::optional<RegenerationJob> job;          // the one under way
@@ -120,6 +124,7 @@ struct FeedRequestServer::State {
   std::atomic<std::uint64_t> snapshots_sent{0};
   std::atomic<std::uint64_t> replica_lost{0};
   std::atomic<std::uint64_t> dropped{0};
+  std::atomic<std::uint64_t> throttled{0};
   std::atomic<std::uint64_t> send_failures{0};
   std::atomic<std::uint64_t> sources{0};
   std::atomic<std::uint64_t> first_regenerable{0};  // 0: none (yet)
@@ -195,6 +200,7 @@ FeedRequestCounters FeedRequestServer::counters() const noexcept {
   c.snapshots_sent = s.snapshots_sent.load(std::memory_order_relaxed);
   c.replica_lost = s.replica_lost.load(std::memory_order_relaxed);
   c.dropped = s.dropped.load(std::memory_order_relaxed);
+  c.throttled = s.throttled.load(std::memory_order_relaxed);
   c.send_failures = s.send_failures.load(std::memory_order_relaxed);
   c.sources = s.sources.load(std::memory_order_relaxed);
   c.first_retained = first_retained();
@@ -629,8 +635,14 @@ void FeedRequestServer::Run() {
                       options_.hold_regeneration_for_testing->load();
     const int wait_ms =
         s.job.has_value() && !held ? 0 : (s.snapshots.empty() ? 10 : 1);
-    if (socket_.WaitReadable(wait_ms)) {
-      const int n = socket_.Receive(s.rx, s.rx.capacity());
+    const std::size_t allowed = ReadAllowance(base::MonotonicNs());
+    if (allowed == 0) {
+      // Over the datagram budget: the socket waits (a token comes within
+      // 1 ms at the default rate), snapshots and regeneration go on.
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else if (socket_.WaitReadable(wait_ms)) {
+      const int n = socket_.Receive(s.rx, allowed);
+      if (n > 0) s.reads.tokens -= static_cast<double>(n);
       if (n > 0) Follow();
       FeedRequestHandler handler(s, ring_, options_, base::MonotonicNs());
       for (int i = 0; i < n; ++i) {
@@ -649,6 +661,22 @@ void FeedRequestServer::Run() {
     flush();
     if (now_ns >= s.next_sweep_ns) Sweep(now_ns);
   }
+}
+
+std::size_t FeedRequestServer::ReadAllowance(std::int64_t now_ns) {
+  State& s = *state_;
+  Budget& b = s.reads;
+  const double rate = options_.datagrams_per_second;
+  const double elapsed_s = static_cast<double>(now_ns - b.refilled_ns) / 1e9;
+  b.tokens = std::min(rate, b.tokens + elapsed_s * rate);
+  b.refilled_ns = now_ns;
+  if (b.tokens < 1) {
+    if (!s.throttling) State::Bump(s.throttled);  // once a period
+    s.throttling = true;
+    return 0;
+  }
+  s.throttling = false;
+  return std::min(s.rx.capacity(), static_cast<std::size_t>(b.tokens));
 }
 
 void FeedRequestServer::Stop() {

@@ -107,6 +107,9 @@ inline constexpr std::size_t kMaxSnapshotsUnderWay = 4;
 // Messages a second in all retransmission replies, by default: about
 // 40 MB/s of packets.
 inline constexpr double kDefaultRetransmitMessagesPerSecond = 1'000'000;
+// Request datagrams a second the server reads in all, by default (the
+// burst: one second's).
+inline constexpr double kDefaultRequestDatagramsPerSecond = 20'000;
 // The default pace of one snapshot: 32 MiB/s.
 inline constexpr double kDefaultSnapshotBytesPerSecond = 32.0 * (1 << 20);
 // The regenerator's machine is freed after this long without a request
@@ -125,6 +128,12 @@ struct FeedRequestServerOptions {
   // (the burst: one second's). A request beyond it is refused
   // RateLimited: forged sources cannot make the server send more.
   double retransmit_messages_per_second = kDefaultRetransmitMessagesPerSecond;
+  // All sources together: request datagrams read a second (the burst: one
+  // second's). Beyond it the server leaves its socket unread until the
+  // budget refills; what the socket's buffer cannot hold meanwhile the
+  // kernel drops (its UDP receive-buffer errors). A flood costs the
+  // thread at most this many datagrams' work a second.
+  double datagrams_per_second = kDefaultRequestDatagramsPerSecond;
   // Lines for the operator (a regeneration that failed), from the server's
   // thread; null: standard error.
   std::function<void(std::string_view)> on_event{};
@@ -140,9 +149,10 @@ struct FeedRequestCounters {
   std::uint64_t snapshots_sent = 0;       // snapshots sent whole
   std::uint64_t replica_lost = 0;         // 1 once the replica is lost
   std::uint64_t dropped = 0;              // over budget beyond the Refused
-  std::uint64_t send_failures = 0;        // reply datagrams not sent
-  std::uint64_t sources = 0;              // addresses seen in the last minute
-  std::uint64_t first_retained = 0;       // F, as the last Refused said
+  std::uint64_t throttled = 0;      // times the datagram budget stopped reading
+  std::uint64_t send_failures = 0;  // reply datagrams not sent
+  std::uint64_t sources = 0;        // addresses seen in the last minute
+  std::uint64_t first_retained = 0;  // F, as the last Refused said
   // Retransmissions answered from the journal (also retransmit_requests),
   // those begun from a snapshot or the journal's start (the others went on
   // from the regenerator's position), the records applied, the messages
@@ -202,6 +212,9 @@ class FeedRequestServer {
   void Sweep(std::int64_t now_ns);
   // Applies to the replica what the ring committed since.
   void Follow();
+  // Datagrams the budget of all sources lets the thread read now (at most
+  // a batch); 0 counts a throttled period.
+  std::size_t ReadAllowance(std::int64_t now_ns);
   // A pass of the regeneration under way; its reply when done.
   template <typename Flush>
   void Regenerate(std::int64_t now_ns, Flush& flush);

@@ -1687,6 +1687,7 @@ void Service::Impl::RefreshStats() const {
     s.md_snapshots_sent = r.snapshots_sent;
     s.md_snapshot_replica_lost = r.replica_lost;
     s.md_requests_dropped = r.dropped;
+    s.md_requests_throttled = r.throttled;
     s.md_reply_send_failures = r.send_failures;
     s.md_regenerations = r.regenerations;
     s.md_regeneration_starts = r.regeneration_starts;

@@ -296,6 +296,10 @@ inline constexpr std::size_t kReportSectionCount = 11;
     kMarketData, kMarketData, "requests dropped",                             \
     "Requests dropped unanswered: over a source's budget after its "          \
     "RateLimited, or from a new source with 65536 known.")                    \
+  X(md_requests_throttled, "orderwire_md_requests_throttled_total",           \
+    kCounter, kMarketData, kMarketData, "request reading throttled",          \
+    "Times the request server stopped reading its socket, the datagrams "    \
+    "of all sources over their budget (20,000 a second).")                    \
   X(md_reply_send_failures, "orderwire_md_reply_send_failures_total",         \
     kCounter, kMarketData, kMarketData, "reply datagrams not sent",           \
     "Request server replies the kernel would not take (the subscriber "       \

@@ -319,8 +319,10 @@ class Requester {
 
 std::unique_ptr<FeedRequestServer> OpenServer(
     double per_second = 100, double burst = 100,
-    double reply_messages_per_second = kDefaultRetransmitMessagesPerSecond) {
+    double reply_messages_per_second = kDefaultRetransmitMessagesPerSecond,
+    double datagrams_per_second = kDefaultRequestDatagramsPerSecond) {
   FeedRequestServerOptions options;
+  options.datagrams_per_second = datagrams_per_second;
   options.listen = *net::Endpoint::Parse("127.0.0.1:0");
   options.ring_bytes = kMinFeedRingBytes;
   options.requests_per_second = per_second;
@@ -512,6 +514,33 @@ TEST(FeedRequestServer, DropsMalformedRequestsCountingEachCause) {
   EXPECT_EQ(at(feed::CheckCause::kTruncated), 1u);
   EXPECT_EQ(at(feed::CheckCause::kBadMagic), 1u);
   EXPECT_EQ(at(feed::CheckCause::kBadToken), 1u);
+}
+
+// The server reads at most its datagram budget a second (the burst: one
+// second's): 300 datagrams at 100 a second take it more than a second and
+// a half, the reading throttled meanwhile; none is lost (the socket's
+// buffer holds them) and the request sent after them is answered last.
+TEST(FeedRequestServer, ReadsAtMostItsDatagramBudgetASecond) {
+  auto server =
+      OpenServer(/*per_second=*/100, /*burst=*/100,
+                 kDefaultRetransmitMessagesPerSecond, /*datagrams=*/100);
+  ASSERT_NE(server, nullptr);
+  server->ring().Reset(1);
+  server->Start(9);
+  Requester requester(server->local_endpoint());
+  const std::int64_t start = base::MonotonicNs();
+  for (int i = 0; i < 300; ++i) requester.Send(Blob(5, std::byte{0x4f}));
+  requester.Retransmit(9, 1, 1, 4);
+  const std::optional<feed::RefusedBody> body = RefusedOf(requester.Replies());
+  const std::int64_t answered_ns = base::MonotonicNs() - start;
+  ASSERT_TRUE(body.has_value()) << "the request after the flood";
+  EXPECT_EQ(body->reason, feed::RefusedReason::kBeyondEnd);
+  const FeedRequestCounters c = server->counters();
+  EXPECT_EQ(c.malformed[static_cast<std::size_t>(feed::CheckCause::kTruncated)],
+            300u);
+  EXPECT_GE(c.throttled, 1u);
+  // 301 datagrams: 100 at once, then 100 a second.
+  EXPECT_GE(answered_ns, 1'900'000'000) << "read faster than the budget";
 }
 
 // All sources together get at most the reply budget's messages a second:
