@@ -296,23 +296,10 @@ class FeedRequestHandler {
   Verdict Check(const feed::RequestView& request, const net::Endpoint& source,
                 bool snapshot) {
     range_ = {0, 0};  // read when a check needs it, else by Refuse
-    Budget* const over = OverBudget(source);
-    if (over != nullptr) {
-      Budget& b = *over;
-      if (now_ns_ - b.refused_ns < kSecondNs) {
-        FeedRequestServer::State::Bump(s_.dropped);
-        return Verdict::kDrop;
-      }
-      b.refused_ns = now_ns_;
-      reason_ = feed::RefusedReason::kRateLimited;
-      return Verdict::kRefuse;
-    }
+    if (OverBudget(source) != nullptr) return RateLimited(source);
     if (snapshot) {
       EndSnapshotOf(KeyOf(source));
-      if (!SnapshotAllowed(BudgetOf(source))) {
-        reason_ = feed::RefusedReason::kRateLimited;
-        return Verdict::kRefuse;
-      }
+      if (!SnapshotAllowed(BudgetOf(source))) return RateLimited(source);
     }
     const std::uint64_t session = request.session();
     if (session != s_.session && !(snapshot && session == 0)) {
@@ -320,14 +307,9 @@ class FeedRequestHandler {
       return Verdict::kRefuse;
     }
     if (snapshot) return CheckSnapshot(request, source);
-    if (!TakeReplyMessages(request.count())) {
-      if (now_ns_ - BudgetOf(source).refused_ns < kSecondNs) {
-        FeedRequestServer::State::Bump(s_.dropped);
-        return Verdict::kDrop;
-      }
-      BudgetOf(source).refused_ns = now_ns_;
-      reason_ = feed::RefusedReason::kRateLimited;
-      return Verdict::kRefuse;
+    if (!TakeReplyMessages(static_cast<double>(
+            std::min<std::size_t>(request.count(), kMaxRetransmitMessages)))) {
+      return RateLimited(source);
     }
     range_ = ring_.Retained();
     if (range_.next_sequence == 0) {  // the writer overtook every read
@@ -406,9 +388,34 @@ class FeedRequestHandler {
       reason_ = feed::RefusedReason::kUnavailable;
       return Verdict::kRefuse;
     }
+    // The replies' budget, for the whole book (at most one second's): a
+    // 28-byte request must not make the server send a book to a forged
+    // source beyond what it may send in all. StartSnapshot settles the
+    // difference with the snapshot made.
+    if (!TakeReplyMessages(SnapshotEstimate())) return RateLimited(source);
     Budget& b = BudgetOf(source);
     b.snapshot_ns[b.snapshots++ % kSnapshotsPerSourceMinute] = now_ns_;
     return Verdict::kServe;
+  }
+
+  // What a snapshot is charged before it is made: every order's message
+  // and SnapshotStart and SnapshotEnd, at most one second's budget.
+  [[nodiscard]] double SnapshotEstimate() const {
+    return std::min(options_.retransmit_messages_per_second,
+                    static_cast<double>(s_.replica->book().order_count() + 2));
+  }
+
+  // Over a budget: Refused RateLimited, at most once a second per source,
+  // else dropped.
+  Verdict RateLimited(const net::Endpoint& source) {
+    Budget& b = BudgetOf(source);
+    if (now_ns_ - b.refused_ns < kSecondNs) {
+      FeedRequestServer::State::Bump(s_.dropped);
+      return Verdict::kDrop;
+    }
+    b.refused_ns = now_ns_;
+    reason_ = feed::RefusedReason::kRateLimited;
+    return Verdict::kRefuse;
   }
 
   // The source's budget (OverBudget made it, or the shared one when the
@@ -439,25 +446,27 @@ class FeedRequestHandler {
     under_way.key = KeyOf(source);
     under_way.peer = source;
     under_way.due_ns = now_ns_;
+    const double charged = SnapshotEstimate();
     s_.replica->Snapshot(s_.session, request.token(), request.instrument_id(),
                          under_way.packets);
+    // Its real size: what the estimate missed is owed (the bucket may go
+    // below zero), what it overcharged is given back.
+    s_.replies.tokens +=
+        charged - static_cast<double>(under_way.packets.message_count);
   }
 
-  // Takes min(count, 1024) messages from the bucket of all replies
-  // (refilled at retransmit_messages_per_second, one second's at most);
-  // false, taking nothing, when it holds fewer. A request answered with
-  // fewer (the end, or a refusal) gives back nothing: the budget bounds
-  // what may be sent.
-  bool TakeReplyMessages(std::uint16_t count) {
+  // Takes `messages` from the bucket of all replies (refilled at
+  // retransmit_messages_per_second, one second's at most); false, taking
+  // nothing, when it holds fewer. A request answered with fewer (the end,
+  // or a refusal) gives back nothing: the budget bounds what may be sent.
+  bool TakeReplyMessages(double messages) {
     Budget& b = s_.replies;
     const double rate = options_.retransmit_messages_per_second;
     const double elapsed_s = static_cast<double>(now_ns_ - b.refilled_ns) / 1e9;
     b.tokens = std::min(rate, b.tokens + elapsed_s * rate);
     b.refilled_ns = now_ns_;
-    const auto wanted = static_cast<double>(
-        std::min<std::size_t>(count, kMaxRetransmitMessages));
-    if (b.tokens < wanted) return false;
-    b.tokens -= wanted;
+    if (b.tokens < messages) return false;
+    b.tokens -= messages;
     return true;
   }
 

@@ -34,7 +34,9 @@
 // kSnapshotsPerSourceMinute snapshots in the last minute); WrongSession
 // (neither 0 nor the feed's); UnknownInstrument (neither 0 nor listed);
 // Unavailable (kMaxSnapshotsUnderWay under way in all, or the replica lost
-// or not yet knowing S's timestamp). The packets are made at once (a copy
+// or not yet knowing S's timestamp); RateLimited (the replies' budget below,
+// charged the book's orders + 2 and settled with the snapshot's real
+// message count once made). The packets are made at once (a copy
 // of the books: later messages change nothing of it; O(its orders) on this
 // thread, other requests waiting in the socket's buffer) and sent paced at
 // `snapshot_bytes_per_second` each, interleaved with the answers to other
@@ -59,9 +61,10 @@
 // kMaxRequestSources are known, new sources share one budget, so forged
 // addresses cannot lock known subscribers out. Over all sources, replies
 // carry at most `retransmit_messages_per_second` messages a second (the
-// burst: one second's): a 24-byte request asks for up to 1,024 messages,
-// so without it forged sources would make the server a 1,000-fold
-// amplifier.
+// burst: one second's), snapshots included: a 24-byte request asks for up
+// to 1,024 messages and a 28-byte one for the whole book, so without it
+// forged sources would make the server an amplifier. Each RateLimited is
+// sent at most once a second per source; beyond, the request is dropped.
 //
 // Memory: the ring (`ring_bytes`), the replica (a marketdata::Book of the
 // live orders), one reply batch, each snapshot under way (about 40 bytes an

@@ -323,8 +323,8 @@ bool FloodCounted(const ServiceStats& st) {
   return st.md_refused[Reason(feed::RefusedReason::kRateLimited)] > 0 &&
          st.md_refused[Reason(feed::RefusedReason::kWrongSession)] > 0 &&
          st.md_refused[Reason(feed::RefusedReason::kBeyondEnd)] > 0 &&
-         st.md_requests_dropped > 0 && st.md_snapshot_requests > 0 &&
-         st.md_retransmit_requests > 0 &&
+         st.md_requests_dropped > 0 && st.md_requests_throttled > 0 &&
+         st.md_snapshot_requests > 0 && st.md_retransmit_requests > 0 &&
          st.md_subscribers >= 1 + kFloodSources;  // the target, the sources
 }
 
@@ -376,6 +376,8 @@ void ExpectTheFloodCounted(const ServiceStats& st, const Flooder& flood) {
   at_most(feed::CheckCause::kOversize, FloodKind::kOversize);
   EXPECT_GT(st.md_refused[Reason(feed::RefusedReason::kRateLimited)], 0u);
   EXPECT_GT(st.md_requests_dropped, 0u);
+  // More than 20,000 datagrams a second: reading was throttled.
+  EXPECT_GT(st.md_requests_throttled, 0u);
   EXPECT_GT(st.md_refused[Reason(feed::RefusedReason::kWrongSession)], 0u);
   EXPECT_GT(st.md_refused[Reason(feed::RefusedReason::kBeyondEnd)], 0u);
   EXPECT_GT(st.md_snapshot_requests, 0u);
@@ -449,12 +451,13 @@ TEST(FeedFlood, BadAndExcessiveRequestsAreCountedAndMatchingGoesOn) {
   const ServiceStats& st = service->final_stats();
   std::printf(
       "trading %.1f s, flood %.1f s: %llu datagrams from %zu sources; "
-      "RateLimited %llu, dropped %llu, retransmissions served %llu (%llu "
-      "messages), snapshots sent %llu\n%s\n",
+      "RateLimited %llu, dropped %llu, reading throttled %llu times, "
+      "retransmissions served %llu (%llu messages), snapshots sent %llu\n%s\n",
       trading, flooding, static_cast<unsigned long long>(sent), flood.sources(),
       static_cast<unsigned long long>(
           st.md_refused[Reason(feed::RefusedReason::kRateLimited)]),
       static_cast<unsigned long long>(st.md_requests_dropped),
+      static_cast<unsigned long long>(st.md_requests_throttled),
       static_cast<unsigned long long>(st.md_retransmit_requests),
       static_cast<unsigned long long>(st.md_retransmit_messages),
       static_cast<unsigned long long>(st.md_snapshots_sent),

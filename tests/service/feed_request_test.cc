@@ -911,6 +911,48 @@ TEST(FeedRequestServerSnapshots, RefuseWhatTheContractRefusesInItsOrder) {
   EXPECT_EQ(c.snapshots_sent, 0u);  // all ended or still under way
 }
 
+// Snapshots are replies too: the replies' budget of all sources is
+// charged each book (its orders + 2 before it is made, the rest once it
+// is: 108 messages here), so that forged sources cannot make the server
+// send books beyond it. Two from two sources fit 220 a second; a third
+// source is refused RateLimited, then dropped.
+TEST(FeedRequestServerSnapshots, AreChargedToTheRepliesBudgetOfAllSources) {
+  FeedRequestServerOptions options;
+  options.listen = *net::Endpoint::Parse("127.0.0.1:0");
+  options.ring_bytes = kMinFeedRingBytes;
+  options.retransmit_messages_per_second = 220;
+  absl::StatusOr<std::unique_ptr<FeedRequestServer>> server =
+      FeedRequestServer::Open(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  (*server)->ring().Reset(101);
+  (*server)->Start(77, ThreeBooks(50));
+  const net::Endpoint at = (*server)->local_endpoint();
+  for (int i = 2; i <= 3; ++i) {
+    Requester source(at,
+                     *net::Endpoint::Parse(absl::StrFormat("127.0.0.%d:0", i)));
+    SendSnapshotRequest(source, 77, 5, 0);
+    const ReceivedSnapshot snapshot =
+        Collect(source.Await([](const std::vector<Blob>& r) {
+          return Collect(r).messages.size() >= 108;
+        }));
+    EXPECT_EQ(snapshot.messages.size(), 108u) << i;
+  }
+  Requester third(at, *net::Endpoint::Parse("127.0.0.4:0"));
+  SendSnapshotRequest(third, 77, 6, 0);
+  EXPECT_EQ(ReasonOf(third.Replies()), feed::RefusedReason::kRateLimited);
+  SendSnapshotRequest(third, 77, 7, 0);
+  third.Send(SnapshotRequestBytes(77, 8, 0));
+  // A retransmission request after them: answered, so they were handled.
+  third.Retransmit(78, 1, 1, 9);
+  EXPECT_EQ(ReasonOf(third.Replies()), feed::RefusedReason::kWrongSession);
+  const FeedRequestCounters c = (*server)->counters();
+  EXPECT_EQ(c.snapshots_sent, 2u);
+  EXPECT_EQ(
+      c.refused[static_cast<std::size_t>(feed::RefusedReason::kRateLimited)],
+      1u);
+  EXPECT_EQ(c.dropped, 2u);
+}
+
 TEST(FeedRequestServerSnapshots, UnavailableWhileSTimestampIsUnknown) {
   auto server = OpenServer();
   ASSERT_NE(server, nullptr);
