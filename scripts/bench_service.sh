@@ -77,7 +77,10 @@
 # md_flood sends FLOOD_RATE (200000) requests a second from 1,024 source
 # addresses to the request server (on CLIENT_CPU under SCHED_IDLE, so it
 # does not starve the client), rows SEND+feed+flood: a hostile neighbour,
-# against the same runs without it.
+# against the same runs without it. FLOOD_TARGET ("requests"; "sink": the
+# same flood to a socket of another process that never reads it, on the
+# client's CPU: the kernel's cost of the datagrams without the request
+# server's).
 #
 # Exit status: 0 when every run completed (clean or not: the table says),
 # 1 when a server or client failed, 2 on a usage error. Needs python3 (for
@@ -113,6 +116,8 @@ sends=${SENDS:-sendmmsg gso}
 input=${INPUT:-}
 feeds=${FEEDS:-off}
 flood_rate=${FLOOD_RATE:-200000}
+flood_target=${FLOOD_TARGET:-requests}
+case "$flood_target" in requests | sink) ;; *) usage ;; esac
 needed=("$ow")
 [ "$baseline" != 0 ] && needed+=("$net_bench")
 [ "$device_baseline" != 0 ] && needed+=("$journal_bench")
@@ -140,10 +145,12 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/ow-bench-service.XXXXXX")
 server_pid=
 recorder_pid=
 flood_pid=
+sink_pid=
 cleanup() {
   if [ -n "$server_pid" ]; then kill -INT "$server_pid" 2>/dev/null || true; fi
   if [ -n "$recorder_pid" ]; then kill -INT "$recorder_pid" 2>/dev/null || true; fi
   if [ -n "$flood_pid" ]; then kill "$flood_pid" 2>/dev/null || true; fi
+  if [ -n "$sink_pid" ]; then kill "$sink_pid" 2>/dev/null || true; fi
   rm -rf "$work"
 }
 trap cleanup EXIT
@@ -263,8 +270,20 @@ run_once() {
     # SCHED_IDLE: the flood (and the loopback receive work its sends do)
     # takes only the CPU the client leaves, so what the figures show is
     # the service's, not the client's starvation.
+    local flood_to=$md_request
+    if [ "$flood_target" = sink ]; then
+      # A socket that is never read: the kernel queues what fits, then drops.
+      taskset -c "$client_cpu" python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1], flush=True)
+time.sleep(3600)' >"$dir/sink.port" &
+      sink_pid=$!
+      while [ ! -s "$dir/sink.port" ]; do sleep 0.05; done
+      flood_to=$(cat "$dir/sink.port")
+    fi
     chrt --idle 0 taskset -c "$client_cpu" "$build/bench/md_flood" \
-      --target "127.0.0.1:$md_request" --session "$session" \
+      --target "127.0.0.1:$flood_to" --session "$session" \
       --rate "$flood_rate" --seconds 3600 >"$dir/flood.out" 2>&1 &
     flood_pid=$!
   fi
@@ -279,6 +298,11 @@ run_once() {
     kill "$flood_pid" 2>/dev/null || true
     wait "$flood_pid" 2>/dev/null || true
     flood_pid=
+  fi
+  if [ -n "$sink_pid" ]; then
+    kill "$sink_pid" 2>/dev/null || true
+    wait "$sink_pid" 2>/dev/null || true
+    sink_pid=
   fi
   # The server's CPU time (user + system, clock ticks) while it served:
   # read before the stop, so the shutdown is not counted.
