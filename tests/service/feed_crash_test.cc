@@ -31,9 +31,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/run_client.h"
 #include "config/service_config.h"
-#include "engine/workload.h"
 #include "gtest/gtest.h"
 #include "net/udp.h"
 #include "tests/support/child_process.h"
@@ -41,6 +39,7 @@
 #include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
+#include "tests/support/trading_clients.h"
 
 namespace orderwire::service {
 namespace {
@@ -49,7 +48,6 @@ using std::chrono::milliseconds;
 using test_support::ChildProcess;
 
 constexpr std::size_t kFeedCrashCommands = 20'000;  // per session
-constexpr std::uint32_t kFeedCrashSessions[] = {1, 2};
 constexpr std::int64_t kFeedHeartbeatMs = 100;
 constexpr int kFeedCrashKills = 2;
 
@@ -135,62 +133,17 @@ std::uint64_t ReplayedThrough(const std::string& log) {
   return last;
 }
 
-// The clients, one per session on a thread of its own, retransmitting
-// through the restarts.
-class FeedCrashClients {
- public:
-  explicit FeedCrashClients(const net::Endpoint& target) {
-    for (std::size_t c = 0; c < std::size(kFeedCrashSessions); ++c) {
-      threads_.emplace_back([this, c, target] {
-        const std::vector<std::byte> input =
-            workload::EncodeCommands(workload::Generate(
-                workload::Workload::kMixed, kFeedCrashCommands, 40 + c));
-        client::ClientOptions options;
-        options.target = target;
-        options.session_id = kFeedCrashSessions[c];
-        options.rate = 4000;  // seconds of load: the kills land under it
-        options.retransmit_timeout_ms = 100;
-        options.give_up_ms = 60'000;
-        results_[c] = client::RunClient(options, input, stop_);
-        done_.fetch_add(1);
-      });
-    }
-  }
-  ~FeedCrashClients() {
-    stop_.store(true);
-    Join();
-  }
-  [[nodiscard]] bool Busy() const {
-    return done_.load() < std::size(kFeedCrashSessions);
-  }
-  void Join() {
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  // After Join(): every command acknowledged.
-  void ExpectAllAcknowledged() const {
-    for (const auto& result : results_) {
-      ASSERT_TRUE(result.ok()) << result.status();
-      EXPECT_EQ(result->acknowledged, kFeedCrashCommands);
-    }
-  }
-
- private:
-  std::vector<absl::StatusOr<client::ClientResult>> results_ =
-      std::vector<absl::StatusOr<client::ClientResult>>(
-          std::size(kFeedCrashSessions), absl::UnknownError("not run"));
-  std::atomic<bool> stop_{false};
-  std::atomic<std::size_t> done_{0};
-  std::vector<std::thread> threads_;
-};
-
 TEST(FeedCrash, ASubscriberSeesOneContiguousFeedAcrossKillsAndRestarts) {
   FeedCrashServer server;
   test_support::FeedFollower follower({server.requests()},
                                       kFeedHeartbeatMs * 1'000'000);
   ASSERT_TRUE(server.Start(follower.endpoint()));
-  FeedCrashClients clients(server.listen());
+  // Seconds of load at 4,000 a second per session: the kills land under it.
+  test_support::TradingClients clients({.target = server.listen(),
+                                        .sessions = {1, 2},
+                                        .commands = kFeedCrashCommands,
+                                        .seed = 40,
+                                        .rate = 4000});
   // Each kill once the subscriber has 1500 more messages: mid-stream.
   int kills = 0;
   for (; kills < kFeedCrashKills; ++kills) {

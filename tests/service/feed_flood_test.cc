@@ -42,9 +42,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "client/run_client.h"
 #include "codec/wire.h"
-#include "engine/workload.h"
 #include "feed/builder.h"
 #include "feed/packet.h"
 #include "feed/types.h"
@@ -59,6 +57,7 @@
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
+#include "tests/support/trading_clients.h"
 
 namespace orderwire::service {
 namespace {
@@ -66,7 +65,6 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr std::size_t kFloodCommands = 3'000;  // per client
-constexpr std::uint32_t kFloodSessions[] = {1, 2, 3};
 constexpr int kFloodThreads = 1;
 constexpr std::size_t kFloodSources = 256;  // over all flooder threads
 constexpr std::int64_t kFloodHeartbeatNs = 50'000'000;
@@ -267,53 +265,6 @@ class Flooder {
   std::vector<std::thread> threads_;
 };
 
-// The clients, one per session on a thread of its own.
-class FloodClients {
- public:
-  explicit FloodClients(const net::Endpoint& target) {
-    for (std::size_t c = 0; c < std::size(kFloodSessions); ++c) {
-      threads_.emplace_back([this, c, target] {
-        const std::vector<std::byte> input =
-            workload::EncodeCommands(workload::Generate(
-                workload::Workload::kMixed, kFloodCommands, 60 + c));
-        client::ClientOptions options;
-        options.target = target;
-        options.session_id = kFloodSessions[c];
-        options.rate = 2000;  // over a second of trading: the flood lands in it
-        options.retransmit_timeout_ms = 100;
-        options.give_up_ms = 60'000;
-        results_[c] = client::RunClient(options, input, stop_);
-      });
-    }
-  }
-  ~FloodClients() {
-    stop_.store(true);
-    Join();
-  }
-  FloodClients(const FloodClients&) = delete;
-  FloodClients& operator=(const FloodClients&) = delete;
-
-  void Join() {
-    for (std::thread& t : threads_) {
-      if (t.joinable()) t.join();
-    }
-  }
-  // After Join(): every command acknowledged.
-  void ExpectAllAcknowledged() const {
-    for (const auto& result : results_) {
-      ASSERT_TRUE(result.ok()) << result.status();
-      EXPECT_EQ(result->acknowledged, kFloodCommands);
-    }
-  }
-
- private:
-  std::vector<absl::StatusOr<client::ClientResult>> results_ =
-      std::vector<absl::StatusOr<client::ClientResult>>(
-          std::size(kFloodSessions), absl::UnknownError("not run"));
-  std::atomic<bool> stop_{false};
-  std::vector<std::thread> threads_;
-};
-
 // Whether every counter the test checks has moved: each cause sent
 // counted, refusals and drops of the budgets, every source known.
 bool FloodCounted(const ServiceStats& st) {
@@ -407,7 +358,12 @@ TEST(FeedFlood, BadAndExcessiveRequestsAreCountedAndMatchingGoesOn) {
   ASSERT_TRUE(session.ok()) << session.status();
   const auto start = std::chrono::steady_clock::now();
   Flooder flood(*service->service().md_request_endpoint(), *session);
-  FloodClients clients(service->endpoint());
+  // Over a second of trading at 2,000 a second each: the flood lands in it.
+  test_support::TradingClients clients({.target = service->endpoint(),
+                                        .sessions = {1, 2, 3},
+                                        .commands = kFloodCommands,
+                                        .seed = 60,
+                                        .rate = 2000});
   clients.Join();
   const double trading =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
