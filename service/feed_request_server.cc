@@ -307,23 +307,28 @@ class FeedRequestHandler {
       return Verdict::kRefuse;
     }
     if (snapshot) return CheckSnapshot(request, source);
-    if (!TakeReplyMessages(static_cast<double>(
-            std::min<std::size_t>(request.count(), kMaxRetransmitMessages)))) {
-      return RateLimited(source);
-    }
     range_ = ring_.Retained();
     if (range_.next_sequence == 0) {  // the writer overtook every read
       reason_ = feed::RefusedReason::kUnavailable;
       return Verdict::kRefuse;
     }
+    Verdict verdict = Verdict::kServe;
     if (request.sequence() < range_.first_retained) {
-      return CheckJournal(request);
-    }
-    if (request.sequence() >= range_.next_sequence) {
+      verdict = CheckJournal(request);
+      if (verdict != Verdict::kRegenerate) return verdict;
+    } else if (request.sequence() >= range_.next_sequence) {
       reason_ = feed::RefusedReason::kBeyondEnd;
       return Verdict::kRefuse;
     }
-    return Verdict::kServe;
+    // The replies' budget is charged what the reply will hold: N' =
+    // min(N, 1024, next - S); a request refused above costs it nothing.
+    const std::uint64_t messages =
+        std::min<std::uint64_t>({request.count(), kMaxRetransmitMessages,
+                                 range_.next_sequence - request.sequence()});
+    if (!TakeReplyMessages(static_cast<double>(messages))) {
+      return RateLimited(source);
+    }
+    return verdict;
   }
 
   // Below the ring: NotRetained below the journal's F too; Unavailable when

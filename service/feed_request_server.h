@@ -11,8 +11,9 @@
 // at most once a second per source, else dropped), WrongSession, S below F
 // (NotRetained with F: the ring's first, or the journal's first regenerable
 // sequence if lower), S at or beyond the next sequence (BeyondEnd), the
-// journal cannot be read (Unavailable). A datagram that fails RequestView's
-// checks is dropped and counted by cause.
+// journal cannot be read (Unavailable), the replies' budget below short of
+// the reply's N' messages (RateLimited). A datagram that fails
+// RequestView's checks is dropped and counted by cause.
 //
 // Regeneration: one at a time; another request below the ring meanwhile is
 // refused Unavailable (the subscriber asks again; the same request again
