@@ -143,22 +143,37 @@ void BM_Copy(benchmark::State& state) {
 }
 BENCHMARK(BM_Copy)->Name("copy/mixed")->Unit(benchmark::kMillisecond);
 
+// Parses each of the feed's packets (session kSession) and calls
+// `on_block` with every message block, in order. False, having stopped, if
+// a packet does not parse (the benchmark then skipped with an error) or
+// `on_block` returned false (it skips the benchmark itself).
+template <typename OnBlock>
+bool ForEachBlock(benchmark::State& state, const Feed& feed,
+                  OnBlock&& on_block) {
+  for (const std::vector<std::byte>& p : feed.packets) {
+    const auto parsed =
+        feed::PacketView::Parse(p, feed::SessionFilter::Only(kSession));
+    if (!parsed.ok()) {
+      state.SkipWithError("a packet the parser refused");
+      return false;
+    }
+    for (const feed::MessageBlock block : *parsed) {
+      if (!on_block(block)) return false;
+    }
+  }
+  return true;
+}
+
 void BM_Parse(benchmark::State& state) {
   const Feed& feed = MixedFeed();
   std::uint64_t messages = 0;
   std::uint64_t kinds = 0;
   for (auto _ : state) {
-    for (const std::vector<std::byte>& p : feed.packets) {
-      const auto parsed =
-          feed::PacketView::Parse(p, feed::SessionFilter::Only(kSession));
-      if (!parsed.ok()) {
-        state.SkipWithError("a packet the parser refused");
-        return;
-      }
-      for (const feed::MessageBlock block : *parsed) {
-        kinds += static_cast<std::uint8_t>(block.kind());
-      }
-    }
+    const bool ok = ForEachBlock(state, feed, [&](feed::MessageBlock block) {
+      kinds += static_cast<std::uint8_t>(block.kind());
+      return true;
+    });
+    if (!ok) return;
     messages += feed.messages;
   }
   benchmark::DoNotOptimize(kinds);
@@ -175,20 +190,12 @@ void BM_Book(benchmark::State& state) {
     state.PauseTiming();
     book.Clear();
     state.ResumeTiming();
-    for (const std::vector<std::byte>& p : feed.packets) {
-      const auto parsed =
-          feed::PacketView::Parse(p, feed::SessionFilter::Only(kSession));
-      if (!parsed.ok()) {
-        state.SkipWithError("a packet the parser refused");
-        return;
-      }
-      for (const feed::MessageBlock block : *parsed) {
-        if (book.Apply(block) != BookError::kOk) {
-          state.SkipWithError("a message the book refused");
-          return;
-        }
-      }
-    }
+    const bool ok = ForEachBlock(state, feed, [&](feed::MessageBlock block) {
+      if (book.Apply(block) == BookError::kOk) return true;
+      state.SkipWithError("a message the book refused");
+      return false;
+    });
+    if (!ok) return;
     messages += feed.messages;
   }
   Report(state, messages);

@@ -94,31 +94,39 @@ std::uint64_t WriteJournal(const std::string& dir,
   return id;
 }
 
-// MARKETDATA-GOLDEN.md: instrument 42 only, default bands;
-// record 1 at T1 a buy of 300 at 10050, record 2 at T2 a sell of 400 at
-// 10040 (another session and account).
-void WriteGoldenJournal(const std::string& dir) {
+// MARKETDATA-GOLDEN.md: instrument 42 only, default bands.
+state::PinnedConfig GoldenPinned() {
   state::PinnedConfig pinned;
   pinned.engine.min_instrument = 42;
   pinned.engine.max_instrument = 42;
-  WriteJournal(
-      dir, pinned,
-      {{1,
-        test_support::Frame(1, test_support::Limit({.account_id = 1,
-                                                    .client_order_id = 1,
-                                                    .instrument_id = 42,
-                                                    .side = codec::Side::kBuy,
-                                                    .price = 10050,
-                                                    .quantity = 300})),
-        kT1},
-       {2,
-        test_support::Frame(1, test_support::Limit({.account_id = 2,
-                                                    .client_order_id = 1,
-                                                    .instrument_id = 42,
-                                                    .side = codec::Side::kSell,
-                                                    .price = 10040,
-                                                    .quantity = 400})),
-        kT2}});
+  return pinned;
+}
+
+// MARKETDATA-GOLDEN.md's records: record 1 at T1 a buy of 300 at 10050,
+// record 2 at T2 a sell of 400 at 10040 (another session and account).
+std::vector<JournalRecord> GoldenRecords() {
+  return {
+      {1,
+       test_support::Frame(1, test_support::Limit({.account_id = 1,
+                                                   .client_order_id = 1,
+                                                   .instrument_id = 42,
+                                                   .side = codec::Side::kBuy,
+                                                   .price = 10050,
+                                                   .quantity = 300})),
+       kT1},
+      {2,
+       test_support::Frame(1, test_support::Limit({.account_id = 2,
+                                                   .client_order_id = 1,
+                                                   .instrument_id = 42,
+                                                   .side = codec::Side::kSell,
+                                                   .price = 10040,
+                                                   .quantity = 400})),
+       kT2}};
+}
+
+// The golden journal: GoldenRecords() pinning GoldenPinned().
+void WriteGoldenJournal(const std::string& dir) {
+  WriteJournal(dir, GoldenPinned(), GoldenRecords());
 }
 
 // The golden feed, messages 1 to 6, as MARKETDATA-GOLDEN.md lists it.
@@ -222,9 +230,7 @@ TEST(MdFromJournalCli, UsageErrorsExitTwoJournalErrorsOne) {
 // StateMachine applying the same records makes them.
 TEST(MdFromJournalCli, ANewFeedSessionPrintsFromSequenceOneAgain) {
   ScratchDir dir;
-  state::PinnedConfig pinned;
-  pinned.engine.min_instrument = 42;
-  pinned.engine.max_instrument = 42;
+  const state::PinnedConfig pinned = GoldenPinned();
   constexpr std::uint64_t kT3 = kT2 + 1000;
   const auto buy = [](std::uint64_t sequence, std::int64_t price) {
     return test_support::Frame(sequence,
@@ -235,25 +241,9 @@ TEST(MdFromJournalCli, ANewFeedSessionPrintsFromSequenceOneAgain) {
                                                     .price = price,
                                                     .quantity = 5}));
   };
-  const std::vector<JournalRecord> records = {
-      {1,
-       test_support::Frame(1, test_support::Limit({.account_id = 1,
-                                                   .client_order_id = 1,
-                                                   .instrument_id = 42,
-                                                   .side = codec::Side::kBuy,
-                                                   .price = 10050,
-                                                   .quantity = 300})),
-       kT1},
-      {2,
-       test_support::Frame(1, test_support::Limit({.account_id = 2,
-                                                   .client_order_id = 1,
-                                                   .instrument_id = 42,
-                                                   .side = codec::Side::kSell,
-                                                   .price = 10040,
-                                                   .quantity = 400})),
-       kT2},
-      {1, buy(2, 10000), kT3, state::kRecordNewFeedSession},
-      {1, buy(3, 10001), kT3 + 1}};
+  std::vector<JournalRecord> records = GoldenRecords();
+  records.push_back({1, buy(2, 10000), kT3, state::kRecordNewFeedSession});
+  records.push_back({1, buy(3, 10001), kT3 + 1});
   const std::uint64_t journal_id = WriteJournal(dir.Sub("j"), pinned, records);
   // The reference: the same records through a StateMachine, as text.
   state::StateMachineOptions options;

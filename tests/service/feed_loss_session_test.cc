@@ -37,6 +37,7 @@
 #include "state/record_flags.h"
 #include "state/state_machine.h"
 #include "tests/support/bytes.h"
+#include "tests/support/feed_requester.h"
 #include "tests/support/files.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/orders.h"
@@ -70,7 +71,6 @@ class LossFeedSubscriber {
     }
     return packets_;
   }
-  net::UdpSocket& socket() { return *socket_; }
 
  private:
   std::optional<net::UdpSocket> socket_;
@@ -147,16 +147,7 @@ constexpr std::uint64_t kPerDatagram = 6;
 // Command `sequence` of trader `t`: buys of one against sells of the other
 // on two instruments, so orders rest and trade.
 Bytes LossTraderCommand(std::size_t t, std::uint64_t sequence) {
-  return test_support::Frame(
-      sequence,
-      codec::NewLimit{
-          .account_id = t + 1,
-          .client_order_id = sequence,
-          .instrument_id = static_cast<std::uint32_t>(1 + sequence % 2),
-          .side = t == 0 ? codec::Side::kBuy : codec::Side::kSell,
-          .time_in_force = codec::TimeInForce::kGoodTillCancel,
-          .price = static_cast<std::int64_t>(100 + (sequence * 7 + t) % 5),
-          .quantity = 1 + (sequence * 3 + t) % 13});
+  return test_support::Frame(sequence, test_support::TraderLimit(t, sequence));
 }
 
 // Each trader of `traders` sends `datagrams` datagrams (its commands from
@@ -337,18 +328,13 @@ TEST(ServiceFeedAfterLoss, AnAcceptedLossStartsANewFeedSessionAtStartOfFeed) {
     // The request server answers for the new session: messages from 1.
     ASSERT_TRUE(service->WaitFor(
         [](const ServiceStats& st) { return st.md_next_sequence > 3; }));
-    const net::Endpoint server = *service->service().md_request_endpoint();
-    std::array<std::byte, feed::kPacketHeaderSize> request{};
-    const auto size =
-        feed::EncodeRetransmitRequest(request, new_session, 1, 3, 9);
-    LossFeedSubscriber asker;
-    net::DatagramBatch batch(4);
-    std::copy(request.begin(), request.begin() + *size,
-              batch.buffer(0).begin());
-    batch.set_length(0, *size);
-    batch.set_peer(0, server);
-    ASSERT_EQ(asker.socket().Send(batch, 1), 1);
-    const std::vector<LossPacket> answer = ParseLossPackets(asker.Drain());
+    test_support::FeedRequester asker(
+        *service->service().md_request_endpoint());
+    asker.Retransmit(new_session, 1, 3, 9);
+    // The first reply, then any other until 300 ms pass without one.
+    const std::vector<LossPacket> answer = ParseLossPackets(
+        asker.Await([](const std::vector<Bytes>& r) { return !r.empty(); },
+                    /*settle_ms=*/300));
     ASSERT_EQ(answer.size(), 1u);
     EXPECT_EQ(answer[0].type, feed::PacketType::kData);
     EXPECT_EQ(answer[0].session, new_session);

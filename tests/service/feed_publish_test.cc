@@ -52,6 +52,7 @@
 #include "tests/support/bytes.h"
 #include "tests/support/feed_follower.h"
 #include "tests/support/journal_replay.h"
+#include "tests/support/orders.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
 
@@ -515,16 +516,7 @@ Bytes TraderCommand(std::size_t t, std::uint64_t sequence) {
         sequence, codec::CancelByClient{.account_id = t + 1,
                                         .client_order_id = sequence - 3});
   }
-  return test_support::Frame(
-      sequence,
-      codec::NewLimit{
-          .account_id = t + 1,
-          .client_order_id = sequence,
-          .instrument_id = static_cast<std::uint32_t>(1 + sequence % 2),
-          .side = t == 0 ? codec::Side::kBuy : codec::Side::kSell,
-          .time_in_force = codec::TimeInForce::kGoodTillCancel,
-          .price = static_cast<std::int64_t>(100 + (sequence * 7 + t) % 5),
-          .quantity = 1 + (sequence * 3 + t) % 13});
+  return test_support::Frame(sequence, test_support::TraderLimit(t, sequence));
 }
 
 ServiceOptions PublishingOptions(const std::string& journal,

@@ -45,6 +45,7 @@
 #include "state/snapshot.h"
 #include "state/state_machine.h"
 #include "tests/support/bytes.h"
+#include "tests/support/feed_requester.h"
 #include "tests/support/journal_replay.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -132,67 +133,7 @@ void FillRing(FeedRing& ring, const std::vector<Blob>& feed,
   ring.Commit();
 }
 
-// A subscriber's socket: sends RetransmitRequests, reads replies.
-class Asker {
- public:
-  explicit Asker(const net::Endpoint& server)
-      : server_(server), rx_(64), tx_(1) {
-    absl::StatusOr<net::UdpSocket> socket =
-        net::UdpSocket::Bind(*net::Endpoint::Parse("127.0.0.1:0"));
-    EXPECT_TRUE(socket.ok()) << socket.status();
-    if (socket.ok()) socket_.emplace(*std::move(socket));
-  }
-
-  void Ask(std::uint64_t session, std::uint64_t first, std::uint16_t count,
-           std::uint16_t token) {
-    const auto size = feed::EncodeRetransmitRequest(tx_.buffer(0), session,
-                                                    first, count, token);
-    ASSERT_TRUE(size.ok());
-    tx_.set_length(0, *size);
-    tx_.set_peer(0, server_);
-    ASSERT_EQ(socket_->Send(tx_, 1), 1);
-  }
-
-  // Replies until a Refused, or Data packets holding `messages` messages,
-  // or 10 s.
-  std::vector<Blob> Await(std::size_t messages) {
-    std::vector<Blob> replies;
-    std::size_t got = 0;
-    const std::int64_t deadline = base::MonotonicNs() + 10'000'000'000;
-    while (got < messages && base::MonotonicNs() < deadline) {
-      if (!socket_->WaitReadable(50)) continue;
-      const int n = socket_->Receive(rx_, rx_.capacity());
-      for (int i = 0; i < n; ++i) {
-        const auto d = rx_.datagram(static_cast<std::size_t>(i));
-        replies.emplace_back(d.begin(), d.end());
-        const auto view =
-            feed::PacketView::Parse(d, feed::SessionFilter::Any());
-        if (!view.ok()) continue;
-        if (view->type() == feed::PacketType::kRefused) return replies;
-        got += view->count();
-      }
-    }
-    return replies;
-  }
-  // Whatever comes within `ms`.
-  std::vector<Blob> Quiet(int ms) {
-    std::vector<Blob> replies;
-    if (socket_->WaitReadable(ms)) {
-      const int n = socket_->Receive(rx_, rx_.capacity());
-      for (int i = 0; i < n; ++i) {
-        const auto d = rx_.datagram(static_cast<std::size_t>(i));
-        replies.emplace_back(d.begin(), d.end());
-      }
-    }
-    return replies;
-  }
-
- private:
-  net::Endpoint server_;
-  std::optional<net::UdpSocket> socket_;
-  net::DatagramBatch rx_;
-  net::DatagramBatch tx_;
-};
+using test_support::FeedRequester;
 
 // What replies held: the messages of Data packets (checked contiguous from
 // `first`, with `token`), or the Refused.
@@ -297,13 +238,13 @@ TEST(FeedRegeneration, BelowTheRingSendsTheJournalsFeedByteForByte) {
   const std::uint64_t ring_first = t->feed.size() - 40;
   auto server = ServerOver(*t, ring_first);
   ASSERT_NE(server, nullptr);
-  Asker asker(server->local_endpoint());
+  FeedRequester asker(server->local_endpoint());
   // Within the journal only, and across into the ring's messages.
-  asker.Ask(t->journal_id, 100, 50, 9);
-  ExpectFeed(Read(asker.Await(50), 100, 9), *t, 100, 50);
-  asker.Ask(t->journal_id, ring_first - 10, 1024, 10);
-  ExpectFeed(Read(asker.Await(51), ring_first - 10, 10), *t, ring_first - 10,
-             51);
+  asker.Retransmit(t->journal_id, 100, 50, 9);
+  ExpectFeed(Read(asker.MessagesOrRefused(50), 100, 9), *t, 100, 50);
+  asker.Retransmit(t->journal_id, ring_first - 10, 1024, 10);
+  ExpectFeed(Read(asker.MessagesOrRefused(51), ring_first - 10, 10), *t,
+             ring_first - 10, 51);
   const FeedRequestCounters c = server->counters();
   EXPECT_EQ(c.regenerations, 2u);
   EXPECT_EQ(c.retransmit_requests, 2u);
@@ -317,15 +258,15 @@ TEST(FeedRegeneration, ACatchUpGoesOnFromWhereTheLastRequestEnded) {
   const std::uint64_t ring_first = t->feed.size() - 40;
   auto server = ServerOver(*t, ring_first);
   ASSERT_NE(server, nullptr);
-  Asker asker(server->local_endpoint());
+  FeedRequester asker(server->local_endpoint());
   std::uint64_t requests = 0;
   for (std::uint64_t next = 1; next < ring_first; ++requests) {
     const auto token = static_cast<std::uint16_t>(requests + 1);
     // The last request crosses into the ring, up to the next sequence.
     const std::size_t want =
         std::min<std::size_t>(100, t->feed.size() + 1 - next);
-    asker.Ask(t->journal_id, next, 100, token);
-    const Answer a = Read(asker.Await(want), next, token);
+    asker.Retransmit(t->journal_id, next, 100, token);
+    const Answer a = Read(asker.MessagesOrRefused(want), next, token);
     ExpectFeed(a, *t, next, want);
     next += a.messages.size();
     if (a.messages.empty()) break;
@@ -337,8 +278,8 @@ TEST(FeedRegeneration, ACatchUpGoesOnFromWhereTheLastRequestEnded) {
   EXPECT_EQ(c.regeneration_starts, 1u);
   EXPECT_LE(c.regeneration_records, test_support::kTradingRecords);
   // Asking back before the position starts again.
-  asker.Ask(t->journal_id, 2, 10, 999);
-  ExpectFeed(Read(asker.Await(10), 2, 999), *t, 2, 10);
+  asker.Retransmit(t->journal_id, 2, 10, 999);
+  ExpectFeed(Read(asker.MessagesOrRefused(10), 2, 999), *t, 2, 10);
   EXPECT_EQ(server->counters().regeneration_starts, 2u);
 }
 
@@ -355,9 +296,9 @@ TEST(FeedRegeneration, APrunedJournalStartsAtItsOldestSnapshot) {
   ASSERT_LT(t->snapshot_next[1], ring_first);
   auto server = ServerOver(*t, ring_first);
   ASSERT_NE(server, nullptr);
-  Asker asker(server->local_endpoint());
-  asker.Ask(t->journal_id, f - 1, 10, 1);
-  const Answer below = Read(asker.Await(1), f - 1, 1);
+  FeedRequester asker(server->local_endpoint());
+  asker.Retransmit(t->journal_id, f - 1, 10, 1);
+  const Answer below = Read(asker.MessagesOrRefused(1), f - 1, 1);
   ASSERT_TRUE(below.refused.has_value());
   EXPECT_EQ(below.refused->reason, feed::RefusedReason::kNotRetained);
   EXPECT_EQ(below.refused->first_retained, f);
@@ -366,10 +307,10 @@ TEST(FeedRegeneration, APrunedJournalStartsAtItsOldestSnapshot) {
   EXPECT_EQ(server->counters().first_retained, f);
   // From F, and between the snapshots (from the older one: the newer is
   // past it), the journal's bytes.
-  asker.Ask(t->journal_id, f, 30, 2);
-  ExpectFeed(Read(asker.Await(30), f, 2), *t, f, 30);
-  asker.Ask(t->journal_id, t->snapshot_next[1] - 5, 10, 3);
-  ExpectFeed(Read(asker.Await(10), t->snapshot_next[1] - 5, 3), *t,
+  asker.Retransmit(t->journal_id, f, 30, 2);
+  ExpectFeed(Read(asker.MessagesOrRefused(30), f, 2), *t, f, 30);
+  asker.Retransmit(t->journal_id, t->snapshot_next[1] - 5, 10, 3);
+  ExpectFeed(Read(asker.MessagesOrRefused(10), t->snapshot_next[1] - 5, 3), *t,
              t->snapshot_next[1] - 5, 10);
   EXPECT_EQ(server->counters().regenerations, 2u);
 }
@@ -382,9 +323,9 @@ TEST(FeedRegeneration, OneAtATimeAndTheRingIsAnsweredMeanwhile) {
   options.hold_regeneration_for_testing = &hold;
   auto server = ServerOver(*t, ring_first, options);
   ASSERT_NE(server, nullptr);
-  Asker first(server->local_endpoint());
-  Asker second(server->local_endpoint());
-  first.Ask(t->journal_id, 1, 20, 1);
+  FeedRequester first(server->local_endpoint());
+  FeedRequester second(server->local_endpoint());
+  first.Retransmit(t->journal_id, 1, 20, 1);
   const std::int64_t deadline = base::MonotonicNs() + 5'000'000'000;
   while (server->counters().regenerations == 0 &&
          base::MonotonicNs() < deadline) {
@@ -392,23 +333,24 @@ TEST(FeedRegeneration, OneAtATimeAndTheRingIsAnsweredMeanwhile) {
   }
   ASSERT_EQ(server->counters().regenerations, 1u);
   // Another regeneration meanwhile: Unavailable.
-  second.Ask(t->journal_id, 5, 20, 2);
-  const Answer refused = Read(second.Await(1), 5, 2);
+  second.Retransmit(t->journal_id, 5, 20, 2);
+  const Answer refused = Read(second.MessagesOrRefused(1), 5, 2);
   ASSERT_TRUE(refused.refused.has_value());
   EXPECT_EQ(refused.refused->reason, feed::RefusedReason::kUnavailable);
   EXPECT_EQ(refused.refused->first_retained, 1u);
   // The ring is answered.
-  second.Ask(t->journal_id, ring_first, 10, 3);
-  ExpectFeed(Read(second.Await(10), ring_first, 3), *t, ring_first, 10);
+  second.Retransmit(t->journal_id, ring_first, 10, 3);
+  ExpectFeed(Read(second.MessagesOrRefused(10), ring_first, 3), *t, ring_first,
+             10);
   // The same request again: Unavailable too; nothing else comes meanwhile.
-  first.Ask(t->journal_id, 1, 20, 4);
-  const Answer again = Read(first.Await(1), 1, 4);
+  first.Retransmit(t->journal_id, 1, 20, 4);
+  const Answer again = Read(first.MessagesOrRefused(1), 1, 4);
   ASSERT_TRUE(again.refused.has_value());
   EXPECT_EQ(again.refused->reason, feed::RefusedReason::kUnavailable);
-  EXPECT_TRUE(first.Quiet(100).empty());
+  EXPECT_TRUE(first.RepliesFor(100).empty());
   hold = false;
   // The reply, with the first request's token.
-  ExpectFeed(Read(first.Await(20), 1, 1), *t, 1, 20);
+  ExpectFeed(Read(first.MessagesOrRefused(20), 1, 1), *t, 1, 20);
   const FeedRequestCounters c = server->counters();
   EXPECT_EQ(c.regenerations, 1u);
   EXPECT_EQ(
@@ -432,9 +374,9 @@ TEST(FeedRegeneration, AJournalThatCannotBeReadIsUnavailableAndSaid) {
       std::filesystem::remove(entry.path());
     }
   }
-  Asker asker(server->local_endpoint());
-  asker.Ask(t->journal_id, 10, 10, 5);
-  const Answer a = Read(asker.Await(1), 10, 5);
+  FeedRequester asker(server->local_endpoint());
+  asker.Retransmit(t->journal_id, 10, 10, 5);
+  const Answer a = Read(asker.MessagesOrRefused(1), 10, 5);
   ASSERT_TRUE(a.refused.has_value());
   EXPECT_EQ(a.refused->reason, feed::RefusedReason::kUnavailable);
   EXPECT_TRUE(a.messages.empty());
@@ -500,7 +442,7 @@ TEST(FeedRegeneration, ARestartedServiceAnswersBelowItsRingFromTheJournal) {
       test_support::ReplayJournalBySession(options.journal.directory,
                                            options.config.engine);
   ASSERT_GE(replay.feed.size(), first_run_end + 19);
-  Asker asker(*service->service().md_request_endpoint());
+  FeedRequester asker(*service->service().md_request_endpoint());
   // The session is the journal's id: ask with it (the restart's ring
   // starts at first_run_end, so 1 is below it).
   absl::StatusOr<std::uint64_t> id =
@@ -508,8 +450,8 @@ TEST(FeedRegeneration, ARestartedServiceAnswersBelowItsRingFromTheJournal) {
   ASSERT_TRUE(id.ok()) << id.status();
   const std::size_t want =
       std::min<std::size_t>(first_run_end + 10 - 1, kMaxRetransmitMessages);
-  asker.Ask(*id, 1, static_cast<std::uint16_t>(want), 7);
-  const Answer a = Read(asker.Await(want), 1, 7);
+  asker.Retransmit(*id, 1, static_cast<std::uint16_t>(want), 7);
+  const Answer a = Read(asker.MessagesOrRefused(want), 1, 7);
   ASSERT_TRUE(service->Stop().ok());
   EXPECT_FALSE(a.refused.has_value());
   EXPECT_TRUE(a.contiguous);

@@ -46,6 +46,7 @@
 #include "service/feed_request_server.h"
 #include "service/feed_ring.h"
 #include "tests/feed/golden.h"
+#include "tests/support/feed_requester.h"
 
 namespace orderwire::service {
 namespace {
@@ -211,111 +212,7 @@ TEST(FeedRing, AReaderOnAnotherThreadNeverGetsTornBytes) {
 
 // --- The server ----------------------------------------------------------
 
-// A subscriber's socket that sends requests to the server and reads
-// replies.
-class Requester {
- public:
-  explicit Requester(
-      const net::Endpoint& server,
-      const net::Endpoint& local = *net::Endpoint::Parse("127.0.0.1:0"))
-      : server_(server), rx_(64) {
-    socket_.emplace(*net::UdpSocket::Bind(local));
-  }
-  void Send(std::span<const std::byte> bytes) {
-    net::DatagramBatch tx(1);
-    std::copy(bytes.begin(), bytes.end(), tx.buffer(0).begin());
-    tx.set_length(0, bytes.size());
-    tx.set_peer(0, server_);
-    ASSERT_EQ(socket_->Send(tx, 1), 1);
-  }
-  void Retransmit(std::uint64_t session, std::uint64_t first,
-                  std::uint16_t count, std::uint16_t token) {
-    std::array<std::byte, feed::kPacketHeaderSize> out;
-    const auto size =
-        feed::EncodeRetransmitRequest(out, session, first, count, token);
-    Send(std::span(out).first(*size));
-  }
-  // Replies until `done` holds for them (or 10 s pass: the caller's
-  // expectations then fail), then whatever else arrives within 20 ms.
-  std::vector<Blob> Await(
-      const std::function<bool(const std::vector<Blob>&)>& done) {
-    std::vector<Blob> replies;
-    const std::int64_t deadline = base::MonotonicNs() + 10'000'000'000;
-    while (!done(replies) && base::MonotonicNs() < deadline) Read(100, replies);
-    while (Read(20, replies)) {
-    }
-    return replies;
-  }
-  // `n` replies (more if they come at once).
-  std::vector<Blob> Replies(std::size_t n = 1) {
-    return Await([n](const std::vector<Blob>& r) { return r.size() >= n; });
-  }
-  // Replies until their Data packets hold `messages` messages.
-  std::vector<Blob> Messages(std::size_t messages) {
-    return Await([messages](const std::vector<Blob>& replies) {
-      std::size_t n = 0;
-      for (const Blob& r : replies) {
-        n += codec::LoadLE<std::uint16_t>(r.data() + 20);
-      }
-      return n >= messages;
-    });
-  }
-  // Replies until a whole snapshot came (its packets hold SnapshotStart's
-  // message_count messages) or a Refused did.
-  std::vector<Blob> Snapshot() {
-    return Await([](const std::vector<Blob>& replies) {
-      std::uint64_t want = 0;
-      std::uint64_t got = 0;
-      for (const Blob& r : replies) {
-        const auto view =
-            feed::PacketView::Parse(r, feed::SessionFilter::Any());
-        if (!view.ok()) continue;
-        if (view->type() == feed::PacketType::kRefused) return true;
-        if (view->type() != feed::PacketType::kSnapshot) continue;
-        got += view->count();
-        if (view->sequence() == 1) {
-          want = codec::LoadLE<std::uint32_t>(
-              r.data() + feed::kPacketHeaderSize + feed::kBlockLengthSize +
-              feed::MessageOffsetOf<&feed::SnapshotStart::message_count>());
-        }
-      }
-      return want != 0 && got >= want;
-    });
-  }
-  // Every reply of the next `ms` milliseconds.
-  std::vector<Blob> RepliesFor(int ms) {
-    std::vector<Blob> replies;
-    const std::int64_t end = base::MonotonicNs() + std::int64_t{ms} * 1'000'000;
-    for (std::int64_t now = base::MonotonicNs(); now < end;
-         now = base::MonotonicNs()) {
-      if (!socket_->WaitReadable(static_cast<int>((end - now) / 1'000'000) +
-                                 1)) {
-        continue;
-      }
-      const int n = socket_->Receive(rx_, rx_.capacity());
-      for (int i = 0; i < n; ++i) {
-        const auto d = rx_.datagram(static_cast<std::size_t>(i));
-        replies.emplace_back(d.begin(), d.end());
-      }
-    }
-    return replies;
-  }
-
- private:
-  bool Read(int timeout_ms, std::vector<Blob>& replies) {
-    if (!socket_->WaitReadable(timeout_ms)) return false;
-    const int n = socket_->Receive(rx_, rx_.capacity());
-    for (int i = 0; i < n; ++i) {
-      const auto d = rx_.datagram(static_cast<std::size_t>(i));
-      replies.emplace_back(d.begin(), d.end());
-    }
-    return n > 0;
-  }
-
-  net::Endpoint server_;
-  std::optional<net::UdpSocket> socket_;
-  net::DatagramBatch rx_;
-};
+using test_support::FeedRequester;
 
 std::unique_ptr<FeedRequestServer> OpenServer(
     double per_second = 100, double burst = 100,
@@ -355,7 +252,7 @@ TEST(FeedRequestServer, AnswersTheGoldenRequestsByteForByte) {
   ASSERT_NE(server, nullptr);
   AppendGolden(server->ring(), /*from_five=*/false);
   server->Start(feed::golden::kSession);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   requester.Send(Golden(feed::golden::kRetransmitRequest5));
   Blob expected = Golden(feed::golden::kExecutedAdded);
   expected[22] = std::byte{0x07};  // the token echoed
@@ -375,7 +272,7 @@ TEST(FeedRequestServer, RefusesWhatItNoLongerHoldsSayingWhereItStarts) {
   ASSERT_NE(server, nullptr);
   AppendGolden(server->ring(), /*from_five=*/true);
   server->Start(feed::golden::kSession);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   requester.Send(Golden(feed::golden::kRetransmitRequest1));
   EXPECT_THAT(
       requester.Replies(),
@@ -399,7 +296,7 @@ TEST(FeedRequestServer, ServesAtMost1024MessagesAndNothingBeyondTheEnd) {
   server->ring().Reset(1);
   (void)AppendPackets(server->ring(), 9, 1, 1500);
   server->Start(9);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   requester.Retransmit(9, 10, 2000, 5);
   std::vector<std::uint64_t> sequences;
   for (const Blob& reply : requester.Messages(kMaxRetransmitMessages)) {
@@ -436,7 +333,7 @@ TEST(FeedRequestServer, RefusesOtherSessions) {
   server->ring().Reset(1);
   (void)AppendPackets(server->ring(), 9, 1, 10);
   server->Start(9);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   requester.Retransmit(8, 1, 1, 1);
   std::optional<feed::RefusedBody> body = RefusedOf(requester.Replies());
   ASSERT_TRUE(body.has_value());
@@ -462,7 +359,7 @@ TEST(FeedRequestServer, ItsThreadIsNamedAndNiced) {
   server->ring().Reset(1);
   server->Start(9);
   // Answered once the thread runs (and has set its name and nice value).
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   requester.Retransmit(8, 1, 1, 1);
   ASSERT_TRUE(RefusedOf(requester.Replies()).has_value());
   int found = 0;
@@ -493,7 +390,7 @@ TEST(FeedRequestServer, DropsMalformedRequestsCountingEachCause) {
   ASSERT_NE(server, nullptr);
   server->ring().Reset(1);
   server->Start(9);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   requester.Send(Blob(5, std::byte{0x4f}));  // Truncated
   Blob bad_magic = Golden(feed::golden::kRetransmitRequest5);
   bad_magic[0] = std::byte{'X'};
@@ -527,7 +424,7 @@ TEST(FeedRequestServer, ReadsAtMostItsDatagramBudgetASecond) {
   ASSERT_NE(server, nullptr);
   server->ring().Reset(1);
   server->Start(9);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   const std::int64_t start = base::MonotonicNs();
   for (int i = 0; i < 300; ++i) requester.Send(Blob(5, std::byte{0x4f}));
   requester.Retransmit(9, 1, 1, 4);
@@ -553,9 +450,9 @@ TEST(FeedRequestServer, RepliesOfAllSourcesStayWithinTheMessageBudget) {
   server->ring().Reset(1);
   (void)AppendPackets(server->ring(), 9, 1, 1100);
   server->Start(9);
-  std::vector<std::unique_ptr<Requester>> sources;
+  std::vector<std::unique_ptr<FeedRequester>> sources;
   for (const char* address : {"127.0.0.2:0", "127.0.0.3:0", "127.0.0.4:0"}) {
-    sources.push_back(std::make_unique<Requester>(
+    sources.push_back(std::make_unique<FeedRequester>(
         server->local_endpoint(), *net::Endpoint::Parse(address)));
   }
   std::vector<std::vector<Blob>> replies;
@@ -590,12 +487,12 @@ TEST(FeedRequestServer, ASourceOverItsBudgetIsToldOnceThenDropped) {
   server->ring().Reset(1);
   (void)AppendPackets(server->ring(), 9, 1, 10);
   server->Start(9);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   for (int i = 0; i < 40; ++i) requester.Retransmit(9, 1, 1, 1);
   // Another source (its own budget) asks last: answered after the flood
   // was taken, in order.
-  Requester probe(server->local_endpoint(),
-                  *net::Endpoint::Parse("127.0.0.2:0"));
+  FeedRequester probe(server->local_endpoint(),
+                      *net::Endpoint::Parse("127.0.0.2:0"));
   probe.Retransmit(9, 1, 1, 2);
   ASSERT_EQ(probe.Replies().size(), 1u);
   std::size_t data = 0;
@@ -652,7 +549,7 @@ Blob SnapshotRequestBytes(std::uint64_t session, std::uint16_t token,
   return Blob(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(*size));
 }
 
-void SendSnapshotRequest(Requester& requester, std::uint64_t session,
+void SendSnapshotRequest(FeedRequester& requester, std::uint64_t session,
                          std::uint16_t token, std::uint32_t instrument) {
   requester.Send(SnapshotRequestBytes(session, token, instrument));
 }
@@ -664,7 +561,7 @@ TEST(FeedRequestServerSnapshots, AnswerTheGoldenRequestByteForByte) {
   AppendGolden(followed->ring(), /*from_five=*/false);
   followed->ring().Commit();
   followed->Start(feed::golden::kSession);
-  Requester a(followed->local_endpoint());
+  FeedRequester a(followed->local_endpoint());
   a.Send(Golden(feed::golden::kSnapshotRequest));
   EXPECT_THAT(a.Replies(),
               ::testing::ElementsAre(Golden(feed::golden::kSnapshotReply)));
@@ -673,7 +570,7 @@ TEST(FeedRequestServerSnapshots, AnswerTheGoldenRequestByteForByte) {
   ASSERT_NE(seeded, nullptr);
   seeded->ring().Reset(7);
   seeded->Start(feed::golden::kSession, GoldenSeed());
-  Requester b(seeded->local_endpoint());
+  FeedRequester b(seeded->local_endpoint());
   b.Send(Golden(feed::golden::kSnapshotRequest));
   EXPECT_THAT(b.Replies(),
               ::testing::ElementsAre(Golden(feed::golden::kSnapshotReply)));
@@ -719,7 +616,7 @@ TEST(FeedRequestServerSnapshots, FollowOnlyWhatTheRingCommitted) {
   ASSERT_NE(server, nullptr);
   AppendGolden(server->ring(), /*from_five=*/false);
   server->Start(feed::golden::kSession);  // nothing committed: S = 0
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   SendSnapshotRequest(requester, 0, 3, 0);
   ReceivedSnapshot got = Collect(requester.Snapshot());
   ASSERT_EQ(got.messages.size(), 2u);  // SnapshotStart(0), SnapshotEnd(0)
@@ -788,7 +685,7 @@ TEST(FeedRequestServerSnapshots, ListOneInstrumentOrAllInCanonicalOrder) {
   server->ring().Reset(101);
   const FeedReplicaSeed seed = ThreeBooks(300);  // 600 orders: 17 packets
   server->Start(77, seed);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   for (const std::uint32_t instrument : {0u, 3u, 2u}) {
     SendSnapshotRequest(requester, 77, 40, instrument);
     const ReceivedSnapshot got = Collect(requester.Snapshot());
@@ -866,7 +763,7 @@ TEST(FeedRequestServerSnapshots, RefuseWhatTheContractRefusesInItsOrder) {
   server->ring().Reset(101);
   server->Start(77, ThreeBooks(50));
   const net::Endpoint at = server->local_endpoint();
-  Requester requester(at);
+  FeedRequester requester(at);
   SendSnapshotRequest(requester, 78, 1, 0);
   EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kWrongSession);
   SendSnapshotRequest(requester, 77, 2, 9);  // not in the directory
@@ -886,9 +783,9 @@ TEST(FeedRequestServerSnapshots, RefuseWhatTheContractRefusesInItsOrder) {
   EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kRateLimited);
   // ... the seventh ended the sixth: none under way. Four in all from
   // other addresses; a fifth address gets Unavailable.
-  std::vector<std::unique_ptr<Requester>> others;
+  std::vector<std::unique_ptr<FeedRequester>> others;
   for (int i = 2; i <= 6; ++i) {
-    others.push_back(std::make_unique<Requester>(
+    others.push_back(std::make_unique<FeedRequester>(
         at, *net::Endpoint::Parse(absl::StrFormat("127.0.0.%d:0", i))));
     SendSnapshotRequest(*others.back(), 0, 30, 0);
     const std::vector<Blob> replies = others.back()->Replies();
@@ -928,8 +825,8 @@ TEST(FeedRequestServerSnapshots, AreChargedToTheRepliesBudgetOfAllSources) {
   (*server)->Start(77, ThreeBooks(50));
   const net::Endpoint at = (*server)->local_endpoint();
   for (int i = 2; i <= 3; ++i) {
-    Requester source(at,
-                     *net::Endpoint::Parse(absl::StrFormat("127.0.0.%d:0", i)));
+    FeedRequester source(
+        at, *net::Endpoint::Parse(absl::StrFormat("127.0.0.%d:0", i)));
     SendSnapshotRequest(source, 77, 5, 0);
     const ReceivedSnapshot snapshot =
         Collect(source.Await([](const std::vector<Blob>& r) {
@@ -937,7 +834,7 @@ TEST(FeedRequestServerSnapshots, AreChargedToTheRepliesBudgetOfAllSources) {
         }));
     EXPECT_EQ(snapshot.messages.size(), 108u) << i;
   }
-  Requester third(at, *net::Endpoint::Parse("127.0.0.4:0"));
+  FeedRequester third(at, *net::Endpoint::Parse("127.0.0.4:0"));
   SendSnapshotRequest(third, 77, 6, 0);
   EXPECT_EQ(ReasonOf(third.Replies()), feed::RefusedReason::kRateLimited);
   SendSnapshotRequest(third, 77, 7, 0);
@@ -961,7 +858,7 @@ TEST(FeedRequestServerSnapshots, UnavailableWhileSTimestampIsUnknown) {
   seed.timestamp = std::nullopt;
   server->ring().Reset(7);
   server->Start(feed::golden::kSession, std::move(seed));
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   requester.Send(Golden(feed::golden::kSnapshotRequest));
   EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kUnavailable);
   // Message 7 (OrderReduced order 2 by 40, at T2) is followed: S = 7.
@@ -988,7 +885,7 @@ TEST(FeedRequestServerSnapshots, UnavailableForGoodOnceTheReplicaIsLost) {
   (void)AppendPackets(server->ring(), 9, 1, 20000);
   server->ring().Commit();
   server->Start(9);
-  Requester requester(server->local_endpoint());
+  FeedRequester requester(server->local_endpoint());
   SendSnapshotRequest(requester, 9, 1, 0);
   EXPECT_EQ(ReasonOf(requester.Replies()), feed::RefusedReason::kUnavailable);
   EXPECT_EQ(server->counters().replica_lost, 1u);
@@ -1008,8 +905,8 @@ TEST(FeedRequestServerSnapshots, PacingLeavesRetransmissionsAnswered) {
   server->ring().Reset(1);
   (void)AppendPackets(server->ring(), 77, 101, 10);  // not committed
   server->Start(77, ThreeBooks(10000));
-  Requester snapshotter(server->local_endpoint());
-  Requester retransmitter(server->local_endpoint());
+  FeedRequester snapshotter(server->local_endpoint());
+  FeedRequester retransmitter(server->local_endpoint());
   SendSnapshotRequest(snapshotter, 77, 1, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   const std::int64_t asked_ns = base::MonotonicNs();

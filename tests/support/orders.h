@@ -9,6 +9,7 @@
 #ifndef ORDERWIRE_TESTS_SUPPORT_ORDERS_H_
 #define ORDERWIRE_TESTS_SUPPORT_ORDERS_H_
 
+#include <cstddef>
 #include <cstdint>
 
 #include "codec/messages.h"
@@ -37,6 +38,22 @@ inline codec::NewLimit Limit(const LimitFields& fields) {
                          .time_in_force = fields.time_in_force,
                          .price = fields.price,
                          .quantity = fields.quantity};
+}
+
+// The feed tests' two traders: trader `t`'s (0 or 1) limit order
+// `sequence`, of account t + 1 and client order id `sequence`, on
+// instruments 1 and 2 by turns, good till cancel, trader 0 buying and
+// trader 1 selling at 100 to 104 and 1 to 13 at a time, so that orders
+// rest, trade and partly fill.
+inline codec::NewLimit TraderLimit(std::size_t t, std::uint64_t sequence) {
+  return codec::NewLimit{
+      .account_id = t + 1,
+      .client_order_id = sequence,
+      .instrument_id = static_cast<std::uint32_t>(1 + sequence % 2),
+      .side = t == 0 ? codec::Side::kBuy : codec::Side::kSell,
+      .time_in_force = codec::TimeInForce::kGoodTillCancel,
+      .price = static_cast<std::int64_t>(100 + (sequence * 7 + t) % 5),
+      .quantity = 1 + (sequence * 3 + t) % 13};
 }
 
 }  // namespace orderwire::test_support
