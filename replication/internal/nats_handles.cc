@@ -9,18 +9,31 @@
 namespace orderwire::replication::internal {
 
 absl::Status NatsError(natsStatus status, std::string_view what, int js_error) {
+  natsStatus last = NATS_OK;
+  const char* detail = nats_GetLastError(&last);
+  return NatsErrorWithDetail(
+      status, what, js_error,
+      detail != nullptr && last == status ? std::string_view(detail) : "");
+}
+
+absl::Status NatsErrorWithDetail(natsStatus status, std::string_view what,
+                                 int js_error, std::string_view detail) {
   std::string text = absl::StrCat(absl::string_view(what.data(), what.size()),
                                   ": ", natsStatus_GetText(status));
   if (js_error != 0)
     absl::StrAppend(&text, " (JetStream error ", js_error, ")");
-  natsStatus last = NATS_OK;
-  const char* detail = nats_GetLastError(&last);
-  if (detail != nullptr && *detail != '\0' && last == status) {
-    absl::StrAppend(&text, ": ", detail);
+  if (!detail.empty()) {
+    absl::StrAppend(&text, ": ",
+                    absl::string_view(detail.data(), detail.size()));
   }
   // JetStream's own "temporarily unavailable" (HTTP 503: its meta leader
-  // or the stream's leader is being elected) goes away by itself too.
-  if (js_error == JSClusterNotAvailErr) return absl::UnavailableError(text);
+  // or the stream's leader is being elected) goes away by itself too; the
+  // calls that give no code say it in the detail only.
+  constexpr std::string_view kNotAvailable = "temporarily unavailable";
+  if (js_error == JSClusterNotAvailErr ||
+      (js_error == 0 && detail.find(kNotAvailable) != std::string_view::npos)) {
+    return absl::UnavailableError(text);
+  }
   switch (status) {
     case NATS_TIMEOUT:
       return absl::DeadlineExceededError(text);

@@ -42,9 +42,15 @@ using KvEntryHandle = std::unique_ptr<kvEntry, NatsDeleter>;
 // lost connections and JetStream error 10008 "temporarily unavailable"
 // Unavailable, the rest Internal): the kinds that
 // IsTransientNatsError (replication/nats_error.h) reads. `js_error` adds
-// the JetStream error code.
+// the JetStream error code. The calls that give no code (js_KeyValue,
+// js_CreateKeyValue) report 10008 only as its text, "JetStream system
+// temporarily unavailable", in libnats's last error: Unavailable too.
 absl::Status NatsError(natsStatus status, std::string_view what,
                        int js_error = 0);
+// NatsError's classification, with libnats's last error given as
+// `detail` (tests).
+absl::Status NatsErrorWithDetail(natsStatus status, std::string_view what,
+                                 int js_error, std::string_view detail);
 
 // Connects to `servers` (comma-separated nats:// URLs; any one will do, the
 // client reconnects to another if its server goes away). `send_asap` turns

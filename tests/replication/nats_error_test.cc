@@ -24,6 +24,14 @@ TEST(NatsErrorKinds, WhatGoesAwayByItselfIsTransient) {
   const absl::Status busy = NatsError(NATS_ERR, "read", JSClusterNotAvailErr);
   EXPECT_TRUE(absl::IsUnavailable(busy)) << busy;
   EXPECT_NE(busy.message().find("JetStream error 10008"), std::string::npos);
+  // The same from a call that gives no code (opening a KV bucket while the
+  // meta leader is elected, seen in CI): only libnats's last error says it.
+  const absl::Status bucket = internal::NatsErrorWithDetail(
+      NATS_ERR, "open bucket b", 0,
+      "Error: (jsm.c:1033): JetStream system temporarily unavailable");
+  EXPECT_TRUE(absl::IsUnavailable(bucket)) << bucket;
+  EXPECT_FALSE(IsTransientNatsError(internal::NatsErrorWithDetail(
+      NATS_ERR, "open bucket b", 0, "Error: stream name already in use")));
 }
 
 TEST(NatsErrorKinds, DefiniteAnswersAreNot) {
