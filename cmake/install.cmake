@@ -53,6 +53,7 @@ set(ORDERWIRE_PUBLIC_HEADERS
   # the subscriber and its L3 book (docs/MARKETDATA.md "A subscriber")
   marketdata/book.h
   marketdata/feed_socket.h
+  marketdata/side_levels.h
   marketdata/subscriber.h
   auth/mac.h
   net/udp.h

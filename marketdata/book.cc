@@ -251,8 +251,8 @@ void Book::Clear(InstrumentId instrument_id) {
   if (slot == kNil) return;
   InstrumentBook& book = books_[slot];
   for (SideLevels& side : book.sides) {
-    for (const LevelRef& ref : side) {
-      Level& level = levels_[ref.level];
+    side.ForEachBestFirst([&](std::int64_t /*key*/, std::uint32_t index) {
+      Level& level = levels_[index];
       for (std::uint32_t i = level.head; i != kNil;) {
         Order& order = orders_[i];
         const std::uint32_t next = order.next;
@@ -263,8 +263,9 @@ void Book::Clear(InstrumentId instrument_id) {
         i = next;
       }
       level.head = free_level_;
-      free_level_ = ref.level;
-    }
+      free_level_ = index;
+      return true;
+    });
     side.clear();  // keeps its memory
   }
   live_orders_ -= book.order_count;
@@ -312,13 +313,14 @@ std::size_t Book::Depth(InstrumentId instrument_id, Side side,
                         std::span<LevelInfo> out) const {
   const std::uint32_t slot = KnownSlot(instrument_id);
   if (slot == kNil) return 0;
-  const SideLevels& levels = books_[slot].sides[SideIndex(side)];
   std::size_t written = 0;
-  for (auto it = levels.rbegin(); it != levels.rend() && written < out.size();
-       ++it) {
-    const Level& level = levels_[it->level];
-    out[written++] = {level.price, level.quantity, level.order_count};
-  }
+  if (out.empty()) return 0;
+  books_[slot].sides[SideIndex(side)].ForEachBestFirst(
+      [&](std::int64_t /*key*/, std::uint32_t index) {
+        const Level& level = levels_[index];
+        out[written++] = {level.price, level.quantity, level.order_count};
+        return written < out.size();
+      });
   return written;
 }
 
@@ -382,15 +384,11 @@ void Book::Rest(std::uint32_t index) {
   const Order& resting = orders_[index];
   SideLevels& side = books_[resting.slot].sides[SideIndex(resting.side)];
   const std::int64_t key = SortKey(resting.side, resting.price);
-  const std::size_t at = LowerBound(side, key);
-  std::uint32_t level_index = kNil;
-  if (at < side.size() && side[at].key == key) {
-    level_index = side[at].level;
-  } else {
+  std::uint32_t level_index = side.Find(key);
+  if (level_index == kNil) {
     level_index = NewLevel();
     levels_[level_index] = Level{resting.price, Quantity(0), 0, kNil, kNil};
-    side.insert(side.begin() + static_cast<std::ptrdiff_t>(at),
-                LevelRef{key, level_index});
+    side.Insert(key, level_index);
   }
   Order& order = orders_[index];
   Level& level = levels_[level_index];
@@ -405,7 +403,7 @@ void Book::Rest(std::uint32_t index) {
   level.tail = index;
   level.quantity += order.quantity;
   ++level.order_count;
-  best_changes_ += static_cast<std::uint64_t>(side.back().level == level_index);
+  best_changes_ += static_cast<std::uint64_t>(side.best() == level_index);
 }
 
 void Book::Unlink(std::uint32_t index) {
@@ -425,13 +423,8 @@ void Book::Unlink(std::uint32_t index) {
   level.quantity -= order.quantity;
   --level.order_count;
   if (level.order_count == 0) {
-    SideLevels& side = books_[order.slot].sides[SideIndex(order.side)];
-    if (side.back().level == order.level) {
-      side.pop_back();  // the best: most closes are
-    } else {
-      const std::size_t at = LowerBound(side, SortKey(order.side, order.price));
-      side.erase(side.begin() + static_cast<std::ptrdiff_t>(at));
-    }
+    books_[order.slot].sides[SideIndex(order.side)].Erase(
+        SortKey(order.side, order.price));
     level.head = free_level_;
     free_level_ = order.level;
   }
@@ -468,43 +461,6 @@ std::uint32_t Book::NewLevel() {
   }
   levels_.emplace_back();
   return static_cast<std::uint32_t>(levels_.size() - 1);
-}
-
-std::size_t Book::LowerBound(const SideLevels& side,
-                             std::int64_t key) noexcept {
-  const std::size_t size = side.size();
-  if (size == 0 || side.back().key < key) return size;  // a new best
-  // Keys are distinct integers, so at most `distance` keys lie in
-  // [key, best): the answer is at or after size - 1 - distance, exactly
-  // there when the levels between are dense (every tick taken), as they
-  // are near the best.
-  const auto distance = static_cast<std::uint64_t>(side.back().key) -
-                        static_cast<std::uint64_t>(key);
-  std::size_t low = 0;
-  if (distance < size) {
-    low = size - 1 - static_cast<std::size_t>(distance);
-    if (side[low].key >= key) return low;
-    ++low;
-  }
-  std::size_t count = size - 1 - low;  // side[size - 1].key >= key
-  while (count > 0) {  // the first of [low, size - 1] whose key is >= key
-    const std::size_t half = count / 2;
-    if (side[low + half].key < key) {
-      low += half + 1;
-      count -= half + 1;
-    } else {
-      count = half;
-    }
-  }
-  return low;
-}
-
-std::uint32_t Book::FindLevel(const SideLevels& side, Side side_value,
-                              Price price) const noexcept {
-  const std::int64_t key = SortKey(side_value, price);
-  const std::size_t at = LowerBound(side, key);
-  if (at == side.size() || side[at].key != key) return kNil;
-  return side[at].level;
 }
 
 std::uint32_t Book::FindOverflowId(std::uint64_t order_id) const {

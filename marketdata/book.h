@@ -65,16 +65,14 @@
 //   pointers into a table that moves.
 // - Levels live in a second slab (price, total quantity, order count, head
 //   and tail of the FIFO) with a free list. Each side of each book keeps
-//   its open levels in a std::vector of (key, level index) sorted by a key
-//   that is larger for a better price (the price for bids, ~price for
-//   asks), so the best level is the back. Keys are distinct integers, so a
-//   key d ticks from the best has at most d levels between: a search
-//   checks the entry d + 1 from the back (exact where every tick is
-//   taken), then binary-searches at most those d entries, so a price near
-//   the best costs a few compares however deep the side. Opening a level
-//   shifts the better levels up one entry, closing one shifts them down
-//   (closing the best is a pop). Nearly all activity is near the top of
-//   the book, where this costs a few compares and a short move.
+//   its open levels in a SideLevels (side_levels.h) by a key that is
+//   larger for a better price (the price for bids, ~price for asks): a
+//   price ladder, a window of consecutive keys indexed directly with a
+//   bitmap of the open ones, while the side's levels fill their range
+//   densely enough (the usual book, near its best); a vector sorted by key
+//   for a sparse side. So finding, opening and closing the level of a
+//   price is an index and a bit, and a new best after the best closes is a
+//   scan of the bitmap, one word per 64 ticks.
 // - Instruments: a vector of books; instrument id -> slot through a direct
 //   array for ids below 65,536 (4 bytes an id, as far as the largest such
 //   id seen: at most 256 KiB), an absl::flat_hash_map for larger ids; and
@@ -85,30 +83,32 @@
 // Costs. OrderAdded, OrderExecuted, OrderReduced, OrderDeleted: O(1)
 // average (an array index for the instrument, one cell of the order index,
 // an O(1) list operation), plus, when OrderAdded opens or a message closes
-// a level, a search of its side (O(log min(levels, ticks from the
-// best))) and a shift of the levels better than it (O(1) near the best,
-// O(levels) at worst, e.g. a feed building a deep book from the best
-// outward). OrderReplaced: a delete and an add. InstrumentDirectory: O(1),
-// plus O(instruments) the first time an id is seen. TradingStatus: O(1).
+// a level, that of SideLevels: O(1) on a ladder (a rebuild of its window,
+// O(levels + window / 64), when a price falls outside it), a search and a
+// shift of the better levels on a sparse side's vector. OrderReplaced: a
+// delete and an add. InstrumentDirectory: O(1), plus O(instruments) the
+// first time an id is seen. TradingStatus: O(1).
 // Every Apply also counts, in best_changes(), each message that touched a
 // side's best level (a compare of the order's level with the side's back),
 // so a subscriber re-reads Best() only after those.
 // Queries: FindOrder, FindInstrument, Best, best_changes and order_count
-// O(1); ForEachOrderAt O(log levels + its orders); the ForEach* functions
-// O(what they visit).
+// O(1); ForEachOrderAt O(its orders) (plus a search on a vector side); the
+// ForEach* functions O(what they visit), plus a ladder's window / 64.
 //
 // Memory: bounded by what the book holds, never by id values: the slabs
 // (48 bytes an order, 32 a level, at their high-water marks), the order
 // index (16 to 32 bytes a live order at the high-water mark, plus the
-// overflow map's entries), 16 bytes a level in the side vectors, and the
-// instrument map above.
+// overflow map's entries), a side's SideLevels (at most 64 cells of 4
+// bytes an open level at its high-water mark, or 16 bytes a level as a
+// vector), and the instrument map above.
 //
 // Allocation. A book allocates only as it grows past its largest size so
-// far: the order slab, the level slab and a side's vector grow by
-// doubling; the order index doubles (an O(orders) re-placing) and its
+// far: the order slab and the level slab grow by doubling, a side's
+// SideLevels when it holds more levels, or spans more ticks, than before
+// (side_levels.h); the order index doubles (an O(orders) re-placing) and its
 // overflow map grows; an instrument seen for the first time allocates its
 // slot. Reserve() sizes the slabs and the order index up front, and the
-// overflow map for a quarter of the orders (not the side vectors of books
+// overflow map for a quarter of the orders (not the SideLevels of books
 // not yet seen). Clear() keeps all of that memory. Only running out of
 // memory throws (std::bad_alloc); the book is then unspecified until
 // Clear().
@@ -143,6 +143,7 @@
 #include "feed/messages.h"
 #include "feed/packet.h"
 #include "feed/types.h"
+#include "marketdata/side_levels.h"
 
 namespace orderwire::marketdata {
 
@@ -228,7 +229,7 @@ class Book {
 
   // Sizes the slabs and the order index for `orders` live orders and
   // `levels` open levels in all, so that a book no larger allocates only
-  // as a side's vector of levels grows past its largest size. Cold.
+  // as a side's SideLevels grows past its largest size. Cold.
   void Reserve(std::size_t orders, std::size_t levels);
 
   // Applies one message of a parsed packet (feed::PacketView): its kind
@@ -273,9 +274,9 @@ class Book {
                                               codec::Side side) const {
     const std::uint32_t slot = KnownSlot(instrument_id);
     if (slot == kNil) return std::nullopt;
-    const SideLevels& levels = books_[slot].sides[SideIndex(side)];
-    if (levels.empty()) return std::nullopt;
-    const Level& level = levels_[levels.back().level];  // best at the back
+    const std::uint32_t best = books_[slot].sides[SideIndex(side)].best();
+    if (best == kNil) return std::nullopt;
+    const Level& level = levels_[best];
     return LevelInfo{level.price, level.quantity, level.order_count};
   }
   // Writes the top `out.size()` levels of a side, best first (bids highest
@@ -344,13 +345,6 @@ class Book {
     std::uint32_t head;  // oldest; also the free list's link
     std::uint32_t tail;  // newest
   };
-  // One open level of a side: its sort key (SortKey) and index in levels_.
-  struct LevelRef {
-    std::int64_t key;
-    std::uint32_t level;
-  };
-  // Levels of one side by ascending key, so the best level is at the back.
-  using SideLevels = std::vector<LevelRef>;
   struct InstrumentBook {
     InstrumentInfo info{};
     bool known = false;
@@ -378,16 +372,6 @@ class Book {
                                             codec::Price price) noexcept {
     return side == codec::Side::kBuy ? price.value() : ~price.value();
   }
-  // The position of the first level of `side` whose key is >= `key`
-  // (side.size() if none): a guess from the distance to the best (exact
-  // where the levels are dense), then a binary search of at most that many
-  // levels nearer the best.
-  [[nodiscard]] static std::size_t LowerBound(const SideLevels& side,
-                                              std::int64_t key) noexcept;
-  // The open level of `price` on one side of a book, or kNil.
-  [[nodiscard]] std::uint32_t FindLevel(const SideLevels& side,
-                                        codec::Side side_value,
-                                        codec::Price price) const noexcept;
   // The slab index of live order `order_id`, or kNil. O(1) average.
   [[nodiscard]] std::uint32_t FindId(std::uint64_t order_id) const {
     if (id_cells_.empty()) return kNil;
@@ -458,7 +442,7 @@ class Book {
   void Unlink(std::uint32_t index);
   // Whether order `order` (linked) rests at the best level of its side.
   [[nodiscard]] bool AtBest(const Order& order) const noexcept {
-    return books_[order.slot].sides[SideIndex(order.side)].back().level ==
+    return books_[order.slot].sides[SideIndex(order.side)].best() ==
            order.level;
   }
   // Unlinks, erases from the index and frees order `index`.
@@ -504,11 +488,12 @@ void Book::ForEachLevel(codec::InstrumentId instrument_id, codec::Side side,
                         Fn&& fn) const {
   const std::uint32_t slot = KnownSlot(instrument_id);
   if (slot == kNil) return;
-  const SideLevels& levels = books_[slot].sides[SideIndex(side)];
-  for (std::size_t i = levels.size(); i-- > 0;) {  // best first
-    const Level& level = levels_[levels[i].level];
-    fn(LevelInfo{level.price, level.quantity, level.order_count});
-  }
+  books_[slot].sides[SideIndex(side)].ForEachBestFirst(
+      [&](std::int64_t /*key*/, std::uint32_t index) {
+        const Level& level = levels_[index];
+        fn(LevelInfo{level.price, level.quantity, level.order_count});
+        return true;
+      });
 }
 
 template <typename Fn>
@@ -517,7 +502,7 @@ void Book::ForEachOrderAt(codec::InstrumentId instrument_id, codec::Side side,
   const std::uint32_t slot = KnownSlot(instrument_id);
   if (slot == kNil) return;
   const std::uint32_t level =
-      FindLevel(books_[slot].sides[SideIndex(side)], side, price);
+      books_[slot].sides[SideIndex(side)].Find(SortKey(side, price));
   if (level == kNil) return;
   ForEachOrderOfLevel(levels_[level], fn);
 }
@@ -526,9 +511,10 @@ template <typename Fn>
 void Book::ForEachOrder(Fn&& fn) const {
   for (const std::uint32_t slot : slots_by_id_) {
     for (const SideLevels& side : books_[slot].sides) {  // bids, then asks
-      for (std::size_t i = side.size(); i-- > 0;) {      // best first
-        ForEachOrderOfLevel(levels_[side[i].level], fn);
-      }
+      side.ForEachBestFirst([&](std::int64_t /*key*/, std::uint32_t level) {
+        ForEachOrderOfLevel(levels_[level], fn);
+        return true;
+      });
     }
   }
 }
