@@ -199,6 +199,8 @@ void BM_Book(benchmark::State& state) {
     messages += feed.messages;
   }
   Report(state, messages);
+  state.counters["peak_orders"] =
+      static_cast<double>(feed.peak_orders);  // the working set's size
 }
 BENCHMARK(BM_Book)->Name("book/mixed")->Unit(benchmark::kMillisecond);
 

@@ -387,7 +387,12 @@ void Book::Rest(std::uint32_t index) {
   std::uint32_t level_index = side.Find(key);
   if (level_index == kNil) {
     level_index = NewLevel();
-    levels_[level_index] = Level{resting.price, Quantity(0), 0, kNil, kNil};
+    Level& level = levels_[level_index];  // field by field: an aggregate
+    level.price = resting.price;           // temporary stalled the copy
+    level.quantity = Quantity(0);
+    level.order_count = 0;
+    level.head = kNil;
+    level.tail = kNil;
     side.Insert(key, level_index);
   }
   Order& order = orders_[index];
