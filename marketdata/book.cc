@@ -103,7 +103,10 @@ void Book::Reserve(std::size_t orders, std::size_t levels) {
   id_overflow_.reserve(orders / 4);  // ids whose cell is taken: few
 }
 
-BookError Book::Apply(feed::MessageBlock block) {
+// Flattened: the Apply of each kind and what it calls are inlined into
+// the dispatch (the functions kept out of line are marked noinline in
+// book.h), which makes a fifth fewer instructions a message on `mixed`.
+[[gnu::flatten]] BookError Book::Apply(feed::MessageBlock block) {
   switch (block.kind()) {
     case feed::MessageKind::kInstrumentDirectory:
       return Apply(Read<feed::InstrumentDirectory>(block));
@@ -388,7 +391,7 @@ void Book::Rest(std::uint32_t index) {
   if (level_index == kNil) {
     level_index = NewLevel();
     Level& level = levels_[level_index];  // field by field: an aggregate
-    level.price = resting.price;           // temporary stalled the copy
+    level.price = resting.price;          // temporary stalled the copy
     level.quantity = Quantity(0);
     level.order_count = 0;
     level.head = kNil;
@@ -454,6 +457,10 @@ std::uint32_t Book::NewOrder() {
     free_order_ = orders_[index].next;
     return index;
   }
+  return AppendOrder();
+}
+
+std::uint32_t Book::AppendOrder() {
   orders_.emplace_back();
   return static_cast<std::uint32_t>(orders_.size() - 1);
 }
@@ -464,6 +471,10 @@ std::uint32_t Book::NewLevel() {
     free_level_ = levels_[index].head;
     return index;
   }
+  return AppendLevel();
+}
+
+std::uint32_t Book::AppendLevel() {
   levels_.emplace_back();
   return static_cast<std::uint32_t>(levels_.size() - 1);
 }

@@ -383,7 +383,8 @@ class Book {
     return cell.overflow == 0 ? kNil : FindOverflowId(order_id);
   }
   // FindId in the overflow map.
-  [[nodiscard]] std::uint32_t FindOverflowId(std::uint64_t order_id) const;
+  [[gnu::noinline, nodiscard]] std::uint32_t FindOverflowId(
+      std::uint64_t order_id) const;
   // Indexes order `index` under `order_id` (not live).
   void InsertId(std::uint64_t order_id, std::uint32_t index) {
     IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
@@ -393,8 +394,8 @@ class Book {
       InsertOverflowId(cell, order_id, index);  // the cell holds another
     }
   }
-  void InsertOverflowId(IdCell& cell, std::uint64_t order_id,
-                        std::uint32_t index);
+  [[gnu::noinline]] void InsertOverflowId(IdCell& cell, std::uint64_t order_id,
+                                          std::uint32_t index);
   // Forgets order `index` (live) under `order_id`.
   void EraseId(std::uint64_t order_id, std::uint32_t index) {
     IdCell& cell = id_cells_[order_id & (id_cells_.size() - 1)];
@@ -404,12 +405,12 @@ class Book {
       EraseOverflowId(cell, order_id);
     }
   }
-  void EraseOverflowId(IdCell& cell, std::uint64_t order_id);
+  [[gnu::noinline]] void EraseOverflowId(IdCell& cell, std::uint64_t order_id);
   // Grows the direct order index (re-placing every live order) when one
   // more order would fill more than half of it. Allocates only then.
   void EnsureIdRoom();
   // Re-places every live order into a direct index of `cells` cells.
-  void RebuildIds(std::size_t cells);
+  [[gnu::noinline]] void RebuildIds(std::size_t cells);
   // The slot of a known instrument, or kNil.
   [[nodiscard]] std::uint32_t KnownSlot(
       codec::InstrumentId instrument_id) const noexcept {
@@ -422,7 +423,7 @@ class Book {
     return slot != kNil && books_[slot].known ? slot : kNil;
   }
   // The slot of an id at or above kDirectInstrumentIds, or kNil.
-  [[nodiscard]] std::uint32_t LargeSlot(
+  [[gnu::noinline, nodiscard]] std::uint32_t LargeSlot(
       codec::InstrumentId instrument_id) const noexcept;
   // The slot of a listed instrument (known, not Unlisted), or kNil.
   [[nodiscard]] std::uint32_t ListedSlot(
@@ -434,7 +435,7 @@ class Book {
                                    std::uint32_t instrument_id,
                                    std::uint32_t* index) const;
   // The slot of `instrument_id`, made (unknown) if the id is new.
-  std::uint32_t SlotFor(codec::InstrumentId instrument_id);
+  [[gnu::noinline]] std::uint32_t SlotFor(codec::InstrumentId instrument_id);
   // Links order `index` (all fields but level/prev/next set) at the back of
   // its level, opening the level if needed.
   void Rest(std::uint32_t index);
@@ -447,8 +448,12 @@ class Book {
   }
   // Unlinks, erases from the index and frees order `index`.
   void Remove(std::uint32_t index);
+  // A free record's index, from the free list or a new one at the end
+  // (the slab grows out of line: cold).
   std::uint32_t NewOrder();
   std::uint32_t NewLevel();
+  [[gnu::noinline]] std::uint32_t AppendOrder();
+  [[gnu::noinline]] std::uint32_t AppendLevel();
   [[nodiscard]] BookOrder ToBookOrder(const Order& order) const {
     return {order.order_id, books_[order.slot].info.instrument_id, order.side,
             order.price, order.quantity};
