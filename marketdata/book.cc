@@ -151,6 +151,7 @@ BookError Book::Apply(const feed::InstrumentDirectory& message) {
   book.info.min_quantity = Quantity(message.min_quantity);
   book.info.max_quantity = Quantity(message.max_quantity);
   book.known = true;  // a known instrument keeps its state and orders
+  book.listed = book.info.listed();
   ++best_changes_;
   return BookError::kOk;
 }
@@ -164,6 +165,7 @@ BookError Book::Apply(const feed::TradingStatus& message) {
     return BookError::kUnlistedNotEmpty;
   }
   book.info.state = message.state;
+  book.listed = book.info.listed();
   ++best_changes_;
   return BookError::kOk;
 }
@@ -275,6 +277,7 @@ void Book::Clear(InstrumentId instrument_id) {
   ++best_changes_;
   book.order_count = 0;
   book.known = false;
+  book.listed = false;
   book.info = InstrumentInfo{};
   book.info.instrument_id = instrument_id;
 }
@@ -293,6 +296,7 @@ void Book::Clear() {
     for (SideLevels& side : book.sides) side.clear();
     book.order_count = 0;
     book.known = false;
+    book.listed = false;
     const InstrumentId instrument_id = book.info.instrument_id;
     book.info = InstrumentInfo{};
     book.info.instrument_id = instrument_id;
@@ -340,12 +344,6 @@ std::size_t Book::order_count(InstrumentId instrument_id) const {
 std::uint32_t Book::LargeSlot(InstrumentId instrument_id) const noexcept {
   const auto it = slot_index_.find(instrument_id);
   return it == slot_index_.end() ? kNil : it->second;
-}
-
-std::uint32_t Book::ListedSlot(InstrumentId instrument_id) const {
-  const std::uint32_t slot = KnownSlot(instrument_id);
-  if (slot == kNil || !books_[slot].info.listed()) return kNil;
-  return slot;
 }
 
 BookError Book::FindLive(std::uint64_t order_id, std::uint32_t instrument_id,

@@ -348,6 +348,7 @@ class Book {
   struct InstrumentBook {
     InstrumentInfo info{};
     bool known = false;
+    bool listed = false;  // known and info.listed(): order messages apply
     std::uint32_t order_count = 0;
     SideLevels sides[2];  // [0] bids, [1] asks
   };
@@ -411,15 +412,20 @@ class Book {
   void EnsureIdRoom();
   // Re-places every live order into a direct index of `cells` cells.
   [[gnu::noinline]] void RebuildIds(std::size_t cells);
+  // The slot an instrument id was given, or kNil.
+  [[nodiscard]] std::uint32_t AnySlot(
+      codec::InstrumentId instrument_id) const noexcept {
+    if (instrument_id.value() < direct_slots_.size()) {
+      return direct_slots_[instrument_id.value()];
+    }
+    return instrument_id.value() >= kDirectInstrumentIds
+               ? LargeSlot(instrument_id)
+               : kNil;
+  }
   // The slot of a known instrument, or kNil.
   [[nodiscard]] std::uint32_t KnownSlot(
       codec::InstrumentId instrument_id) const noexcept {
-    std::uint32_t slot = kNil;
-    if (instrument_id.value() < direct_slots_.size()) {
-      slot = direct_slots_[instrument_id.value()];
-    } else if (instrument_id.value() >= kDirectInstrumentIds) {
-      slot = LargeSlot(instrument_id);
-    }
+    const std::uint32_t slot = AnySlot(instrument_id);
     return slot != kNil && books_[slot].known ? slot : kNil;
   }
   // The slot of an id at or above kDirectInstrumentIds, or kNil.
@@ -427,7 +433,10 @@ class Book {
       codec::InstrumentId instrument_id) const noexcept;
   // The slot of a listed instrument (known, not Unlisted), or kNil.
   [[nodiscard]] std::uint32_t ListedSlot(
-      codec::InstrumentId instrument_id) const;
+      codec::InstrumentId instrument_id) const noexcept {
+    const std::uint32_t slot = AnySlot(instrument_id);
+    return slot != kNil && books_[slot].listed ? slot : kNil;
+  }
   // Sets `*index` to the slab index of live order `order_id` on
   // `instrument_id`, or returns the error, checked in this order:
   // kInstrumentNotListed, kOrderIdUnknown, kInstrumentMismatch.

@@ -39,18 +39,14 @@ void SideLevels::clear() noexcept {
   }
   sorted_.clear();
   size_ = 0;
+  best_level_ = kNil;
   ladder_ = true;
 }
 
 void SideLevels::InsertSlow(std::int64_t key, std::uint32_t level) {
   if (ladder_ && size_ == 0) {  // an empty ladder: the window moves to key
-    const std::uint64_t window =
-        std::max<std::uint64_t>(kMinWindow, cells_.size());
-    if (cells_.size() < window) {
-      cells_.assign(window, kNil);
-      bits_.assign(window / 64, 0);
-    }
-    base_ = WindowBase(key, 0, window);
+    if (window_ == 0) Allocate(kMinWindow);
+    base_ = WindowBase(key, 0, window_);
     Take(Cell(key), level);
     return;
   }
@@ -67,7 +63,14 @@ void SideLevels::InsertSlow(std::int64_t key, std::uint32_t level) {
     SortedToLadder(window);
   } else {
     ladder_ = false;
+    best_level_ = sorted_.back().level;
   }
+}
+
+void SideLevels::Allocate(std::uint64_t window) {
+  cells_.assign(window, kNil);
+  bits_.assign(window / 64, 0);
+  window_ = window;
 }
 
 void SideLevels::LadderToSorted() noexcept {
@@ -84,14 +87,11 @@ void SideLevels::LadderToSorted() noexcept {
 }
 
 void SideLevels::SortedToLadder(std::uint64_t window) {
-  if (cells_.size() < window) {
-    cells_.assign(window, kNil);
-    bits_.assign(window / 64, 0);
-  }
+  if (window_ < window) Allocate(window);
   const std::int64_t lo = sorted_.front().key;
   const std::uint64_t span = static_cast<std::uint64_t>(sorted_.back().key) -
                              static_cast<std::uint64_t>(lo);
-  base_ = WindowBase(lo, span, cells_.size());
+  base_ = WindowBase(lo, span, window_);
   size_ = 0;
   for (const Entry& entry : sorted_) Take(Cell(entry.key), entry.level);
   sorted_.clear();
@@ -152,7 +152,12 @@ void SideLevels::EraseSorted(std::int64_t key) noexcept {
                   static_cast<std::ptrdiff_t>(LowerBound(key)));
   }
   size_ = sorted_.size();
-  if (size_ == 0) ladder_ = true;  // an empty ladder (its window is empty)
+  if (size_ == 0) {
+    ladder_ = true;  // an empty ladder (its window is empty)
+    best_level_ = kNil;
+  } else {
+    best_level_ = sorted_.back().level;
+  }
 }
 
 }  // namespace orderwire::marketdata

@@ -71,12 +71,12 @@ class SideLevels {
   [[nodiscard]] std::uint32_t Find(std::int64_t key) const noexcept {
     if (!ladder_) return FindSorted(key);
     const std::uint64_t cell = Cell(key);
-    return cell < cells_.size() ? cells_[cell] : kNil;
+    return cell < window_ ? cells_[cell] : kNil;
   }
   // Opens `key` (not open) as level `level` (not kNil).
   void Insert(std::int64_t key, std::uint32_t level) {
     const std::uint64_t cell = Cell(key);
-    if (ladder_ && cell < cells_.size()) {
+    if (ladder_ && cell < window_) {
       Take(cell, level);
     } else {
       InsertSlow(key, level);
@@ -91,13 +91,15 @@ class SideLevels {
     const std::uint64_t cell = Cell(key);
     cells_[cell] = kNil;
     bits_[cell / 64] &= ~(std::uint64_t{1} << (cell % 64));
-    if (--size_ != 0 && cell == best_) best_ = TakenBelow(cell);
+    if (--size_ == 0) {
+      best_level_ = kNil;
+    } else if (cell == best_) {
+      best_ = TakenBelow(cell);
+      best_level_ = cells_[best_];
+    }
   }
   // The best (largest key) level, or kNil when the side is empty.
-  [[nodiscard]] std::uint32_t best() const noexcept {
-    if (size_ == 0) return kNil;
-    return ladder_ ? cells_[best_] : sorted_.back().level;
-  }
+  [[nodiscard]] std::uint32_t best() const noexcept { return best_level_; }
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
   [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
   // Whether the side is a ladder now (else a sorted vector): for tests.
@@ -115,7 +117,7 @@ class SideLevels {
     std::uint32_t level;
   };
 
-  // The cell of `key` in the window: a value >= cells_.size() when outside.
+  // The cell of `key` in the window: a value >= window_ when outside.
   [[nodiscard]] std::uint64_t Cell(std::int64_t key) const noexcept {
     return static_cast<std::uint64_t>(key) - static_cast<std::uint64_t>(base_);
   }
@@ -125,7 +127,10 @@ class SideLevels {
   void Take(std::uint64_t cell, std::uint32_t level) noexcept {
     cells_[cell] = level;
     bits_[cell / 64] |= std::uint64_t{1} << (cell % 64);
-    if (size_++ == 0 || cell > best_) best_ = cell;
+    if (size_++ == 0 || cell > best_) {
+      best_ = cell;
+      best_level_ = level;
+    }
   }
   // The largest taken cell below `cell` (one exists).
   [[nodiscard]] std::uint64_t TakenBelow(std::uint64_t cell) const noexcept {
@@ -136,6 +141,8 @@ class SideLevels {
   }
   // Insert of a key outside the window, or into the vector.
   void InsertSlow(std::int64_t key, std::uint32_t level);
+  // Replaces the window by an empty one of `window` cells.
+  void Allocate(std::uint64_t window);
   // Moves every level of the ladder into sorted_ (ascending) and empties
   // the window; ladder_ stays as it was.
   void LadderToSorted() noexcept;
@@ -154,10 +161,12 @@ class SideLevels {
 
   bool ladder_ = true;
   std::size_t size_ = 0;
-  // The ladder: window [base_, base_ + cells_.size()), a power of two in
-  // size (or empty before the first key), never wrapping past the int64
-  // range; best_ is the largest taken cell while size_ != 0.
+  std::uint32_t best_level_ = kNil;  // best()
+  // The ladder: window [base_, base_ + window_), window_ == cells_.size(),
+  // a power of two (or 0 before the first key), never wrapping past the
+  // int64 range; best_ is the largest taken cell while size_ != 0.
   std::int64_t base_ = 0;
+  std::uint64_t window_ = 0;
   std::uint64_t best_ = 0;
   std::vector<std::uint32_t> cells_;
   std::vector<std::uint64_t> bits_;
