@@ -642,6 +642,12 @@ void FeedRequestServer::Run() {
   State& s = *state_;
   const auto flush = [this] { SendReplies(); };
   while (!stop_.load(std::memory_order_relaxed)) {
+    // The pass's time, read once, for all of the pass: the datagram budget,
+    // the requests read, the snapshots' pace, the regenerator's idleness,
+    // the sweep. It is behind by at most the pass's wait (10 ms; 1 ms while
+    // a snapshot is under way) and work: budgets refill and paces send that
+    // much later, never sooner, and the next pass catches up.
+    const std::int64_t now_ns = base::MonotonicNs();
     Follow();
     // While a snapshot is under way, wake each millisecond to pace it;
     // while a regeneration is, do not wait.
@@ -649,7 +655,7 @@ void FeedRequestServer::Run() {
                       options_.hold_regeneration_for_testing->load();
     const int wait_ms =
         s.job.has_value() && !held ? 0 : (s.snapshots.empty() ? 10 : 1);
-    const std::size_t allowed = ReadAllowance(base::MonotonicNs());
+    const std::size_t allowed = ReadAllowance(now_ns);
     if (allowed == 0) {
       // Over the datagram budget: the socket waits (a token comes within
       // 1 ms at the default rate), snapshots and regeneration go on.
@@ -658,7 +664,7 @@ void FeedRequestServer::Run() {
       const int n = socket_.Receive(s.rx, allowed);
       if (n > 0) s.reads.tokens -= static_cast<double>(n);
       if (n > 0) Follow();
-      FeedRequestHandler handler(s, ring_, options_, base::MonotonicNs());
+      FeedRequestHandler handler(s, ring_, options_, now_ns);
       for (int i = 0; i < n; ++i) {
         if (s.rx.truncated(static_cast<std::size_t>(i))) {
           State::Bump(s.malformed[static_cast<std::size_t>(
@@ -669,7 +675,6 @@ void FeedRequestServer::Run() {
       }
       flush();
     }
-    const std::int64_t now_ns = base::MonotonicNs();
     SendSnapshots(now_ns, flush);
     if (!held) Regenerate(now_ns, flush);
     flush();

@@ -272,28 +272,30 @@ std::vector<std::pair<std::uint64_t, Bytes>> ReplayedFrom(
   return out;
 }
 
-TEST(ServiceFeedAfterLoss, AnAcceptedLossStartsANewFeedSessionAtStartOfFeed) {
-  test_support::ScratchDir dir;
-  const std::string journal = dir.path() + "/j";
-
-  // The old session: the journal's own.
-  LossFeedSubscriber before;
-  {
-    auto service = test_support::RunningService::Start(
-        LossOptions(journal, before.endpoint()));
-    ASSERT_NE(service, nullptr);
-    TradeAsLoss(*service, kOldTraders, 1, 8);
-    ASSERT_TRUE(service->Stop().ok());
+// The scenario of the test below, phase by phase; each phase's results are
+// the fixture's, for the phases after it.
+class ServiceFeedAfterLoss : public ::testing::Test {
+ protected:
+  // The old session, the journal's own: trades, stops; its id is the
+  // journal id, and it ends with EndOfSession.
+  void RunTheOldSession(LossFeedSubscriber& before) {
+    {
+      auto service = test_support::RunningService::Start(
+          LossOptions(journal_, before.endpoint()));
+      ASSERT_NE(service, nullptr);
+      TradeAsLoss(*service, kOldTraders, 1, 8);
+      ASSERT_TRUE(service->Stop().ok());
+    }
+    const std::vector<LossPacket> old_packets =
+        ParseLossPackets(before.Drain());
+    ASSERT_FALSE(old_packets.empty());
+    journal_id_ = old_packets.front().session;
+    ASSERT_EQ(old_packets.back().type, feed::PacketType::kEndOfSession);
   }
-  const std::vector<LossPacket> old_packets = ParseLossPackets(before.Drain());
-  ASSERT_FALSE(old_packets.empty());
-  const std::uint64_t journal_id = old_packets.front().session;
-  ASSERT_EQ(old_packets.back().type, feed::PacketType::kEndOfSession);
 
-  DamageTheTail(journal);
-  {
-    // Without --accept-loss the service does not start (the control).
-    ServiceOptions refused = LossOptions(journal, before.endpoint());
+  // Without --accept-loss the service does not start (the control).
+  void ExpectNoStartWithoutAcceptLoss(const LossFeedSubscriber& before) {
+    ServiceOptions refused = LossOptions(journal_, before.endpoint());
     absl::StatusOr<std::unique_ptr<Service>> service =
         Service::Start(std::move(refused));
     ASSERT_FALSE(service.ok());
@@ -301,103 +303,102 @@ TEST(ServiceFeedAfterLoss, AnAcceptedLossStartsANewFeedSessionAtStartOfFeed) {
   }
 
   // The new session: --accept-loss with --md-target (and a request server,
-  // snapshots every 12 records).
-  LossFeedSubscriber after;
-  ServiceOptions accept = LossOptions(journal, after.endpoint());
-  accept.journal.accept_loss = true;
-  accept.snapshot_every_records = 12;
-  accept.md_requests =
-      FeedRequestServerOptions{.listen = *net::Endpoint::Parse("127.0.0.1:0")};
-  std::uint64_t kept = 0;  // the last record the loss left
-  std::uint64_t new_session = 0;
-  {
-    auto service = test_support::RunningService::Start(accept);
+  // snapshots every 12 records). Sets accept_, kept_ and new_session_.
+  void RunTheNewSession(LossFeedSubscriber& after) {
+    accept_ = LossOptions(journal_, after.endpoint());
+    accept_.journal.accept_loss = true;
+    accept_.snapshot_every_records = 12;
+    accept_.md_requests = FeedRequestServerOptions{
+        .listen = *net::Endpoint::Parse("127.0.0.1:0")};
+    auto service = test_support::RunningService::Start(accept_);
     ASSERT_NE(service, nullptr);
     ASSERT_TRUE(service->WaitFor([&](const ServiceStats& st) {
-      kept = st.last_index;
+      kept_ = st.last_index;
       return true;
     }));
-    ASSERT_GT(kept, 0u);
-    ASSERT_LT(kept, 8u * 2 * kPerDatagram) << "nothing was lost";
+    ASSERT_GT(kept_, 0u);
+    ASSERT_LT(kept_, 8u * 2 * kPerDatagram) << "nothing was lost";
     // Nothing is sent before the first record: its session does not exist.
     EXPECT_TRUE(after.Drain(200).empty());
     TradeAsLoss(*service, kNewTraders, 1, 4);
-    new_session = IndependentSessionHash(journal_id, kept + 1);
-    ASSERT_NE(new_session, journal_id);
+    new_session_ = IndependentSessionHash(journal_id_, kept_ + 1);
+    ASSERT_NE(new_session_, journal_id_);
+    ASSERT_NO_FATAL_FAILURE(ExpectTheRequestServerAnswersForIt(*service));
+    ASSERT_TRUE(service->Stop().ok());
+  }
 
-    // The request server answers for the new session: messages from 1.
-    ASSERT_TRUE(service->WaitFor(
+  // The request server answers for the new session: messages from 1.
+  void ExpectTheRequestServerAnswersForIt(
+      test_support::RunningService& service) {
+    ASSERT_TRUE(service.WaitFor(
         [](const ServiceStats& st) { return st.md_next_sequence > 3; }));
-    test_support::FeedRequester asker(
-        *service->service().md_request_endpoint());
-    asker.Retransmit(new_session, 1, 3, 9);
+    test_support::FeedRequester asker(*service.service().md_request_endpoint());
+    asker.Retransmit(new_session_, 1, 3, 9);
     // The first reply, then any other until 300 ms pass without one.
     const std::vector<LossPacket> answer = ParseLossPackets(
         asker.Await([](const std::vector<Bytes>& r) { return !r.empty(); },
                     /*settle_ms=*/300));
     ASSERT_EQ(answer.size(), 1u);
     EXPECT_EQ(answer[0].type, feed::PacketType::kData);
-    EXPECT_EQ(answer[0].session, new_session);
+    EXPECT_EQ(answer[0].session, new_session_);
     EXPECT_EQ(answer[0].sequence, 1u);
     EXPECT_EQ(answer[0].messages.size(), 3u);
-    ASSERT_TRUE(service->Stop().ok());
   }
 
-  // The journal: record kept + 1 alone carries NewFeedSession; a replay
-  // changes session there and makes what the subscriber received.
-  const ReplayedFeed replayed = ReplayFeed(accept);
-  EXPECT_THAT(replayed.flagged, ::testing::ElementsAre(kept + 1));
-  EXPECT_EQ(feed::FeedSession(journal_id, kept + 1), new_session);
-
-  const std::vector<LossPacket> new_packets = ParseLossPackets(after.Drain());
-  ASSERT_GE(new_packets.size(), 5u);
-  // First a Heartbeat of the new session with next 1, then StartOfFeed at 1
-  // and the directory: instrument by instrument, its directory then its
-  // status.
-  EXPECT_EQ(new_packets.front().type, feed::PacketType::kHeartbeat);
-  EXPECT_EQ(new_packets.front().sequence, 1u);
-  const auto live = DataOf(new_packets, new_session);
-  ASSERT_GE(live.size(), 5u);
-  EXPECT_EQ(live[0].first, 1u);
-  EXPECT_EQ(static_cast<feed::MessageKind>(live[0].second[0]),
-            feed::MessageKind::kSystemEvent);
-  EXPECT_EQ(codec::LoadLE<std::uint8_t>(live[0].second.data() +
-                                        feed::kModelOffset + 8),
-            static_cast<std::uint8_t>(feed::SystemEventCode::kStartOfFeed));
-  const engine::EngineConfig& engine = accept.config.engine;
-  std::size_t at = 1;
-  for (std::uint64_t i = engine.min_instrument; i <= engine.max_instrument;
-       ++i) {
-    ASSERT_LT(at + 1, live.size());
-    EXPECT_EQ(static_cast<feed::MessageKind>(live[at].second[0]),
-              feed::MessageKind::kInstrumentDirectory);
-    EXPECT_EQ(static_cast<feed::MessageKind>(live[at + 1].second[0]),
-              feed::MessageKind::kTradingStatus);
-    at += 2;
+  // What the subscriber of the new session received: first a Heartbeat of
+  // the new session with next 1, then StartOfFeed at 1 and the directory:
+  // instrument by instrument, its directory then its status; every message
+  // numbered from 1, the replay's; then EndOfSession, whose sequence goes
+  // to `new_end`.
+  void ExpectTheNewSessionsFeed(LossFeedSubscriber& after,
+                                const ReplayedFeed& replayed,
+                                std::uint64_t& new_end) {
+    const std::vector<LossPacket> new_packets = ParseLossPackets(after.Drain());
+    ASSERT_GE(new_packets.size(), 5u);
+    EXPECT_EQ(new_packets.front().type, feed::PacketType::kHeartbeat);
+    EXPECT_EQ(new_packets.front().sequence, 1u);
+    const auto live = DataOf(new_packets, new_session_);
+    ASSERT_GE(live.size(), 5u);
+    EXPECT_EQ(live[0].first, 1u);
+    EXPECT_EQ(static_cast<feed::MessageKind>(live[0].second[0]),
+              feed::MessageKind::kSystemEvent);
+    EXPECT_EQ(codec::LoadLE<std::uint8_t>(live[0].second.data() +
+                                          feed::kModelOffset + 8),
+              static_cast<std::uint8_t>(feed::SystemEventCode::kStartOfFeed));
+    const engine::EngineConfig& engine = accept_.config.engine;
+    std::size_t at = 1;
+    for (std::uint64_t i = engine.min_instrument; i <= engine.max_instrument;
+         ++i) {
+      ASSERT_LT(at + 1, live.size());
+      EXPECT_EQ(static_cast<feed::MessageKind>(live[at].second[0]),
+                feed::MessageKind::kInstrumentDirectory);
+      EXPECT_EQ(static_cast<feed::MessageKind>(live[at + 1].second[0]),
+                feed::MessageKind::kTradingStatus);
+      at += 2;
+    }
+    EXPECT_EQ(live, ReplayedFrom(replayed, kept_ + 1));
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      ASSERT_EQ(live[i].first, i + 1);
+    }
+    EXPECT_EQ(new_packets.back().type, feed::PacketType::kEndOfSession);
+    new_end = new_packets.back().sequence;
+    EXPECT_EQ(new_end, live.size() + 1);
   }
-  // Every message of the new session, numbered from 1, the replay's.
-  EXPECT_EQ(live, ReplayedFrom(replayed, kept + 1));
-  for (std::size_t i = 0; i < live.size(); ++i) {
-    ASSERT_EQ(live[i].first, i + 1);
-  }
-  EXPECT_EQ(new_packets.back().type, feed::PacketType::kEndOfSession);
-  const std::uint64_t new_end = new_packets.back().sequence;
-  EXPECT_EQ(new_end, live.size() + 1);
 
-  // Restarts continue the new session: from a snapshot taken after its
-  // first record, and from the journal alone.
-  std::uint64_t next = new_end;
-  std::uint64_t first_command = 1 + 4 * kPerDatagram;
-  for (const bool from_snapshot : {true, false}) {
-    SCOPED_TRACE(from_snapshot ? "from a snapshot" : "from the journal");
+  // A restart (from a snapshot taken after the new session's first record,
+  // or from the journal alone) continues the new session at `next`; trades
+  // `first_command` on. Advances both past what it sent.
+  void ExpectARestartContinuesTheNewSession(bool from_snapshot,
+                                            std::uint64_t& next,
+                                            std::uint64_t& first_command) {
     LossFeedSubscriber again;
-    ServiceOptions restart = LossOptions(journal, again.endpoint());
+    ServiceOptions restart = LossOptions(journal_, again.endpoint());
     restart.restart_from_snapshot = from_snapshot;
     auto service = test_support::RunningService::Start(restart);
     ASSERT_NE(service, nullptr);
     ASSERT_TRUE(service->WaitFor([&](const ServiceStats& st) {
       if (from_snapshot) {
-        EXPECT_GT(st.started_from_snapshot, kept + 1);
+        EXPECT_GT(st.started_from_snapshot, kept_ + 1);
       } else {
         EXPECT_EQ(st.started_from_snapshot, 0u);
       }
@@ -410,17 +411,52 @@ TEST(ServiceFeedAfterLoss, AnAcceptedLossStartsANewFeedSessionAtStartOfFeed) {
     ASSERT_FALSE(packets.empty());
     EXPECT_EQ(packets.front().type, feed::PacketType::kHeartbeat);
     EXPECT_EQ(packets.front().sequence, next);
-    const auto more = DataOf(packets, new_session);
+    const auto more = DataOf(packets, new_session_);
     ASSERT_FALSE(more.empty());
     EXPECT_EQ(more.front().first, next);
-    const auto all = ReplayedFrom(ReplayFeed(restart), kept + 1);
+    const auto all = ReplayedFrom(ReplayFeed(restart), kept_ + 1);
     ASSERT_EQ(all.size(), next - 1 + more.size());
     EXPECT_TRUE(
         std::equal(more.begin(), more.end(),
                    all.begin() + static_cast<std::ptrdiff_t>(next - 1)));
     next += more.size();
   }
-  EXPECT_THAT(ReplayFeed(accept).flagged, ::testing::ElementsAre(kept + 1));
+
+  test_support::ScratchDir dir_;
+  const std::string journal_ = dir_.path() + "/j";
+  std::uint64_t journal_id_ = 0;  // the old session's
+  ServiceOptions accept_;         // the new session's start
+  std::uint64_t kept_ = 0;        // the last record the loss left
+  std::uint64_t new_session_ = 0;
+};
+
+TEST_F(ServiceFeedAfterLoss, AnAcceptedLossStartsANewFeedSessionAtStartOfFeed) {
+  LossFeedSubscriber before;
+  ASSERT_NO_FATAL_FAILURE(RunTheOldSession(before));
+  DamageTheTail(journal_);
+  ASSERT_NO_FATAL_FAILURE(ExpectNoStartWithoutAcceptLoss(before));
+
+  LossFeedSubscriber after;
+  ASSERT_NO_FATAL_FAILURE(RunTheNewSession(after));
+
+  // The journal: record kept + 1 alone carries NewFeedSession; a replay
+  // changes session there and makes what the subscriber received.
+  const ReplayedFeed replayed = ReplayFeed(accept_);
+  EXPECT_THAT(replayed.flagged, ::testing::ElementsAre(kept_ + 1));
+  EXPECT_EQ(feed::FeedSession(journal_id_, kept_ + 1), new_session_);
+  std::uint64_t new_end = 0;
+  ASSERT_NO_FATAL_FAILURE(ExpectTheNewSessionsFeed(after, replayed, new_end));
+
+  // Restarts continue the new session: from a snapshot taken after its
+  // first record, and from the journal alone.
+  std::uint64_t next = new_end;
+  std::uint64_t first_command = 1 + 4 * kPerDatagram;
+  for (const bool from_snapshot : {true, false}) {
+    SCOPED_TRACE(from_snapshot ? "from a snapshot" : "from the journal");
+    ASSERT_NO_FATAL_FAILURE(ExpectARestartContinuesTheNewSession(
+        from_snapshot, next, first_command));
+  }
+  EXPECT_THAT(ReplayFeed(accept_).flagged, ::testing::ElementsAre(kept_ + 1));
 }
 
 }  // namespace

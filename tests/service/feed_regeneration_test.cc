@@ -386,28 +386,6 @@ TEST(FeedRegeneration, AJournalThatCannotBeReadIsUnavailableAndSaid) {
   EXPECT_NE(said[0].find("sequence 10"), std::string::npos) << said[0];
 }
 
-// Session 1 sends `datagrams` datagrams of 10 resting orders, each answered
-// before the next.
-void RestOrders(test_support::TestClient& client, std::uint64_t& sequence,
-                std::size_t datagrams) {
-  for (std::size_t d = 0; d < datagrams; ++d) {
-    std::vector<test_support::Bytes> frames;
-    for (int i = 0; i < 10; ++i, ++sequence) {
-      frames.push_back(test_support::Frame(
-          sequence,
-          codec::NewLimit{.account_id = 1,
-                          .client_order_id = sequence,
-                          .instrument_id = 3,
-                          .side = codec::Side::kBuy,
-                          .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                          .price = static_cast<std::int64_t>(100 + i),
-                          .quantity = 1}));
-    }
-    client.Send(1, frames);
-    ASSERT_EQ(client.Frames(1, 10).size(), 10u) << "datagram " << d;
-  }
-}
-
 TEST(FeedRegeneration, ARestartedServiceAnswersBelowItsRingFromTheJournal) {
   test_support::ScratchDir dir;
   ServiceOptions options =
@@ -427,14 +405,17 @@ TEST(FeedRegeneration, ARestartedServiceAnswersBelowItsRingFromTheJournal) {
     auto service = test_support::RunningService::Start(options);
     ASSERT_NE(service, nullptr);
     test_support::TestClient client(service->endpoint());
-    RestOrders(client, sequence, 5);
+    // Resting buys at 100 to 109.
+    test_support::SendRestingBuys(client, sequence, 5, /*price=*/100,
+                                  /*price_step=*/1);
     ASSERT_TRUE(service->Stop().ok());
     first_run_end = service->final_stats().md_next_sequence;
   }
   auto service = test_support::RunningService::Start(options);
   ASSERT_NE(service, nullptr);
   test_support::TestClient client(service->endpoint());
-  RestOrders(client, sequence, 2);
+  test_support::SendRestingBuys(client, sequence, 2, /*price=*/100,
+                                /*price_step=*/1);
   ASSERT_TRUE(service->WaitFor([&](const ServiceStats& st) {
     return st.md_next_sequence >= first_run_end + 20 && st.md_packets > 0;
   }));

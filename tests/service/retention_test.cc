@@ -15,8 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "codec/messages.h"
-#include "codec/types.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/prune.h"
@@ -25,7 +23,6 @@
 #include "service/service.h"
 #include "state/rebuild.h"
 #include "state/snapshot.h"
-#include "tests/support/bytes.h"
 #include "tests/support/files.h"
 #include "tests/support/scratch_dir.h"
 #include "tests/support/service_harness.h"
@@ -38,10 +35,9 @@ using state::RebuiltState;
 using state::SnapshotInfo;
 using state::WriteSnapshot;
 
-using test_support::Bytes;
-using test_support::Frame;
 using test_support::RunningService;
 using test_support::ScratchDir;
+using test_support::SendRestingBuys;
 using test_support::TestClient;
 using test_support::TestOptions;
 using ::testing::HasSubstr;
@@ -52,28 +48,6 @@ std::size_t SegmentCount(const std::string& dir) {
     if (journal::ParseSegmentFileName(entry.path().filename().string())) ++n;
   }
   return n;
-}
-
-// Sends `datagrams` datagrams of 10 resting buy orders each from session 1,
-// one at a time, each answered (10 Accepted) before the next.
-void SendOrders(TestClient& client, std::uint64_t& sequence,
-                std::size_t datagrams) {
-  for (std::size_t d = 0; d < datagrams; ++d) {
-    std::vector<Bytes> frames;
-    for (int i = 0; i < 10; ++i, ++sequence) {
-      frames.push_back(Frame(
-          sequence,
-          codec::NewLimit{.account_id = 1,
-                          .client_order_id = sequence,
-                          .instrument_id = 3,
-                          .side = codec::Side::kBuy,
-                          .time_in_force = codec::TimeInForce::kGoodTillCancel,
-                          .price = 100,
-                          .quantity = 1}));
-    }
-    client.Send(1, frames);
-    ASSERT_EQ(client.Frames(1, 10).size(), 10u) << "datagram " << d;
-  }
 }
 
 // Writes a real snapshot of the journal's state at `index` (rebuilt from the
@@ -121,7 +95,7 @@ TEST(ServiceRetention, PrunesBehindTheNewestSnapshotAndKeepsAnswering) {
   std::uint64_t sequence = 1;
 
   // Several segments, no snapshot: nothing is pruned.
-  SendOrders(client, sequence, 80);
+  SendRestingBuys(client, sequence, 80, /*price=*/100, /*price_step=*/0);
   const std::size_t grown = SegmentCount(journal_dir);
   ASSERT_GE(grown, 4u);
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
@@ -141,11 +115,11 @@ TEST(ServiceRetention, PrunesBehindTheNewestSnapshotAndKeepsAnswering) {
 
   // The service kept answering, and keeps answering; with a newer snapshot
   // the journal stays bounded by the window.
-  SendOrders(client, sequence, 80);
+  SendRestingBuys(client, sequence, 80, /*price=*/100, /*price_step=*/0);
   SnapshotAt(journal_dir, sequence - 1);
   ASSERT_TRUE(WaitUntil([&] { return SegmentCount(journal_dir) <= 3; }, 5000))
       << SegmentCount(journal_dir) << " segments";
-  SendOrders(client, sequence, 5);
+  SendRestingBuys(client, sequence, 5, /*price=*/100, /*price_step=*/0);
   ASSERT_TRUE(service->Stop().ok());
   {
     const std::lock_guard<std::mutex> lock(mu);

@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "state/rebuild.h"
 #include "state/snapshot.h"
+#include "tests/support/orders.h"
 
 namespace orderwire::test_support {
 
@@ -205,6 +206,26 @@ void TestClient::AppendFrames(std::uint32_t session, const Bytes& datagram,
   EXPECT_EQ(view->session_id(), session);
   for (const codec::FrameView frame : *view) {
     frames.emplace_back(frame.bytes().begin(), frame.bytes().end());
+  }
+}
+
+void SendRestingBuys(TestClient& client, std::uint64_t& sequence,
+                     std::size_t datagrams, std::int64_t price,
+                     std::int64_t price_step) {
+  for (std::size_t d = 0; d < datagrams; ++d) {
+    std::vector<Bytes> frames;
+    for (std::int64_t i = 0; i < 10; ++i, ++sequence) {
+      frames.push_back(Frame(
+          sequence, Limit({.account_id = 1,
+                           .client_order_id = sequence,
+                           .instrument_id = 3,
+                           .side = codec::Side::kBuy,
+                           .time_in_force = codec::TimeInForce::kGoodTillCancel,
+                           .price = price + i * price_step,
+                           .quantity = 1})));
+    }
+    client.Send(1, frames);
+    ASSERT_EQ(client.Frames(1, 10).size(), 10u) << "datagram " << d;
   }
 }
 

@@ -2,8 +2,9 @@
 // loopback: the options every test starts from (TestOptions), a Service
 // running Run() in its own thread with race-free counter snapshots
 // (RunningService), and a raw client that sends and receives datagram bytes
-// (TestClient). Part of orderwire::test_support_service, which links the
-// service; codec-level tests use orderwire::test_support alone.
+// (TestClient), with runs of resting buy orders (SendRestingBuys). Part of
+// orderwire::test_support_service, which links the service; codec-level
+// tests use orderwire::test_support alone.
 #ifndef ORDERWIRE_TESTS_SUPPORT_SERVICE_HARNESS_H_
 #define ORDERWIRE_TESTS_SUPPORT_SERVICE_HARNESS_H_
 
@@ -134,6 +135,16 @@ class TestClient {
   net::DatagramBatch rx_;
   std::vector<Bytes> queue_;
 };
+
+// Sends `datagrams` datagrams of 10 resting buy orders each from session 1
+// of `client`, one at a time, each answered (10 reports) before the next; a
+// datagram not answered fails the test. Order i (0 to 9) of a datagram is
+// account 1's good-till-cancel buy of 1 on instrument 3 at
+// `price + i * price_step`, with frame sequence and client order id
+// `sequence`, which advances past it.
+void SendRestingBuys(TestClient& client, std::uint64_t& sequence,
+                     std::size_t datagrams, std::int64_t price,
+                     std::int64_t price_step);
 
 }  // namespace orderwire::test_support
 
