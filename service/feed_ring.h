@@ -23,11 +23,17 @@
 // while the writer may overwrite them (the seqlock pattern: a copy the
 // validation refuses is never used); a thread sanitizer would report it.
 //
-// Cost: Append is one copy of the blocks and a few stores, no allocation;
-// Copy a binary search over the packets and one copy. Memory: `bytes` plus
-// 24 bytes per packet entry (one per 64 bytes), allocated at construction
-// as zero pages the kernel maps on first touch: a ring costs no start-up
-// time for its size, and only what the feed has filled is resident.
+// Cost: Append is one copy of the blocks and a few stores, no allocation
+// and no page fault; Copy a binary search over the packets and one copy.
+// Memory: `bytes` plus 24 bytes per packet entry (one per 64 bytes), in
+// base::HugePageArray (2 MiB pages where the kernel gives them: fewer page
+// table entries for a snapshot's fork() to copy) populated at construction,
+// so all of it is resident from the start and the loop never faults a page
+// in while it publishes. Faulting the default 64 MiB in on first touch, 4
+// KiB at a time, cost the loop ~190 ms on the VM of
+// docs/BENCHMARKS-MARKETDATA.md, 8% of its time at the highest rate; the
+// ring and its entries (88 MiB) now take ~20 ms at start. Throws
+// std::bad_alloc if the memory cannot be had.
 #ifndef ORDERWIRE_SERVICE_FEED_RING_H_
 #define ORDERWIRE_SERVICE_FEED_RING_H_
 
@@ -37,6 +43,8 @@
 #include <memory>
 #include <span>
 #include <vector>
+
+#include "base/huge_page_array.h"
 
 namespace orderwire::service {
 
@@ -98,15 +106,12 @@ class FeedRing {
  private:
   // A packet's place; written by the writer, read under validation, each
   // field through std::atomic_ref (Load, Store): plain integers, so the
-  // entries can be zero pages from calloc.
+  // entries can be zeroed memory.
   struct Entry {
     std::uint64_t first_sequence;
     std::uint64_t position;  // absolute byte position
     std::uint32_t length;
     std::uint32_t count;
-  };
-  struct Free {
-    void operator()(void* p) const noexcept;
   };
   template <typename T>
   [[nodiscard]] static T Load(T& field) noexcept {
@@ -121,9 +126,10 @@ class FeedRing {
   }
 
   std::size_t data_size_;
-  std::unique_ptr<std::byte[], Free> data_;
+  base::HugePageArray<std::byte> data_;
   std::size_t data_mask_;
-  std::unique_ptr<Entry[], Free> entries_;
+  // Mutable: readers' entry() hands std::atomic_ref a non-const field.
+  mutable base::HugePageArray<Entry> entries_;
   std::size_t entry_mask_;
   // The writer's own: the byte position of the next packet, packets
   // appended, and the oldest entry still whole.
