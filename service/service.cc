@@ -128,9 +128,10 @@ class Service::Impl final : public Sequencer::Backpressure,
         tx_order_(options_.batch) {}
 
   ~Impl() {
-    // A snapshot still being written is waited for: the file it publishes
-    // is whole or absent either way, but a stopped service leaves no child.
-    if (snapshot_child_ > 0) ReapSnapshot(/*wait=*/true);
+    // A snapshot still being written is waited for (within the stop's
+    // bound): the file it publishes is whole or absent either way, but a
+    // stopped service leaves no child.
+    FinishSnapshotAtStop();
   }
   Impl(const Impl&) = delete;
   Impl& operator=(const Impl&) = delete;
@@ -219,6 +220,7 @@ class Service::Impl final : public Sequencer::Backpressure,
   pid_t snapshot_child_ = -1;
   int snapshot_report_fd_ = -1;  // read end: the child's error message
   std::uint64_t snapshot_child_index_ = 0;
+  std::int64_t snapshot_child_started_ns_ = 0;
   std::int64_t next_reap_ns_ = 0;
   // The journal's segments made smaller for lack of space: counted by the
   // writer; whether the service said so (until whole ones fit again).
@@ -287,8 +289,14 @@ class Service::Impl final : public Sequencer::Backpressure,
   // The child: writes the snapshot from its copy-on-write image, exits.
   [[noreturn]] void RunSnapshotChild(int report_fd);
   // Collects the child if it has exited (or waits for it): counts it, logs
-  // a failure with the child's own message.
+  // a failure with the child's own message. A child running past
+  // snapshot_child_limit_s is killed first (failed, said so).
   void ReapSnapshot(bool wait);
+  // At a stop: waits for a running child at most snapshot_stop_wait_s, then
+  // kills it (failed, said so).
+  void FinishSnapshotAtStop();
+  // Kills the running child and collects it (SIGKILL, then waitpid).
+  void KillSnapshotChild();
   // Applies every pending record the journal has made durable (and, with
   // replication, the stream has acknowledged) and sends their reports.
   void ApplyDurable();
@@ -838,7 +846,7 @@ absl::Status Service::Impl::Shutdown() {
   absl::Status closed = writer_->Close();
   stats_.durable_index = writer_->durable_index();
   // A snapshot being written is finished (its counters then final).
-  if (snapshot_child_ > 0) ReapSnapshot(/*wait=*/true);
+  FinishSnapshotAtStop();
   if (options_.metrics != nullptr) PublishMetrics();
   return closed;
 }
@@ -871,6 +879,7 @@ void Service::Impl::StartSnapshot() {
   snapshot_child_ = pid;
   snapshot_report_fd_ = fds[0];
   snapshot_child_index_ = index;
+  snapshot_child_started_ns_ = MonotonicNs();
   next_reap_ns_ = now_ns_ + 1'000'000;
 }
 
@@ -901,6 +910,33 @@ void Service::Impl::RunSnapshotChild(int report_fd) {
   ::_exit(1);
 }
 
+void Service::Impl::FinishSnapshotAtStop() {
+  const auto wait_ns =
+      static_cast<std::int64_t>(options_.snapshot_stop_wait_s * 1e9);
+  const std::int64_t deadline_ns = MonotonicNs() + wait_ns;
+  while (snapshot_child_ > 0 && MonotonicNs() < deadline_ns) {
+    ReapSnapshot(/*wait=*/false);
+    if (snapshot_child_ > 0) ::usleep(1000);
+  }
+  if (snapshot_child_ <= 0) return;
+  KillSnapshotChild();
+  ++stats_.snapshots_failed;
+  Log(absl::StrFormat(
+      "snapshot at index %d abandoned at the stop: not finished within %g s "
+      "(the child was killed; the journal holds every record)",
+      snapshot_child_index_, options_.snapshot_stop_wait_s));
+}
+
+void Service::Impl::KillSnapshotChild() {
+  ::kill(snapshot_child_, SIGKILL);
+  int status = 0;
+  while (::waitpid(snapshot_child_, &status, 0) < 0 && errno == EINTR) {
+  }
+  ::close(snapshot_report_fd_);
+  snapshot_report_fd_ = -1;
+  snapshot_child_ = -1;
+}
+
 void Service::Impl::ReapSnapshot(bool wait) {
   next_reap_ns_ = now_ns_ + 1'000'000;
   int status = 0;
@@ -908,7 +944,18 @@ void Service::Impl::ReapSnapshot(bool wait) {
   do {
     reaped = ::waitpid(snapshot_child_, &status, wait ? 0 : WNOHANG);
   } while (reaped < 0 && errno == EINTR);
-  if (reaped == 0) return;  // still writing
+  if (reaped == 0) {  // still writing
+    const auto limit_ns =
+        static_cast<std::int64_t>(options_.snapshot_child_limit_s * 1e9);
+    if (MonotonicNs() - snapshot_child_started_ns_ < limit_ns) return;
+    KillSnapshotChild();
+    ++stats_.snapshots_failed;
+    Log(absl::StrFormat(
+        "snapshot at index %d failed: not finished within %g s (the child "
+        "was killed; the next one is tried when due)",
+        snapshot_child_index_, options_.snapshot_child_limit_s));
+    return;
+  }
   const int wait_errno = errno;
   std::array<char, PIPE_BUF> message{};
   const ssize_t n = ::read(snapshot_report_fd_, message.data(), message.size());

@@ -59,7 +59,11 @@
 // one at a time, logs a failure and counts both. The child touches nothing
 // the parent owns (ring, sockets, journal files): it writes and _exit()s.
 // The loop's only stall is fork() itself (page tables copied; measured in
-// docs/BENCHMARKS.md and counted in ServiceStats::fork_ns_max).
+// docs/BENCHMARKS.md and counted in ServiceStats::fork_ns_max). A child
+// still running snapshot_child_limit_s after its fork is killed and counted
+// failed (a child that cannot finish must not hold back every later
+// snapshot, and so retention); a stop waits for a running one at most
+// snapshot_stop_wait_s, then kills it the same way.
 //
 // Bounded restart: Start() loads the newest snapshot that verifies and
 // belongs to this journal (LoadNewestSnapshot, at most the journal's last
@@ -166,6 +170,10 @@ struct ServiceOptions {
   // Tests only: called in the snapshot child before it writes (e.g. to make
   // the write slow); it must not touch the parent's resources.
   std::function<void()> in_snapshot_child;
+  // A snapshot child running longer than this is killed (failed), and a
+  // stop waits for one at most snapshot_stop_wait_s (both above 0).
+  double snapshot_child_limit_s = 600;
+  double snapshot_stop_wait_s = 10;
   // Where to write a line naming a refused datagram (session, source,
   // cause, likely reason), at most one per cause per second with the count
   // of those not written since; null: none (`serve --log-refusals`).

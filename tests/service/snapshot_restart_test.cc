@@ -13,6 +13,9 @@
 //   - the loop keeps answering while a (slow) snapshot is being written;
 //   - a snapshot that cannot be written is logged and counted, and the
 //     service goes on.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -408,6 +411,87 @@ TEST(SnapshotWhileServing, TheLoopKeepsAnsweringWhileASnapshotIsWritten) {
   ASSERT_TRUE(service->Stop().ok());
   EXPECT_EQ(service->final_stats().snapshots_failed, 0u);
   EXPECT_GE(SnapshotIndexes(dir.Sub("journal")).size(), 1u);
+}
+
+// A child that cannot finish (a hung disk; a lock its fork inherited held)
+// must not hold back every later snapshot, nor the stop: past the limit it
+// is killed, counted and said, and the next snapshot is taken when due.
+TEST(SnapshotWhileServing,
+     AChildThatNeverFinishesIsKilledAndTheNextOneIsTaken) {
+  ScratchDir dir;
+  const std::string journal = dir.Sub("journal");
+  ServiceOptions options = Options(journal);
+  options.snapshot_every_records = 10;
+  options.snapshot_child_limit_s = 0.3;
+  options.snapshot_stop_wait_s = 0.3;
+  auto log = std::make_shared<std::vector<std::string>>();
+  auto mu = std::make_shared<std::mutex>();
+  options.on_event = [log, mu](std::string_view line) {
+    std::lock_guard lock(*mu);
+    log->emplace_back(line);
+  };
+  // The first child hangs for good; the others write at once.
+  const std::string hung = dir.Sub("hung");
+  // (No allocation in the child: another thread may hold the allocator's
+  // lock at the fork.)
+  options.in_snapshot_child = [hung] {
+    if (::open(hung.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600) < 0) return;
+    for (;;) ::pause();
+  };
+  auto service = RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  client.Send(kSessions[0], DatagramOf(0, 1));
+  ASSERT_GE(client.Frames(kSessions[0], 10).size(), 10u);
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.snapshots_failed >= 1; }, 10000));
+  // Later records: the next snapshot is taken.
+  for (std::uint64_t first = 11; first <= 21; first += kPerDatagram) {
+    client.Send(kSessions[0], DatagramOf(0, first));
+    ASSERT_TRUE(service->WaitFor([&](const ServiceStats& s) {
+      return s.commands_applied >= first + kPerDatagram - 1;
+    }));
+  }
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.snapshots_taken >= 1; }, 10000));
+  ASSERT_TRUE(service->Stop().ok());
+  EXPECT_EQ(service->final_stats().snapshots_failed, 1u);
+  std::lock_guard lock(*mu);
+  EXPECT_THAT(*log, ::testing::Contains(HasSubstr(
+                        "failed: not finished within 0.3 s (the child was "
+                        "killed")));
+}
+
+// A stop does not wait for a hung child longer than its bound.
+TEST(SnapshotWhileServing, AStopWaitsForAHungChildOnlyItsBound) {
+  ScratchDir dir;
+  ServiceOptions options = Options(dir.Sub("journal"));
+  options.snapshot_every_records = 10;
+  options.snapshot_stop_wait_s = 0.5;
+  auto log = std::make_shared<std::vector<std::string>>();
+  auto mu = std::make_shared<std::mutex>();
+  options.on_event = [log, mu](std::string_view line) {
+    std::lock_guard lock(*mu);
+    log->emplace_back(line);
+  };
+  options.in_snapshot_child = [] {
+    for (;;) ::pause();
+  };
+  auto service = RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  client.Send(kSessions[0], DatagramOf(0, 1));
+  ASSERT_GE(client.Frames(kSessions[0], 10).size(), 10u);
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.snapshot_running; }));
+  const auto stopping = std::chrono::steady_clock::now();
+  ASSERT_TRUE(service->Stop().ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping,
+            std::chrono::seconds(5));
+  EXPECT_EQ(service->final_stats().snapshots_failed, 1u);
+  EXPECT_EQ(service->final_stats().snapshot_running, 0u);
+  std::lock_guard lock(*mu);
+  EXPECT_THAT(*log, ::testing::Contains(HasSubstr("abandoned at the stop")));
 }
 
 // A service killed while its child writes must restart at once: the child
