@@ -375,6 +375,41 @@ TEST_F(SnapshotRestartTest, ASnapshotOfAnotherJournalIsRefused) {
   EXPECT_THAT(restart.warning, HasSubstr(foreign));
 }
 
+// A service started with `options` whose first 10 commands (session 0)
+// were answered: record 10, where snapshot_every_records = 10 is due.
+struct Answered {
+  std::unique_ptr<RunningService> service;
+  std::unique_ptr<TestClient> client;
+};
+void StartAndAnswerTen(const ServiceOptions& options, Answered* out) {
+  out->service = RunningService::Start(options);
+  ASSERT_NE(out->service, nullptr);
+  out->client = std::make_unique<TestClient>(out->service->endpoint());
+  out->client->Send(kSessions[0], DatagramOf(0, 1));
+  ASSERT_GE(out->client->Frames(kSessions[0], 10).size(), 10u);
+}
+
+// The service's event lines (ServiceOptions::on_event), kept for a test to
+// read while or after it runs.
+class EventLog {
+ public:
+  explicit EventLog(ServiceOptions& options) {
+    options.on_event = [lines = lines_, mu = mu_](std::string_view line) {
+      std::lock_guard lock(*mu);
+      lines->emplace_back(line);
+    };
+  }
+  [[nodiscard]] std::vector<std::string> Lines() const {
+    std::lock_guard lock(*mu_);
+    return *lines_;
+  }
+
+ private:
+  std::shared_ptr<std::vector<std::string>> lines_ =
+      std::make_shared<std::vector<std::string>>();
+  std::shared_ptr<std::mutex> mu_ = std::make_shared<std::mutex>();
+};
+
 TEST(SnapshotWhileServing, TheLoopKeepsAnsweringWhileASnapshotIsWritten) {
   ScratchDir dir;
   ServiceOptions options = Options(dir.Sub("journal"));
@@ -424,12 +459,7 @@ TEST(SnapshotWhileServing,
   options.snapshot_every_records = 10;
   options.snapshot_child_limit_s = 0.3;
   options.snapshot_stop_wait_s = 0.3;
-  auto log = std::make_shared<std::vector<std::string>>();
-  auto mu = std::make_shared<std::mutex>();
-  options.on_event = [log, mu](std::string_view line) {
-    std::lock_guard lock(*mu);
-    log->emplace_back(line);
-  };
+  const EventLog log(options);
   // The first child hangs for good; the others write at once.
   const std::string hung = dir.Sub("hung");
   // (No allocation in the child: another thread may hold the allocator's
@@ -438,11 +468,10 @@ TEST(SnapshotWhileServing,
     if (::open(hung.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600) < 0) return;
     for (;;) ::pause();
   };
-  auto service = RunningService::Start(options);
-  ASSERT_NE(service, nullptr);
-  TestClient client(service->endpoint());
-  client.Send(kSessions[0], DatagramOf(0, 1));
-  ASSERT_GE(client.Frames(kSessions[0], 10).size(), 10u);
+  Answered answered;
+  ASSERT_NO_FATAL_FAILURE(StartAndAnswerTen(options, &answered));
+  RunningService* const service = answered.service.get();
+  TestClient& client = *answered.client;
   ASSERT_TRUE(service->WaitFor(
       [](const ServiceStats& s) { return s.snapshots_failed >= 1; }, 10000));
   // Later records: the next snapshot is taken.
@@ -456,10 +485,9 @@ TEST(SnapshotWhileServing,
       [](const ServiceStats& s) { return s.snapshots_taken >= 1; }, 10000));
   ASSERT_TRUE(service->Stop().ok());
   EXPECT_EQ(service->final_stats().snapshots_failed, 1u);
-  std::lock_guard lock(*mu);
-  EXPECT_THAT(*log, ::testing::Contains(HasSubstr(
-                        "failed: not finished within 0.3 s (the child was "
-                        "killed")));
+  EXPECT_THAT(log.Lines(), ::testing::Contains(HasSubstr(
+                               "failed: not finished within 0.3 s (the child "
+                               "was killed")));
 }
 
 // A stop does not wait for a hung child longer than its bound.
@@ -468,20 +496,13 @@ TEST(SnapshotWhileServing, AStopWaitsForAHungChildOnlyItsBound) {
   ServiceOptions options = Options(dir.Sub("journal"));
   options.snapshot_every_records = 10;
   options.snapshot_stop_wait_s = 0.5;
-  auto log = std::make_shared<std::vector<std::string>>();
-  auto mu = std::make_shared<std::mutex>();
-  options.on_event = [log, mu](std::string_view line) {
-    std::lock_guard lock(*mu);
-    log->emplace_back(line);
-  };
+  const EventLog log(options);
   options.in_snapshot_child = [] {
     for (;;) ::pause();
   };
-  auto service = RunningService::Start(options);
-  ASSERT_NE(service, nullptr);
-  TestClient client(service->endpoint());
-  client.Send(kSessions[0], DatagramOf(0, 1));
-  ASSERT_GE(client.Frames(kSessions[0], 10).size(), 10u);
+  Answered answered;
+  ASSERT_NO_FATAL_FAILURE(StartAndAnswerTen(options, &answered));
+  RunningService* const service = answered.service.get();
   ASSERT_TRUE(service->WaitFor(
       [](const ServiceStats& s) { return s.snapshot_running; }));
   const auto stopping = std::chrono::steady_clock::now();
@@ -490,8 +511,8 @@ TEST(SnapshotWhileServing, AStopWaitsForAHungChildOnlyItsBound) {
             std::chrono::seconds(5));
   EXPECT_EQ(service->final_stats().snapshots_failed, 1u);
   EXPECT_EQ(service->final_stats().snapshot_running, 0u);
-  std::lock_guard lock(*mu);
-  EXPECT_THAT(*log, ::testing::Contains(HasSubstr("abandoned at the stop")));
+  EXPECT_THAT(log.Lines(),
+              ::testing::Contains(HasSubstr("abandoned at the stop")));
 }
 
 // A service killed while its child writes must restart at once: the child
@@ -513,11 +534,9 @@ TEST(SnapshotWhileServing, TheChildHoldsNoneOfTheServicesDescriptors) {
     }
     test_support::WriteText(listing, out);
   };
-  auto service = RunningService::Start(options);
-  ASSERT_NE(service, nullptr);
-  TestClient client(service->endpoint());
-  client.Send(kSessions[0], DatagramOf(0, 1));
-  ASSERT_GE(client.Frames(kSessions[0], 10).size(), 10u);
+  Answered answered;
+  ASSERT_NO_FATAL_FAILURE(StartAndAnswerTen(options, &answered));
+  RunningService* const service = answered.service.get();
   ASSERT_TRUE(service->WaitFor(
       [](const ServiceStats& s) { return s.snapshots_taken >= 1; }));
   ASSERT_TRUE(service->Stop().ok());
@@ -535,30 +554,24 @@ TEST(SnapshotWhileServing, AFailedSnapshotIsLoggedAndCountedAndServingGoesOn) {
   const std::string journal = dir.Sub("journal");
   ServiceOptions options = Options(journal);
   options.snapshot_every_records = 10;
-  auto log = std::make_shared<std::vector<std::string>>();
-  auto mu = std::make_shared<std::mutex>();
-  options.on_event = [log, mu](std::string_view line) {
-    std::lock_guard lock(*mu);
-    log->emplace_back(line);
-  };
+  const EventLog log(options);
   // The snapshot directory's place is taken by a file.
   std::filesystem::create_directories(journal);
   test_support::WriteText(SnapshotDirectory(journal), "not a directory");
-  auto service = RunningService::Start(options);
-  ASSERT_NE(service, nullptr);
-  TestClient client(service->endpoint());
-  client.Send(kSessions[0], DatagramOf(0, 1));
-  ASSERT_GE(client.Frames(kSessions[0], 10).size(), 10u);
+  Answered answered;
+  ASSERT_NO_FATAL_FAILURE(StartAndAnswerTen(options, &answered));
+  RunningService* const service = answered.service.get();
+  TestClient& client = *answered.client;
   ASSERT_TRUE(service->WaitFor(
       [](const ServiceStats& s) { return s.snapshots_failed >= 1; }));
   client.Send(kSessions[0], DatagramOf(0, 11));
   EXPECT_GE(client.Frames(kSessions[0], 10).size(), 10u);
   ASSERT_TRUE(service->Stop().ok());
   EXPECT_EQ(service->final_stats().snapshots_taken, 0u);
-  std::lock_guard lock(*mu);
-  ASSERT_FALSE(log->empty());
-  EXPECT_THAT(log->front(), HasSubstr("snapshot at index 10 failed"));
-  EXPECT_THAT(log->front(), HasSubstr(SnapshotDirectory(journal)));
+  const std::vector<std::string> lines = log.Lines();
+  ASSERT_FALSE(lines.empty());
+  EXPECT_THAT(lines.front(), HasSubstr("snapshot at index 10 failed"));
+  EXPECT_THAT(lines.front(), HasSubstr(SnapshotDirectory(journal)));
 }
 
 // Start-up verifies the whole retained journal (docs/SERVICE.md "What
