@@ -13,9 +13,10 @@
 // be for each of the possible command frame sizes (25, 38, 47, 49). When frame
 // 1's kind arrives, three conditional moves pick the right candidate's pair
 // length, so one chain step (one load latency plus a few ALU ops) covers two
-// frames. Kinds are still checked against the kind table for every frame (a
-// branch that is always predicted on good input), and a bad frame falls back to
-// the one-frame decoder, which diagnoses it.
+// frames. Kinds are still checked against a table of the five pair-step kinds
+// for every frame (a branch that is always predicted on good input), and any
+// other frame (a MassCancel, or a bad one) falls back to the one-frame
+// decoder, which decodes or diagnoses it.
 //
 // Decoding a frame's body is a byte permutation: every Command field comes
 // from a fixed frame offset per kind (zero where the kind lacks it). With
@@ -38,6 +39,7 @@
 #include "codec/command.h"
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -59,6 +61,25 @@ constexpr std::uint8_t kSizeCancelByClient = kFrameSize<CancelByClient>;
 constexpr std::uint8_t kSizeReplace = kFrameSize<Replace>;
 static_assert(kSizeCancelByOrder == kSizeCancelByClient,
               "the pair step shares one candidate for kinds 3 and 4");
+
+// The frame size of the kinds the pair step selects among (1..5), 0 for
+// every other byte: a frame of another kind (a MassCancel, which a stream
+// rarely holds) stops the pair and run loops, and DecodeRest decodes it
+// through the kind table. Same cost as kCommandFrameSize: one load.
+constexpr std::array<std::uint8_t, 256> kPairStepFrameSize = [] {
+  std::array<std::uint8_t, 256> sizes{};
+  for (std::size_t k = 1; k <= 5; ++k) sizes[k] = kCommandFrameSize[k];
+  return sizes;
+}();
+
+// The VBMI recipes are indexed by `kind & 7`: every command kind must be
+// below 8.
+static_assert([] {
+  for (std::size_t k = 8; k < 256; ++k) {
+    if (kCommandFrameSize[k] != 0) return false;
+  }
+  return true;
+}());
 
 // Sizes of kinds 0..7 packed one per byte, plus `bias` in every byte.
 constexpr std::uint64_t PackedSizes(std::uint64_t bias) {
@@ -140,7 +161,7 @@ template <std::size_t kPrefetchAhead, typename DecodeOne>
   // pair loop, which needs no prediction.
   if (static_cast<std::size_t>(end - p) >= kLookahead) {
     const std::uint8_t run_kind = kind_at(p);
-    const std::size_t run_size = kCommandFrameSize[run_kind];
+    const std::size_t run_size = kPairStepFrameSize[run_kind];
     if (run_size != 0 && kind_at(p + run_size) == run_kind) {
       while (static_cast<std::size_t>(end - p) >= 64 + run_size &&
              n < out.size() && kind_at(p) == run_kind) {
@@ -168,12 +189,12 @@ template <std::size_t kPrefetchAhead, typename DecodeOne>
     const std::uint64_t high = Select(k1 == 5, pair_replace, pair_cancel);
     const std::uint64_t pair = Select(k1 <= 2, low, high);
 
-    const std::size_t s1 = kCommandFrameSize[k1];
+    const std::size_t s1 = kPairStepFrameSize[k1];
     if (s1 == 0) [[unlikely]]
       break;
     const std::byte* const p2 = p + s1;
     const std::uint8_t k2 = kind_at(p2);
-    if (kCommandFrameSize[k2] == 0) [[unlikely]]
+    if (kPairStepFrameSize[k2] == 0) [[unlikely]]
       break;
     decode_one(p, k1, &out[n]);
     decode_one(p2, k2, &out[n + 1]);
@@ -437,6 +458,8 @@ Result<std::size_t> EncodeCommandScalar(const Command& command,
       return EncodeFrame(command.sequence, command.As<CancelByClient>(), out);
     case Kind::kReplace:
       return EncodeFrame(command.sequence, command.As<Replace>(), out);
+    case Kind::kMassCancel:
+      return EncodeFrame(command.sequence, command.As<MassCancel>(), out);
     default:
       return CodecError::kNotACommand;
   }

@@ -1,14 +1,16 @@
-// Command: one trivially-copyable value that holds any of the five commands,
+// Command: one trivially-copyable value that holds any of the command kinds,
 // and the branch-free decoder that produces it from frame bytes.
 //
-// The engine consumes Commands. Rather than a tagged union of the five models,
+// The engine consumes Commands. Rather than a tagged union of the models,
 // a Command is the normalized superset of their fields: every command has an
 // account; the other fields are present where the kind has them and zero
 // where it does not (see the comments). Because every kind fills the same
 // fields, one straight-line decoder serves all kinds (kind_table.h explains
 // the recipes), and the engine reads a field without first asking the kind.
 //
-// Replace's `new_client_order_id` is carried in `client_order_id`.
+// Replace's `new_client_order_id` is carried in `client_order_id`;
+// MassCancel's `request_id` in `client_order_id`, its `side` (a
+// MassCancelSide: 3 Both) in `side` and its `scope` in `time_in_force`.
 #ifndef ORDERWIRE_CODEC_COMMAND_H_
 #define ORDERWIRE_CODEC_COMMAND_H_
 
@@ -31,14 +33,15 @@ struct Command {
   std::uint64_t sequence;
   AccountId account_id;           // every kind
   ClientOrderId client_order_id;  // NewLimit, NewMarket, CancelByClient;
-                                  // Replace: new_client_order_id
+                                  // Replace: new_client_order_id;
+                                  // MassCancel: request_id
   OrderId order_id;               // CancelByOrder, Replace
   Price price;                    // NewLimit, Replace
   Quantity quantity;              // NewLimit, NewMarket, Replace
-  InstrumentId instrument_id;     // NewLimit, NewMarket
+  InstrumentId instrument_id;     // NewLimit, NewMarket, MassCancel
   Kind kind;
-  Side side;                  // NewLimit, NewMarket
-  TimeInForce time_in_force;  // NewLimit
+  Side side;                  // NewLimit, NewMarket; MassCancel: its side
+  TimeInForce time_in_force;  // NewLimit; MassCancel: scope
 
   // The value of one normalized slot, widened to 64 bits.
   [[nodiscard]] constexpr std::uint64_t Slot(CommandSlot slot) const noexcept;

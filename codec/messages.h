@@ -1,4 +1,4 @@
-// The frames of wire protocol version 1: one Model and one Layout per kind.
+// The frames of wire protocol version 2: one Model and one Layout per kind.
 //
 // Frame (PROTOCOL.md "Frame"), little-endian, packed, no alignment:
 //
@@ -72,6 +72,16 @@ struct Replace {
   std::uint64_t quantity;
 };
 
+// Version 2 (docs/CONTROLS.md "Mass cancel"). `request_id` is carried in
+// the command's client_order_id slot and `scope` in its time_in_force slot.
+struct MassCancel {
+  std::uint64_t account_id;
+  std::uint64_t request_id;
+  std::uint32_t instrument_id;  // 0 with scope Account
+  MassCancelSide side;
+  MassCancelScope scope;
+};
+
 // Reports.
 struct Accepted {
   std::uint64_t order_id;
@@ -137,6 +147,16 @@ struct ReportsGone {
 struct Busy {
   std::uint64_t expected_sequence;
   BusyCause cause;
+};
+
+// The end of a MassCancel's answer: its fields and how many orders went.
+struct MassCancelDone {
+  std::uint64_t account_id;
+  std::uint64_t request_id;
+  std::uint32_t instrument_id;
+  MassCancelSide side;
+  MassCancelScope scope;
+  std::uint32_t cancelled_orders;
 };
 
 // ---------------------------------------------------------------------------
@@ -213,6 +233,19 @@ struct MessageTraits<Replace> {
             CommandSlot::kClientOrderId},
       Field{"price", &Replace::price, CommandSlot::kPrice},
       Field{"quantity", &Replace::quantity, CommandSlot::kQuantity});
+};
+
+template <>
+struct MessageTraits<MassCancel> {
+  static constexpr Kind kKind = Kind::kMassCancel;
+  static constexpr std::string_view kName = "MassCancel";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &MassCancel::account_id, CommandSlot::kAccountId},
+      Field{"request_id", &MassCancel::request_id, CommandSlot::kClientOrderId},
+      Field{"instrument_id", &MassCancel::instrument_id,
+            CommandSlot::kInstrumentId},
+      Field{"side", &MassCancel::side, CommandSlot::kSide},
+      Field{"scope", &MassCancel::scope, CommandSlot::kTimeInForce});
 };
 
 template <>
@@ -307,6 +340,19 @@ struct MessageTraits<Busy> {
                  Field{"cause", &Busy::cause});
 };
 
+template <>
+struct MessageTraits<MassCancelDone> {
+  static constexpr Kind kKind = Kind::kMassCancelDone;
+  static constexpr std::string_view kName = "MassCancelDone";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"account_id", &MassCancelDone::account_id},
+                 Field{"request_id", &MassCancelDone::request_id},
+                 Field{"instrument_id", &MassCancelDone::instrument_id},
+                 Field{"side", &MassCancelDone::side},
+                 Field{"scope", &MassCancelDone::scope},
+                 Field{"cancelled_orders", &MassCancelDone::cancelled_orders});
+};
+
 // ---------------------------------------------------------------------------
 // Derived sizes.
 
@@ -349,6 +395,9 @@ static_assert(kBodySize<Replaced> == 41 && kFrameSize<Replaced> == 50);
 static_assert(kBodySize<SequenceGap> == 8 && kFrameSize<SequenceGap> == 17);
 static_assert(kBodySize<ReportsGone> == 16 && kFrameSize<ReportsGone> == 25);
 static_assert(kBodySize<Busy> == 9 && kFrameSize<Busy> == 18);
+static_assert(kBodySize<MassCancel> == 22 && kFrameSize<MassCancel> == 31);
+static_assert(kBodySize<MassCancelDone> == 26 &&
+              kFrameSize<MassCancelDone> == 35);
 // A few offsets PROTOCOL.md states outright, as a cross-check of the
 // declarations (the layouts, not these lines, are what the code uses).
 static_assert(FrameOffsetOf<&NewLimit::price>() == 9 + 22);
@@ -358,6 +407,8 @@ static_assert(FrameOffsetOf<&Rejected::reason>() == 9 + 25);
 static_assert(FrameOffsetOf<&Filled::leaves_quantity>() == 9 + 54);
 static_assert(FrameOffsetOf<&Cancelled::reason>() == 9 + 36);
 static_assert(FrameOffsetOf<&Replaced::priority_kept>() == 9 + 40);
+static_assert(FrameOffsetOf<&MassCancel::scope>() == 9 + 21);
+static_assert(FrameOffsetOf<&MassCancelDone::cancelled_orders>() == 9 + 22);
 
 // Models are plain values.
 static_assert(std::is_trivially_copyable_v<NewLimit>);
@@ -373,6 +424,8 @@ static_assert(std::is_trivially_copyable_v<Replaced>);
 static_assert(std::is_trivially_copyable_v<SequenceGap>);
 static_assert(std::is_trivially_copyable_v<ReportsGone>);
 static_assert(std::is_trivially_copyable_v<Busy>);
+static_assert(std::is_trivially_copyable_v<MassCancel>);
+static_assert(std::is_trivially_copyable_v<MassCancelDone>);
 
 // Calls `fn(std::type_identity<Model>{})` for every frame body model, commands
 // first, in kind order. The one list of kinds the rest of the codec iterates.
@@ -383,6 +436,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<CancelByOrder>{});
   fn(std::type_identity<CancelByClient>{});
   fn(std::type_identity<Replace>{});
+  fn(std::type_identity<MassCancel>{});
   fn(std::type_identity<Accepted>{});
   fn(std::type_identity<Rejected>{});
   fn(std::type_identity<Filled>{});
@@ -391,6 +445,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<SequenceGap>{});
   fn(std::type_identity<ReportsGone>{});
   fn(std::type_identity<Busy>{});
+  fn(std::type_identity<MassCancelDone>{});
 }
 
 template <typename Model>

@@ -1,4 +1,5 @@
-// Enumerations of wire protocol version 1 (PROTOCOL.md), with their names.
+// Enumerations of wire protocol version 2 (PROTOCOL.md, CONTROLS.md), with
+// their names.
 //
 // Every enum has a fixed underlying type equal to its wire width, so any byte
 // that arrives can be held (an invalid side is decoded, and the engine rejects
@@ -21,6 +22,7 @@ enum class Kind : std::uint8_t {
   kCancelByOrder = 0x03,
   kCancelByClient = 0x04,
   kReplace = 0x05,
+  kMassCancel = 0x06,  // version 2 (docs/CONTROLS.md)
   // Reports, engine to client.
   kAccepted = 0x41,
   kRejected = 0x42,
@@ -30,6 +32,7 @@ enum class Kind : std::uint8_t {
   kSequenceGap = 0x46,
   kReportsGone = 0x47,
   kBusy = 0x48,
+  kMassCancelDone = 0x49,  // version 2
 };
 
 enum class Side : std::uint8_t { kBuy = 1, kSell = 2 };
@@ -53,6 +56,7 @@ enum class RejectReason : std::uint16_t {
   kWouldCross = 9,
   kBookFull = 10,
   kUnauthorized = 11,
+  kInvalidMassCancelScope = 12,  // version 2
 };
 
 enum class CancelReason : std::uint8_t {
@@ -62,6 +66,7 @@ enum class CancelReason : std::uint8_t {
   kSelfTrade = 4,
   kNoLiquidity = 5,
   kReplacedAway = 6,  // reserved by PROTOCOL.md; never emitted
+  kMassCancel = 7,    // version 2: cancelled by a MassCancel
 };
 
 enum class Liquidity : std::uint8_t { kMaker = 1, kTaker = 2 };
@@ -71,6 +76,13 @@ enum class PriorityKept : std::uint8_t { kYes = 1, kNo = 2 };
 
 // Busy.cause: why the service takes no commands for now.
 enum class BusyCause : std::uint8_t { kJournalFull = 1 };
+
+// MassCancel.scope: every instrument of the account, or one.
+enum class MassCancelScope : std::uint8_t { kAccount = 1, kInstrument = 2 };
+
+// MassCancel.side: which side's orders go. Carried in the command's `side`
+// slot (command.h), so a Side may hold kBoth's value.
+enum class MassCancelSide : std::uint8_t { kBuy = 1, kSell = 2, kBoth = 3 };
 
 [[nodiscard]] constexpr std::string_view Name(Side v) noexcept {
   switch (v) {
@@ -120,6 +132,8 @@ enum class BusyCause : std::uint8_t { kJournalFull = 1 };
       return "BookFull";
     case RejectReason::kUnauthorized:
       return "Unauthorized";
+    case RejectReason::kInvalidMassCancelScope:
+      return "InvalidMassCancelScope";
   }
   return "";
 }
@@ -138,6 +152,8 @@ enum class BusyCause : std::uint8_t { kJournalFull = 1 };
       return "NoLiquidity";
     case CancelReason::kReplacedAway:
       return "ReplacedAway";
+    case CancelReason::kMassCancel:
+      return "MassCancel";
   }
   return "";
 }
@@ -166,6 +182,28 @@ enum class BusyCause : std::uint8_t { kJournalFull = 1 };
   switch (v) {
     case BusyCause::kJournalFull:
       return "JournalFull";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(MassCancelScope v) noexcept {
+  switch (v) {
+    case MassCancelScope::kAccount:
+      return "Account";
+    case MassCancelScope::kInstrument:
+      return "Instrument";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(MassCancelSide v) noexcept {
+  switch (v) {
+    case MassCancelSide::kBuy:
+      return "Buy";
+    case MassCancelSide::kSell:
+      return "Sell";
+    case MassCancelSide::kBoth:
+      return "Both";
   }
   return "";
 }

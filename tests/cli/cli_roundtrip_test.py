@@ -72,6 +72,12 @@ KINDS = {
     "SequenceGap": (0x46, 17, [("expected_sequence", "Q")]),
     "ReportsGone": (0x47, 25, [("resend_command", "Q"), ("resend_from", "Q")]),
     "Busy": (0x48, 18, [("expected_sequence", "Q"), ("cause", "B")]),
+    "MassCancel": (0x06, 31, [
+        ("account_id", "Q"), ("request_id", "Q"), ("instrument_id", "I"),
+        ("side", "B"), ("scope", "B")]),
+    "MassCancelDone": (0x49, 35, [
+        ("account_id", "Q"), ("request_id", "Q"), ("instrument_id", "I"),
+        ("side", "B"), ("scope", "B"), ("cancelled_orders", "I")]),
 }
 
 FRAME_HEADER = "<QB"  # sequence u64, kind u8
@@ -284,7 +290,7 @@ class Errors(unittest.TestCase):
                              len(self.frames[1]), "line 2")
 
     def test_unknown_kind_names_its_offset(self):
-        for kind in (0x00, 0x06, 0x40, 0x7F, 0xFF):
+        for kind in (0x00, 0x07, 0x40, 0x4A, 0x7F, 0xFF):
             with self.subTest(kind=kind):
                 bad = bytearray(self.binary)
                 at = len(self.frames[0]) + len(self.frames[1])

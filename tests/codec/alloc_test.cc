@@ -156,7 +156,7 @@ class AllocationCounter {
 volatile std::uint64_t g_sink = 0;
 void* volatile g_pointer_sink = nullptr;
 
-// A random model of each kind, cycling through the 12 kinds.
+// A random model of each kind, cycling through every kind.
 struct AnyModel {
   Kind kind;
   NewLimit new_limit;
@@ -172,6 +172,8 @@ struct AnyModel {
   SequenceGap sequence_gap;
   ReportsGone reports_gone;
   Busy busy;
+  MassCancel mass_cancel;
+  MassCancelDone mass_cancel_done;
 
   template <typename Model>
   Model& Get() {
@@ -190,8 +192,19 @@ struct AnyModel {
     if constexpr (std::is_same_v<Model, SequenceGap>) return sequence_gap;
     if constexpr (std::is_same_v<Model, ReportsGone>) return reports_gone;
     if constexpr (std::is_same_v<Model, Busy>) return busy;
+    if constexpr (std::is_same_v<Model, MassCancel>) return mass_cancel;
+    if constexpr (std::is_same_v<Model, MassCancelDone>) {
+      return mass_cancel_done;
+    }
   }
 };
+
+// How many kinds there are.
+constexpr std::size_t kKindCount = [] {
+  std::size_t n = 0;
+  ForEachMessage([&](auto) { ++n; });
+  return n;
+}();
 
 std::vector<AnyModel> RandomModels(std::size_t count) {
   Rng rng(17);
@@ -200,7 +213,7 @@ std::vector<AnyModel> RandomModels(std::size_t count) {
     std::size_t k = 0;
     ForEachMessage([&](auto type) {
       using Model = typename decltype(type)::type;
-      if (k++ == i % 12) {
+      if (k++ == i % kKindCount) {
         models[i].kind = MessageTraits<Model>::kKind;
         models[i].Get<Model>() = RandomModel<Model>(rng, false);
       }

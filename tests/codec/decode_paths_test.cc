@@ -227,7 +227,7 @@ TEST(DecodePathsTest, MalformedDatagramsStopEveryPathWhereTheParserStops) {
     const std::size_t victim = rng.Below(count);
     switch (round % 3) {
       case 0: {
-        const std::uint8_t bad[] = {0x00, 0x06, 0x3F, 0x40, 0x41,
+        const std::uint8_t bad[] = {0x00, 0x07, 0x3F, 0x40, 0x41,
                                     0x43, 0x7F, 0x80, 0xC1, 0xFF};
         frames[offsets[victim] + kKindOffset] =
             std::byte{bad[rng.Below(std::size(bad))]};
@@ -299,7 +299,7 @@ TEST(DecodePathsTest, EveryCutAndEveryBadKindDecodesTheSameOnEveryPath) {
   }
   std::size_t offset = 0;
   for (const Kind kind : kinds) {
-    for (const int bad : {0x00, 0x06, 0x40, 0x44, 0x85, 0xFF}) {
+    for (const int bad : {0x00, 0x06, 0x07, 0x40, 0x44, 0x85, 0xFF}) {
       std::vector<std::byte> damaged = stream;
       damaged[offset + kKindOffset] = static_cast<std::byte>(bad);
       ASSERT_TRUE(AllPathsAgree(damaged, 100))

@@ -27,12 +27,13 @@ struct ProtocolKind {
   std::size_t frame_size;
   bool is_command;
 };
-constexpr std::array<ProtocolKind, 13> kProtocolKinds = {{
+constexpr std::array<ProtocolKind, 15> kProtocolKinds = {{
     {0x01, 47, true},
     {0x02, 38, true},
     {0x03, 25, true},
     {0x04, 25, true},
     {0x05, 49, true},
+    {0x06, 31, true},
     {0x41, 55, false},
     {0x42, 36, false},
     {0x43, 71, false},
@@ -41,6 +42,7 @@ constexpr std::array<ProtocolKind, 13> kProtocolKinds = {{
     {0x46, 17, false},
     {0x47, 25, false},
     {0x48, 18, false},
+    {0x49, 35, false},
 }};
 
 const ProtocolKind* FindProtocolKind(std::uint8_t kind) {

@@ -24,8 +24,9 @@ struct GoldenFrame {
   std::string_view hex;
 };
 
-// In docs/PROTOCOL.md order.
-inline constexpr std::array<GoldenFrame, 14> kFrames = {{
+// In docs/PROTOCOL-GOLDEN.md order (version 1's kinds in PROTOCOL.md
+// order, then version 2's).
+inline constexpr std::array<GoldenFrame, 16> kFrames = {{
     {"NewLimitBuy", Kind::kNewLimit, 47,
      "0100000000000000010700000000000000e9030000000000002a00000001014227000000"
      "0000002c01000000000000"},
@@ -63,6 +64,10 @@ inline constexpr std::array<GoldenFrame, 14> kFrames = {{
     {"ReportsGone", Kind::kReportsGone, 25,
      "00000000000000004705000000000000000900000000000000"},
     {"Busy", Kind::kBusy, 18, "000000000000000048110000000000000001"},
+    {"MassCancel", Kind::kMassCancel, 31,
+     "07000000000000000607000000000000002a00000000000000000000000301"},
+    {"MassCancelDone", Kind::kMassCancelDone, 35,
+     "06000000000000004907000000000000002a0000000000000000000000030102000000"},
 }};
 
 // Session 0xCAFE: the first NewLimit above (sequence 1), then CancelByClient

@@ -139,6 +139,25 @@ constexpr Stated<ReportsGone> kReportsGone{
 // Busy seq=0 expected_sequence=17 cause=1 JournalFull
 constexpr Stated<Busy> kBusy{
     13, 0, Busy{.expected_sequence = 17, .cause = BusyCause::kJournalFull}};
+// MassCancel seq=7 account=7 request_id=42 instrument=0 side=3 Both
+// scope=1 Account
+constexpr Stated<MassCancel> kMassCancel{
+    14, 7,
+    MassCancel{.account_id = 7,
+               .request_id = 42,
+               .instrument_id = 0,
+               .side = MassCancelSide::kBoth,
+               .scope = MassCancelScope::kAccount}};
+// MassCancelDone seq=6 account=7 request_id=42 instrument=0 side=3 Both
+// scope=1 Account cancelled_orders=2
+constexpr Stated<MassCancelDone> kMassCancelDone{
+    15, 6,
+    MassCancelDone{.account_id = 7,
+                   .request_id = 42,
+                   .instrument_id = 0,
+                   .side = MassCancelSide::kBoth,
+                   .scope = MassCancelScope::kAccount,
+                   .cancelled_orders = 2}};
 
 std::vector<std::byte> GoldenBytes(std::size_t index) {
   return FromHex(kFrames[index].hex);
@@ -288,6 +307,16 @@ TEST(GoldenFrameTest, BusyRoundTripsTheGoldenBytes) {
   ExpectEncodes(kBusy);
 }
 
+TEST(GoldenFrameTest, MassCancelRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kMassCancel);
+  ExpectEncodes(kMassCancel);
+}
+
+TEST(GoldenFrameTest, MassCancelDoneRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kMassCancelDone);
+  ExpectEncodes(kMassCancelDone);
+}
+
 TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {
   ExpectCommandRoundTrip(kNewLimitBuy);
   ExpectCommandRoundTrip(kNewLimitSell);
@@ -295,6 +324,7 @@ TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {
   ExpectCommandRoundTrip(kCancelByOrder);
   ExpectCommandRoundTrip(kCancelByClient);
   ExpectCommandRoundTrip(kReplace);
+  ExpectCommandRoundTrip(kMassCancel);
 }
 
 // Every field of the decoded Command, typed out, including the zeros of the
@@ -305,7 +335,7 @@ TEST(GoldenFrameTest, DecodeCommandFillsEveryNormalizedFieldOfTheGoldenFrames) {
     std::size_t index;
     Command command;
   };
-  const std::array<Expected, 6> expected = {{
+  const std::array<Expected, 7> expected = {{
       {0,
        {.sequence = 1,
         .account_id = AccountId(7),
@@ -372,6 +402,17 @@ TEST(GoldenFrameTest, DecodeCommandFillsEveryNormalizedFieldOfTheGoldenFrames) {
         .kind = Kind::kReplace,
         .side = Side{0},
         .time_in_force = TimeInForce{0}}},
+      {14,
+       {.sequence = 7,
+        .account_id = AccountId(7),
+        .client_order_id = ClientOrderId(42),  // request_id
+        .order_id = OrderId(0),
+        .price = Price(0),
+        .quantity = Quantity(0),
+        .instrument_id = InstrumentId(0),
+        .kind = Kind::kMassCancel,
+        .side = Side{3},                    // Both
+        .time_in_force = TimeInForce{1}}},  // scope Account
   }};
   for (const Expected& e : expected) {
     SCOPED_TRACE(kFrames[e.index].name);

@@ -23,13 +23,14 @@ struct KindRow {
   KindClass kind_class;
 };
 
-// docs/PROTOCOL.md "Commands" and "Reports" tables.
-constexpr std::array<KindRow, 13> kKindRows = {{
+// docs/PROTOCOL.md "Commands" and "Reports" tables (version 2).
+constexpr std::array<KindRow, 15> kKindRows = {{
     {0x01, "NewLimit", 38, 47, KindClass::kCommand},
     {0x02, "NewMarket", 29, 38, KindClass::kCommand},
     {0x03, "CancelByOrder", 16, 25, KindClass::kCommand},
     {0x04, "CancelByClient", 16, 25, KindClass::kCommand},
     {0x05, "Replace", 40, 49, KindClass::kCommand},
+    {0x06, "MassCancel", 22, 31, KindClass::kCommand},
     {0x41, "Accepted", 46, 55, KindClass::kReport},
     {0x42, "Rejected", 27, 36, KindClass::kReport},
     {0x43, "Filled", 62, 71, KindClass::kReport},
@@ -38,6 +39,7 @@ constexpr std::array<KindRow, 13> kKindRows = {{
     {0x46, "SequenceGap", 8, 17, KindClass::kReport},
     {0x47, "ReportsGone", 16, 25, KindClass::kReport},
     {0x48, "Busy", 9, 18, KindClass::kReport},
+    {0x49, "MassCancelDone", 26, 35, KindClass::kReport},
 }};
 
 TEST(KindTableTest, HasExactlyTheProtocolKindsWithTheirSizesAndNames) {

@@ -35,9 +35,12 @@ TEST(TypesTest, EnumerationsHaveTheirProtocolValuesAndNames) {
   ExpectNames<RejectReason>(
       {"UnknownInstrument", "InvalidSide", "InvalidTimeInForce", "InvalidPrice",
        "InvalidQuantity", "DuplicateClientOrderId", "UnknownOrder", "NotOwner",
-       "WouldCross", "BookFull", "Unauthorized"});
+       "WouldCross", "BookFull", "Unauthorized", "InvalidMassCancelScope"});
   ExpectNames<CancelReason>({"Requested", "ImmediateOrCancel", "FillOrKill",
-                             "SelfTrade", "NoLiquidity", "ReplacedAway"});
+                             "SelfTrade", "NoLiquidity", "ReplacedAway",
+                             "MassCancel"});
+  ExpectNames<MassCancelScope>({"Account", "Instrument"});
+  ExpectNames<MassCancelSide>({"Buy", "Sell", "Both"});
   ExpectNames<Liquidity>({"Maker", "Taker"});
   ExpectNames<PriorityKept>({"Yes", "No"});
 }
@@ -54,6 +57,9 @@ TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
   EXPECT_EQ(static_cast<int>(Kind::kSequenceGap), 0x46);
   EXPECT_EQ(static_cast<int>(Kind::kReportsGone), 0x47);
   EXPECT_EQ(static_cast<int>(Kind::kBusy), 0x48);
+  EXPECT_EQ(static_cast<int>(Kind::kMassCancel), 0x06);
+  EXPECT_EQ(static_cast<int>(Kind::kMassCancelDone), 0x49);
+  static_assert(sizeof(MassCancelScope) == 1 && sizeof(MassCancelSide) == 1);
   EXPECT_EQ(static_cast<int>(BusyCause::kJournalFull), 1);
   EXPECT_EQ(Name(BusyCause::kJournalFull), "JournalFull");
 }

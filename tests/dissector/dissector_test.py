@@ -50,18 +50,23 @@ REJECT_REASON = {1: "UnknownInstrument", 2: "InvalidSide",
                  3: "InvalidTimeInForce", 4: "InvalidPrice",
                  5: "InvalidQuantity", 6: "DuplicateClientOrderId",
                  7: "UnknownOrder", 8: "NotOwner", 9: "WouldCross",
-                 10: "BookFull", 11: "Unauthorized"}
+                 10: "BookFull", 11: "Unauthorized",
+                 12: "InvalidMassCancelScope"}
 CANCEL_REASON = {1: "Requested", 2: "ImmediateOrCancel", 3: "FillOrKill",
-                 4: "SelfTrade", 5: "NoLiquidity", 6: "ReplacedAway"}
+                 4: "SelfTrade", 5: "NoLiquidity", 6: "ReplacedAway",
+                 7: "MassCancel"}
+MASS_CANCEL_SIDE = {1: "Buy", 2: "Sell", 3: "Both"}
+MASS_CANCEL_SCOPE = {1: "Account", 2: "Instrument"}
 LIQUIDITY = {1: "Maker", 2: "Taker"}
 PRIORITY_KEPT = {1: "Yes", 2: "No"}
 BUSY_CAUSE = {1: "JournalFull"}
 KIND_NAMES = {0x01: "NewLimit", 0x02: "NewMarket", 0x03: "CancelByOrder",
-              0x04: "CancelByClient", 0x05: "Replace", 0x41: "Accepted",
+              0x04: "CancelByClient", 0x05: "Replace", 0x06: "MassCancel",
+              0x41: "Accepted",
               0x42: "Rejected", 0x43: "Filled", 0x44: "Cancelled",
               0x45: "Replaced", 0x46: "SequenceGap",
-              0x47: "ReportsGone", 0x48: "Busy"}
-COMMAND_KIND = {k: v for k, v in KIND_NAMES.items() if k <= 0x05}
+              0x47: "ReportsGone", 0x48: "Busy", 0x49: "MassCancelDone"}
+COMMAND_KIND = {k: v for k, v in KIND_NAMES.items() if k < 0x40}
 KIND_BY_NAME = {v: k for k, v in KIND_NAMES.items()}
 
 # (json name, (type, width), filter field, enumeration or None)
@@ -107,6 +112,16 @@ SPEC = {
     "ReportsGone": (25, [F("resend_command", U64), F("resend_from", U64)]),
     "Busy": (18, [F("expected_sequence", U64),
                   F("cause", U8, "busy_cause", BUSY_CAUSE)]),
+    "MassCancel": (31, [F("account_id", U64), F("request_id", U64),
+                        F("instrument_id", U32),
+                        F("side", U8, "mass_cancel_side", MASS_CANCEL_SIDE),
+                        F("scope", U8, enum=MASS_CANCEL_SCOPE)]),
+    "MassCancelDone": (35, [F("account_id", U64), F("request_id", U64),
+                            F("instrument_id", U32),
+                            F("side", U8, "mass_cancel_side",
+                              MASS_CANCEL_SIDE),
+                            F("scope", U8, enum=MASS_CANCEL_SCOPE),
+                            F("cancelled_orders", U32)]),
 }
 for _kind, (_size, _fields) in SPEC.items():
     assert 9 + sum(w for _, (_, w), _, _ in _fields) == _size, _kind
@@ -129,6 +144,8 @@ FRAMES = {
     "gap": {"kind": "SequenceGap", "sequence": 0, "expected_sequence": 17},
     "gone": {"kind": "ReportsGone", "sequence": 0, "resend_command": 5, "resend_from": 9},
     "busy": {"kind": "Busy", "sequence": 0, "expected_sequence": 17, "cause": 1},
+    "mass_cancel": {"kind": "MassCancel", "sequence": 7, "account_id": 7, "request_id": 42, "instrument_id": 0, "side": 3, "scope": 1},
+    "mass_cancel_done": {"kind": "MassCancelDone", "sequence": 6, "account_id": 7, "request_id": 42, "instrument_id": 0, "side": 3, "scope": 1, "cancelled_orders": 2},
     # docs/PROTOCOL.md's golden datagram: the first NewLimit, then this.
     "golden_cancel": {"kind": "CancelByClient", "sequence": 2, "account_id": 7, "client_order_id": 1001},
     # Extremes of every integer type.
@@ -136,23 +153,23 @@ FRAMES = {
     "replace_extreme": {"kind": "Replace", "sequence": 9223372036854775807, "account_id": 1, "order_id": 18446744073709551614, "new_client_order_id": 0, "price": 9223372036854775807, "quantity": 1},
     # Well-formed frames with enumeration values docs/PROTOCOL.md does not define.
     "limit_bad_enums": {"kind": "NewLimit", "sequence": 3, "account_id": 7, "client_order_id": 1004, "instrument_id": 42, "side": 7, "time_in_force": 0, "price": 100, "quantity": 1},
-    "rejected_bad_enums": {"kind": "Rejected", "sequence": 6, "account_id": 7, "client_order_id": 1004, "order_id": 0, "command_kind": 0x41, "reason": 12},
+    "rejected_bad_enums": {"kind": "Rejected", "sequence": 6, "account_id": 7, "client_order_id": 1004, "order_id": 0, "command_kind": 0x41, "reason": 13},
     "filled_bad_enum": {"kind": "Filled", "sequence": 7, "order_id": 3, "account_id": 7, "client_order_id": 1001, "match_id": 2, "instrument_id": 42, "side": 1, "liquidity": 3, "price": 10050, "quantity": 1, "leaves_quantity": 0},
-    "cancelled_bad_enum": {"kind": "Cancelled", "sequence": 8, "order_id": 3, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "cancelled_quantity": 1, "reason": 7},
+    "cancelled_bad_enum": {"kind": "Cancelled", "sequence": 8, "order_id": 3, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "cancelled_quantity": 1, "reason": 8},
     "replaced_bad_enum": {"kind": "Replaced", "sequence": 9, "order_id": 3, "account_id": 7, "client_order_id": 1001, "price": 1, "quantity": 1, "priority_kept": 0},
 }
 # Every value of every enumeration, in reports (the commands above hold
 # Buy, Sell and two of the four times in force).
-for reason in range(1, 12):
+for reason in range(1, 13):
     FRAMES["reject%d" % reason] = {"kind": "Rejected", "sequence": 10 + reason, "account_id": 7, "client_order_id": 2000 + reason, "order_id": reason, "command_kind": 1 + (reason - 1) % 5, "reason": reason}
-for reason in range(1, 7):
+for reason in range(1, 8):
     FRAMES["cancel%d" % reason] = {"kind": "Cancelled", "sequence": 30 + reason, "order_id": 40 + reason, "account_id": 7, "client_order_id": 3000 + reason, "instrument_id": 42, "cancelled_quantity": reason, "reason": reason}
 for tif in range(1, 5):
     FRAMES["accept%d" % tif] = {"kind": "Accepted", "sequence": 40 + tif, "order_id": 50 + tif, "account_id": 7, "client_order_id": 4000 + tif, "instrument_id": 42, "side": 2, "time_in_force": tif, "price": 99, "quantity": 5}
 FRAMES["fill_taker"] = {"kind": "Filled", "sequence": 50, "order_id": 54, "account_id": 7, "client_order_id": 4004, "match_id": 9, "instrument_id": 42, "side": 2, "liquidity": 2, "price": 99, "quantity": 5, "leaves_quantity": 0}
 FRAMES["replaced_kept"] = {"kind": "Replaced", "sequence": 51, "order_id": 53, "account_id": 7, "client_order_id": 4003, "price": 99, "quantity": 4, "priority_kept": 1}
-EVERY_ENUM_VALUE = ["reject%d" % r for r in range(1, 12)] + \
-    ["cancel%d" % r for r in range(1, 7)] + \
+EVERY_ENUM_VALUE = ["reject%d" % r for r in range(1, 13)] + \
+    ["cancel%d" % r for r in range(1, 8)] + \
     ["accept%d" % t for t in range(1, 5)] + ["fill_taker", "replaced_kept"]
 
 # The frames of the largest and of an oversize datagram.
@@ -233,8 +250,9 @@ def Cases():
     from_service = (SERVICE_PORT, CLIENT_PORT)
     heuristic = OTHER_PORTS
     commands = ["limit_buy", "limit_sell", "market", "cancel_order",
-                "cancel_client", "replace"]
-    reports = ["accepted", "rejected", "filled", "cancelled", "replaced"]
+                "cancel_client", "replace", "mass_cancel"]
+    reports = ["accepted", "rejected", "filled", "cancelled", "replaced",
+               "mass_cancel_done"]
     largest = ["bulk_limit%d" % i for i in range(1, 6)] + \
               ["bulk%d" % i for i in range(1, 50)]
     oversize = ["bulk_limit%d" % i for i in range(1, 32)] + ["bulk1"]
@@ -457,12 +475,12 @@ def Cases():
              experts=[InvalidEnum("orderwire.command_kind", "command_kind 65 "
                                   "is not defined by docs/PROTOCOL.md (Rejected "
                                   "frame)"),
-                      InvalidEnum("orderwire.reject_reason", "reason 12 is "
+                      InvalidEnum("orderwire.reject_reason", "reason 13 is "
                                   "not defined by docs/PROTOCOL.md (Rejected "
                                   "frame)"),
                       InvalidEnum("orderwire.liquidity", "liquidity 3 is not "
                                   "defined by docs/PROTOCOL.md (Filled frame)"),
-                      InvalidEnum("orderwire.cancel_reason", "reason 7 is not "
+                      InvalidEnum("orderwire.cancel_reason", "reason 8 is not "
                                   "defined by docs/PROTOCOL.md (Cancelled frame)"),
                       InvalidEnum("orderwire.priority_kept", "priority_kept 0 "
                                   "is not defined by docs/PROTOCOL.md (Replaced "

@@ -49,7 +49,7 @@ using Rng = ::orderwire::codec::testing::SplitMix64;
 using ::testing::HasSubstr;
 
 // The JSON of each golden frame, in golden::kFrames order.
-constexpr std::array<std::string_view, 14> kGoldenJson = {
+constexpr std::array<std::string_view, 16> kGoldenJson = {
     R"({"kind":"NewLimit","sequence":1,"account_id":7,"client_order_id":1001,)"
     R"("instrument_id":42,"side":1,"time_in_force":1,"price":10050,)"
     R"("quantity":300})",
@@ -79,6 +79,10 @@ constexpr std::array<std::string_view, 14> kGoldenJson = {
     R"({"kind":"SequenceGap","sequence":0,"expected_sequence":17})",
     R"({"kind":"ReportsGone","sequence":0,"resend_command":5,"resend_from":9})",
     R"({"kind":"Busy","sequence":0,"expected_sequence":17,"cause":1})",
+    R"({"kind":"MassCancel","sequence":7,"account_id":7,"request_id":42,)"
+    R"("instrument_id":0,"side":3,"scope":1})",
+    R"({"kind":"MassCancelDone","sequence":6,"account_id":7,"request_id":42,)"
+    R"("instrument_id":0,"side":3,"scope":1,"cancelled_orders":2})",
 };
 
 constexpr std::string_view kNewLimitJson = kGoldenJson[0];

@@ -51,6 +51,7 @@ local kKindNames = {
   [0x03] = "CancelByOrder",
   [0x04] = "CancelByClient",
   [0x05] = "Replace",
+  [0x06] = "MassCancel",
   [0x41] = "Accepted",
   [0x42] = "Rejected",
   [0x43] = "Filled",
@@ -59,9 +60,10 @@ local kKindNames = {
   [0x46] = "SequenceGap",
   [0x47] = "ReportsGone",
   [0x48] = "Busy",
+  [0x49] = "MassCancelDone",
 }
 local kCommandKindNames = {}
-for kind = 0x01, 0x05 do kCommandKindNames[kind] = kKindNames[kind] end
+for kind = 0x01, 0x06 do kCommandKindNames[kind] = kKindNames[kind] end
 local kSideNames = { [1] = "Buy", [2] = "Sell" }
 local kTimeInForceNames = {
   [1] = "GoodTillCancel",
@@ -81,6 +83,7 @@ local kRejectReasonNames = {
   [9] = "WouldCross",
   [10] = "BookFull",
   [11] = "Unauthorized",
+  [12] = "InvalidMassCancelScope",
 }
 local kCancelReasonNames = {
   [1] = "Requested",
@@ -89,10 +92,13 @@ local kCancelReasonNames = {
   [4] = "SelfTrade",
   [5] = "NoLiquidity",
   [6] = "ReplacedAway",
+  [7] = "MassCancel",
 }
 local kLiquidityNames = { [1] = "Maker", [2] = "Taker" }
 local kPriorityKeptNames = { [1] = "Yes", [2] = "No" }
 local kBusyCauseNames = { [1] = "JournalFull" }
+local kMassCancelSideNames = { [1] = "Buy", [2] = "Sell", [3] = "Both" }
+local kMassCancelScopeNames = { [1] = "Account", [2] = "Instrument" }
 
 -- Protocol fields. `size` is the wire width; `names` the enumeration, if any.
 local F = {}
@@ -141,6 +147,16 @@ U64("cancelled_quantity", "Cancelled quantity")
 U64("expected_sequence", "Expected sequence")
 U64("resend_command", "Resend from command")
 U64("resend_from", "Resend from report")
+U64("request_id", "Request ID")
+Field("cancelled_orders",
+      ProtoField.uint32("orderwire.cancelled_orders", "Cancelled orders",
+                        base.DEC), 4)
+Field("mass_cancel_side",
+      ProtoField.uint8("orderwire.mass_cancel_side", "Side", base.DEC,
+                       kMassCancelSideNames), 1, kMassCancelSideNames)
+Field("scope",
+      ProtoField.uint8("orderwire.scope", "Scope", base.DEC,
+                       kMassCancelScopeNames), 1, kMassCancelScopeNames)
 Field("instrument_id",
       ProtoField.uint32("orderwire.instrument_id", "Instrument ID", base.DEC),
       4)
@@ -182,7 +198,7 @@ for _, f in pairs(F) do proto_fields[#proto_fields + 1] = f end
 orderwire.fields = proto_fields
 
 -- The frame kinds: body fields in wire order, as {docs/PROTOCOL.md name, field key}
--- (they differ only for `reason` and `cause`), and docs/PROTOCOL.md's frame size, which the
+-- (they differ only for `reason`, `cause` and MassCancel's `side`), and docs/PROTOCOL.md's frame size, which the
 -- field widths must add up to (checked below, at load time).
 local kKinds = {
   [0x01] = { frame_size = 47, body = {
@@ -194,6 +210,9 @@ local kKinds = {
   [0x04] = { frame_size = 25, body = { "account_id", "client_order_id" } },
   [0x05] = { frame_size = 49, body = {
     "account_id", "order_id", "new_client_order_id", "price", "quantity" } },
+  [0x06] = { frame_size = 31, body = {
+    "account_id", "request_id", "instrument_id",
+    { "side", "mass_cancel_side" }, "scope" } },
   [0x41] = { frame_size = 55, body = {
     "order_id", "account_id", "client_order_id", "instrument_id", "side",
     "time_in_force", "price", "quantity" } },
@@ -214,10 +233,13 @@ local kKinds = {
   [0x47] = { frame_size = 25, body = { "resend_command", "resend_from" } },
   [0x48] = { frame_size = 18, body = {
     "expected_sequence", { "cause", "busy_cause" } } },
+  [0x49] = { frame_size = 35, body = {
+    "account_id", "request_id", "instrument_id",
+    { "side", "mass_cancel_side" }, "scope", "cancelled_orders" } },
 }
 for kind, info in pairs(kKinds) do
   info.name = kKindNames[kind]
-  info.is_command = kind <= 0x05
+  info.is_command = kind < 0x40
   local size = kFrameHeaderSize
   for i, entry in ipairs(info.body) do
     if type(entry) == "string" then
