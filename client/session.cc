@@ -80,6 +80,16 @@ absl::Status CheckPrimary(const codec::Command& command,
       }
       return absl::OkStatus();
     }
+    case Kind::kMassCancelDone: {
+      const auto d =
+          codec::View<codec::MassCancelDone>::FromFrame(report)->ToModel();
+      if (command.kind != Kind::kMassCancel ||
+          d.account_id != command.account_id.value() ||
+          d.request_id != command.client_order_id.value()) {
+        return mismatch("MassCancelDone answers the MassCancel of its request");
+      }
+      return absl::OkStatus();
+    }
     default:
       return mismatch("not a primary report");
   }
@@ -90,8 +100,9 @@ bool IsPrimary(const codec::FrameView& report) {
     case codec::Kind::kAccepted:
     case codec::Kind::kRejected:
     case codec::Kind::kReplaced:
+    case codec::Kind::kMassCancelDone:  // a MassCancel's last report
       return true;
-    case codec::Kind::kCancelled:
+    case codec::Kind::kCancelled:  // reason 7 MassCancel: not a primary
       return codec::View<codec::Cancelled>::FromFrame(report)
                  ->Get<&codec::Cancelled::reason>() ==
              codec::CancelReason::kRequested;

@@ -19,7 +19,9 @@
 // "primary" (Accepted or Rejected for a new order, Cancelled with reason
 // Requested or Rejected for a cancel, Replaced or Rejected for a replace),
 // checked against the command (kind, client_order_id or order_id); a
-// mismatch is DataLoss and ends the session.
+// mismatch is DataLoss and ends the session. A MassCancel's primary is its
+// last report, MassCancelDone (or Rejected): the Cancelled reports (reason
+// MassCancel) before it are delivered as part of its answer.
 //
 // Order. Reports are delivered to the `on_report` callback (set at Open)
 // strictly in report-sequence order, each once: an older report is a
@@ -238,8 +240,8 @@ class Session {
   ~Session();
 
   // Queues `model` (NewLimit, NewMarket, CancelByOrder, CancelByClient,
-  // Replace) under the next sequence and returns that sequence. Errors:
-  // ResourceExhausted (the window is full: nothing queued; Poll and try
+  // Replace, MassCancel) under the next sequence and returns that sequence.
+  // Errors: ResourceExhausted (the window is full: nothing queued; Poll and try
   // again), the session's error once Poll failed. Hot path: no allocation.
   template <typename Model>
   absl::StatusOr<std::uint64_t> Submit(const Model& model) {

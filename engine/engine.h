@@ -111,6 +111,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -204,10 +205,12 @@ class BasicEngine {
   // a cancel or replace acts only on orders of the command's account and
   // `owner`; each report carries the owner it is for (Report::owner). An
   // invalid command is answered by a Rejected report, it is not an error.
-  // Returns kNotACommand (and appends nothing) if command.kind is not one of
-  // the five command kinds. Hot path: no allocation (see report.h for the
-  // buffer), no exception; O(1) plus O(1) per match and per self-trade
-  // cancel, plus O(log levels) when a level deep in a book opens or closes.
+  // Returns kNotACommand (and appends nothing) if command.kind is not a
+  // command kind. Hot path: no allocation (see report.h for the buffer;
+  // a MassCancel's scratch grows like it), no exception; O(1) plus O(1)
+  // per match and per self-trade cancel, plus O(log levels) when a level
+  // deep in a book opens or closes; a MassCancel O(live orders in its
+  // scope).
   ExecuteStatus Execute(const codec::Command& command, OwnerTag owner,
                         ReportBuffer& out) noexcept;
   // One owner (0) for every command: `orderwire match`, tests, benchmarks.
@@ -365,9 +368,14 @@ class BasicEngine {
                      ReportBuffer& out) noexcept;
   void CancelByClient(const codec::Command& c, OwnerTag owner,
                       ReportBuffer& out) noexcept;
-  // Cancels live order `index` at its owner's request: the Cancelled report
-  // (reason Requested), then out of its level and released.
-  void CancelRequested(std::uint32_t index, ReportBuffer& out) noexcept;
+  // Cancels live order `index`: the Cancelled report (with `reason`), then
+  // out of its level and released.
+  void CancelResting(std::uint32_t index, codec::CancelReason reason,
+                     ReportBuffer& out) noexcept;
+  // docs/CONTROLS.md "Mass cancel". O(live orders of the books in scope)
+  // plus a sort of the ones cancelled.
+  void MassCancel(const codec::Command& c, OwnerTag owner,
+                  ReportBuffer& out) noexcept;
   void Replace(const codec::Command& c, OwnerTag owner,
                ReportBuffer& out) noexcept;
   static void Reject(const codec::Command& c, OwnerTag owner,
@@ -436,6 +444,9 @@ class BasicEngine {
   typename Traits::Index index_;
   std::uint64_t next_order_id_ = 1;
   std::uint64_t next_match_id_ = 1;
+  // MassCancel's orders to cancel, (order id, index): scratch, grown only
+  // past its largest size so far.
+  std::vector<std::pair<std::uint64_t, std::uint32_t>> mass_cancel_;
 };
 
 // The engine.

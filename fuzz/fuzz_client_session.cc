@@ -129,12 +129,15 @@ class Harness {
     session_address_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 
     for (int step = 0; step < 64 && input_.remaining_bytes() > 0; ++step) {
-      switch (input_.ConsumeIntegralInRange<int>(0, 5)) {
+      switch (input_.ConsumeIntegralInRange<int>(0, 6)) {
         case 0:
           SubmitOrder();
           break;
         case 1:
           SubmitCancel();
+          break;
+        case 6:
+          SubmitMassCancel();
           break;
         case 2:
           SendRaw();
@@ -178,6 +181,17 @@ class Harness {
            {codec::Kind::kCancelByOrder, 0, cancel.order_id});
   }
 
+  // Its request id is kept as the Submitted's client_order_id.
+  void SubmitMassCancel() {
+    codec::MassCancel cancel{};
+    cancel.account_id = kAccount;
+    cancel.request_id = input_.ConsumeIntegral<std::uint8_t>();
+    cancel.side = codec::MassCancelSide::kBoth;
+    cancel.scope = codec::MassCancelScope::kAccount;
+    Record(session_->Submit(cancel),
+           {codec::Kind::kMassCancel, cancel.request_id, 0});
+  }
+
   void Record(const absl::StatusOr<std::uint64_t>& sequence,
               const Submitted& command) {
     if (failed_) {
@@ -215,10 +229,12 @@ class Harness {
       const Submitted oldest = Oldest();
       const bool echo = input_.ConsumeIntegralInRange<int>(0, 7) != 0;
       const std::uint64_t any = input_.ConsumeIntegral<std::uint8_t>();
-      const int kind = input_.ConsumeIntegralInRange<int>(0, 7);
+      const int kind = input_.ConsumeIntegralInRange<int>(0, 8);
       const codec::CodecError error =
           kind < 5
               ? AppendOrderReport(builder, kind, sequence++, oldest, echo, any)
+          : kind == 8
+              ? AppendMassCancelDone(builder, sequence++, oldest, echo, any)
               : AppendSessionReport(builder, kind);
       FUZZ_CHECK(error == codec::CodecError::kOk);
     }
@@ -260,8 +276,10 @@ class Harness {
         c.client_order_id = oldest.client_order_id;
         c.instrument_id = 1;
         c.cancelled_quantity = 1;
-        c.reason = input_.ConsumeBool() ? codec::CancelReason::kRequested
-                                        : codec::CancelReason::kSelfTrade;
+        static constexpr codec::CancelReason kReasons[] = {
+            codec::CancelReason::kRequested, codec::CancelReason::kSelfTrade,
+            codec::CancelReason::kMassCancel};
+        c.reason = kReasons[input_.ConsumeIntegralInRange<int>(0, 2)];
         return builder.Append(sequence, c);
       }
       case 3: {
@@ -288,6 +306,21 @@ class Harness {
         return builder.Append(sequence, r);
       }
     }
+  }
+
+  // A MassCancelDone at `sequence`, answering `oldest` when `echo` (its
+  // request id), else naming `any`.
+  codec::CodecError AppendMassCancelDone(codec::DatagramBuilder& builder,
+                                         std::uint64_t sequence,
+                                         const Submitted& oldest, bool echo,
+                                         std::uint64_t any) {
+    codec::MassCancelDone d{};
+    d.account_id = kAccount;
+    d.request_id = echo ? oldest.client_order_id : any;
+    d.side = codec::MassCancelSide::kBoth;
+    d.scope = codec::MassCancelScope::kAccount;
+    d.cancelled_orders = static_cast<std::uint32_t>(any);
+    return builder.Append(sequence, d);
   }
 
   // A session report (`kind` 5 to 7): SequenceGap, Busy, ReportsGone.

@@ -241,10 +241,11 @@ void FeedProducer::Finish(const engine::ReportBuffer& reports) {
       }
       case codec::Kind::kCancelled: {
         const auto cancel = reports.Get<codec::Cancelled>(report);
-        // Requested and SelfTrade cancel a resting order; the other
-        // reasons end an order that never rested.
+        // Requested, SelfTrade and MassCancel cancel a resting order; the
+        // other reasons end an order that never rested.
         if (cancel.reason != codec::CancelReason::kRequested &&
-            cancel.reason != codec::CancelReason::kSelfTrade) {
+            cancel.reason != codec::CancelReason::kSelfTrade &&
+            cancel.reason != codec::CancelReason::kMassCancel) {
           break;
         }
         Emit(feed::OrderDeleted{.timestamp = timestamp_,
@@ -255,7 +256,7 @@ void FeedProducer::Finish(const engine::ReportBuffer& reports) {
       case codec::Kind::kReplaced:
         OnReplaced(reports, i);
         break;
-      default:  // Rejected: nothing happened to a book
+      default:  // Rejected, MassCancelDone: nothing happened to a book
         break;
     }
   }

@@ -73,6 +73,9 @@ ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
     case codec::Kind::kReplace:
       Replace(command, owner, out);
       return ExecuteStatus::kOk;
+    case codec::Kind::kMassCancel:
+      MassCancel(command, owner, out);
+      return ExecuteStatus::kOk;
     default:
       return ExecuteStatus::kNotACommand;
   }
@@ -87,6 +90,7 @@ ExecuteStatus BasicEngine<Traits>::RejectUnauthorized(
     case codec::Kind::kCancelByOrder:
     case codec::Kind::kCancelByClient:
     case codec::Kind::kReplace:
+    case codec::Kind::kMassCancel:
       Reject(command, owner, codec::RejectReason::kUnauthorized, out);
       return ExecuteStatus::kOk;
     default:
@@ -108,6 +112,7 @@ void BasicEngine<Traits>::Reject(const codec::Command& c, OwnerTag owner,
     case codec::Kind::kNewLimit:
     case codec::Kind::kNewMarket:
     case codec::Kind::kCancelByClient:
+    case codec::Kind::kMassCancel:  // its request_id
       rejected.client_order_id = c.client_order_id.value();
       break;
     case codec::Kind::kCancelByOrder:
@@ -416,22 +421,82 @@ void BasicEngine<Traits>::CancelByOrder(const codec::Command& c, OwnerTag owner,
       orders_[index].owner != owner) {
     return Reject(c, owner, codec::RejectReason::kNotOwner, out);
   }
-  CancelRequested(index, out);
+  CancelResting(index, codec::CancelReason::kRequested, out);
 }
 
 template <typename Traits>
-void BasicEngine<Traits>::CancelRequested(std::uint32_t index,
-                                          ReportBuffer& out) noexcept {
+void BasicEngine<Traits>::CancelResting(std::uint32_t index,
+                                        codec::CancelReason reason,
+                                        ReportBuffer& out) noexcept {
   const internal::Order& order = orders_[index];
   out.Append(codec::Cancelled{.order_id = order.order_id.value(),
                               .account_id = order.account_id.value(),
                               .client_order_id = order.client_order_id.value(),
                               .instrument_id = order.instrument_id.value(),
                               .cancelled_quantity = order.leaves.value(),
-                              .reason = codec::CancelReason::kRequested},
+                              .reason = reason},
              order.owner);
   Unlink(books_[order.instrument_id.value() - config_.min_instrument], index);
   Release(index);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::MassCancel(const codec::Command& c, OwnerTag owner,
+                                     ReportBuffer& out) noexcept {
+  using codec::MassCancelScope;
+  using codec::MassCancelSide;
+  // docs/CONTROLS.md "Mass cancel": the order of the checks.
+  const auto scope = static_cast<MassCancelScope>(c.time_in_force);
+  const auto side = static_cast<MassCancelSide>(c.side);
+  const bool whole_account =
+      scope == MassCancelScope::kAccount && c.instrument_id.value() == 0;
+  if (!whole_account && scope != MassCancelScope::kInstrument) {
+    return Reject(c, owner, codec::RejectReason::kInvalidMassCancelScope, out);
+  }
+  if (!whole_account && BookOf(c.instrument_id) == nullptr) {
+    return Reject(c, owner, codec::RejectReason::kUnknownInstrument, out);
+  }
+  if (side != MassCancelSide::kBuy && side != MassCancelSide::kSell &&
+      side != MassCancelSide::kBoth) {
+    return Reject(c, owner, codec::RejectReason::kInvalidSide, out);
+  }
+  // The session's orders of the account in scope, then in order-id order.
+  mass_cancel_.clear();
+  const auto collect = [&](const BookData& book) {
+    for (int s = 0; s < 2; ++s) {
+      if (side != MassCancelSide::kBoth && s != static_cast<int>(side) - 1) {
+        continue;
+      }
+      book.sides[s].ForEachFromBest([&](internal::LevelRef ref) {
+        for (std::uint32_t i = levels_[ref.level].head; i != internal::kNil;
+             i = orders_[i].next) {
+          const internal::Order& order = orders_[i];
+          if (order.owner == owner && order.account_id == c.account_id) {
+            mass_cancel_.emplace_back(order.order_id.value(), i);
+          }
+        }
+        return true;
+      });
+    }
+  };
+  if (whole_account) {
+    for (const BookData& book : books_) collect(book);
+  } else {
+    collect(*BookOf(c.instrument_id));
+  }
+  std::sort(mass_cancel_.begin(), mass_cancel_.end());
+  for (const auto& [order_id, index] : mass_cancel_) {
+    CancelResting(index, codec::CancelReason::kMassCancel, out);
+  }
+  out.Append(
+      codec::MassCancelDone{
+          .account_id = c.account_id.value(),
+          .request_id = c.client_order_id.value(),
+          .instrument_id = c.instrument_id.value(),
+          .side = side,
+          .scope = scope,
+          .cancelled_orders = static_cast<std::uint32_t>(mass_cancel_.size())},
+      owner);
 }
 
 template <typename Traits>
@@ -445,7 +510,7 @@ void BasicEngine<Traits>::CancelByClient(const codec::Command& c,
   if (index == internal::kNil) {
     return Reject(c, owner, codec::RejectReason::kUnknownOrder, out);
   }
-  CancelRequested(index, out);
+  CancelResting(index, codec::CancelReason::kRequested, out);
 }
 
 template <typename Traits>

@@ -149,6 +149,42 @@ TEST(ClientSession, DeliversAcceptedAndFilledReportsInOrder) {
   EXPECT_EQ(s.next_sequence(), 4u);
 }
 
+// A MassCancel's answer is its Cancelled reports, then its MassCancelDone,
+// which acknowledges it (docs/CONTROLS.md): the session takes the
+// Cancelled reports as part of the answer and goes on.
+TEST(ClientSession, AMassCancelIsAcknowledgedByItsMassCancelDone) {
+  ScratchDir dir;
+  auto service = StartService(dir);
+  ASSERT_NE(service, nullptr);
+  Delivered delivered;
+  auto session = Session::Open(OptionsFor(service->endpoint(), 1, delivered));
+  ASSERT_TRUE(session.ok()) << session.status();
+  Session& s = **session;
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 11, .quantity = 5})).ok());
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 12, .price = 90})).ok());
+  EXPECT_EQ(
+      *s.Submit(codec::MassCancel{.account_id = 1,
+                                  .request_id = 3,
+                                  .instrument_id = 0,
+                                  .side = codec::MassCancelSide::kBoth,
+                                  .scope = codec::MassCancelScope::kAccount}),
+      3u);
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 11, .quantity = 1})).ok());
+  ASSERT_TRUE(PollUntil({&s}, [&] {
+    return s.answered() == 4 && delivered.sequences.size() >= 6;
+  }));
+  EXPECT_EQ(delivered.sequences, OneTo(6));
+  EXPECT_EQ(delivered.kinds,
+            (std::vector<Kind>{Kind::kAccepted, Kind::kAccepted,
+                               Kind::kCancelled, Kind::kCancelled,
+                               Kind::kMassCancelDone, Kind::kAccepted}));
+  const SessionCounters& c = s.counters();
+  EXPECT_EQ(c.acknowledged, 4u);
+  EXPECT_EQ(c.cancelled, 2u);
+  EXPECT_EQ(c.accepted, 3u);
+  EXPECT_EQ(s.latency_ns().count(), 4u);
+}
+
 TEST(ClientSession, SubmitPastTheWindowIsRefusedUntilPollAcknowledges) {
   ScratchDir dir;
   auto service = StartService(dir);

@@ -33,11 +33,15 @@ using codec::testing::SplitMix64;
 // accounts are shared between owners and owners between accounts: orders of
 // other sessions of the same account, and client order ids held by several
 // sessions at once. With one owner, every command is owner 0 and the stream
-// is the one it always was.
+// is the one it always was. With `mass_cancel_per_mille` > 0, that many
+// commands in 1,000 are a MassCancel of a random scope and side.
 class ChaosStream {
  public:
-  explicit ChaosStream(std::uint64_t seed, std::uint32_t owners = 1)
-      : rng_(seed), owners_(owners) {}
+  explicit ChaosStream(std::uint64_t seed, std::uint32_t owners = 1,
+                       std::uint64_t mass_cancel_per_mille = 0)
+      : rng_(seed),
+        owners_(owners),
+        mass_cancel_per_mille_(mass_cancel_per_mille) {}
 
   // The owner of the command last returned by Next().
   [[nodiscard]] OwnerTag owner() const { return owner_; }
@@ -53,6 +57,15 @@ class ChaosStream {
     const std::uint64_t order_id = 1 + rng_.Below(next_order_id_guess_ + 2);
     const std::uint64_t u = rng_.Below(100);
     codec::Command c;
+    if (mass_cancel_per_mille_ > 0 &&
+        rng_.Below(1000) < mass_cancel_per_mille_) {
+      static constexpr codec::MassCancelSide kSides[] = {
+          codec::MassCancelSide::kBuy, codec::MassCancelSide::kSell,
+          codec::MassCancelSide::kBoth};
+      return MassCancel(account, rng_.Next(),
+                        rng_.Below(3) == 0 ? 0 : instrument,
+                        kSides[rng_.Below(3)]);
+    }
     if (u < 45) {
       static constexpr TimeInForce kTifs[] = {kGtc, kGtc, kGtc,
                                               kIoc, kFok, kPostOnly};
@@ -95,6 +108,7 @@ class ChaosStream {
  private:
   SplitMix64 rng_;
   std::uint32_t owners_;
+  std::uint64_t mass_cancel_per_mille_;
   OwnerTag owner_ = 0;
   std::uint64_t next_order_id_guess_ = 1;
 };
@@ -157,6 +171,13 @@ class ShadowBook {
           break;
         case codec::Kind::kReplaced:
           ASSERT_NO_FATAL_FAILURE(ApplyReplaced(owner, reports, i));
+          break;
+        case codec::Kind::kMassCancelDone:
+          ASSERT_EQ(command.kind, codec::Kind::kMassCancel);
+          ASSERT_EQ(i + 1, reports.size()) << "MassCancelDone comes last";
+          ASSERT_EQ(r.owner, owner);
+          ASSERT_EQ(reports.Get<codec::MassCancelDone>(r).cancelled_orders,
+                    reports.size() - 1);
           break;
         default:
           FAIL() << "unexpected report kind";
@@ -232,6 +253,9 @@ class ShadowBook {
         }
         break;
       }
+      case codec::Kind::kMassCancel:
+        ASSERT_NO_FATAL_FAILURE(CheckMassCancel(command, owner, reports));
+        break;
       case codec::Kind::kCancelByClient: {
         const std::uint64_t own =
             own_by_client(command.client_order_id.value());
@@ -245,6 +269,32 @@ class ShadowBook {
       }
       default:
         break;
+    }
+  }
+
+  // A valid MassCancel cancels exactly the owner's live orders of the
+  // account in its scope and side, in id order (docs/CONTROLS.md).
+  void CheckMassCancel(const codec::Command& command, OwnerTag owner,
+                       const ReportBuffer& reports) const {
+    if (reports[0].kind == codec::Kind::kRejected) return;
+    const auto side = static_cast<codec::MassCancelSide>(command.side);
+    std::vector<std::uint64_t> expected;  // live_ is ordered by id
+    for (const auto& [id, order] : live_) {
+      if (order.owner == owner &&
+          order.account_id == command.account_id.value() &&
+          (command.instrument_id.value() == 0 ||
+           order.instrument_id == command.instrument_id.value()) &&
+          (side == codec::MassCancelSide::kBoth ||
+           static_cast<int>(order.side) == static_cast<int>(side))) {
+        expected.push_back(id);
+      }
+    }
+    ASSERT_EQ(reports.size(), expected.size() + 1);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      ASSERT_EQ(reports[i].kind, codec::Kind::kCancelled);
+      const codec::Cancelled c = reports.Get<codec::Cancelled>(reports[i]);
+      ASSERT_EQ(c.order_id, expected[i]);
+      ASSERT_EQ(c.reason, codec::CancelReason::kMassCancel);
     }
   }
 
@@ -331,7 +381,8 @@ class ShadowBook {
     ASSERT_EQ(c.cancelled_quantity, it->second.leaves);
     ASSERT_EQ(c.client_order_id, it->second.client_order_id);
     ASSERT_EQ(r.owner, it->second.owner);
-    if (c.reason == codec::CancelReason::kRequested) {
+    if (c.reason == codec::CancelReason::kRequested ||
+        c.reason == codec::CancelReason::kMassCancel) {
       ASSERT_EQ(it->second.owner, owner) << "cancelled for its owner";
       ASSERT_EQ(it->second.account_id, command.account_id.value());
     } else {
@@ -376,10 +427,11 @@ class ShadowBook {
 };
 
 void RunChaos(std::uint64_t seed, int commands, const EngineConfig& config,
-              std::uint32_t owners = 1) {
+              std::uint32_t owners = 1,
+              std::uint64_t mass_cancel_per_mille = 0) {
   auto engine = std::make_unique<Engine>(config);
   ReportBuffer reports;
-  ChaosStream stream(seed, owners);
+  ChaosStream stream(seed, owners, mass_cancel_per_mille);
   ShadowBook shadow;
   for (int i = 0; i < commands; ++i) {
     const codec::Command command = stream.Next();
@@ -429,6 +481,16 @@ TEST(Invariants, HoldWithSeveralOwnersSharingAccounts) {
   EngineConfig config;
   config.max_live_orders = 16;
   RunChaos(31, 30'000, config, /*owners=*/2);
+}
+
+// Mass cancels (1 command in 50) of every scope and side, from several
+// owners sharing accounts: exactly the owner's orders in scope go, by id.
+TEST(Invariants, HoldWithMassCancels) {
+  for (std::uint64_t seed = 41; seed <= 42; ++seed) {
+    RunChaos(seed, 40'000, EngineConfig{}, /*owners=*/3,
+             /*mass_cancel_per_mille=*/20);
+    if (HasFatalFailure()) return;
+  }
 }
 
 TEST(Invariants, HoldOnTheMixedWorkload) {

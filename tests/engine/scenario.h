@@ -87,6 +87,21 @@ inline codec::Command Replace(std::uint64_t account, std::uint64_t order_id,
                                                 .quantity = quantity});
 }
 
+// A MassCancel (docs/CONTROLS.md): scope Account when `instrument` is 0,
+// else Instrument; `side` 1 Buy, 2 Sell, 3 Both.
+inline codec::Command MassCancel(std::uint64_t account, std::uint64_t request,
+                                 std::uint32_t instrument,
+                                 codec::MassCancelSide side) {
+  return codec::Command::From(
+      0, codec::MassCancel{.account_id = account,
+                           .request_id = request,
+                           .instrument_id = instrument,
+                           .side = side,
+                           .scope = instrument == 0
+                                        ? codec::MassCancelScope::kAccount
+                                        : codec::MassCancelScope::kInstrument});
+}
+
 inline std::string TifName(TimeInForce tif) {
   switch (tif) {
     case kGtc:
@@ -142,6 +157,11 @@ inline std::string Render(std::span<const std::byte> frame) {
           absl::StrFormat("Replaced #%d acct=%d coid=%d px=%d qty=%d kept=%s",
                           m.order_id, m.account_id, m.client_order_id, m.price,
                           m.quantity, EnumName(m.priority_kept));
+    } else if constexpr (std::is_same_v<M, const codec::MassCancelDone>) {
+      text = absl::StrFormat(
+          "MassCancelDone acct=%d req=%d inst=%d %s %s cancelled=%d",
+          m.account_id, m.request_id, m.instrument_id, EnumName(m.side),
+          EnumName(m.scope), m.cancelled_orders);
     } else {
       text = "<not a report>";
     }

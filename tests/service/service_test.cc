@@ -335,6 +335,93 @@ TEST(ServiceEndToEnd, ARestartRecoversSessionsAndReportsFromTheJournal) {
   EXPECT_EQ(stats.sessions, 1u);  // back
 }
 
+// A MassCancel (docs/CONTROLS.md) over the wire: the sending session's
+// orders of the account go, in id order, then its MassCancelDone; another
+// session's order of the same account stays. After a restart the journal
+// gives the same reports and books, and the service resends them from it.
+TEST(ServiceEndToEnd, AMassCancelCancelsOnlyTheSessionsOrdersAndReplays) {
+  ScratchDir dir;
+  constexpr std::uint32_t kMine = 31;
+  constexpr std::uint32_t kOther = 32;
+  const auto buy = [](std::uint64_t coid, std::uint32_t instrument,
+                      std::int64_t price) {
+    return Limit({.account_id = 7,
+                  .client_order_id = coid,
+                  .instrument_id = instrument,
+                  .price = price,
+                  .quantity = coid});
+  };
+  const codec::MassCancel mass_cancel{
+      .account_id = 7,
+      .request_id = 77,
+      .instrument_id = 0,
+      .side = codec::MassCancelSide::kBoth,
+      .scope = codec::MassCancelScope::kAccount};
+  std::vector<Bytes> live;
+  {
+    auto service = RunningService::Start(
+        TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
+    ASSERT_NE(service, nullptr);
+    TestClient mine(service->endpoint());
+    TestClient other(service->endpoint());
+    other.Send(kOther, {Frame(1, buy(9, 5, 100))});  // order 1
+    ASSERT_EQ(other.Frames(kOther, 1).size(), 1u);
+    // Orders 2, 3, 4; the best (order 3) not first.
+    mine.Send(kMine, {Frame(1, buy(1, 5, 100)), Frame(2, buy(2, 6, 101)),
+                      Frame(3, buy(3, 5, 99))});
+    ASSERT_EQ(mine.Frames(kMine, 3).size(), 3u);
+    mine.Send(kMine, {Frame(4, mass_cancel)});
+    live = mine.Frames(kMine, 4);
+    ASSERT_EQ(live.size(), 4u);
+    const auto cancelled = [](std::uint64_t sequence, std::uint64_t order_id,
+                              std::uint64_t coid, std::uint32_t instrument) {
+      return Frame(sequence, codec::Cancelled{
+                                 .order_id = order_id,
+                                 .account_id = 7,
+                                 .client_order_id = coid,
+                                 .instrument_id = instrument,
+                                 .cancelled_quantity = coid,
+                                 .reason = codec::CancelReason::kMassCancel});
+    };
+    EXPECT_FRAME_EQ(live[0], cancelled(4, 2, 1, 5));
+    EXPECT_FRAME_EQ(live[1], cancelled(5, 3, 2, 6));
+    EXPECT_FRAME_EQ(live[2], cancelled(6, 4, 3, 5));
+    EXPECT_FRAME_EQ(live[3],
+                    Frame(7, codec::MassCancelDone{
+                                 .account_id = 7,
+                                 .request_id = 77,
+                                 .instrument_id = 0,
+                                 .side = codec::MassCancelSide::kBoth,
+                                 .scope = codec::MassCancelScope::kAccount,
+                                 .cancelled_orders = 3}));
+    EXPECT_TRUE(other.Silent(50)) << "the other session hears nothing";
+    ASSERT_TRUE(service->Stop().ok());
+    EXPECT_EQ(service->final_stats()
+                  .frames_in[static_cast<std::size_t>(Kind::kMassCancel)],
+              1u);
+  }
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(dir.Sub("journal"),
+                                           engine::EngineConfig{});
+  ASSERT_EQ(replay.reports_by_session.at(kMine).size(), 7u);
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_FRAME_EQ(replay.reports_by_session.at(kMine)[3 + i], live[i]);
+  }
+  ASSERT_EQ(replay.live_orders.size(), 1u);
+  EXPECT_EQ(replay.live_orders[0].order_id.value(), 1u);
+  // Restarted, the service answers a retransmitted MassCancel from the
+  // history the journal rebuilt: the same four reports.
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
+  ASSERT_NE(service, nullptr);
+  TestClient mine(service->endpoint());
+  mine.Send(kMine, {Frame(4, mass_cancel)});
+  const std::vector<Bytes> resent = mine.Frames(kMine, 4);
+  ASSERT_EQ(resent.size(), 4u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_FRAME_EQ(resent[i], live[i]);
+  ASSERT_TRUE(service->Stop().ok());
+}
+
 // ---------------------------------------------------------------------------
 // Several sessions at once: the protocol gap of two `submit --workload
 // mixed` clients on shared accounts (docs/PROTOCOL.md "Sessions and sequence

@@ -5,6 +5,7 @@
 // (marketdata::Book) made from the feed alone equal to the engine's after
 // every record of long random streams, and the feed's state through a
 // snapshot (restart == replay).
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -44,6 +45,7 @@ using feed::MessageKind;
 using test_support::Bytes;
 using test_support::Frame;
 using test_support::Limit;
+using test_support::MassCancelInstead;
 
 // The golden configuration: instrument 42 only, default bands.
 StateMachineOptions Instrument42() {
@@ -250,6 +252,38 @@ TEST(FeedFromTheJournal, WhatChangesNoDisplayedOrderMakesNoMessage) {
                                                      .price = 100,
                                                      .quantity = 10})),
       0u);
+}
+
+// A MassCancel deletes each order it cancels, in order-id order (not book
+// order), and its MassCancelDone shows nothing (docs/MARKETDATA.md).
+TEST(FeedFromTheJournal, AMassCancelDeletesEachOrderInIdOrder) {
+  FeedRun run(Instrument42());
+  for (const std::int64_t price : {100, 105, 100}) {
+    run.Apply(1, Frame(run.Next(1),
+                       Limit({.client_order_id = static_cast<std::uint64_t>(
+                                  run.messages().size() + 1),
+                              .instrument_id = 42,
+                              .price = price,
+                              .quantity = 10})));
+  }
+  const std::size_t before = run.messages().size();
+  EXPECT_EQ(
+      run.Apply(1, Frame(run.Next(1),
+                         codec::MassCancel{
+                             .account_id = 1,
+                             .request_id = 5,
+                             .instrument_id = 42,
+                             .side = codec::MassCancelSide::kBuy,
+                             .scope = codec::MassCancelScope::kInstrument})),
+      3u);
+  ASSERT_EQ(run.messages().size(), before + 3);
+  for (std::uint64_t id = 1; id <= 3; ++id) {
+    const auto deleted =
+        MessageAs<feed::OrderDeleted>(run.messages()[before + id - 1]);
+    EXPECT_EQ(deleted.order_id, id);
+    EXPECT_EQ(deleted.instrument_id, 42u);
+  }
+  EXPECT_TRUE(run.machine().engine().Book(codec::InstrumentId(42)).empty());
 }
 
 // An order that trades on arrival and does not rest shows only the
@@ -503,8 +537,9 @@ std::vector<marketdata::BookOrder> BookOrders(const marketdata::Book& book) {
 }
 
 // The records of three sessions trading together: two `mixed` streams
-// (every command kind, self-trades, rejects) and a `churn` stream (replaces
-// that cross and that keep priority), interleaved by a fixed draw.
+// (every command kind, self-trades, rejects; every 50th NewLimit of the
+// two a MassCancel instead) and a `churn` stream (replaces that cross and that
+// keep priority), interleaved by a fixed draw.
 std::vector<std::pair<std::uint32_t, Bytes>> InterleavedStreams(
     std::size_t per_stream) {
   const std::vector<std::vector<codec::Command>> streams = {
@@ -513,13 +548,19 @@ std::vector<std::pair<std::uint32_t, Bytes>> InterleavedStreams(
       workload::Generate(workload::Workload::kChurn, per_stream, 13)};
   std::vector<std::size_t> next(streams.size(), 0);
   std::vector<std::pair<std::uint32_t, Bytes>> records;
+  std::uint64_t new_limits = 0;
   std::uint64_t draw = 0x9E3779B97F4A7C15ull;
   while (records.size() < streams.size() * per_stream) {
     draw = draw * 6364136223846793005ull + 1442695040888963407ull;
     std::size_t s = (draw >> 33) % streams.size();
     while (next[s] == per_stream) s = (s + 1) % streams.size();
+    codec::Command command = streams[s][next[s]++];
+    if (s < 2 && command.kind == codec::Kind::kNewLimit &&
+        ++new_limits % 50 == 0) {
+      command = MassCancelInstead(command, new_limits / 50);
+    }
     Bytes frame(codec::kMaxFrameSize);
-    const auto size = codec::EncodeCommand(streams[s][next[s]++], frame);
+    const auto size = codec::EncodeCommand(command, frame);
     EXPECT_TRUE(size.ok());
     frame.resize(*size);
     records.emplace_back(static_cast<std::uint32_t>(s + 1), std::move(frame));
@@ -615,7 +656,15 @@ TEST(FeedFromTheJournal, ABookMadeFromTheFeedIsTheEnginesAfterEveryRecord) {
     }
     EXPECT_GE(counts.deleted_then_added, 1u);
   }
-  KindCounts together = BookAgainstEngine(InterleavedStreams(3000), 0, 25);
+  const std::vector<std::pair<std::uint32_t, Bytes>> records =
+      InterleavedStreams(3000);
+  const auto mass_cancels =
+      std::count_if(records.begin(), records.end(), [](const auto& record) {
+        return record.second[codec::kKindOffset] ==
+               static_cast<std::byte>(codec::Kind::kMassCancel);
+      });
+  EXPECT_GT(mass_cancels, 20);
+  KindCounts together = BookAgainstEngine(records, 0, 25);
   EXPECT_GT(together.kinds[MessageKind::kOrderExecuted], 1000u);
 }
 

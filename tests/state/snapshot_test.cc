@@ -32,6 +32,7 @@ namespace orderwire::state {
 namespace {
 
 using test_support::Bytes;
+using test_support::MassCancelInstead;
 
 // A journal's worth of records of several sessions that trade with each
 // other (the mixed workload of each session on the same 64 accounts,
@@ -47,12 +48,18 @@ struct Stream {
   [[nodiscard]] std::size_t size() const { return frames.size(); }
 };
 
+// The sessions' mixed streams, interleaved; every 64th NewLimit is a
+// MassCancel instead (docs/CONTROLS.md).
 Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
                   std::uint64_t seed) {
   std::vector<std::vector<Bytes>> streams(sessions);
+  std::uint64_t new_limits = 0;
   for (std::uint32_t s = 0; s < sessions; ++s) {
-    for (const codec::Command& c : workload::Generate(
-             workload::Workload::kMixed, per_session, seed + s)) {
+    for (codec::Command c : workload::Generate(workload::Workload::kMixed,
+                                               per_session, seed + s)) {
+      if (c.kind == codec::Kind::kNewLimit && ++new_limits % 64 == 0) {
+        c = MassCancelInstead(c, new_limits / 64);
+      }
       Bytes frame(codec::kMaxFrameSize);
       const auto size = codec::EncodeCommand(c, frame);
       EXPECT_TRUE(size.ok());
@@ -204,6 +211,10 @@ TEST(Snapshot, SnapshotAtEveryIndexPlusTheTailIsTheFullReplay) {
           .rejects[static_cast<std::size_t>(codec::RejectReason::kBookFull)],
       0u);
   ASSERT_GT(full.stats().unauthorized, 0u);
+  ASSERT_GT(
+      full.stats()
+          .reports[static_cast<std::uint8_t>(codec::Kind::kMassCancelDone)],
+      0u);
   ASSERT_EQ(full.session_count(), 3u);
   ASSERT_TRUE(full.engine().CheckInvariants().ok());
 

@@ -1,5 +1,6 @@
-// The limit order of the tests: one builder of a codec::NewLimit with named
-// defaults, so that a test spells out only the fields it relies on, e.g.
+// The orders of the tests. The limit order: one builder of a
+// codec::NewLimit with named defaults, so that a test spells out only the
+// fields it relies on, e.g.
 //
 //   Limit({.account_id = 7, .client_order_id = 1, .price = 10})
 //
@@ -12,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "codec/command.h"
 #include "codec/messages.h"
 #include "codec/types.h"
 
@@ -54,6 +56,27 @@ inline codec::NewLimit TraderLimit(std::size_t t, std::uint64_t sequence) {
       .time_in_force = codec::TimeInForce::kGoodTillCancel,
       .price = static_cast<std::int64_t>(100 + (sequence * 7 + t) % 5),
       .quantity = 1 + (sequence * 3 + t) % 13};
+}
+
+// A MassCancel (docs/CONTROLS.md) in place of command `c`, with its
+// sequence and account, for streams that mix mass cancels into a
+// workload: request `n`; every instrument when `n` is even, else `c`'s;
+// both sides, buys, sells by turns.
+inline codec::Command MassCancelInstead(const codec::Command& c,
+                                        std::uint64_t n) {
+  static constexpr codec::MassCancelSide kSides[] = {
+      codec::MassCancelSide::kBoth, codec::MassCancelSide::kBuy,
+      codec::MassCancelSide::kSell};
+  const bool whole_account = n % 2 == 0;
+  return codec::Command::From(
+      c.sequence,
+      codec::MassCancel{
+          .account_id = c.account_id.value(),
+          .request_id = n,
+          .instrument_id = whole_account ? 0 : c.instrument_id.value(),
+          .side = kSides[n % 3],
+          .scope = whole_account ? codec::MassCancelScope::kAccount
+                                 : codec::MassCancelScope::kInstrument});
 }
 
 }  // namespace orderwire::test_support
