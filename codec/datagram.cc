@@ -76,7 +76,8 @@ Result<DatagramView> DatagramView::Parse(std::span<const std::byte> bytes,
     const Result<FrameView> frame = FrameView::Parse(framed.subspan(pos));
     if (!frame.ok()) return Fail(frame.error(), pos, error_offset);
     const KindClass kind_class = frame->info().kind_class;
-    if (filter == FrameFilter::kCommands && kind_class != KindClass::kCommand) {
+    if (filter == FrameFilter::kCommands && kind_class != KindClass::kCommand &&
+        kind_class != KindClass::kClientControl) {
       return Fail(CodecError::kNotACommand, pos, error_offset);
     }
     if (filter == FrameFilter::kReports && kind_class != KindClass::kReport) {

@@ -82,8 +82,10 @@ static_assert(DatagramOffsetOf<&DatagramHeader::frame_count>() == 8);
 // Which frame kinds a datagram may hold.
 enum class FrameFilter : std::uint8_t {
   kAny,       // any known kind
-  kCommands,  // client to service: a report kind is kNotACommand
-  kReports,   // service to client: a command kind is kNotAReport
+  kCommands,  // client to service (commands, Heartbeat): a report kind is
+              // kNotACommand
+  kReports,   // service to client: a command kind or Heartbeat is
+              // kNotAReport
 };
 
 // Iterates the frames of a parsed datagram (or any run of frames already

@@ -54,6 +54,11 @@ class FrameView {
   [[nodiscard]] bool is_command() const noexcept {
     return info().kind_class == KindClass::kCommand;
   }
+  // A frame of the command direction: a command or a Heartbeat.
+  [[nodiscard]] bool to_service() const noexcept {
+    return info().kind_class == KindClass::kCommand ||
+           info().kind_class == KindClass::kClientControl;
+  }
   // The whole frame, header included: what is journaled and sent verbatim.
   [[nodiscard]] std::span<const std::byte> bytes() const noexcept {
     return {data_, size_};

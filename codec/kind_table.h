@@ -25,7 +25,14 @@
 
 namespace orderwire::codec {
 
-enum class KindClass : std::uint8_t { kUnknown, kCommand, kReport };
+// kClientControl: a control frame of the command direction (Heartbeat),
+// taken where commands are (FrameFilter::kCommands) but never a command.
+enum class KindClass : std::uint8_t {
+  kUnknown,
+  kCommand,
+  kReport,
+  kClientControl
+};
 
 // Number of CommandSlot values that carry a field (kNone excluded).
 inline constexpr std::size_t kCommandSlotCount =
@@ -54,8 +61,9 @@ constexpr KindInfo MakeKindInfo() {
   KindInfo info{};
   info.body_size = static_cast<std::uint8_t>(kBodySize<Model>);
   info.frame_size = static_cast<std::uint8_t>(kFrameSize<Model>);
-  info.kind_class =
-      kIsCommand<Model> ? KindClass::kCommand : KindClass::kReport;
+  info.kind_class = kIsCommand<Model>         ? KindClass::kCommand
+                    : kIsClientControl<Model> ? KindClass::kClientControl
+                                              : KindClass::kReport;
   info.name = MessageTraits<Model>::kName;
   MessageTraits<Model>::kLayout.ForEach(
       [&](const auto& field, std::size_t offset) {

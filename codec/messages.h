@@ -82,6 +82,12 @@ struct MassCancel {
   MassCancelScope scope;
 };
 
+// Version 2 (docs/CONTROLS.md "Heartbeats"): a control frame of the
+// command direction, frame sequence 0; not a command (kIsCommand below).
+struct Heartbeat {
+  std::uint64_t nonce;
+};
+
 // Reports.
 struct Accepted {
   std::uint64_t order_id;
@@ -147,6 +153,14 @@ struct ReportsGone {
 struct Busy {
   std::uint64_t expected_sequence;
   BusyCause cause;
+};
+
+// The answer to a Heartbeat (frame sequence 0): its nonce, the session's
+// next command sequence and its next report's sequence.
+struct HeartbeatAck {
+  std::uint64_t nonce;
+  std::uint64_t expected_sequence;
+  std::uint64_t next_report;
 };
 
 // The end of a MassCancel's answer: its fields and how many orders went.
@@ -246,6 +260,13 @@ struct MessageTraits<MassCancel> {
             CommandSlot::kInstrumentId},
       Field{"side", &MassCancel::side, CommandSlot::kSide},
       Field{"scope", &MassCancel::scope, CommandSlot::kTimeInForce});
+};
+
+template <>
+struct MessageTraits<Heartbeat> {
+  static constexpr Kind kKind = Kind::kHeartbeat;
+  static constexpr std::string_view kName = "Heartbeat";
+  static constexpr auto kLayout = MakeLayout(Field{"nonce", &Heartbeat::nonce});
 };
 
 template <>
@@ -353,6 +374,16 @@ struct MessageTraits<MassCancelDone> {
                  Field{"cancelled_orders", &MassCancelDone::cancelled_orders});
 };
 
+template <>
+struct MessageTraits<HeartbeatAck> {
+  static constexpr Kind kKind = Kind::kHeartbeatAck;
+  static constexpr std::string_view kName = "HeartbeatAck";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"nonce", &HeartbeatAck::nonce},
+                 Field{"expected_sequence", &HeartbeatAck::expected_sequence},
+                 Field{"next_report", &HeartbeatAck::next_report});
+};
+
 // ---------------------------------------------------------------------------
 // Derived sizes.
 
@@ -398,6 +429,8 @@ static_assert(kBodySize<Busy> == 9 && kFrameSize<Busy> == 18);
 static_assert(kBodySize<MassCancel> == 22 && kFrameSize<MassCancel> == 31);
 static_assert(kBodySize<MassCancelDone> == 26 &&
               kFrameSize<MassCancelDone> == 35);
+static_assert(kBodySize<Heartbeat> == 8 && kFrameSize<Heartbeat> == 17);
+static_assert(kBodySize<HeartbeatAck> == 24 && kFrameSize<HeartbeatAck> == 33);
 // A few offsets PROTOCOL.md states outright, as a cross-check of the
 // declarations (the layouts, not these lines, are what the code uses).
 static_assert(FrameOffsetOf<&NewLimit::price>() == 9 + 22);
@@ -426,6 +459,8 @@ static_assert(std::is_trivially_copyable_v<ReportsGone>);
 static_assert(std::is_trivially_copyable_v<Busy>);
 static_assert(std::is_trivially_copyable_v<MassCancel>);
 static_assert(std::is_trivially_copyable_v<MassCancelDone>);
+static_assert(std::is_trivially_copyable_v<Heartbeat>);
+static_assert(std::is_trivially_copyable_v<HeartbeatAck>);
 
 // Calls `fn(std::type_identity<Model>{})` for every frame body model, commands
 // first, in kind order. The one list of kinds the rest of the codec iterates.
@@ -437,6 +472,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<CancelByClient>{});
   fn(std::type_identity<Replace>{});
   fn(std::type_identity<MassCancel>{});
+  fn(std::type_identity<Heartbeat>{});
   fn(std::type_identity<Accepted>{});
   fn(std::type_identity<Rejected>{});
   fn(std::type_identity<Filled>{});
@@ -446,11 +482,21 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<ReportsGone>{});
   fn(std::type_identity<Busy>{});
   fn(std::type_identity<MassCancelDone>{});
+  fn(std::type_identity<HeartbeatAck>{});
 }
 
+// A control frame of the command direction (Heartbeat): it goes to the
+// service with commands but is never journaled or applied.
+template <typename Model>
+inline constexpr bool kIsClientControl = false;
+template <>
+inline constexpr bool kIsClientControl<Heartbeat> = true;
+
+// Kinds 0x01-0x3F go to the service, 0x41-0x7F to a client.
 template <typename Model>
 inline constexpr bool kIsCommand =
-    static_cast<std::uint8_t>(MessageTraits<Model>::kKind) < 0x40;
+    static_cast<std::uint8_t>(MessageTraits<Model>::kKind) < 0x40 &&
+    !kIsClientControl<Model>;
 
 }  // namespace orderwire::codec
 

@@ -23,6 +23,8 @@ enum class Kind : std::uint8_t {
   kCancelByClient = 0x04,
   kReplace = 0x05,
   kMassCancel = 0x06,  // version 2 (docs/CONTROLS.md)
+  // A control frame of the command direction, never a command (version 2).
+  kHeartbeat = 0x07,
   // Reports, engine to client.
   kAccepted = 0x41,
   kRejected = 0x42,
@@ -33,6 +35,7 @@ enum class Kind : std::uint8_t {
   kReportsGone = 0x47,
   kBusy = 0x48,
   kMassCancelDone = 0x49,  // version 2
+  kHeartbeatAck = 0x4A,    // version 2
 };
 
 enum class Side : std::uint8_t { kBuy = 1, kSell = 2 };

@@ -66,8 +66,8 @@ Outcome CheckWithFilter(std::span<const std::byte> bytes, FrameFilter filter) {
     const FrameView frame = *it;
     FUZZ_CHECK(it.OffsetFrom(bytes.data()) == total);
     FUZZ_CHECK(frame.size() == frame.info().frame_size);
-    if (filter == FrameFilter::kCommands) FUZZ_CHECK(frame.is_command());
-    if (filter == FrameFilter::kReports) FUZZ_CHECK(!frame.is_command());
+    if (filter == FrameFilter::kCommands) FUZZ_CHECK(frame.to_service());
+    if (filter == FrameFilter::kReports) FUZZ_CHECK(!frame.to_service());
     FUZZ_CHECK(builder.AppendFrame(frame.bytes()) == CodecError::kOk);
     total += frame.size();
     ++frames;

@@ -112,7 +112,7 @@ bool WriteDatagramSeeds(const fs::path& dir) {
     const Bytes bytes = FromHex(g.hex);
     const auto frame = codec::FrameView::Parse(bytes);
     if (!frame.ok()) return false;
-    if (!frame->is_command() &&
+    if (frame->info().kind_class == codec::KindClass::kReport &&
         reports.AppendFrame(bytes) != codec::CodecError::kOk) {
       return false;
     }

@@ -78,6 +78,9 @@ KINDS = {
     "MassCancelDone": (0x49, 35, [
         ("account_id", "Q"), ("request_id", "Q"), ("instrument_id", "I"),
         ("side", "B"), ("scope", "B"), ("cancelled_orders", "I")]),
+    "Heartbeat": (0x07, 17, [("nonce", "Q")]),
+    "HeartbeatAck": (0x4A, 33, [
+        ("nonce", "Q"), ("expected_sequence", "Q"), ("next_report", "Q")]),
 }
 
 FRAME_HEADER = "<QB"  # sequence u64, kind u8
@@ -290,7 +293,7 @@ class Errors(unittest.TestCase):
                              len(self.frames[1]), "line 2")
 
     def test_unknown_kind_names_its_offset(self):
-        for kind in (0x00, 0x07, 0x40, 0x4A, 0x7F, 0xFF):
+        for kind in (0x00, 0x08, 0x40, 0x4B, 0x7F, 0xFF):
             with self.subTest(kind=kind):
                 bad = bytearray(self.binary)
                 at = len(self.frames[0]) + len(self.frames[1])

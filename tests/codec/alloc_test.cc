@@ -174,6 +174,8 @@ struct AnyModel {
   Busy busy;
   MassCancel mass_cancel;
   MassCancelDone mass_cancel_done;
+  Heartbeat heartbeat;
+  HeartbeatAck heartbeat_ack;
 
   template <typename Model>
   Model& Get() {
@@ -196,6 +198,8 @@ struct AnyModel {
     if constexpr (std::is_same_v<Model, MassCancelDone>) {
       return mass_cancel_done;
     }
+    if constexpr (std::is_same_v<Model, Heartbeat>) return heartbeat;
+    if constexpr (std::is_same_v<Model, HeartbeatAck>) return heartbeat_ack;
   }
 };
 

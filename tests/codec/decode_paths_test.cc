@@ -227,7 +227,7 @@ TEST(DecodePathsTest, MalformedDatagramsStopEveryPathWhereTheParserStops) {
     const std::size_t victim = rng.Below(count);
     switch (round % 3) {
       case 0: {
-        const std::uint8_t bad[] = {0x00, 0x07, 0x3F, 0x40, 0x41,
+        const std::uint8_t bad[] = {0x00, 0x07, 0x08, 0x3F, 0x40, 0x41,
                                     0x43, 0x7F, 0x80, 0xC1, 0xFF};
         frames[offsets[victim] + kKindOffset] =
             std::byte{bad[rng.Below(std::size(bad))]};
@@ -259,6 +259,14 @@ TEST(DecodePathsTest, MalformedDatagramsStopEveryPathWhereTheParserStops) {
     const DecodeBatch batch = Reference(frames, out);
     ASSERT_GE(error_offset, kDatagramHeaderSize) << Name(error);
     const std::size_t at = error_offset - kDatagramHeaderSize;
+    // A Heartbeat is a frame of a datagram to the service, not a command:
+    // a command decoder stops at it (kNotACommand) where the parser goes on.
+    if (batch.error == CodecError::kNotACommand && batch.bytes < at &&
+        kKindTable[static_cast<std::uint8_t>(frames[batch.bytes + kKindOffset])]
+                .kind_class == KindClass::kClientControl) {
+      ++checked;
+      continue;
+    }
     if (error == CodecError::kTrailingBytes) {
       EXPECT_EQ(batch.frames, count);
       EXPECT_EQ(batch.bytes, at);

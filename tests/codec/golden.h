@@ -26,7 +26,7 @@ struct GoldenFrame {
 
 // In docs/PROTOCOL-GOLDEN.md order (version 1's kinds in PROTOCOL.md
 // order, then version 2's).
-inline constexpr std::array<GoldenFrame, 16> kFrames = {{
+inline constexpr std::array<GoldenFrame, 18> kFrames = {{
     {"NewLimitBuy", Kind::kNewLimit, 47,
      "0100000000000000010700000000000000e9030000000000002a00000001014227000000"
      "0000002c01000000000000"},
@@ -68,6 +68,9 @@ inline constexpr std::array<GoldenFrame, 16> kFrames = {{
      "07000000000000000607000000000000002a00000000000000000000000301"},
     {"MassCancelDone", Kind::kMassCancelDone, 35,
      "06000000000000004907000000000000002a0000000000000000000000030102000000"},
+    {"Heartbeat", Kind::kHeartbeat, 17, "0000000000000000070807060504030201"},
+    {"HeartbeatAck", Kind::kHeartbeatAck, 33,
+     "00000000000000004a080706050403020108000000000000000c00000000000000"},
 }};
 
 // Session 0xCAFE: the first NewLimit above (sequence 1), then CancelByClient

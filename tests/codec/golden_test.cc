@@ -148,6 +148,16 @@ constexpr Stated<MassCancel> kMassCancel{
                .instrument_id = 0,
                .side = MassCancelSide::kBoth,
                .scope = MassCancelScope::kAccount}};
+// Heartbeat seq=0 nonce=0x0102030405060708
+constexpr Stated<Heartbeat> kHeartbeat{16, 0,
+                                       Heartbeat{.nonce = 0x0102030405060708}};
+// HeartbeatAck seq=0 nonce=0x0102030405060708 expected_sequence=8
+// next_report=12
+constexpr Stated<HeartbeatAck> kHeartbeatAck{
+    17, 0,
+    HeartbeatAck{.nonce = 0x0102030405060708,
+                 .expected_sequence = 8,
+                 .next_report = 12}};
 // MassCancelDone seq=6 account=7 request_id=42 instrument=0 side=3 Both
 // scope=1 Account cancelled_orders=2
 constexpr Stated<MassCancelDone> kMassCancelDone{
@@ -305,6 +315,16 @@ TEST(GoldenFrameTest, ReportsGoneRoundTripsTheGoldenBytes) {
 TEST(GoldenFrameTest, BusyRoundTripsTheGoldenBytes) {
   ExpectDecodes(kBusy);
   ExpectEncodes(kBusy);
+}
+
+TEST(GoldenFrameTest, HeartbeatRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kHeartbeat);
+  ExpectEncodes(kHeartbeat);
+}
+
+TEST(GoldenFrameTest, HeartbeatAckRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kHeartbeatAck);
+  ExpectEncodes(kHeartbeatAck);
 }
 
 TEST(GoldenFrameTest, MassCancelRoundTripsTheGoldenBytes) {

@@ -24,13 +24,14 @@ struct KindRow {
 };
 
 // docs/PROTOCOL.md "Commands" and "Reports" tables (version 2).
-constexpr std::array<KindRow, 15> kKindRows = {{
+constexpr std::array<KindRow, 17> kKindRows = {{
     {0x01, "NewLimit", 38, 47, KindClass::kCommand},
     {0x02, "NewMarket", 29, 38, KindClass::kCommand},
     {0x03, "CancelByOrder", 16, 25, KindClass::kCommand},
     {0x04, "CancelByClient", 16, 25, KindClass::kCommand},
     {0x05, "Replace", 40, 49, KindClass::kCommand},
     {0x06, "MassCancel", 22, 31, KindClass::kCommand},
+    {0x07, "Heartbeat", 8, 17, KindClass::kClientControl},
     {0x41, "Accepted", 46, 55, KindClass::kReport},
     {0x42, "Rejected", 27, 36, KindClass::kReport},
     {0x43, "Filled", 62, 71, KindClass::kReport},
@@ -40,6 +41,7 @@ constexpr std::array<KindRow, 15> kKindRows = {{
     {0x47, "ReportsGone", 16, 25, KindClass::kReport},
     {0x48, "Busy", 9, 18, KindClass::kReport},
     {0x49, "MassCancelDone", 26, 35, KindClass::kReport},
+    {0x4A, "HeartbeatAck", 24, 33, KindClass::kReport},
 }};
 
 TEST(KindTableTest, HasExactlyTheProtocolKindsWithTheirSizesAndNames) {

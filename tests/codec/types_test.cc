@@ -59,6 +59,8 @@ TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
   EXPECT_EQ(static_cast<int>(Kind::kBusy), 0x48);
   EXPECT_EQ(static_cast<int>(Kind::kMassCancel), 0x06);
   EXPECT_EQ(static_cast<int>(Kind::kMassCancelDone), 0x49);
+  EXPECT_EQ(static_cast<int>(Kind::kHeartbeat), 0x07);
+  EXPECT_EQ(static_cast<int>(Kind::kHeartbeatAck), 0x4A);
   static_assert(sizeof(MassCancelScope) == 1 && sizeof(MassCancelSide) == 1);
   EXPECT_EQ(static_cast<int>(BusyCause::kJournalFull), 1);
   EXPECT_EQ(Name(BusyCause::kJournalFull), "JournalFull");

@@ -62,11 +62,13 @@ PRIORITY_KEPT = {1: "Yes", 2: "No"}
 BUSY_CAUSE = {1: "JournalFull"}
 KIND_NAMES = {0x01: "NewLimit", 0x02: "NewMarket", 0x03: "CancelByOrder",
               0x04: "CancelByClient", 0x05: "Replace", 0x06: "MassCancel",
-              0x41: "Accepted",
+              0x07: "Heartbeat", 0x41: "Accepted",
               0x42: "Rejected", 0x43: "Filled", 0x44: "Cancelled",
               0x45: "Replaced", 0x46: "SequenceGap",
-              0x47: "ReportsGone", 0x48: "Busy", 0x49: "MassCancelDone"}
-COMMAND_KIND = {k: v for k, v in KIND_NAMES.items() if k < 0x40}
+              0x47: "ReportsGone", 0x48: "Busy", 0x49: "MassCancelDone",
+              0x4A: "HeartbeatAck"}
+# A Rejected names a command; a Heartbeat (0x07) is never one.
+COMMAND_KIND = {k: v for k, v in KIND_NAMES.items() if k < 0x40 and k != 0x07}
 KIND_BY_NAME = {v: k for k, v in KIND_NAMES.items()}
 
 # (json name, (type, width), filter field, enumeration or None)
@@ -122,6 +124,9 @@ SPEC = {
                               MASS_CANCEL_SIDE),
                             F("scope", U8, enum=MASS_CANCEL_SCOPE),
                             F("cancelled_orders", U32)]),
+    "Heartbeat": (17, [F("nonce", U64)]),
+    "HeartbeatAck": (33, [F("nonce", U64), F("expected_sequence", U64),
+                          F("next_report", U64)]),
 }
 for _kind, (_size, _fields) in SPEC.items():
     assert 9 + sum(w for _, (_, w), _, _ in _fields) == _size, _kind
@@ -145,6 +150,8 @@ FRAMES = {
     "gone": {"kind": "ReportsGone", "sequence": 0, "resend_command": 5, "resend_from": 9},
     "busy": {"kind": "Busy", "sequence": 0, "expected_sequence": 17, "cause": 1},
     "mass_cancel": {"kind": "MassCancel", "sequence": 7, "account_id": 7, "request_id": 42, "instrument_id": 0, "side": 3, "scope": 1},
+    "heartbeat": {"kind": "Heartbeat", "sequence": 0, "nonce": 0x0102030405060708},
+    "heartbeat_ack": {"kind": "HeartbeatAck", "sequence": 0, "nonce": 0x0102030405060708, "expected_sequence": 8, "next_report": 12},
     "mass_cancel_done": {"kind": "MassCancelDone", "sequence": 6, "account_id": 7, "request_id": 42, "instrument_id": 0, "side": 3, "scope": 1, "cancelled_orders": 2},
     # docs/PROTOCOL.md's golden datagram: the first NewLimit, then this.
     "golden_cancel": {"kind": "CancelByClient", "sequence": 2, "account_id": 7, "client_order_id": 1001},
@@ -267,6 +274,10 @@ def Cases():
              info="Session 4294967295: " + Summary(*reports)),
         Case("SequenceGap, from the service port", [Frame("gap")], session=1,
              ports=from_service, info="Session 1: SequenceGap #0"),
+        Case("Heartbeat, to the service port", [Frame("heartbeat")],
+             session=1, ports=to_service, info="Session 1: Heartbeat #0"),
+        Case("HeartbeatAck, from the service port", [Frame("heartbeat_ack")],
+             session=1, ports=from_service, info="Session 1: HeartbeatAck #0"),
         Case("ReportsGone, from the service port", [Frame("gone")], session=1,
              ports=from_service, info="Session 1: ReportsGone #0"),
         Case("Busy, from the service port", [Frame("busy")], session=1,
@@ -392,11 +403,11 @@ def Cases():
              info="Session 51966: NewLimit #1, CancelByClient #5 "
                   "[Malformed: CountMismatch]"),
         Case("unknown kind", [Frame("limit_buy"),
-                              Frame("cancel_order", kind_byte=0x07)],
+                              Frame("cancel_order", kind_byte=0x08)],
              count=3, tail=ENCODED["cancel_client"],
              extras=[("orderwire.undecoded", 12 + 47 + 9, 16 + 25)],
              experts=[Malformed("orderwire.frame", "unknown_kind",
-                                "UnknownKind: frame 2 has kind 0x07, which "
+                                "UnknownKind: frame 2 has kind 0x08, which "
                                 "docs/PROTOCOL.md does not define; the frames "
                                 "after it cannot be delimited")],
              info="Session 51966: NewLimit #1 [Malformed: UnknownKind]"),

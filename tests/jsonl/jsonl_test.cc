@@ -49,7 +49,7 @@ using Rng = ::orderwire::codec::testing::SplitMix64;
 using ::testing::HasSubstr;
 
 // The JSON of each golden frame, in golden::kFrames order.
-constexpr std::array<std::string_view, 16> kGoldenJson = {
+constexpr std::array<std::string_view, 18> kGoldenJson = {
     R"({"kind":"NewLimit","sequence":1,"account_id":7,"client_order_id":1001,)"
     R"("instrument_id":42,"side":1,"time_in_force":1,"price":10050,)"
     R"("quantity":300})",
@@ -83,6 +83,9 @@ constexpr std::array<std::string_view, 16> kGoldenJson = {
     R"("instrument_id":0,"side":3,"scope":1})",
     R"({"kind":"MassCancelDone","sequence":6,"account_id":7,"request_id":42,)"
     R"("instrument_id":0,"side":3,"scope":1,"cancelled_orders":2})",
+    R"({"kind":"Heartbeat","sequence":0,"nonce":72623859790382856})",
+    R"({"kind":"HeartbeatAck","sequence":0,"nonce":72623859790382856,)"
+    R"("expected_sequence":8,"next_report":12})",
 };
 
 constexpr std::string_view kNewLimitJson = kGoldenJson[0];

@@ -52,6 +52,7 @@ local kKindNames = {
   [0x04] = "CancelByClient",
   [0x05] = "Replace",
   [0x06] = "MassCancel",
+  [0x07] = "Heartbeat",
   [0x41] = "Accepted",
   [0x42] = "Rejected",
   [0x43] = "Filled",
@@ -61,6 +62,7 @@ local kKindNames = {
   [0x47] = "ReportsGone",
   [0x48] = "Busy",
   [0x49] = "MassCancelDone",
+  [0x4A] = "HeartbeatAck",
 }
 local kCommandKindNames = {}
 for kind = 0x01, 0x06 do kCommandKindNames[kind] = kKindNames[kind] end
@@ -148,6 +150,8 @@ U64("expected_sequence", "Expected sequence")
 U64("resend_command", "Resend from command")
 U64("resend_from", "Resend from report")
 U64("request_id", "Request ID")
+U64("nonce", "Nonce")
+U64("next_report", "Next report")
 Field("cancelled_orders",
       ProtoField.uint32("orderwire.cancelled_orders", "Cancelled orders",
                         base.DEC), 4)
@@ -213,6 +217,7 @@ local kKinds = {
   [0x06] = { frame_size = 31, body = {
     "account_id", "request_id", "instrument_id",
     { "side", "mass_cancel_side" }, "scope" } },
+  [0x07] = { frame_size = 17, body = { "nonce" } },
   [0x41] = { frame_size = 55, body = {
     "order_id", "account_id", "client_order_id", "instrument_id", "side",
     "time_in_force", "price", "quantity" } },
@@ -236,6 +241,8 @@ local kKinds = {
   [0x49] = { frame_size = 35, body = {
     "account_id", "request_id", "instrument_id",
     { "side", "mass_cancel_side" }, "scope", "cancelled_orders" } },
+  [0x4A] = { frame_size = 33, body = {
+    "nonce", "expected_sequence", "next_report" } },
 }
 for kind, info in pairs(kKinds) do
   info.name = kKindNames[kind]
