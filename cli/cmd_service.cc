@@ -643,7 +643,8 @@ const CommandSpec kSubmitSpec{
         "--count N "
         "--seed S | --input FILE) [--rate R] [--window W] "
         "[--reports FILE] [--key-file FILE] [--send auto|sendmmsg|gso] "
-        "[--first-sequence N --first-report R] [--failover-timeout-ms MS]",
+        "[--first-sequence N --first-report R] [--failover-timeout-ms MS] "
+        "[--heartbeat-ms MS]",
     .summary =
         "Send a session's commands to 'orderwire serve' and check "
         "every report.",
@@ -677,7 +678,10 @@ const CommandSpec kSubmitSpec{
         "error and resends from the oldest unacknowledged command; reports\n"
         "stay in order and once each. Datagrams from any other address than\n"
         "the current target are then dropped and counted. The summary\n"
-        "counts the failovers and names the target in use at the end.",
+        "counts the failovers and names the target in use at the end.\n"
+        "After --heartbeat-ms without sending, submit sends a Heartbeat:\n"
+        "its answer is hearing the service (an unanswered one is waited\n"
+        "for like a command) and names the next report (docs/CONTROLS.md).",
     .flags =
         {
             {"target", "HOST:PORT[,HOST:PORT...]", "127.0.0.1:7400",
@@ -713,6 +717,9 @@ const CommandSpec kSubmitSpec{
             {"failover-timeout-ms", "MS", "1500",
              "several targets: move to the next after MS without a word "
              "from the current one while waiting (one target: no effect)"},
+            {"heartbeat-ms", "MS", "1000",
+             "after MS without sending, send a Heartbeat (docs/CONTROLS.md); "
+             "0: none"},
         },
 };
 
@@ -755,14 +762,17 @@ absl::Status ParseTargets(const Args& args, client::ClientOptions& options) {
   return absl::OkStatus();
 }
 
-// --failover-timeout-ms, --session, --rate, --window, --timeout-ms,
-// --give-up-ms and --send, in that order.
+// --failover-timeout-ms, --heartbeat-ms, --session, --rate, --window,
+// --timeout-ms, --give-up-ms and --send, in that order.
 absl::Status ParseSessionFlags(const Args& args,
                                client::ClientOptions& options) {
   absl::StatusOr<std::int64_t> failover_timeout =
       args.Int("failover-timeout-ms", 1, 600'000);
   if (!failover_timeout.ok()) return failover_timeout.status();
   options.failover_timeout_ms = static_cast<int>(*failover_timeout);
+  absl::StatusOr<std::int64_t> heartbeat = args.Int("heartbeat-ms", 0, 600'000);
+  if (!heartbeat.ok()) return heartbeat.status();
+  options.heartbeat_interval_ms = static_cast<int>(*heartbeat);
   absl::StatusOr<std::uint64_t> session = args.Uint("session", UINT32_MAX);
   if (!session.ok()) return session.status();
   options.session_id = static_cast<std::uint32_t>(*session);

@@ -125,6 +125,7 @@ SessionOptions MakeSessionOptions(const ClientOptions& options,
   session_options.target = options.target;
   session_options.failover_targets = options.failover_targets;
   session_options.failover_timeout_ms = options.failover_timeout_ms;
+  session_options.heartbeat_interval_ms = options.heartbeat_interval_ms;
   session_options.session_id = options.session_id;
   // The window the run can use: no more than the commands it has.
   session_options.window = static_cast<std::uint32_t>(std::clamp<std::uint64_t>(

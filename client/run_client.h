@@ -50,6 +50,8 @@ struct ClientOptions {
   // session moves on: SessionOptions says the same.
   std::vector<net::Endpoint> failover_targets;
   int failover_timeout_ms = 1500;
+  // SessionOptions::heartbeat_interval_ms (0: none).
+  int heartbeat_interval_ms = 1000;
   std::uint32_t session_id = 1;
   double rate = 0;              // commands per second; 0: as fast as allowed
   std::uint32_t window = 4096;  // most commands unacknowledged at once

@@ -200,6 +200,9 @@ Session::Session(SessionOptions options)
       last_progress_ns_(base::MonotonicNs()),
       last_ack_ns_(last_progress_ns_),
       last_heard_ns_(last_progress_ns_),
+      heartbeat_ns_(static_cast<std::int64_t>(options_.heartbeat_interval_ms) *
+                    1'000'000),
+      last_sent_ns_(last_progress_ns_),
       target_since_ns_(last_progress_ns_),
       waiting_since_ns_(last_progress_ns_) {}
 
@@ -224,6 +227,11 @@ absl::StatusOr<std::unique_ptr<Session>> Session::Open(SessionOptions options) {
         "be positive",
         options.session_id, options.retransmit_timeout_ms,
         options.explain_after_ms));
+  }
+  if (options.heartbeat_interval_ms < 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "session %d: heartbeat_interval_ms %d must be 0 (none) or positive",
+        options.session_id, options.heartbeat_interval_ms));
   }
   if (options.failover_timeout_ms <= 0) {
     return absl::InvalidArgumentError(
@@ -363,7 +371,8 @@ absl::StatusOr<PollResult> Session::Poll(std::int64_t now_ns) {
         options_.session_id));
   }
   PollResult result;
-  const bool waiting = acked_ < submitted_ || report_hole_;
+  const bool waiting =
+      acked_ < submitted_ || report_hole_ || heartbeat_unanswered_;
   if (waiting && !was_waiting_) waiting_since_ns_ = now_ns;
   was_waiting_ = waiting;
   // Failover: nothing heard from the current target for
@@ -421,8 +430,10 @@ void Session::FailOver(std::int64_t now_ns) {
   // Go back as a retransmission timeout does (the new primary resends from
   // the first report of the oldest duplicate it sees).
   GoBack();
-  // What the old target said of itself does not hold for the new one.
+  // What the old target said of itself does not hold for the new one; an
+  // idle session greets the new one with a Heartbeat at once.
   refusals_.busy_until_ns = 0;
+  last_sent_ns_ = now_ns - heartbeat_ns_;
   busy_backoff_ns_ = kBusyBackoffMinNs;
   last_gap_handled_ = 0;
   last_gap_ns_ = now_ns;
@@ -464,9 +475,27 @@ void Session::Flush(std::int64_t now_ns, PollResult& result) {
     }
     ++datagrams;
   }
+  if (datagrams == 0 && heartbeat_ns_ > 0 &&
+      now_ns - last_sent_ns_ >= heartbeat_ns_) {
+    BuildHeartbeat();
+    datagrams = 1;
+  }
+  if (datagrams > 0) last_sent_ns_ = now_ns;
   tx_sent_ = 0;
   tx_built_ = datagrams;
   SendBuilt(result);
+}
+
+void Session::BuildHeartbeat() {
+  Storage& s = *storage_;
+  codec::DatagramBuilder builder(s.tx.buffer(0), options_.session_id,
+                                 options_.mac.has_value());
+  (void)builder.Append(0, codec::Heartbeat{.nonce = ++heartbeat_nonce_});
+  s.tx.set_length(0, options_.mac.has_value()
+                         ? auth::SealDatagram(*options_.mac, builder).size()
+                         : builder.size());
+  ++counters_.heartbeats_sent;
+  heartbeat_unanswered_ = true;
 }
 
 void Session::SendBuilt(PollResult& result) {
@@ -563,6 +592,22 @@ void Session::SendBuilt(PollResult& result) {
   last_ack_ns_ = last_progress_ns_;
 }
 
+// A HeartbeatAck: the service is alive (the datagram said so). A
+// next_report above the one expected is a report this session lacks: the
+// retransmission timeout then goes back to the last acknowledged command,
+// whose duplicate makes the service send the reports again (with nothing
+// acknowledged yet there is nothing to go back to).
+[[gnu::always_inline]] inline void Session::OnHeartbeatAck(
+    const codec::FrameView& report) {
+  ++counters_.heartbeat_acks;
+  const std::uint64_t next = codec::View<codec::HeartbeatAck>::FromFrame(report)
+                                 ->Get<&codec::HeartbeatAck::next_report>();
+  if (next > expected_report_ && acked_ > 0 && !report_hole_) {
+    report_hole_ = true;
+    ++counters_.heartbeat_report_holes;
+  }
+}
+
 // A Busy: back off once per Busy burst (a window of datagrams gets one
 // Busy each 2 ms), then go back to the expected sequence.
 [[gnu::always_inline]] inline void Session::OnBusy(
@@ -603,10 +648,14 @@ void Session::SendBuilt(PollResult& result) {
   }
   last_heard_ns_ = now_ns;
   refusals_.silent = false;
+  heartbeat_unanswered_ = false;
   for (const codec::FrameView report : *datagram) {
     switch (report.kind()) {
       case codec::Kind::kSequenceGap:
         OnSequenceGap(report, now_ns);
+        break;
+      case codec::Kind::kHeartbeatAck:
+        OnHeartbeatAck(report);
         break;
       case codec::Kind::kReportsGone:
         OnReportsGone(report);

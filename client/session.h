@@ -49,9 +49,17 @@
 // Keyed sessions: with a MAC, every datagram sent is signed, and a report
 // datagram without a valid MAC is dropped and counted.
 //
+// Heartbeats (docs/CONTROLS.md). When nothing has been sent for
+// `heartbeat_interval_ms`, Poll sends a Heartbeat; until a datagram of the
+// service comes back, a Heartbeat is outstanding like a command (so an
+// idle session notices a dead service: failover, silence). A HeartbeatAck
+// whose next_report is above the report expected next is a lost report:
+// the session goes back to its last acknowledged command, as for a hole.
+//
 // Failover. With more than one target (`target`, then `failover_targets`),
 // when nothing has been heard from the current target for
-// `failover_timeout_ms` while commands or reports are outstanding, the
+// `failover_timeout_ms` while commands, reports or a Heartbeat are
+// outstanding, the
 // session moves to the next target (round robin, counted in `failovers`,
 // current_target() names it) and goes back, as a retransmission timeout
 // does, to the oldest unanswered command (to the last acknowledged one
@@ -147,6 +155,11 @@ struct SessionOptions {
   net::SendPath send = net::SendPath::kAuto;
   // Nothing heard for this long while waiting: refusals().silent.
   int explain_after_ms = 1000;
+  // Nothing sent for this long: a Heartbeat goes (docs/CONTROLS.md
+  // "Heartbeats"), so that an idle session learns the service is alive
+  // (and fails over when it is not) and whether it lacks a report. 0: no
+  // heartbeats.
+  int heartbeat_interval_ms = 1000;
   // Where the reports go; may be empty (then they are only counted).
   ReportHandler on_report;
   // Tests only: the socket's system calls; null: the real ones. Must
@@ -175,6 +188,10 @@ struct SessionCounters {
   std::uint64_t out_of_order_reports = 0;  // dropped, waited for again
   std::uint64_t sequence_gaps = 0;         // SequenceGap frames received
   std::uint64_t busy = 0;                  // Busy frames received
+  std::uint64_t heartbeats_sent = 0;
+  std::uint64_t heartbeat_acks = 0;  // HeartbeatAck frames received
+  // HeartbeatAcks that showed a report this session lacks.
+  std::uint64_t heartbeat_report_holes = 0;
   // ReportsGone frames that told something new, the reports they said are
   // gone, and the commands whose acknowledgement was among them.
   std::uint64_t reports_gone = 0;
@@ -329,6 +346,8 @@ class Session {
   void FailOver(std::int64_t now_ns);
   void Flush(std::int64_t now_ns, PollResult& result);
   void SendBuilt(PollResult& result);
+  // A Heartbeat datagram in the send batch's first slot.
+  void BuildHeartbeat();
   absl::Status Fail(absl::Status status);
   absl::Status Receive(std::int64_t now_ns, PollResult& result);
   // Receive's steps (always inlined into it): one datagram, and the
@@ -338,6 +357,7 @@ class Session {
   void OnSequenceGap(const codec::FrameView& report, std::int64_t now_ns);
   void OnReportsGone(const codec::FrameView& report);
   void OnBusy(const codec::FrameView& report, std::int64_t now_ns);
+  void OnHeartbeatAck(const codec::FrameView& report);
   absl::Status TakeReport(const codec::FrameView& report, PollResult& result);
 
   SessionOptions options_;
@@ -366,6 +386,13 @@ class Session {
   std::int64_t last_progress_ns_;
   std::int64_t last_ack_ns_;
   std::int64_t last_heard_ns_;
+  // Heartbeats: the interval (0: none), when a datagram last went out,
+  // the last nonce sent, and whether nothing was heard since a Heartbeat
+  // went (the session then waits for its answer).
+  std::int64_t heartbeat_ns_;
+  std::int64_t last_sent_ns_;
+  std::uint64_t heartbeat_nonce_ = 0;
+  bool heartbeat_unanswered_ = false;
   // Failover: the target in use (0: options_.target), when the session
   // switched to it, and when it began waiting (a command or report
   // outstanding) after being idle: silence is measured from the latest.

@@ -229,7 +229,7 @@ class Harness {
       const Submitted oldest = Oldest();
       const bool echo = input_.ConsumeIntegralInRange<int>(0, 7) != 0;
       const std::uint64_t any = input_.ConsumeIntegral<std::uint8_t>();
-      const int kind = input_.ConsumeIntegralInRange<int>(0, 8);
+      const int kind = input_.ConsumeIntegralInRange<int>(0, 9);
       const codec::CodecError error =
           kind < 5
               ? AppendOrderReport(builder, kind, sequence++, oldest, echo, any)
@@ -323,10 +323,21 @@ class Harness {
     return builder.Append(sequence, d);
   }
 
-  // A session report (`kind` 5 to 7): SequenceGap, Busy, ReportsGone.
+  // A session report (`kind` 5 to 7, 9): SequenceGap, Busy, ReportsGone,
+  // HeartbeatAck (its next_report near the next expected).
   codec::CodecError AppendSessionReport(codec::DatagramBuilder& builder,
                                         int kind) {
     switch (kind) {
+      case 9: {
+        codec::HeartbeatAck ack{};
+        ack.nonce = input_.ConsumeIntegral<std::uint8_t>();
+        ack.expected_sequence =
+            first_sequence_ +
+            input_.ConsumeIntegralInRange<std::uint64_t>(0, 12);
+        ack.next_report = expected_report_ +
+                          input_.ConsumeIntegralInRange<std::uint64_t>(0, 3);
+        return builder.Append(0, ack);
+      }
       case 5: {
         codec::SequenceGap gap{};
         gap.expected_sequence =

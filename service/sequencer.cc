@@ -20,10 +20,12 @@ Sequencer::Sequencer(const config::ServiceConfig& config,
 namespace {
 
 // Whether `datagram` would open a new session: its first frame with a
-// sequence above 0 has sequence 1 (frames with sequence 0 are duplicates).
-// Usually decided by the first frame.
+// sequence above 0 has sequence 1 (frames with sequence 0 are duplicates;
+// a Heartbeat's sequence means nothing). Usually decided by the first
+// frame.
 bool OpensSession(const codec::DatagramView& datagram) {
   for (const codec::FrameView frame : datagram) {
+    if (frame.kind() == codec::Kind::kHeartbeat) continue;
     if (frame.sequence() != 0) return frame.sequence() == 1;
   }
   return false;
@@ -46,16 +48,21 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
     // A session not held, and this datagram does not open it: its frames
     // are duplicates (sequence 0) up to a gap, if any. Nothing is kept.
     result.no_session = true;
-    std::size_t duplicates = 0;
+    std::size_t skipped = 0;  // duplicates and Heartbeats
     for (const codec::FrameView frame : datagram) {
-      if (frame.sequence() != 0) break;
-      ++duplicates;
+      if (frame.kind() == codec::Kind::kHeartbeat) {
+        NoteHeartbeat(frame, result);
+      } else if (frame.sequence() != 0) {
+        break;
+      } else {
+        ++stats_.duplicates;
+      }
+      ++skipped;
     }
-    stats_.duplicates += duplicates;
-    if (duplicates < datagram.frame_count()) {
+    if (skipped < datagram.frame_count()) {
       result.gap = true;
       ++stats_.gaps;
-      stats_.gap_frames_dropped += datagram.frame_count() - duplicates;
+      stats_.gap_frames_dropped += datagram.frame_count() - skipped;
     }
     return result;
   }
@@ -73,6 +80,12 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
   std::uint64_t expected = session->next_expected;
   for (auto it = datagram.begin(); it != datagram.end(); ++it) {
     const codec::FrameView frame = *it;
+    if (frame.kind() == codec::Kind::kHeartbeat) [[unlikely]] {
+      if (run_count > 0) break;  // ends the run, as a duplicate does
+      NoteHeartbeat(frame, result);
+      ++frames_seen;
+      continue;
+    }
     const std::uint64_t sequence = frame.sequence();
     if (sequence < expected) {
       ++stats_.duplicates;
@@ -147,6 +160,15 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
                       receive_ns, group_allowed ? 0 : kRecordUnauthorized),
               group_count);
   return result;
+}
+
+void Sequencer::NoteHeartbeat(const codec::FrameView& frame,
+                              Sequenced& result) {
+  ++stats_.heartbeats;
+  if (result.heartbeat) return;  // one answer a datagram
+  result.heartbeat = true;
+  result.heartbeat_nonce = codec::View<codec::Heartbeat>::FromFrame(frame)
+                               ->Get<&codec::Heartbeat::nonce>();
 }
 
 Sequencer::JournalOutcome Sequencer::Journal(Session& session,

@@ -31,6 +31,11 @@
 // (state/record_flags.h) on its own: its append holds that one frame, the
 // rest of its run follows in another.
 //
+// Heartbeats (docs/CONTROLS.md): never journaled and never part of the
+// run; one before the run is noted (Sequenced::heartbeat) and skipped, one
+// after the run began ends it (the frames after it are dropped, as after
+// a duplicate).
+//
 // Disk full: when the journal answers kJournalFull, the frames from there on
 // are not taken (the session's next sequence stays at the first of them),
 // Sequenced::journal_full says so and the owner answers Busy; counted.
@@ -66,6 +71,10 @@ struct Sequenced {
   // does not open (its first frame above 0 is not 1): `session` is null,
   // nothing was kept, and `gap` says whether SequenceGap(1) is due.
   bool no_session = false;
+  // A Heartbeat was seen (docs/CONTROLS.md "Heartbeats"): the owner
+  // answers it with HeartbeatAck echoing `heartbeat_nonce` (the first's).
+  bool heartbeat = false;
+  std::uint64_t heartbeat_nonce = 0;
   std::size_t journaled = 0;    // frames appended to the journal
   bool journal_failed = false;  // the service cannot go on: stop
   bool journal_full = false;    // no room on the disk: frames from the
@@ -85,6 +94,7 @@ struct SequencerStats {
   std::uint64_t gaps = 0;                                // datagrams
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t unauthorized = 0;  // commands flagged
+  std::uint64_t heartbeats = 0;    // Heartbeat frames of admitted datagrams
   // Not taken because the journal was full (kJournalFull).
   std::uint64_t journal_full_datagrams = 0;
   std::uint64_t journal_full_frames = 0;
@@ -155,6 +165,8 @@ class Sequencer {
   JournalOutcome Append(Session& session, std::span<const std::byte> frames,
                         std::size_t count, std::uint64_t receive_ns,
                         std::uint32_t flags);
+  // Counts a Heartbeat and notes the datagram's first in `result`.
+  void NoteHeartbeat(const codec::FrameView& frame, Sequenced& result);
 
   SessionTable sessions_;
   journal::JournalWriter& writer_;

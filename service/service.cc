@@ -288,10 +288,10 @@ class Service::Impl final : public Sequencer::Backpressure,
   void StartSnapshot();
   // The child: writes the snapshot from its copy-on-write image, exits.
   [[noreturn]] void RunSnapshotChild(int report_fd);
-  // Collects the child if it has exited (or waits for it): counts it, logs
-  // a failure with the child's own message. A child running past
+  // Collects the child if it has exited (never waits): counts it, logs a
+  // failure with the child's own message. A child running past
   // snapshot_child_limit_s is killed first (failed, said so).
-  void ReapSnapshot(bool wait);
+  void ReapSnapshot();
   // At a stop: waits for a running child at most snapshot_stop_wait_s, then
   // kills it (failed, said so).
   void FinishSnapshotAtStop();
@@ -366,6 +366,16 @@ class Service::Impl final : public Sequencer::Backpressure,
   // SequenceGap(1) to `peer` for session `id`, which the service does not
   // hold; rate-limited across all such sessions.
   void SendNewSessionGap(std::uint32_t id, const net::Endpoint& peer);
+  // HeartbeatAck for `session`, or (null) for session `id` the service
+  // holds no state for, at `peer` (docs/CONTROLS.md "Heartbeats").
+  void SendHeartbeatAck(Session* session, std::uint32_t id,
+                        const net::Endpoint& peer, std::uint64_t nonce);
+  // One control frame to a session the table does not hold, at most one
+  // per session per 2 ms and kNewSessionGapsPerWindow a window across all
+  // (docs/PROTOCOL.md "A session begins with frame 1"); false when not
+  // sent (counted).
+  bool AnswerUnheldSession(std::uint32_t id, const net::Endpoint& peer,
+                           std::span<const std::byte> frame);
   // Sends `state`'s reports from `first_report` on again to `session`,
   // preceded by ReportsGone(`gone_command`, `first_report`) when
   // `gone_command` is not 0.
@@ -758,7 +768,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     }
     now_ns_ = MonotonicNs();
     if (snapshot_child_ > 0 && now_ns_ >= next_reap_ns_) [[unlikely]] {
-      ReapSnapshot(/*wait=*/false);
+      ReapSnapshot();
     }
     if (interval_ns > 0 && now_ns_ >= next_interval_ns &&
         options_.on_interval) {
@@ -915,7 +925,7 @@ void Service::Impl::FinishSnapshotAtStop() {
       static_cast<std::int64_t>(options_.snapshot_stop_wait_s * 1e9);
   const std::int64_t deadline_ns = MonotonicNs() + wait_ns;
   while (snapshot_child_ > 0 && MonotonicNs() < deadline_ns) {
-    ReapSnapshot(/*wait=*/false);
+    ReapSnapshot();
     if (snapshot_child_ > 0) ::usleep(1000);
   }
   if (snapshot_child_ <= 0) return;
@@ -937,12 +947,12 @@ void Service::Impl::KillSnapshotChild() {
   snapshot_child_ = -1;
 }
 
-void Service::Impl::ReapSnapshot(bool wait) {
+void Service::Impl::ReapSnapshot() {
   next_reap_ns_ = now_ns_ + 1'000'000;
   int status = 0;
   pid_t reaped = 0;
   do {
-    reaped = ::waitpid(snapshot_child_, &status, wait ? 0 : WNOHANG);
+    reaped = ::waitpid(snapshot_child_, &status, WNOHANG);
   } while (reaped < 0 && errno == EINTR);
   if (reaped == 0) {  // still writing
     const auto limit_ns =
@@ -1023,6 +1033,10 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
   }
   if (result.journal_failed) return;
   if (result.no_session) {
+    if (result.heartbeat) {
+      SendHeartbeatAck(nullptr, datagram->session_id(), rx_.peer(slot),
+                       result.heartbeat_nonce);
+    }
     if (result.gap) SendNewSessionGap(datagram->session_id(), rx_.peer(slot));
     return;
   }
@@ -1062,6 +1076,10 @@ void Service::Impl::ProcessDatagram(std::size_t slot,
   }
   // After the run: the SequenceGap names the sequence expected now.
   if (result.gap) SendGap(session);
+  if (result.heartbeat) {
+    SendHeartbeatAck(&session, session.id, rx_.peer(slot),
+                     result.heartbeat_nonce);
+  }
 }
 
 void Service::Impl::LogRefusal(Admission cause, std::uint32_t session_id,
@@ -1462,6 +1480,39 @@ void Service::Impl::FinishRegeneration(
 
 void Service::Impl::SendNewSessionGap(std::uint32_t id,
                                       const net::Endpoint& peer) {
+  std::array<std::byte, codec::kFrameSize<codec::SequenceGap>> frame;
+  (void)codec::EncodeFrame(0, codec::SequenceGap{1}, frame);
+  if (AnswerUnheldSession(id, peer, frame)) ++stats_.sequence_gaps_sent;
+}
+
+void Service::Impl::SendHeartbeatAck(Session* session, std::uint32_t id,
+                                     const net::Endpoint& peer,
+                                     std::uint64_t nonce) {
+  // A session with no state: it would begin at 1 (docs/CONTROLS.md).
+  codec::HeartbeatAck ack{
+      .nonce = nonce, .expected_sequence = 1, .next_report = 1};
+  if (session != nullptr) {
+    ack.expected_sequence = session->next_expected;
+    const SessionState* state =
+        session->state >= 0
+            ? &machine_->session(static_cast<std::uint32_t>(session->state))
+            : machine_->Find(session->id);
+    if (state != nullptr) ack.next_report = state->next_report;
+  }
+  std::array<std::byte, codec::kFrameSize<codec::HeartbeatAck>> frame;
+  (void)codec::EncodeFrame(0, ack, frame);
+  if (session != nullptr) {
+    ++stats_.heartbeat_acks_sent;
+    ++stats_.frames_out[static_cast<std::uint8_t>(codec::Kind::kHeartbeatAck)];
+    Emit(*session, frame);
+  } else if (AnswerUnheldSession(id, peer, frame)) {
+    ++stats_.heartbeat_acks_sent;
+  }
+}
+
+bool Service::Impl::AnswerUnheldSession(std::uint32_t id,
+                                        const net::Endpoint& peer,
+                                        std::span<const std::byte> frame) {
   if (now_ns_ - new_session_gap_window_ns_ >= kGapRepeatNs) {
     new_session_gap_window_ns_ = now_ns_;
     new_session_gaps_in_window_ = 0;
@@ -1469,11 +1520,11 @@ void Service::Impl::SendNewSessionGap(std::uint32_t id,
   RecentGap& recent = recent_new_session_gaps_[(id * 2654435761u) >> 24];
   if (recent.id == id && recent.sent_ns != 0 &&
       now_ns_ - recent.sent_ns < kGapRepeatNs) {
-    return;  // one per round trip
+    return false;  // one per round trip
   }
   if (new_session_gaps_in_window_ == kNewSessionGapsPerWindow) {
     ++stats_.new_session_gaps_dropped;
-    return;
+    return false;
   }
   ++new_session_gaps_in_window_;
   recent = RecentGap{id, now_ns_};
@@ -1487,12 +1538,13 @@ void Service::Impl::SendNewSessionGap(std::uint32_t id,
   const config::SessionPolicy* policy = options_.config.PolicyFor(id);
   const bool keyed = policy != nullptr && policy->mac;
   codec::DatagramBuilder builder(tx_.buffer(slot), id, keyed);
-  (void)builder.Append(0, codec::SequenceGap{1});
+  (void)builder.AppendFrame(frame);
   tx_.set_length(slot, keyed ? auth::SealDatagram(*policy->mac, builder).size()
                              : builder.size());
   tx_.set_peer(slot, peer);
-  ++stats_.sequence_gaps_sent;
-  ++stats_.frames_out[static_cast<std::uint8_t>(codec::Kind::kSequenceGap)];
+  ++stats_.frames_out[codec::LoadLE<std::uint8_t>(frame.data() +
+                                                  codec::kKindOffset)];
+  return true;
 }
 
 void Service::Impl::ReleaseIdleHistories() {
@@ -1690,6 +1742,7 @@ void Service::Impl::RefreshStats() const {
   s.refused = q.refused;
   s.duplicates = q.duplicates;
   s.gaps = q.gaps;
+  s.heartbeats = q.heartbeats;
   s.gap_frames_dropped = q.gap_frames_dropped;
   s.refused_journal_full_datagrams = q.journal_full_datagrams;
   s.refused_journal_full_frames = q.journal_full_frames;

@@ -102,6 +102,11 @@ inline constexpr std::size_t kReportSectionCount = 11;
   X(sequence_gaps_sent, "orderwire_sequence_gaps_sent_total", kCounter,       \
     kAlways, kSequences, "SequenceGap sent",                                  \
     "SequenceGap frames sent (to sessions held and to unknown ones).")        \
+  X(heartbeats, "orderwire_heartbeats_total", kCounter, kAlways, kSequences,  \
+    "heartbeats", "Heartbeat frames of admitted datagrams (docs/CONTROLS.md).") \
+  X(heartbeat_acks_sent, "orderwire_heartbeat_acks_sent_total", kCounter,     \
+    kAlways, kSequences, "HeartbeatAck sent",                                 \
+    "HeartbeatAck frames sent (to sessions held and to unknown ones).")       \
   X(reports_resent, "orderwire_reports_resent_total", kCounter, kAlways,      \
     kResends, "reports resent",                                               \
     "Reports sent again for retransmitted commands.")                         \

@@ -90,11 +90,17 @@ class FakeTarget {
       EXPECT_TRUE(datagram.ok());
       if (!datagram.ok()) continue;
       for (const codec::FrameView frame : *datagram) {
-        sequences.push_back(frame.sequence());
+        if (frame.kind() == codec::Kind::kHeartbeat) {
+          ++heartbeats_;
+        } else {
+          sequences.push_back(frame.sequence());
+        }
       }
     }
     return sequences;
   }
+  // Heartbeat frames Commands() has received (not in its sequences).
+  [[nodiscard]] std::size_t heartbeats() const { return heartbeats_; }
 
   // Sends a datagram of `session` holding `frames` from this socket to the
   // client last heard by `heard_by` (by default this target).
@@ -113,6 +119,7 @@ class FakeTarget {
   net::UdpSocket socket_;
   sockaddr_storage client_{};
   socklen_t client_length_ = 0;
+  std::size_t heartbeats_ = 0;
 };
 
 // Polls `session` at the fixed time `now_ns` (no timer moves) until `done`
@@ -144,6 +151,19 @@ SessionOptions QuietOptions(const net::Endpoint& target,
     delivered.push_back(report.sequence());
   };
   return options;
+}
+
+// A session on targets `a` then `b` with QuietOptions and heartbeats every
+// `heartbeat_ms` (0: none); null (the test failed) if it does not open.
+std::unique_ptr<Session> OpenOnTwo(const FakeTarget& a, const FakeTarget& b,
+                                   std::vector<std::uint64_t>& delivered,
+                                   int heartbeat_ms) {
+  SessionOptions options = QuietOptions(a.endpoint(), delivered);
+  options.failover_targets = {b.endpoint()};
+  options.heartbeat_interval_ms = heartbeat_ms;
+  auto session = Session::Open(std::move(options));
+  EXPECT_TRUE(session.ok()) << session.status();
+  return session.ok() ? std::move(*session) : nullptr;
 }
 
 // One target: however long it is silent, the session stays on it (and, as
@@ -234,16 +254,16 @@ TEST(ClientFailover, SwitchesOnlyAfterTheTimeoutAndResendsToTheNewTarget) {
 }
 
 // An idle session that submits after a long quiet spell waits a whole
-// timeout before it switches: silence counts from when it began waiting.
+// timeout before it switches: silence counts from when it began waiting
+// (without heartbeats: a Heartbeat unanswered is waiting too, below).
 TEST(ClientFailover, AnIdleSessionWaitsAWholeTimeoutAfterItSubmits) {
   FakeTarget a;
   FakeTarget b;
   std::vector<std::uint64_t> delivered;
-  SessionOptions options = QuietOptions(a.endpoint(), delivered);
-  options.failover_targets = {b.endpoint()};
-  auto session = Session::Open(std::move(options));
-  ASSERT_TRUE(session.ok()) << session.status();
-  Session& s = **session;
+  const std::unique_ptr<Session> session =
+      OpenOnTwo(a, b, delivered, /*heartbeat_ms=*/0);
+  ASSERT_NE(session, nullptr);
+  Session& s = *session;
   const std::int64_t t0 = base::MonotonicNs() + 10'000 * kMs;  // idle 10 s
   ASSERT_TRUE(s.Poll(t0).ok());
   ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
@@ -255,6 +275,81 @@ TEST(ClientFailover, AnIdleSessionWaitsAWholeTimeoutAfterItSubmits) {
   ASSERT_TRUE(s.Poll(t0 + 301 * kMs).ok());
   EXPECT_EQ(s.counters().failovers, 1u);
   EXPECT_EQ(b.Commands(5000), (std::vector<std::uint64_t>{1}));
+}
+
+// An idle session learns its target is gone from its heartbeats: one
+// goes after heartbeat_interval_ms without a send, and when nothing
+// answers it for failover_timeout_ms the session moves on and greets the
+// next target with a Heartbeat at once (docs/CONTROLS.md "Heartbeats").
+// A target that answers keeps it where it is.
+TEST(ClientFailover, AnIdleSessionFailsOverWhenItsHeartbeatIsNotAnswered) {
+  FakeTarget a;
+  FakeTarget b;
+  std::vector<std::uint64_t> delivered;
+  const std::unique_ptr<Session> session =
+      OpenOnTwo(a, b, delivered, /*heartbeat_ms=*/100);
+  ASSERT_NE(session, nullptr);
+  Session& s = *session;
+  // The session's clock started in Open, before t0.
+  const std::int64_t t0 = base::MonotonicNs();
+  ASSERT_TRUE(s.Poll(t0 + 50 * kMs).ok());
+  EXPECT_EQ(s.counters().heartbeats_sent, 0u) << "sent before the interval";
+  ASSERT_TRUE(s.Poll(t0 + 150 * kMs).ok());
+  EXPECT_EQ(s.counters().heartbeats_sent, 1u);
+  EXPECT_TRUE(a.Commands(5000).empty());
+  EXPECT_EQ(a.heartbeats(), 1u);
+  // Unanswered from the next round (t0 + 200 ms) on: 300 ms later (the
+  // failover timeout) the session moves.
+  ASSERT_TRUE(s.Poll(t0 + 200 * kMs).ok());
+  ASSERT_TRUE(s.Poll(t0 + 499 * kMs).ok());
+  EXPECT_EQ(s.counters().failovers, 0u);
+  ASSERT_TRUE(s.Poll(t0 + 500 * kMs).ok());
+  EXPECT_EQ(s.counters().failovers, 1u);
+  EXPECT_EQ(s.current_target().ToString(), b.endpoint().ToString());
+  EXPECT_TRUE(b.Commands(5000).empty());
+  EXPECT_EQ(b.heartbeats(), 1u) << "the new target is greeted at once";
+  // B answers: the session stays, however long it then idles.
+  b.Answer(5,
+           {test_support::Frame(
+               0, codec::HeartbeatAck{
+                      .nonce = 2, .expected_sequence = 1, .next_report = 1})});
+  ASSERT_TRUE(PollAt(s, t0 + 500 * kMs,
+                     [&] { return s.counters().heartbeat_acks == 1; }));
+  ASSERT_TRUE(s.Poll(t0 + 850 * kMs).ok());
+  EXPECT_EQ(s.counters().failovers, 1u);
+  EXPECT_EQ(s.counters().heartbeat_report_holes, 0u);
+}
+
+// A HeartbeatAck naming a report the session lacks (a maker's Filled lost
+// while it idled): after the retransmission timeout the session sends its
+// last acknowledged command again, whose duplicate makes the service send
+// the reports from it on (docs/CONTROLS.md "Heartbeats").
+TEST(ClientFailover, AHeartbeatAckShowingAMissingReportBringsItBack) {
+  FakeTarget only;
+  std::vector<std::uint64_t> delivered;
+  SessionOptions options = QuietOptions(only.endpoint(), delivered);
+  options.retransmit_timeout_ms = 100;
+  auto session = Session::Open(std::move(options));
+  ASSERT_TRUE(session.ok()) << session.status();
+  Session& s = **session;
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 1})).ok());
+  const std::int64_t t0 = base::MonotonicNs();
+  ASSERT_TRUE(s.Poll(t0).ok());
+  EXPECT_EQ(only.Commands(5000), (std::vector<std::uint64_t>{1}));
+  only.Answer(5,
+              {test_support::AcceptedFor(1, 1, Limit({.client_order_id = 1}))});
+  ASSERT_TRUE(PollAt(s, t0, [&] { return s.answered() == 1; }));
+  // Report 2 never came; the ack says the next is 3.
+  only.Answer(
+      5, {test_support::Frame(
+             0, codec::HeartbeatAck{
+                    .nonce = 1, .expected_sequence = 2, .next_report = 3})});
+  ASSERT_TRUE(PollAt(s, t0, [&] { return s.counters().heartbeat_acks == 1; }));
+  EXPECT_EQ(s.counters().heartbeat_report_holes, 1u);
+  ASSERT_TRUE(s.Poll(t0 + 101 * kMs).ok());
+  EXPECT_EQ(only.Commands(5000), (std::vector<std::uint64_t>{1}))
+      << "the last acknowledged command goes again";
+  EXPECT_EQ(s.counters().retransmitted, 1u);
 }
 
 // The SocketCalls seam: sends to port g_unreachable_port fail with

@@ -422,6 +422,65 @@ TEST(ServiceEndToEnd, AMassCancelCancelsOnlyTheSessionsOrdersAndReplays) {
   ASSERT_TRUE(service->Stop().ok());
 }
 
+// Heartbeats (docs/CONTROLS.md): answered with the session's next command
+// and report sequences, never journaled; one before commands in a
+// datagram is answered after them, one after the run ends it; a session
+// with no state gets 1 and 1 and keeps none.
+TEST(ServiceEndToEnd, AHeartbeatIsAnsweredWithTheSessionsNextSequences) {
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  const auto ack = [](std::uint64_t nonce, std::uint64_t expected,
+                      std::uint64_t next_report) {
+    return Frame(0, codec::HeartbeatAck{.nonce = nonce,
+                                        .expected_sequence = expected,
+                                        .next_report = next_report});
+  };
+  // No state yet: 1 and 1, and nothing kept.
+  client.Send(41, {Frame(0, codec::Heartbeat{.nonce = 7})});
+  std::vector<Bytes> got = client.Frames(41, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FRAME_EQ(got[0], ack(7, 1, 1));
+  EXPECT_TRUE(service->WaitFor([](const ServiceStats& s) {
+    return s.heartbeats == 1 && s.sessions == 0;
+  }));
+  // Before two commands: answered at once, when they are journaled (in
+  // expected_sequence) and not yet durable (no report made: next_report
+  // 1); their reports follow. A heartbeat's own sequence means nothing.
+  const codec::NewLimit buy = Limit({.client_order_id = 1, .price = 90});
+  const codec::NewLimit sell =
+      Limit({.account_id = 2, .client_order_id = 1, .side = Side::kSell});
+  client.Send(41, {Frame(5, codec::Heartbeat{.nonce = 8}), Frame(1, buy),
+                   Frame(2, sell)});
+  got = client.Frames(41, 3);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_FRAME_EQ(got[0], ack(8, 3, 1));
+  EXPECT_FRAME_EQ(got[1], AcceptedFor(1, 1, buy));
+  EXPECT_FRAME_EQ(got[2], AcceptedFor(2, 2, sell));
+  // After a command: the run ends at it, and what follows is dropped.
+  const codec::NewLimit third = Limit({.client_order_id = 3, .price = 80});
+  client.Send(41, {Frame(3, third), Frame(0, codec::Heartbeat{.nonce = 9}),
+                   Frame(4, Limit({.client_order_id = 4, .price = 70}))});
+  got = client.Frames(41, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FRAME_EQ(got[0], AcceptedFor(3, 3, third));
+  EXPECT_TRUE(client.Silent(100)) << "answered a heartbeat after the run";
+  client.Send(41, {Frame(0, codec::Heartbeat{.nonce = 10})});
+  got = client.Frames(41, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_FRAME_EQ(got[0], ack(10, 4, 4));
+  ASSERT_TRUE(service->Stop().ok());
+  const ServiceStats& stats = service->final_stats();
+  EXPECT_EQ(stats.commands_applied, 3u);
+  EXPECT_EQ(stats.durable_index, 3u) << "a heartbeat was journaled";
+  EXPECT_EQ(stats.heartbeats, 3u);
+  EXPECT_EQ(stats.heartbeat_acks_sent, 3u);
+  EXPECT_EQ(stats.frames_out[static_cast<std::size_t>(Kind::kHeartbeatAck)],
+            3u);
+}
+
 // ---------------------------------------------------------------------------
 // Several sessions at once: the protocol gap of two `submit --workload
 // mixed` clients on shared accounts (docs/PROTOCOL.md "Sessions and sequence

@@ -224,6 +224,44 @@ TEST(SessionRecycling, AnIdleSessionGivesItsPlaceBackAndComesBackWhereItWas) {
   ExpectSession11ReplaysAsReceived(dir.Sub("journal"), engine, sell1, got);
 }
 
+// A session that heartbeats is not idle (docs/CONTROLS.md "Heartbeats"):
+// with two places and a 1 s idle limit, 21 heartbeats every 200 ms and
+// keeps its place while 22, silent, gives its place back.
+TEST(SessionRecycling, AHeartbeatingSessionKeepsItsPlace) {
+  ScratchDir dir;
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch,
+                  Config("[service]\n"
+                         "max_sessions = 2\n"
+                         "session_slot_idle_seconds = 1\n")));
+  ASSERT_NE(service, nullptr);
+  TestClient alive(service->endpoint());
+  TestClient silent(service->endpoint());
+  alive.Send(21, {Frame(1, Limit({.client_order_id = 1}))});
+  ASSERT_EQ(alive.Frames(21, 1).size(), 1u);
+  silent.Send(22, {Frame(1, Limit({.account_id = 2, .client_order_id = 1}))});
+  ASSERT_EQ(silent.Frames(22, 1).size(), 1u);
+  for (std::uint64_t nonce = 1; nonce <= 12; ++nonce) {
+    alive.Send(21, {Frame(0, codec::Heartbeat{.nonce = nonce})});
+    const std::vector<Bytes> ack = alive.Frames(21, 1);
+    ASSERT_EQ(ack.size(), 1u);
+    EXPECT_FRAME_EQ(ack[0], Frame(0, codec::HeartbeatAck{.nonce = nonce,
+                                                         .expected_sequence = 2,
+                                                         .next_report = 2}));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_TRUE(service->WaitFor([](const ServiceStats& s) {
+    return s.sessions_recycled == 1 && s.sessions == 1;
+  }));
+  // 21 still holds its endpoint: its next command is answered there.
+  alive.Send(21, {Frame(2, Limit({.client_order_id = 2}))});
+  ASSERT_EQ(alive.Frames(21, 1).size(), 1u);
+  ASSERT_TRUE(service->Stop().ok());
+  EXPECT_EQ(service->final_stats().heartbeats, 12u);
+  EXPECT_EQ(service->final_stats().heartbeat_acks_sent, 12u);
+  EXPECT_EQ(service->final_stats().commands_applied, 3u);
+}
+
 // A listed session is never given up: idle as long as an unlisted one that
 // is, it keeps its endpoint (another port is still refused for it).
 TEST(SessionRecycling, AListedSessionKeepsItsPlace) {
