@@ -117,6 +117,8 @@ Admission CheckMac(const config::SessionPolicy& policy,
 bool CarriesNextCommand(const codec::DatagramView& datagram,
                         std::uint64_t next_expected) {
   for (const codec::FrameView frame : datagram) {
+    // A Heartbeat's sequence means nothing (docs/CONTROLS.md).
+    if (frame.kind() == codec::Kind::kHeartbeat) continue;
     if (frame.sequence() < next_expected) continue;
     return frame.sequence() == next_expected;
   }

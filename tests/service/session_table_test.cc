@@ -32,16 +32,18 @@ std::deque<test_support::Bytes>& Storage() {
   return storage;
 }
 
-// A datagram of session `id` holding one CancelByOrder with `sequence`,
-// signed with `mac` when given (the Authenticated flag set), or with the flag
-// and a wrong trailer when `forge` is set.
+// A datagram of session `id` holding one CancelByOrder (or, with
+// `heartbeat`, a Heartbeat) with `sequence`, signed with `mac` when given
+// (the Authenticated flag set), or with the flag and a wrong trailer when
+// `forge` is set.
 codec::DatagramView Datagram(std::uint32_t id, std::uint64_t sequence = 1,
-                             const auth::Mac* mac = nullptr,
-                             bool forge = false) {
+                             const auth::Mac* mac = nullptr, bool forge = false,
+                             bool heartbeat = false) {
   test_support::Bytes buffer(codec::kMaxDatagramSize);
   const bool authenticated = mac != nullptr || forge;
   codec::DatagramBuilder builder(buffer, id, authenticated);
-  EXPECT_EQ(builder.Append(sequence, codec::CancelByOrder{7, 1}),
+  EXPECT_EQ(heartbeat ? builder.Append(sequence, codec::Heartbeat{1})
+                      : builder.Append(sequence, codec::CancelByOrder{7, 1}),
             codec::CodecError::kOk);
   std::span<const std::byte> bytes = builder.bytes();
   if (mac != nullptr) {
@@ -346,6 +348,10 @@ TEST(SessionTableTest, KeyedSessionMovesOnlyWithAValidMacAndANewCommand) {
   // A gap is not the next command either.
   EXPECT_EQ(table.Admit(Datagram(7, 3, &keyed.mac), Ip("127.0.0.1:5000"), true,
                         &session),
+            Admission::kPinnedElsewhere);
+  // Nor a Heartbeat, whatever sequence it carries (docs/CONTROLS.md).
+  EXPECT_EQ(table.Admit(Datagram(7, 2, &keyed.mac, false, /*heartbeat=*/true),
+                        Ip("127.0.0.1:5000"), true, &session),
             Admission::kPinnedElsewhere);
   EXPECT_TRUE(pinned->peer == Ip("127.0.0.1:4000"));
   EXPECT_EQ(table.moves(), 0u);

@@ -1,6 +1,6 @@
--- Wireshark / tshark dissector for the orderwire datagram protocol, version 1
--- (docs/PROTOCOL.md: a 12-byte datagram header, then whole frames of 11
--- kinds, back to back).
+-- Wireshark / tshark dissector for the orderwire datagram protocol, version 2
+-- (docs/PROTOCOL.md and docs/CONTROLS.md: a 12-byte datagram header, its
+-- version byte 1, then whole frames of 17 kinds, back to back).
 --
 -- Install: copy this file into Wireshark's personal Lua plugins folder
 -- (~/.local/lib/wireshark/plugins/ on Linux), or load it for one run with
