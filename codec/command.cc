@@ -72,10 +72,12 @@ constexpr std::array<std::uint8_t, 256> kPairStepFrameSize = [] {
   return sizes;
 }();
 
-// The VBMI recipes are indexed by `kind & 7`: every command kind must be
-// below 8.
+// The VBMI recipes are indexed by `kind & (kRecipeKinds - 1)`: every command
+// kind must be below kRecipeKinds.
+constexpr std::size_t kRecipeKinds = 16;
+constexpr unsigned kRecipeMask = kRecipeKinds - 1;
 static_assert([] {
-  for (std::size_t k = 8; k < 256; ++k) {
+  for (std::size_t k = kRecipeKinds; k < 256; ++k) {
     if (kCommandFrameSize[k] != 0) return false;
   }
   return true;
@@ -90,7 +92,8 @@ constexpr std::uint64_t PackedSizes(std::uint64_t bias) {
   return packed;
 }
 
-// bias + size of kind `kind & 7`; only meaningful for a valid command kind.
+// bias + size of kind `kind & 7`; only meaningful for a kind the pair step
+// takes (1..5: kPairStepFrameSize).
 template <std::uint64_t kBias>
 [[gnu::always_inline]] inline std::uint64_t BiasedSize(std::uint8_t kind) {
   constexpr std::uint64_t kPacked = PackedSizes(kBias);
@@ -263,8 +266,8 @@ constexpr SlotPlacement kSlotPlacements[] = {
 };
 static_assert(std::is_standard_layout_v<Command> && sizeof(Command) <= 64);
 
-constexpr std::array<PermuteRecipe, 8> kPermuteRecipes = [] {
-  std::array<PermuteRecipe, 8> recipes{};
+constexpr std::array<PermuteRecipe, kRecipeKinds> kPermuteRecipes = [] {
+  std::array<PermuteRecipe, kRecipeKinds> recipes{};
   for (std::size_t kind = 0; kind < recipes.size(); ++kind) {
     if (kCommandFrameSize[kind] == 0) continue;
     PermuteRecipe& r = recipes[kind];
@@ -299,8 +302,8 @@ struct EncodeRecipe {
   std::uint64_t store_mask;  // the frame's bytes
 };
 
-constexpr std::array<EncodeRecipe, 8> kEncodeRecipes = [] {
-  std::array<EncodeRecipe, 8> recipes{};
+constexpr std::array<EncodeRecipe, kRecipeKinds> kEncodeRecipes = [] {
+  std::array<EncodeRecipe, kRecipeKinds> recipes{};
   for (std::size_t kind = 0; kind < recipes.size(); ++kind) {
     const std::size_t size = kCommandFrameSize[kind];
     if (size == 0) continue;
@@ -324,7 +327,7 @@ constexpr std::uint64_t kCommandLoadMask =
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void EncodeOneVbmi(
     const Command& command, std::byte* out) noexcept {
   const EncodeRecipe& r =
-      kEncodeRecipes[static_cast<std::uint8_t>(command.kind) & 7u];
+      kEncodeRecipes[static_cast<std::uint8_t>(command.kind) & kRecipeMask];
   const __m512i value = _mm512_maskz_loadu_epi8(kCommandLoadMask, &command);
   const __m512i index = _mm512_load_si512(r.index);
   const __m512i frame =
@@ -334,7 +337,7 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void EncodeOneVbmi(
 
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) void DecodeOneVbmi(
     const std::byte* p, std::uint8_t kind, Command* out) noexcept {
-  const PermuteRecipe& r = kPermuteRecipes[kind & 7u];
+  const PermuteRecipe& r = kPermuteRecipes[kind & kRecipeMask];
   const __m512i frame = _mm512_loadu_si512(p);
   const __m512i index = _mm512_load_si512(r.index);
   const __m512i command = _mm512_maskz_permutexvar_epi8(r.keep, index, frame);

@@ -9,8 +9,9 @@
 // the recipes), and the engine reads a field without first asking the kind.
 //
 // Replace's `new_client_order_id` is carried in `client_order_id`;
-// MassCancel's `request_id` in `client_order_id`, its `side` (a
-// MassCancelSide: 3 Both) in `side` and its `scope` in `time_in_force`.
+// MassCancel's and Goodbye's `request_id` in `client_order_id`, MassCancel's
+// `side` (a MassCancelSide: 3 Both) in `side` and its `scope` in
+// `time_in_force`.
 #ifndef ORDERWIRE_CODEC_COMMAND_H_
 #define ORDERWIRE_CODEC_COMMAND_H_
 
@@ -34,7 +35,7 @@ struct Command {
   AccountId account_id;           // every kind
   ClientOrderId client_order_id;  // NewLimit, NewMarket, CancelByClient;
                                   // Replace: new_client_order_id;
-                                  // MassCancel: request_id
+                                  // MassCancel, Goodbye: request_id
   OrderId order_id;               // CancelByOrder, Replace
   Price price;                    // NewLimit, Replace
   Quantity quantity;              // NewLimit, NewMarket, Replace

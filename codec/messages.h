@@ -88,6 +88,14 @@ struct Heartbeat {
   std::uint64_t nonce;
 };
 
+// Version 2 (docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect").
+// `request_id` is carried in the command's client_order_id slot. The
+// service journals a lapse as a Goodbye of sequence 0, account 0, request 0.
+struct Goodbye {
+  std::uint64_t account_id;
+  std::uint64_t request_id;
+};
+
 // Reports.
 struct Accepted {
   std::uint64_t order_id;
@@ -170,6 +178,14 @@ struct MassCancelDone {
   std::uint32_t instrument_id;
   MassCancelSide side;
   MassCancelScope scope;
+  std::uint32_t cancelled_orders;
+};
+
+// The end of a Goodbye's answer, or a lapse's: how many orders went.
+struct SessionClosed {
+  std::uint64_t account_id;  // the Goodbye's; 0 for a lapse
+  std::uint64_t request_id;  // the Goodbye's; 0 for a lapse
+  SessionCloseReason reason;
   std::uint32_t cancelled_orders;
 };
 
@@ -267,6 +283,15 @@ struct MessageTraits<Heartbeat> {
   static constexpr Kind kKind = Kind::kHeartbeat;
   static constexpr std::string_view kName = "Heartbeat";
   static constexpr auto kLayout = MakeLayout(Field{"nonce", &Heartbeat::nonce});
+};
+
+template <>
+struct MessageTraits<Goodbye> {
+  static constexpr Kind kKind = Kind::kGoodbye;
+  static constexpr std::string_view kName = "Goodbye";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &Goodbye::account_id, CommandSlot::kAccountId},
+      Field{"request_id", &Goodbye::request_id, CommandSlot::kClientOrderId});
 };
 
 template <>
@@ -384,6 +409,17 @@ struct MessageTraits<HeartbeatAck> {
                  Field{"next_report", &HeartbeatAck::next_report});
 };
 
+template <>
+struct MessageTraits<SessionClosed> {
+  static constexpr Kind kKind = Kind::kSessionClosed;
+  static constexpr std::string_view kName = "SessionClosed";
+  static constexpr auto kLayout =
+      MakeLayout(Field{"account_id", &SessionClosed::account_id},
+                 Field{"request_id", &SessionClosed::request_id},
+                 Field{"reason", &SessionClosed::reason},
+                 Field{"cancelled_orders", &SessionClosed::cancelled_orders});
+};
+
 // ---------------------------------------------------------------------------
 // Derived sizes.
 
@@ -431,6 +467,9 @@ static_assert(kBodySize<MassCancelDone> == 26 &&
               kFrameSize<MassCancelDone> == 35);
 static_assert(kBodySize<Heartbeat> == 8 && kFrameSize<Heartbeat> == 17);
 static_assert(kBodySize<HeartbeatAck> == 24 && kFrameSize<HeartbeatAck> == 33);
+static_assert(kBodySize<Goodbye> == 16 && kFrameSize<Goodbye> == 25);
+static_assert(kBodySize<SessionClosed> == 21 &&
+              kFrameSize<SessionClosed> == 30);
 // A few offsets PROTOCOL.md states outright, as a cross-check of the
 // declarations (the layouts, not these lines, are what the code uses).
 static_assert(FrameOffsetOf<&NewLimit::price>() == 9 + 22);
@@ -442,6 +481,7 @@ static_assert(FrameOffsetOf<&Cancelled::reason>() == 9 + 36);
 static_assert(FrameOffsetOf<&Replaced::priority_kept>() == 9 + 40);
 static_assert(FrameOffsetOf<&MassCancel::scope>() == 9 + 21);
 static_assert(FrameOffsetOf<&MassCancelDone::cancelled_orders>() == 9 + 22);
+static_assert(FrameOffsetOf<&SessionClosed::cancelled_orders>() == 9 + 17);
 
 // Models are plain values.
 static_assert(std::is_trivially_copyable_v<NewLimit>);
@@ -461,6 +501,8 @@ static_assert(std::is_trivially_copyable_v<MassCancel>);
 static_assert(std::is_trivially_copyable_v<MassCancelDone>);
 static_assert(std::is_trivially_copyable_v<Heartbeat>);
 static_assert(std::is_trivially_copyable_v<HeartbeatAck>);
+static_assert(std::is_trivially_copyable_v<Goodbye>);
+static_assert(std::is_trivially_copyable_v<SessionClosed>);
 
 // Calls `fn(std::type_identity<Model>{})` for every frame body model, commands
 // first, in kind order. The one list of kinds the rest of the codec iterates.
@@ -473,6 +515,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<Replace>{});
   fn(std::type_identity<MassCancel>{});
   fn(std::type_identity<Heartbeat>{});
+  fn(std::type_identity<Goodbye>{});
   fn(std::type_identity<Accepted>{});
   fn(std::type_identity<Rejected>{});
   fn(std::type_identity<Filled>{});
@@ -483,6 +526,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<Busy>{});
   fn(std::type_identity<MassCancelDone>{});
   fn(std::type_identity<HeartbeatAck>{});
+  fn(std::type_identity<SessionClosed>{});
 }
 
 // A control frame of the command direction (Heartbeat): it goes to the

@@ -25,6 +25,7 @@ enum class Kind : std::uint8_t {
   kMassCancel = 0x06,  // version 2 (docs/CONTROLS.md)
   // A control frame of the command direction, never a command (version 2).
   kHeartbeat = 0x07,
+  kGoodbye = 0x08,  // version 2
   // Reports, engine to client.
   kAccepted = 0x41,
   kRejected = 0x42,
@@ -36,6 +37,7 @@ enum class Kind : std::uint8_t {
   kBusy = 0x48,
   kMassCancelDone = 0x49,  // version 2
   kHeartbeatAck = 0x4A,    // version 2
+  kSessionClosed = 0x4B,   // version 2
 };
 
 enum class Side : std::uint8_t { kBuy = 1, kSell = 2 };
@@ -70,6 +72,9 @@ enum class CancelReason : std::uint8_t {
   kNoLiquidity = 5,
   kReplacedAway = 6,  // reserved by PROTOCOL.md; never emitted
   kMassCancel = 7,    // version 2: cancelled by a MassCancel
+  // Version 2: its session closed (Goodbye or lapse) with cancel-on-
+  // disconnect (docs/CONTROLS.md).
+  kCancelOnDisconnect = 8,
 };
 
 enum class Liquidity : std::uint8_t { kMaker = 1, kTaker = 2 };
@@ -86,6 +91,10 @@ enum class MassCancelScope : std::uint8_t { kAccount = 1, kInstrument = 2 };
 // MassCancel.side: which side's orders go. Carried in the command's `side`
 // slot (command.h), so a Side may hold kBoth's value.
 enum class MassCancelSide : std::uint8_t { kBuy = 1, kSell = 2, kBoth = 3 };
+
+// SessionClosed.reason: the session said Goodbye, or it lapsed (silent past
+// its liveness timeout).
+enum class SessionCloseReason : std::uint8_t { kGoodbye = 1, kLapsed = 2 };
 
 [[nodiscard]] constexpr std::string_view Name(Side v) noexcept {
   switch (v) {
@@ -157,6 +166,8 @@ enum class MassCancelSide : std::uint8_t { kBuy = 1, kSell = 2, kBoth = 3 };
       return "ReplacedAway";
     case CancelReason::kMassCancel:
       return "MassCancel";
+    case CancelReason::kCancelOnDisconnect:
+      return "CancelOnDisconnect";
   }
   return "";
 }
@@ -207,6 +218,16 @@ enum class MassCancelSide : std::uint8_t { kBuy = 1, kSell = 2, kBoth = 3 };
       return "Sell";
     case MassCancelSide::kBoth:
       return "Both";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(SessionCloseReason v) noexcept {
+  switch (v) {
+    case SessionCloseReason::kGoodbye:
+      return "Goodbye";
+    case SessionCloseReason::kLapsed:
+      return "Lapsed";
   }
   return "";
 }
