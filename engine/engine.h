@@ -253,6 +253,20 @@ class BasicEngine {
   ExecuteStatus RejectUnauthorized(const codec::Command& command,
                                    OwnerTag owner, ReportBuffer& out) noexcept;
 
+  // Closes `owner`'s session (docs/CONTROLS.md "Goodbye, liveness and
+  // cancel-on-disconnect"): with `cancel_orders`, every live order of
+  // `owner`, of any account and instrument, gets a Cancelled (reason
+  // CancelOnDisconnect) in ascending order id and leaves its book; then
+  // one SessionClosed (`reason`, the command's account_id and request_id,
+  // the count), all to `owner`. Execute() of a Goodbye closes without
+  // cancelling: cancel-on-disconnect is the session's setting, which the
+  // caller knows and the engine does not (the state machine reads it from
+  // the record). Never rejects. Hot-path rules as Execute(); O(live
+  // orders) when cancelling.
+  void CloseSession(const codec::Command& command, OwnerTag owner,
+                    codec::SessionCloseReason reason, bool cancel_orders,
+                    ReportBuffer& out) noexcept;
+
   // The book of `instrument_id` (an empty view for an unknown instrument).
   [[nodiscard]] BookView Book(codec::InstrumentId instrument_id) const noexcept;
 
@@ -376,6 +390,15 @@ class BasicEngine {
   // plus a sort of the ones cancelled.
   void MassCancel(const codec::Command& c, OwnerTag owner,
                   ReportBuffer& out) noexcept;
+  // Appends to mass_cancel_ the live orders of `book`, on `side` (kBoth:
+  // both), that `keep(const internal::Order&)` takes.
+  template <typename Keep>
+  void Collect(const BookData& book, codec::MassCancelSide side,
+               Keep&& keep) noexcept;
+  // Cancels mass_cancel_'s orders in order-id order with `reason`; returns
+  // how many.
+  std::uint32_t CancelCollected(codec::CancelReason reason,
+                                ReportBuffer& out) noexcept;
   void Replace(const codec::Command& c, OwnerTag owner,
                ReportBuffer& out) noexcept;
   static void Reject(const codec::Command& c, OwnerTag owner,
@@ -444,8 +467,8 @@ class BasicEngine {
   typename Traits::Index index_;
   std::uint64_t next_order_id_ = 1;
   std::uint64_t next_match_id_ = 1;
-  // MassCancel's orders to cancel, (order id, index): scratch, grown only
-  // past its largest size so far.
+  // The orders a MassCancel or CloseSession cancels, (order id, index):
+  // scratch, grown only past its largest size so far.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> mass_cancel_;
 };
 

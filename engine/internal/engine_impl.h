@@ -76,6 +76,10 @@ ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
     case codec::Kind::kMassCancel:
       MassCancel(command, owner, out);
       return ExecuteStatus::kOk;
+    case codec::Kind::kGoodbye:
+      CloseSession(command, owner, codec::SessionCloseReason::kGoodbye,
+                   /*cancel_orders=*/false, out);
+      return ExecuteStatus::kOk;
     default:
       return ExecuteStatus::kNotACommand;
   }
@@ -91,6 +95,7 @@ ExecuteStatus BasicEngine<Traits>::RejectUnauthorized(
     case codec::Kind::kCancelByClient:
     case codec::Kind::kReplace:
     case codec::Kind::kMassCancel:
+    case codec::Kind::kGoodbye:
       Reject(command, owner, codec::RejectReason::kUnauthorized, out);
       return ExecuteStatus::kOk;
     default:
@@ -113,6 +118,7 @@ void BasicEngine<Traits>::Reject(const codec::Command& c, OwnerTag owner,
     case codec::Kind::kNewMarket:
     case codec::Kind::kCancelByClient:
     case codec::Kind::kMassCancel:  // its request_id
+    case codec::Kind::kGoodbye:     // its request_id
       rejected.client_order_id = c.client_order_id.value();
       break;
     case codec::Kind::kCancelByOrder:
@@ -462,41 +468,78 @@ void BasicEngine<Traits>::MassCancel(const codec::Command& c, OwnerTag owner,
   }
   // The session's orders of the account in scope, then in order-id order.
   mass_cancel_.clear();
-  const auto collect = [&](const BookData& book) {
-    for (int s = 0; s < 2; ++s) {
-      if (side != MassCancelSide::kBoth && s != static_cast<int>(side) - 1) {
-        continue;
-      }
-      book.sides[s].ForEachFromBest([&](internal::LevelRef ref) {
-        for (std::uint32_t i = levels_[ref.level].head; i != internal::kNil;
-             i = orders_[i].next) {
-          const internal::Order& order = orders_[i];
-          if (order.owner == owner && order.account_id == c.account_id) {
-            mass_cancel_.emplace_back(order.order_id.value(), i);
-          }
-        }
-        return true;
-      });
-    }
+  const auto mine = [&](const internal::Order& order) {
+    return order.owner == owner && order.account_id == c.account_id;
   };
   if (whole_account) {
-    for (const BookData& book : books_) collect(book);
+    for (const BookData& book : books_) Collect(book, side, mine);
   } else {
-    collect(*BookOf(c.instrument_id));
+    Collect(*BookOf(c.instrument_id), side, mine);
   }
+  const std::uint32_t cancelled =
+      CancelCollected(codec::CancelReason::kMassCancel, out);
+  out.Append(codec::MassCancelDone{.account_id = c.account_id.value(),
+                                   .request_id = c.client_order_id.value(),
+                                   .instrument_id = c.instrument_id.value(),
+                                   .side = side,
+                                   .scope = scope,
+                                   .cancelled_orders = cancelled},
+             owner);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::CloseSession(const codec::Command& c, OwnerTag owner,
+                                       codec::SessionCloseReason reason,
+                                       bool cancel_orders,
+                                       ReportBuffer& out) noexcept {
+  mass_cancel_.clear();
+  if (cancel_orders) {
+    const auto mine = [&](const internal::Order& order) {
+      return order.owner == owner;
+    };
+    for (const BookData& book : books_) {
+      Collect(book, codec::MassCancelSide::kBoth, mine);
+    }
+  }
+  const std::uint32_t cancelled =
+      CancelCollected(codec::CancelReason::kCancelOnDisconnect, out);
+  out.Append(codec::SessionClosed{.account_id = c.account_id.value(),
+                                  .request_id = c.client_order_id.value(),
+                                  .reason = reason,
+                                  .cancelled_orders = cancelled},
+             owner);
+}
+
+template <typename Traits>
+template <typename Keep>
+void BasicEngine<Traits>::Collect(const BookData& book,
+                                  codec::MassCancelSide side,
+                                  Keep&& keep) noexcept {
+  for (int s = 0; s < 2; ++s) {
+    if (side != codec::MassCancelSide::kBoth &&
+        s != static_cast<int>(side) - 1) {
+      continue;
+    }
+    book.sides[s].ForEachFromBest([&](internal::LevelRef ref) {
+      for (std::uint32_t i = levels_[ref.level].head; i != internal::kNil;
+           i = orders_[i].next) {
+        if (keep(orders_[i])) {
+          mass_cancel_.emplace_back(orders_[i].order_id.value(), i);
+        }
+      }
+      return true;
+    });
+  }
+}
+
+template <typename Traits>
+std::uint32_t BasicEngine<Traits>::CancelCollected(codec::CancelReason reason,
+                                                   ReportBuffer& out) noexcept {
   std::sort(mass_cancel_.begin(), mass_cancel_.end());
   for (const auto& [order_id, index] : mass_cancel_) {
-    CancelResting(index, codec::CancelReason::kMassCancel, out);
+    CancelResting(index, reason, out);
   }
-  out.Append(
-      codec::MassCancelDone{
-          .account_id = c.account_id.value(),
-          .request_id = c.client_order_id.value(),
-          .instrument_id = c.instrument_id.value(),
-          .side = side,
-          .scope = scope,
-          .cancelled_orders = static_cast<std::uint32_t>(mass_cancel_.size())},
-      owner);
+  return static_cast<std::uint32_t>(mass_cancel_.size());
 }
 
 template <typename Traits>

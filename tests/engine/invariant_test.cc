@@ -34,7 +34,15 @@ using codec::testing::SplitMix64;
 // other sessions of the same account, and client order ids held by several
 // sessions at once. With one owner, every command is owner 0 and the stream
 // is the one it always was. With `mass_cancel_per_mille` > 0, that many
-// commands in 1,000 are a MassCancel of a random scope and side.
+// commands in 1,000 are a MassCancel of a random scope and side or (one in
+// four of them) a Goodbye, which closes its owner's session with
+// cancel-on-disconnect when its request id is odd (CancelsOnClose).
+// Whether the chaos stream's Goodbye `command` closes with
+// cancel-on-disconnect (the state machine reads it from the record).
+bool CancelsOnClose(const codec::Command& command) {
+  return command.client_order_id.value() % 2 == 1;
+}
+
 class ChaosStream {
  public:
   explicit ChaosStream(std::uint64_t seed, std::uint32_t owners = 1,
@@ -62,6 +70,7 @@ class ChaosStream {
       static constexpr codec::MassCancelSide kSides[] = {
           codec::MassCancelSide::kBuy, codec::MassCancelSide::kSell,
           codec::MassCancelSide::kBoth};
+      if (rng_.Below(4) == 0) return Goodbye(account, rng_.Next());
       return MassCancel(account, rng_.Next(),
                         rng_.Below(3) == 0 ? 0 : instrument,
                         kSides[rng_.Below(3)]);
@@ -172,6 +181,13 @@ class ShadowBook {
         case codec::Kind::kReplaced:
           ASSERT_NO_FATAL_FAILURE(ApplyReplaced(owner, reports, i));
           break;
+        case codec::Kind::kSessionClosed:
+          ASSERT_EQ(command.kind, codec::Kind::kGoodbye);
+          ASSERT_EQ(i + 1, reports.size()) << "SessionClosed comes last";
+          ASSERT_EQ(r.owner, owner);
+          ASSERT_EQ(reports.Get<codec::SessionClosed>(r).cancelled_orders,
+                    reports.size() - 1);
+          break;
         case codec::Kind::kMassCancelDone:
           ASSERT_EQ(command.kind, codec::Kind::kMassCancel);
           ASSERT_EQ(i + 1, reports.size()) << "MassCancelDone comes last";
@@ -256,6 +272,9 @@ class ShadowBook {
       case codec::Kind::kMassCancel:
         ASSERT_NO_FATAL_FAILURE(CheckMassCancel(command, owner, reports));
         break;
+      case codec::Kind::kGoodbye:
+        ASSERT_NO_FATAL_FAILURE(CheckClose(command, owner, reports));
+        break;
       case codec::Kind::kCancelByClient: {
         const std::uint64_t own =
             own_by_client(command.client_order_id.value());
@@ -295,6 +314,24 @@ class ShadowBook {
       const codec::Cancelled c = reports.Get<codec::Cancelled>(reports[i]);
       ASSERT_EQ(c.order_id, expected[i]);
       ASSERT_EQ(c.reason, codec::CancelReason::kMassCancel);
+    }
+  }
+
+  // A Goodbye with cancel-on-disconnect cancels every live order of the
+  // owner, any account, in id order; without, none (docs/CONTROLS.md).
+  void CheckClose(const codec::Command& command, OwnerTag owner,
+                  const ReportBuffer& reports) const {
+    std::vector<std::uint64_t> expected;  // live_ is ordered by id
+    for (const auto& [id, order] : live_) {
+      if (CancelsOnClose(command) && order.owner == owner) {
+        expected.push_back(id);
+      }
+    }
+    ASSERT_EQ(reports.size(), expected.size() + 1);
+    for (std::size_t i = 0; i < expected.size(); ++i) {
+      const codec::Cancelled c = reports.Get<codec::Cancelled>(reports[i]);
+      ASSERT_EQ(c.order_id, expected[i]);
+      ASSERT_EQ(c.reason, codec::CancelReason::kCancelOnDisconnect);
     }
   }
 
@@ -385,6 +422,8 @@ class ShadowBook {
         c.reason == codec::CancelReason::kMassCancel) {
       ASSERT_EQ(it->second.owner, owner) << "cancelled for its owner";
       ASSERT_EQ(it->second.account_id, command.account_id.value());
+    } else if (c.reason == codec::CancelReason::kCancelOnDisconnect) {
+      ASSERT_EQ(it->second.owner, owner) << "closed by its owner";
     } else {
       ASSERT_EQ(c.reason, codec::CancelReason::kSelfTrade);
     }
@@ -436,8 +475,14 @@ void RunChaos(std::uint64_t seed, int commands, const EngineConfig& config,
   for (int i = 0; i < commands; ++i) {
     const codec::Command command = stream.Next();
     reports.Clear();
-    ASSERT_EQ(engine->Execute(command, stream.owner(), reports),
-              ExecuteStatus::kOk);
+    if (command.kind == codec::Kind::kGoodbye) {
+      engine->CloseSession(command, stream.owner(),
+                           codec::SessionCloseReason::kGoodbye,
+                           CancelsOnClose(command), reports);
+    } else {
+      ASSERT_EQ(engine->Execute(command, stream.owner(), reports),
+                ExecuteStatus::kOk);
+    }
     ASSERT_GT(reports.size(), 0u) << "every command gets a report";
     shadow.Apply(command, stream.owner(), reports);
     if (::testing::Test::HasFatalFailure()) {
@@ -483,8 +528,9 @@ TEST(Invariants, HoldWithSeveralOwnersSharingAccounts) {
   RunChaos(31, 30'000, config, /*owners=*/2);
 }
 
-// Mass cancels (1 command in 50) of every scope and side, from several
-// owners sharing accounts: exactly the owner's orders in scope go, by id.
+// Mass cancels (1 command in 50, a quarter of them Goodbyes) of every scope
+// and side, from several owners sharing accounts: exactly the owner's
+// orders in scope go, by id.
 TEST(Invariants, HoldWithMassCancels) {
   for (std::uint64_t seed = 41; seed <= 42; ++seed) {
     RunChaos(seed, 40'000, EngineConfig{}, /*owners=*/3,

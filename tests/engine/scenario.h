@@ -102,6 +102,12 @@ inline codec::Command MassCancel(std::uint64_t account, std::uint64_t request,
                                         : codec::MassCancelScope::kInstrument});
 }
 
+// A Goodbye (docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect").
+inline codec::Command Goodbye(std::uint64_t account, std::uint64_t request) {
+  return codec::Command::From(
+      0, codec::Goodbye{.account_id = account, .request_id = request});
+}
+
 inline std::string TifName(TimeInForce tif) {
   switch (tif) {
     case kGtc:
@@ -162,6 +168,10 @@ inline std::string Render(std::span<const std::byte> frame) {
           "MassCancelDone acct=%d req=%d inst=%d %s %s cancelled=%d",
           m.account_id, m.request_id, m.instrument_id, EnumName(m.side),
           EnumName(m.scope), m.cancelled_orders);
+    } else if constexpr (std::is_same_v<M, const codec::SessionClosed>) {
+      text = absl::StrFormat("SessionClosed acct=%d req=%d %s cancelled=%d",
+                             m.account_id, m.request_id, EnumName(m.reason),
+                             m.cancelled_orders);
     } else {
       text = "<not a report>";
     }
@@ -198,6 +208,16 @@ class Scenario {
     reports_.Clear();
     EXPECT_EQ(engine_->RejectUnauthorized(command, owner, reports_),
               ExecuteStatus::kOk);
+    return Lines();
+  }
+
+  // The state machine's entry point for a Goodbye or a lapse (its record's
+  // flags decide `reason` and `cancel_orders`).
+  std::vector<std::string> Close(const codec::Command& command, OwnerTag owner,
+                                 codec::SessionCloseReason reason,
+                                 bool cancel_orders) {
+    reports_.Clear();
+    engine_->CloseSession(command, owner, reason, cancel_orders, reports_);
     return Lines();
   }
 
