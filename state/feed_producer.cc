@@ -241,11 +241,12 @@ void FeedProducer::Finish(const engine::ReportBuffer& reports) {
       }
       case codec::Kind::kCancelled: {
         const auto cancel = reports.Get<codec::Cancelled>(report);
-        // Requested, SelfTrade and MassCancel cancel a resting order; the
-        // other reasons end an order that never rested.
+        // Requested, SelfTrade, MassCancel and CancelOnDisconnect cancel a
+        // resting order; the other reasons end an order that never rested.
         if (cancel.reason != codec::CancelReason::kRequested &&
             cancel.reason != codec::CancelReason::kSelfTrade &&
-            cancel.reason != codec::CancelReason::kMassCancel) {
+            cancel.reason != codec::CancelReason::kMassCancel &&
+            cancel.reason != codec::CancelReason::kCancelOnDisconnect) {
           break;
         }
         Emit(feed::OrderDeleted{.timestamp = timestamp_,

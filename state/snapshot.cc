@@ -213,15 +213,17 @@ void EncodeSessions(const std::vector<std::unique_ptr<SessionState>>& sessions,
                     std::byte* out) {
   for (const auto& session : sessions) {
     const ReportHistory::State h = session->history.state();
-    const SnapshotSessionRecord record{.id = session->id,
-                                       .index = session->index,
-                                       .next_expected = session->next_expected,
-                                       .next_report = session->next_report,
-                                       .history_capacity = h.capacity,
-                                       .history_first = h.first,
-                                       .history_next = h.next,
-                                       .history_lost_command = h.lost_command,
-                                       .history_last_command = h.last_command};
+    const SnapshotSessionRecord record{
+        .id = session->id,
+        .index = session->index,
+        .next_expected = session->next_expected,
+        .next_report = session->next_report,
+        .history_capacity = h.capacity,
+        .history_first = h.first,
+        .history_next = h.next,
+        .history_lost_command = h.lost_command,
+        .history_last_command = h.last_command,
+        .flags = session->closed ? kSnapshotSessionClosed : 0};
     journal::StoreStruct<kSnapshotSessionLayout>(record, out);
     out += kSnapshotSessionLayout.kSize;
   }
@@ -469,10 +471,27 @@ class SnapshotReader {
   }
   // The record size of section kind k + 1 in this file's version.
   [[nodiscard]] std::size_t RecordSize(std::uint32_t k) const noexcept {
-    return k + 1 == kSectionConfig &&
-                   version() == kSnapshotVersionWithoutFeedSession
-               ? kSnapshotConfigV2Size
-               : kRecordSize[k];
+    if (k + 1 == kSectionConfig &&
+        version() == kSnapshotVersionWithoutFeedSession) {
+      return kSnapshotConfigV2Size;
+    }
+    if (k + 1 == kSectionSessions &&
+        version() <= kSnapshotVersionWithoutSessionFlags) {
+      return kSnapshotSessionV3Layout.kSize;
+    }
+    return kRecordSize[k];
+  }
+  // Session record #i of the sessions section at `section_at`, and where.
+  [[nodiscard]] std::pair<SnapshotSessionRecord, std::uint64_t> SessionAt(
+      std::uint64_t section_at, std::uint64_t i) const noexcept {
+    const std::uint64_t at = section_at + i * RecordSize(kSectionSessions - 1);
+    return {
+        version() <= kSnapshotVersionWithoutSessionFlags
+            ? journal::LoadStruct<kSnapshotSessionV3Layout,
+                                  SnapshotSessionRecord>(bytes_.data() + at)
+            : journal::LoadStruct<kSnapshotSessionLayout,
+                                  SnapshotSessionRecord>(bytes_.data() + at),
+        at};
   }
 
   std::span<const std::byte> bytes_;
@@ -495,12 +514,12 @@ absl::StatusOr<SnapshotHeader> SnapshotReader::Header(
   if (header.magic != kSnapshotMagic) {
     return Damaged(0, "magic", "not a snapshot file (magic is not OWSNAPSH)");
   }
-  if (header.version != kSnapshotVersion &&
-      header.version != kSnapshotVersionWithoutFeedSession) {
+  if (header.version < kSnapshotVersionWithoutFeedSession ||
+      header.version > kSnapshotVersion) {
     return Damaged(
         codec::OffsetOf<kSnapshotHeaderLayout, &SnapshotHeader::version>(),
         "version",
-        absl::StrFormat("version %d; this build reads versions %d and %d",
+        absl::StrFormat("version %d; this build reads versions %d to %d",
                         header.version, kSnapshotVersionWithoutFeedSession,
                         kSnapshotVersion));
   }
@@ -728,10 +747,7 @@ absl::StatusOr<std::vector<SnapshotSessionRecord>> SnapshotReader::Sessions(
   std::uint64_t held_total = 0;
   std::uint64_t budget_used = 0;
   for (std::uint64_t i = 0; i < session_count; ++i) {
-    const std::uint64_t at = entry.offset + i * kSnapshotSessionLayout.kSize;
-    const auto s =
-        journal::LoadStruct<kSnapshotSessionLayout, SnapshotSessionRecord>(
-            bytes_.data() + at);
+    const auto [s, at] = SessionAt(entry.offset, i);
     const absl::StatusOr<std::uint64_t> held = Session(i, at, s, ring_cap);
     if (!held.ok()) return held.status();
     held_total += *held;
@@ -771,6 +787,11 @@ absl::StatusOr<std::uint64_t> SnapshotReader::Session(
   }
   if (s.next_expected == 0 || s.next_report == 0) {
     return why("next_expected/next_report", "must be at least 1");
+  }
+  if ((s.flags & ~kSnapshotSessionClosed) != 0) {
+    return why("flags",
+               absl::StrFormat("0x%x: bits 0x%x have no meaning", s.flags,
+                               s.flags & ~kSnapshotSessionClosed));
   }
   const std::uint64_t cap = s.history_capacity;
   if (cap != 0 && (!std::has_single_bit(cap) || cap > ring_cap)) {
@@ -820,9 +841,7 @@ absl::Status SnapshotReader::CheckUniqueSessionIds(
   for (std::size_t k = 1; k < ids.size(); ++k) {
     if (ids[k].first == ids[k - 1].first) {
       return Damaged(
-          sessions_at +
-              std::uint64_t{ids[k].second} * kSnapshotSessionLayout.kSize,
-          "session id",
+          SessionAt(sessions_at, ids[k].second).second, "session id",
           absl::StrFormat("session id %d appears twice", ids[k].first));
     }
   }
@@ -1099,6 +1118,7 @@ absl::Status SnapshotCodec::RestoreSessions(const std::string& name,
     state->index = s.index;
     state->next_expected = s.next_expected;
     state->next_report = s.next_report;
+    state->closed = (s.flags & kSnapshotSessionClosed) != 0;
     const std::uint64_t held =
         s.history_first == 0 ? 0 : s.history_next - s.history_first;
     const ReportHistory::State history{.capacity = s.history_capacity,

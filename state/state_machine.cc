@@ -61,6 +61,26 @@ void StateMachine::KeepNoHistory() noexcept {
   options_.report_history = 1;
 }
 
+absl::Status StateMachine::CheckLapse(const Record& record,
+                                      const codec::Command& command,
+                                      const SessionState* session) const {
+  if (command.kind != codec::Kind::kGoodbye || command.sequence != 0 ||
+      command.account_id.value() != 0 || command.client_order_id.value() != 0 ||
+      (record.flags & kRecordUnauthorized) != 0) {
+    return absl::DataLossError(absl::StrFormat(
+        "journal record %d is flagged Lapse but is not a Goodbye of sequence "
+        "0, account 0 and request 0 (docs/CONTROLS.md)",
+        record.index));
+  }
+  if (session == nullptr) {
+    return absl::DataLossError(absl::StrFormat(
+        "journal record %d is a lapse of session %d, which no record before "
+        "it holds",
+        record.index, record.session_id));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StateMachine::Apply(const Record& record) {
   output_count_ = 0;
   feed_.Clear();
@@ -94,12 +114,19 @@ absl::Status StateMachine::Apply(const Record& record) {
     submitter =
         found == by_id_.end() ? nullptr : sessions_[found->second].get();
   }
-  const std::uint64_t expected =
-      submitter == nullptr ? 1 : submitter->next_expected;
-  if (command.sequence != expected) {
-    return absl::DataLossError(absl::StrFormat(
-        "journal record %d: session %d sequence %d, expected %d", record.index,
-        record.session_id, command.sequence, expected));
+  const bool lapse = (record.flags & kRecordLapse) != 0;
+  if (lapse) [[unlikely]] {
+    if (absl::Status s = CheckLapse(record, command, submitter); !s.ok()) {
+      return s;
+    }
+  } else {
+    const std::uint64_t expected =
+        submitter == nullptr ? 1 : submitter->next_expected;
+    if (command.sequence != expected) {
+      return absl::DataLossError(absl::StrFormat(
+          "journal record %d: session %d sequence %d, expected %d",
+          record.index, record.session_id, command.sequence, expected));
+    }
   }
   // A new session is never refused here: the service's SessionTable bounds
   // sessions when their first command arrives (max_sessions unlisted plus
@@ -109,9 +136,11 @@ absl::Status StateMachine::Apply(const Record& record) {
   // The record is applied from here on.
   last_session_ = submitter;
   last_index_ = record.index;
-  ++submitter->next_expected;
   ++stats_.records;
-  ++stats_.commands[static_cast<std::uint8_t>(command.kind)];
+  if (!lapse) [[likely]] {
+    ++submitter->next_expected;
+    ++stats_.commands[static_cast<std::uint8_t>(command.kind)];
+  }
   reports_.Clear();
   const engine::OwnerTag owner = submitter->index;
   if ((record.flags & kRecordNewFeedSession) != 0) [[unlikely]] {
@@ -120,8 +149,17 @@ absl::Status StateMachine::Apply(const Record& record) {
   feed_.Begin(record.receive_ns, command, *engine_);
   if ((record.flags & kRecordUnauthorized) != 0) {
     ++stats_.unauthorized;
+    submitter->closed = false;
     (void)engine_->RejectUnauthorized(command, owner, reports_);
+  } else if (command.kind == codec::Kind::kGoodbye) [[unlikely]] {
+    submitter->closed = true;
+    engine_->CloseSession(command, owner,
+                          lapse ? codec::SessionCloseReason::kLapsed
+                                : codec::SessionCloseReason::kGoodbye,
+                          (record.flags & kRecordCancelOnDisconnect) != 0,
+                          reports_);
   } else {
+    submitter->closed = false;
     (void)engine_->Execute(command, owner, reports_);
   }
   feed_.Finish(reports_);

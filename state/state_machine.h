@@ -28,11 +28,15 @@
 // session that entered it; a maker's Filled and a resting order's self-trade
 // Cancelled go to the maker's session; everything else to the submitter.
 //
+// A record flagged kRecordLapse is not a command: it closes its session
+// (record_flags.h), which must exist, without moving its sequence.
+//
 // Errors from Apply() mean the journal is not one this state machine can
 // apply (never a client's fault: the Sequencer only journals what is in
 // sequence): a record out of index order, an unknown flag bit, a frame that
-// is not a command, a sequence that does not
-// continue its session. The state is unchanged by a refused record.
+// is not a command, a sequence that does not continue its session, a lapse
+// that is not a Goodbye of sequence 0 of a known session. The state is
+// unchanged by a refused record.
 //
 // Hot path: Apply() does not allocate once its buffers have held the
 // largest command so far, except once per new session (its state) and when
@@ -110,15 +114,20 @@ struct SessionState {
   std::uint32_t index = 0;
   std::uint64_t next_expected = 1;  // next inbound sequence to apply
   std::uint64_t next_report = 1;    // sequence of the next report
+  // Closed by a Goodbye or a lapse and no command applied since
+  // (docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect"): the
+  // service journals no lapse for a closed session.
+  bool closed = false;
   ReportHistory history;
 };
 
 // Counters of what Apply() did.
 struct StateMachineStats {
   std::uint64_t records = 0;
-  std::array<std::uint64_t, 256> commands{};  // by kind
-  std::array<std::uint64_t, 256> reports{};   // by kind
-  std::array<std::uint64_t, 16> rejects{};    // by RejectReason
+  // By kind; a lapse (not a command) is counted in `records` only.
+  std::array<std::uint64_t, 256> commands{};
+  std::array<std::uint64_t, 256> reports{};  // by kind
+  std::array<std::uint64_t, 16> rejects{};   // by RejectReason
   std::uint64_t unauthorized = 0;
 };
 
@@ -210,6 +219,9 @@ class StateMachine {
   friend class SnapshotCodec;
 
   SessionState* NewSession(std::uint32_t id);
+  // Why a record flagged kRecordLapse cannot apply (OK if it can).
+  absl::Status CheckLapse(const Record& record, const codec::Command& command,
+                          const SessionState* session) const;
 
   StateMachineOptions options_;
   HistoryBudget history_budget_;

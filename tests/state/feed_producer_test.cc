@@ -44,6 +44,8 @@ using codec::Side;
 using feed::MessageKind;
 using test_support::Bytes;
 using test_support::Frame;
+using test_support::GoodbyeInstead;
+using test_support::LapseFrame;
 using test_support::Limit;
 using test_support::MassCancelInstead;
 
@@ -536,10 +538,21 @@ std::vector<marketdata::BookOrder> BookOrders(const marketdata::Book& book) {
   return out;
 }
 
+// The flags InterleavedStreams' records are journaled with: session 1 has
+// cancel-on-disconnect; a Goodbye of sequence 0 is a lapse.
+std::uint32_t StreamFlags(const std::pair<std::uint32_t, Bytes>& record) {
+  const bool lapse = record.second[codec::kKindOffset] ==
+                         static_cast<std::byte>(codec::Kind::kGoodbye) &&
+                     codec::LoadLE<std::uint64_t>(record.second.data()) == 0;
+  return (record.first == 1 ? kRecordCancelOnDisconnect : 0) |
+         (lapse ? kRecordLapse : 0);
+}
+
 // The records of three sessions trading together: two `mixed` streams
 // (every command kind, self-trades, rejects; every 50th NewLimit of the
-// two a MassCancel instead) and a `churn` stream (replaces that cross and that
-// keep priority), interleaved by a fixed draw.
+// two a MassCancel instead, every 71st a Goodbye, and lapse records between)
+// and a `churn` stream (replaces that cross and that keep priority),
+// interleaved by a fixed draw. Apply them with StreamFlags.
 std::vector<std::pair<std::uint32_t, Bytes>> InterleavedStreams(
     std::size_t per_stream) {
   const std::vector<std::vector<codec::Command>> streams = {
@@ -554,10 +567,17 @@ std::vector<std::pair<std::uint32_t, Bytes>> InterleavedStreams(
     draw = draw * 6364136223846793005ull + 1442695040888963407ull;
     std::size_t s = (draw >> 33) % streams.size();
     while (next[s] == per_stream) s = (s + 1) % streams.size();
+    if (s < 2 && next[s] > 0 && (draw >> 20) % 97 == 0) {
+      records.emplace_back(static_cast<std::uint32_t>(s + 1), LapseFrame());
+      continue;
+    }
     codec::Command command = streams[s][next[s]++];
     if (s < 2 && command.kind == codec::Kind::kNewLimit &&
         ++new_limits % 50 == 0) {
       command = MassCancelInstead(command, new_limits / 50);
+    } else if (s < 2 && command.kind == codec::Kind::kNewLimit &&
+               new_limits % 71 == 0) {
+      command = GoodbyeInstead(command, new_limits);
     }
     Bytes frame(codec::kMaxFrameSize);
     const auto size = codec::EncodeCommand(command, frame);
@@ -605,7 +625,8 @@ KindCounts BookAgainstEngine(
   std::size_t messages = 0;
   std::uint64_t next_match = 1;
   for (std::size_t r = 0; r < records.size(); ++r) {
-    run.Apply(records[r].first, records[r].second, 1000 + r);
+    run.Apply(records[r].first, records[r].second, 1000 + r,
+              StreamFlags(records[r]));
     std::set<std::uint64_t> deleted;  // by this record
     for (; messages < run.messages().size(); ++messages) {
       const std::vector<std::byte>& m = run.messages()[messages];
@@ -664,6 +685,12 @@ TEST(FeedFromTheJournal, ABookMadeFromTheFeedIsTheEnginesAfterEveryRecord) {
                static_cast<std::byte>(codec::Kind::kMassCancel);
       });
   EXPECT_GT(mass_cancels, 20);
+  const auto lapses_and_goodbyes =
+      std::count_if(records.begin(), records.end(), [](const auto& record) {
+        return record.second[codec::kKindOffset] ==
+               static_cast<std::byte>(codec::Kind::kGoodbye);
+      });
+  EXPECT_GT(lapses_and_goodbyes, 40);
   KindCounts together = BookAgainstEngine(records, 0, 25);
   EXPECT_GT(together.kinds[MessageKind::kOrderExecuted], 1000u);
 }
@@ -684,7 +711,8 @@ TEST(FeedFromTheJournal, ASnapshotCarriesTheFeedOnByteForByte) {
       ASSERT_TRUE(reference.machine().Reconfigure(narrower, 1024).ok());
     }
     messages_before[r] = reference.messages().size();
-    reference.Apply(records[r].first, records[r].second, 1000 + r);
+    reference.Apply(records[r].first, records[r].second, 1000 + r,
+                    StreamFlags(records[r]));
   }
   for (const std::size_t at : {std::size_t{1}, std::size_t{1999},
                                std::size_t{2000}, std::size_t{3333}}) {
@@ -694,7 +722,8 @@ TEST(FeedFromTheJournal, ASnapshotCarriesTheFeedOnByteForByte) {
       if (r == 2000) {
         ASSERT_TRUE(first.machine().Reconfigure(narrower, 1024).ok());
       }
-      first.Apply(records[r].first, records[r].second, 1000 + r);
+      first.Apply(records[r].first, records[r].second, 1000 + r,
+                  StreamFlags(records[r]));
     }
     // At 2000 the snapshot is taken after the reconfiguration, before the
     // record that shows it.
@@ -711,7 +740,8 @@ TEST(FeedFromTheJournal, ASnapshotCarriesTheFeedOnByteForByte) {
       if (r == 2000 && at < 2000) {
         ASSERT_TRUE(restored.machine().Reconfigure(narrower, 1024).ok());
       }
-      restored.Apply(records[r].first, records[r].second, 1000 + r);
+      restored.Apply(records[r].first, records[r].second, 1000 + r,
+                     StreamFlags(records[r]));
     }
     const auto& all = reference.messages();
     ASSERT_EQ(restored.messages().size(), all.size() - messages_before[at]);

@@ -32,6 +32,8 @@ namespace orderwire::state {
 namespace {
 
 using test_support::Bytes;
+using test_support::GoodbyeInstead;
+using test_support::LapseFrame;
 using test_support::MassCancelInstead;
 
 // A journal's worth of records of several sessions that trade with each
@@ -49,7 +51,9 @@ struct Stream {
 };
 
 // The sessions' mixed streams, interleaved; every 64th NewLimit is a
-// MassCancel instead (docs/CONTROLS.md).
+// MassCancel instead and every 97th a Goodbye, and lapse records of sessions
+// already seen come between (docs/CONTROLS.md); the first session has
+// cancel-on-disconnect.
 Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
                   std::uint64_t seed) {
   std::vector<std::vector<Bytes>> streams(sessions);
@@ -59,6 +63,8 @@ Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
                                                per_session, seed + s)) {
       if (c.kind == codec::Kind::kNewLimit && ++new_limits % 64 == 0) {
         c = MassCancelInstead(c, new_limits / 64);
+      } else if (c.kind == codec::Kind::kNewLimit && new_limits % 97 == 0) {
+        c = GoodbyeInstead(c, new_limits);
       }
       Bytes frame(codec::kMaxFrameSize);
       const auto size = codec::EncodeCommand(c, frame);
@@ -73,9 +79,19 @@ Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
   while (out.size() < sessions * per_session) {
     const auto s = static_cast<std::uint32_t>(rng.Below(sessions));
     if (next[s] == per_session) continue;
-    out.frames.push_back(streams[s][next[s]++]);
+    const std::uint32_t cancel_on_disconnect =
+        s == 0 ? kRecordCancelOnDisconnect : 0;
+    const bool lapse = next[s] > 0 && rng.Below(120) == 0;
+    if (lapse) {
+      out.frames.push_back(LapseFrame());
+    } else {
+      out.frames.push_back(streams[s][next[s]++]);
+    }
     out.session_ids.push_back(500 - 7 * s);  // ids not in index order
-    out.flags.push_back(rng.Below(50) == 0 ? kRecordUnauthorized : 0);
+    out.flags.push_back(cancel_on_disconnect |
+                        (lapse
+                             ? kRecordLapse
+                             : (rng.Below(50) == 0 ? kRecordUnauthorized : 0)));
   }
   return out;
 }
@@ -205,7 +221,7 @@ TEST(Snapshot, SnapshotAtEveryIndexPlusTheTailIsTheFullReplay) {
   const std::string final_books = BookDump(full);
   const std::string final_histories = HistoryDump(full);
   // The stream exercises what it should.
-  ASSERT_GT(full.engine().live_orders(), 100u);
+  ASSERT_GT(full.engine().live_orders(), 50u);
   ASSERT_GT(
       full.stats()
           .rejects[static_cast<std::size_t>(codec::RejectReason::kBookFull)],
@@ -215,6 +231,10 @@ TEST(Snapshot, SnapshotAtEveryIndexPlusTheTailIsTheFullReplay) {
       full.stats()
           .reports[static_cast<std::uint8_t>(codec::Kind::kMassCancelDone)],
       0u);
+  ASSERT_GT(
+      full.stats()
+          .reports[static_cast<std::uint8_t>(codec::Kind::kSessionClosed)],
+      10u);
   ASSERT_EQ(full.session_count(), 3u);
   ASSERT_TRUE(full.engine().CheckInvariants().ok());
 
@@ -330,7 +350,7 @@ TEST(Snapshot, AnotherJournalsSnapshotIsRefused) {
 // Version 1 (before the market-data feed: its feed sequence unknown) and a
 // later version are refused by their version (SNAPSHOT.md "Version 1").
 TEST(Snapshot, AnotherVersionIsRefusedByItsVersion) {
-  for (const std::uint32_t version : {1u, 4u}) {
+  for (const std::uint32_t version : {1u, 5u}) {
     std::vector<std::byte> bad = SmallSnapshot();
     codec::StoreLE(
         bad.data() +
@@ -340,7 +360,7 @@ TEST(Snapshot, AnotherVersionIsRefusedByItsVersion) {
     const auto loaded = DecodeSnapshot(bad, "f", 0);
     ASSERT_FALSE(loaded.ok());
     EXPECT_NE(loaded.status().message().find(absl::StrFormat(
-                  "version %d; this build reads versions 2 and 3", version)),
+                  "version %d; this build reads versions 2 to 4", version)),
               std::string::npos)
         << loaded.status();
   }
@@ -361,38 +381,71 @@ absl::StatusOr<LoadedSnapshot> DecodeWithConfigField(
   return DecodeSnapshot(bytes, "f", 0);
 }
 
-// `v3` (this build's snapshot) as version 2 wrote it: the config record
-// without its last field (feed_session_start), the sections after it moved
-// up, resealed.
-std::vector<std::byte> AsVersion2(const std::vector<std::byte>& v3) {
-  constexpr std::size_t kCut =
-      kSnapshotConfigLayout.kSize - kSnapshotConfigV2Size;
-  const SnapshotSectionEntry config = SectionEntry(v3, kSectionConfig);
-  std::vector<std::byte> v2(
-      v3.begin(), v3.begin() + static_cast<std::ptrdiff_t>(
-                                   config.offset + kSnapshotConfigV2Size));
-  v2.insert(
-      v2.end(),
-      v3.begin() + static_cast<std::ptrdiff_t>(config.offset + config.bytes),
-      v3.end());
-  for (std::uint32_t kind = 1; kind <= kSnapshotSectionCount; ++kind) {
-    SnapshotSectionEntry entry = SectionEntry(v3, kind);
-    if (kind == kSectionConfig) {
-      entry.bytes = kSnapshotConfigV2Size;
-    } else {
-      entry.offset -= kCut;
-    }
+// `bytes` with every record of section `kind` cut to its first `size`
+// bytes, the sections after it moved up, the header's version set to
+// `version`, resealed: how an older version wrote the same state.
+std::vector<std::byte> CutRecords(const std::vector<std::byte>& bytes,
+                                  std::uint32_t kind, std::size_t size,
+                                  std::uint32_t version) {
+  const SnapshotSectionEntry cut = SectionEntry(bytes, kind);
+  const std::size_t count = cut.count;
+  const std::size_t old_size = count == 0 ? size : cut.bytes / count;
+  std::vector<std::byte> out(
+      bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(cut.offset));
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto from =
+        bytes.begin() + static_cast<std::ptrdiff_t>(cut.offset + i * old_size);
+    out.insert(out.end(), from, from + static_cast<std::ptrdiff_t>(size));
+  }
+  out.insert(
+      out.end(),
+      bytes.begin() + static_cast<std::ptrdiff_t>(cut.offset + cut.bytes),
+      bytes.end());
+  const std::uint64_t shrink = count * (old_size - size);
+  for (std::uint32_t k = 1; k <= kSnapshotSectionCount; ++k) {
+    SnapshotSectionEntry entry = SectionEntry(bytes, k);
+    if (k == kind) entry.bytes = count * size;
+    if (k > kind) entry.offset -= shrink;
     journal::StoreStruct<kSnapshotSectionLayout>(
-        entry, v2.data() + kSnapshotHeaderLayout.kSize +
-                   (kind - 1) * kSnapshotSectionLayout.kSize);
+        entry, out.data() + kSnapshotHeaderLayout.kSize +
+                   (k - 1) * kSnapshotSectionLayout.kSize);
   }
   auto header =
-      journal::LoadStruct<kSnapshotHeaderLayout, SnapshotHeader>(v2.data());
-  header.version = kSnapshotVersionWithoutFeedSession;
-  header.file_bytes = v2.size();
-  journal::StoreStruct<kSnapshotHeaderLayout>(header, v2.data());
-  ResealSnapshot(v2);
-  return v2;
+      journal::LoadStruct<kSnapshotHeaderLayout, SnapshotHeader>(out.data());
+  header.version = version;
+  header.file_bytes = out.size();
+  journal::StoreStruct<kSnapshotHeaderLayout>(header, out.data());
+  ResealSnapshot(out);
+  return out;
+}
+
+// This build's snapshot as version 3 wrote it: session records without
+// their flags.
+std::vector<std::byte> AsVersion3(const std::vector<std::byte>& v4) {
+  return CutRecords(v4, kSectionSessions, kSnapshotSessionV3Layout.kSize,
+                    kSnapshotVersionWithoutSessionFlags);
+}
+
+// As version 2 wrote it: version 3's sessions, and the config record
+// without its last field (feed_session_start).
+std::vector<std::byte> AsVersion2(const std::vector<std::byte>& v4) {
+  return CutRecords(AsVersion3(v4), kSectionConfig, kSnapshotConfigV2Size,
+                    kSnapshotVersionWithoutFeedSession);
+}
+
+// `v4` with every session's flags 0 (no session closed), resealed: what a
+// version 2 or 3 snapshot of the same state re-encodes to.
+std::vector<std::byte> WithoutSessionFlags(std::vector<std::byte> v4) {
+  const SnapshotSectionEntry sessions = SectionEntry(v4, kSectionSessions);
+  for (std::uint64_t i = 0; i < sessions.count; ++i) {
+    codec::StoreLE(v4.data() + sessions.offset +
+                       i * kSnapshotSessionLayout.kSize +
+                       codec::OffsetOf<kSnapshotSessionLayout,
+                                       &SnapshotSessionRecord::flags>(),
+                   std::uint64_t{0});
+  }
+  ResealSnapshot(v4);
+  return v4;
 }
 
 // A machine whose feed session began at record 30 (kRecordNewFeedSession):
@@ -424,22 +477,70 @@ TEST(Snapshot, TheFeedSessionStartIsKeptAndRestored) {
 }
 
 // A version-2 snapshot loads, its feed session the journal's own (0), the
-// rest of its state as version 3 has it.
-TEST(Snapshot, AVersion2SnapshotLoadsWithTheJournalsOwnFeedSession) {
-  const std::vector<std::byte> v3 = SmallSnapshot();
-  const auto loaded3 = DecodeSnapshot(v3, "f", kJournalId);
-  ASSERT_TRUE(loaded3.ok()) << loaded3.status();
-  const std::vector<std::byte> v2 = AsVersion2(v3);
-  ASSERT_EQ(v2.size() + 8, v3.size());
-  const auto loaded2 = DecodeSnapshot(v2, "f", kJournalId);
-  ASSERT_TRUE(loaded2.ok()) << loaded2.status();
-  EXPECT_EQ(loaded2->machine->feed_producer().session_start(), 0u);
-  EXPECT_EQ(loaded2->machine->feed_producer().next_sequence(),
-            loaded3->machine->feed_producer().next_sequence());
-  EXPECT_EQ(loaded2->machine->engine().live_orders(),
-            loaded3->machine->engine().live_orders());
-  // Re-encoded, it is this build's version 3 again, byte for byte.
-  EXPECT_EQ(EncodeSnapshot(*loaded2->machine, kJournalId, 42), v3);
+// rest of its state as version 4 has it (no session closed: version 2 had
+// none); so does a version-3 one, with its feed session.
+TEST(Snapshot, OlderVersionsLoadWithWhatTheyCouldNotHold) {
+  const std::vector<std::byte> v4 = SmallSnapshot();
+  const auto loaded4 = DecodeSnapshot(v4, "f", kJournalId);
+  ASSERT_TRUE(loaded4.ok()) << loaded4.status();
+  const std::size_t sessions = SectionEntry(v4, kSectionSessions).count;
+  const std::vector<std::byte> v3 = AsVersion3(v4);
+  ASSERT_EQ(v3.size() + 8 * sessions, v4.size());
+  const std::vector<std::byte> v2 = AsVersion2(v4);
+  ASSERT_EQ(v2.size() + 8 + 8 * sessions, v4.size());
+  for (const auto& [older, version] : {std::pair{&v3, 3}, std::pair{&v2, 2}}) {
+    SCOPED_TRACE(absl::StrFormat("version %d", version));
+    const auto loaded = DecodeSnapshot(*older, "f", kJournalId);
+    ASSERT_TRUE(loaded.ok()) << loaded.status();
+    EXPECT_EQ(loaded->version, static_cast<std::uint32_t>(version));
+    EXPECT_EQ(
+        loaded->machine->feed_producer().session_start(),
+        version == 2 ? 0u : loaded4->machine->feed_producer().session_start());
+    EXPECT_EQ(loaded->machine->feed_producer().next_sequence(),
+              loaded4->machine->feed_producer().next_sequence());
+    EXPECT_EQ(loaded->machine->engine().live_orders(),
+              loaded4->machine->engine().live_orders());
+    for (std::uint32_t i = 0; i < loaded->machine->session_count(); ++i) {
+      EXPECT_FALSE(loaded->machine->session(i).closed);
+    }
+    // Re-encoded, it is this build's version 4 again, byte for byte, with
+    // no session closed.
+    EXPECT_EQ(EncodeSnapshot(*loaded->machine, kJournalId, 42),
+              WithoutSessionFlags(v4));
+  }
+}
+
+// A closed session stays closed through a snapshot; a flag bit without a
+// meaning is damage.
+TEST(Snapshot, AClosedSessionIsKeptAndUnknownSessionFlagsAreRefused) {
+  const Stream stream = MakeStream(/*sessions=*/2, /*per_session=*/30, 3);
+  StateMachine machine(SmallOptions());
+  for (std::size_t i = 0; i < stream.size(); ++i) {
+    ASSERT_TRUE(machine.Apply(stream.RecordAt(i)).ok());
+  }
+  const Bytes lapse = LapseFrame();
+  ASSERT_TRUE(
+      machine
+          .Apply(Record{machine.last_index() + 1, 1, 493, kRecordLapse, lapse})
+          .ok());
+  ASSERT_TRUE(machine.Find(493)->closed);
+  const std::vector<std::byte> bytes =
+      EncodeSnapshot(machine, kJournalId, machine.last_index());
+  const auto loaded = DecodeSnapshot(bytes, "f", kJournalId);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_TRUE(loaded->machine->Find(493)->closed);
+  EXPECT_EQ(loaded->machine->Find(500)->closed, machine.Find(500)->closed);
+  std::vector<std::byte> bad = bytes;
+  const SnapshotSectionEntry sessions = SectionEntry(bad, kSectionSessions);
+  codec::StoreLE(bad.data() + sessions.offset +
+                     codec::OffsetOf<kSnapshotSessionLayout,
+                                     &SnapshotSessionRecord::flags>(),
+                 std::uint64_t{2});
+  ResealSnapshot(bad);
+  const auto refused = DecodeSnapshot(bad, "f", kJournalId);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("flags"), std::string::npos)
+      << refused.status();
 }
 
 // The feed's state is checked like the rest of the configuration: a

@@ -79,6 +79,22 @@ inline codec::Command MassCancelInstead(const codec::Command& c,
                                  : codec::MassCancelScope::kInstrument});
 }
 
+// A Goodbye in place of `c` (docs/CONTROLS.md "Goodbye, liveness and
+// cancel-on-disconnect"): same sequence and account, request `n`.
+inline codec::Command GoodbyeInstead(const codec::Command& c, std::uint64_t n) {
+  return codec::Command::From(
+      c.sequence,
+      codec::Goodbye{.account_id = c.account_id.value(), .request_id = n});
+}
+
+// The frame of a lapse record (journaled flagged state::kRecordLapse): a
+// Goodbye of sequence 0, account 0, request 0.
+inline Bytes LapseFrame() {
+  Bytes frame(codec::kFrameSize<codec::Goodbye>);
+  (void)codec::EncodeCommand(codec::Command::From(0, codec::Goodbye{}), frame);
+  return frame;
+}
+
 }  // namespace orderwire::test_support
 
 #endif  // ORDERWIRE_TESTS_SUPPORT_ORDERS_H_
