@@ -90,6 +90,16 @@ absl::Status CheckPrimary(const codec::Command& command,
       }
       return absl::OkStatus();
     }
+    case Kind::kSessionClosed: {
+      const auto d =
+          codec::View<codec::SessionClosed>::FromFrame(report)->ToModel();
+      if (command.kind != Kind::kGoodbye ||
+          d.account_id != command.account_id.value() ||
+          d.request_id != command.client_order_id.value()) {
+        return mismatch("SessionClosed answers the Goodbye of its request");
+      }
+      return absl::OkStatus();
+    }
     default:
       return mismatch("not a primary report");
   }
@@ -102,7 +112,12 @@ bool IsPrimary(const codec::FrameView& report) {
     case codec::Kind::kReplaced:
     case codec::Kind::kMassCancelDone:  // a MassCancel's last report
       return true;
-    case codec::Kind::kCancelled:  // reason 7 MassCancel: not a primary
+    case codec::Kind::kSessionClosed:  // a Goodbye's last report; a lapse's
+                                       // answers no command
+      return codec::View<codec::SessionClosed>::FromFrame(report)
+                 ->Get<&codec::SessionClosed::reason>() ==
+             codec::SessionCloseReason::kGoodbye;
+    case codec::Kind::kCancelled:  // reasons 7 and 8: not a primary
       return codec::View<codec::Cancelled>::FromFrame(report)
                  ->Get<&codec::Cancelled::reason>() ==
              codec::CancelReason::kRequested;
@@ -763,6 +778,9 @@ absl::Status Session::TakeReport(const codec::FrameView& report,
       break;
     case codec::Kind::kFilled:
       ++counters_.fills;
+      break;
+    case codec::Kind::kSessionClosed:
+      ++counters_.sessions_closed;
       break;
     default:
       break;

@@ -21,7 +21,10 @@
 // checked against the command (kind, client_order_id or order_id); a
 // mismatch is DataLoss and ends the session. A MassCancel's primary is its
 // last report, MassCancelDone (or Rejected): the Cancelled reports (reason
-// MassCancel) before it are delivered as part of its answer.
+// MassCancel) before it are delivered as part of its answer; a Goodbye's is
+// its SessionClosed (reason Goodbye) after its Cancelled reports (reason
+// CancelOnDisconnect). A lapse's reports (docs/CONTROLS.md) answer no
+// command: delivered like a maker's fill.
 //
 // Order. Reports are delivered to the `on_report` callback (set at Open)
 // strictly in report-sequence order, each once: an older report is a
@@ -180,9 +183,10 @@ struct SessionCounters {
   std::uint64_t accepted = 0;
   std::uint64_t rejected = 0;
   std::uint64_t replaced = 0;
-  std::uint64_t cancelled = 0;  // Cancelled reports, any reason
-  std::uint64_t fills = 0;      // Filled reports
-  std::uint64_t reports = 0;    // reports delivered (in order)
+  std::uint64_t cancelled = 0;        // Cancelled reports, any reason
+  std::uint64_t fills = 0;            // Filled reports
+  std::uint64_t sessions_closed = 0;  // SessionClosed reports (Goodbye, lapse)
+  std::uint64_t reports = 0;          // reports delivered (in order)
   std::uint64_t report_bytes = 0;
   std::uint64_t duplicate_reports = 0;
   std::uint64_t out_of_order_reports = 0;  // dropped, waited for again
@@ -257,9 +261,10 @@ class Session {
   ~Session();
 
   // Queues `model` (NewLimit, NewMarket, CancelByOrder, CancelByClient,
-  // Replace, MassCancel) under the next sequence and returns that sequence.
-  // Errors: ResourceExhausted (the window is full: nothing queued; Poll and try
-  // again), the session's error once Poll failed. Hot path: no allocation.
+  // Replace, MassCancel, Goodbye) under the next sequence and returns that
+  // sequence. Errors: ResourceExhausted (the window is full: nothing queued;
+  // Poll and try again), the session's error once Poll failed. Hot path: no
+  // allocation.
   template <typename Model>
   absl::StatusOr<std::uint64_t> Submit(const Model& model) {
     return Submit(codec::Command::From(0, model));

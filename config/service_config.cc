@@ -431,6 +431,33 @@ struct ServiceTable {
   std::optional<AddressSet> allowed_addresses;
 };
 
+// What a [sessions.N] table may leave to [service]'s defaults.
+struct SessionDefaults {
+  std::optional<AddressSet> addresses;
+  std::optional<std::uint32_t> liveness_seconds;
+  std::optional<bool> cancel_on_disconnect;
+};
+
+absl::StatusOr<bool> Boolean(const ErrorAt& error, const toml::node& node,
+                             const std::string& dotted) {
+  const auto* flag = node.as_boolean();
+  if (flag == nullptr) {
+    return error(node.source(),
+                 absl::StrFormat("%s: expected true or false, got %s", dotted,
+                                 TypeName(node)));
+  }
+  return flag->get();
+}
+
+absl::StatusOr<std::uint32_t> LivenessSeconds(const ErrorAt& error,
+                                              const toml::node& node,
+                                              const std::string& dotted) {
+  absl::StatusOr<std::int64_t> n =
+      IntegerIn(error, node, dotted, 0, kMaxLivenessSeconds);
+  if (!n.ok()) return n.status();
+  return static_cast<std::uint32_t>(*n);
+}
+
 absl::Status ReadService(const ErrorAt& error, const toml::table& table,
                          ServiceConfig& config, ServiceTable& read) {
   for (auto&& [key, node] : table) {
@@ -460,13 +487,18 @@ absl::Status ReadService(const ErrorAt& error, const toml::table& table,
       if (!seconds.ok()) return seconds.status();
       config.session_slot_idle_seconds = *seconds;
     } else if (name == "open_sessions") {
-      const auto* flag = node.as_boolean();
-      if (flag == nullptr) {
-        return error(node.source(),
-                     absl::StrFormat("%s: expected true or false, got %s",
-                                     dotted, TypeName(node)));
-      }
-      read.open_sessions = flag->get();
+      absl::StatusOr<bool> flag = Boolean(error, node, dotted);
+      if (!flag.ok()) return flag.status();
+      read.open_sessions = *flag;
+    } else if (name == "liveness_seconds") {
+      absl::StatusOr<std::uint32_t> seconds =
+          LivenessSeconds(error, node, dotted);
+      if (!seconds.ok()) return seconds.status();
+      config.open_policy.liveness_seconds = *seconds;
+    } else if (name == "cancel_on_disconnect") {
+      absl::StatusOr<bool> flag = Boolean(error, node, dotted);
+      if (!flag.ok()) return flag.status();
+      config.open_policy.cancel_on_disconnect = *flag;
     } else if (name == "open_accounts") {
       absl::StatusOr<AccountSet> set = ReadAccounts(error, node, dotted);
       if (!set.ok()) return set.status();
@@ -480,7 +512,8 @@ absl::Status ReadService(const ErrorAt& error, const toml::table& table,
                         "max_sessions, max_sessions_per_source, "
                         "max_report_history_bytes, session_idle_seconds, "
                         "session_slot_idle_seconds, open_sessions, "
-                        "open_accounts, allowed_addresses");
+                        "open_accounts, allowed_addresses, "
+                        "liveness_seconds, cancel_on_disconnect");
     }
   }
   return absl::OkStatus();
@@ -501,8 +534,7 @@ std::optional<std::uint32_t> SessionId(std::string_view text) {
 
 absl::Status ReadSession(const ErrorAt& error, const ConfigSource& source,
                          std::uint32_t id, const toml::table& table,
-                         ServiceConfig& config,
-                         std::optional<AddressSet>& addresses) {
+                         ServiceConfig& config, SessionDefaults& own) {
   SessionPolicy& policy = config.sessions[id];
   bool has_accounts = false;
   for (auto&& [key, node] : table) {
@@ -516,7 +548,16 @@ absl::Status ReadSession(const ErrorAt& error, const ConfigSource& source,
     } else if (name == "addresses") {
       absl::StatusOr<AddressSet> set = ReadAddresses(error, node, dotted);
       if (!set.ok()) return set.status();
-      addresses = *set;
+      own.addresses = *set;
+    } else if (name == "liveness_seconds") {
+      absl::StatusOr<std::uint32_t> seconds =
+          LivenessSeconds(error, node, dotted);
+      if (!seconds.ok()) return seconds.status();
+      own.liveness_seconds = *seconds;
+    } else if (name == "cancel_on_disconnect") {
+      absl::StatusOr<bool> flag = Boolean(error, node, dotted);
+      if (!flag.ok()) return flag.status();
+      own.cancel_on_disconnect = *flag;
     } else if (name == "key_file") {
       const auto* text = node.as_string();
       if (text == nullptr || text->get().empty()) {
@@ -547,7 +588,8 @@ absl::Status ReadSession(const ErrorAt& error, const ConfigSource& source,
       policy.mac.emplace(*session_key);
     } else {
       return UnknownKey(error, key, absl::StrFormat("sessions.%d", id),
-                        "accounts, addresses, key_file");
+                        "accounts, addresses, key_file, "
+                        "liveness_seconds, cancel_on_disconnect");
     }
   }
   if (!has_accounts) {
@@ -562,7 +604,7 @@ absl::Status ReadSession(const ErrorAt& error, const ConfigSource& source,
 absl::Status ReadSessions(
     const ErrorAt& error, const ConfigSource& source, const toml::table& table,
     ServiceConfig& config,
-    absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>>& addresses) {
+    absl::flat_hash_map<std::uint32_t, SessionDefaults>& own) {
   for (auto&& [key, node] : table) {
     const std::optional<std::uint32_t> id = SessionId(key.str());
     if (!id.has_value()) {
@@ -581,7 +623,7 @@ absl::Status ReadSessions(
                                    *id, *id, TypeName(node)));
     }
     if (absl::Status s =
-            ReadSession(error, source, *id, *session, config, addresses[*id]);
+            ReadSession(error, source, *id, *session, config, own[*id]);
         !s.ok()) {
       return s;
     }
@@ -627,7 +669,7 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
   }
   ServiceConfig config;
   ServiceTable service;
-  absl::flat_hash_map<std::uint32_t, std::optional<AddressSet>> addresses;
+  absl::flat_hash_map<std::uint32_t, SessionDefaults> own;
   for (auto&& [key, node] : root) {
     const std::string_view name = key.str();
     const toml::table* table = node.as_table();
@@ -648,7 +690,7 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
     } else if (name == "service") {
       status = ReadService(error, *table, config, service);
     } else {
-      status = ReadSessions(error, source, *table, config, addresses);
+      status = ReadSessions(error, source, *table, config, own);
     }
     if (!status.ok()) return status;
   }
@@ -656,8 +698,13 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
     config.open_policy.addresses = *service.allowed_addresses;
   }
   for (auto& [id, policy] : config.sessions) {
-    const std::optional<AddressSet>& own = addresses[id];
-    policy.addresses = own.has_value() ? *own : config.open_policy.addresses;
+    const SessionDefaults& set = own[id];
+    const SessionPolicy& defaults = config.open_policy;
+    policy.addresses = set.addresses.value_or(defaults.addresses);
+    policy.liveness_seconds =
+        set.liveness_seconds.value_or(defaults.liveness_seconds);
+    policy.cancel_on_disconnect =
+        set.cancel_on_disconnect.value_or(defaults.cancel_on_disconnect);
   }
   config.open_sessions =
       service.open_sessions.value_or(config.sessions.empty());
@@ -723,25 +770,41 @@ std::string DescribeServiceConfig(const ServiceConfig& config) {
     out += "; only listed sessions may connect";
   }
   std::size_t keyed = 0;
+  std::size_t lapsing = 0;
   for (const auto& [id, policy] : config.sessions) {
     if (policy.mac.has_value()) ++keyed;
+    if (policy.liveness_seconds > 0) ++lapsing;
   }
   absl::StrAppendFormat(&out, "; %d listed session(s), %d keyed",
                         config.sessions.size(), keyed);
+  if (config.open_policy.liveness_seconds > 0) {
+    absl::StrAppendFormat(&out, "; unlisted sessions lapse after %d s silent%s",
+                          config.open_policy.liveness_seconds,
+                          config.open_policy.cancel_on_disconnect
+                              ? ", cancelling their orders"
+                              : "");
+  }
+  if (lapsing > 0) {
+    absl::StrAppendFormat(
+        &out, "; %d listed session(s) with a liveness timeout", lapsing);
+  }
   return out;
 }
 
 std::string ComparableText(const ServiceConfig& config) {
   std::string out = engine::FormatKeyValueConfig(config.engine);
-  absl::StrAppendFormat(&out,
-                        "max_sessions = %d\nmax_report_history_bytes = %d\n"
-                        "session_idle_seconds = %.17g\nopen_sessions = %s\n"
-                        "open_accounts = %s\nallowed_addresses = %s\n",
-                        config.max_sessions, config.max_report_history_bytes,
-                        config.session_idle_seconds,
-                        config.open_sessions ? "true" : "false",
-                        config.open_policy.accounts.ToString(),
-                        config.open_policy.addresses.ToString());
+  absl::StrAppendFormat(
+      &out,
+      "max_sessions = %d\nmax_report_history_bytes = %d\n"
+      "session_idle_seconds = %.17g\nopen_sessions = %s\n"
+      "open_accounts = %s\nallowed_addresses = %s\n"
+      "liveness_seconds = %d\ncancel_on_disconnect = %s\n",
+      config.max_sessions, config.max_report_history_bytes,
+      config.session_idle_seconds, config.open_sessions ? "true" : "false",
+      config.open_policy.accounts.ToString(),
+      config.open_policy.addresses.ToString(),
+      config.open_policy.liveness_seconds,
+      config.open_policy.cancel_on_disconnect ? "true" : "false");
   std::vector<std::uint32_t> ids;
   for (const auto& [id, policy] : config.sessions) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
@@ -749,9 +812,11 @@ std::string ComparableText(const ServiceConfig& config) {
     const SessionPolicy& policy = config.sessions.at(id);
     absl::StrAppendFormat(
         &out,
-        "session %d: accounts %s; addresses %s; key_file '%s'; keyed %s\n", id,
-        policy.accounts.ToString(), policy.addresses.ToString(),
-        policy.key_file, policy.mac.has_value() ? "yes" : "no");
+        "session %d: accounts %s; addresses %s; key_file '%s'; keyed %s; "
+        "liveness %d s; cancel on disconnect %s\n",
+        id, policy.accounts.ToString(), policy.addresses.ToString(),
+        policy.key_file, policy.mac.has_value() ? "yes" : "no",
+        policy.liveness_seconds, policy.cancel_on_disconnect ? "yes" : "no");
   }
   return out;
 }

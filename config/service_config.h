@@ -158,7 +158,15 @@ struct SessionPolicy {
   // The session's MAC, keyed from key_file; none for an unkeyed session.
   std::optional<auth::Mac> mac;
   std::string key_file;
+  // docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect": the
+  // session lapses after this many seconds unheard (0: never); a Goodbye or
+  // a lapse cancels its live orders.
+  std::uint32_t liveness_seconds = 0;
+  bool cancel_on_disconnect = false;
 };
+
+// The largest liveness_seconds (a day).
+inline constexpr std::uint32_t kMaxLivenessSeconds = 86'400;
 
 struct ServiceConfig {
   engine::EngineConfig engine;

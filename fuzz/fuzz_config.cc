@@ -295,22 +295,28 @@ std::string FormatServiceConfig(const ServiceConfig& config) {
       "max_live_orders = %d\n"
       "[service]\nmax_sessions = %d\nmax_report_history_bytes = %d\n"
       "session_idle_seconds = %s\nopen_sessions = %s\nopen_accounts = %s\n"
-      "allowed_addresses = %s\n",
+      "allowed_addresses = %s\nliveness_seconds = %d\n"
+      "cancel_on_disconnect = %s\n",
       e.min_instrument, e.max_instrument, e.min_price, e.max_price,
       e.min_quantity, e.max_quantity, e.max_live_orders, config.max_sessions,
       config.max_report_history_bytes, seconds,
       config.open_sessions ? "true" : "false",
       SetToToml(config.open_policy.accounts.ToString()),
-      SetToToml(config.open_policy.addresses.ToString()));
+      SetToToml(config.open_policy.addresses.ToString()),
+      config.open_policy.liveness_seconds,
+      config.open_policy.cancel_on_disconnect ? "true" : "false");
   std::vector<std::uint32_t> ids;
   for (const auto& [id, policy] : config.sessions) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   for (const std::uint32_t id : ids) {
     const SessionPolicy& policy = config.sessions.at(id);
-    absl::StrAppendFormat(&text,
-                          "[sessions.%d]\naccounts = %s\naddresses = %s\n", id,
-                          SetToToml(policy.accounts.ToString()),
-                          SetToToml(policy.addresses.ToString()));
+    absl::StrAppendFormat(
+        &text,
+        "[sessions.%d]\naccounts = %s\naddresses = %s\nliveness_seconds = "
+        "%d\ncancel_on_disconnect = %s\n",
+        id, SetToToml(policy.accounts.ToString()),
+        SetToToml(policy.addresses.ToString()), policy.liveness_seconds,
+        policy.cancel_on_disconnect ? "true" : "false");
     if (!policy.key_file.empty()) {
       absl::StrAppendFormat(&text, "key_file = %s\n",
                             TomlString(policy.key_file));

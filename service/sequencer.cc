@@ -116,6 +116,9 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
   const std::span<const std::byte> run =
       datagram.frame_bytes().subspan(run_begin, run_end - run_begin);
   const config::AccountSet& accounts = session->policy->accounts;
+  const std::uint32_t session_flags = session->policy->cancel_on_disconnect
+                                          ? state::kRecordCancelOnDisconnect
+                                          : 0;
   std::size_t offset = 0;
   std::size_t group_begin = 0;
   std::size_t group_count = 0;
@@ -142,11 +145,11 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
     // AccountSet holds the configuration's plain account numbers.
     const bool allowed = accounts.Contains(command.account_id.value());
     if (group_count > 0 && allowed != group_allowed) {
-      if (!taken(
-              Journal(*session, run.subspan(group_begin, offset - group_begin),
-                      group_count, receive_ns,
-                      group_allowed ? 0 : kRecordUnauthorized),
-              group_count)) {
+      if (!taken(Journal(
+                     *session, run.subspan(group_begin, offset - group_begin),
+                     group_count, receive_ns,
+                     session_flags | (group_allowed ? 0 : kRecordUnauthorized)),
+                 group_count)) {
         return result;
       }
       group_begin = offset;
@@ -156,9 +159,10 @@ Sequenced Sequencer::Sequence(const codec::DatagramView& datagram,
     ++group_count;
     offset += size;
   }
-  (void)taken(Journal(*session, run.subspan(group_begin), group_count,
-                      receive_ns, group_allowed ? 0 : kRecordUnauthorized),
-              group_count);
+  (void)taken(
+      Journal(*session, run.subspan(group_begin), group_count, receive_ns,
+              session_flags | (group_allowed ? 0 : kRecordUnauthorized)),
+      group_count);
   return result;
 }
 
@@ -191,18 +195,43 @@ Sequencer::JournalOutcome Sequencer::Journal(Session& session,
   return Append(session, frames.subspan(first), count - 1, receive_ns, flags);
 }
 
+Sequencer::JournalOutcome Sequencer::JournalLapse(std::uint32_t id,
+                                                  bool cancel_orders,
+                                                  std::uint64_t receive_ns) {
+  std::array<std::byte, codec::kFrameSize<codec::Goodbye>> frame{};
+  (void)codec::EncodeCommand(codec::Command::From(0, codec::Goodbye{}), frame);
+  std::uint32_t flags = state::kRecordLapse;
+  if (cancel_orders) flags |= state::kRecordCancelOnDisconnect;
+  if (new_feed_session_) flags |= state::kRecordNewFeedSession;
+  const JournalOutcome outcome = AppendRecords(id, frame, 1, receive_ns, flags);
+  if (outcome == JournalOutcome::kOk) {
+    new_feed_session_ = false;
+    ++stats_.lapses;
+  }
+  return outcome;
+}
+
 Sequencer::JournalOutcome Sequencer::Append(Session& session,
                                             std::span<const std::byte> frames,
                                             std::size_t count,
                                             std::uint64_t receive_ns,
                                             std::uint32_t flags) {
+  const JournalOutcome outcome =
+      AppendRecords(session.id, frames, count, receive_ns, flags);
+  if (outcome == JournalOutcome::kOk) session.next_expected += count;
+  return outcome;
+}
+
+Sequencer::JournalOutcome Sequencer::AppendRecords(
+    std::uint32_t id, std::span<const std::byte> frames, std::size_t count,
+    std::uint64_t receive_ns, std::uint32_t flags) {
   // Room in the pending ring first (back-pressure on the apply side).
   while (pending_size_ + count > pending_.size()) {
     if (!owner_.WaitForJournal()) return JournalOutcome::kFailed;
   }
   while (true) {
     const journal::AppendStatus status =
-        writer_.Append(frames, session.id, receive_ns, flags);
+        writer_.Append(frames, id, receive_ns, flags);
     if (status == journal::AppendStatus::kOk) break;
     if (status == journal::AppendStatus::kJournalFull) {
       return JournalOutcome::kJournalFull;
@@ -224,14 +253,13 @@ Sequencer::JournalOutcome Sequencer::Append(Session& session,
     ++stats_.journaled[kind];
     p.index = index++;
     p.receive_ns = receive_ns;
-    p.session_id = session.id;
+    p.session_id = id;
     p.flags = flags;
     p.size = static_cast<std::uint8_t>(size);
     std::memcpy(p.frame.data(), frames.data() + offset, size);
     offset += size;
     ++pending_size_;
   }
-  session.next_expected += count;
   return JournalOutcome::kOk;
 }
 

@@ -36,6 +36,11 @@
 // after the run began ends it (the frames after it are dropped, as after
 // a duplicate).
 //
+// Goodbye, liveness and cancel-on-disconnect (docs/CONTROLS.md): every
+// record of a session whose policy has cancel_on_disconnect is flagged
+// kRecordCancelOnDisconnect; JournalLapse() journals a lapse the owner
+// decided (it has the clock).
+//
 // Disk full: when the journal answers kJournalFull, the frames from there on
 // are not taken (the session's next sequence stays at the first of them),
 // Sequenced::journal_full says so and the owner answers Busy; counted.
@@ -95,6 +100,7 @@ struct SequencerStats {
   std::uint64_t gap_frames_dropped = 0;
   std::uint64_t unauthorized = 0;  // commands flagged
   std::uint64_t heartbeats = 0;    // Heartbeat frames of admitted datagrams
+  std::uint64_t lapses = 0;        // lapse records journaled
   // Not taken because the journal was full (kJournalFull).
   std::uint64_t journal_full_datagrams = 0;
   std::uint64_t journal_full_frames = 0;
@@ -123,6 +129,17 @@ class Sequencer {
   // Admits, checks and journals one parsed datagram from `peer`.
   Sequenced Sequence(const codec::DatagramView& datagram,
                      const net::Endpoint& peer, std::uint64_t receive_ns);
+
+  enum class JournalOutcome : std::uint8_t { kOk, kJournalFull, kFailed };
+  // Journals a lapse of session `id` (docs/CONTROLS.md "Goodbye, liveness
+  // and cancel-on-disconnect"): a Goodbye of sequence 0, account 0 and
+  // request 0 flagged kRecordLapse, plus kRecordCancelOnDisconnect when
+  // `cancel_orders`. It does not move the session's next sequence; the
+  // session need not be held. kJournalFull: no room, nothing journaled;
+  // kFailed: the writer failed. Waits for the journal like Sequence().
+  // Cold.
+  JournalOutcome JournalLapse(std::uint32_t id, bool cancel_orders,
+                              std::uint64_t receive_ns);
 
   // Calls `apply(const Record&)` for each pending record whose index is at
   // most `durable`, oldest first, and forgets it.
@@ -153,7 +170,6 @@ class Sequencer {
     std::array<std::byte, codec::kMaxCommandFrameSize> frame;
   };
 
-  enum class JournalOutcome : std::uint8_t { kOk, kJournalFull, kFailed };
   // Journals `frames` (whole command frames of `session`, `count` of them)
   // with `flags`, waiting when the writer has no free buffer. kJournalFull:
   // no room on the disk, nothing journaled; kFailed: the writer failed.
@@ -165,6 +181,11 @@ class Sequencer {
   JournalOutcome Append(Session& session, std::span<const std::byte> frames,
                         std::size_t count, std::uint64_t receive_ns,
                         std::uint32_t flags);
+  // Append() for session `id` without moving any session's next sequence.
+  JournalOutcome AppendRecords(std::uint32_t id,
+                               std::span<const std::byte> frames,
+                               std::size_t count, std::uint64_t receive_ns,
+                               std::uint32_t flags);
   // Counts a Heartbeat and notes the datagram's first in `result`.
   void NoteHeartbeat(const codec::FrameView& frame, Sequenced& result);
 

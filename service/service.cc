@@ -80,6 +80,9 @@ constexpr std::int64_t kRefusalLogEveryNs = 1'000'000'000;
 // With ServiceOptions::metrics: the counters are published at most this
 // often while the loop is busy (and whenever it goes idle).
 constexpr std::int64_t kPublishEveryNs = 1'000'000;
+// How often sessions are checked for a lapse (docs/CONTROLS.md: a lapse
+// comes at most about this late).
+constexpr std::int64_t kLapseSweepNs = 100'000'000;
 
 // SequenceGap(1) answers to datagrams of sessions the service does not hold
 // (docs/PROTOCOL.md "A session begins with frame 1"): at most this many per
@@ -256,6 +259,14 @@ class Service::Impl final : public Sequencer::Backpressure,
   std::int64_t started_ns_ = 0;
   std::int64_t snapshot_every_ns_ = 0;
   std::int64_t next_idle_sweep_ns_ = 0;
+  // LapseSilentSessions: the next sweep; whether any session may lapse;
+  // per StateMachine session index, when a session given back its slot was
+  // last heard (0: not since the start) and the index of the last lapse
+  // journaled for it (until applied, no other is).
+  std::int64_t next_lapse_sweep_ns_ = 0;
+  bool any_liveness_ = false;
+  std::vector<std::int64_t> released_heard_ns_;
+  std::vector<std::uint64_t> lapse_journaled_at_;
   // The counters: the loop's own are counted here directly, the rest filled
   // in by RefreshStats (mutable: the const accessors refresh them).
   mutable ServiceStats stats_;
@@ -402,6 +413,17 @@ class Service::Impl final : public Sequencer::Backpressure,
   // walk over the table, at most every quarter of that time (and at most
   // once per second).
   void RecycleIdleSessions();
+  // Journals a lapse for every session of the journal with a liveness
+  // timeout that has not been heard for that long and is not closed
+  // (docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect"). Cold:
+  // a walk over the StateMachine's sessions every kLapseSweepNs, none when
+  // no session has a liveness timeout.
+  void LapseSilentSessions();
+  // When session `state` (not closed, with a liveness timeout) was last
+  // heard; nullopt when it has records journaled but not applied (heard
+  // just now).
+  [[nodiscard]] std::optional<std::int64_t> LastHeard(
+      const SessionState& state) const;
   std::span<std::byte> ReserveOutput(Session& session, std::size_t size);
   void FlushOutput();
   // Binds the socket and chooses the send path (Start(), before the journal
@@ -753,6 +775,12 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
   const auto interval_ns = static_cast<std::int64_t>(options_.interval_s * 1e9);
   std::int64_t next_interval_ns = MonotonicNs() + interval_ns;
   started_ns_ = MonotonicNs();
+  any_liveness_ =
+      options_.config.open_policy.liveness_seconds > 0 ||
+      std::any_of(options_.config.sessions.begin(),
+                  options_.config.sessions.end(), [](const auto& listed) {
+                    return listed.second.liveness_seconds > 0;
+                  });
   StartRetention();
   snapshot_base_ns_ = started_ns_;
   snapshot_every_ns_ =
@@ -777,6 +805,7 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     }
     if (now_ns_ >= next_idle_sweep_ns_) ReleaseIdleHistories();
     if (now_ns_ >= next_recycle_sweep_ns_) RecycleIdleSessions();
+    if (now_ns_ >= next_lapse_sweep_ns_) LapseSilentSessions();
     if (publisher_ != nullptr) publisher_->Tick(now_ns_);
     if (options_.metrics != nullptr && now_ns_ >= next_publish_ns_) {
       PublishMetrics();
@@ -1614,7 +1643,55 @@ void Service::Impl::RecycleIdleSessions() {
     if (state != nullptr && state->index < by_state_.size()) {
       by_state_[state->index] = nullptr;
     }
+    if (state != nullptr) {
+      if (released_heard_ns_.size() <= state->index) {
+        released_heard_ns_.resize(state->index + 1, 0);
+      }
+      released_heard_ns_[state->index] = session.last_heard_ns;
+    }
     if (table.Release(session)) ++stats_.sessions_recycled;
+  }
+}
+
+std::optional<std::int64_t> Service::Impl::LastHeard(
+    const SessionState& state) const {
+  const Session* session = sequencer_->sessions().Find(state.id);
+  std::int64_t heard = 0;
+  if (session != nullptr) {
+    if (session->next_expected != state.next_expected) return std::nullopt;
+    heard = session->last_heard_ns;
+  } else if (state.index < released_heard_ns_.size()) {
+    heard = released_heard_ns_[state.index];
+  }
+  // Not heard since the service started: counted from the start.
+  return heard != 0 ? heard : started_ns_;
+}
+
+void Service::Impl::LapseSilentSessions() {
+  next_lapse_sweep_ns_ = now_ns_ + kLapseSweepNs;
+  if (!any_liveness_ || mode_ != Mode::kServing) return;
+  for (std::uint32_t i = 0; i < machine_->session_count(); ++i) {
+    const SessionState& state = machine_->session(i);
+    if (state.closed) continue;
+    const config::SessionPolicy* policy = options_.config.PolicyFor(state.id);
+    if (policy == nullptr || policy->liveness_seconds == 0) continue;
+    if (i < lapse_journaled_at_.size() &&
+        lapse_journaled_at_[i] > machine_->last_index()) {
+      continue;  // journaled, not applied yet
+    }
+    const std::optional<std::int64_t> heard = LastHeard(state);
+    const std::int64_t liveness_ns =
+        std::int64_t{policy->liveness_seconds} * 1'000'000'000;
+    if (!heard.has_value() || now_ns_ - *heard < liveness_ns) continue;
+    const Sequencer::JournalOutcome outcome = sequencer_->JournalLapse(
+        state.id, policy->cancel_on_disconnect, RealtimeNs());
+    if (outcome == Sequencer::JournalOutcome::kJournalFull) {
+      EnterJournalFull();
+      return;
+    }
+    if (outcome != Sequencer::JournalOutcome::kOk) return;  // Stopped()
+    if (lapse_journaled_at_.size() <= i) lapse_journaled_at_.resize(i + 1, 0);
+    lapse_journaled_at_[i] = writer_->last_index();
   }
 }
 
@@ -1743,6 +1820,7 @@ void Service::Impl::RefreshStats() const {
   s.duplicates = q.duplicates;
   s.gaps = q.gaps;
   s.heartbeats = q.heartbeats;
+  s.session_lapses = q.lapses;
   s.gap_frames_dropped = q.gap_frames_dropped;
   s.refused_journal_full_datagrams = q.journal_full_datagrams;
   s.refused_journal_full_frames = q.journal_full_frames;

@@ -107,6 +107,10 @@ inline constexpr std::size_t kReportSectionCount = 11;
   X(heartbeat_acks_sent, "orderwire_heartbeat_acks_sent_total", kCounter,     \
     kAlways, kSequences, "HeartbeatAck sent",                                 \
     "HeartbeatAck frames sent (to sessions held and to unknown ones).")       \
+  X(session_lapses, "orderwire_session_lapses_total", kCounter, kAlways,      \
+    kSequences, "sessions lapsed",                                            \
+    "Lapses journaled: sessions silent past their liveness timeout "          \
+    "(docs/CONTROLS.md).")                                                    \
   X(reports_resent, "orderwire_reports_resent_total", kCounter, kAlways,      \
     kResends, "reports resent",                                               \
     "Reports sent again for retransmitted commands.")                         \

@@ -25,6 +25,7 @@
 #include "cluster/seed.h"
 #include "codec/messages.h"
 #include "codec/types.h"
+#include "config/service_config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "journal/reader.h"
@@ -35,6 +36,7 @@
 #include "replication/stream_follower.h"
 #include "service/service.h"
 #include "state/pinned_config.h"
+#include "state/record_flags.h"
 #include "state/snapshot.h"
 #include "tests/cluster/cluster_test_support.h"
 #include "tests/support/bytes.h"
@@ -59,6 +61,7 @@ using cluster_test::Trade;
 using std::chrono::milliseconds;
 using test_support::Bytes;
 using test_support::Frame;
+using test_support::Hex;
 using test_support::NatsCluster;
 using test_support::RunningService;
 using test_support::ScratchDir;
@@ -107,9 +110,10 @@ ReplicationOptions PrimaryReplicationOptions(const NatsCluster& nats,
 ServiceOptions PrimaryOptions(const std::string& journal,
                               const NatsCluster& nats,
                               const std::string& holder,
-                              std::shared_ptr<HeldLease> held = nullptr) {
-  ServiceOptions options =
-      test_support::TestOptions(journal, journal::Durability::kBatch);
+                              std::shared_ptr<HeldLease> held = nullptr,
+                              config::ServiceConfig config = {}) {
+  ServiceOptions options = test_support::TestOptions(
+      journal, journal::Durability::kBatch, std::move(config));
   ReplicationOptions replication = PrimaryReplicationOptions(nats, holder);
   replication.held_lease = std::move(held);
   options.replication = ReplicatedDurability(std::move(replication));
@@ -146,8 +150,10 @@ class EventLog {
 
 ClusterMemberOptions MemberOptions(const NatsCluster& nats,
                                    const std::string& journal,
-                                   const std::string& name, EventLog& log) {
-  const ServiceOptions primary = PrimaryOptions(journal, nats, name);
+                                   const std::string& name, EventLog& log,
+                                   config::ServiceConfig config = {}) {
+  const ServiceOptions primary =
+      PrimaryOptions(journal, nats, name, nullptr, std::move(config));
   ClusterMemberOptions o;
   o.standby.nats_servers = nats.ServersUrl();
   o.standby.engine_name = kEngine;
@@ -400,6 +406,67 @@ TEST(Takeover, AStandbyTakesOverWithTheNextEpochAndServesOn) {
               .config.engine);
   EXPECT_EQ(replay.records, 30u);
   EXPECT_TRUE(replay.reports_by_session.at(kSession) == Concat(from_a, from_b));
+}
+
+// A client that dies with resting orders just before its primary stops
+// (docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect"): the
+// standby that takes over counts the session's silence from its own start,
+// lapses it and cancels its orders (cancel-on-disconnect), and the journal
+// it continues replays to the same reports and feed.
+TEST(Takeover, TheNewPrimaryLapsesASessionThatDiedWithTheOldOne) {
+  auto nats = StartNatsCluster(1);
+  ASSERT_NE(nats, nullptr);
+  ScratchDir dir;
+  EventLog log;
+  config::ServiceConfig config;
+  config.sessions[kSession].liveness_seconds = 2;
+  config.sessions[kSession].cancel_on_disconnect = true;
+  auto primary = RunningService::Start(
+      PrimaryOptions(dir.Sub("a"), *nats, "primary-a", nullptr, config));
+  ASSERT_NE(primary, nullptr);
+  auto member = RunningMember::Start(
+      MemberOptions(*nats, dir.Sub("b"), "member-b", log, config));
+  ASSERT_NE(member, nullptr);
+  {
+    TestClient client(primary->endpoint());
+    (void)Trade(client, 1, 2);
+  }  // the client is gone
+  ASSERT_TRUE(primary->Stop().ok());
+  EXPECT_EQ(primary->final_stats().session_lapses, 0u);
+  ASSERT_TRUE(member->WaitServing(milliseconds(15000)).has_value())
+      << log.All();
+  const auto serving = std::chrono::steady_clock::now();
+  // The lapse is the third record the stream carries.
+  const auto deadline = serving + milliseconds(10000);
+  while (ReadStream(*nats).back().last_index < 3 &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(milliseconds(100));
+  }
+  EXPECT_GE(std::chrono::steady_clock::now() - serving, milliseconds(1900));
+  ASSERT_TRUE(member->Stop().ok());
+  const std::vector<test_support::JournalRecordCopy> records =
+      test_support::ReadJournalRecords(dir.Sub("b"));
+  ASSERT_EQ(records.size(), 3u);
+  EXPECT_EQ(records[2].session_id, kSession);
+  EXPECT_EQ(records[2].flags,
+            state::kRecordLapse | state::kRecordCancelOnDisconnect);
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(
+          dir.Sub("b"),
+          test_support::TestOptions("", journal::Durability::kBatch)
+              .config.engine);
+  const std::vector<Bytes>& reports = replay.reports_by_session.at(kSession);
+  ASSERT_EQ(reports.size(), 5u);  // 2 Accepted, 2 Cancelled, SessionClosed
+  EXPECT_EQ(Hex(reports[4]),
+            Hex(Frame(5, codec::SessionClosed{
+                             .account_id = 0,
+                             .request_id = 0,
+                             .reason = codec::SessionCloseReason::kLapsed,
+                             .cancelled_orders = 2})));
+  EXPECT_TRUE(replay.live_orders.empty());
+  // The feed: each order added, then deleted.
+  ASSERT_EQ(replay.feed_after.size(), 3u);
+  EXPECT_EQ(replay.feed_after[2] - replay.feed_after[1], 2u);
 }
 
 // A standby seeded from the primary's snapshot at S (cluster/seed.h) takes

@@ -1,0 +1,113 @@
+// Cancel-on-disconnect with real processes (docs/CONTROLS.md "Goodbye,
+// liveness and cancel-on-disconnect"): `orderwire serve` with two sessions
+// of a 1-second liveness timeout, one with cancel_on_disconnect; an
+// `orderwire submit` per session trades until it is SIGKILLed with orders
+// resting. After the timeout the first session's orders are cancelled
+// (reason CancelOnDisconnect) and the second's stay, each closed by one
+// SessionClosed (Lapsed), as `orderwire replay` of the journal shows.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/cli/cli_processes.h"
+#include "tests/support/child_process.h"
+#include "tests/support/files.h"
+#include "tests/support/scratch_dir.h"
+
+namespace orderwire::cli::session_cli_test {
+namespace {
+
+using cli_processes::FreeUdpPorts;
+using cli_processes::LogShows;
+using cli_processes::Loopback;
+using cli_processes::Orderwire;
+using cli_processes::Spawn;
+using test_support::ChildProcess;
+using test_support::ReadText;
+using test_support::ScratchDir;
+using test_support::WriteText;
+
+// Lines of `text` matching `pattern`.
+std::size_t CountMatches(const std::string& text, const std::string& pattern) {
+  const std::regex re(pattern);
+  return static_cast<std::size_t>(
+      std::distance(std::sregex_iterator(text.begin(), text.end(), re),
+                    std::sregex_iterator()));
+}
+
+// The `cancelled_orders` of the one SessionClosed line of `json` (-1: not
+// exactly one, or not Lapsed).
+long LapsedCount(const std::string& json) {
+  // JSON Lines give enumerations by number: reason 2 is Lapsed.
+  const std::regex re(
+      "\"SessionClosed\".*\"reason\":2,"
+      "\"cancelled_orders\":([0-9]+)");
+  std::smatch m;
+  if (CountMatches(json, "\"SessionClosed\"") != 1 ||
+      !std::regex_search(json, m, re)) {
+    return -1;
+  }
+  return std::stol(m[1]);
+}
+
+TEST(SessionCli, AKilledClientsOrdersAreCancelledOnlyWithCancelOnDisconnect) {
+  ScratchDir dir;
+  const std::vector<int> ports = FreeUdpPorts(1);
+  ASSERT_EQ(ports.size(), 1u);
+  WriteText(dir.Sub("orderwire.toml"),
+            "[sessions.5]\naccounts = \"any\"\nliveness_seconds = 1\n"
+            "cancel_on_disconnect = true\n"
+            "[sessions.6]\naccounts = \"any\"\nliveness_seconds = 1\n");
+  std::unique_ptr<ChildProcess> serve =
+      Spawn({"serve", "--journal", dir.Sub("j"), "--listen", Loopback(ports[0]),
+             "--config", dir.Sub("orderwire.toml")},
+            dir.Sub("serve.log"));
+  ASSERT_NE(serve, nullptr);
+  ASSERT_TRUE(LogShows(*serve, "listening on")) << serve->LogTail();
+  // Two traders, slow enough to be killed mid-stream with orders resting
+  // (wl1 rests most of what it enters).
+  std::vector<std::unique_ptr<ChildProcess>> traders;
+  for (const std::string session : {"5", "6"}) {
+    traders.push_back(
+        Spawn({"submit", "--session", session, "--target", Loopback(ports[0]),
+               "--workload", "wl1", "--count", "1000000", "--seed", session,
+               "--rate", "400", "--heartbeat-ms", "100"},
+              dir.Sub("submit-" + session + ".log")));
+    ASSERT_NE(traders.back(), nullptr);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  for (auto& trader : traders) {
+    ASSERT_TRUE(trader->running()) << trader->LogTail();
+    ASSERT_TRUE(trader->Kill().ok());
+  }
+  // A 1-second timeout, checked every 0.1 s: lapsed well within 3 s.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  const absl::StatusOr<int> stopped =
+      serve->Stop(SIGTERM, std::chrono::seconds(20));
+  ASSERT_TRUE(stopped.ok()) << serve->LogTail();
+
+  const test_support::ShellOutcome replay = Orderwire(
+      dir, absl::StrCat("replay --journal '", dir.Sub("j"),
+                        "' --json --reports-dir '", dir.Sub("reports"), "'"));
+  ASSERT_EQ(replay.status, 0) << replay.err;
+  const std::string cancelling = ReadText(dir.Sub("reports/session-5.jsonl"));
+  const std::string keeping = ReadText(dir.Sub("reports/session-6.jsonl"));
+  const long cancelled = LapsedCount(cancelling);
+  ASSERT_GT(cancelled, 0) << "session 5 lapsed with orders resting";
+  // Cancelled reason 8 is CancelOnDisconnect.
+  EXPECT_EQ(CountMatches(cancelling, "\"Cancelled\".*\"reason\":8\\}"),
+            static_cast<std::size_t>(cancelled));
+  EXPECT_EQ(LapsedCount(keeping), 0) << "session 6 lapsed, orders kept";
+  EXPECT_EQ(CountMatches(keeping, "\"Cancelled\".*\"reason\":8\\}"), 0u);
+}
+
+}  // namespace
+}  // namespace orderwire::cli::session_cli_test
