@@ -15,8 +15,8 @@
 // length, so one chain step (one load latency plus a few ALU ops) covers two
 // frames. Kinds are still checked against a table of the five pair-step kinds
 // for every frame (a branch that is always predicted on good input), and any
-// other frame (a MassCancel, or a bad one) falls back to the one-frame
-// decoder, which decodes or diagnoses it.
+// other frame (a MassCancel, a Goodbye, or a bad one) falls back to the
+// one-frame decoder, which decodes or diagnoses it.
 //
 // Decoding a frame's body is a byte permutation: every Command field comes
 // from a fixed frame offset per kind (zero where the kind lacks it). With
@@ -63,8 +63,8 @@ static_assert(kSizeCancelByOrder == kSizeCancelByClient,
               "the pair step shares one candidate for kinds 3 and 4");
 
 // The frame size of the kinds the pair step selects among (1..5), 0 for
-// every other byte: a frame of another kind (a MassCancel, which a stream
-// rarely holds) stops the pair and run loops, and DecodeRest decodes it
+// every other byte: a frame of another kind (a MassCancel or a Goodbye, which a
+// stream rarely holds) stops the pair and run loops, and DecodeRest decodes it
 // through the kind table. Same cost as kCommandFrameSize: one load.
 constexpr std::array<std::uint8_t, 256> kPairStepFrameSize = [] {
   std::array<std::uint8_t, 256> sizes{};
@@ -463,6 +463,8 @@ Result<std::size_t> EncodeCommandScalar(const Command& command,
       return EncodeFrame(command.sequence, command.As<Replace>(), out);
     case Kind::kMassCancel:
       return EncodeFrame(command.sequence, command.As<MassCancel>(), out);
+    case Kind::kGoodbye:
+      return EncodeFrame(command.sequence, command.As<Goodbye>(), out);
     default:
       return CodecError::kNotACommand;
   }

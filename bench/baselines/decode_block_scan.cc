@@ -96,8 +96,20 @@ constexpr SlotPlacement kSlotPlacements[] = {
 };
 static_assert(std::is_standard_layout_v<Command> && sizeof(Command) <= 64);
 
-constexpr std::array<PermuteRecipe, 8> kPermuteRecipes = [] {
-  std::array<PermuteRecipe, 8> recipes{};
+// Indexed by `kind & (kRecipeKinds - 1)`, as the codec's own (codec/
+// command.cc): every command kind must be below kRecipeKinds, or a kind
+// would be decoded with another's recipe.
+constexpr std::size_t kRecipeKinds = 16;
+constexpr unsigned kRecipeMask = kRecipeKinds - 1;
+static_assert([] {
+  for (std::size_t k = kRecipeKinds; k < 256; ++k) {
+    if (codec::kCommandFrameSize[k] != 0) return false;
+  }
+  return true;
+}());
+
+constexpr std::array<PermuteRecipe, kRecipeKinds> kPermuteRecipes = [] {
+  std::array<PermuteRecipe, kRecipeKinds> recipes{};
   for (std::size_t kind = 0; kind < recipes.size(); ++kind) {
     if (codec::kCommandFrameSize[kind] == 0) continue;
     PermuteRecipe& r = recipes[kind];
@@ -127,7 +139,7 @@ constexpr std::uint64_t kCommandStoreMask =
 __attribute__((target("avx512f,avx512bw,avx512vbmi"))) inline void
 DecodeOneVbmi(const std::byte* p, Command* out) noexcept {
   const std::uint8_t kind = codec::LoadLE<std::uint8_t>(p + codec::kKindOffset);
-  const PermuteRecipe& r = kPermuteRecipes[kind & 7u];
+  const PermuteRecipe& r = kPermuteRecipes[kind & kRecipeMask];
   const __m512i frame = _mm512_loadu_si512(p);
   const __m512i index = _mm512_load_si512(r.index);
   const __m512i command = _mm512_maskz_permutexvar_epi8(r.keep, index, frame);

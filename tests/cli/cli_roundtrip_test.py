@@ -4,7 +4,7 @@ exit statuses of every subcommand.
 
 The frames are built by an encoder written here, independently of the C++
 codec, from the tables of docs/PROTOCOL.md (field names, types and order typed by
-hand, packed with struct '<'). Random frames of all 12 kinds go through
+hand, packed with struct '<'). Random frames of every kind go through
 `orderwire decode`; its JSON must equal the Python model; that JSON goes
 through `orderwire encode` and must give back the same bytes. The hex and
 datagram modes and the error paths (non-zero exit, nothing on stdout, the
@@ -81,6 +81,10 @@ KINDS = {
     "Heartbeat": (0x07, 17, [("nonce", "Q")]),
     "HeartbeatAck": (0x4A, 33, [
         ("nonce", "Q"), ("expected_sequence", "Q"), ("next_report", "Q")]),
+    "Goodbye": (0x08, 25, [("account_id", "Q"), ("request_id", "Q")]),
+    "SessionClosed": (0x4B, 30, [
+        ("account_id", "Q"), ("request_id", "Q"), ("reason", "B"),
+        ("cancelled_orders", "I")]),
 }
 
 FRAME_HEADER = "<QB"  # sequence u64, kind u8
@@ -171,6 +175,16 @@ class EncoderSelfCheck(unittest.TestCase):
             "03000000000000004303000000000000000700000000000000e9030000000000"
             "0001000000000000002a00000001014227000000000000fa0000000000000032"
             "00000000000000")
+        goodbye = {"kind": "Goodbye", "sequence": 8, "account_id": 7,
+                   "request_id": 43}
+        self.assertEqual(encode(goodbye).hex(),
+                         "08000000000000000807000000000000002b00000000000000")
+        session_closed = {"kind": "SessionClosed", "sequence": 7,
+                          "account_id": 7, "request_id": 43, "reason": 1,
+                          "cancelled_orders": 2}
+        self.assertEqual(
+            encode(session_closed).hex(),
+            "07000000000000004b07000000000000002b000000000000000102000000")
         cancel = {"kind": "CancelByClient", "sequence": 2, "account_id": 7,
                   "client_order_id": 1001}
         self.assertEqual(
@@ -293,7 +307,7 @@ class Errors(unittest.TestCase):
                              len(self.frames[1]), "line 2")
 
     def test_unknown_kind_names_its_offset(self):
-        for kind in (0x00, 0x08, 0x40, 0x4B, 0x7F, 0xFF):
+        for kind in (0x00, 0x09, 0x40, 0x4C, 0x7F, 0xFF):
             with self.subTest(kind=kind):
                 bad = bytearray(self.binary)
                 at = len(self.frames[0]) + len(self.frames[1])

@@ -176,6 +176,8 @@ struct AnyModel {
   MassCancelDone mass_cancel_done;
   Heartbeat heartbeat;
   HeartbeatAck heartbeat_ack;
+  Goodbye goodbye;
+  SessionClosed session_closed;
 
   template <typename Model>
   Model& Get() {
@@ -200,6 +202,8 @@ struct AnyModel {
     }
     if constexpr (std::is_same_v<Model, Heartbeat>) return heartbeat;
     if constexpr (std::is_same_v<Model, HeartbeatAck>) return heartbeat_ack;
+    if constexpr (std::is_same_v<Model, Goodbye>) return goodbye;
+    if constexpr (std::is_same_v<Model, SessionClosed>) return session_closed;
   }
 };
 

@@ -1,5 +1,5 @@
 // The normalized Command: DecodeCommand, DecodeCommands, EncodeCommand and
-// Command::As / Command::From, over the five command kinds. The expected
+// Command::As / Command::From, over the command kinds. The expected
 // Command of each model is typed out by hand below (which model field goes to
 // which Command field, and which Command fields stay zero), independently of
 // the slots declared in messages.h.
@@ -97,6 +97,19 @@ Command Expected(std::uint64_t sequence, const MassCancel& m) {
           .kind = Kind::kMassCancel,
           .side = static_cast<Side>(m.side),
           .time_in_force = static_cast<TimeInForce>(m.scope)};
+}
+
+Command Expected(std::uint64_t sequence, const Goodbye& m) {
+  return {.sequence = sequence,
+          .account_id = AccountId(m.account_id),
+          .client_order_id = ClientOrderId(m.request_id),
+          .order_id = OrderId(0),
+          .price = Price(0),
+          .quantity = Quantity(0),
+          .instrument_id = InstrumentId(0),
+          .kind = Kind::kGoodbye,
+          .side = Side{0},
+          .time_in_force = TimeInForce{0}};
 }
 
 // Every field of two Commands, named in the failure.
@@ -257,7 +270,7 @@ Stream RandomStream(std::size_t count, std::uint64_t seed) {
       frame = Frame(sequence, model);
       stream.expected.push_back(Expected(sequence, model));
     };
-    switch (rng.Below(6)) {
+    switch (rng.Below(7)) {
       case 0:
         add(RandomModel<NewLimit>(rng, extreme));
         break;
@@ -273,8 +286,11 @@ Stream RandomStream(std::size_t count, std::uint64_t seed) {
       case 4:
         add(RandomModel<Replace>(rng, extreme));
         break;
-      default:  // not a pair-step kind: the batch decoders' fallback
+      case 5:  // not a pair-step kind: the batch decoders' fallback
         add(RandomModel<MassCancel>(rng, extreme));
+        break;
+      default:  // not a pair-step kind either
+        add(RandomModel<Goodbye>(rng, extreme));
         break;
     }
     stream.offsets.push_back(stream.bytes.size());
@@ -379,7 +395,8 @@ TEST(CommandTest, DecodeCommandRejectsEveryReportKindAsNotACommand) {
 
 TEST(CommandTest, EncodeCommandRejectsAReportOrUnknownKind) {
   for (unsigned b = 0; b < 256; ++b) {
-    const bool is_command = b >= 0x01 && b <= 0x06;  // docs/PROTOCOL.md
+    // docs/PROTOCOL.md; a Heartbeat (0x07) is never a command.
+    const bool is_command = (b >= 0x01 && b <= 0x06) || b == 0x08;
     if (is_command) continue;
     Command command{};
     command.kind = static_cast<Kind>(b);
@@ -474,9 +491,10 @@ TEST(EncodeCommandTest, MatchesThePortableEncoderByteForByte) {
   for (int i = 0; i < 20000; ++i) {
     const Kind kinds[] = {Kind::kNewLimit,      Kind::kNewMarket,
                           Kind::kCancelByOrder, Kind::kCancelByClient,
-                          Kind::kReplace,       Kind::kMassCancel};
+                          Kind::kReplace,       Kind::kMassCancel,
+                          Kind::kGoodbye};
     const Command command =
-        testing::RandomCommand(rng, kinds[rng.Below(6)], i % 2 == 0);
+        testing::RandomCommand(rng, kinds[rng.Below(7)], i % 2 == 0);
     std::array<std::byte, 64> fast{};
     std::array<std::byte, 64> portable{};
     fast.fill(std::byte{0xAA});
@@ -514,10 +532,11 @@ TEST(EncodeCommandsTest, EncodesABatchLikeOneCallPerCommand) {
   std::vector<Command> commands;
   const Kind kinds[] = {Kind::kNewLimit,      Kind::kNewMarket,
                         Kind::kCancelByOrder, Kind::kCancelByClient,
-                        Kind::kReplace,       Kind::kMassCancel};
+                        Kind::kReplace,       Kind::kMassCancel,
+                        Kind::kGoodbye};
   for (int i = 0; i < 500; ++i) {
     commands.push_back(
-        testing::RandomCommand(rng, kinds[rng.Below(6)], i % 3 == 0));
+        testing::RandomCommand(rng, kinds[rng.Below(7)], i % 3 == 0));
   }
   std::vector<std::byte> one_by_one;
   for (const Command& command : commands) {

@@ -308,7 +308,7 @@ TEST(DatagramParseTest, RejectsEveryPrefixOfTheGoldenDatagram) {
 }
 
 TEST(DatagramParseTest, RejectsAnUnknownKindInsideAtThatFramesOffset) {
-  for (unsigned kind : {0x00u, 0x08u, 0x40u, 0x4Bu, 0x7Fu, 0xFFu}) {
+  for (unsigned kind : {0x00u, 0x09u, 0x40u, 0x4Cu, 0x7Fu, 0xFFu}) {
     std::vector<std::byte> d = Golden();
     d[kSecondFrameAt + 8] = std::byte(kind);
     SCOPED_TRACE(kind);

@@ -26,7 +26,7 @@ struct GoldenFrame {
 
 // In docs/PROTOCOL-GOLDEN.md order (version 1's kinds in PROTOCOL.md
 // order, then version 2's).
-inline constexpr std::array<GoldenFrame, 18> kFrames = {{
+inline constexpr std::array<GoldenFrame, 20> kFrames = {{
     {"NewLimitBuy", Kind::kNewLimit, 47,
      "0100000000000000010700000000000000e9030000000000002a00000001014227000000"
      "0000002c01000000000000"},
@@ -71,6 +71,10 @@ inline constexpr std::array<GoldenFrame, 18> kFrames = {{
     {"Heartbeat", Kind::kHeartbeat, 17, "0000000000000000070807060504030201"},
     {"HeartbeatAck", Kind::kHeartbeatAck, 33,
      "00000000000000004a080706050403020108000000000000000c00000000000000"},
+    {"Goodbye", Kind::kGoodbye, 25,
+     "08000000000000000807000000000000002b00000000000000"},
+    {"SessionClosed", Kind::kSessionClosed, 30,
+     "07000000000000004b07000000000000002b000000000000000102000000"},
 }};
 
 // Session 0xCAFE: the first NewLimit above (sequence 1), then CancelByClient

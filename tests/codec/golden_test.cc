@@ -168,6 +168,117 @@ constexpr Stated<MassCancelDone> kMassCancelDone{
                    .side = MassCancelSide::kBoth,
                    .scope = MassCancelScope::kAccount,
                    .cancelled_orders = 2}};
+// Goodbye seq=8 account=7 request_id=43
+constexpr Stated<Goodbye> kGoodbye{18, 8,
+                                   Goodbye{.account_id = 7, .request_id = 43}};
+// SessionClosed seq=7 account=7 request_id=43 reason=1 Goodbye
+// cancelled_orders=2
+constexpr Stated<SessionClosed> kSessionClosed{
+    19, 7,
+    SessionClosed{.account_id = 7,
+                  .request_id = 43,
+                  .reason = SessionCloseReason::kGoodbye,
+                  .cancelled_orders = 2}};
+
+// Every field of the Command each golden command frame decodes to, typed
+// out, including the zeros of the fields each kind lacks, Replace's
+// new_client_order_id in client_order_id, and MassCancel's and Goodbye's
+// request_id in client_order_id (MassCancel's side in side, its scope in
+// time_in_force).
+struct ExpectedCommand {
+  std::size_t golden_index;  // into golden::kFrames
+  Command command;
+};
+constexpr std::array<ExpectedCommand, 8> kExpectedCommands = {{
+    {0,
+     {.sequence = 1,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(1001),
+      .order_id = OrderId(0),
+      .price = Price(10050),
+      .quantity = Quantity(300),
+      .instrument_id = InstrumentId(42),
+      .kind = Kind::kNewLimit,
+      .side = Side::kBuy,
+      .time_in_force = TimeInForce::kGoodTillCancel}},
+    {1,
+     {.sequence = 2,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(1002),
+      .order_id = OrderId(0),
+      .price = Price(-5),
+      .quantity = Quantity(1),
+      .instrument_id = InstrumentId(42),
+      .kind = Kind::kNewLimit,
+      .side = Side::kSell,
+      .time_in_force = TimeInForce::kImmediateOrCancel}},
+    {2,
+     {.sequence = 3,
+      .account_id = AccountId(9),
+      .client_order_id = ClientOrderId(77),
+      .order_id = OrderId(0),
+      .price = Price(0),
+      .quantity = Quantity(250),
+      .instrument_id = InstrumentId(42),
+      .kind = Kind::kNewMarket,
+      .side = Side::kSell,
+      .time_in_force = TimeInForce{0}}},
+    {3,
+     {.sequence = 4,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(0),
+      .order_id = OrderId(0x0102030405060708),
+      .price = Price(0),
+      .quantity = Quantity(0),
+      .instrument_id = InstrumentId(0),
+      .kind = Kind::kCancelByOrder,
+      .side = Side{0},
+      .time_in_force = TimeInForce{0}}},
+    {4,
+     {.sequence = 5,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(1001),
+      .order_id = OrderId(0),
+      .price = Price(0),
+      .quantity = Quantity(0),
+      .instrument_id = InstrumentId(0),
+      .kind = Kind::kCancelByClient,
+      .side = Side{0},
+      .time_in_force = TimeInForce{0}}},
+    {5,
+     {.sequence = 6,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(1003),
+      .order_id = OrderId(3),
+      .price = Price(10049),
+      .quantity = Quantity(200),
+      .instrument_id = InstrumentId(0),
+      .kind = Kind::kReplace,
+      .side = Side{0},
+      .time_in_force = TimeInForce{0}}},
+    {14,
+     {.sequence = 7,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(42),  // request_id
+      .order_id = OrderId(0),
+      .price = Price(0),
+      .quantity = Quantity(0),
+      .instrument_id = InstrumentId(0),
+      .kind = Kind::kMassCancel,
+      .side = Side{3},                    // Both
+      .time_in_force = TimeInForce{1}}},  // scope Account
+    {18,
+     {.sequence = 8,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(43),  // request_id
+      .order_id = OrderId(0),
+      .price = Price(0),
+      .quantity = Quantity(0),
+      .instrument_id = InstrumentId(0),
+      .kind = Kind::kGoodbye,
+      .side = Side{0},
+      .time_in_force = TimeInForce{0}}},
+}};
 
 std::vector<std::byte> GoldenBytes(std::size_t index) {
   return FromHex(kFrames[index].hex);
@@ -337,6 +448,16 @@ TEST(GoldenFrameTest, MassCancelDoneRoundTripsTheGoldenBytes) {
   ExpectEncodes(kMassCancelDone);
 }
 
+TEST(GoldenFrameTest, GoodbyeRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kGoodbye);
+  ExpectEncodes(kGoodbye);
+}
+
+TEST(GoldenFrameTest, SessionClosedRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kSessionClosed);
+  ExpectEncodes(kSessionClosed);
+}
+
 TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {
   ExpectCommandRoundTrip(kNewLimitBuy);
   ExpectCommandRoundTrip(kNewLimitSell);
@@ -345,98 +466,15 @@ TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {
   ExpectCommandRoundTrip(kCancelByClient);
   ExpectCommandRoundTrip(kReplace);
   ExpectCommandRoundTrip(kMassCancel);
+  ExpectCommandRoundTrip(kGoodbye);
 }
 
-// Every field of the decoded Command, typed out, including the zeros of the
-// fields each kind lacks and Replace's new_client_order_id in
-// client_order_id.
+// Every field of the decoded Command against kExpectedCommands; the decoder
+// must overwrite every field of a poisoned Command.
 TEST(GoldenFrameTest, DecodeCommandFillsEveryNormalizedFieldOfTheGoldenFrames) {
-  struct Expected {
-    std::size_t index;
-    Command command;
-  };
-  const std::array<Expected, 7> expected = {{
-      {0,
-       {.sequence = 1,
-        .account_id = AccountId(7),
-        .client_order_id = ClientOrderId(1001),
-        .order_id = OrderId(0),
-        .price = Price(10050),
-        .quantity = Quantity(300),
-        .instrument_id = InstrumentId(42),
-        .kind = Kind::kNewLimit,
-        .side = Side::kBuy,
-        .time_in_force = TimeInForce::kGoodTillCancel}},
-      {1,
-       {.sequence = 2,
-        .account_id = AccountId(7),
-        .client_order_id = ClientOrderId(1002),
-        .order_id = OrderId(0),
-        .price = Price(-5),
-        .quantity = Quantity(1),
-        .instrument_id = InstrumentId(42),
-        .kind = Kind::kNewLimit,
-        .side = Side::kSell,
-        .time_in_force = TimeInForce::kImmediateOrCancel}},
-      {2,
-       {.sequence = 3,
-        .account_id = AccountId(9),
-        .client_order_id = ClientOrderId(77),
-        .order_id = OrderId(0),
-        .price = Price(0),
-        .quantity = Quantity(250),
-        .instrument_id = InstrumentId(42),
-        .kind = Kind::kNewMarket,
-        .side = Side::kSell,
-        .time_in_force = TimeInForce{0}}},
-      {3,
-       {.sequence = 4,
-        .account_id = AccountId(7),
-        .client_order_id = ClientOrderId(0),
-        .order_id = OrderId(0x0102030405060708),
-        .price = Price(0),
-        .quantity = Quantity(0),
-        .instrument_id = InstrumentId(0),
-        .kind = Kind::kCancelByOrder,
-        .side = Side{0},
-        .time_in_force = TimeInForce{0}}},
-      {4,
-       {.sequence = 5,
-        .account_id = AccountId(7),
-        .client_order_id = ClientOrderId(1001),
-        .order_id = OrderId(0),
-        .price = Price(0),
-        .quantity = Quantity(0),
-        .instrument_id = InstrumentId(0),
-        .kind = Kind::kCancelByClient,
-        .side = Side{0},
-        .time_in_force = TimeInForce{0}}},
-      {5,
-       {.sequence = 6,
-        .account_id = AccountId(7),
-        .client_order_id = ClientOrderId(1003),
-        .order_id = OrderId(3),
-        .price = Price(10049),
-        .quantity = Quantity(200),
-        .instrument_id = InstrumentId(0),
-        .kind = Kind::kReplace,
-        .side = Side{0},
-        .time_in_force = TimeInForce{0}}},
-      {14,
-       {.sequence = 7,
-        .account_id = AccountId(7),
-        .client_order_id = ClientOrderId(42),  // request_id
-        .order_id = OrderId(0),
-        .price = Price(0),
-        .quantity = Quantity(0),
-        .instrument_id = InstrumentId(0),
-        .kind = Kind::kMassCancel,
-        .side = Side{3},                    // Both
-        .time_in_force = TimeInForce{1}}},  // scope Account
-  }};
-  for (const Expected& e : expected) {
-    SCOPED_TRACE(kFrames[e.index].name);
-    const std::vector<std::byte> bytes = GoldenBytes(e.index);
+  for (const ExpectedCommand& e : kExpectedCommands) {
+    SCOPED_TRACE(kFrames[e.golden_index].name);
+    const std::vector<std::byte> bytes = GoldenBytes(e.golden_index);
     Command c;
     std::memset(&c, 0xAB, sizeof(c));  // every field must be overwritten
     ASSERT_TRUE(DecodeCommand(bytes, c).ok());

@@ -46,13 +46,18 @@ inline void PrintTo(TimeInForce v, std::ostream* os) {
 
 namespace orderwire::codec::test {
 
+// Every kind, in ForEachMessage's order (commands first).
 using AllModels =
     ::testing::Types<NewLimit, NewMarket, CancelByOrder, CancelByClient,
-                     Replace, Accepted, Rejected, Filled, Cancelled, Replaced,
-                     SequenceGap, ReportsGone, Busy>;
+                     Replace, MassCancel, Heartbeat, Goodbye, Accepted,
+                     Rejected, Filled, Cancelled, Replaced, SequenceGap,
+                     ReportsGone, Busy, MassCancelDone, HeartbeatAck,
+                     SessionClosed>;
 
-using CommandModels = ::testing::Types<NewLimit, NewMarket, CancelByOrder,
-                                       CancelByClient, Replace>;
+// Every command kind (a Heartbeat is not one).
+using CommandModels =
+    ::testing::Types<NewLimit, NewMarket, CancelByOrder, CancelByClient,
+                     Replace, MassCancel, Goodbye>;
 
 // Names typed tests after the docs/PROTOCOL.md kind name (e.g. "/NewLimit").
 struct ModelName {

@@ -38,9 +38,10 @@ TEST(TypesTest, EnumerationsHaveTheirProtocolValuesAndNames) {
        "WouldCross", "BookFull", "Unauthorized", "InvalidMassCancelScope"});
   ExpectNames<CancelReason>({"Requested", "ImmediateOrCancel", "FillOrKill",
                              "SelfTrade", "NoLiquidity", "ReplacedAway",
-                             "MassCancel"});
+                             "MassCancel", "CancelOnDisconnect"});
   ExpectNames<MassCancelScope>({"Account", "Instrument"});
   ExpectNames<MassCancelSide>({"Buy", "Sell", "Both"});
+  ExpectNames<SessionCloseReason>({"Goodbye", "Lapsed"});
   ExpectNames<Liquidity>({"Maker", "Taker"});
   ExpectNames<PriorityKept>({"Yes", "No"});
 }
@@ -61,7 +62,13 @@ TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
   EXPECT_EQ(static_cast<int>(Kind::kMassCancelDone), 0x49);
   EXPECT_EQ(static_cast<int>(Kind::kHeartbeat), 0x07);
   EXPECT_EQ(static_cast<int>(Kind::kHeartbeatAck), 0x4A);
-  static_assert(sizeof(MassCancelScope) == 1 && sizeof(MassCancelSide) == 1);
+  EXPECT_EQ(static_cast<int>(Kind::kGoodbye), 0x08);
+  EXPECT_EQ(static_cast<int>(Kind::kSessionClosed), 0x4B);
+  static_assert(sizeof(MassCancelScope) == 1 && sizeof(MassCancelSide) == 1 &&
+                sizeof(SessionCloseReason) == 1);
+  EXPECT_EQ(static_cast<int>(CancelReason::kCancelOnDisconnect), 8);
+  EXPECT_EQ(static_cast<int>(SessionCloseReason::kGoodbye), 1);
+  EXPECT_EQ(static_cast<int>(SessionCloseReason::kLapsed), 2);
   EXPECT_EQ(static_cast<int>(BusyCause::kJournalFull), 1);
   EXPECT_EQ(Name(BusyCause::kJournalFull), "JournalFull");
 }

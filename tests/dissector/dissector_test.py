@@ -54,19 +54,20 @@ REJECT_REASON = {1: "UnknownInstrument", 2: "InvalidSide",
                  12: "InvalidMassCancelScope"}
 CANCEL_REASON = {1: "Requested", 2: "ImmediateOrCancel", 3: "FillOrKill",
                  4: "SelfTrade", 5: "NoLiquidity", 6: "ReplacedAway",
-                 7: "MassCancel"}
+                 7: "MassCancel", 8: "CancelOnDisconnect"}
 MASS_CANCEL_SIDE = {1: "Buy", 2: "Sell", 3: "Both"}
 MASS_CANCEL_SCOPE = {1: "Account", 2: "Instrument"}
 LIQUIDITY = {1: "Maker", 2: "Taker"}
 PRIORITY_KEPT = {1: "Yes", 2: "No"}
 BUSY_CAUSE = {1: "JournalFull"}
+SESSION_CLOSE_REASON = {1: "Goodbye", 2: "Lapsed"}
 KIND_NAMES = {0x01: "NewLimit", 0x02: "NewMarket", 0x03: "CancelByOrder",
               0x04: "CancelByClient", 0x05: "Replace", 0x06: "MassCancel",
-              0x07: "Heartbeat", 0x41: "Accepted",
+              0x07: "Heartbeat", 0x08: "Goodbye", 0x41: "Accepted",
               0x42: "Rejected", 0x43: "Filled", 0x44: "Cancelled",
               0x45: "Replaced", 0x46: "SequenceGap",
               0x47: "ReportsGone", 0x48: "Busy", 0x49: "MassCancelDone",
-              0x4A: "HeartbeatAck"}
+              0x4A: "HeartbeatAck", 0x4B: "SessionClosed"}
 # A Rejected names a command; a Heartbeat (0x07) is never one.
 COMMAND_KIND = {k: v for k, v in KIND_NAMES.items() if k < 0x40 and k != 0x07}
 KIND_BY_NAME = {v: k for k, v in KIND_NAMES.items()}
@@ -127,6 +128,11 @@ SPEC = {
     "Heartbeat": (17, [F("nonce", U64)]),
     "HeartbeatAck": (33, [F("nonce", U64), F("expected_sequence", U64),
                           F("next_report", U64)]),
+    "Goodbye": (25, [F("account_id", U64), F("request_id", U64)]),
+    "SessionClosed": (30, [F("account_id", U64), F("request_id", U64),
+                           F("reason", U8, "session_close_reason",
+                             SESSION_CLOSE_REASON),
+                           F("cancelled_orders", U32)]),
 }
 for _kind, (_size, _fields) in SPEC.items():
     assert 9 + sum(w for _, (_, w), _, _ in _fields) == _size, _kind
@@ -153,6 +159,8 @@ FRAMES = {
     "heartbeat": {"kind": "Heartbeat", "sequence": 0, "nonce": 0x0102030405060708},
     "heartbeat_ack": {"kind": "HeartbeatAck", "sequence": 0, "nonce": 0x0102030405060708, "expected_sequence": 8, "next_report": 12},
     "mass_cancel_done": {"kind": "MassCancelDone", "sequence": 6, "account_id": 7, "request_id": 42, "instrument_id": 0, "side": 3, "scope": 1, "cancelled_orders": 2},
+    "goodbye": {"kind": "Goodbye", "sequence": 8, "account_id": 7, "request_id": 43},
+    "session_closed": {"kind": "SessionClosed", "sequence": 7, "account_id": 7, "request_id": 43, "reason": 1, "cancelled_orders": 2},
     # docs/PROTOCOL.md's golden datagram: the first NewLimit, then this.
     "golden_cancel": {"kind": "CancelByClient", "sequence": 2, "account_id": 7, "client_order_id": 1001},
     # Extremes of every integer type.
@@ -162,22 +170,29 @@ FRAMES = {
     "limit_bad_enums": {"kind": "NewLimit", "sequence": 3, "account_id": 7, "client_order_id": 1004, "instrument_id": 42, "side": 7, "time_in_force": 0, "price": 100, "quantity": 1},
     "rejected_bad_enums": {"kind": "Rejected", "sequence": 6, "account_id": 7, "client_order_id": 1004, "order_id": 0, "command_kind": 0x41, "reason": 13},
     "filled_bad_enum": {"kind": "Filled", "sequence": 7, "order_id": 3, "account_id": 7, "client_order_id": 1001, "match_id": 2, "instrument_id": 42, "side": 1, "liquidity": 3, "price": 10050, "quantity": 1, "leaves_quantity": 0},
-    "cancelled_bad_enum": {"kind": "Cancelled", "sequence": 8, "order_id": 3, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "cancelled_quantity": 1, "reason": 8},
+    "cancelled_bad_enum": {"kind": "Cancelled", "sequence": 8, "order_id": 3, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "cancelled_quantity": 1, "reason": 9},
     "replaced_bad_enum": {"kind": "Replaced", "sequence": 9, "order_id": 3, "account_id": 7, "client_order_id": 1001, "price": 1, "quantity": 1, "priority_kept": 0},
+    "session_closed_bad_enum": {"kind": "SessionClosed", "sequence": 10, "account_id": 7, "request_id": 44, "reason": 3, "cancelled_orders": 0},
 }
 # Every value of every enumeration, in reports (the commands above hold
 # Buy, Sell and two of the four times in force).
 for reason in range(1, 13):
     FRAMES["reject%d" % reason] = {"kind": "Rejected", "sequence": 10 + reason, "account_id": 7, "client_order_id": 2000 + reason, "order_id": reason, "command_kind": 1 + (reason - 1) % 5, "reason": reason}
-for reason in range(1, 8):
+for reason in range(1, 9):
     FRAMES["cancel%d" % reason] = {"kind": "Cancelled", "sequence": 30 + reason, "order_id": 40 + reason, "account_id": 7, "client_order_id": 3000 + reason, "instrument_id": 42, "cancelled_quantity": reason, "reason": reason}
 for tif in range(1, 5):
     FRAMES["accept%d" % tif] = {"kind": "Accepted", "sequence": 40 + tif, "order_id": 50 + tif, "account_id": 7, "client_order_id": 4000 + tif, "instrument_id": 42, "side": 2, "time_in_force": tif, "price": 99, "quantity": 5}
 FRAMES["fill_taker"] = {"kind": "Filled", "sequence": 50, "order_id": 54, "account_id": 7, "client_order_id": 4004, "match_id": 9, "instrument_id": 42, "side": 2, "liquidity": 2, "price": 99, "quantity": 5, "leaves_quantity": 0}
 FRAMES["replaced_kept"] = {"kind": "Replaced", "sequence": 51, "order_id": 53, "account_id": 7, "client_order_id": 4003, "price": 99, "quantity": 4, "priority_kept": 1}
+# A lapse's SessionClosed (docs/CONTROLS.md): reason 2, account and request 0.
+FRAMES["session_lapsed"] = {"kind": "SessionClosed", "sequence": 52, "account_id": 0, "request_id": 0, "reason": 2, "cancelled_orders": 0}
+# A Goodbye refused (reason 11 Unauthorized): command_kind 0x08.
+FRAMES["reject_goodbye"] = {"kind": "Rejected", "sequence": 53, "account_id": 7, "client_order_id": 43, "order_id": 0, "command_kind": 0x08, "reason": 11}
 EVERY_ENUM_VALUE = ["reject%d" % r for r in range(1, 13)] + \
-    ["cancel%d" % r for r in range(1, 8)] + \
-    ["accept%d" % t for t in range(1, 5)] + ["fill_taker", "replaced_kept"]
+    ["cancel%d" % r for r in range(1, 9)] + \
+    ["accept%d" % t for t in range(1, 5)] + ["fill_taker", "replaced_kept",
+                                             "session_lapsed",
+                                             "reject_goodbye"]
 
 # The frames of the largest and of an oversize datagram.
 for i in range(1, 55):
@@ -257,9 +272,9 @@ def Cases():
     from_service = (SERVICE_PORT, CLIENT_PORT)
     heuristic = OTHER_PORTS
     commands = ["limit_buy", "limit_sell", "market", "cancel_order",
-                "cancel_client", "replace", "mass_cancel"]
+                "cancel_client", "replace", "mass_cancel", "goodbye"]
     reports = ["accepted", "rejected", "filled", "cancelled", "replaced",
-               "mass_cancel_done"]
+               "mass_cancel_done", "session_closed"]
     largest = ["bulk_limit%d" % i for i in range(1, 6)] + \
               ["bulk%d" % i for i in range(1, 50)]
     oversize = ["bulk_limit%d" % i for i in range(1, 32)] + ["bulk1"]
@@ -403,11 +418,11 @@ def Cases():
              info="Session 51966: NewLimit #1, CancelByClient #5 "
                   "[Malformed: CountMismatch]"),
         Case("unknown kind", [Frame("limit_buy"),
-                              Frame("cancel_order", kind_byte=0x08)],
+                              Frame("cancel_order", kind_byte=0x09)],
              count=3, tail=ENCODED["cancel_client"],
              extras=[("orderwire.undecoded", 12 + 47 + 9, 16 + 25)],
              experts=[Malformed("orderwire.frame", "unknown_kind",
-                                "UnknownKind: frame 2 has kind 0x08, which "
+                                "UnknownKind: frame 2 has kind 0x09, which "
                                 "docs/PROTOCOL.md does not define; the frames "
                                 "after it cannot be delimited")],
              info="Session 51966: NewLimit #1 [Malformed: UnknownKind]"),
@@ -481,7 +496,8 @@ def Cases():
              info="Session 51966: NewLimit #3"),
         Case("undefined enumeration values in reports",
              [Frame(k) for k in ("rejected_bad_enums", "filled_bad_enum",
-                                 "cancelled_bad_enum", "replaced_bad_enum")],
+                                 "cancelled_bad_enum", "replaced_bad_enum",
+                                 "session_closed_bad_enum")],
              ports=from_service,
              experts=[InvalidEnum("orderwire.command_kind", "command_kind 65 "
                                   "is not defined by docs/PROTOCOL.md (Rejected "
@@ -491,13 +507,16 @@ def Cases():
                                   "frame)"),
                       InvalidEnum("orderwire.liquidity", "liquidity 3 is not "
                                   "defined by docs/PROTOCOL.md (Filled frame)"),
-                      InvalidEnum("orderwire.cancel_reason", "reason 8 is not "
+                      InvalidEnum("orderwire.cancel_reason", "reason 9 is not "
                                   "defined by docs/PROTOCOL.md (Cancelled frame)"),
                       InvalidEnum("orderwire.priority_kept", "priority_kept 0 "
                                   "is not defined by docs/PROTOCOL.md (Replaced "
-                                  "frame)")],
+                                  "frame)"),
+                      InvalidEnum("orderwire.session_close_reason", "reason 3 "
+                                  "is not defined by docs/PROTOCOL.md "
+                                  "(SessionClosed frame)")],
              info="Session 51966: Rejected #6, Filled #7, Cancelled #8, "
-                  "Replaced #9"),
+                  "Replaced #9, SessionClosed #10"),
     ]
     # A capture cut short by its snapshot length: decoded as far as it
     # goes, a warning, and no malformation blamed on the sender.

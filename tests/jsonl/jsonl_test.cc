@@ -1,5 +1,5 @@
 // The JSON Lines form: FrameToJson of every golden frame (expected text typed
-// from docs/PROTOCOL.md's values), JsonToFrame round trips of all 12 kinds with
+// from docs/PROTOCOL.md's values), JsonToFrame round trips of every kind with
 // extreme values, and every way JsonToFrame rejects a line, each with the
 // field or column named in the message.
 #include "jsonl/jsonl.h"
@@ -49,7 +49,7 @@ using Rng = ::orderwire::codec::testing::SplitMix64;
 using ::testing::HasSubstr;
 
 // The JSON of each golden frame, in golden::kFrames order.
-constexpr std::array<std::string_view, 18> kGoldenJson = {
+constexpr std::array<std::string_view, 20> kGoldenJson = {
     R"({"kind":"NewLimit","sequence":1,"account_id":7,"client_order_id":1001,)"
     R"("instrument_id":42,"side":1,"time_in_force":1,"price":10050,)"
     R"("quantity":300})",
@@ -86,6 +86,9 @@ constexpr std::array<std::string_view, 18> kGoldenJson = {
     R"({"kind":"Heartbeat","sequence":0,"nonce":72623859790382856})",
     R"({"kind":"HeartbeatAck","sequence":0,"nonce":72623859790382856,)"
     R"("expected_sequence":8,"next_report":12})",
+    R"({"kind":"Goodbye","sequence":8,"account_id":7,"request_id":43})",
+    R"({"kind":"SessionClosed","sequence":7,"account_id":7,"request_id":43,)"
+    R"("reason":1,"cancelled_orders":2})",
 };
 
 constexpr std::string_view kNewLimitJson = kGoldenJson[0];

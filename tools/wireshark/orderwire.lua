@@ -1,6 +1,6 @@
 -- Wireshark / tshark dissector for the orderwire datagram protocol, version 2
 -- (docs/PROTOCOL.md and docs/CONTROLS.md: a 12-byte datagram header, its
--- version byte 1, then whole frames of 17 kinds, back to back).
+-- version byte 1, then whole frames of 19 kinds, back to back).
 --
 -- Install: copy this file into Wireshark's personal Lua plugins folder
 -- (~/.local/lib/wireshark/plugins/ on Linux), or load it for one run with
@@ -18,9 +18,10 @@
 --
 -- Field names are flat: orderwire.<docs/PROTOCOL.md field name>, one field per
 -- name across all frame kinds, so `orderwire.account_id == 7` finds account
--- 7 in any command or report. The one docs/PROTOCOL.md name with two meanings,
--- `reason`, is orderwire.reject_reason (Rejected, u16) and
--- orderwire.cancel_reason (Cancelled, u8).
+-- 7 in any command or report. The one docs/PROTOCOL.md name with several
+-- meanings, `reason`, is orderwire.reject_reason (Rejected, u16),
+-- orderwire.cancel_reason (Cancelled, u8) and
+-- orderwire.session_close_reason (SessionClosed, u8).
 --
 -- Malformed datagrams are marked with expert infos of group Malformed,
 -- severity Error, one per cause; each cause has its own expert field
@@ -53,6 +54,7 @@ local kKindNames = {
   [0x05] = "Replace",
   [0x06] = "MassCancel",
   [0x07] = "Heartbeat",
+  [0x08] = "Goodbye",
   [0x41] = "Accepted",
   [0x42] = "Rejected",
   [0x43] = "Filled",
@@ -63,9 +65,12 @@ local kKindNames = {
   [0x48] = "Busy",
   [0x49] = "MassCancelDone",
   [0x4A] = "HeartbeatAck",
+  [0x4B] = "SessionClosed",
 }
+-- The kinds a Rejected may name: the commands (a Heartbeat is not one).
 local kCommandKindNames = {}
 for kind = 0x01, 0x06 do kCommandKindNames[kind] = kKindNames[kind] end
+kCommandKindNames[0x08] = kKindNames[0x08]
 local kSideNames = { [1] = "Buy", [2] = "Sell" }
 local kTimeInForceNames = {
   [1] = "GoodTillCancel",
@@ -95,12 +100,14 @@ local kCancelReasonNames = {
   [5] = "NoLiquidity",
   [6] = "ReplacedAway",
   [7] = "MassCancel",
+  [8] = "CancelOnDisconnect",
 }
 local kLiquidityNames = { [1] = "Maker", [2] = "Taker" }
 local kPriorityKeptNames = { [1] = "Yes", [2] = "No" }
 local kBusyCauseNames = { [1] = "JournalFull" }
 local kMassCancelSideNames = { [1] = "Buy", [2] = "Sell", [3] = "Both" }
 local kMassCancelScopeNames = { [1] = "Account", [2] = "Instrument" }
+local kSessionCloseReasonNames = { [1] = "Goodbye", [2] = "Lapsed" }
 
 -- Protocol fields. `size` is the wire width; `names` the enumeration, if any.
 local F = {}
@@ -188,6 +195,9 @@ Field("cancel_reason",
 Field("busy_cause",
       ProtoField.uint8("orderwire.busy_cause", "Cause", base.DEC,
                        kBusyCauseNames), 1, kBusyCauseNames)
+Field("session_close_reason",
+      ProtoField.uint8("orderwire.session_close_reason", "Reason", base.DEC,
+                       kSessionCloseReasonNames), 1, kSessionCloseReasonNames)
 
 -- Bytes the dissector cannot delimit (after an unknown kind, a bad magic or
 -- version) or that follow the last frame.
@@ -218,6 +228,7 @@ local kKinds = {
     "account_id", "request_id", "instrument_id",
     { "side", "mass_cancel_side" }, "scope" } },
   [0x07] = { frame_size = 17, body = { "nonce" } },
+  [0x08] = { frame_size = 25, body = { "account_id", "request_id" } },
   [0x41] = { frame_size = 55, body = {
     "order_id", "account_id", "client_order_id", "instrument_id", "side",
     "time_in_force", "price", "quantity" } },
@@ -243,6 +254,9 @@ local kKinds = {
     { "side", "mass_cancel_side" }, "scope", "cancelled_orders" } },
   [0x4A] = { frame_size = 33, body = {
     "nonce", "expected_sequence", "next_report" } },
+  [0x4B] = { frame_size = 30, body = {
+    "account_id", "request_id", { "reason", "session_close_reason" },
+    "cancelled_orders" } },
 }
 for kind, info in pairs(kKinds) do
   info.name = kKindNames[kind]
