@@ -1042,9 +1042,10 @@ std::string ReplaySummary(const state::RebuiltState& rebuilt,
   for (std::size_t i = 0; i < machine.session_count() && i < 8; ++i) {
     const state::SessionState& session =
         machine.session(static_cast<std::uint32_t>(i));
-    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports)",
+    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports%s)",
                           i == 0 ? ":" : ",", session.id,
-                          session.next_expected - 1, session.next_report - 1);
+                          session.next_expected - 1, session.next_report - 1,
+                          session.closed ? ", closed" : "");
   }
   if (machine.session_count() > 8) out += ", ...";
   out += "\n";

@@ -2,8 +2,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -22,6 +24,8 @@
 #include "client/run_client.h"
 #include "cluster/primary_replication.h"
 #include "codec/command.h"
+#include "codec/kind_table.h"
+#include "codec/messages.h"
 #include "codec/types.h"
 #include "config/service_config.h"
 #include "engine/workload.h"
@@ -644,7 +648,7 @@ const CommandSpec kSubmitSpec{
         "--seed S | --input FILE) [--rate R] [--window W] "
         "[--reports FILE] [--key-file FILE] [--send auto|sendmmsg|gso] "
         "[--first-sequence N --first-report R] [--failover-timeout-ms MS] "
-        "[--heartbeat-ms MS]",
+        "[--heartbeat-ms MS] [--goodbye ACCOUNT]",
     .summary =
         "Send a session's commands to 'orderwire serve' and check "
         "every report.",
@@ -681,7 +685,9 @@ const CommandSpec kSubmitSpec{
         "counts the failovers and names the target in use at the end.\n"
         "After --heartbeat-ms without sending, submit sends a Heartbeat:\n"
         "its answer is hearing the service (an unanswered one is waited\n"
-        "for like a command) and names the next report (docs/CONTROLS.md).",
+        "for like a command) and names the next report (docs/CONTROLS.md).\n"
+        "--goodbye ACCOUNT ends the commands with a Goodbye: the session\n"
+        "closes, and with cancel_on_disconnect its orders are cancelled.",
     .flags =
         {
             {"target", "HOST:PORT[,HOST:PORT...]", "127.0.0.1:7400",
@@ -720,6 +726,10 @@ const CommandSpec kSubmitSpec{
             {"heartbeat-ms", "MS", "1000",
              "after MS without sending, send a Heartbeat (docs/CONTROLS.md); "
              "0: none"},
+            {"goodbye", "ACCOUNT", "",
+             "after the commands, a Goodbye for ACCOUNT: the session closes "
+             "(with cancel_on_disconnect its resting orders are cancelled; "
+             "docs/CONTROLS.md)"},
         },
 };
 
@@ -850,6 +860,33 @@ absl::StatusOr<std::vector<std::byte>> SubmitFrames(
     commands[i].sequence = first_sequence + i;
   }
   return workload::EncodeCommands(commands);
+}
+
+// --goodbye ACCOUNT: a Goodbye after `frames` (numbered from
+// first_sequence), its request id its own sequence.
+absl::Status AppendGoodbye(const Args& args, std::uint64_t first_sequence,
+                           std::vector<std::byte>& frames) {
+  if (!args.Has("goodbye")) return absl::OkStatus();
+  absl::StatusOr<std::uint64_t> account = args.Uint("goodbye", UINT64_MAX);
+  if (!account.ok()) return account.status();
+  std::uint64_t count = 0;
+  for (std::size_t at = 0; at < frames.size(); ++count) {
+    const std::size_t size =
+        frames.size() - at < codec::kFrameHeaderSize
+            ? 0
+            : codec::kCommandFrameSize[std::to_integer<std::uint8_t>(
+                  frames[at + codec::kKindOffset])];
+    if (size == 0) break;  // RunClient names what is wrong with the input
+    at += size;
+  }
+  const std::uint64_t sequence = first_sequence + count;
+  std::array<std::byte, codec::kFrameSize<codec::Goodbye>> frame{};
+  (void)codec::EncodeCommand(
+      codec::Command::From(sequence, codec::Goodbye{.account_id = *account,
+                                                    .request_id = sequence}),
+      frame);
+  frames.insert(frames.end(), frame.begin(), frame.end());
+  return absl::OkStatus();
 }
 
 double CommandsPerSecond(const client::ClientResult& r) {
@@ -1031,6 +1068,10 @@ absl::Status Submit(const Args& args) {
   absl::StatusOr<std::vector<std::byte>> frames =
       SubmitFrames(args, options.first_sequence);
   if (!frames.ok()) return frames.status();
+  if (absl::Status s = AppendGoodbye(args, options.first_sequence, *frames);
+      !s.ok()) {
+    return s;
+  }
 
   std::optional<ReportSink> reports;
   if (args.Has("reports")) {

@@ -233,9 +233,10 @@ absl::Status Inspect(const Args& args) {
       out += ", ...";
       break;
     }
-    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports, %d held)",
+    absl::StrAppendFormat(&out, "%s %d (%d commands, %d reports, %d held%s)",
                           i == 0 ? ":" : ",", s.id, s.next_expected - 1,
-                          s.next_report - 1, s.history.held());
+                          s.next_report - 1, s.history.held(),
+                          s.closed ? ", closed" : "");
   }
   out += "\n";
   absl::StrAppendFormat(&out,

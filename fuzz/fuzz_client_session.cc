@@ -129,7 +129,7 @@ class Harness {
     session_address_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 
     for (int step = 0; step < 64 && input_.remaining_bytes() > 0; ++step) {
-      switch (input_.ConsumeIntegralInRange<int>(0, 6)) {
+      switch (input_.ConsumeIntegralInRange<int>(0, 7)) {
         case 0:
           SubmitOrder();
           break;
@@ -138,6 +138,9 @@ class Harness {
           break;
         case 6:
           SubmitMassCancel();
+          break;
+        case 7:
+          SubmitGoodbye();
           break;
         case 2:
           SendRaw();
@@ -192,6 +195,15 @@ class Harness {
            {codec::Kind::kMassCancel, cancel.request_id, 0});
   }
 
+  // Its request id is kept as the Submitted's client_order_id.
+  void SubmitGoodbye() {
+    codec::Goodbye goodbye{};
+    goodbye.account_id = kAccount;
+    goodbye.request_id = input_.ConsumeIntegral<std::uint8_t>();
+    Record(session_->Submit(goodbye),
+           {codec::Kind::kGoodbye, goodbye.request_id, 0});
+  }
+
   void Record(const absl::StatusOr<std::uint64_t>& sequence,
               const Submitted& command) {
     if (failed_) {
@@ -229,12 +241,14 @@ class Harness {
       const Submitted oldest = Oldest();
       const bool echo = input_.ConsumeIntegralInRange<int>(0, 7) != 0;
       const std::uint64_t any = input_.ConsumeIntegral<std::uint8_t>();
-      const int kind = input_.ConsumeIntegralInRange<int>(0, 9);
+      const int kind = input_.ConsumeIntegralInRange<int>(0, 10);
       const codec::CodecError error =
           kind < 5
               ? AppendOrderReport(builder, kind, sequence++, oldest, echo, any)
           : kind == 8
               ? AppendMassCancelDone(builder, sequence++, oldest, echo, any)
+          : kind == 10
+              ? AppendSessionClosed(builder, sequence++, oldest, echo, any)
               : AppendSessionReport(builder, kind);
       FUZZ_CHECK(error == codec::CodecError::kOk);
     }
@@ -278,8 +292,9 @@ class Harness {
         c.cancelled_quantity = 1;
         static constexpr codec::CancelReason kReasons[] = {
             codec::CancelReason::kRequested, codec::CancelReason::kSelfTrade,
-            codec::CancelReason::kMassCancel};
-        c.reason = kReasons[input_.ConsumeIntegralInRange<int>(0, 2)];
+            codec::CancelReason::kMassCancel,
+            codec::CancelReason::kCancelOnDisconnect};
+        c.reason = kReasons[input_.ConsumeIntegralInRange<int>(0, 3)];
         return builder.Append(sequence, c);
       }
       case 3: {
@@ -319,6 +334,21 @@ class Harness {
     d.request_id = echo ? oldest.client_order_id : any;
     d.side = codec::MassCancelSide::kBoth;
     d.scope = codec::MassCancelScope::kAccount;
+    d.cancelled_orders = static_cast<std::uint32_t>(any);
+    return builder.Append(sequence, d);
+  }
+
+  // A SessionClosed at `sequence`: a Goodbye's answering `oldest` when
+  // `echo` (its request id), else a lapse's or one naming `any`.
+  codec::CodecError AppendSessionClosed(codec::DatagramBuilder& builder,
+                                        std::uint64_t sequence,
+                                        const Submitted& oldest, bool echo,
+                                        std::uint64_t any) {
+    codec::SessionClosed d{};
+    d.account_id = echo ? kAccount : 0;
+    d.request_id = echo ? oldest.client_order_id : any;
+    d.reason = echo || any % 2 == 0 ? codec::SessionCloseReason::kGoodbye
+                                    : codec::SessionCloseReason::kLapsed;
     d.cancelled_orders = static_cast<std::uint32_t>(any);
     return builder.Append(sequence, d);
   }

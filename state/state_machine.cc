@@ -164,7 +164,11 @@ absl::Status StateMachine::Apply(const Record& record) {
   }
   feed_.Finish(reports_);
 
-  // Number each report, in place, on the session it goes to.
+  NumberReports();
+  return absl::OkStatus();
+}
+
+void StateMachine::NumberReports() {
   const std::size_t count = reports_.size();
   if (count > outputs_.size()) [[unlikely]] {
     outputs_.resize(count);  // a sweep larger than any before
@@ -191,7 +195,6 @@ absl::Status StateMachine::Apply(const Record& record) {
     }
   }
   output_count_ = count;
-  return absl::OkStatus();
 }
 
 }  // namespace orderwire::state

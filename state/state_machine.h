@@ -219,6 +219,9 @@ class StateMachine {
   friend class SnapshotCodec;
 
   SessionState* NewSession(std::uint32_t id);
+  // Numbers each report of reports_, in place, on the session it goes to,
+  // keeps it in that session's history and lists it in outputs_. Hot.
+  void NumberReports();
   // Why a record flagged kRecordLapse cannot apply (OK if it can).
   absl::Status CheckLapse(const Record& record, const codec::Command& command,
                           const SessionState* session) const;

@@ -282,7 +282,7 @@ TEST(MdFromJournalCli, ANewFeedSessionPrintsFromSequenceOneAgain) {
       absl::StrCat("'", ORDERWIRE_BINARY, "' snapshot --journal j && '",
                    ORDERWIRE_BINARY, "' snapshot inspect j/snapshots/*.ows"));
   ASSERT_EQ(written.status, 0) << written.err;
-  EXPECT_THAT(written.out, HasSubstr("format version 3"));
+  EXPECT_THAT(written.out, HasSubstr("format version 4"));
   EXPECT_THAT(written.out,
               HasSubstr(absl::StrFormat(
                   "market-data feed session: began at record 3 (after an "

@@ -4,7 +4,8 @@
 // `orderwire submit` per session trades until it is SIGKILLed with orders
 // resting. After the timeout the first session's orders are cancelled
 // (reason CancelOnDisconnect) and the second's stay, each closed by one
-// SessionClosed (Lapsed), as `orderwire replay` of the journal shows.
+// SessionClosed (Lapsed), as `orderwire replay` of the journal shows. And
+// `submit --goodbye` closes a session at the end of its commands.
 #include <signal.h>
 
 #include <chrono>
@@ -107,6 +108,46 @@ TEST(SessionCli, AKilledClientsOrdersAreCancelledOnlyWithCancelOnDisconnect) {
             static_cast<std::size_t>(cancelled));
   EXPECT_EQ(LapsedCount(keeping), 0) << "session 6 lapsed, orders kept";
   EXPECT_EQ(CountMatches(keeping, "\"Cancelled\".*\"reason\":8\\}"), 0u);
+}
+
+// `submit --goodbye ACCOUNT` ends the session's commands with a Goodbye:
+// acknowledged by its SessionClosed (reason 1 Goodbye), the session's
+// resting orders cancelled first (cancel_on_disconnect), none left.
+TEST(SessionCli, SubmitWithGoodbyeClosesTheSessionAndCancelsItsOrders) {
+  ScratchDir dir;
+  const std::vector<int> ports = FreeUdpPorts(1);
+  ASSERT_EQ(ports.size(), 1u);
+  WriteText(dir.Sub("orderwire.toml"),
+            "[sessions.5]\naccounts = \"any\"\ncancel_on_disconnect = true\n");
+  std::unique_ptr<ChildProcess> serve =
+      Spawn({"serve", "--journal", dir.Sub("j"), "--listen", Loopback(ports[0]),
+             "--config", dir.Sub("orderwire.toml")},
+            dir.Sub("serve.log"));
+  ASSERT_NE(serve, nullptr);
+  ASSERT_TRUE(LogShows(*serve, "listening on")) << serve->LogTail();
+  const test_support::ShellOutcome submit = Orderwire(
+      dir, absl::StrCat("submit --session 5 --target ", Loopback(ports[0]),
+                        " --workload wl1 --count 300 --goodbye 1"));
+  ASSERT_EQ(submit.status, 0) << submit.err;
+  ASSERT_TRUE(serve->Stop(SIGTERM, std::chrono::seconds(20)).ok())
+      << serve->LogTail();
+  const test_support::ShellOutcome replay = Orderwire(
+      dir, absl::StrCat("replay --journal '", dir.Sub("j"),
+                        "' --json --reports-dir '", dir.Sub("reports"), "'"));
+  ASSERT_EQ(replay.status, 0) << replay.err;
+  EXPECT_NE(replay.out.find("0 live orders at the end"), std::string::npos)
+      << replay.out;
+  const std::string reports = ReadText(dir.Sub("reports/session-5.jsonl"));
+  // JSON Lines give enumerations by number: reason 1 is Goodbye.
+  const std::regex closed(
+      "\"SessionClosed\",\"sequence\":[0-9]+,\"account_id\":1,"
+      "\"request_id\":301,\"reason\":1,\"cancelled_orders\":([0-9]+)\\}\n$");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(reports, m, closed))
+      << reports.substr(reports.size() > 600 ? reports.size() - 600 : 0);
+  EXPECT_GT(std::stol(m[1]), 0);
+  EXPECT_EQ(CountMatches(reports, "\"Cancelled\".*\"reason\":8\\}"),
+            static_cast<std::size_t>(std::stol(m[1])));
 }
 
 }  // namespace

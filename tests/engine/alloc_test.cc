@@ -2,10 +2,13 @@
 // with none (tests/support/counting_new.h counts; its own binary, because
 // it replaces the global operator new).
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
 #include "codec/command.h"
+#include "codec/messages.h"
+#include "codec/types.h"
 #include "engine/engine.h"
 #include "engine/report.h"
 #include "engine/workload.h"
@@ -59,6 +62,63 @@ TEST(Allocation, OnlyBookGrowthAllocatesOverAMillionWl1Commands) {
   EXPECT_LE(
       AllocationsInSteadyState(workload::Workload::kWl1, 1'000'000, 1'000'000),
       2u);
+}
+
+// MassCancel and CloseSession collect the orders they cancel into one
+// scratch vector, grown only past its largest size: once it has held the
+// most, rounds of resting and cancelling as many orders allocate nothing.
+TEST(Allocation, MassCancelsAndClosesReuseTheirScratch) {
+  constexpr std::uint64_t kOrders = 3000;
+  auto engine = std::make_unique<Engine>(EngineConfig{});
+  ReportBuffer reports;
+  const auto rest_all = [&] {
+    for (std::uint64_t i = 0; i < kOrders; ++i) {
+      reports.Clear();
+      (void)engine->Execute(
+          codec::Command::From(
+              0,
+              codec::NewLimit{
+                  .account_id = 1 + i % 4,
+                  .client_order_id = 1 + i,
+                  .instrument_id = static_cast<std::uint32_t>(1 + i % 8),
+                  .side = codec::Side::kBuy,
+                  .time_in_force = codec::TimeInForce::kGoodTillCancel,
+                  .price = static_cast<std::int64_t>(100 + i % 50),
+                  .quantity = 1}),
+          reports);
+    }
+  };
+  const auto close = [&] {
+    reports.Clear();
+    engine->CloseSession(
+        codec::Command::From(0,
+                             codec::Goodbye{.account_id = 1, .request_id = 0}),
+        0, codec::SessionCloseReason::kGoodbye, /*cancel_orders=*/true,
+        reports);
+    return reports.size();
+  };
+  const auto mass_cancel = [&](std::uint64_t account) {
+    reports.Clear();
+    (void)engine->Execute(
+        codec::Command::From(
+            0, codec::MassCancel{.account_id = account,
+                                 .request_id = 1,
+                                 .instrument_id = 0,
+                                 .side = codec::MassCancelSide::kBoth,
+                                 .scope = codec::MassCancelScope::kAccount}),
+        reports);
+  };
+  rest_all();
+  ASSERT_EQ(close(), kOrders + 1);  // the scratch holds the most
+  test_support::StartCountingAllocations();
+  for (int round = 0; round < 10; ++round) {
+    rest_all();
+    mass_cancel(1 + static_cast<std::uint64_t>(round) % 4);
+    (void)close();
+  }
+  const std::size_t allocations = test_support::StopCountingAllocations();
+  EXPECT_EQ(engine->live_orders(), 0u);
+  EXPECT_EQ(allocations, 0u);
 }
 
 }  // namespace
