@@ -465,6 +465,9 @@ Result<std::size_t> EncodeCommandScalar(const Command& command,
       return EncodeFrame(command.sequence, command.As<MassCancel>(), out);
     case Kind::kGoodbye:
       return EncodeFrame(command.sequence, command.As<Goodbye>(), out);
+    case Kind::kOrderStatusRequest:
+      return EncodeFrame(command.sequence, command.As<OrderStatusRequest>(),
+                         out);
     default:
       return CodecError::kNotACommand;
   }

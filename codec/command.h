@@ -35,8 +35,10 @@ struct Command {
   AccountId account_id;           // every kind
   ClientOrderId client_order_id;  // NewLimit, NewMarket, CancelByClient;
                                   // Replace: new_client_order_id;
-                                  // MassCancel, Goodbye: request_id
-  OrderId order_id;               // CancelByOrder, Replace
+                                  // MassCancel, Goodbye: request_id;
+                                  // OrderStatusRequest
+  OrderId order_id;               // CancelByOrder, Replace,
+                                  // OrderStatusRequest
   Price price;                    // NewLimit, Replace
   Quantity quantity;              // NewLimit, NewMarket, Replace
   InstrumentId instrument_id;     // NewLimit, NewMarket, MassCancel

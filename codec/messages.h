@@ -96,6 +96,14 @@ struct Goodbye {
   std::uint64_t request_id;
 };
 
+// Version 2 (docs/CONTROLS.md "Order status"): by `order_id` when it is not
+// 0, else by the session's `client_order_id` of the account.
+struct OrderStatusRequest {
+  std::uint64_t account_id;
+  std::uint64_t order_id;
+  std::uint64_t client_order_id;
+};
+
 // Reports.
 struct Accepted {
   std::uint64_t order_id;
@@ -187,6 +195,20 @@ struct SessionClosed {
   std::uint64_t request_id;  // the Goodbye's; 0 for a lapse
   SessionCloseReason reason;
   std::uint32_t cancelled_orders;
+};
+
+// The answer to an OrderStatusRequest: the order as it rests, or NotLive
+// with the request's ids and every other field 0.
+struct OrderStatus {
+  std::uint64_t order_id;
+  std::uint64_t account_id;
+  std::uint64_t client_order_id;
+  std::uint32_t instrument_id;
+  Side side;
+  OrderState state;
+  std::int64_t price;
+  std::uint64_t leaves_quantity;
+  std::uint64_t executed_quantity;
 };
 
 // ---------------------------------------------------------------------------
@@ -292,6 +314,18 @@ struct MessageTraits<Goodbye> {
   static constexpr auto kLayout = MakeLayout(
       Field{"account_id", &Goodbye::account_id, CommandSlot::kAccountId},
       Field{"request_id", &Goodbye::request_id, CommandSlot::kClientOrderId});
+};
+
+template <>
+struct MessageTraits<OrderStatusRequest> {
+  static constexpr Kind kKind = Kind::kOrderStatusRequest;
+  static constexpr std::string_view kName = "OrderStatusRequest";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"account_id", &OrderStatusRequest::account_id,
+            CommandSlot::kAccountId},
+      Field{"order_id", &OrderStatusRequest::order_id, CommandSlot::kOrderId},
+      Field{"client_order_id", &OrderStatusRequest::client_order_id,
+            CommandSlot::kClientOrderId});
 };
 
 template <>
@@ -420,6 +454,21 @@ struct MessageTraits<SessionClosed> {
                  Field{"cancelled_orders", &SessionClosed::cancelled_orders});
 };
 
+template <>
+struct MessageTraits<OrderStatus> {
+  static constexpr Kind kKind = Kind::kOrderStatus;
+  static constexpr std::string_view kName = "OrderStatus";
+  static constexpr auto kLayout = MakeLayout(
+      Field{"order_id", &OrderStatus::order_id},
+      Field{"account_id", &OrderStatus::account_id},
+      Field{"client_order_id", &OrderStatus::client_order_id},
+      Field{"instrument_id", &OrderStatus::instrument_id},
+      Field{"side", &OrderStatus::side}, Field{"state", &OrderStatus::state},
+      Field{"price", &OrderStatus::price},
+      Field{"leaves_quantity", &OrderStatus::leaves_quantity},
+      Field{"executed_quantity", &OrderStatus::executed_quantity});
+};
+
 // ---------------------------------------------------------------------------
 // Derived sizes.
 
@@ -468,6 +517,9 @@ static_assert(kBodySize<MassCancelDone> == 26 &&
 static_assert(kBodySize<Heartbeat> == 8 && kFrameSize<Heartbeat> == 17);
 static_assert(kBodySize<HeartbeatAck> == 24 && kFrameSize<HeartbeatAck> == 33);
 static_assert(kBodySize<Goodbye> == 16 && kFrameSize<Goodbye> == 25);
+static_assert(kBodySize<OrderStatusRequest> == 24 &&
+              kFrameSize<OrderStatusRequest> == 33);
+static_assert(kBodySize<OrderStatus> == 54 && kFrameSize<OrderStatus> == 63);
 static_assert(kBodySize<SessionClosed> == 21 &&
               kFrameSize<SessionClosed> == 30);
 // A few offsets PROTOCOL.md states outright, as a cross-check of the
@@ -482,6 +534,7 @@ static_assert(FrameOffsetOf<&Replaced::priority_kept>() == 9 + 40);
 static_assert(FrameOffsetOf<&MassCancel::scope>() == 9 + 21);
 static_assert(FrameOffsetOf<&MassCancelDone::cancelled_orders>() == 9 + 22);
 static_assert(FrameOffsetOf<&SessionClosed::cancelled_orders>() == 9 + 17);
+static_assert(FrameOffsetOf<&OrderStatus::executed_quantity>() == 9 + 46);
 
 // Models are plain values.
 static_assert(std::is_trivially_copyable_v<NewLimit>);
@@ -503,6 +556,8 @@ static_assert(std::is_trivially_copyable_v<Heartbeat>);
 static_assert(std::is_trivially_copyable_v<HeartbeatAck>);
 static_assert(std::is_trivially_copyable_v<Goodbye>);
 static_assert(std::is_trivially_copyable_v<SessionClosed>);
+static_assert(std::is_trivially_copyable_v<OrderStatusRequest>);
+static_assert(std::is_trivially_copyable_v<OrderStatus>);
 
 // Calls `fn(std::type_identity<Model>{})` for every frame body model, commands
 // first, in kind order. The one list of kinds the rest of the codec iterates.
@@ -516,6 +571,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<MassCancel>{});
   fn(std::type_identity<Heartbeat>{});
   fn(std::type_identity<Goodbye>{});
+  fn(std::type_identity<OrderStatusRequest>{});
   fn(std::type_identity<Accepted>{});
   fn(std::type_identity<Rejected>{});
   fn(std::type_identity<Filled>{});
@@ -527,6 +583,7 @@ constexpr void ForEachMessage(Fn&& fn) {
   fn(std::type_identity<MassCancelDone>{});
   fn(std::type_identity<HeartbeatAck>{});
   fn(std::type_identity<SessionClosed>{});
+  fn(std::type_identity<OrderStatus>{});
 }
 
 // A control frame of the command direction (Heartbeat): it goes to the

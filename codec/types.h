@@ -25,7 +25,8 @@ enum class Kind : std::uint8_t {
   kMassCancel = 0x06,  // version 2 (docs/CONTROLS.md)
   // A control frame of the command direction, never a command (version 2).
   kHeartbeat = 0x07,
-  kGoodbye = 0x08,  // version 2
+  kGoodbye = 0x08,             // version 2
+  kOrderStatusRequest = 0x09,  // version 2
   // Reports, engine to client.
   kAccepted = 0x41,
   kRejected = 0x42,
@@ -38,6 +39,7 @@ enum class Kind : std::uint8_t {
   kMassCancelDone = 0x49,  // version 2
   kHeartbeatAck = 0x4A,    // version 2
   kSessionClosed = 0x4B,   // version 2
+  kOrderStatus = 0x4C,     // version 2
 };
 
 enum class Side : std::uint8_t { kBuy = 1, kSell = 2 };
@@ -95,6 +97,10 @@ enum class MassCancelSide : std::uint8_t { kBuy = 1, kSell = 2, kBoth = 3 };
 // SessionClosed.reason: the session said Goodbye, or it lapsed (silent past
 // its liveness timeout).
 enum class SessionCloseReason : std::uint8_t { kGoodbye = 1, kLapsed = 2 };
+
+// OrderStatus.state: the order rests, or the service holds no live order by
+// that id (filled, cancelled or never entered alike).
+enum class OrderState : std::uint8_t { kLive = 1, kNotLive = 2 };
 
 [[nodiscard]] constexpr std::string_view Name(Side v) noexcept {
   switch (v) {
@@ -228,6 +234,16 @@ enum class SessionCloseReason : std::uint8_t { kGoodbye = 1, kLapsed = 2 };
       return "Goodbye";
     case SessionCloseReason::kLapsed:
       return "Lapsed";
+  }
+  return "";
+}
+
+[[nodiscard]] constexpr std::string_view Name(OrderState v) noexcept {
+  switch (v) {
+    case OrderState::kLive:
+      return "Live";
+    case OrderState::kNotLive:
+      return "NotLive";
   }
   return "";
 }
