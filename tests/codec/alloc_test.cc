@@ -178,6 +178,8 @@ struct AnyModel {
   HeartbeatAck heartbeat_ack;
   Goodbye goodbye;
   SessionClosed session_closed;
+  OrderStatusRequest order_status_request;
+  OrderStatus order_status;
 
   template <typename Model>
   Model& Get() {
@@ -204,6 +206,10 @@ struct AnyModel {
     if constexpr (std::is_same_v<Model, HeartbeatAck>) return heartbeat_ack;
     if constexpr (std::is_same_v<Model, Goodbye>) return goodbye;
     if constexpr (std::is_same_v<Model, SessionClosed>) return session_closed;
+    if constexpr (std::is_same_v<Model, OrderStatusRequest>) {
+      return order_status_request;
+    }
+    if constexpr (std::is_same_v<Model, OrderStatus>) return order_status;
   }
 };
 

@@ -112,6 +112,19 @@ Command Expected(std::uint64_t sequence, const Goodbye& m) {
           .time_in_force = TimeInForce{0}};
 }
 
+Command Expected(std::uint64_t sequence, const OrderStatusRequest& m) {
+  return {.sequence = sequence,
+          .account_id = AccountId(m.account_id),
+          .client_order_id = ClientOrderId(m.client_order_id),
+          .order_id = OrderId(m.order_id),
+          .price = Price(0),
+          .quantity = Quantity(0),
+          .instrument_id = InstrumentId(0),
+          .kind = Kind::kOrderStatusRequest,
+          .side = Side{0},
+          .time_in_force = TimeInForce{0}};
+}
+
 // Every field of two Commands, named in the failure.
 ::testing::AssertionResult CommandsEqual(const Command& expected,
                                          const Command& actual) {
@@ -270,7 +283,7 @@ Stream RandomStream(std::size_t count, std::uint64_t seed) {
       frame = Frame(sequence, model);
       stream.expected.push_back(Expected(sequence, model));
     };
-    switch (rng.Below(7)) {
+    switch (rng.Below(8)) {
       case 0:
         add(RandomModel<NewLimit>(rng, extreme));
         break;
@@ -289,8 +302,11 @@ Stream RandomStream(std::size_t count, std::uint64_t seed) {
       case 5:  // not a pair-step kind: the batch decoders' fallback
         add(RandomModel<MassCancel>(rng, extreme));
         break;
-      default:  // not a pair-step kind either
+      case 6:  // not a pair-step kind either
         add(RandomModel<Goodbye>(rng, extreme));
+        break;
+      default:  // nor this
+        add(RandomModel<OrderStatusRequest>(rng, extreme));
         break;
     }
     stream.offsets.push_back(stream.bytes.size());
@@ -396,7 +412,7 @@ TEST(CommandTest, DecodeCommandRejectsEveryReportKindAsNotACommand) {
 TEST(CommandTest, EncodeCommandRejectsAReportOrUnknownKind) {
   for (unsigned b = 0; b < 256; ++b) {
     // docs/PROTOCOL.md; a Heartbeat (0x07) is never a command.
-    const bool is_command = (b >= 0x01 && b <= 0x06) || b == 0x08;
+    const bool is_command = (b >= 0x01 && b <= 0x06) || b == 0x08 || b == 0x09;
     if (is_command) continue;
     Command command{};
     command.kind = static_cast<Kind>(b);
@@ -492,9 +508,9 @@ TEST(EncodeCommandTest, MatchesThePortableEncoderByteForByte) {
     const Kind kinds[] = {Kind::kNewLimit,      Kind::kNewMarket,
                           Kind::kCancelByOrder, Kind::kCancelByClient,
                           Kind::kReplace,       Kind::kMassCancel,
-                          Kind::kGoodbye};
-    const Command command =
-        testing::RandomCommand(rng, kinds[rng.Below(7)], i % 2 == 0);
+                          Kind::kGoodbye,       Kind::kOrderStatusRequest};
+    const Command command = testing::RandomCommand(
+        rng, kinds[rng.Below(std::size(kinds))], i % 2 == 0);
     std::array<std::byte, 64> fast{};
     std::array<std::byte, 64> portable{};
     fast.fill(std::byte{0xAA});
@@ -533,10 +549,10 @@ TEST(EncodeCommandsTest, EncodesABatchLikeOneCallPerCommand) {
   const Kind kinds[] = {Kind::kNewLimit,      Kind::kNewMarket,
                         Kind::kCancelByOrder, Kind::kCancelByClient,
                         Kind::kReplace,       Kind::kMassCancel,
-                        Kind::kGoodbye};
+                        Kind::kGoodbye,       Kind::kOrderStatusRequest};
   for (int i = 0; i < 500; ++i) {
-    commands.push_back(
-        testing::RandomCommand(rng, kinds[rng.Below(7)], i % 3 == 0));
+    commands.push_back(testing::RandomCommand(
+        rng, kinds[rng.Below(std::size(kinds))], i % 3 == 0));
   }
   std::vector<std::byte> one_by_one;
   for (const Command& command : commands) {

@@ -114,8 +114,9 @@ std::vector<std::byte> Golden(std::string_view name) {
 // The order kinds, and the commands the pair step does not take (decoded
 // one at a time by every path's fallback).
 constexpr std::string_view kGoldenCommands[] = {
-    "NewLimitBuy",    "NewLimitSell", "NewMarket",  "CancelByOrder",
-    "CancelByClient", "Replace",      "MassCancel", "Goodbye"};
+    "NewLimitBuy",   "NewLimitSell",   "NewMarket",
+    "CancelByOrder", "CancelByClient", "Replace",
+    "MassCancel",    "Goodbye",        "OrderStatusRequest"};
 
 // The golden command frames over and over in a mixed order, `frames` of
 // them (long enough for the block scan's 64-byte blocks), and their offsets.
@@ -229,8 +230,8 @@ TEST(DecodePathsTest, MalformedDatagramsStopEveryPathWhereTheParserStops) {
     const std::size_t victim = rng.Below(count);
     switch (round % 3) {
       case 0: {
-        const std::uint8_t bad[] = {0x00, 0x07, 0x09, 0x3F, 0x40, 0x41,
-                                    0x43, 0x4B, 0x7F, 0x80, 0xC1, 0xFF};
+        const std::uint8_t bad[] = {0x00, 0x07, 0x0A, 0x3F, 0x40, 0x41, 0x43,
+                                    0x4B, 0x4C, 0x7F, 0x80, 0xC1, 0xFF};
         frames[offsets[victim] + kKindOffset] =
             std::byte{bad[rng.Below(std::size(bad))]};
         break;
@@ -312,7 +313,7 @@ TEST(DecodePathsTest, EveryCutAndEveryBadKindDecodesTheSameOnEveryPath) {
   std::size_t offset = 0;
   for (const Kind kind : kinds) {
     for (const int bad :
-         {0x00, 0x06, 0x07, 0x08, 0x09, 0x40, 0x44, 0x85, 0xFF}) {
+         {0x00, 0x06, 0x07, 0x08, 0x09, 0x0A, 0x40, 0x44, 0x85, 0xFF}) {
       std::vector<std::byte> damaged = stream;
       damaged[offset + kKindOffset] = static_cast<std::byte>(bad);
       ASSERT_TRUE(AllPathsAgree(damaged, 100))
@@ -329,7 +330,7 @@ TEST(DecodePathsTest, RandomBytesDecodeTheSameOnEveryPath) {
     std::vector<std::byte> bytes(rng.Below(700));
     for (std::byte& b : bytes) {
       b = round % 2 == 0 ? static_cast<std::byte>(rng.Below(256))
-                         : static_cast<std::byte>(rng.Below(9));
+                         : static_cast<std::byte>(rng.Below(10));
     }
     ASSERT_TRUE(AllPathsAgree(bytes, 1 + rng.Below(40))) << "round " << round;
   }

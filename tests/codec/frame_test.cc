@@ -28,12 +28,13 @@ struct ProtocolKind {
   std::size_t frame_size;
   bool is_command;
 };
-constexpr std::array<ProtocolKind, 19> kProtocolKinds = {{
+constexpr std::array<ProtocolKind, 21> kProtocolKinds = {{
     {0x01, 47, true},  {0x02, 38, true},  {0x03, 25, true},  {0x04, 25, true},
     {0x05, 49, true},  {0x06, 31, true},  {0x07, 17, false}, {0x08, 25, true},
-    {0x41, 55, false}, {0x42, 36, false}, {0x43, 71, false}, {0x44, 46, false},
-    {0x45, 50, false}, {0x46, 17, false}, {0x47, 25, false}, {0x48, 18, false},
-    {0x49, 35, false}, {0x4A, 33, false}, {0x4B, 30, false},
+    {0x09, 33, true},  {0x41, 55, false}, {0x42, 36, false}, {0x43, 71, false},
+    {0x44, 46, false}, {0x45, 50, false}, {0x46, 17, false}, {0x47, 25, false},
+    {0x48, 18, false}, {0x49, 35, false}, {0x4A, 33, false}, {0x4B, 30, false},
+    {0x4C, 63, false},
 }};
 
 const ProtocolKind* FindProtocolKind(std::uint8_t kind) {

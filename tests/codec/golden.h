@@ -26,7 +26,7 @@ struct GoldenFrame {
 
 // In docs/PROTOCOL-GOLDEN.md order (version 1's kinds in PROTOCOL.md
 // order, then version 2's).
-inline constexpr std::array<GoldenFrame, 20> kFrames = {{
+inline constexpr std::array<GoldenFrame, 22> kFrames = {{
     {"NewLimitBuy", Kind::kNewLimit, 47,
      "0100000000000000010700000000000000e9030000000000002a00000001014227000000"
      "0000002c01000000000000"},
@@ -75,6 +75,11 @@ inline constexpr std::array<GoldenFrame, 20> kFrames = {{
      "08000000000000000807000000000000002b00000000000000"},
     {"SessionClosed", Kind::kSessionClosed, 30,
      "07000000000000004b07000000000000002b000000000000000102000000"},
+    {"OrderStatusRequest", Kind::kOrderStatusRequest, 33,
+     "09000000000000000907000000000000000300000000000000eb03000000000000"},
+    {"OrderStatus", Kind::kOrderStatus, 63,
+     "08000000000000004c03000000000000000700000000000000eb030000000000002a0000"
+     "0001014127000000000000c8000000000000006400000000000000"},
 }};
 
 // Session 0xCAFE: the first NewLimit above (sequence 1), then CancelByClient

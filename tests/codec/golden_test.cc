@@ -179,17 +179,37 @@ constexpr Stated<SessionClosed> kSessionClosed{
                   .request_id = 43,
                   .reason = SessionCloseReason::kGoodbye,
                   .cancelled_orders = 2}};
+// OrderStatusRequest seq=9 account=7 order_id=3 client_order_id=1003
+constexpr Stated<OrderStatusRequest> kOrderStatusRequest{
+    20, 9,
+    OrderStatusRequest{
+        .account_id = 7, .order_id = 3, .client_order_id = 1003}};
+// OrderStatus seq=8 order_id=3 account=7 client_order_id=1003 instrument=42
+// side=1 Buy state=1 Live price=10049 leaves_quantity=200
+// executed_quantity=100
+constexpr Stated<OrderStatus> kOrderStatus{
+    21, 8,
+    OrderStatus{.order_id = 3,
+                .account_id = 7,
+                .client_order_id = 1003,
+                .instrument_id = 42,
+                .side = Side::kBuy,
+                .state = OrderState::kLive,
+                .price = 10049,
+                .leaves_quantity = 200,
+                .executed_quantity = 100}};
 
 // Every field of the Command each golden command frame decodes to, typed
 // out, including the zeros of the fields each kind lacks, Replace's
 // new_client_order_id in client_order_id, and MassCancel's and Goodbye's
 // request_id in client_order_id (MassCancel's side in side, its scope in
-// time_in_force).
+// time_in_force); an OrderStatusRequest fills order_id and client_order_id
+// both.
 struct ExpectedCommand {
   std::size_t golden_index;  // into golden::kFrames
   Command command;
 };
-constexpr std::array<ExpectedCommand, 8> kExpectedCommands = {{
+constexpr std::array<ExpectedCommand, 9> kExpectedCommands = {{
     {0,
      {.sequence = 1,
       .account_id = AccountId(7),
@@ -276,6 +296,17 @@ constexpr std::array<ExpectedCommand, 8> kExpectedCommands = {{
       .quantity = Quantity(0),
       .instrument_id = InstrumentId(0),
       .kind = Kind::kGoodbye,
+      .side = Side{0},
+      .time_in_force = TimeInForce{0}}},
+    {20,
+     {.sequence = 9,
+      .account_id = AccountId(7),
+      .client_order_id = ClientOrderId(1003),
+      .order_id = OrderId(3),
+      .price = Price(0),
+      .quantity = Quantity(0),
+      .instrument_id = InstrumentId(0),
+      .kind = Kind::kOrderStatusRequest,
       .side = Side{0},
       .time_in_force = TimeInForce{0}}},
 }};
@@ -458,6 +489,16 @@ TEST(GoldenFrameTest, SessionClosedRoundTripsTheGoldenBytes) {
   ExpectEncodes(kSessionClosed);
 }
 
+TEST(GoldenFrameTest, OrderStatusRequestRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kOrderStatusRequest);
+  ExpectEncodes(kOrderStatusRequest);
+}
+
+TEST(GoldenFrameTest, OrderStatusRoundTripsTheGoldenBytes) {
+  ExpectDecodes(kOrderStatus);
+  ExpectEncodes(kOrderStatus);
+}
+
 TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {
   ExpectCommandRoundTrip(kNewLimitBuy);
   ExpectCommandRoundTrip(kNewLimitSell);
@@ -467,6 +508,7 @@ TEST(GoldenFrameTest, CommandFramesRoundTripThroughTheNormalizedCommand) {
   ExpectCommandRoundTrip(kReplace);
   ExpectCommandRoundTrip(kMassCancel);
   ExpectCommandRoundTrip(kGoodbye);
+  ExpectCommandRoundTrip(kOrderStatusRequest);
 }
 
 // Every field of the decoded Command against kExpectedCommands; the decoder

@@ -24,7 +24,7 @@ struct KindRow {
 };
 
 // docs/PROTOCOL.md "Commands" and "Reports" tables (version 2).
-constexpr std::array<KindRow, 19> kKindRows = {{
+constexpr std::array<KindRow, 21> kKindRows = {{
     {0x01, "NewLimit", 38, 47, KindClass::kCommand},
     {0x02, "NewMarket", 29, 38, KindClass::kCommand},
     {0x03, "CancelByOrder", 16, 25, KindClass::kCommand},
@@ -33,6 +33,7 @@ constexpr std::array<KindRow, 19> kKindRows = {{
     {0x06, "MassCancel", 22, 31, KindClass::kCommand},
     {0x07, "Heartbeat", 8, 17, KindClass::kClientControl},
     {0x08, "Goodbye", 16, 25, KindClass::kCommand},
+    {0x09, "OrderStatusRequest", 24, 33, KindClass::kCommand},
     {0x41, "Accepted", 46, 55, KindClass::kReport},
     {0x42, "Rejected", 27, 36, KindClass::kReport},
     {0x43, "Filled", 62, 71, KindClass::kReport},
@@ -44,6 +45,7 @@ constexpr std::array<KindRow, 19> kKindRows = {{
     {0x49, "MassCancelDone", 26, 35, KindClass::kReport},
     {0x4A, "HeartbeatAck", 24, 33, KindClass::kReport},
     {0x4B, "SessionClosed", 21, 30, KindClass::kReport},
+    {0x4C, "OrderStatus", 54, 63, KindClass::kReport},
 }};
 
 TEST(KindTableTest, HasExactlyTheProtocolKindsWithTheirSizesAndNames) {

@@ -49,15 +49,15 @@ namespace orderwire::codec::test {
 // Every kind, in ForEachMessage's order (commands first).
 using AllModels =
     ::testing::Types<NewLimit, NewMarket, CancelByOrder, CancelByClient,
-                     Replace, MassCancel, Heartbeat, Goodbye, Accepted,
-                     Rejected, Filled, Cancelled, Replaced, SequenceGap,
-                     ReportsGone, Busy, MassCancelDone, HeartbeatAck,
-                     SessionClosed>;
+                     Replace, MassCancel, Heartbeat, Goodbye,
+                     OrderStatusRequest, Accepted, Rejected, Filled, Cancelled,
+                     Replaced, SequenceGap, ReportsGone, Busy, MassCancelDone,
+                     HeartbeatAck, SessionClosed, OrderStatus>;
 
 // Every command kind (a Heartbeat is not one).
 using CommandModels =
     ::testing::Types<NewLimit, NewMarket, CancelByOrder, CancelByClient,
-                     Replace, MassCancel, Goodbye>;
+                     Replace, MassCancel, Goodbye, OrderStatusRequest>;
 
 // Names typed tests after the docs/PROTOCOL.md kind name (e.g. "/NewLimit").
 struct ModelName {

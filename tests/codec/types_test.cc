@@ -42,6 +42,7 @@ TEST(TypesTest, EnumerationsHaveTheirProtocolValuesAndNames) {
   ExpectNames<MassCancelScope>({"Account", "Instrument"});
   ExpectNames<MassCancelSide>({"Buy", "Sell", "Both"});
   ExpectNames<SessionCloseReason>({"Goodbye", "Lapsed"});
+  ExpectNames<OrderState>({"Live", "NotLive"});
   ExpectNames<Liquidity>({"Maker", "Taker"});
   ExpectNames<PriorityKept>({"Yes", "No"});
 }
@@ -64,11 +65,15 @@ TEST(TypesTest, EnumerationsHaveTheirWireWidths) {
   EXPECT_EQ(static_cast<int>(Kind::kHeartbeatAck), 0x4A);
   EXPECT_EQ(static_cast<int>(Kind::kGoodbye), 0x08);
   EXPECT_EQ(static_cast<int>(Kind::kSessionClosed), 0x4B);
+  EXPECT_EQ(static_cast<int>(Kind::kOrderStatusRequest), 0x09);
+  EXPECT_EQ(static_cast<int>(Kind::kOrderStatus), 0x4C);
   static_assert(sizeof(MassCancelScope) == 1 && sizeof(MassCancelSide) == 1 &&
-                sizeof(SessionCloseReason) == 1);
+                sizeof(SessionCloseReason) == 1 && sizeof(OrderState) == 1);
   EXPECT_EQ(static_cast<int>(CancelReason::kCancelOnDisconnect), 8);
   EXPECT_EQ(static_cast<int>(SessionCloseReason::kGoodbye), 1);
   EXPECT_EQ(static_cast<int>(SessionCloseReason::kLapsed), 2);
+  EXPECT_EQ(static_cast<int>(OrderState::kLive), 1);
+  EXPECT_EQ(static_cast<int>(OrderState::kNotLive), 2);
   EXPECT_EQ(static_cast<int>(BusyCause::kJournalFull), 1);
   EXPECT_EQ(Name(BusyCause::kJournalFull), "JournalFull");
 }
