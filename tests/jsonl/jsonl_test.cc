@@ -49,7 +49,7 @@ using Rng = ::orderwire::codec::testing::SplitMix64;
 using ::testing::HasSubstr;
 
 // The JSON of each golden frame, in golden::kFrames order.
-constexpr std::array<std::string_view, 20> kGoldenJson = {
+constexpr std::array<std::string_view, 22> kGoldenJson = {
     R"({"kind":"NewLimit","sequence":1,"account_id":7,"client_order_id":1001,)"
     R"("instrument_id":42,"side":1,"time_in_force":1,"price":10050,)"
     R"("quantity":300})",
@@ -89,6 +89,11 @@ constexpr std::array<std::string_view, 20> kGoldenJson = {
     R"({"kind":"Goodbye","sequence":8,"account_id":7,"request_id":43})",
     R"({"kind":"SessionClosed","sequence":7,"account_id":7,"request_id":43,)"
     R"("reason":1,"cancelled_orders":2})",
+    R"({"kind":"OrderStatusRequest","sequence":9,"account_id":7,"order_id":3,)"
+    R"("client_order_id":1003})",
+    R"({"kind":"OrderStatus","sequence":8,"order_id":3,"account_id":7,)"
+    R"("client_order_id":1003,"instrument_id":42,"side":1,"state":1,)"
+    R"("price":10049,"leaves_quantity":200,"executed_quantity":100})",
 };
 
 constexpr std::string_view kNewLimitJson = kGoldenJson[0];
