@@ -172,12 +172,13 @@ constexpr std::size_t kTrailerMagicAt =
     kOffsetOf<kGroupTrailerLayout, &GroupTrailer::magic>;
 
 // "NewLimit 47, NewMarket 38, CancelByOrder 25, CancelByClient 25, Replace
-// 49, MassCancel 31, Goodbye 25"; kinds 0x01..0x06 and 0x08; the kind byte
-// is at frame offset 8.
+// 49, MassCancel 31, Goodbye 25, OrderStatusRequest 33"; kinds 0x01..0x06,
+// 0x08 and 0x09; the kind byte is at frame offset 8.
 constexpr std::size_t DocFrameSize(std::uint8_t kind) {
-  // Kind 7 (Heartbeat) is never a record; 8 is Goodbye (and a lapse).
-  constexpr std::array<std::size_t, 9> kSizes = {0,  47, 38, 25, 25,
-                                                 49, 31, 0,  25};
+  // Kind 7 (Heartbeat) is never a record; 8 is Goodbye (and a lapse); 9 is
+  // OrderStatusRequest.
+  constexpr std::array<std::size_t, 10> kSizes = {0,  47, 38, 25, 25,
+                                                  49, 31, 0,  25, 33};
   return kind < kSizes.size() ? kSizes[kind] : 0;
 }
 
