@@ -61,13 +61,16 @@ LIQUIDITY = {1: "Maker", 2: "Taker"}
 PRIORITY_KEPT = {1: "Yes", 2: "No"}
 BUSY_CAUSE = {1: "JournalFull"}
 SESSION_CLOSE_REASON = {1: "Goodbye", 2: "Lapsed"}
+ORDER_STATE = {1: "Live", 2: "NotLive"}
 KIND_NAMES = {0x01: "NewLimit", 0x02: "NewMarket", 0x03: "CancelByOrder",
               0x04: "CancelByClient", 0x05: "Replace", 0x06: "MassCancel",
-              0x07: "Heartbeat", 0x08: "Goodbye", 0x41: "Accepted",
+              0x07: "Heartbeat", 0x08: "Goodbye",
+              0x09: "OrderStatusRequest", 0x41: "Accepted",
               0x42: "Rejected", 0x43: "Filled", 0x44: "Cancelled",
               0x45: "Replaced", 0x46: "SequenceGap",
               0x47: "ReportsGone", 0x48: "Busy", 0x49: "MassCancelDone",
-              0x4A: "HeartbeatAck", 0x4B: "SessionClosed"}
+              0x4A: "HeartbeatAck", 0x4B: "SessionClosed",
+              0x4C: "OrderStatus"}
 # A Rejected names a command; a Heartbeat (0x07) is never one.
 COMMAND_KIND = {k: v for k, v in KIND_NAMES.items() if k < 0x40 and k != 0x07}
 KIND_BY_NAME = {v: k for k, v in KIND_NAMES.items()}
@@ -133,6 +136,14 @@ SPEC = {
                            F("reason", U8, "session_close_reason",
                              SESSION_CLOSE_REASON),
                            F("cancelled_orders", U32)]),
+    "OrderStatusRequest": (33, [F("account_id", U64), F("order_id", U64),
+                                F("client_order_id", U64)]),
+    "OrderStatus": (63, [F("order_id", U64), F("account_id", U64),
+                         F("client_order_id", U64), F("instrument_id", U32),
+                         F("side", U8, enum=SIDE),
+                         F("state", U8, "order_state", ORDER_STATE),
+                         F("price", I64), F("leaves_quantity", U64),
+                         F("executed_quantity", U64)]),
 }
 for _kind, (_size, _fields) in SPEC.items():
     assert 9 + sum(w for _, (_, w), _, _ in _fields) == _size, _kind
@@ -161,6 +172,8 @@ FRAMES = {
     "mass_cancel_done": {"kind": "MassCancelDone", "sequence": 6, "account_id": 7, "request_id": 42, "instrument_id": 0, "side": 3, "scope": 1, "cancelled_orders": 2},
     "goodbye": {"kind": "Goodbye", "sequence": 8, "account_id": 7, "request_id": 43},
     "session_closed": {"kind": "SessionClosed", "sequence": 7, "account_id": 7, "request_id": 43, "reason": 1, "cancelled_orders": 2},
+    "order_status_request": {"kind": "OrderStatusRequest", "sequence": 9, "account_id": 7, "order_id": 3, "client_order_id": 1003},
+    "order_status": {"kind": "OrderStatus", "sequence": 8, "order_id": 3, "account_id": 7, "client_order_id": 1003, "instrument_id": 42, "side": 1, "state": 1, "price": 10049, "leaves_quantity": 200, "executed_quantity": 100},
     # docs/PROTOCOL.md's golden datagram: the first NewLimit, then this.
     "golden_cancel": {"kind": "CancelByClient", "sequence": 2, "account_id": 7, "client_order_id": 1001},
     # Extremes of every integer type.
@@ -173,6 +186,9 @@ FRAMES = {
     "cancelled_bad_enum": {"kind": "Cancelled", "sequence": 8, "order_id": 3, "account_id": 7, "client_order_id": 1001, "instrument_id": 42, "cancelled_quantity": 1, "reason": 9},
     "replaced_bad_enum": {"kind": "Replaced", "sequence": 9, "order_id": 3, "account_id": 7, "client_order_id": 1001, "price": 1, "quantity": 1, "priority_kept": 0},
     "session_closed_bad_enum": {"kind": "SessionClosed", "sequence": 10, "account_id": 7, "request_id": 44, "reason": 3, "cancelled_orders": 0},
+    "order_status_bad_enum": {"kind": "OrderStatus", "sequence": 11, "order_id": 3, "account_id": 7, "client_order_id": 1003, "instrument_id": 42, "side": 2, "state": 3, "price": 10049, "leaves_quantity": 1, "executed_quantity": 0},
+    # Side 0 is defined only in a NotLive OrderStatus.
+    "order_status_live_no_side": {"kind": "OrderStatus", "sequence": 12, "order_id": 3, "account_id": 7, "client_order_id": 1003, "instrument_id": 42, "side": 0, "state": 1, "price": 10049, "leaves_quantity": 1, "executed_quantity": 0},
 }
 # Every value of every enumeration, in reports (the commands above hold
 # Buy, Sell and two of the four times in force).
@@ -188,11 +204,19 @@ FRAMES["replaced_kept"] = {"kind": "Replaced", "sequence": 51, "order_id": 53, "
 FRAMES["session_lapsed"] = {"kind": "SessionClosed", "sequence": 52, "account_id": 0, "request_id": 0, "reason": 2, "cancelled_orders": 0}
 # A Goodbye refused (reason 11 Unauthorized): command_kind 0x08.
 FRAMES["reject_goodbye"] = {"kind": "Rejected", "sequence": 53, "account_id": 7, "client_order_id": 43, "order_id": 0, "command_kind": 0x08, "reason": 11}
+# An OrderStatus of no live order (docs/CONTROLS.md "Order status"): state 2
+# NotLive, the request's ids, every other field 0.
+FRAMES["order_status_not_live"] = {"kind": "OrderStatus", "sequence": 54, "order_id": 0, "account_id": 7, "client_order_id": 1003, "instrument_id": 0, "side": 0, "state": 2, "price": 0, "leaves_quantity": 0, "executed_quantity": 0}
+# An OrderStatusRequest for another session's order (reason 8 NotOwner):
+# command_kind 0x09.
+FRAMES["reject_order_status"] = {"kind": "Rejected", "sequence": 55, "account_id": 7, "client_order_id": 1003, "order_id": 3, "command_kind": 0x09, "reason": 8}
 EVERY_ENUM_VALUE = ["reject%d" % r for r in range(1, 13)] + \
     ["cancel%d" % r for r in range(1, 9)] + \
     ["accept%d" % t for t in range(1, 5)] + ["fill_taker", "replaced_kept",
                                              "session_lapsed",
-                                             "reject_goodbye"]
+                                             "reject_goodbye",
+                                             "order_status_not_live",
+                                             "reject_order_status"]
 
 # The frames of the largest and of an oversize datagram.
 for i in range(1, 55):
@@ -272,9 +296,10 @@ def Cases():
     from_service = (SERVICE_PORT, CLIENT_PORT)
     heuristic = OTHER_PORTS
     commands = ["limit_buy", "limit_sell", "market", "cancel_order",
-                "cancel_client", "replace", "mass_cancel", "goodbye"]
+                "cancel_client", "replace", "mass_cancel", "goodbye",
+                "order_status_request"]
     reports = ["accepted", "rejected", "filled", "cancelled", "replaced",
-               "mass_cancel_done", "session_closed"]
+               "mass_cancel_done", "session_closed", "order_status"]
     largest = ["bulk_limit%d" % i for i in range(1, 6)] + \
               ["bulk%d" % i for i in range(1, 50)]
     oversize = ["bulk_limit%d" % i for i in range(1, 32)] + ["bulk1"]
@@ -418,11 +443,11 @@ def Cases():
              info="Session 51966: NewLimit #1, CancelByClient #5 "
                   "[Malformed: CountMismatch]"),
         Case("unknown kind", [Frame("limit_buy"),
-                              Frame("cancel_order", kind_byte=0x09)],
+                              Frame("cancel_order", kind_byte=0x0A)],
              count=3, tail=ENCODED["cancel_client"],
              extras=[("orderwire.undecoded", 12 + 47 + 9, 16 + 25)],
              experts=[Malformed("orderwire.frame", "unknown_kind",
-                                "UnknownKind: frame 2 has kind 0x09, which "
+                                "UnknownKind: frame 2 has kind 0x0a, which "
                                 "docs/PROTOCOL.md does not define; the frames "
                                 "after it cannot be delimited")],
              info="Session 51966: NewLimit #1 [Malformed: UnknownKind]"),
@@ -497,7 +522,9 @@ def Cases():
         Case("undefined enumeration values in reports",
              [Frame(k) for k in ("rejected_bad_enums", "filled_bad_enum",
                                  "cancelled_bad_enum", "replaced_bad_enum",
-                                 "session_closed_bad_enum")],
+                                 "session_closed_bad_enum",
+                                 "order_status_bad_enum",
+                                 "order_status_live_no_side")],
              ports=from_service,
              experts=[InvalidEnum("orderwire.command_kind", "command_kind 65 "
                                   "is not defined by docs/PROTOCOL.md (Rejected "
@@ -514,9 +541,15 @@ def Cases():
                                   "frame)"),
                       InvalidEnum("orderwire.session_close_reason", "reason 3 "
                                   "is not defined by docs/PROTOCOL.md "
-                                  "(SessionClosed frame)")],
+                                  "(SessionClosed frame)"),
+                      InvalidEnum("orderwire.order_state", "state 3 is not "
+                                  "defined by docs/PROTOCOL.md (OrderStatus "
+                                  "frame)"),
+                      InvalidEnum("orderwire.side", "side 0 is not defined "
+                                  "by docs/PROTOCOL.md (OrderStatus frame)")],
              info="Session 51966: Rejected #6, Filled #7, Cancelled #8, "
-                  "Replaced #9, SessionClosed #10"),
+                  "Replaced #9, SessionClosed #10, OrderStatus #11, "
+                  "OrderStatus #12"),
     ]
     # A capture cut short by its snapshot length: decoded as far as it
     # goes, a warning, and no malformation blamed on the sender.

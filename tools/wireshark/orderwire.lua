@@ -1,6 +1,6 @@
 -- Wireshark / tshark dissector for the orderwire datagram protocol, version 2
 -- (docs/PROTOCOL.md and docs/CONTROLS.md: a 12-byte datagram header, its
--- version byte 1, then whole frames of 19 kinds, back to back).
+-- version byte 1, then whole frames of 21 kinds, back to back).
 --
 -- Install: copy this file into Wireshark's personal Lua plugins folder
 -- (~/.local/lib/wireshark/plugins/ on Linux), or load it for one run with
@@ -21,7 +21,8 @@
 -- 7 in any command or report. The one docs/PROTOCOL.md name with several
 -- meanings, `reason`, is orderwire.reject_reason (Rejected, u16),
 -- orderwire.cancel_reason (Cancelled, u8) and
--- orderwire.session_close_reason (SessionClosed, u8).
+-- orderwire.session_close_reason (SessionClosed, u8). OrderStatus's `state`
+-- is orderwire.order_state.
 --
 -- Malformed datagrams are marked with expert infos of group Malformed,
 -- severity Error, one per cause; each cause has its own expert field
@@ -55,6 +56,7 @@ local kKindNames = {
   [0x06] = "MassCancel",
   [0x07] = "Heartbeat",
   [0x08] = "Goodbye",
+  [0x09] = "OrderStatusRequest",
   [0x41] = "Accepted",
   [0x42] = "Rejected",
   [0x43] = "Filled",
@@ -66,11 +68,12 @@ local kKindNames = {
   [0x49] = "MassCancelDone",
   [0x4A] = "HeartbeatAck",
   [0x4B] = "SessionClosed",
+  [0x4C] = "OrderStatus",
 }
 -- The kinds a Rejected may name: the commands (a Heartbeat is not one).
 local kCommandKindNames = {}
 for kind = 0x01, 0x06 do kCommandKindNames[kind] = kKindNames[kind] end
-kCommandKindNames[0x08] = kKindNames[0x08]
+for kind = 0x08, 0x09 do kCommandKindNames[kind] = kKindNames[kind] end
 local kSideNames = { [1] = "Buy", [2] = "Sell" }
 local kTimeInForceNames = {
   [1] = "GoodTillCancel",
@@ -108,6 +111,7 @@ local kBusyCauseNames = { [1] = "JournalFull" }
 local kMassCancelSideNames = { [1] = "Buy", [2] = "Sell", [3] = "Both" }
 local kMassCancelScopeNames = { [1] = "Account", [2] = "Instrument" }
 local kSessionCloseReasonNames = { [1] = "Goodbye", [2] = "Lapsed" }
+local kOrderStateNames = { [1] = "Live", [2] = "NotLive" }
 
 -- Protocol fields. `size` is the wire width; `names` the enumeration, if any.
 local F = {}
@@ -152,6 +156,7 @@ U64("order_id", "Order ID")
 U64("match_id", "Match ID")
 U64("quantity", "Quantity")
 U64("leaves_quantity", "Leaves quantity")
+U64("executed_quantity", "Executed quantity")
 U64("cancelled_quantity", "Cancelled quantity")
 U64("expected_sequence", "Expected sequence")
 U64("resend_command", "Resend from command")
@@ -198,6 +203,19 @@ Field("busy_cause",
 Field("session_close_reason",
       ProtoField.uint8("orderwire.session_close_reason", "Reason", base.DEC,
                        kSessionCloseReasonNames), 1, kSessionCloseReasonNames)
+Field("order_state",
+      ProtoField.uint8("orderwire.order_state", "State", base.DEC,
+                       kOrderStateNames), 1, kOrderStateNames)
+
+-- docs/CONTROLS.md "Order status": every field of a NotLive OrderStatus but
+-- the request's ids is 0, its side too, so side 0 is defined there. True for
+-- the side of an OrderStatus frame whose state (body offset 29) is 2 NotLive.
+local kOrderStatusStateAt = kFrameHeaderSize + 29
+local function NotLiveSide(kind, key, tvb, pos, stop)
+  if kind ~= 0x4C or key ~= "side" then return false end
+  local at = pos + kOrderStatusStateAt
+  return at < stop and tvb(at, 1):uint() == 2
+end
 
 -- Bytes the dissector cannot delimit (after an unknown kind, a bad magic or
 -- version) or that follow the last frame.
@@ -212,7 +230,7 @@ for _, f in pairs(F) do proto_fields[#proto_fields + 1] = f end
 orderwire.fields = proto_fields
 
 -- The frame kinds: body fields in wire order, as {docs/PROTOCOL.md name, field key}
--- (they differ only for `reason`, `cause` and MassCancel's `side`), and docs/PROTOCOL.md's frame size, which the
+-- (they differ only for `reason`, `cause`, `state` and MassCancel's `side`), and docs/PROTOCOL.md's frame size, which the
 -- field widths must add up to (checked below, at load time).
 local kKinds = {
   [0x01] = { frame_size = 47, body = {
@@ -229,6 +247,8 @@ local kKinds = {
     { "side", "mass_cancel_side" }, "scope" } },
   [0x07] = { frame_size = 17, body = { "nonce" } },
   [0x08] = { frame_size = 25, body = { "account_id", "request_id" } },
+  [0x09] = { frame_size = 33, body = {
+    "account_id", "order_id", "client_order_id" } },
   [0x41] = { frame_size = 55, body = {
     "order_id", "account_id", "client_order_id", "instrument_id", "side",
     "time_in_force", "price", "quantity" } },
@@ -257,6 +277,10 @@ local kKinds = {
   [0x4B] = { frame_size = 30, body = {
     "account_id", "request_id", { "reason", "session_close_reason" },
     "cancelled_orders" } },
+  [0x4C] = { frame_size = 63, body = {
+    "order_id", "account_id", "client_order_id", "instrument_id", "side",
+    { "state", "order_state" }, "price", "leaves_quantity",
+    "executed_quantity" } },
 }
 for kind, info in pairs(kKinds) do
   info.name = kKindNames[kind]
@@ -366,7 +390,8 @@ local function AddFrame(state, frame_number, pos, available)
     local names = kFieldNames[key]
     if names then
       local value = tvb(offset, width):le_uint()
-      if not names[value] then
+      if not names[value] and
+          not (value == 0 and NotLiveSide(kind, key, tvb, pos, stop)) then
         field_item:add_proto_expert_info(E.invalid_enum, string.format(
           "%s %d is not defined by docs/PROTOCOL.md (%s frame)", name, value,
           info.name))
