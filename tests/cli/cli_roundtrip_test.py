@@ -85,6 +85,12 @@ KINDS = {
     "SessionClosed": (0x4B, 30, [
         ("account_id", "Q"), ("request_id", "Q"), ("reason", "B"),
         ("cancelled_orders", "I")]),
+    "OrderStatusRequest": (0x09, 33, [
+        ("account_id", "Q"), ("order_id", "Q"), ("client_order_id", "Q")]),
+    "OrderStatus": (0x4C, 63, [
+        ("order_id", "Q"), ("account_id", "Q"), ("client_order_id", "Q"),
+        ("instrument_id", "I"), ("side", "B"), ("state", "B"), ("price", "q"),
+        ("leaves_quantity", "Q"), ("executed_quantity", "Q")]),
 }
 
 FRAME_HEADER = "<QB"  # sequence u64, kind u8
@@ -185,6 +191,22 @@ class EncoderSelfCheck(unittest.TestCase):
         self.assertEqual(
             encode(session_closed).hex(),
             "07000000000000004b07000000000000002b000000000000000102000000")
+        order_status_request = {"kind": "OrderStatusRequest", "sequence": 9,
+                                "account_id": 7, "order_id": 3,
+                                "client_order_id": 1003}
+        self.assertEqual(
+            encode(order_status_request).hex(),
+            "09000000000000000907000000000000000300000000000000eb030000000000"
+            "00")
+        order_status = {"kind": "OrderStatus", "sequence": 8, "order_id": 3,
+                        "account_id": 7, "client_order_id": 1003,
+                        "instrument_id": 42, "side": 1, "state": 1,
+                        "price": 10049, "leaves_quantity": 200,
+                        "executed_quantity": 100}
+        self.assertEqual(
+            encode(order_status).hex(),
+            "08000000000000004c03000000000000000700000000000000eb030000000000"
+            "002a00000001014127000000000000c8000000000000006400000000000000")
         cancel = {"kind": "CancelByClient", "sequence": 2, "account_id": 7,
                   "client_order_id": 1001}
         self.assertEqual(
@@ -307,7 +329,7 @@ class Errors(unittest.TestCase):
                              len(self.frames[1]), "line 2")
 
     def test_unknown_kind_names_its_offset(self):
-        for kind in (0x00, 0x09, 0x40, 0x4C, 0x7F, 0xFF):
+        for kind in (0x00, 0x0A, 0x40, 0x4D, 0x7F, 0xFF):
             with self.subTest(kind=kind):
                 bad = bytearray(self.binary)
                 at = len(self.frames[0]) + len(self.frames[1])
