@@ -80,7 +80,7 @@ std::vector<std::pair<CodecError, Bytes>> MalformedDatagrams(
                      Bytes(valid.begin(), valid.begin() + 7));
   cases.emplace_back(
       CodecError::kUnknownKind,
-      with(codec::kDatagramHeaderSize + codec::kKindOffset, 0x09));
+      with(codec::kDatagramHeaderSize + codec::kKindOffset, 0x0A));
   cases.emplace_back(CodecError::kNotACommand,
                      Datagram(session, {AcceptedFor(1, 1, order)}));
   {
