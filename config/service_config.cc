@@ -631,6 +631,25 @@ absl::Status ReadSessions(
   return absl::OkStatus();
 }
 
+// A liveness timeout under 3 s lapses a live client that heartbeats after
+// a second without sending (client::Session's default): said, not refused
+// (a client may heartbeat faster).
+void WarnOfShortLiveness(ServiceConfig& config) {
+  const auto warn = [&](const std::string& who, std::uint32_t seconds) {
+    if (seconds == 0 || seconds >= 3) return;
+    config.warnings.push_back(absl::StrFormat(
+        "%s liveness_seconds %d is under 3: a client heartbeating every "
+        "second (client::Session's default) may lapse while alive",
+        who, seconds));
+  };
+  if (config.open_sessions) {
+    warn("[service]", config.open_policy.liveness_seconds);
+  }
+  for (const auto& [id, policy] : config.sessions) {
+    warn(absl::StrFormat("[sessions.%d]", id), policy.liveness_seconds);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
@@ -708,6 +727,7 @@ absl::StatusOr<ServiceConfig> ParseServiceConfig(std::string_view text,
   }
   config.open_sessions =
       service.open_sessions.value_or(config.sessions.empty());
+  WarnOfShortLiveness(config);
   return config;
 }
 

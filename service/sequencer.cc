@@ -203,7 +203,8 @@ Sequencer::JournalOutcome Sequencer::JournalLapse(std::uint32_t id,
   std::uint32_t flags = state::kRecordLapse;
   if (cancel_orders) flags |= state::kRecordCancelOnDisconnect;
   if (new_feed_session_) flags |= state::kRecordNewFeedSession;
-  const JournalOutcome outcome = AppendRecords(id, frame, 1, receive_ns, flags);
+  const JournalOutcome outcome =
+      AppendRecords(id, frame, 1, receive_ns, flags, /*commands=*/false);
   if (outcome == JournalOutcome::kOk) {
     new_feed_session_ = false;
     ++stats_.lapses;
@@ -217,14 +218,15 @@ Sequencer::JournalOutcome Sequencer::Append(Session& session,
                                             std::uint64_t receive_ns,
                                             std::uint32_t flags) {
   const JournalOutcome outcome =
-      AppendRecords(session.id, frames, count, receive_ns, flags);
+      AppendRecords(session.id, frames, count, receive_ns, flags,
+                    /*commands=*/true);
   if (outcome == JournalOutcome::kOk) session.next_expected += count;
   return outcome;
 }
 
 Sequencer::JournalOutcome Sequencer::AppendRecords(
     std::uint32_t id, std::span<const std::byte> frames, std::size_t count,
-    std::uint64_t receive_ns, std::uint32_t flags) {
+    std::uint64_t receive_ns, std::uint32_t flags, bool commands) {
   // Room in the pending ring first (back-pressure on the apply side).
   while (pending_size_ + count > pending_.size()) {
     if (!owner_.WaitForJournal()) return JournalOutcome::kFailed;
@@ -250,7 +252,7 @@ Sequencer::JournalOutcome Sequencer::AppendRecords(
     const auto kind = codec::LoadLE<std::uint8_t>(frames.data() + offset +
                                                   codec::kKindOffset);
     const std::size_t size = codec::kKindTable[kind].frame_size;
-    ++stats_.journaled[kind];
+    if (commands) ++stats_.journaled[kind];
     p.index = index++;
     p.receive_ns = receive_ns;
     p.session_id = id;

@@ -181,11 +181,13 @@ class Sequencer {
   JournalOutcome Append(Session& session, std::span<const std::byte> frames,
                         std::size_t count, std::uint64_t receive_ns,
                         std::uint32_t flags);
-  // Append() for session `id` without moving any session's next sequence.
+  // Append() for session `id` without moving any session's next sequence;
+  // counted in SequencerStats::journaled when they are `commands` (a lapse
+  // is not).
   JournalOutcome AppendRecords(std::uint32_t id,
                                std::span<const std::byte> frames,
                                std::size_t count, std::uint64_t receive_ns,
-                               std::uint32_t flags);
+                               std::uint32_t flags, bool commands);
   // Counts a Heartbeat and notes the datagram's first in `result`.
   void NoteHeartbeat(const codec::FrameView& frame, Sequenced& result);
 

@@ -83,6 +83,10 @@ constexpr std::int64_t kPublishEveryNs = 1'000'000;
 // How often sessions are checked for a lapse (docs/CONTROLS.md: a lapse
 // comes at most about this late).
 constexpr std::int64_t kLapseSweepNs = 100'000'000;
+// At most this many lapses a look: a look after a long silence (or a
+// liveness timeout newly configured over many sessions) spreads its lapses
+// and their cancels over several loops instead of one long stall.
+constexpr std::uint32_t kMaxLapsesPerSweep = 64;
 
 // SequenceGap(1) answers to datagrams of sessions the service does not hold
 // (docs/PROTOCOL.md "A session begins with frame 1"): at most this many per
@@ -415,9 +419,10 @@ class Service::Impl final : public Sequencer::Backpressure,
   void RecycleIdleSessions();
   // Journals a lapse for every session of the journal with a liveness
   // timeout that has not been heard for that long and is not closed
-  // (docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect"). Cold:
-  // a walk over the StateMachine's sessions every kLapseSweepNs, none when
-  // no session has a liveness timeout.
+  // (docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect"), at
+  // most kMaxLapsesPerSweep, while serving as the leader. Cold: a walk over
+  // the StateMachine's sessions every kLapseSweepNs (two hash lookups
+  // each), none when no session has a liveness timeout.
   void LapseSilentSessions();
   // When session `state` (not closed, with a liveness timeout) was last
   // heard; nullopt when it has records journaled but not applied (heard
@@ -805,7 +810,6 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
     }
     if (now_ns_ >= next_idle_sweep_ns_) ReleaseIdleHistories();
     if (now_ns_ >= next_recycle_sweep_ns_) RecycleIdleSessions();
-    if (now_ns_ >= next_lapse_sweep_ns_) LapseSilentSessions();
     if (publisher_ != nullptr) publisher_->Tick(now_ns_);
     if (options_.metrics != nullptr && now_ns_ >= next_publish_ns_) {
       PublishMetrics();
@@ -820,6 +824,12 @@ absl::Status Service::Impl::RunLoop(const std::atomic<bool>& stop) {
       for (int i = 0; i < n; ++i) {
         ProcessDatagram(static_cast<std::size_t>(i), receive_ns);
       }
+    }
+    // Only once every datagram waiting was read: after a stall, the
+    // sessions heard meanwhile are heard before anyone is judged silent.
+    if (now_ns_ >= next_lapse_sweep_ns_ && n < static_cast<int>(rx_.capacity()))
+        [[unlikely]] {
+      LapseSilentSessions();
     }
     ApplyDurable();
     if (regenerator_->active()) [[unlikely]] {
@@ -1669,8 +1679,10 @@ std::optional<std::int64_t> Service::Impl::LastHeard(
 
 void Service::Impl::LapseSilentSessions() {
   next_lapse_sweep_ns_ = now_ns_ + kLapseSweepNs;
-  if (!any_liveness_ || mode_ != Mode::kServing) return;
-  for (std::uint32_t i = 0; i < machine_->session_count(); ++i) {
+  if (!any_liveness_ || mode_ != Mode::kServing || !StillLeader()) return;
+  std::uint32_t lapsed = 0;
+  for (std::uint32_t i = 0;
+       i < machine_->session_count() && lapsed < kMaxLapsesPerSweep; ++i) {
     const SessionState& state = machine_->session(i);
     if (state.closed) continue;
     const config::SessionPolicy* policy = options_.config.PolicyFor(state.id);
@@ -1692,6 +1704,7 @@ void Service::Impl::LapseSilentSessions() {
     if (outcome != Sequencer::JournalOutcome::kOk) return;  // Stopped()
     if (lapse_journaled_at_.size() <= i) lapse_journaled_at_.resize(i + 1, 0);
     lapse_journaled_at_[i] = writer_->last_index();
+    ++lapsed;
   }
 }
 

@@ -123,6 +123,43 @@ TEST(ConfigFileTest, AnUnknownKeyNamesItsPlace) {
                          "[sessions.7]"));
 }
 
+// docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect":
+// [service]'s liveness settings are every session's unless a listed one
+// sets its own; the range is 0..86,400; under 3 s is warned of.
+TEST(ConfigFileTest, LivenessSettingsAreInheritedCheckedAndWarnedOf) {
+  const absl::StatusOr<ServiceConfig> config = ParseServiceConfig(
+      "[service]\nopen_sessions = true\nliveness_seconds = 5\n"
+      "cancel_on_disconnect = true\n"
+      "[sessions.3]\naccounts = \"any\"\n"
+      "[sessions.4]\naccounts = \"any\"\nliveness_seconds = 0\n"
+      "cancel_on_disconnect = false\n"
+      "[sessions.5]\naccounts = \"any\"\nliveness_seconds = 2\n");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->PolicyFor(99)->liveness_seconds, 5u);  // unlisted
+  EXPECT_TRUE(config->PolicyFor(99)->cancel_on_disconnect);
+  EXPECT_EQ(config->sessions.at(3).liveness_seconds, 5u);
+  EXPECT_TRUE(config->sessions.at(3).cancel_on_disconnect);
+  EXPECT_EQ(config->sessions.at(4).liveness_seconds, 0u);
+  EXPECT_FALSE(config->sessions.at(4).cancel_on_disconnect);
+  EXPECT_EQ(config->sessions.at(5).liveness_seconds, 2u);
+  ASSERT_EQ(config->warnings.size(), 1u);
+  EXPECT_THAT(config->warnings[0],
+              HasSubstr("[sessions.5] liveness_seconds 2 is under 3"));
+  // Without a file, no session lapses and none cancels.
+  EXPECT_EQ(ServiceConfig{}.open_policy.liveness_seconds, 0u);
+  EXPECT_FALSE(ServiceConfig{}.open_policy.cancel_on_disconnect);
+
+  EXPECT_TRUE(ParseServiceConfig("[service]\nliveness_seconds = 86400\n").ok());
+  EXPECT_THAT(ErrorOf("[service]\nliveness_seconds = 86401\n"),
+              HasSubstr("service.liveness_seconds"));
+  EXPECT_THAT(ErrorOf("[service]\nliveness_seconds = -1\n"),
+              HasSubstr("service.liveness_seconds"));
+  EXPECT_THAT(ErrorOf("[sessions.3]\naccounts = \"any\"\n"
+                      "cancel_on_disconnect = 1\n"),
+              HasSubstr("sessions.3.cancel_on_disconnect: expected true or "
+                        "false"));
+}
+
 TEST(ConfigFileTest, AnUnknownTableNamesItsPlace) {
   EXPECT_EQ(ErrorOf("[engine]\n\n[engin]\nmax_live_orders = 5\n"),
             "config (text):3:2: unknown table 'engin' (the tables are "

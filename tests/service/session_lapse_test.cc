@@ -161,8 +161,13 @@ TEST(SessionLapse, ASilentSessionLapsesOnceAndOnlyCancelOnDisconnectCancels) {
     EXPECT_GE(order.order_id.value(), 3u);
     EXPECT_LE(order.order_id.value(), 6u);
   }
-  // The feed deleted the cancelled orders (order ids 1, 2, 7).
-  EXPECT_EQ(replay.records, 10u);  // 7 commands, 3 lapses
+  // Records: 6 orders, the lapses of 41 and 42, order 7, 41's lapse again.
+  // On the feed, each lapse deletes the orders it cancelled.
+  ASSERT_EQ(replay.records, 10u);
+  ASSERT_EQ(replay.feed_after.size(), 10u);
+  EXPECT_EQ(replay.feed_after[6] - replay.feed_after[5], 2u);
+  EXPECT_EQ(replay.feed_after[7] - replay.feed_after[6], 0u);
+  EXPECT_EQ(replay.feed_after[9] - replay.feed_after[8], 1u);
 }
 
 // A service stopped between the client's last word and its timeout: the
@@ -205,6 +210,59 @@ TEST(SessionLapse, ARestartBeforeTheTimeoutStillLapsesAndNeverTwice) {
   EXPECT_FRAME_EQ(reports[2], CancelledFrame(3, 1, 1));
   EXPECT_FRAME_EQ(reports[3], CancelledFrame(4, 2, 2));
   EXPECT_FRAME_EQ(reports[4], ClosedFrame(5, SessionCloseReason::kLapsed, 2));
+  EXPECT_TRUE(replay.live_orders.empty());
+}
+
+// Heartbeats are hearing from the session: one that only heartbeats, more
+// often than its timeout, never lapses; once they stop, it does.
+TEST(SessionLapse, HeartbeatsKeepASessionFromLapsing) {
+  ScratchDir dir;
+  auto service = RunningService::Start(LapseOptions(dir.Sub("journal")));
+  ASSERT_NE(service, nullptr);
+  TestClient client(service->endpoint());
+  RestTwo(client, kCancelling, 100);
+  for (std::uint64_t nonce = 1; nonce <= 8; ++nonce) {  // 2.4 s, timeout 1 s
+    client.Send(kCancelling, {Frame(0, codec::Heartbeat{.nonce = nonce})});
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  (void)client.Drain(kCancelling, 50);  // the HeartbeatAcks
+  EXPECT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) {
+        return s.heartbeats == 8 && s.session_lapses == 0;
+      },
+      1000));
+  const auto stopped = std::chrono::steady_clock::now();
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.session_lapses == 1; }, 5000));
+  EXPECT_GE(std::chrono::steady_clock::now() - stopped,
+            std::chrono::milliseconds(300));
+  ASSERT_TRUE(service->Stop().ok());
+}
+
+// An unlisted session (the [service] defaults) that gave its slot back is
+// judged from when it was last heard, not from the service's start.
+TEST(SessionLapse, ASessionThatGaveItsSlotBackLapsesFromWhenItWasLastHeard) {
+  ScratchDir dir;
+  ServiceOptions options = LapseOptions(dir.Sub("journal"));
+  options.config.open_policy.liveness_seconds = 2;
+  options.config.open_policy.cancel_on_disconnect = true;
+  options.config.session_slot_idle_seconds = 0.3;
+  auto service = RunningService::Start(options);
+  ASSERT_NE(service, nullptr);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  TestClient client(service->endpoint());
+  constexpr std::uint32_t kUnlisted = 77;
+  RestTwo(client, kUnlisted, 100);
+  const auto heard = std::chrono::steady_clock::now();
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.sessions_recycled == 1; }, 3000));
+  ASSERT_TRUE(service->WaitFor(
+      [](const ServiceStats& s) { return s.session_lapses == 1; }, 5000));
+  EXPECT_GE(std::chrono::steady_clock::now() - heard,
+            std::chrono::milliseconds(1900));
+  ASSERT_TRUE(service->Stop().ok());
+  const test_support::SessionReplay replay =
+      ReplayJournalBySession(dir.Sub("journal"), engine::EngineConfig{});
   EXPECT_TRUE(replay.live_orders.empty());
 }
 

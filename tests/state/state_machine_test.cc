@@ -248,6 +248,86 @@ TEST(StateMachine, RefusesRecordsItCannotApplyAndStaysUnchanged) {
                   .ok());
 }
 
+// docs/CONTROLS.md "Goodbye, liveness and cancel-on-disconnect": a lapse is
+// a Goodbye of sequence 0, account 0, request 0 of a session the journal
+// holds; it closes the session without moving its sequence, and cancels
+// only when flagged CancelOnDisconnect; anything else flagged Lapse is
+// refused, the state unchanged; the session's next command reopens it.
+TEST(StateMachine, ALapseClosesWithoutMovingTheSequenceAndOnlyAsItIsFlagged) {
+  Machine m;
+  ASSERT_TRUE(m.Apply(1, Frame(1, Limit({.client_order_id = 1,
+                                         .instrument_id = 42,
+                                         .price = 10})))
+                  .ok());
+  const Bytes lapse = test_support::LapseFrame();
+  const auto goodbye = [](std::uint64_t sequence, std::uint64_t account,
+                          std::uint64_t request) {
+    return Frame(sequence,
+                 codec::Goodbye{.account_id = account, .request_id = request});
+  };
+  // Refused: not a Goodbye, a sequence, an account, a request, together
+  // with Unauthorized, a session the journal does not hold.
+  const std::vector<std::pair<std::uint32_t, Bytes>> bad = {
+      {1,
+       Frame(0,
+             Limit({.client_order_id = 2, .instrument_id = 42, .price = 10}))},
+      {1, goodbye(2, 0, 0)},
+      {1, goodbye(0, 7, 0)},
+      {1, goodbye(0, 0, 9)},
+      {2, lapse}};
+  for (const auto& [session, frame] : bad) {
+    m.set_next_index(2);
+    const absl::Status s = m.Apply(session, frame, kRecordLapse);
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << s;
+  }
+  m.set_next_index(2);
+  EXPECT_EQ(m.Apply(1, lapse, kRecordLapse | kRecordUnauthorized).code(),
+            absl::StatusCode::kDataLoss);
+  EXPECT_EQ(m.machine().last_index(), 1u);
+  EXPECT_EQ(m.machine().session_count(), 1u);
+  EXPECT_FALSE(m.machine().Find(1)->closed);
+
+  // Without CancelOnDisconnect: closed, the order stays, sequence 2 next.
+  m.set_next_index(2);
+  ASSERT_TRUE(m.Apply(1, lapse, kRecordLapse).ok());
+  ASSERT_EQ(m.outputs().size(), 1u);
+  EXPECT_EQ(As<codec::SessionClosed>(m.outputs()[0].frame).reason,
+            codec::SessionCloseReason::kLapsed);
+  EXPECT_TRUE(m.machine().Find(1)->closed);
+  EXPECT_EQ(m.machine().Find(1)->next_expected, 2u);
+  EXPECT_EQ(m.machine().engine().live_orders(), 1u);
+  EXPECT_EQ(m.machine()
+                .stats()
+                .commands[static_cast<std::uint8_t>(codec::Kind::kGoodbye)],
+            0u)
+      << "a lapse is not a command";
+  // Its next command reopens it; a lapse flagged CancelOnDisconnect then
+  // cancels.
+  ASSERT_TRUE(m.Apply(1, Frame(2, Limit({.client_order_id = 2,
+                                         .instrument_id = 42,
+                                         .price = 11})))
+                  .ok());
+  EXPECT_FALSE(m.machine().Find(1)->closed);
+  ASSERT_TRUE(m.Apply(1, lapse, kRecordLapse | kRecordCancelOnDisconnect).ok());
+  ASSERT_EQ(m.outputs().size(), 3u);
+  EXPECT_EQ(As<codec::Cancelled>(m.outputs()[0].frame).reason,
+            codec::CancelReason::kCancelOnDisconnect);
+  EXPECT_EQ(As<codec::SessionClosed>(m.outputs()[2].frame).cancelled_orders,
+            2u);
+  EXPECT_EQ(m.machine().engine().live_orders(), 0u);
+  // A Goodbye command flagged CancelOnDisconnect closes as the Goodbye.
+  ASSERT_TRUE(m.Apply(1, Frame(3, Limit({.client_order_id = 3,
+                                         .instrument_id = 42,
+                                         .price = 12})))
+                  .ok());
+  ASSERT_TRUE(m.Apply(1, goodbye(4, 7, 5), kRecordCancelOnDisconnect).ok());
+  ASSERT_EQ(m.outputs().size(), 2u);
+  const auto closed = As<codec::SessionClosed>(m.outputs()[1].frame);
+  EXPECT_EQ(closed.reason, codec::SessionCloseReason::kGoodbye);
+  EXPECT_EQ(closed.request_id, 5u);
+  EXPECT_EQ(m.machine().Find(1)->next_expected, 5u);
+}
+
 TEST(StateMachine, ARefusedFirstRecordOfASessionCreatesNothing) {
   Machine m;
   // Session 9's first record must carry sequence 1.
