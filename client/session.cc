@@ -90,6 +90,19 @@ absl::Status CheckPrimary(const codec::Command& command,
       }
       return absl::OkStatus();
     }
+    case Kind::kOrderStatus: {
+      const auto o =
+          codec::View<codec::OrderStatus>::FromFrame(report)->ToModel();
+      const bool same_order =
+          command.order_id.value() != 0
+              ? o.order_id == command.order_id.value()
+              : o.client_order_id == command.client_order_id.value();
+      if (command.kind != Kind::kOrderStatusRequest ||
+          o.account_id != command.account_id.value() || !same_order) {
+        return mismatch("OrderStatus answers the request for that order");
+      }
+      return absl::OkStatus();
+    }
     case Kind::kSessionClosed: {
       const auto d =
           codec::View<codec::SessionClosed>::FromFrame(report)->ToModel();
@@ -111,12 +124,14 @@ bool IsPrimary(const codec::FrameView& report) {
     case codec::Kind::kRejected:
     case codec::Kind::kReplaced:
     case codec::Kind::kMassCancelDone:  // a MassCancel's last report
+    case codec::Kind::kOrderStatus:
       return true;
-    case codec::Kind::kSessionClosed:  // a Goodbye's last report; a lapse's
-                                       // answers no command
+    case codec::Kind::kSessionClosed:  // a Goodbye's last report (any reason
+                                       // but a lapse's, which answers no
+                                       // command)
       return codec::View<codec::SessionClosed>::FromFrame(report)
-                 ->Get<&codec::SessionClosed::reason>() ==
-             codec::SessionCloseReason::kGoodbye;
+                 ->Get<&codec::SessionClosed::reason>() !=
+             codec::SessionCloseReason::kLapsed;
     case codec::Kind::kCancelled:  // reasons 7 and 8: not a primary
       return codec::View<codec::Cancelled>::FromFrame(report)
                  ->Get<&codec::Cancelled::reason>() ==

@@ -261,10 +261,10 @@ class Session {
   ~Session();
 
   // Queues `model` (NewLimit, NewMarket, CancelByOrder, CancelByClient,
-  // Replace, MassCancel, Goodbye) under the next sequence and returns that
-  // sequence. Errors: ResourceExhausted (the window is full: nothing queued;
-  // Poll and try again), the session's error once Poll failed. Hot path: no
-  // allocation.
+  // Replace, MassCancel, Goodbye, OrderStatusRequest) under the next sequence
+  // and returns that sequence. Errors: ResourceExhausted (the window is full:
+  // nothing queued; Poll and try again), the session's error once Poll failed.
+  // Hot path: no allocation.
   template <typename Model>
   absl::StatusOr<std::uint64_t> Submit(const Model& model) {
     return Submit(codec::Command::From(0, model));

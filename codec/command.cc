@@ -63,9 +63,10 @@ static_assert(kSizeCancelByOrder == kSizeCancelByClient,
               "the pair step shares one candidate for kinds 3 and 4");
 
 // The frame size of the kinds the pair step selects among (1..5), 0 for
-// every other byte: a frame of another kind (a MassCancel or a Goodbye, which a
-// stream rarely holds) stops the pair and run loops, and DecodeRest decodes it
-// through the kind table. Same cost as kCommandFrameSize: one load.
+// every other byte: a frame of another kind (a control command: MassCancel,
+// Goodbye, OrderStatusRequest, which a stream rarely holds) stops the pair
+// and run loops, and DecodeRest decodes it through the kind table. Same
+// cost as kCommandFrameSize: one load.
 constexpr std::array<std::uint8_t, 256> kPairStepFrameSize = [] {
   std::array<std::uint8_t, 256> sizes{};
   for (std::size_t k = 1; k <= 5; ++k) sizes[k] = kCommandFrameSize[k];

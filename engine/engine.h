@@ -115,6 +115,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/huge_page_array.h"
 #include "codec/command.h"
 #include "codec/strong.h"
 #include "codec/types.h"
@@ -143,6 +144,8 @@ struct OrderInfo {
   codec::Price price;
   codec::Quantity leaves_quantity;
   OwnerTag owner;  // the tag of the command that entered it
+  // All that traded of it since it was entered, across its replaces.
+  codec::Quantity executed_quantity{};
 };
 
 // One price level of a book, for market data.
@@ -401,6 +404,9 @@ class BasicEngine {
                                 ReportBuffer& out) noexcept;
   void Replace(const codec::Command& c, OwnerTag owner,
                ReportBuffer& out) noexcept;
+  // docs/CONTROLS.md "Order status": O(1).
+  void QueryStatus(const codec::Command& c, OwnerTag owner,
+                   ReportBuffer& out) noexcept;
   static void Reject(const codec::Command& c, OwnerTag owner,
                      codec::RejectReason reason, ReportBuffer& out) noexcept;
 
@@ -425,7 +431,8 @@ class BasicEngine {
   void Unlink(BookData& book, std::uint32_t index) noexcept;
   // Drops a finished order from both indices and frees its record.
   void Release(std::uint32_t index) noexcept;
-  [[nodiscard]] OrderInfo InfoOf(const internal::Order& order) const noexcept;
+  // The live order in record `index`.
+  [[nodiscard]] OrderInfo InfoOf(std::uint32_t index) const noexcept;
   [[nodiscard]] const BookData* BookOf(
       codec::InstrumentId instrument_id) const noexcept;
 
@@ -467,6 +474,10 @@ class BasicEngine {
   typename Traits::Index index_;
   std::uint64_t next_order_id_ = 1;
   std::uint64_t next_match_id_ = 1;
+  // Per order record (by pool index), the quantity traded of the order
+  // since it was entered (OrderStatus): beside the records, the 64-byte
+  // record being full; touched as the records are.
+  base::HugePageArray<codec::Quantity> executed_;
   // The orders a MassCancel or CloseSession cancels, (order id, index):
   // scratch, grown only past its largest size so far.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> mass_cancel_;
@@ -487,7 +498,7 @@ void BasicEngine<Traits>::ForEachLiveOrder(Fn&& fn) const {
       side.ForEachFromBest([&](internal::LevelRef ref) {
         for (std::uint32_t i = levels_[ref.level].head; i != internal::kNil;
              i = orders_[i].next) {
-          fn(InfoOf(orders_[i]));
+          fn(InfoOf(i));
         }
         return true;
       });

@@ -257,7 +257,8 @@ void FeedProducer::Finish(const engine::ReportBuffer& reports) {
       case codec::Kind::kReplaced:
         OnReplaced(reports, i);
         break;
-      default:  // Rejected, MassCancelDone: nothing happened to a book
+      default:  // Rejected, MassCancelDone, SessionClosed, OrderStatus: no
+                // book changed
         break;
     }
   }

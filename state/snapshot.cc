@@ -262,7 +262,8 @@ void EncodeOrders(const engine::Engine& engine, std::byte* out) {
         .owner = o.owner,
         .side = static_cast<std::uint8_t>(o.side),
         .time_in_force = static_cast<std::uint8_t>(o.time_in_force),
-        .reserved = 0};
+        .reserved = 0,
+        .executed_quantity = o.executed_quantity.value()};
     journal::StoreStruct<kSnapshotOrderLayout>(record, out);
     out += kSnapshotOrderLayout.kSize;
   });
@@ -475,11 +476,23 @@ class SnapshotReader {
         version() == kSnapshotVersionWithoutFeedSession) {
       return kSnapshotConfigV2Size;
     }
-    if (k + 1 == kSectionSessions &&
-        version() <= kSnapshotVersionWithoutSessionFlags) {
-      return kSnapshotSessionV3Layout.kSize;
+    if (version() <= kSnapshotVersionWithoutSessionFlags) {
+      if (k + 1 == kSectionSessions) return kSnapshotSessionV3Layout.kSize;
+      if (k + 1 == kSectionOrders) return kSnapshotOrderV3Layout.kSize;
     }
     return kRecordSize[k];
+  }
+  // Order record #i of the orders section at `section_at`, and where.
+  [[nodiscard]] std::pair<SnapshotOrderRecord, std::uint64_t> OrderAt(
+      std::uint64_t section_at, std::uint64_t i) const noexcept {
+    const std::uint64_t at = section_at + i * RecordSize(kSectionOrders - 1);
+    return {
+        version() <= kSnapshotVersionWithoutSessionFlags
+            ? journal::LoadStruct<kSnapshotOrderV3Layout, SnapshotOrderRecord>(
+                  bytes_.data() + at)
+            : journal::LoadStruct<kSnapshotOrderLayout, SnapshotOrderRecord>(
+                  bytes_.data() + at),
+        at};
   }
   // Session record #i of the sessions section at `section_at`, and where.
   [[nodiscard]] std::pair<SnapshotSessionRecord, std::uint64_t> SessionAt(
@@ -925,10 +938,7 @@ absl::StatusOr<std::vector<engine::OrderInfo>> SnapshotReader::Orders(
   std::vector<engine::OrderInfo> orders;
   orders.reserve(order_count);  // no zeroing: every element is written once
   for (std::uint64_t i = 0; i < order_count; ++i) {
-    const std::uint64_t at = entry.offset + i * kSnapshotOrderLayout.kSize;
-    const auto o =
-        journal::LoadStruct<kSnapshotOrderLayout, SnapshotOrderRecord>(
-            bytes_.data() + at);
+    const auto [o, at] = OrderAt(entry.offset, i);
     if (o.reserved != 0) {
       return Damaged(at, absl::StrFormat("order #%d reserved", i), "not 0");
     }
@@ -947,7 +957,8 @@ absl::StatusOr<std::vector<engine::OrderInfo>> SnapshotReader::Orders(
         .time_in_force = static_cast<codec::TimeInForce>(o.time_in_force),
         .price = codec::Price(o.price),
         .leaves_quantity = codec::Quantity(o.leaves_quantity),
-        .owner = o.owner});
+        .owner = o.owner,
+        .executed_quantity = codec::Quantity(o.executed_quantity)});
   }
   return orders;
 }
@@ -1085,10 +1096,10 @@ absl::Status SnapshotCodec::RestoreOrders(const SnapshotReader& reader,
   std::size_t bad_order = 0;
   // An order the engine refuses: named by its place in the orders section.
   const auto bad_order_error = [&](const absl::Status& why) {
-    return reader.Damaged(snapshot.table.entries[4].offset +
-                              bad_order * kSnapshotOrderLayout.kSize,
-                          absl::StrFormat("order #%d", bad_order),
-                          std::string(why.message()));
+    const SnapshotSectionEntry& orders = snapshot.table.entries[4];
+    return reader.Damaged(
+        orders.offset + bad_order * (orders.bytes / orders.count),
+        absl::StrFormat("order #%d", bad_order), std::string(why.message()));
   };
   const SnapshotConfigRecord& config = snapshot.config;
   if (absl::Status s = machine.engine_->CheckRestorable(

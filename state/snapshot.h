@@ -158,7 +158,8 @@ inline constexpr std::uint64_t kSnapshotMagic = 0x4853'5041'4E53'574Full;
 inline constexpr std::uint32_t kSnapshotTrailerMagic = 0x4553'574Fu;
 inline constexpr std::uint32_t kSnapshotVersion = 4;
 // The version before a session record had its flags (64 bytes, no session
-// closed): still read (docs/SNAPSHOT.md).
+// closed) and an order record its executed quantity (52 bytes, 0): still
+// read (docs/SNAPSHOT.md).
 inline constexpr std::uint32_t kSnapshotVersionWithoutSessionFlags = 3;
 // The version before the feed's session start was in section 1 (its config
 // record 8 bytes shorter): still read, as a feed session that began at the
@@ -346,9 +347,11 @@ struct SnapshotOrderRecord {
   std::uint32_t owner;  // the session index (engine owner tag)
   std::uint8_t side;
   std::uint8_t time_in_force;
-  std::uint16_t reserved;  // 0
+  std::uint16_t reserved;           // 0
+  std::uint64_t executed_quantity;  // version 4
 };
-inline constexpr auto kSnapshotOrderLayout = codec::MakeLayout(
+// Versions 2 and 3: the record without executed_quantity.
+inline constexpr auto kSnapshotOrderV3Layout = codec::MakeLayout(
     codec::Field{"order_id", &SnapshotOrderRecord::order_id},
     codec::Field{"account_id", &SnapshotOrderRecord::account_id},
     codec::Field{"client_order_id", &SnapshotOrderRecord::client_order_id},
@@ -359,7 +362,20 @@ inline constexpr auto kSnapshotOrderLayout = codec::MakeLayout(
     codec::Field{"side", &SnapshotOrderRecord::side},
     codec::Field{"time_in_force", &SnapshotOrderRecord::time_in_force},
     codec::Field{"reserved", &SnapshotOrderRecord::reserved});
-static_assert(kSnapshotOrderLayout.kSize == 52);
+inline constexpr auto kSnapshotOrderLayout = codec::MakeLayout(
+    codec::Field{"order_id", &SnapshotOrderRecord::order_id},
+    codec::Field{"account_id", &SnapshotOrderRecord::account_id},
+    codec::Field{"client_order_id", &SnapshotOrderRecord::client_order_id},
+    codec::Field{"price", &SnapshotOrderRecord::price},
+    codec::Field{"leaves_quantity", &SnapshotOrderRecord::leaves_quantity},
+    codec::Field{"instrument_id", &SnapshotOrderRecord::instrument_id},
+    codec::Field{"owner", &SnapshotOrderRecord::owner},
+    codec::Field{"side", &SnapshotOrderRecord::side},
+    codec::Field{"time_in_force", &SnapshotOrderRecord::time_in_force},
+    codec::Field{"reserved", &SnapshotOrderRecord::reserved},
+    codec::Field{"executed_quantity", &SnapshotOrderRecord::executed_quantity});
+static_assert(kSnapshotOrderV3Layout.kSize == 52);
+static_assert(kSnapshotOrderLayout.kSize == 60);
 
 // The trailer: CRC32C of every byte before it, then "OWSE".
 inline constexpr std::size_t kSnapshotTrailerSize = 8;

@@ -51,7 +51,8 @@ BasicEngine<Traits>::BasicEngine(const EngineConfig& config)
       orders_(config.max_live_orders),
       // A level holds at least one order, so levels never outnumber orders.
       levels_(config.max_live_orders),
-      index_(config.max_live_orders) {}
+      index_(config.max_live_orders),
+      executed_(config.max_live_orders) {}
 
 template <typename Traits>
 ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
@@ -80,6 +81,9 @@ ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
       CloseSession(command, owner, codec::SessionCloseReason::kGoodbye,
                    /*cancel_orders=*/false, out);
       return ExecuteStatus::kOk;
+    case codec::Kind::kOrderStatusRequest:
+      QueryStatus(command, owner, out);
+      return ExecuteStatus::kOk;
     default:
       return ExecuteStatus::kNotACommand;
   }
@@ -96,6 +100,7 @@ ExecuteStatus BasicEngine<Traits>::RejectUnauthorized(
     case codec::Kind::kReplace:
     case codec::Kind::kMassCancel:
     case codec::Kind::kGoodbye:
+    case codec::Kind::kOrderStatusRequest:
       Reject(command, owner, codec::RejectReason::kUnauthorized, out);
       return ExecuteStatus::kOk;
     default:
@@ -126,6 +131,10 @@ void BasicEngine<Traits>::Reject(const codec::Command& c, OwnerTag owner,
       break;
     case codec::Kind::kReplace:
       rejected.client_order_id = c.client_order_id.value();  // the new one
+      rejected.order_id = c.order_id.value();
+      break;
+    case codec::Kind::kOrderStatusRequest:  // both, as asked
+      rejected.client_order_id = c.client_order_id.value();
       rejected.order_id = c.order_id.value();
       break;
     default:
@@ -235,6 +244,7 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, OwnerTag owner,
   order.side = taker.side;
   order.time_in_force = tif;
   order.owner = owner;
+  executed_[index] = c.quantity - taker.leaves;
   Rest(book, index);
   index_.InsertId(taker.order_id, index);
   // The command's own fields (equal to the order's), so that the compiler can
@@ -308,6 +318,7 @@ void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
       } else {
         const codec::Quantity quantity = std::min(maker.leaves, taker.leaves);
         maker.leaves -= quantity;
+        executed_[index] += quantity;
         taker.leaves -= quantity;
         level.quantity -= quantity;
         const std::uint64_t match_id = next_match_id_++;
@@ -627,9 +638,49 @@ void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
   if (CanTrade(book, order.side, threshold)) {
     Match(book, taker, threshold, out);
   }
+  executed_[index] += order.leaves - taker.leaves;
   order.leaves = taker.leaves;
   if (order.leaves == codec::Quantity(0)) return Release(index);
   Rest(book, index);
+}
+
+template <typename Traits>
+void BasicEngine<Traits>::QueryStatus(const codec::Command& c, OwnerTag owner,
+                                      ReportBuffer& out) noexcept {
+  // By order id when one is given, else the owner's client order id.
+  const std::uint32_t index =
+      c.order_id.value() != 0
+          ? index_.FindById(c.order_id, orders_.data())
+          : index_.FindByClient(c.account_id, owner, c.client_order_id,
+                                orders_.data());
+  if (index == internal::kNil) {
+    out.Append(codec::OrderStatus{.order_id = c.order_id.value(),
+                                  .account_id = c.account_id.value(),
+                                  .client_order_id = c.client_order_id.value(),
+                                  .instrument_id = 0,
+                                  .side = static_cast<codec::Side>(0),
+                                  .state = codec::OrderState::kNotLive,
+                                  .price = 0,
+                                  .leaves_quantity = 0,
+                                  .executed_quantity = 0},
+               owner);
+    return;
+  }
+  const internal::Order& order = orders_[index];
+  if (order.account_id != c.account_id || order.owner != owner) {
+    return Reject(c, owner, codec::RejectReason::kNotOwner, out);
+  }
+  out.Append(
+      codec::OrderStatus{.order_id = order.order_id.value(),
+                         .account_id = order.account_id.value(),
+                         .client_order_id = order.client_order_id.value(),
+                         .instrument_id = order.instrument_id.value(),
+                         .side = order.side,
+                         .state = codec::OrderState::kLive,
+                         .price = order.price.value(),
+                         .leaves_quantity = order.leaves.value(),
+                         .executed_quantity = executed_[index].value()},
+      owner);
 }
 
 template <typename Traits>
@@ -687,8 +738,8 @@ std::size_t BasicEngine<Traits>::BookView::level_count(
 }
 
 template <typename Traits>
-OrderInfo BasicEngine<Traits>::InfoOf(
-    const internal::Order& order) const noexcept {
+OrderInfo BasicEngine<Traits>::InfoOf(std::uint32_t index) const noexcept {
+  const internal::Order& order = orders_[index];
   return OrderInfo{.order_id = order.order_id,
                    .account_id = order.account_id,
                    .client_order_id = order.client_order_id,
@@ -697,7 +748,8 @@ OrderInfo BasicEngine<Traits>::InfoOf(
                    .time_in_force = order.time_in_force,
                    .price = order.price,
                    .leaves_quantity = order.leaves,
-                   .owner = order.owner};
+                   .owner = order.owner,
+                   .executed_quantity = executed_[index]};
 }
 
 template <typename Traits>
@@ -705,7 +757,7 @@ std::optional<OrderInfo> BasicEngine<Traits>::FindOrder(
     codec::OrderId order_id) const noexcept {
   const std::uint32_t index = index_.FindById(order_id, orders_.data());
   if (index == internal::kNil) return std::nullopt;
-  return InfoOf(orders_[index]);
+  return InfoOf(index);
 }
 
 template <typename Traits>
@@ -715,7 +767,7 @@ std::optional<OrderInfo> BasicEngine<Traits>::FindOrderByClient(
   const std::uint32_t index =
       index_.FindByClient(account_id, owner, client_order_id, orders_.data());
   if (index == internal::kNil) return std::nullopt;
-  return InfoOf(orders_[index]);
+  return InfoOf(index);
 }
 
 template <typename Traits>
@@ -902,6 +954,12 @@ absl::Status BasicEngine<Traits>::Reconfigure(const EngineConfig& config) {
   }
 
   // Apply: capacity first (the one step that allocates), then the books.
+  if (config.max_live_orders > orders_.capacity()) {
+    base::HugePageArray<codec::Quantity> executed(config.max_live_orders);
+    std::copy(executed_.data(), executed_.data() + orders_.high_water(),
+              executed.data());
+    executed_ = std::move(executed);
+  }
   orders_.Reserve(config.max_live_orders);
   levels_.Reserve(config.max_live_orders);
   index_.Reserve(config.max_live_orders);
@@ -1081,6 +1139,7 @@ absl::Status BasicEngine<Traits>::Restore(std::span<const OrderInfo> orders,
       order.side = o.side;
       order.time_in_force = o.time_in_force;
       order.owner = o.owner;
+      executed_[index] = o.executed_quantity;
       Rest(books_[o.instrument_id.value() - config_.min_instrument], index);
       pool_index[i] = index;
     }

@@ -114,6 +114,10 @@ class Pool {
   }
   [[nodiscard]] const T* data() const noexcept { return records_.data(); }
   [[nodiscard]] std::uint32_t in_use() const noexcept { return in_use_; }
+  // Records ever handed out: every index below it has been used.
+  [[nodiscard]] std::uint32_t high_water() const noexcept {
+    return high_water_;
+  }
   [[nodiscard]] std::uint32_t capacity() const noexcept { return capacity_; }
 
  private:

@@ -185,6 +185,43 @@ TEST(ClientSession, AMassCancelIsAcknowledgedByItsMassCancelDone) {
   EXPECT_EQ(s.latency_ns().count(), 4u);
 }
 
+// docs/CONTROLS.md: an OrderStatusRequest is acknowledged by its
+// OrderStatus (by order id or client order id, live or not); a Goodbye by
+// its SessionClosed, after the Cancelled reports it causes (none here: the
+// service's default is no cancel-on-disconnect).
+TEST(ClientSession, StatusRequestsAndAGoodbyeAreAcknowledgedByTheirAnswers) {
+  ScratchDir dir;
+  auto service = StartService(dir);
+  ASSERT_NE(service, nullptr);
+  Delivered delivered;
+  auto session = Session::Open(OptionsFor(service->endpoint(), 1, delivered));
+  ASSERT_TRUE(session.ok()) << session.status();
+  Session& s = **session;
+  ASSERT_TRUE(s.Submit(Limit({.client_order_id = 11, .quantity = 5})).ok());
+  ASSERT_TRUE(
+      s.Submit(codec::OrderStatusRequest{
+                   .account_id = 1, .order_id = 1, .client_order_id = 0})
+          .ok());
+  ASSERT_TRUE(
+      s.Submit(codec::OrderStatusRequest{
+                   .account_id = 1, .order_id = 0, .client_order_id = 11})
+          .ok());
+  ASSERT_TRUE(
+      s.Submit(codec::OrderStatusRequest{
+                   .account_id = 1, .order_id = 9, .client_order_id = 0})
+          .ok());
+  ASSERT_TRUE(s.Submit(codec::Goodbye{.account_id = 1, .request_id = 5}).ok());
+  ASSERT_TRUE(PollUntil({&s}, [&] { return s.answered() == 5; }));
+  EXPECT_EQ(delivered.sequences, OneTo(5));
+  EXPECT_EQ(delivered.kinds,
+            (std::vector<Kind>{Kind::kAccepted, Kind::kOrderStatus,
+                               Kind::kOrderStatus, Kind::kOrderStatus,
+                               Kind::kSessionClosed}));
+  const SessionCounters& c = s.counters();
+  EXPECT_EQ(c.acknowledged, 5u);
+  EXPECT_EQ(c.sessions_closed, 1u);
+}
+
 TEST(ClientSession, SubmitPastTheWindowIsRefusedUntilPollAcknowledges) {
   ScratchDir dir;
   auto service = StartService(dir);

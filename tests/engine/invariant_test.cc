@@ -34,9 +34,10 @@ using codec::testing::SplitMix64;
 // other sessions of the same account, and client order ids held by several
 // sessions at once. With one owner, every command is owner 0 and the stream
 // is the one it always was. With `mass_cancel_per_mille` > 0, that many
-// commands in 1,000 are a MassCancel of a random scope and side or (one in
-// four of them) a Goodbye, which closes its owner's session with
-// cancel-on-disconnect when its request id is odd (CancelsOnClose).
+// commands in 1,000 are a MassCancel of a random scope and side, a Goodbye
+// (one in four of them), which closes its owner's session with
+// cancel-on-disconnect when its request id is odd (CancelsOnClose), or an
+// OrderStatusRequest (one in four of the rest).
 // Whether the chaos stream's Goodbye `command` closes with
 // cancel-on-disconnect (the state machine reads it from the record).
 bool CancelsOnClose(const codec::Command& command) {
@@ -71,6 +72,9 @@ class ChaosStream {
           codec::MassCancelSide::kBuy, codec::MassCancelSide::kSell,
           codec::MassCancelSide::kBoth};
       if (rng_.Below(4) == 0) return Goodbye(account, rng_.Next());
+      if (rng_.Below(3) == 0) {
+        return StatusOf(account, rng_.Below(2) == 0 ? order_id : 0, coid);
+      }
       return MassCancel(account, rng_.Next(),
                         rng_.Below(3) == 0 ? 0 : instrument,
                         kSides[rng_.Below(3)]);
@@ -181,6 +185,11 @@ class ShadowBook {
         case codec::Kind::kReplaced:
           ASSERT_NO_FATAL_FAILURE(ApplyReplaced(owner, reports, i));
           break;
+        case codec::Kind::kOrderStatus:
+          ASSERT_EQ(command.kind, codec::Kind::kOrderStatusRequest);
+          ASSERT_EQ(reports.size(), 1u);
+          ASSERT_EQ(r.owner, owner);
+          break;
         case codec::Kind::kSessionClosed:
           ASSERT_EQ(command.kind, codec::Kind::kGoodbye);
           ASSERT_EQ(i + 1, reports.size()) << "SessionClosed comes last";
@@ -275,6 +284,35 @@ class ShadowBook {
       case codec::Kind::kGoodbye:
         ASSERT_NO_FATAL_FAILURE(CheckClose(command, owner, reports));
         break;
+      case codec::Kind::kOrderStatusRequest: {
+        // By id, or the owner's client order id (docs/CONTROLS.md).
+        const std::uint64_t id =
+            command.order_id.value() != 0
+                ? (live_.contains(command.order_id.value())
+                       ? command.order_id.value()
+                       : 0)
+                : own_by_client(command.client_order_id.value());
+        if (id == 0) {
+          ASSERT_EQ(first.kind, codec::Kind::kOrderStatus);
+          ASSERT_EQ(reports.Get<codec::OrderStatus>(first).state,
+                    codec::OrderState::kNotLive);
+          break;
+        }
+        const Shadow& order = live_.at(id);
+        if (order.owner != owner ||
+            order.account_id != command.account_id.value()) {
+          ASSERT_TRUE(rejected_for(codec::RejectReason::kNotOwner));
+          break;
+        }
+        ASSERT_EQ(first.kind, codec::Kind::kOrderStatus);
+        const codec::OrderStatus status =
+            reports.Get<codec::OrderStatus>(first);
+        ASSERT_EQ(status.state, codec::OrderState::kLive);
+        ASSERT_EQ(status.order_id, id);
+        ASSERT_EQ(status.leaves_quantity, order.leaves);
+        ASSERT_EQ(status.price, order.price);
+        break;
+      }
       case codec::Kind::kCancelByClient: {
         const std::uint64_t own =
             own_by_client(command.client_order_id.value());

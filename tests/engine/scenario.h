@@ -108,6 +108,15 @@ inline codec::Command Goodbye(std::uint64_t account, std::uint64_t request) {
       0, codec::Goodbye{.account_id = account, .request_id = request});
 }
 
+// An OrderStatusRequest (docs/CONTROLS.md "Order status").
+inline codec::Command StatusOf(std::uint64_t account, std::uint64_t order_id,
+                               std::uint64_t client_order_id) {
+  return codec::Command::From(
+      0, codec::OrderStatusRequest{.account_id = account,
+                                   .order_id = order_id,
+                                   .client_order_id = client_order_id});
+}
+
 inline std::string TifName(TimeInForce tif) {
   switch (tif) {
     case kGtc:
@@ -168,6 +177,13 @@ inline std::string Render(std::span<const std::byte> frame) {
           "MassCancelDone acct=%d req=%d inst=%d %s %s cancelled=%d",
           m.account_id, m.request_id, m.instrument_id, EnumName(m.side),
           EnumName(m.scope), m.cancelled_orders);
+    } else if constexpr (std::is_same_v<M, const codec::OrderStatus>) {
+      text = absl::StrFormat(
+          "OrderStatus #%d acct=%d coid=%d inst=%d %s %s px=%d leaves=%d "
+          "executed=%d",
+          m.order_id, m.account_id, m.client_order_id, m.instrument_id,
+          EnumName(m.side), EnumName(m.state), m.price, m.leaves_quantity,
+          m.executed_quantity);
     } else if constexpr (std::is_same_v<M, const codec::SessionClosed>) {
       text = absl::StrFormat("SessionClosed acct=%d req=%d %s cancelled=%d",
                              m.account_id, m.request_id, EnumName(m.reason),

@@ -422,6 +422,72 @@ TEST(ServiceEndToEnd, AMassCancelCancelsOnlyTheSessionsOrdersAndReplays) {
   ASSERT_TRUE(service->Stop().ok());
 }
 
+// Order status (docs/CONTROLS.md): journaled and sequenced like every
+// command, answered with the order as it rests and what it traded; after a
+// restart (the executed quantity rebuilt from the journal) a retransmitted
+// request gets the same bytes, and so does a replay.
+TEST(ServiceEndToEnd, AnOrderStatusIsAnsweredJournaledAndReplayed) {
+  ScratchDir dir;
+  constexpr std::uint32_t kMaker = 51;
+  constexpr std::uint32_t kTaker = 52;
+  const codec::OrderStatusRequest request{
+      .account_id = 7, .order_id = 1, .client_order_id = 0};
+  const Bytes expected =
+      Frame(3, codec::OrderStatus{.order_id = 1,
+                                  .account_id = 7,
+                                  .client_order_id = 1,
+                                  .instrument_id = 5,
+                                  .side = Side::kBuy,
+                                  .state = codec::OrderState::kLive,
+                                  .price = 100,
+                                  .leaves_quantity = 60,
+                                  .executed_quantity = 40});
+  {
+    auto service = RunningService::Start(
+        TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
+    ASSERT_NE(service, nullptr);
+    TestClient maker(service->endpoint());
+    TestClient taker(service->endpoint());
+    maker.Send(kMaker, {Frame(1, Limit({.account_id = 7,
+                                        .client_order_id = 1,
+                                        .instrument_id = 5,
+                                        .price = 100,
+                                        .quantity = 100}))});
+    ASSERT_EQ(maker.Frames(kMaker, 1).size(), 1u);
+    taker.Send(kTaker, {Frame(1, Limit({.account_id = 8,
+                                        .client_order_id = 1,
+                                        .instrument_id = 5,
+                                        .side = Side::kSell,
+                                        .price = 100,
+                                        .quantity = 40}))});
+    ASSERT_EQ(taker.Frames(kTaker, 2).size(), 2u);  // Accepted, Filled
+    ASSERT_EQ(maker.Frames(kMaker, 1).size(), 1u);  // the maker's Filled
+    maker.Send(kMaker, {Frame(2, request)});
+    const std::vector<Bytes> answer = maker.Frames(kMaker, 1);
+    ASSERT_EQ(answer.size(), 1u);
+    EXPECT_FRAME_EQ(answer[0], expected);
+    ASSERT_TRUE(service->Stop().ok());
+    EXPECT_EQ(
+        service->final_stats()
+            .frames_in[static_cast<std::size_t>(Kind::kOrderStatusRequest)],
+        1u);
+  }
+  const test_support::SessionReplay replay =
+      test_support::ReplayJournalBySession(dir.Sub("journal"),
+                                           engine::EngineConfig{});
+  ASSERT_EQ(replay.reports_by_session.at(kMaker).size(), 3u);
+  EXPECT_FRAME_EQ(replay.reports_by_session.at(kMaker)[2], expected);
+  auto service = RunningService::Start(
+      TestOptions(dir.Sub("journal"), journal::Durability::kBatch));
+  ASSERT_NE(service, nullptr);
+  TestClient maker(service->endpoint());
+  maker.Send(kMaker, {Frame(2, request)});
+  const std::vector<Bytes> resent = maker.Frames(kMaker, 1);
+  ASSERT_EQ(resent.size(), 1u);
+  EXPECT_FRAME_EQ(resent[0], expected);
+  ASSERT_TRUE(service->Stop().ok());
+}
+
 // Heartbeats (docs/CONTROLS.md): answered with the session's next command
 // and report sequences, never journaled; one before commands in a
 // datagram is answered after them, one after the run ends it; a session

@@ -35,6 +35,7 @@ using test_support::Bytes;
 using test_support::GoodbyeInstead;
 using test_support::LapseFrame;
 using test_support::MassCancelInstead;
+using test_support::StatusRequestInstead;
 
 // A journal's worth of records of several sessions that trade with each
 // other (the mixed workload of each session on the same 64 accounts,
@@ -51,7 +52,8 @@ struct Stream {
 };
 
 // The sessions' mixed streams, interleaved; every 64th NewLimit is a
-// MassCancel instead and every 97th a Goodbye, and lapse records of sessions
+// MassCancel instead, every 97th a Goodbye, every 7th an
+// OrderStatusRequest, and lapse records of sessions
 // already seen come between (docs/CONTROLS.md); the first session has
 // cancel-on-disconnect.
 Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
@@ -65,6 +67,8 @@ Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
         c = MassCancelInstead(c, new_limits / 64);
       } else if (c.kind == codec::Kind::kNewLimit && new_limits % 97 == 0) {
         c = GoodbyeInstead(c, new_limits);
+      } else if (c.kind == codec::Kind::kNewLimit && new_limits % 7 == 0) {
+        c = StatusRequestInstead(c, new_limits);
       }
       Bytes frame(codec::kMaxFrameSize);
       const auto size = codec::EncodeCommand(c, frame);
@@ -235,6 +239,9 @@ TEST(Snapshot, SnapshotAtEveryIndexPlusTheTailIsTheFullReplay) {
       full.stats()
           .reports[static_cast<std::uint8_t>(codec::Kind::kSessionClosed)],
       10u);
+  ASSERT_GT(full.stats()
+                .reports[static_cast<std::uint8_t>(codec::Kind::kOrderStatus)],
+            50u);
   ASSERT_EQ(full.session_count(), 3u);
   ASSERT_TRUE(full.engine().CheckInvariants().ok());
 
@@ -420,10 +427,13 @@ std::vector<std::byte> CutRecords(const std::vector<std::byte>& bytes,
 }
 
 // This build's snapshot as version 3 wrote it: session records without
-// their flags.
+// their flags, order records without their executed quantity.
 std::vector<std::byte> AsVersion3(const std::vector<std::byte>& v4) {
-  return CutRecords(v4, kSectionSessions, kSnapshotSessionV3Layout.kSize,
-                    kSnapshotVersionWithoutSessionFlags);
+  return CutRecords(
+      CutRecords(v4, kSectionSessions, kSnapshotSessionV3Layout.kSize,
+                 kSnapshotVersionWithoutSessionFlags),
+      kSectionOrders, kSnapshotOrderV3Layout.kSize,
+      kSnapshotVersionWithoutSessionFlags);
 }
 
 // As version 2 wrote it: version 3's sessions, and the config record
@@ -433,9 +443,10 @@ std::vector<std::byte> AsVersion2(const std::vector<std::byte>& v4) {
                     kSnapshotVersionWithoutFeedSession);
 }
 
-// `v4` with every session's flags 0 (no session closed), resealed: what a
-// version 2 or 3 snapshot of the same state re-encodes to.
-std::vector<std::byte> WithoutSessionFlags(std::vector<std::byte> v4) {
+// `v4` with every session's flags 0 (no session closed) and every order's
+// executed quantity 0, resealed: what a version 2 or 3 snapshot of the
+// same state re-encodes to.
+std::vector<std::byte> AsAnOlderVersionKeptIt(std::vector<std::byte> v4) {
   const SnapshotSectionEntry sessions = SectionEntry(v4, kSectionSessions);
   for (std::uint64_t i = 0; i < sessions.count; ++i) {
     codec::StoreLE(v4.data() + sessions.offset +
@@ -443,6 +454,14 @@ std::vector<std::byte> WithoutSessionFlags(std::vector<std::byte> v4) {
                        codec::OffsetOf<kSnapshotSessionLayout,
                                        &SnapshotSessionRecord::flags>(),
                    std::uint64_t{0});
+  }
+  const SnapshotSectionEntry orders = SectionEntry(v4, kSectionOrders);
+  for (std::uint64_t i = 0; i < orders.count; ++i) {
+    codec::StoreLE(
+        v4.data() + orders.offset + i * kSnapshotOrderLayout.kSize +
+            codec::OffsetOf<kSnapshotOrderLayout,
+                            &SnapshotOrderRecord::executed_quantity>(),
+        std::uint64_t{0});
   }
   ResealSnapshot(v4);
   return v4;
@@ -478,16 +497,18 @@ TEST(Snapshot, TheFeedSessionStartIsKeptAndRestored) {
 
 // A version-2 snapshot loads, its feed session the journal's own (0), the
 // rest of its state as version 4 has it (no session closed: version 2 had
-// none); so does a version-3 one, with its feed session.
+// none; no executed quantity: it did not keep one); so does a version-3
+// one, with its feed session.
 TEST(Snapshot, OlderVersionsLoadWithWhatTheyCouldNotHold) {
   const std::vector<std::byte> v4 = SmallSnapshot();
   const auto loaded4 = DecodeSnapshot(v4, "f", kJournalId);
   ASSERT_TRUE(loaded4.ok()) << loaded4.status();
-  const std::size_t sessions = SectionEntry(v4, kSectionSessions).count;
+  const std::size_t records = SectionEntry(v4, kSectionSessions).count +
+                              SectionEntry(v4, kSectionOrders).count;
   const std::vector<std::byte> v3 = AsVersion3(v4);
-  ASSERT_EQ(v3.size() + 8 * sessions, v4.size());
+  ASSERT_EQ(v3.size() + 8 * records, v4.size());
   const std::vector<std::byte> v2 = AsVersion2(v4);
-  ASSERT_EQ(v2.size() + 8 + 8 * sessions, v4.size());
+  ASSERT_EQ(v2.size() + 8 + 8 * records, v4.size());
   for (const auto& [older, version] : {std::pair{&v3, 3}, std::pair{&v2, 2}}) {
     SCOPED_TRACE(absl::StrFormat("version %d", version));
     const auto loaded = DecodeSnapshot(*older, "f", kJournalId);
@@ -504,9 +525,9 @@ TEST(Snapshot, OlderVersionsLoadWithWhatTheyCouldNotHold) {
       EXPECT_FALSE(loaded->machine->session(i).closed);
     }
     // Re-encoded, it is this build's version 4 again, byte for byte, with
-    // no session closed.
+    // no session closed and nothing executed.
     EXPECT_EQ(EncodeSnapshot(*loaded->machine, kJournalId, 42),
-              WithoutSessionFlags(v4));
+              AsAnOlderVersionKeptIt(v4));
   }
 }
 

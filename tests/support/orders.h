@@ -87,6 +87,18 @@ inline codec::Command GoodbyeInstead(const codec::Command& c, std::uint64_t n) {
       codec::Goodbye{.account_id = c.account_id.value(), .request_id = n});
 }
 
+// An OrderStatusRequest in place of `c` (docs/CONTROLS.md "Order status"):
+// same sequence and account; by order id `n` % 64 when `n` is odd (often
+// another's, finished or unknown), else by `c`'s client order id.
+inline codec::Command StatusRequestInstead(const codec::Command& c,
+                                           std::uint64_t n) {
+  return codec::Command::From(
+      c.sequence,
+      codec::OrderStatusRequest{.account_id = c.account_id.value(),
+                                .order_id = n % 2 == 1 ? n % 64 : 0,
+                                .client_order_id = c.client_order_id.value()});
+}
+
 // The frame of a lapse record (journaled flagged state::kRecordLapse): a
 // Goodbye of sequence 0, account 0, request 0.
 inline Bytes LapseFrame() {
