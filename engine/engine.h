@@ -474,10 +474,12 @@ class BasicEngine {
   typename Traits::Index index_;
   std::uint64_t next_order_id_ = 1;
   std::uint64_t next_match_id_ = 1;
-  // Per order record (by pool index), the quantity traded of the order
-  // since it was entered (OrderStatus): beside the records, the 64-byte
-  // record being full; touched as the records are.
-  base::HugePageArray<codec::Quantity> executed_;
+  // Per order record (by pool index), what traded of the order since it
+  // was entered plus its leaves (OrderStatus's executed is this less the
+  // leaves): no fill changes it, so matching never writes it; set when the
+  // order rests and at a replace. Beside the records, the 64-byte record
+  // being full; touched as the records are.
+  base::HugePageArray<codec::Quantity> booked_;
   // The orders a MassCancel or CloseSession cancels, (order id, index):
   // scratch, grown only past its largest size so far.
   std::vector<std::pair<std::uint64_t, std::uint32_t>> mass_cancel_;

@@ -1097,8 +1097,10 @@ absl::Status SnapshotCodec::RestoreOrders(const SnapshotReader& reader,
   // An order the engine refuses: named by its place in the orders section.
   const auto bad_order_error = [&](const absl::Status& why) {
     const SnapshotSectionEntry& orders = snapshot.table.entries[4];
+    // bad_order is an order of the section, so it holds at least one.
     return reader.Damaged(
-        orders.offset + bad_order * (orders.bytes / orders.count),
+        orders.offset + bad_order * (orders.bytes /
+                                     std::max<std::uint64_t>(orders.count, 1)),
         absl::StrFormat("order #%d", bad_order), std::string(why.message()));
   };
   const SnapshotConfigRecord& config = snapshot.config;

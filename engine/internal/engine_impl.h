@@ -52,7 +52,7 @@ BasicEngine<Traits>::BasicEngine(const EngineConfig& config)
       // A level holds at least one order, so levels never outnumber orders.
       levels_(config.max_live_orders),
       index_(config.max_live_orders),
-      executed_(config.max_live_orders) {}
+      booked_(config.max_live_orders) {}
 
 template <typename Traits>
 ExecuteStatus BasicEngine<Traits>::Execute(const codec::Command& command,
@@ -244,7 +244,7 @@ void BasicEngine<Traits>::NewOrder(const codec::Command& c, OwnerTag owner,
   order.side = taker.side;
   order.time_in_force = tif;
   order.owner = owner;
-  executed_[index] = c.quantity - taker.leaves;
+  booked_[index] = c.quantity;
   Rest(book, index);
   index_.InsertId(taker.order_id, index);
   // The command's own fields (equal to the order's), so that the compiler can
@@ -318,7 +318,6 @@ void BasicEngine<Traits>::Match(BookData& book, Taker& taker,
       } else {
         const codec::Quantity quantity = std::min(maker.leaves, taker.leaves);
         maker.leaves -= quantity;
-        executed_[index] += quantity;
         taker.leaves -= quantity;
         level.quantity -= quantity;
         const std::uint64_t match_id = next_match_id_++;
@@ -616,6 +615,8 @@ void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
                              .priority_kept = keep ? codec::PriorityKept::kYes
                                                    : codec::PriorityKept::kNo},
              order.owner);
+  // What traded of it stays; its leaves become the new quantity.
+  booked_[index] = booked_[index] - order.leaves + c.quantity;
   if (keep) {
     levels_[order.level].quantity -= order.leaves - c.quantity;
     order.leaves = c.quantity;
@@ -638,7 +639,6 @@ void BasicEngine<Traits>::Replace(const codec::Command& c, OwnerTag owner,
   if (CanTrade(book, order.side, threshold)) {
     Match(book, taker, threshold, out);
   }
-  executed_[index] += order.leaves - taker.leaves;
   order.leaves = taker.leaves;
   if (order.leaves == codec::Quantity(0)) return Release(index);
   Rest(book, index);
@@ -671,15 +671,16 @@ void BasicEngine<Traits>::QueryStatus(const codec::Command& c, OwnerTag owner,
     return Reject(c, owner, codec::RejectReason::kNotOwner, out);
   }
   out.Append(
-      codec::OrderStatus{.order_id = order.order_id.value(),
-                         .account_id = order.account_id.value(),
-                         .client_order_id = order.client_order_id.value(),
-                         .instrument_id = order.instrument_id.value(),
-                         .side = order.side,
-                         .state = codec::OrderState::kLive,
-                         .price = order.price.value(),
-                         .leaves_quantity = order.leaves.value(),
-                         .executed_quantity = executed_[index].value()},
+      codec::OrderStatus{
+          .order_id = order.order_id.value(),
+          .account_id = order.account_id.value(),
+          .client_order_id = order.client_order_id.value(),
+          .instrument_id = order.instrument_id.value(),
+          .side = order.side,
+          .state = codec::OrderState::kLive,
+          .price = order.price.value(),
+          .leaves_quantity = order.leaves.value(),
+          .executed_quantity = (booked_[index] - order.leaves).value()},
       owner);
 }
 
@@ -749,7 +750,7 @@ OrderInfo BasicEngine<Traits>::InfoOf(std::uint32_t index) const noexcept {
                    .price = order.price,
                    .leaves_quantity = order.leaves,
                    .owner = order.owner,
-                   .executed_quantity = executed_[index]};
+                   .executed_quantity = booked_[index] - order.leaves};
 }
 
 template <typename Traits>
@@ -955,10 +956,10 @@ absl::Status BasicEngine<Traits>::Reconfigure(const EngineConfig& config) {
 
   // Apply: capacity first (the one step that allocates), then the books.
   if (config.max_live_orders > orders_.capacity()) {
-    base::HugePageArray<codec::Quantity> executed(config.max_live_orders);
-    std::copy(executed_.data(), executed_.data() + orders_.high_water(),
-              executed.data());
-    executed_ = std::move(executed);
+    base::HugePageArray<codec::Quantity> booked(config.max_live_orders);
+    std::copy(booked_.data(), booked_.data() + orders_.high_water(),
+              booked.data());
+    booked_ = std::move(booked);
   }
   orders_.Reserve(config.max_live_orders);
   levels_.Reserve(config.max_live_orders);
@@ -1139,7 +1140,7 @@ absl::Status BasicEngine<Traits>::Restore(std::span<const OrderInfo> orders,
       order.side = o.side;
       order.time_in_force = o.time_in_force;
       order.owner = o.owner;
-      executed_[index] = o.executed_quantity;
+      booked_[index] = o.executed_quantity + o.leaves_quantity;
       Rest(books_[o.instrument_id.value() - config_.min_instrument], index);
       pool_index[i] = index;
     }

@@ -135,6 +135,7 @@ struct Shadow {
   Side side;
   std::int64_t price;
   std::uint64_t leaves;
+  std::uint64_t executed = 0;  // all its fills, across replaces
 };
 
 // Applies `reports` to `live` and checks each report against it: quantities
@@ -164,7 +165,7 @@ class ShadowBook {
           taker.id = a.order_id;
           taker.order =
               Shadow{a.account_id, owner,   a.client_order_id, a.instrument_id,
-                     a.side,       a.price, a.quantity};
+                     a.side,       a.price, a.quantity,        0};
           taker.rests = a.time_in_force == kGtc || a.time_in_force == kPostOnly;
           accepted_quantity_ += a.quantity;
           break;
@@ -294,8 +295,16 @@ class ShadowBook {
                 : own_by_client(command.client_order_id.value());
         if (id == 0) {
           ASSERT_EQ(first.kind, codec::Kind::kOrderStatus);
-          ASSERT_EQ(reports.Get<codec::OrderStatus>(first).state,
-                    codec::OrderState::kNotLive);
+          const codec::OrderStatus none =
+              reports.Get<codec::OrderStatus>(first);
+          ASSERT_EQ(none.state, codec::OrderState::kNotLive);
+          ASSERT_EQ(none.order_id, command.order_id.value());
+          ASSERT_EQ(none.account_id, command.account_id.value());
+          ASSERT_EQ(none.client_order_id, command.client_order_id.value());
+          ASSERT_EQ(none.instrument_id + none.leaves_quantity +
+                        none.executed_quantity,
+                    0u);
+          ASSERT_EQ(none.price, 0);
           break;
         }
         const Shadow& order = live_.at(id);
@@ -311,6 +320,11 @@ class ShadowBook {
         ASSERT_EQ(status.order_id, id);
         ASSERT_EQ(status.leaves_quantity, order.leaves);
         ASSERT_EQ(status.price, order.price);
+        ASSERT_EQ(status.executed_quantity, order.executed);
+        ASSERT_EQ(status.account_id, order.account_id);
+        ASSERT_EQ(status.client_order_id, order.client_order_id);
+        ASSERT_EQ(status.instrument_id, order.instrument_id);
+        ASSERT_EQ(status.side, order.side);
         break;
       }
       case codec::Kind::kCancelByClient: {
@@ -425,15 +439,18 @@ class ShadowBook {
     ASSERT_EQ(maker->second.price, f.price);
     ASSERT_EQ(maker->second.leaves, f.leaves_quantity + f.quantity);
     maker->second.leaves = f.leaves_quantity;
+    maker->second.executed += f.quantity;
     if (f.leaves_quantity == 0) live_.erase(maker);
     // The taker: the incoming order, or a replaced resting one.
     if (t.order_id == taker.id) {
       ASSERT_EQ(taker.order.leaves, t.leaves_quantity + t.quantity);
       taker.order.leaves = t.leaves_quantity;
+      taker.order.executed += t.quantity;
     } else {
       ASSERT_EQ(replaced_id_, t.order_id);
       ASSERT_EQ(replaced_.leaves, t.leaves_quantity + t.quantity);
       replaced_.leaves = t.leaves_quantity;
+      replaced_.executed += t.quantity;
     }
     filled_quantity_ += 2 * f.quantity;
   }

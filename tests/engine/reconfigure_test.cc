@@ -21,6 +21,7 @@ using testing::kBuy;
 using testing::kGtc;
 using testing::kSell;
 using testing::Limit;
+using testing::Market;
 using testing::Replace;
 using testing::Scenario;
 using ::testing::StartsWith;
@@ -109,6 +110,10 @@ TEST(ReconfigureTest, CapacityGrowsAndKeepsEveryLiveOrder) {
   }
   EXPECT_THAT(s.Send(Limit(7, 5, 1, kBuy, kGtc, 100, 10)),
               ElementsAre(HasSubstr("BookFull")));
+  // Order #4 (the best bid) traded 3: its executed quantity moves with it.
+  ASSERT_THAT(s.Send(Market(8, 99, 1, kSell, 3)),
+              ElementsAre(StartsWith("Accepted"), StartsWith("Filled #4"),
+                          StartsWith("Filled")));
   config.max_live_orders = 10'000;
   ASSERT_TRUE(s.engine().Reconfigure(config).ok());
   // Past every table growth: thousands of orders, the first four intact.
@@ -121,6 +126,8 @@ TEST(ReconfigureTest, CapacityGrowsAndKeepsEveryLiveOrder) {
   for (std::uint64_t id = 1; id <= 4; ++id) {
     EXPECT_TRUE(s.engine().FindOrder(codec::OrderId(id)).has_value());
   }
+  EXPECT_EQ(s.engine().FindOrder(codec::OrderId(4))->executed_quantity,
+            codec::Quantity(3));
   EXPECT_THAT(s.Send(CancelOrder(7, 2)),
               ElementsAre(StartsWith("Cancelled #2")));
   EXPECT_TRUE(s.engine().CheckInvariants().ok());

@@ -424,8 +424,9 @@ TEST(ServiceEndToEnd, AMassCancelCancelsOnlyTheSessionsOrdersAndReplays) {
 
 // Order status (docs/CONTROLS.md): journaled and sequenced like every
 // command, answered with the order as it rests and what it traded; after a
-// restart (the executed quantity rebuilt from the journal) a retransmitted
-// request gets the same bytes, and so does a replay.
+// restart a retransmitted request gets the same bytes (from the history),
+// a new one the same answer (from the executed quantity the journal
+// rebuilt), and so does a replay.
 TEST(ServiceEndToEnd, AnOrderStatusIsAnsweredJournaledAndReplayed) {
   ScratchDir dir;
   constexpr std::uint32_t kMaker = 51;
@@ -485,6 +486,13 @@ TEST(ServiceEndToEnd, AnOrderStatusIsAnsweredJournaledAndReplayed) {
   const std::vector<Bytes> resent = maker.Frames(kMaker, 1);
   ASSERT_EQ(resent.size(), 1u);
   EXPECT_FRAME_EQ(resent[0], expected);
+  // A new request, answered by the engine the journal rebuilt.
+  maker.Send(kMaker, {Frame(3, request)});
+  const std::vector<Bytes> again = maker.Frames(kMaker, 1);
+  ASSERT_EQ(again.size(), 1u);
+  Bytes renumbered = expected;
+  codec::StoreLE(renumbered.data() + codec::kSequenceOffset, std::uint64_t{4});
+  EXPECT_FRAME_EQ(again[0], renumbered);
   ASSERT_TRUE(service->Stop().ok());
 }
 

@@ -52,14 +52,15 @@ struct Stream {
 };
 
 // The sessions' mixed streams, interleaved; every 64th NewLimit is a
-// MassCancel instead, every 97th a Goodbye, every 7th an
-// OrderStatusRequest, and lapse records of sessions
+// MassCancel instead, every 97th a Goodbye, every 4th cancel or replace
+// an OrderStatusRequest for its order, and lapse records of sessions
 // already seen come between (docs/CONTROLS.md); the first session has
 // cancel-on-disconnect.
 Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
                   std::uint64_t seed) {
   std::vector<std::vector<Bytes>> streams(sessions);
   std::uint64_t new_limits = 0;
+  std::uint64_t asked = 0;
   for (std::uint32_t s = 0; s < sessions; ++s) {
     for (codec::Command c : workload::Generate(workload::Workload::kMixed,
                                                per_session, seed + s)) {
@@ -67,8 +68,10 @@ Stream MakeStream(std::uint32_t sessions, std::size_t per_session,
         c = MassCancelInstead(c, new_limits / 64);
       } else if (c.kind == codec::Kind::kNewLimit && new_limits % 97 == 0) {
         c = GoodbyeInstead(c, new_limits);
-      } else if (c.kind == codec::Kind::kNewLimit && new_limits % 7 == 0) {
-        c = StatusRequestInstead(c, new_limits);
+      } else if ((c.kind == codec::Kind::kReplace ||
+                  c.kind == codec::Kind::kCancelByOrder) &&
+                 ++asked % 4 == 0) {
+        c = StatusRequestInstead(c);
       }
       Bytes frame(codec::kMaxFrameSize);
       const auto size = codec::EncodeCommand(c, frame);

@@ -88,14 +88,14 @@ inline codec::Command GoodbyeInstead(const codec::Command& c, std::uint64_t n) {
 }
 
 // An OrderStatusRequest in place of `c` (docs/CONTROLS.md "Order status"):
-// same sequence and account; by order id `n` % 64 when `n` is odd (often
-// another's, finished or unknown), else by `c`'s client order id.
-inline codec::Command StatusRequestInstead(const codec::Command& c,
-                                           std::uint64_t n) {
+// same sequence and account, for `c`'s order id if it has one (a cancel's
+// or a replace's: an order its stream takes to be live), else its client
+// order id.
+inline codec::Command StatusRequestInstead(const codec::Command& c) {
   return codec::Command::From(
       c.sequence,
       codec::OrderStatusRequest{.account_id = c.account_id.value(),
-                                .order_id = n % 2 == 1 ? n % 64 : 0,
+                                .order_id = c.order_id.value(),
                                 .client_order_id = c.client_order_id.value()});
 }
 
