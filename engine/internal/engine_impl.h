@@ -129,10 +129,7 @@ void BasicEngine<Traits>::Reject(const codec::Command& c, OwnerTag owner,
     case codec::Kind::kCancelByOrder:
       rejected.order_id = c.order_id.value();
       break;
-    case codec::Kind::kReplace:
-      rejected.client_order_id = c.client_order_id.value();  // the new one
-      rejected.order_id = c.order_id.value();
-      break;
+    case codec::Kind::kReplace:             // the new client order id
     case codec::Kind::kOrderStatusRequest:  // both, as asked
       rejected.client_order_id = c.client_order_id.value();
       rejected.order_id = c.order_id.value();
